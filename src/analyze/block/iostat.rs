@@ -1,0 +1,272 @@
+//! The counters of `/proc/diskstats`, rebuilt from the trace per time
+//! interval, and the columns `iostat -x` (sysstat 12) derives from them.
+
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpKind {
+    Read,
+    Write,
+    Discard,
+    Flush,
+}
+
+impl OpKind {
+    fn idx(self) -> usize {
+        self as usize
+    }
+}
+
+/// diskstats deltas for one interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct RawCounters {
+    pub ios: [u64; 4],
+    pub merges: [u64; 4],
+    pub sectors: [u64; 4],
+    pub nsecs: [u64; 4],
+    pub busy_ns: u64,
+}
+
+impl RawCounters {
+    fn add(&mut self, o: &RawCounters) {
+        for i in 0..4 {
+            self.ios[i] += o.ios[i];
+            self.merges[i] += o.merges[i];
+            self.sectors[i] += o.sectors[i];
+            self.nsecs[i] += o.nsecs[i];
+        }
+        self.busy_ns += o.busy_ns;
+    }
+}
+
+/// One line of `iostat -x`, with sysstat 12's column names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct IostatRow {
+    /// Start of the interval, seconds from the origin of the report.
+    pub start_s: f64,
+    pub seconds: f64,
+    #[serde(rename = "r/s")]
+    pub r_s: f64,
+    #[serde(rename = "w/s")]
+    pub w_s: f64,
+    #[serde(rename = "d/s")]
+    pub d_s: f64,
+    #[serde(rename = "f/s")]
+    pub f_s: f64,
+    #[serde(rename = "rkB/s")]
+    pub rkb_s: f64,
+    #[serde(rename = "wkB/s")]
+    pub wkb_s: f64,
+    #[serde(rename = "dkB/s")]
+    pub dkb_s: f64,
+    #[serde(rename = "rrqm/s")]
+    pub rrqm_s: f64,
+    #[serde(rename = "wrqm/s")]
+    pub wrqm_s: f64,
+    #[serde(rename = "drqm/s")]
+    pub drqm_s: f64,
+    pub r_await: f64,
+    pub w_await: f64,
+    pub d_await: f64,
+    pub f_await: f64,
+    #[serde(rename = "aqu-sz")]
+    pub aqu_sz: f64,
+    #[serde(rename = "rareq-sz")]
+    pub rareq_sz: f64,
+    #[serde(rename = "wareq-sz")]
+    pub wareq_sz: f64,
+    #[serde(rename = "dareq-sz")]
+    pub dareq_sz: f64,
+    #[serde(rename = "%util")]
+    pub util: f64,
+}
+
+impl IostatRow {
+    pub fn from_counters(c: &RawCounters, start_s: f64, seconds: f64) -> IostatRow {
+        let per_s = |v: u64| {
+            if seconds > 0.0 {
+                v as f64 / seconds
+            } else {
+                0.0
+            }
+        };
+        let await_ms = |i: usize| {
+            if c.ios[i] == 0 {
+                0.0
+            } else {
+                c.nsecs[i] as f64 / 1e6 / c.ios[i] as f64
+            }
+        };
+        let areq_kb = |i: usize| {
+            if c.ios[i] == 0 {
+                0.0
+            } else {
+                c.sectors[i] as f64 / 2.0 / c.ios[i] as f64
+            }
+        };
+        let ms = seconds * 1000.0;
+        let total_nsecs: u64 = c.nsecs.iter().sum();
+        IostatRow {
+            start_s,
+            seconds,
+            r_s: per_s(c.ios[0]),
+            w_s: per_s(c.ios[1]),
+            d_s: per_s(c.ios[2]),
+            f_s: per_s(c.ios[3]),
+            rkb_s: per_s(c.sectors[0]) / 2.0,
+            wkb_s: per_s(c.sectors[1]) / 2.0,
+            dkb_s: per_s(c.sectors[2]) / 2.0,
+            rrqm_s: per_s(c.merges[0]),
+            wrqm_s: per_s(c.merges[1]),
+            drqm_s: per_s(c.merges[2]),
+            r_await: await_ms(0),
+            w_await: await_ms(1),
+            d_await: await_ms(2),
+            f_await: await_ms(3),
+            aqu_sz: if ms > 0.0 {
+                total_nsecs as f64 / 1e6 / ms
+            } else {
+                0.0
+            },
+            rareq_sz: areq_kb(0),
+            wareq_sz: areq_kb(1),
+            dareq_sz: areq_kb(2),
+            util: if ms > 0.0 {
+                (100.0 * c.busy_ns as f64 / 1e6 / ms).min(100.0)
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
+/// Accumulates diskstats-like counters into fixed-length intervals.
+#[derive(Debug, Default)]
+pub struct IostatAccumulator {
+    origin: u64,
+    interval: u64,
+    rows: Vec<RawCounters>,
+    in_flight: u64,
+    busy_since: u64,
+}
+
+impl IostatAccumulator {
+    pub fn new(origin: u64, interval: u64) -> Self {
+        IostatAccumulator {
+            origin,
+            interval: interval.max(1),
+            ..Default::default()
+        }
+    }
+
+    fn row(&mut self, ts: u64) -> &mut RawCounters {
+        let i = (ts.saturating_sub(self.origin) / self.interval) as usize;
+        if self.rows.len() <= i {
+            self.rows.resize(i + 1, RawCounters::default());
+        }
+        &mut self.rows[i]
+    }
+
+    fn add_busy(&mut self, from: u64, to: u64) {
+        let mut t = from.max(self.origin);
+        while t < to {
+            let i = (t - self.origin) / self.interval;
+            let end = (self.origin + (i + 1) * self.interval).min(to);
+            self.row(t).busy_ns += end - t;
+            t = end;
+        }
+    }
+
+    pub fn io_started(&mut self, ts: u64) {
+        if self.in_flight == 0 {
+            self.busy_since = ts;
+        }
+        self.in_flight += 1;
+    }
+
+    pub fn io_done(&mut self, ts: u64, op: OpKind, nsecs: u64) {
+        let r = self.row(ts);
+        r.ios[op.idx()] += 1;
+        r.nsecs[op.idx()] += nsecs;
+        if self.in_flight > 0 {
+            self.in_flight -= 1;
+            if self.in_flight == 0 {
+                self.add_busy(self.busy_since, ts);
+            }
+        }
+    }
+
+    pub fn sectors_done(&mut self, ts: u64, op: OpKind, sectors: u64) {
+        self.row(ts).sectors[op.idx()] += sectors;
+    }
+
+    pub fn merged(&mut self, ts: u64, op: OpKind) {
+        self.row(ts).merges[op.idx()] += 1;
+    }
+
+    /// Closes an open busy period at the end of the trace.
+    pub fn finish(&mut self, end: u64) {
+        if self.in_flight > 0 {
+            self.add_busy(self.busy_since, end);
+            self.busy_since = end;
+        }
+        let last = (end.saturating_sub(self.origin) / self.interval) as usize;
+        if self.rows.len() <= last && end > self.origin {
+            self.rows.resize(last + 1, RawCounters::default());
+        }
+    }
+
+    /// One row per interval from the origin to `end`; the last one may be
+    /// shorter than the interval.
+    pub fn rows(&self, end: u64) -> Vec<IostatRow> {
+        let secs = self.interval as f64 / 1e9;
+        self.rows
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let start = self.origin + i as u64 * self.interval;
+                let len = (start + self.interval).min(end.max(start)) - start;
+                let len_s = if len == 0 { secs } else { len as f64 / 1e9 };
+                IostatRow::from_counters(c, i as f64 * secs, len_s)
+            })
+            .collect()
+    }
+
+    /// The whole span from the origin to `end` as one row.
+    pub fn total(&self, end: u64) -> IostatRow {
+        let mut sum = RawCounters::default();
+        for r in &self.rows {
+            sum.add(r);
+        }
+        IostatRow::from_counters(&sum, 0.0, end.saturating_sub(self.origin) as f64 / 1e9)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_time_splits_across_intervals() {
+        let s = 1_000_000_000;
+        let mut a = IostatAccumulator::new(0, s);
+        a.io_started(s / 2);
+        a.io_started(s / 2 + 10);
+        a.io_done(s + s / 4, OpKind::Read, s / 2 + s / 4);
+        a.sectors_done(s + s / 4, OpKind::Read, 8);
+        a.io_done(s + s / 2, OpKind::Read, s);
+        a.sectors_done(s + s / 2, OpKind::Read, 8);
+        a.finish(2 * s);
+        let rows = a.rows(2 * s);
+        assert_eq!(rows.len(), 3);
+        assert!((rows[0].util - 50.0).abs() < 1e-9);
+        assert!((rows[1].util - 50.0).abs() < 1e-9);
+        assert_eq!(rows[1].r_s, 2.0);
+        assert!((rows[1].r_await - 875.0).abs() < 1e-9);
+        assert_eq!(rows[1].rareq_sz, 4.0);
+        let t = a.total(2 * s);
+        assert!((t.aqu_sz - 0.875).abs() < 1e-9);
+        assert_eq!(t.rkb_s, 4.0);
+    }
+}

@@ -1,0 +1,290 @@
+//! Block-layer analysis in one streaming pass: btt's intervals, the iostat
+//! columns per interval, latency distributions, sizes, processes and the
+//! device stack. Memory grows with requests in flight, devices and
+//! processes, not with the length of the trace.
+
+pub mod btt;
+pub mod iostat;
+pub mod requests;
+
+use crate::analyze::histogram::{Log2Hist, Percentiles};
+use crate::model::{Action, BlockEvent, Comm, Dev};
+use btt::{Btt, Intervals, MergeInfo, Overhead};
+use iostat::IostatRow;
+use requests::{op_of, DeviceRequests, DeviceStack, OpCounts};
+use serde::Serialize;
+use std::collections::HashMap;
+
+#[derive(Clone, Debug)]
+pub struct BlockConfig {
+    /// Length of one iostat interval, ns.
+    pub interval_ns: u64,
+    /// Start of the first interval; the first event when `None`.
+    pub origin_ns: Option<u64>,
+}
+
+impl Default for BlockConfig {
+    fn default() -> Self {
+        BlockConfig {
+            interval_ns: 1_000_000_000,
+            origin_ns: None,
+        }
+    }
+}
+
+/// How often each action was seen on a device.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct ActionCounts {
+    pub queued: u64,
+    pub back_merged: u64,
+    pub front_merged: u64,
+    pub rq_merged: u64,
+    pub get_request: u64,
+    pub sleep_request: u64,
+    pub inserted: u64,
+    pub issued: u64,
+    pub completed: u64,
+    pub requeued: u64,
+    pub split: u64,
+    pub remapped: u64,
+    pub bounced: u64,
+    pub plugs: u64,
+    pub unplugs: u64,
+    pub other: u64,
+}
+
+impl ActionCounts {
+    fn add(&mut self, a: Action) {
+        use Action::*;
+        let c = match a {
+            Queue => &mut self.queued,
+            BackMerge => &mut self.back_merged,
+            FrontMerge => &mut self.front_merged,
+            RqMerge => &mut self.rq_merged,
+            GetRq => &mut self.get_request,
+            SleepRq => &mut self.sleep_request,
+            Insert => &mut self.inserted,
+            Issue => &mut self.issued,
+            Complete | BioComplete => &mut self.completed,
+            Requeue => &mut self.requeued,
+            Split => &mut self.split,
+            Remap => &mut self.remapped,
+            Bounce => &mut self.bounced,
+            Plug => &mut self.plugs,
+            UnplugIo | UnplugTimer => &mut self.unplugs,
+            _ => &mut self.other,
+        };
+        *c += 1;
+    }
+}
+
+#[derive(Debug, Default)]
+struct ProcessAcc {
+    comm: Comm,
+    bios: OpCounts,
+    bytes: OpCounts,
+}
+
+#[derive(Debug, Default)]
+pub struct BlockAnalysis {
+    cfg: BlockConfig,
+    btt: Btt,
+    devices: HashMap<Dev, (ActionCounts, DeviceRequests)>,
+    order: Vec<Dev>,
+    processes: HashMap<u32, ProcessAcc>,
+    names: HashMap<u32, Comm>,
+    stack: DeviceStack,
+    origin: Option<u64>,
+    first_ts: Option<u64>,
+    last_ts: u64,
+}
+
+/// Everything the block analysis found on one device.
+#[derive(Debug, Serialize)]
+pub struct DeviceSummary {
+    pub device: String,
+    pub actions: ActionCounts,
+    pub completed: OpCounts,
+    pub bytes_completed: OpCounts,
+    pub merges: OpCounts,
+    pub fua_requests: u64,
+    pub errors: u64,
+    /// btt's intervals for this device, per queued bio.
+    pub btt: Intervals,
+    /// btt's "Device Merge Information" row.
+    pub btt_merge: Option<MergeInfo>,
+    /// btt's "Device Overhead" row.
+    pub btt_overhead: Option<Overhead>,
+    /// Per request, issue → complete (ns).
+    pub d2c: Percentiles,
+    /// Per request, first bio queued → complete (ns).
+    pub q2c: Percentiles,
+    pub d2c_hist_us: Log2Hist,
+    pub q2c_hist_us: Log2Hist,
+    pub request_size_hist_kib: Log2Hist,
+    pub iostat_total: IostatRow,
+    pub iostat: Vec<IostatRow>,
+    pub completions_without_start: u64,
+    pub in_flight_at_end: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ProcessSummary {
+    pub pid: u32,
+    pub comm: String,
+    pub bios_queued: OpCounts,
+    pub bytes_queued: OpCounts,
+    /// btt Q2C and D2C of the bios this process queued.
+    pub q2c: btt::Interval,
+    pub d2c: btt::Interval,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BlockSummary {
+    pub first_ns: u64,
+    pub last_ns: u64,
+    pub interval_s: f64,
+    pub devices: Vec<DeviceSummary>,
+    /// btt's "All Devices" intervals.
+    pub all_devices: Intervals,
+    pub processes: Vec<ProcessSummary>,
+    /// Each chain of remapped devices, top first (`253,3 -> 253,1 -> 259,0`).
+    pub stack: Vec<Vec<String>>,
+    pub warnings: Vec<String>,
+}
+
+impl BlockAnalysis {
+    pub fn new(cfg: BlockConfig) -> Self {
+        BlockAnalysis {
+            origin: cfg.origin_ns,
+            cfg,
+            ..Default::default()
+        }
+    }
+
+    pub fn process_name(&mut self, pid: u32, comm: Comm) {
+        self.names.insert(pid, comm);
+    }
+
+    pub fn add(&mut self, e: &BlockEvent) {
+        let origin = *self.origin.get_or_insert(e.ts);
+        self.first_ts.get_or_insert(e.ts);
+        self.last_ts = self.last_ts.max(e.ts);
+        self.btt.add(e);
+        if e.action == Action::Remap {
+            self.stack.add(e);
+        }
+        if e.action == Action::Queue {
+            let p = self.processes.entry(e.pid).or_default();
+            if !e.comm.is_empty() {
+                p.comm = e.comm;
+            }
+            let op = op_of(e.rwbs, e.bytes);
+            p.bios.add(op, 1);
+            p.bytes.add(op, e.bytes as u64);
+        }
+        // Plugs and unplugs name no device in tracepoints.
+        if matches!(e.action, Action::Plug | Action::UnplugIo) && e.dev == Dev(0) {
+            return;
+        }
+        if !self.devices.contains_key(&e.dev) {
+            self.order.push(e.dev);
+        }
+        let interval = self.cfg.interval_ns;
+        let (counts, reqs) = self.devices.entry(e.dev).or_insert_with(|| {
+            (
+                ActionCounts::default(),
+                DeviceRequests::new(origin, interval),
+            )
+        });
+        counts.add(e.action);
+        reqs.add(e);
+    }
+
+    pub fn finish(mut self) -> BlockSummary {
+        let end = self.last_ts;
+        let mut warnings = Vec::new();
+        let mut devices = Vec::new();
+        let mut order = self.order.clone();
+        order.sort_by_key(|d| (d.major(), d.minor()));
+        for dev in order {
+            let (counts, mut r) = self.devices.remove(&dev).unwrap();
+            r.iostat.finish(end);
+            if r.completions_without_start > 0 {
+                warnings.push(format!(
+                    "device {dev}: {} completions had no matching start (the trace began while they were in flight); they are left out of latencies",
+                    r.completions_without_start
+                ));
+            }
+            let open = r.in_flight() + r.pending_bios();
+            if open > 0 {
+                warnings.push(format!(
+                    "device {dev}: {open} requests or bios were still in flight when the trace ended (clipped); they are left out of latencies"
+                ));
+            }
+            devices.push(DeviceSummary {
+                device: dev.to_string(),
+                actions: counts,
+                completed: r.completed,
+                bytes_completed: r.bytes_completed,
+                merges: r.merges,
+                fua_requests: r.fua,
+                errors: r.errors,
+                btt: self.btt.device(dev).cloned().unwrap_or_default(),
+                btt_merge: self.btt.merge_info(dev),
+                btt_overhead: self.btt.overhead(dev),
+                d2c: r.d2c.summary(),
+                q2c: r.q2c.summary(),
+                d2c_hist_us: r.d2c_log2_us.clone(),
+                q2c_hist_us: r.q2c_log2_us.clone(),
+                request_size_hist_kib: r.size_log2_kib.clone(),
+                iostat_total: r.iostat.total(end),
+                iostat: r.iostat.rows(end),
+                completions_without_start: r.completions_without_start,
+                in_flight_at_end: open,
+            });
+        }
+        let per_pid = self.btt.per_pid();
+        let mut processes: Vec<ProcessSummary> = self
+            .processes
+            .iter()
+            .map(|(&pid, p)| {
+                let comm = if !p.comm.is_empty() {
+                    p.comm
+                } else {
+                    self.names.get(&pid).copied().unwrap_or_default()
+                };
+                let (q2c, d2c) = per_pid.get(&pid).copied().unwrap_or_default();
+                ProcessSummary {
+                    pid,
+                    comm: comm.to_string(),
+                    bios_queued: p.bios,
+                    bytes_queued: p.bytes,
+                    q2c,
+                    d2c,
+                }
+            })
+            .collect();
+        processes.sort_by(|a, b| {
+            b.bytes_queued
+                .total()
+                .cmp(&a.bytes_queued.total())
+                .then(a.pid.cmp(&b.pid))
+        });
+        BlockSummary {
+            first_ns: self.first_ts.unwrap_or(0),
+            last_ns: end,
+            interval_s: self.cfg.interval_ns as f64 / 1e9,
+            devices,
+            all_devices: self.btt.all().clone(),
+            processes,
+            stack: self
+                .stack
+                .chains()
+                .into_iter()
+                .map(|c| c.into_iter().map(|d| d.to_string()).collect())
+                .collect(),
+            warnings,
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! Follows each request through its life (bio queued → request allocated →
+//! merged → inserted → issued → completed) and accounts it the way the
+//! kernel's disk statistics do, so that per-interval figures match iostat.
+//!
+//! Kernel semantics mirrored here (block/blk-mq.c, block/genhd.c):
+//! - a request's accounting starts when it is allocated (G), its service time
+//!   (`nsecs`, iostat's await) runs from then to completion;
+//! - `ios` and `nsecs` are added when the request completes, `sectors` as
+//!   they complete, `merges` when a bio merges into a request;
+//! - `io_ticks` (%util) is time with at least one request in flight;
+//! - `time_in_queue` (aqu-sz) is the sum of the service times.
+
+use super::iostat::{IostatAccumulator, OpKind};
+use crate::analyze::histogram::{LatencyDist, Log2Hist};
+use crate::model::{Action, BlockEvent, Dev, Extra, Rwbs};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+#[derive(Clone, Copy, Debug)]
+struct PendingBio {
+    ts: u64,
+    sectors: u64,
+    pid: u32,
+    rwbs: Rwbs,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Request {
+    /// Accounting start (allocation), iostat's start.
+    start: u64,
+    /// First bio queued, for Q2C.
+    first_q: u64,
+    issued: Option<u64>,
+    sectors: u64,
+    op: OpKind,
+    pid: u32,
+}
+
+/// What the per-request tracking measured on one device.
+#[derive(Debug, Default)]
+pub struct DeviceRequests {
+    pub iostat: IostatAccumulator,
+    /// Device time per request (D→C), ns.
+    pub d2c: LatencyDist,
+    /// Whole life per request (first Q → C), ns.
+    pub q2c: LatencyDist,
+    pub d2c_log2_us: Log2Hist,
+    pub q2c_log2_us: Log2Hist,
+    /// Sizes of issued requests, KiB, log2.
+    pub size_log2_kib: Log2Hist,
+    pub completed: OpCounts,
+    pub bytes_completed: OpCounts,
+    pub merges: OpCounts,
+    pub splits: u64,
+    pub requeues: u64,
+    pub fua: u64,
+    pub completions_without_start: u64,
+    pub errors: u64,
+    pending: HashMap<u64, PendingBio>,
+    requests: BTreeMap<u64, Request>,
+    /// Requests without data (flushes) cannot be told apart by sector.
+    empty: VecDeque<Request>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct OpCounts {
+    pub read: u64,
+    pub write: u64,
+    pub discard: u64,
+    pub flush: u64,
+}
+
+impl OpCounts {
+    pub fn add(&mut self, op: OpKind, n: u64) {
+        match op {
+            OpKind::Read => self.read += n,
+            OpKind::Write => self.write += n,
+            OpKind::Discard => self.discard += n,
+            OpKind::Flush => self.flush += n,
+        }
+    }
+    pub fn total(&self) -> u64 {
+        self.read + self.write + self.discard + self.flush
+    }
+}
+
+pub fn op_of(rwbs: Rwbs, bytes: u32) -> OpKind {
+    if rwbs.is_discard() {
+        OpKind::Discard
+    } else if rwbs.is_write() {
+        OpKind::Write
+    } else if rwbs.is_read() {
+        OpKind::Read
+    } else if bytes == 0 || rwbs.is_flush() {
+        OpKind::Flush
+    } else {
+        OpKind::Read
+    }
+}
+
+impl DeviceRequests {
+    pub fn new(origin: u64, interval: u64) -> Self {
+        DeviceRequests {
+            iostat: IostatAccumulator::new(origin, interval),
+            ..Default::default()
+        }
+    }
+
+    /// Requests in flight plus bios queued and not yet completed.
+    pub fn in_flight(&self) -> usize {
+        self.requests.len() + self.empty.len()
+    }
+    pub fn pending_bios(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn start_request(&mut self, e: &BlockEvent, first_q: u64, pid: u32) -> Request {
+        self.iostat.io_started(e.ts);
+        Request {
+            start: e.ts,
+            first_q,
+            issued: None,
+            sectors: e.sectors(),
+            op: op_of(e.rwbs, e.bytes),
+            pid,
+        }
+    }
+
+    /// Takes the request at `sector`, creating it (from a pending bio, or from
+    /// this event) when the trace did not show its allocation.
+    fn take_or_start(&mut self, e: &BlockEvent) -> Request {
+        if e.bytes == 0 {
+            if let Some(pos) = self.empty.iter().position(|r| r.issued.is_none()) {
+                return self.empty.remove(pos).unwrap();
+            }
+            return self.start_request(e, e.ts, e.pid);
+        }
+        if let Some(r) = self.requests.remove(&e.sector) {
+            return r;
+        }
+        let (q, pid) = match self.pending.remove(&e.sector) {
+            Some(b) => (b.ts, b.pid),
+            None => (e.ts, e.pid),
+        };
+        self.start_request(e, q, pid)
+    }
+
+    fn put(&mut self, sector: u64, r: Request) {
+        if r.sectors == 0 {
+            self.empty.push_back(r);
+        } else {
+            self.requests.insert(sector, r);
+        }
+    }
+
+    pub fn add(&mut self, e: &BlockEvent) {
+        match e.action {
+            Action::Queue => {
+                self.pending.insert(
+                    e.sector,
+                    PendingBio {
+                        ts: e.ts,
+                        sectors: e.sectors(),
+                        pid: e.pid,
+                        rwbs: e.rwbs,
+                    },
+                );
+            }
+            Action::GetRq => {
+                let (q, pid) = match self.pending.remove(&e.sector) {
+                    Some(b) => (b.ts, b.pid),
+                    None => (e.ts, e.pid),
+                };
+                let r = self.start_request(e, q, pid);
+                self.put(e.sector, r);
+            }
+            Action::BackMerge | Action::FrontMerge | Action::RqMerge => {
+                let op = op_of(e.rwbs, e.bytes);
+                self.merges.add(op, 1);
+                self.iostat.merged(e.ts, op);
+                if e.action == Action::RqMerge {
+                    return;
+                }
+                self.pending.remove(&e.sector);
+                let end = e.sector + e.sectors();
+                if e.action == Action::BackMerge {
+                    if let Some((_, r)) = self.requests.range_mut(..e.sector).next_back() {
+                        r.sectors += e.sectors();
+                    }
+                } else if let Some(mut r) = self.requests.remove(&end) {
+                    r.sectors += e.sectors();
+                    r.first_q = r.first_q.min(e.ts);
+                    self.requests.insert(e.sector, r);
+                }
+            }
+            Action::Insert | Action::Issue => {
+                let mut r = self.take_or_start(e);
+                if e.sectors() > 0 {
+                    r.sectors = e.sectors();
+                }
+                if e.action == Action::Issue {
+                    r.issued = Some(e.ts);
+                    if e.rwbs.has(Rwbs::FUA) {
+                        self.fua += 1;
+                    }
+                    if e.bytes > 0 {
+                        self.size_log2_kib.add((e.bytes as u64).div_ceil(1024));
+                    }
+                }
+                self.put(e.sector, r);
+            }
+            Action::Requeue => {
+                let mut r = self.take_or_start(e);
+                r.issued = None;
+                self.requeues += 1;
+                self.put(e.sector, r);
+            }
+            Action::Split => {
+                if let (Extra::Split { new_sector }, Some(b)) =
+                    (e.extra, self.pending.get_mut(&e.sector))
+                {
+                    let end = e.sector + b.sectors;
+                    if new_sector > e.sector && new_sector < end {
+                        b.sectors = new_sector - e.sector;
+                        let second = PendingBio {
+                            sectors: end - new_sector,
+                            ..*b
+                        };
+                        self.pending.insert(new_sector, second);
+                    }
+                }
+                self.splits += 1;
+            }
+            Action::Complete | Action::BioComplete => self.complete(e),
+            _ => {}
+        }
+    }
+
+    fn complete(&mut self, e: &BlockEvent) {
+        if e.error != 0 {
+            self.errors += 1;
+        }
+        let found = if e.bytes == 0 {
+            self.empty
+                .iter()
+                .position(|r| r.issued.is_some())
+                .or(if self.empty.is_empty() { None } else { Some(0) })
+                .and_then(|p| self.empty.remove(p))
+        } else {
+            self.requests.remove(&e.sector)
+        };
+        let Some(mut r) = found else {
+            // A bio-based device (dm, md) completes bios, not requests.
+            if let Some(b) = self.pending.remove(&e.sector) {
+                let op = op_of(b.rwbs, e.bytes);
+                self.iostat.io_started(b.ts);
+                self.finish(
+                    e.ts,
+                    b.ts,
+                    b.ts,
+                    None,
+                    e.sectors().max(b.sectors),
+                    op,
+                    e.bytes,
+                );
+            } else {
+                self.completions_without_start += 1;
+            }
+            return;
+        };
+        let done = e.sectors();
+        if done > 0 && done < r.sectors {
+            // Partial completion: the rest stays in flight.
+            self.iostat.sectors_done(e.ts, r.op, done);
+            self.bytes_completed.add(r.op, done * 512);
+            r.sectors -= done;
+            self.requests.insert(e.sector + done, r);
+            return;
+        }
+        let sectors = if done > 0 { done } else { r.sectors };
+        self.finish(e.ts, r.start, r.first_q, r.issued, sectors, r.op, e.bytes);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &mut self,
+        ts: u64,
+        start: u64,
+        first_q: u64,
+        issued: Option<u64>,
+        sectors: u64,
+        op: OpKind,
+        bytes: u32,
+    ) {
+        self.completed.add(op, 1);
+        self.bytes_completed.add(op, sectors * 512);
+        self.iostat.sectors_done(ts, op, sectors);
+        self.iostat.io_done(ts, op, ts.saturating_sub(start));
+        let q2c = ts.saturating_sub(first_q);
+        self.q2c.add(q2c);
+        self.q2c_log2_us.add(q2c / 1000);
+        if let Some(d) = issued {
+            let d2c = ts.saturating_sub(d);
+            self.d2c.add(d2c);
+            self.d2c_log2_us.add(d2c / 1000);
+        }
+        let _ = bytes;
+    }
+
+    /// Request counts by the pid that queued their first bio.
+    pub fn owner_of(&self, sector: u64) -> Option<u32> {
+        self.requests.get(&sector).map(|r| r.pid)
+    }
+}
+
+/// Which devices feed which, learnt from remap events: `(upper, lower)`.
+#[derive(Debug, Default)]
+pub struct DeviceStack {
+    pub edges: BTreeMap<(Dev, Dev), u64>,
+}
+
+impl DeviceStack {
+    pub fn add(&mut self, e: &BlockEvent) {
+        if let Extra::Remap { from_dev, .. } = e.extra {
+            if from_dev != e.dev {
+                *self.edges.entry((from_dev, e.dev)).or_default() += 1;
+            }
+        }
+    }
+
+    /// Each chain from a top device down to a device that feeds no other.
+    pub fn chains(&self) -> Vec<Vec<Dev>> {
+        let lowers: std::collections::BTreeSet<Dev> = self.edges.keys().map(|k| k.1).collect();
+        let tops: std::collections::BTreeSet<Dev> = self
+            .edges
+            .keys()
+            .map(|k| k.0)
+            .filter(|d| !lowers.contains(d))
+            .collect();
+        let mut out = Vec::new();
+        for top in tops {
+            let mut stack = vec![vec![top]];
+            while let Some(chain) = stack.pop() {
+                let last = *chain.last().unwrap();
+                let next: Vec<Dev> = self
+                    .edges
+                    .keys()
+                    .filter(|k| k.0 == last)
+                    .map(|k| k.1)
+                    .collect();
+                if next.is_empty() || chain.len() > 16 {
+                    out.push(chain);
+                } else {
+                    for n in next {
+                        if !chain.contains(&n) {
+                            let mut c = chain.clone();
+                            c.push(n);
+                            stack.push(c);
+                        } else {
+                            out.push(chain.clone());
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}

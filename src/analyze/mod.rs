@@ -1,0 +1,116 @@
+//! Analyses: consume the event stream once, produce plain data. They never
+//! read files.
+
+pub mod block;
+pub mod histogram;
+
+use crate::ingest::{warnings_for, Merger};
+use crate::model::{Dev, Event};
+use block::{BlockAnalysis, BlockConfig, BlockSummary};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// What to look at.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    pub device: Option<Dev>,
+    /// Inclusive time window, ns in the trace's clock.
+    pub from_ns: Option<u64>,
+    pub to_ns: Option<u64>,
+}
+
+impl Filter {
+    fn keeps_time(&self, ts: u64) -> bool {
+        self.from_ns.is_none_or(|f| ts >= f) && self.to_ns.is_none_or(|t| ts <= t)
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct InputSummary {
+    pub path: String,
+    pub format: String,
+    pub events: u64,
+    pub skipped: u64,
+    pub lost_events: u64,
+}
+
+/// The result of one analysis run, ready for any output format.
+#[derive(Debug, Serialize)]
+pub struct Analysis {
+    pub inputs: Vec<InputSummary>,
+    pub events: u64,
+    pub block: BlockSummary,
+    /// Events iosleuth does not analyse yet, by name.
+    pub unknown_events: BTreeMap<String, u64>,
+    pub warnings: Vec<String>,
+}
+
+/// Runs every analysis over the merged stream.
+pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> Analysis {
+    let mut cfg = block_cfg;
+    if cfg.origin_ns.is_none() {
+        cfg.origin_ns = filter.from_ns;
+    }
+    let mut blk = BlockAnalysis::new(cfg);
+    let mut unknown: BTreeMap<String, u64> = BTreeMap::new();
+    let mut events = 0u64;
+    for ev in stream.by_ref() {
+        match ev {
+            Event::Block(b) => {
+                if !filter.keeps_time(b.ts) {
+                    continue;
+                }
+                if let Some(d) = filter.device {
+                    let from_here = matches!(b.extra, crate::model::Extra::Remap { from_dev, .. } if from_dev == d);
+                    if b.dev != d && !from_here {
+                        continue;
+                    }
+                }
+                events += 1;
+                blk.add(&b);
+            }
+            Event::ProcessName { pid, comm } => blk.process_name(pid, comm),
+            Event::Other(o) => {
+                if !filter.keeps_time(o.ts) {
+                    continue;
+                }
+                events += 1;
+                match unknown.get_mut(&*o.name) {
+                    Some(c) => *c += 1,
+                    None => {
+                        unknown.insert(o.name.to_string(), 1);
+                    }
+                }
+            }
+        }
+    }
+    let mut warnings = Vec::new();
+    let mut inputs = Vec::new();
+    for s in stream.sources() {
+        warnings.extend(warnings_for(s.as_ref()));
+        let st = s.stats();
+        inputs.push(InputSummary {
+            path: s.path().display().to_string(),
+            format: s.format().to_string(),
+            events: st.events,
+            skipped: st.skipped,
+            lost_events: st.lost_events,
+        });
+    }
+    let block = blk.finish();
+    warnings.extend(block.warnings.iter().cloned());
+    if !unknown.is_empty() {
+        let total: u64 = unknown.values().sum();
+        warnings.push(format!(
+            "{total} events of {} kinds are not analysed yet (kept and counted under unknown_events)",
+            unknown.len()
+        ));
+    }
+    Analysis {
+        inputs,
+        events,
+        block,
+        unknown_events: unknown,
+        warnings,
+    }
+}

@@ -1,0 +1,180 @@
+//! Records the kernel's `blk` tracer, the tracefs twin of blktrace that works
+//! where the `blktrace` program cannot open its debugfs relay files.
+//!
+//! The `blk` tracer only runs in the top-level instance, so a session holds
+//! the global tracing lock, and every knob it touches is restored when the
+//! session ends or is dropped.
+
+use super::tracefs::{CaptureError, GlobalLock, Knob, Tracefs};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+pub struct BlkTracerOptions {
+    /// `/sys/block/NAME` entries to trace, e.g. `loop0`.
+    pub devices: Vec<String>,
+    /// Binary records (`options/bin`) or text lines.
+    pub binary: bool,
+    pub buffer_kb: u64,
+    pub clock: String,
+}
+
+impl Default for BlkTracerOptions {
+    fn default() -> Self {
+        BlkTracerOptions {
+            devices: Vec::new(),
+            binary: true,
+            buffer_kb: 16384,
+            clock: "mono".into(),
+        }
+    }
+}
+
+pub struct BlkTracerSession {
+    // Restored in reverse order of creation (fields drop in declaration
+    // order, so the knobs are listed last-set first).
+    knobs: Vec<Knob>,
+    stop: Arc<AtomicBool>,
+    reader: Option<JoinHandle<std::io::Result<u64>>>,
+    output: PathBuf,
+    _tracefs: Tracefs,
+    _lock: GlobalLock,
+}
+
+/// Resolves `/dev/loop0`, `loop0` or `7,0` to the sysfs name.
+pub fn sysfs_name(dev: &str) -> Option<String> {
+    if let Some(d) = crate::model::Dev::parse(dev) {
+        return crate::report::blktrace::device_name(d);
+    }
+    let name = dev.trim_start_matches("/dev/").to_string();
+    Path::new("/sys/block").join(&name).exists().then_some(name)
+}
+
+impl BlkTracerSession {
+    pub fn start(opts: &BlkTracerOptions, output: &Path) -> Result<BlkTracerSession, CaptureError> {
+        let lock = GlobalLock::acquire()?;
+        let tracefs = Tracefs::open()?;
+        let t = |p: &str| tracefs.path(p);
+        if !std::fs::read_to_string(t("available_tracers"))?
+            .split_whitespace()
+            .any(|x| x == "blk")
+        {
+            return Err(CaptureError(
+                "the kernel has no `blk` tracer (it needs CONFIG_BLK_DEV_IO_TRACE)".into(),
+            ));
+        }
+        let mut knobs = Vec::new();
+        knobs.push(Knob::set(t("tracing_on"), "0")?);
+        knobs.push(Knob::set(t("current_tracer"), "nop")?);
+        knobs.push(Knob::set(t("trace_clock"), &opts.clock)?);
+        knobs.push(Knob::set(t("buffer_size_kb"), &opts.buffer_kb.to_string())?);
+        knobs.push(Knob::set(
+            t("options/bin"),
+            if opts.binary { "1" } else { "0" },
+        )?);
+        knobs.push(Knob::set(t("options/context-info"), "1")?);
+        for d in &opts.devices {
+            let trace_dir = Path::new("/sys/block").join(d).join("trace");
+            if !trace_dir.exists() {
+                return Err(CaptureError(format!(
+                    "no such block device to trace: {d} ({} is missing)",
+                    trace_dir.display()
+                )));
+            }
+            // Only `enable`: writing the other attributes after it is turned
+            // off again would set blk_trace up anew and leave it behind.
+            knobs.push(Knob::set(trace_dir.join("enable"), "1")?);
+        }
+        knobs.push(Knob::set(t("current_tracer"), "blk")?);
+        std::fs::write(t("trace"), "")?;
+
+        let mut out = File::create(output)
+            .map_err(|e| CaptureError(format!("cannot create {}: {e}", output.display())))?;
+        let mut pipe = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(t("trace_pipe"))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_r = stop.clone();
+        let reader = std::thread::spawn(move || -> std::io::Result<u64> {
+            let mut buf = vec![0u8; 1 << 20];
+            let mut total = 0u64;
+            let mut idle_after_stop = 0;
+            loop {
+                match pipe.read(&mut buf) {
+                    Ok(0) => {}
+                    Ok(n) => {
+                        out.write_all(&buf[..n])?;
+                        total += n as u64;
+                        idle_after_stop = 0;
+                        continue;
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                }
+                if stop_r.load(Ordering::Acquire) {
+                    idle_after_stop += 1;
+                    // The pipe was empty twice after tracing stopped: drained.
+                    if idle_after_stop >= 2 {
+                        break;
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            out.flush()?;
+            Ok(total)
+        });
+        knobs.push(Knob::set(t("tracing_on"), "1")?);
+        knobs.reverse();
+        Ok(BlkTracerSession {
+            knobs,
+            stop,
+            reader: Some(reader),
+            output: output.to_path_buf(),
+            _tracefs: tracefs,
+            _lock: lock,
+        })
+    }
+
+    /// Stops tracing, drains what is buffered, restores every setting.
+    /// Returns the number of bytes written.
+    pub fn stop(mut self) -> Result<u64, CaptureError> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<u64, CaptureError> {
+        // tracing_on was the last knob set: restoring it first stops tracing.
+        if !self.knobs.is_empty() {
+            self.knobs.remove(0).restore()?;
+        }
+        self.stop.store(true, Ordering::Release);
+        let written = match self.reader.take() {
+            Some(h) => h
+                .join()
+                .map_err(|_| CaptureError("the trace reader thread panicked".into()))?
+                .map_err(|e| {
+                    CaptureError(format!(
+                        "reading trace_pipe into {}: {e}",
+                        self.output.display()
+                    ))
+                })?,
+            None => 0,
+        };
+        for k in self.knobs.drain(..) {
+            k.restore()?;
+        }
+        Ok(written)
+    }
+}
+
+impl Drop for BlkTracerSession {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}

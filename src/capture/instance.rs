@@ -1,0 +1,138 @@
+//! A private tracefs instance (`instances/iosleuth-PID-N`) that records
+//! tracepoints as text through its `trace_pipe`, without touching the
+//! top-level instance. Removed when the session ends or is dropped.
+
+use super::tracefs::{CaptureError, Tracefs};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+pub struct InstanceSession {
+    dir: PathBuf,
+    stop: Arc<AtomicBool>,
+    reader: Option<JoinHandle<std::io::Result<u64>>>,
+    _tracefs: Tracefs,
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::AtomicU64;
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+impl InstanceSession {
+    /// Enables `events` (such as `block` or `block/block_rq_issue`) in a new
+    /// instance and copies its text output to `output` until stopped.
+    pub fn start(
+        events: &[&str],
+        buffer_kb: u64,
+        clock: &str,
+        output: &Path,
+    ) -> Result<InstanceSession, CaptureError> {
+        let tracefs = Tracefs::open()?;
+        let dir = tracefs.path(&format!(
+            "instances/iosleuth-{}-{}",
+            std::process::id(),
+            unique()
+        ));
+        std::fs::create_dir(&dir)
+            .map_err(|e| CaptureError(format!("cannot create {}: {e}", dir.display())))?;
+        let mut s = InstanceSession {
+            dir,
+            stop: Arc::new(AtomicBool::new(false)),
+            reader: None,
+            _tracefs: tracefs,
+        };
+        let w = |rel: &str, v: &str| -> Result<(), CaptureError> {
+            std::fs::write(s.dir.join(rel), v)
+                .map_err(|e| CaptureError(format!("cannot write {v:?} to {rel}: {e}")))
+        };
+        w("tracing_on", "0")?;
+        // A new instance inherits the top-level output flags: a concurrent
+        // binary `blk` tracer session must not turn this one binary too.
+        for (opt, v) in [
+            ("bin", "0"),
+            ("raw", "0"),
+            ("hex", "0"),
+            ("context-info", "1"),
+        ] {
+            w(&format!("options/{opt}"), v)?;
+        }
+        w("trace_clock", clock)?;
+        w("buffer_size_kb", &buffer_kb.to_string())?;
+        for ev in events {
+            w(&format!("events/{ev}/enable"), "1")?;
+        }
+        let mut out = File::create(output)
+            .map_err(|e| CaptureError(format!("cannot create {}: {e}", output.display())))?;
+        let mut pipe = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(s.dir.join("trace_pipe"))?;
+        let stop = s.stop.clone();
+        s.reader = Some(std::thread::spawn(move || -> std::io::Result<u64> {
+            let mut buf = vec![0u8; 1 << 20];
+            let mut total = 0u64;
+            let mut idle_after_stop = 0;
+            loop {
+                match pipe.read(&mut buf) {
+                    Ok(n) if n > 0 => {
+                        out.write_all(&buf[..n])?;
+                        total += n as u64;
+                        idle_after_stop = 0;
+                        continue;
+                    }
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                }
+                if stop.load(Ordering::Acquire) {
+                    idle_after_stop += 1;
+                    if idle_after_stop >= 2 {
+                        break;
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            out.flush()?;
+            Ok(total)
+        }));
+        w("tracing_on", "1")?;
+        Ok(s)
+    }
+
+    pub fn stop(mut self) -> Result<u64, CaptureError> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<u64, CaptureError> {
+        let _ = std::fs::write(self.dir.join("tracing_on"), "0");
+        self.stop.store(true, Ordering::Release);
+        let n = match self.reader.take() {
+            Some(h) => h
+                .join()
+                .map_err(|_| CaptureError("the trace reader thread panicked".into()))?
+                .map_err(|e| CaptureError(format!("reading trace_pipe: {e}")))?,
+            None => 0,
+        };
+        if self.dir.exists() {
+            // Events must be off before the kernel lets the instance go.
+            let _ = std::fs::write(self.dir.join("events/enable"), "0");
+            std::fs::remove_dir(&self.dir)
+                .map_err(|e| CaptureError(format!("cannot remove {}: {e}", self.dir.display())))?;
+        }
+        Ok(n)
+    }
+}
+
+impl Drop for InstanceSession {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}

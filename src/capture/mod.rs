@@ -1,0 +1,5 @@
+//! Live recording from the kernel (tracefs).
+
+pub mod blk_tracer;
+pub mod instance;
+pub mod tracefs;

@@ -1,0 +1,160 @@
+//! tracefs access with guaranteed restoration: every value iosleuth writes is
+//! put back when its guard is dropped (normal exit, error or unwinding).
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub const DEFAULT_ROOT: &str = "/sys/kernel/tracing";
+
+/// An error that says what is missing and how to get it.
+#[derive(Debug)]
+pub struct CaptureError(pub String);
+
+impl std::fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CaptureError {}
+
+impl From<io::Error> for CaptureError {
+    fn from(e: io::Error) -> Self {
+        CaptureError(e.to_string())
+    }
+}
+
+/// A mounted tracefs; unmounted on drop if iosleuth mounted it.
+pub struct Tracefs {
+    pub root: PathBuf,
+    mounted_here: bool,
+}
+
+impl Tracefs {
+    /// Finds tracefs, mounting it at the standard place if it is not mounted.
+    pub fn open() -> Result<Tracefs, CaptureError> {
+        let root = PathBuf::from(DEFAULT_ROOT);
+        if root.join("trace").exists() {
+            return Ok(Tracefs {
+                root,
+                mounted_here: false,
+            });
+        }
+        if let Ok(mounts) = fs::read_to_string("/proc/mounts") {
+            for l in mounts.lines() {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                if f.len() > 2 && f[2] == "tracefs" && Path::new(f[1]).join("trace").exists() {
+                    return Ok(Tracefs {
+                        root: PathBuf::from(f[1]),
+                        mounted_here: false,
+                    });
+                }
+            }
+        }
+        if unsafe { libc::geteuid() } != 0 {
+            return Err(CaptureError(
+                "tracing needs root: tracefs is not mounted and only root can mount it (run with sudo)".into(),
+            ));
+        }
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tracefs", "nodev", DEFAULT_ROOT])
+            .status();
+        match status {
+            Ok(s) if s.success() && root.join("trace").exists() => Ok(Tracefs { root, mounted_here: true }),
+            _ => Err(CaptureError(format!(
+                "tracefs is not available: mounting it at {DEFAULT_ROOT} failed (the kernel needs CONFIG_FTRACE; try `mount -t tracefs nodev {DEFAULT_ROOT}`)"
+            ))),
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+}
+
+impl Drop for Tracefs {
+    fn drop(&mut self) {
+        if self.mounted_here {
+            let _ = std::process::Command::new("umount")
+                .arg(&self.root)
+                .status();
+        }
+    }
+}
+
+/// A file whose content is restored on drop.
+pub struct Knob {
+    path: PathBuf,
+    old: Option<String>,
+}
+
+/// Reads a tracefs/sysfs value the way it must be written back: the
+/// bracketed choice of `[a] b c` lists, the first line otherwise.
+pub fn current_value(raw: &str) -> String {
+    if let (Some(o), Some(c)) = (raw.find('['), raw.find(']')) {
+        if o < c {
+            return raw[o + 1..c].to_string();
+        }
+    }
+    raw.lines().next().unwrap_or("").trim().to_string()
+}
+
+impl Knob {
+    pub fn set(path: impl Into<PathBuf>, value: &str) -> Result<Knob, CaptureError> {
+        let path = path.into();
+        let raw = fs::read_to_string(&path)
+            .map_err(|e| CaptureError(format!("cannot read {}: {e}", path.display())))?;
+        let old = current_value(&raw);
+        fs::write(&path, value).map_err(|e| {
+            CaptureError(format!("cannot write {value:?} to {}: {e}", path.display()))
+        })?;
+        Ok(Knob {
+            path,
+            old: Some(old),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Restores now, reporting failure.
+    pub fn restore(mut self) -> io::Result<()> {
+        match self.old.take() {
+            Some(v) => fs::write(&self.path, v),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Knob {
+    fn drop(&mut self) {
+        if let Some(v) = self.old.take() {
+            let _ = fs::write(&self.path, v);
+        }
+    }
+}
+
+/// A lock that serialises users of global tracing state (the top-level
+/// instance, the `blk` tracer) across processes. Released on drop.
+pub struct GlobalLock {
+    _file: fs::File,
+}
+
+impl GlobalLock {
+    pub fn acquire() -> Result<GlobalLock, CaptureError> {
+        use std::os::unix::io::AsRawFd;
+        let path = std::env::temp_dir().join("iosleuth-global-tracing.lock");
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)?;
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        if rc != 0 {
+            return Err(CaptureError(format!("cannot lock {}", path.display())));
+        }
+        Ok(GlobalLock { _file: file })
+    }
+}

@@ -1,0 +1,352 @@
+//! Command line, in the style of `perf`: one binary, subcommands.
+
+use crate::analyze::{analyze, block::BlockConfig, Filter};
+use crate::capture::blk_tracer::{sysfs_name, BlkTracerOptions, BlkTracerSession};
+use crate::ingest::{open_inputs, Merger};
+use crate::model::Dev;
+use crate::report;
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Exit code for unusable input (as documented in the README).
+pub const EXIT_BAD_INPUT: i32 = 2;
+
+#[derive(Parser, Debug)]
+#[command(name = "iosleuth", version, about = "Find out why Linux I/O got slow", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Copy, Clone, Debug, ValueEnum, PartialEq)]
+enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Analyse traces: btt intervals, iostat columns, latency, sizes, processes.
+    ///
+    /// Reads blktrace files (per-CPU DEV.blktrace.N or `blkparse -d` output),
+    /// the blk tracer's binary or text output, ftrace/trace-cmd text, perf
+    /// script text and blkparse text; the format is detected from the content
+    /// and several inputs are merged by time.
+    Report {
+        /// Trace files, or directories of blktrace files.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        /// Only this device, as MAJ,MIN (e.g. 7,0).
+        #[arg(long, value_parser = parse_dev)]
+        device: Option<Dev>,
+        /// Only events between FROM and TO seconds (trace clock), e.g. 12.5..20.
+        #[arg(long, value_parser = parse_range)]
+        time: Option<(Option<u64>, Option<u64>)>,
+        /// Length of one iostat interval, in seconds.
+        #[arg(long, default_value = "1")]
+        interval: f64,
+    },
+    /// Convert traces into files that blkparse, btt, iowatcher and
+    /// seekwatcher read.
+    Export {
+        /// Directory for per-CPU blktrace files (NAME.blktrace.CPU).
+        #[arg(long, value_name = "DIR")]
+        blktrace: PathBuf,
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+    },
+    /// Record block events with the kernel's `blk` tracer while a command runs.
+    Record {
+        /// Output file.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Block devices to trace with the blk tracer (loop0, /dev/loop0 or 7,0).
+        #[arg(long = "blk", required = true)]
+        blk: Vec<String>,
+        /// Write the tracer's text lines instead of binary records.
+        #[arg(long)]
+        text: bool,
+        /// Per-CPU ring buffer size.
+        #[arg(long, default_value = "16384")]
+        buffer_kb: u64,
+        /// Record for this many seconds when no command is given.
+        #[arg(long)]
+        duration: Option<f64>,
+        /// The workload; its exit status becomes iosleuth's.
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+}
+
+fn parse_dev(s: &str) -> Result<Dev, String> {
+    Dev::parse(&s.replace(':', ","))
+        .ok_or_else(|| format!("expected MAJ,MIN such as 8,0; got {s:?}"))
+}
+
+fn secs_to_ns(s: &str) -> Result<u64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("not a number of seconds: {s:?}"))?;
+    if v.is_nan() || v < 0.0 || !v.is_finite() {
+        return Err(format!("not a time in seconds: {s:?}"));
+    }
+    Ok((v * 1e9).round() as u64)
+}
+
+fn parse_range(s: &str) -> Result<(Option<u64>, Option<u64>), String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("expected FROM..TO in seconds, got {s:?}"))?;
+    let from = if a.is_empty() {
+        None
+    } else {
+        Some(secs_to_ns(a)?)
+    };
+    let to = if b.is_empty() {
+        None
+    } else {
+        Some(secs_to_ns(b)?)
+    };
+    Ok((from, to))
+}
+
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { EXIT_BAD_INPUT } else { 0 };
+        }
+    };
+    match cli.cmd {
+        Cmd::Report {
+            paths,
+            format,
+            device,
+            time,
+            interval,
+        } => cmd_report(&paths, format, device, time, interval),
+        Cmd::Export { blktrace, inputs } => cmd_export(&blktrace, &inputs),
+        Cmd::Record {
+            output,
+            blk,
+            text,
+            buffer_kb,
+            duration,
+            command,
+        } => cmd_record(&output, &blk, text, buffer_kb, duration, &command),
+    }
+}
+
+fn open_merged(paths: &[PathBuf]) -> Result<Merger, i32> {
+    match open_inputs(paths) {
+        Ok(s) if s.is_empty() => {
+            eprintln!("iosleuth: no input files to read");
+            Err(EXIT_BAD_INPUT)
+        }
+        Ok(s) => Ok(Merger::new(s)),
+        Err(e) => {
+            eprintln!("iosleuth: {e}");
+            Err(EXIT_BAD_INPUT)
+        }
+    }
+}
+
+fn cmd_report(
+    paths: &[PathBuf],
+    format: Format,
+    device: Option<Dev>,
+    time: Option<(Option<u64>, Option<u64>)>,
+    interval: f64,
+) -> i32 {
+    if interval.is_nan() || interval <= 0.0 || !interval.is_finite() {
+        eprintln!("iosleuth: --interval must be a positive number of seconds");
+        return EXIT_BAD_INPUT;
+    }
+    let merged = match open_merged(paths) {
+        Ok(m) => m,
+        Err(code) => return code,
+    };
+    let (from_ns, to_ns) = time.unwrap_or((None, None));
+    let filter = Filter {
+        device,
+        from_ns,
+        to_ns,
+    };
+    let cfg = BlockConfig {
+        interval_ns: ((interval * 1e9).round() as u64).max(1),
+        origin_ns: from_ns,
+    };
+    let a = analyze(merged, &filter, cfg);
+    if a.events == 0 {
+        let what: Vec<String> = a
+            .inputs
+            .iter()
+            .map(|i| {
+                format!(
+                    "{} ({}, {} entries could not be decoded)",
+                    i.path, i.format, i.skipped
+                )
+            })
+            .collect();
+        eprintln!(
+            "iosleuth: no usable events{} in {}",
+            if device.is_some() || time.is_some() {
+                " matching the filters"
+            } else {
+                ""
+            },
+            what.join(", ")
+        );
+        for w in &a.warnings {
+            eprintln!("iosleuth: warning: {w}");
+        }
+        return EXIT_BAD_INPUT;
+    }
+    for w in &a.warnings {
+        eprintln!("iosleuth: warning: {w}");
+    }
+    let out = match format {
+        Format::Text => report::text::render(&a),
+        Format::Json => report::json::render(&a),
+    };
+    print!("{out}");
+    0
+}
+
+fn cmd_export(dir: &std::path::Path, inputs: &[PathBuf]) -> i32 {
+    let merged = match open_merged(inputs) {
+        Ok(m) => m,
+        Err(code) => return code,
+    };
+    match report::blktrace::export(merged, dir) {
+        Ok(sum) if sum.records == 0 => {
+            eprintln!("iosleuth: no block events that blktrace can represent in the inputs; nothing written");
+            EXIT_BAD_INPUT
+        }
+        Ok(sum) => {
+            eprintln!(
+                "iosleuth: wrote {} records to {} files in {} (read with: blkparse -D {} -i NAME -d out.bin; btt -i out.bin)",
+                sum.records,
+                sum.files.len(),
+                dir.display(),
+                dir.display()
+            );
+            if sum.skipped > 0 {
+                eprintln!(
+                    "iosleuth: warning: {} events have no blktrace equivalent and were left out",
+                    sum.skipped
+                );
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("iosleuth: writing {}: {e}", dir.display());
+            1
+        }
+    }
+}
+
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn install_signal_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        unsafe {
+            libc::signal(sig, on_signal as *const () as libc::sighandler_t);
+        }
+    }
+}
+
+fn cmd_record(
+    output: &std::path::Path,
+    devs: &[String],
+    text: bool,
+    buffer_kb: u64,
+    duration: Option<f64>,
+    command: &[String],
+) -> i32 {
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("iosleuth: recording needs root (tracefs and the blk tracer are root-only): run it with sudo");
+        return EXIT_BAD_INPUT;
+    }
+    let mut names = Vec::new();
+    for d in devs {
+        match sysfs_name(d) {
+            Some(n) => names.push(n),
+            None => {
+                eprintln!("iosleuth: no block device {d:?} on this machine");
+                return EXIT_BAD_INPUT;
+            }
+        }
+    }
+    install_signal_handlers();
+    let opts = BlkTracerOptions {
+        devices: names,
+        binary: !text,
+        buffer_kb,
+        ..Default::default()
+    };
+    let session = match BlkTracerSession::start(&opts, output) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("iosleuth: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let mut status = 0;
+    if !command.is_empty() {
+        use std::os::unix::process::CommandExt;
+        let child = std::process::Command::new(&command[0])
+            .args(&command[1..])
+            .process_group(0)
+            .spawn();
+        match child {
+            Ok(mut c) => loop {
+                match c.try_wait() {
+                    Ok(Some(s)) => {
+                        status = s.code().unwrap_or(1);
+                        break;
+                    }
+                    Ok(None) => {}
+                    Err(_) => break,
+                }
+                if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+                    unsafe {
+                        libc::kill(-(c.id() as i32), libc::SIGTERM);
+                    }
+                    let _ = c.wait();
+                    status = 130;
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            },
+            Err(e) => {
+                eprintln!("iosleuth: cannot run {:?}: {e}", command[0]);
+                status = 127;
+            }
+        }
+    } else {
+        let end =
+            duration.map(|d| std::time::Instant::now() + std::time::Duration::from_secs_f64(d));
+        while !INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+            && end.is_none_or(|e| std::time::Instant::now() < e)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    match session.stop() {
+        Ok(bytes) => eprintln!("iosleuth: wrote {bytes} bytes to {}", output.display()),
+        Err(e) => {
+            eprintln!("iosleuth: {e}");
+            return 1;
+        }
+    }
+    status
+}

@@ -1,0 +1,324 @@
+//! Decodes the text of block events: tracepoint payloads (as ftrace,
+//! trace-cmd and perf print them) and the blktrace-style detail that the
+//! `blk` tracer and blkparse print after the action letter.
+//!
+//! Tracepoint layouts changed over the years (`bytes` added to rq events,
+//! the `(cmd)` group, the `ioprio` triple of recent kernels), so the payload
+//! is read by the shape of its tokens rather than by position.
+
+use super::text_line::{is_digits, parse_i32, parse_u32, parse_u64, trim};
+use crate::model::{Action, BlockEvent, Comm, Dev, Extra, Rwbs};
+
+/// The pieces common to both text forms, before they become an event.
+#[derive(Debug, Default, PartialEq)]
+struct Detail<'a> {
+    sector: Option<u64>,
+    nr_sectors: Option<u32>,
+    bytes: Option<u32>,
+    new_sector: Option<u64>,
+    remap: Option<(Dev, u64)>,
+    /// Content of the trailing `[...]`: a task name, or an error number.
+    bracket: Option<&'a [u8]>,
+    /// The number after the bracket (unplug depth).
+    after_bracket: Option<u32>,
+    has_cmd: bool,
+}
+
+/// Splits off a trailing `[...]` (whose content may hold spaces) and what
+/// follows it.
+fn split_bracket(s: &[u8]) -> (&[u8], Option<&[u8]>, &[u8]) {
+    let s = trim(s);
+    // Unplug puts a number after the bracket: `[comm] 3`.
+    let (body, tail) = match s.last() {
+        Some(b']') => (s, &s[..0]),
+        _ => match memchr::memrchr(b']', s) {
+            Some(c) if is_digits(trim(&s[c + 1..])) => (&s[..=c], trim(&s[c + 1..])),
+            _ => return (s, None, &s[..0]),
+        },
+    };
+    // The name itself may contain `[` (rare); take the last ` [` or a leading `[`.
+    let open = body.windows(2).rposition(|w| w == b" [").map(|p| p + 1).or(
+        if body.first() == Some(&b'[') {
+            Some(0)
+        } else {
+            None
+        },
+    );
+    match open {
+        Some(o) => (&body[..o], Some(&body[o + 1..body.len() - 1]), tail),
+        None => (s, None, &s[..0]),
+    }
+}
+
+fn parse_detail(s: &[u8]) -> Option<Detail<'_>> {
+    let (body, bracket, tail) = split_bracket(s);
+    let mut d = Detail {
+        bracket,
+        after_bracket: if tail.is_empty() {
+            None
+        } else {
+            parse_u32(tail)
+        },
+        ..Detail::default()
+    };
+    let mut toks = body
+        .split(|c| c.is_ascii_whitespace())
+        .filter(|t| !t.is_empty())
+        .peekable();
+    while let Some(t) = toks.next() {
+        if t[0] == b'(' {
+            // `(cmd)`: may span several tokens, or be `(maj,min)` of a remap.
+            d.has_cmd = true;
+            let mut last = t;
+            while last.last() != Some(&b')') {
+                last = toks.next()?;
+            }
+            continue;
+        }
+        if t == b"<-" {
+            let devtok = toks.next()?;
+            let inner = devtok.strip_prefix(b"(")?.strip_suffix(b")")?;
+            let dev = Dev::parse(std::str::from_utf8(inner).ok()?)?;
+            let from = parse_u64(toks.next()?)?;
+            d.remap = Some((dev, from));
+            // rq_remap adds nr_bios; nothing uses it.
+            let _ = toks.next();
+            continue;
+        }
+        if is_digits(t) {
+            let n = parse_u64(t)?;
+            match toks.peek().copied() {
+                Some(b"+") => {
+                    toks.next();
+                    d.sector = Some(n);
+                    d.nr_sectors = Some(parse_u32(toks.next()?)?);
+                }
+                Some(b"/") => {
+                    toks.next();
+                    d.sector = Some(n);
+                    d.new_sector = Some(parse_u64(toks.next()?)?);
+                }
+                _ => {
+                    if d.sector.is_some() {
+                        return None;
+                    }
+                    d.bytes = Some(u32::try_from(n).ok()?);
+                }
+            }
+            continue;
+        }
+        // The ioprio triple of recent kernels: `none,0,0`, `be,4,0`.
+        if t.iter().filter(|&&c| c == b',').count() == 2 && t[0].is_ascii_alphabetic() {
+            continue;
+        }
+        return None;
+    }
+    Some(d)
+}
+
+/// Who and when, from the line header (or the blkparse columns).
+#[derive(Clone, Copy, Debug)]
+pub struct Context<'a> {
+    pub ts: u64,
+    pub pid: u32,
+    pub cpu: u32,
+    /// Name of the running task, used when the payload names none.
+    pub comm: &'a [u8],
+}
+
+fn build(action: Action, dev: Dev, rwbs: Rwbs, d: &Detail<'_>, cx: Context<'_>) -> BlockEvent {
+    let Context {
+        ts,
+        pid,
+        cpu,
+        comm: task_comm,
+    } = cx;
+    let error_in_bracket = matches!(
+        action,
+        Action::Complete | Action::Requeue | Action::BioComplete | Action::RqError
+    );
+    let (comm, error) = match d.bracket {
+        Some(b) if error_in_bracket => (Comm::new(task_comm), parse_i32(b).unwrap_or(0)),
+        Some(b) => (Comm::new(b), 0),
+        None => (Comm::new(task_comm), 0),
+    };
+    let nr = d.nr_sectors.unwrap_or(0);
+    // blktrace records the byte count; tracepoints give sectors, and `bytes`
+    // only for passthrough requests (older kernels print 0 for fs requests).
+    let bytes = if nr > 0 {
+        nr.saturating_mul(512)
+    } else {
+        d.bytes.unwrap_or(0)
+    };
+    let extra = if let Some((from_dev, from_sector)) = d.remap {
+        Extra::Remap {
+            from_dev,
+            from_sector,
+        }
+    } else if let Some(new_sector) = d.new_sector {
+        Extra::Split { new_sector }
+    } else if let Some(depth) = d.after_bracket {
+        Extra::Unplug { depth }
+    } else {
+        Extra::None
+    };
+    BlockEvent {
+        ts,
+        dev,
+        action,
+        rwbs,
+        sector: d.sector.unwrap_or(0),
+        bytes,
+        pid,
+        cpu,
+        error,
+        comm,
+        passthrough: nr == 0 && d.bytes.unwrap_or(0) > 0,
+        extra,
+    }
+}
+
+/// Decodes a block tracepoint payload, e.g.
+/// `259,1 RS 0 () 340328 + 8 [cat]` or `[kworker/0:1] 3` (unplug).
+pub fn parse_tracepoint(action: Action, payload: &[u8], cx: Context<'_>) -> Option<BlockEvent> {
+    let payload = trim(payload);
+    if matches!(action, Action::Plug | Action::UnplugIo) {
+        // `[comm]` and `[comm] nr_rq`: no device.
+        let d = parse_detail(payload)?;
+        d.bracket?;
+        return Some(build(action, Dev(0), Rwbs(Rwbs::NONE), &d, cx));
+    }
+    let sp = payload.iter().position(|c| c.is_ascii_whitespace())?;
+    let dev = Dev::parse(std::str::from_utf8(&payload[..sp]).ok()?)?;
+    let rest = trim(&payload[sp..]);
+    let sp2 = rest
+        .iter()
+        .position(|c| c.is_ascii_whitespace())
+        .unwrap_or(rest.len());
+    let rwbs = Rwbs::parse(&rest[..sp2])?;
+    let d = parse_detail(&rest[sp2..])?;
+    if d.sector.is_none() && d.bytes.is_none() && !d.has_cmd {
+        return None;
+    }
+    Some(build(action, dev, rwbs, &d, cx))
+}
+
+/// Decodes the blktrace-style text after the device: `Q  RS 0 + 8 [dd]`,
+/// `A   R 280576 + 512 <- (252,0) 278528`, `U   N [cat] 1`. Returns `None`
+/// for lines it cannot read and for notes/messages (`m`).
+pub fn parse_blk_action(dev: Dev, rest: &[u8], cx: Context<'_>) -> Option<BlockEvent> {
+    let rest = trim(rest);
+    let sp = rest.iter().position(|c| c.is_ascii_whitespace())?;
+    let action = Action::from_letter(std::str::from_utf8(&rest[..sp]).ok()?)?;
+    let rest = trim(&rest[sp..]);
+    let sp2 = rest
+        .iter()
+        .position(|c| c.is_ascii_whitespace())
+        .unwrap_or(rest.len());
+    let rwbs = Rwbs::parse(&rest[..sp2])?;
+    let d = parse_detail(&rest[sp2..])?;
+    let mut ev = build(action, dev, rwbs, &d, cx);
+    if matches!(
+        action,
+        Action::Plug | Action::UnplugIo | Action::UnplugTimer
+    ) {
+        ev.rwbs = Rwbs(Rwbs::NONE);
+    }
+    Some(ev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cx(comm: &[u8]) -> Context<'_> {
+        Context {
+            ts: 1,
+            pid: 2,
+            cpu: 3,
+            comm,
+        }
+    }
+
+    fn tp(a: Action, p: &str) -> BlockEvent {
+        parse_tracepoint(a, p.as_bytes(), cx(b"task")).unwrap()
+    }
+
+    #[test]
+    fn layouts_old_and_new() {
+        let old = tp(Action::Insert, "259,1 RS 0 () 340328 + 8 [cat]");
+        assert_eq!(
+            (old.dev, old.sector, old.bytes),
+            (Dev::new(259, 1), 340328, 4096)
+        );
+        assert_eq!(old.comm.as_str(), "cat");
+        let new = tp(Action::Issue, "7,0 RS 4096 () 0 + 8 none,0,0 [dd]");
+        assert_eq!((new.sector, new.bytes, new.comm.as_str()), (0, 4096, "dd"));
+        let c = tp(Action::Complete, "259,1 RS () 340080 + 8 [0]");
+        assert_eq!((c.sector, c.bytes, c.error), (340080, 4096, 0));
+        let c = tp(Action::Complete, "7,0 W () 16 + 8 be,4,0 [-5]");
+        assert_eq!((c.sector, c.error, c.comm.as_str()), (16, -5, "task"));
+        let q = tp(Action::Queue, "8,0 WS 2048 + 16 [kworker/u4:1]");
+        assert_eq!(
+            (q.sector, q.bytes, q.comm.as_str()),
+            (2048, 8192, "kworker/u4:1")
+        );
+    }
+
+    #[test]
+    fn flush_remap_split_unplug() {
+        let f = tp(Action::Issue, "179,0 FWS 0 () 0 + 0 [jbd2/mmcblk0p2]");
+        assert!(f.rwbs.is_flush() && f.rwbs.is_write());
+        assert_eq!(f.bytes, 0);
+        let r = tp(Action::Remap, "259,0 R 280576 + 512 <- (252,0) 278528");
+        assert_eq!(
+            r.extra,
+            Extra::Remap {
+                from_dev: Dev::new(252, 0),
+                from_sector: 278528
+            }
+        );
+        let rq = tp(Action::Remap, "8,0 W 100 + 8 <- (8,1) 36 1");
+        assert_eq!(rq.sector, 100);
+        let x = tp(Action::Split, "8,0 R 0 / 2560 [dd]");
+        assert_eq!(x.extra, Extra::Split { new_sector: 2560 });
+        let u = tp(Action::UnplugIo, "[fio] 12");
+        assert_eq!(
+            (u.extra, u.comm.as_str()),
+            (Extra::Unplug { depth: 12 }, "fio")
+        );
+        let p = tp(Action::Plug, "[fio]");
+        assert_eq!(p.comm.as_str(), "fio");
+    }
+
+    #[test]
+    fn blk_tracer_and_blkparse_details() {
+        let q = parse_blk_action(Dev::new(7, 0), b"Q  RS 0 + 8 [dd]", cx(b"")).unwrap();
+        assert_eq!((q.action, q.sector, q.bytes), (Action::Queue, 0, 4096));
+        let a = parse_blk_action(
+            Dev::new(259, 0),
+            b"A   R 280576 + 512 <- (252,0) 278528",
+            cx(b""),
+        )
+        .unwrap();
+        assert_eq!(a.action, Action::Remap);
+        let u = parse_blk_action(Dev::new(7, 0), b"UT   N [cat] 1", cx(b"")).unwrap();
+        assert_eq!(
+            (u.action, u.extra),
+            (Action::UnplugTimer, Extra::Unplug { depth: 1 })
+        );
+        let c = parse_blk_action(Dev::new(7, 0), b"C  RS 0 + 8 [0]", cx(b"ksoftirqd/0")).unwrap();
+        assert_eq!((c.error, c.comm.as_str()), (0, "ksoftirqd/0"));
+        assert!(
+            parse_blk_action(Dev::new(7, 0), b"m   N cfq schedule dispatch", cx(b"")).is_none()
+        );
+    }
+
+    #[test]
+    fn garbage_is_rejected() {
+        assert!(parse_tracepoint(Action::Queue, b"", cx(b"")).is_none());
+        assert!(parse_tracepoint(Action::Queue, b"7,0 RS zz + 8 [dd]", cx(b"")).is_none());
+        assert!(parse_tracepoint(Action::Queue, b"7,0 XYZ 1 + 8 [dd]", cx(b"")).is_none());
+        assert!(parse_tracepoint(Action::Queue, b"7,0 R 1 + [dd]", cx(b"")).is_none());
+    }
+}

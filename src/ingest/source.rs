@@ -1,0 +1,109 @@
+//! What every importer provides: a stream of events plus an honest account of
+//! what it could not read.
+
+use crate::model::Event;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A problem that makes a whole input unusable. Its message names the file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputError {
+    pub path: PathBuf,
+    pub problem: String,
+}
+
+impl InputError {
+    pub fn new(path: &Path, problem: impl Into<String>) -> InputError {
+        InputError {
+            path: path.to_path_buf(),
+            problem: problem.into(),
+        }
+    }
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.problem)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// Counts kept by a source while it reads, turned into warnings at the end.
+#[derive(Debug, Clone, Default)]
+pub struct SourceStats {
+    pub events: u64,
+    /// Lines or records that could not be decoded.
+    pub skipped: u64,
+    /// Where the first undecodable line or record was, and what it looked like.
+    pub first_skipped: Option<String>,
+    /// Something that cut the input short (a truncated record, a bad magic).
+    pub cut_short: Option<String>,
+    /// Events the kernel dropped before they were written (ring-buffer
+    /// overruns reported in the trace), with the time they were reported at.
+    pub lost_events: u64,
+    pub lost_reports: Vec<(Option<u64>, u64)>,
+}
+
+impl SourceStats {
+    pub fn skip(&mut self, at: impl FnOnce() -> String) {
+        if self.first_skipped.is_none() {
+            self.first_skipped = Some(at());
+        }
+        self.skipped += 1;
+    }
+}
+
+/// A stream of events from one input (one file, or one per-CPU file).
+/// Events come out in the source's own order, which is time order for every
+/// format iosleuth reads.
+pub trait Source {
+    fn next_event(&mut self) -> Option<Event>;
+    /// The file this source reads, for messages.
+    fn path(&self) -> &Path;
+    /// A short name of the format, e.g. `blktrace` or `ftrace text`.
+    fn format(&self) -> &'static str;
+    fn stats(&self) -> &SourceStats;
+}
+
+/// Turns a source's counters into the warnings a user should see.
+pub fn warnings_for(source: &dyn Source) -> Vec<String> {
+    let s = source.stats();
+    let mut out = Vec::new();
+    if s.skipped > 0 {
+        out.push(format!(
+            "{}: skipped {} {} that iosleuth could not decode as {} (first: {})",
+            source.path().display(),
+            s.skipped,
+            if s.skipped == 1 { "entry" } else { "entries" },
+            source.format(),
+            s.first_skipped.as_deref().unwrap_or("?")
+        ));
+    }
+    if s.lost_events > 0 {
+        let when: Vec<String> = s
+            .lost_reports
+            .iter()
+            .take(5)
+            .map(|(ts, n)| match ts {
+                Some(t) => format!(
+                    "{n} near {}.{:06}",
+                    t / 1_000_000_000,
+                    t % 1_000_000_000 / 1000
+                ),
+                None => format!("{n}"),
+            })
+            .collect();
+        out.push(format!(
+            "{}: the kernel lost {} events before they were recorded ({}{}); counts and latencies around those times are incomplete",
+            source.path().display(),
+            s.lost_events,
+            when.join(", "),
+            if s.lost_reports.len() > 5 { ", ..." } else { "" }
+        ));
+    }
+    if let Some(cut) = &s.cut_short {
+        out.push(format!("{}: {}", source.path().display(), cut));
+    }
+    out
+}

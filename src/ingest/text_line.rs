@@ -1,0 +1,278 @@
+//! The part of a trace line before the event: who, where, when.
+//!
+//! ftrace (`trace`, `trace_pipe`) and `trace-cmd report` print
+//! `comm-pid [cpu] flags timestamp: event: payload`, with or without the
+//! irq-flags column and an optional `(tgid)`; `perf script` prints
+//! `comm pid [cpu] timestamp: sys:event: payload`. One parser reads both.
+
+/// What precedes the event name on a line.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LineHeader<'a> {
+    pub comm: &'a [u8],
+    pub pid: u32,
+    pub cpu: u32,
+    pub ts: u64,
+    /// True when the task and pid were joined by `-` (ftrace style).
+    pub dashed: bool,
+}
+
+impl<'a> LineHeader<'a> {
+    pub fn context(&self) -> super::block_text::Context<'a> {
+        super::block_text::Context {
+            ts: self.ts,
+            pid: self.pid,
+            cpu: self.cpu,
+            comm: self.comm,
+        }
+    }
+}
+
+pub fn is_digits(b: &[u8]) -> bool {
+    !b.is_empty() && b.iter().all(u8::is_ascii_digit)
+}
+
+pub fn parse_u64(b: &[u8]) -> Option<u64> {
+    if b.is_empty() || b.len() > 20 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in b {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(d as u64)?;
+    }
+    Some(v)
+}
+
+pub fn parse_u32(b: &[u8]) -> Option<u32> {
+    parse_u64(b).and_then(|v| u32::try_from(v).ok())
+}
+
+pub fn parse_i32(b: &[u8]) -> Option<i32> {
+    match b.first() {
+        Some(b'-') => parse_u64(&b[1..]).and_then(|v| i32::try_from(-(v as i64)).ok()),
+        _ => parse_u64(b).and_then(|v| i32::try_from(v).ok()),
+    }
+}
+
+/// Parses `SECONDS.FRACTION` (any number of fraction digits up to 9) into
+/// nanoseconds.
+pub fn parse_timestamp(b: &[u8]) -> Option<u64> {
+    let dot = memchr::memchr(b'.', b);
+    let (secs, frac) = match dot {
+        Some(d) => (&b[..d], &b[d + 1..]),
+        None => (b, &b[..0]),
+    };
+    let s = parse_u64(secs)?;
+    if frac.len() > 9 || (dot.is_some() && frac.is_empty()) {
+        return None;
+    }
+    let mut f = if frac.is_empty() { 0 } else { parse_u64(frac)? };
+    for _ in frac.len()..9 {
+        f *= 10;
+    }
+    s.checked_mul(1_000_000_000)?.checked_add(f)
+}
+
+pub fn trim(mut b: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = b {
+        if first.is_ascii_whitespace() {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    while let [rest @ .., last] = b {
+        if last.is_ascii_whitespace() {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    b
+}
+
+/// Finds the `[NNN]` CPU column: the first bracket holding only digits.
+fn find_cpu(line: &[u8]) -> Option<(usize, usize, u32)> {
+    let mut from = 0;
+    while let Some(o) = memchr::memchr(b'[', &line[from..]) {
+        let open = from + o;
+        let close = open + 1 + memchr::memchr(b']', &line[open + 1..])?;
+        let inner = &line[open + 1..close];
+        if is_digits(inner) && inner.len() <= 5 {
+            return Some((open, close, parse_u32(inner)?));
+        }
+        from = open + 1;
+    }
+    None
+}
+
+/// Splits `comm-pid`, `comm pid`, `comm pid/tid` and `comm-pid (tgid)`.
+fn split_task(task: &[u8]) -> Option<(&[u8], u32, bool)> {
+    let mut t = trim(task);
+    // `(  tgid)` column of `record-tgid`
+    if t.last() == Some(&b')') {
+        let open = memchr::memrchr(b'(', t)?;
+        t = trim(&t[..open]);
+    }
+    let mut end = t.len();
+    while end > 0 && (t[end - 1].is_ascii_digit() || t[end - 1] == b'/') {
+        end -= 1;
+    }
+    let num = &t[end..];
+    // perf prints `pid/tid`: the thread id is the one the events belong to.
+    let pid_txt = match memchr::memchr(b'/', num) {
+        Some(s) => &num[s + 1..],
+        None => num,
+    };
+    let pid = parse_u32(pid_txt)?;
+    if end == 0 {
+        return Some((&t[..0], pid, false));
+    }
+    let sep = t[end - 1];
+    let dashed = sep == b'-';
+    if !dashed && !sep.is_ascii_whitespace() {
+        return None;
+    }
+    let mut comm = trim(&t[..end - 1]);
+    // ftrace right-aligns the name in a 16-wide column: a wide gap means what
+    // stands before it is not part of the name (an annotation such as `(#1)`
+    // in pasted excerpts).
+    if let Some(gap) = comm.windows(3).rposition(|w| w == b"   ") {
+        comm = trim(&comm[gap..]);
+    }
+    Some((comm, pid, dashed))
+}
+
+/// Parses the header; returns it and the rest of the line after `ts:`.
+pub fn parse_header(line: &[u8]) -> Option<(LineHeader<'_>, &[u8])> {
+    let (open, close, cpu) = find_cpu(line)?;
+    let (comm, pid, dashed) = split_task(&line[..open])?;
+    let mut rest = &line[close + 1..];
+    // One or two tokens follow: optional irq flags, then `timestamp:`.
+    for _ in 0..2 {
+        let r = trim_start(rest);
+        let end = r
+            .iter()
+            .position(|c| c.is_ascii_whitespace())
+            .unwrap_or(r.len());
+        let tok = &r[..end];
+        if tok.last() == Some(&b':') {
+            let ts = parse_timestamp(&tok[..tok.len() - 1])?;
+            return Some((
+                LineHeader {
+                    comm,
+                    pid,
+                    cpu,
+                    ts,
+                    dashed,
+                },
+                &r[end..],
+            ));
+        }
+        rest = &r[end..];
+    }
+    None
+}
+
+pub fn trim_start(mut b: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = b {
+        if first.is_ascii_whitespace() {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    b
+}
+
+/// After the header: `event: payload` (ftrace, trace-cmd) or
+/// `sys:event: payload` (perf). Returns the full name and the payload.
+pub fn split_event(rest: &[u8]) -> Option<(&[u8], &[u8])> {
+    let r = trim_start(rest);
+    let end = r
+        .iter()
+        .position(|c| c.is_ascii_whitespace())
+        .unwrap_or(r.len());
+    let tok = &r[..end];
+    if tok.len() < 2 || tok.last() != Some(&b':') {
+        return None;
+    }
+    let name = &tok[..tok.len() - 1];
+    if !name
+        .iter()
+        .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b':' || *c == b'-' || *c == b'.')
+    {
+        return None;
+    }
+    Some((name, trim(&r[end..])))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ftrace_with_flags() {
+        let l = b"              dd-4105    [001] d..1.   106.653390:   7,0    Q  RS 0 + 8 [dd]";
+        let (h, rest) = parse_header(l).unwrap();
+        assert_eq!(h.comm, b"dd");
+        assert_eq!((h.pid, h.cpu, h.ts), (4105, 1, 106_653_390_000));
+        assert!(h.dashed);
+        assert_eq!(trim(rest), b"7,0    Q  RS 0 + 8 [dd]");
+    }
+
+    #[test]
+    fn ftrace_without_flags_and_with_tgid() {
+        let l = b"  kworker/u4:2-77    (     77) [000]  5.000000001: block_rq_issue: 8,0 W 4096 () 8 + 8 [x]";
+        let (h, rest) = parse_header(l).unwrap();
+        assert_eq!(h.comm, b"kworker/u4:2");
+        assert_eq!((h.pid, h.cpu, h.ts), (77, 0, 5_000_000_001));
+        let (name, payload) = split_event(rest).unwrap();
+        assert_eq!(name, b"block_rq_issue");
+        assert_eq!(payload, b"8,0 W 4096 () 8 + 8 [x]");
+    }
+
+    #[test]
+    fn perf_script() {
+        let l =
+            b"cat  1942 [001]  5502.479591: block:block_rq_insert: 259,1 RS 0 () 340328 + 8 [cat]";
+        let (h, rest) = parse_header(l).unwrap();
+        assert_eq!(
+            (h.comm, h.pid, h.cpu, h.ts),
+            (&b"cat"[..], 1942, 1, 5_502_479_591_000)
+        );
+        assert!(!h.dashed);
+        assert_eq!(split_event(rest).unwrap().0, b"block:block_rq_insert");
+    }
+
+    #[test]
+    fn names_with_spaces_and_dashes() {
+        let (h, _) = parse_header(b"Web Content-3312  [003] .... 10.5: x: y").unwrap();
+        assert_eq!((h.comm, h.pid), (&b"Web Content"[..], 3312));
+        let (h, _) = parse_header(b"kworker/0:1H-ev-12 [000] 1.000001: x: y").unwrap();
+        assert_eq!((h.comm, h.pid), (&b"kworker/0:1H-ev"[..], 12));
+    }
+
+    #[test]
+    fn annotated_excerpt() {
+        let l = b"(#1)     mmcqd/0-89   [000] ...1 1384.282406: mmc_request_start: mmc0: start";
+        let (h, _) = parse_header(l).unwrap();
+        assert_eq!(
+            (h.comm, h.pid, h.ts),
+            (&b"mmcqd/0"[..], 89, 1_384_282_406_000)
+        );
+    }
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(parse_timestamp(b"0.002545516"), Some(2_545_516));
+        assert_eq!(parse_timestamp(b"12"), Some(12_000_000_000));
+        assert_eq!(parse_timestamp(b"1.5"), Some(1_500_000_000));
+        assert_eq!(parse_timestamp(b"1."), None);
+        assert_eq!(parse_timestamp(b"1.0000000001"), None);
+        assert_eq!(parse_timestamp(b"99999999999999999999.0"), None);
+    }
+}

@@ -1,0 +1,287 @@
+//! Line-oriented trace text: ftrace (`trace`, `trace_pipe`, tracepoints or
+//! the `blk` tracer), `trace-cmd report`, `perf script` and blkparse's
+//! default output.
+
+use super::block_text::{parse_blk_action, parse_tracepoint, Context};
+use super::source::{Source, SourceStats};
+use super::text_line::{parse_header, parse_timestamp, parse_u32, split_event, trim, trim_start};
+use super::Bytes;
+use crate::model::{Action, BlockEvent, Dev, Event, OtherEvent};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextFormat {
+    /// ftrace's own text and `trace-cmd report` (same line shape).
+    Ftrace,
+    PerfScript,
+    Blkparse,
+}
+
+impl TextFormat {
+    pub fn name(self) -> &'static str {
+        match self {
+            TextFormat::Ftrace => "ftrace text",
+            TextFormat::PerfScript => "perf script text",
+            TextFormat::Blkparse => "blkparse text",
+        }
+    }
+}
+
+/// What one line turned out to be.
+enum Line {
+    Event(Event),
+    /// Comments, headers, summaries: nothing to count.
+    Ignore,
+    Lost(Option<u64>, u64),
+    Bad,
+}
+
+/// Guesses the format from the first lines; `None` if nothing looks like a
+/// trace.
+pub fn detect(data: &[u8]) -> Option<TextFormat> {
+    let head = &data[..data.len().min(256 * 1024)];
+    if head.iter().take(4096).filter(|&&b| b == 0).count() > 0 {
+        return None;
+    }
+    let (mut ftrace, mut perf, mut blkparse) = (0, 0, 0);
+    for line in head.split(|&b| b == b'\n').take(400) {
+        if line.starts_with(b"# tracer:") {
+            ftrace += 5;
+        }
+        if parse_blkparse_line(line).is_some() {
+            blkparse += 1;
+        } else if let Some((h, rest)) = parse_header(line) {
+            let named = split_event(rest).map(|(n, _)| memchr::memchr(b':', n).is_some());
+            if !h.dashed && named == Some(true) {
+                perf += 1;
+            } else {
+                ftrace += 1;
+            }
+        }
+    }
+    let best = ftrace.max(perf).max(blkparse);
+    if best == 0 {
+        None
+    } else if best == blkparse {
+        Some(TextFormat::Blkparse)
+    } else if best == perf {
+        Some(TextFormat::PerfScript)
+    } else {
+        Some(TextFormat::Ftrace)
+    }
+}
+
+/// `259,0    1       13     0.002545516  1579  A   R 280576 + 512 <- (252,0) 278528`
+fn parse_blkparse_line(line: &[u8]) -> Option<BlockEvent> {
+    let mut rest = trim_start(line);
+    let mut field = || -> Option<&[u8]> {
+        let end = rest.iter().position(|c| c.is_ascii_whitespace())?;
+        let f = &rest[..end];
+        rest = trim_start(&rest[end..]);
+        Some(f)
+    };
+    let dev = Dev::parse(std::str::from_utf8(field()?).ok()?)?;
+    let cpu = parse_u32(field()?)?;
+    let _seq = parse_u32(field()?)?;
+    let ts = parse_timestamp(field()?)?;
+    let pid = parse_u32(field()?)?;
+    parse_blk_action(
+        dev,
+        rest,
+        Context {
+            ts,
+            pid,
+            cpu,
+            comm: b"",
+        },
+    )
+}
+
+/// Lost-event markers: ftrace's `CPU:1 [LOST 1234 EVENTS]` and
+/// `##### CPU 2 buffer started ####`-style lines are not events.
+fn parse_lost(line: &[u8]) -> Option<u64> {
+    let at = memchr::memmem::find(line, b"[LOST ")?;
+    let rest = &line[at + 6..];
+    let end = rest.iter().position(|c| !c.is_ascii_digit())?;
+    super::text_line::parse_u64(&rest[..end])
+}
+
+pub struct TextSource {
+    path: PathBuf,
+    data: Bytes,
+    pos: usize,
+    line_no: u64,
+    format: TextFormat,
+    stats: SourceStats,
+    last_ts: Option<u64>,
+    in_summary: bool,
+    names: HashMap<Vec<u8>, Arc<str>>,
+}
+
+impl TextSource {
+    pub fn new(path: &Path, data: Bytes, format: TextFormat) -> TextSource {
+        TextSource {
+            path: path.to_path_buf(),
+            data,
+            pos: 0,
+            line_no: 0,
+            format,
+            stats: SourceStats::default(),
+            last_ts: None,
+            in_summary: false,
+            names: HashMap::new(),
+        }
+    }
+
+    fn intern(&mut self, name: &[u8]) -> Arc<str> {
+        if let Some(n) = self.names.get(name) {
+            return n.clone();
+        }
+        let n: Arc<str> = String::from_utf8_lossy(name).into();
+        self.names.insert(name.to_vec(), n.clone());
+        n
+    }
+
+    fn classify(&mut self, line: &[u8]) -> Line {
+        let t = trim(line);
+        if t.is_empty() || t[0] == b'#' {
+            return Line::Ignore;
+        }
+        if let Some(n) = parse_lost(t) {
+            return Line::Lost(self.last_ts, n);
+        }
+        match self.format {
+            TextFormat::Blkparse => self.classify_blkparse(t),
+            _ => self.classify_tracepoint_line(line),
+        }
+    }
+
+    fn classify_blkparse(&mut self, t: &[u8]) -> Line {
+        if self.in_summary {
+            return Line::Ignore;
+        }
+        if let Some(ev) = parse_blkparse_line(t) {
+            return Line::Event(Event::Block(ev));
+        }
+        // blkparse's per-CPU and total summaries close its output.
+        if t.starts_with(b"CPU") || t.starts_with(b"Total (") {
+            self.in_summary = true;
+            return Line::Ignore;
+        }
+        if t.starts_with(b"Input file") {
+            return Line::Ignore;
+        }
+        // A message (`m N ...`) is a valid line with nothing to analyse.
+        let fields: Vec<&[u8]> = t
+            .split(|c| c.is_ascii_whitespace())
+            .filter(|f| !f.is_empty())
+            .take(6)
+            .collect();
+        if fields.len() == 6 && fields[5] == b"m" {
+            return Line::Ignore;
+        }
+        Line::Bad
+    }
+
+    fn classify_tracepoint_line(&mut self, line: &[u8]) -> Line {
+        let t = trim(line);
+        // trace-cmd's preamble and per-CPU notes.
+        if t.starts_with(b"cpus=")
+            || t.starts_with(b"version =")
+            || (t.starts_with(b"CPU ") && t.ends_with(b"is empty"))
+        {
+            return Line::Ignore;
+        }
+        let Some((h, rest)) = parse_header(line) else {
+            return Line::Bad;
+        };
+        let rest_t = trim_start(rest);
+        // The `blk` tracer prints `MAJ,MIN ACTION RWBS ...` with no event name.
+        if let Some(sp) = rest_t.iter().position(|c| c.is_ascii_whitespace()) {
+            if let Some(dev) = std::str::from_utf8(&rest_t[..sp]).ok().and_then(Dev::parse) {
+                if let Some(ev) = parse_blk_action(dev, &rest_t[sp..], h.context()) {
+                    return Line::Event(Event::Block(ev));
+                }
+                // Notes and messages of the blk tracer.
+                return Line::Ignore;
+            }
+        }
+        let Some((name, payload)) = split_event(rest) else {
+            return Line::Bad;
+        };
+        let short = match memchr::memrchr(b':', name) {
+            Some(c) => &name[c + 1..],
+            None => name,
+        };
+        let action = std::str::from_utf8(short)
+            .ok()
+            .and_then(Action::from_tracepoint);
+        if let Some(action) = action {
+            return match parse_tracepoint(action, payload, h.context()) {
+                Some(ev) => Line::Event(Event::Block(ev)),
+                None => Line::Bad,
+            };
+        }
+        let name = self.intern(name);
+        Line::Event(Event::Other(OtherEvent {
+            ts: h.ts,
+            cpu: h.cpu,
+            pid: h.pid,
+            name,
+        }))
+    }
+}
+
+impl TextSource {
+    fn next_from(&mut self, data: &[u8]) -> Option<Event> {
+        while self.pos < data.len() {
+            let rest = &data[self.pos..];
+            let len = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+            let start = self.pos;
+            self.pos += len + 1;
+            self.line_no += 1;
+            let line = &data[start..start + len];
+            match self.classify(line) {
+                Line::Event(ev) => {
+                    if let Some(ts) = ev.ts() {
+                        self.last_ts = Some(ts);
+                    }
+                    self.stats.events += 1;
+                    return Some(ev);
+                }
+                Line::Ignore => {}
+                Line::Lost(ts, n) => {
+                    self.stats.lost_events += n;
+                    self.stats.lost_reports.push((ts, n));
+                }
+                Line::Bad => {
+                    let no = self.line_no;
+                    let shown = String::from_utf8_lossy(&line[..line.len().min(120)]).into_owned();
+                    self.stats.skip(|| format!("line {no}: {shown:?}"));
+                }
+            }
+        }
+        None
+    }
+}
+
+impl Source for TextSource {
+    fn next_event(&mut self) -> Option<Event> {
+        // The buffer is moved out while lines borrow it, and put back after.
+        let data = std::mem::replace(&mut self.data, Bytes::Owned(Vec::new()));
+        let ev = self.next_from(&data);
+        self.data = data;
+        ev
+    }
+    fn path(&self) -> &Path {
+        &self.path
+    }
+    fn format(&self) -> &'static str {
+        self.format.name()
+    }
+    fn stats(&self) -> &SourceStats {
+        &self.stats
+    }
+}

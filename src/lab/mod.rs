@@ -1,0 +1,3 @@
+//! The lab: disks that iosleuth creates (and removes) itself.
+
+pub mod loopdev;

@@ -1,0 +1,40 @@
+//! The typed, time-ordered event stream that every importer produces and
+//! every analysis consumes.
+
+pub mod block;
+
+pub use block::{Action, BlockEvent, Comm, Dev, Extra, Rwbs};
+
+/// One event of any kind.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    Block(BlockEvent),
+    /// A process name learnt from the trace (blktrace `BLK_TN_PROCESS` notes).
+    ProcessName {
+        pid: u32,
+        comm: Comm,
+    },
+    /// An event iosleuth does not decode yet; kept so that it can be counted.
+    Other(OtherEvent),
+}
+
+impl Event {
+    /// Timestamp in nanoseconds; `None` for events outside the timeline.
+    pub fn ts(&self) -> Option<u64> {
+        match self {
+            Event::Block(b) => Some(b.ts),
+            Event::Other(o) => Some(o.ts),
+            Event::ProcessName { .. } => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct OtherEvent {
+    pub ts: u64,
+    pub cpu: u32,
+    pub pid: u32,
+    /// Event name as the source printed it, e.g. `ext4_sync_file_enter` or
+    /// `sched:sched_switch`.
+    pub name: std::sync::Arc<str>,
+}

@@ -1,0 +1,33 @@
+//! The machine-readable report. Top-level keys are stable: `devices`,
+//! `findings`, `warnings`, `processes`, … (documented in the README).
+
+use crate::analyze::Analysis;
+use serde_json::{json, Value};
+
+pub fn to_value(a: &Analysis) -> Value {
+    let b = &a.block;
+    json!({
+        "iosleuth_version": env!("CARGO_PKG_VERSION"),
+        "inputs": a.inputs,
+        "events": a.events,
+        "span": {
+            "first_ns": b.first_ns,
+            "last_ns": b.last_ns,
+            "seconds": (b.last_ns.saturating_sub(b.first_ns)) as f64 / 1e9,
+        },
+        "interval_s": b.interval_s,
+        "devices": b.devices,
+        "all_devices": { "btt": b.all_devices },
+        "processes": b.processes,
+        "stack": b.stack,
+        "unknown_events": a.unknown_events,
+        "warnings": a.warnings,
+        "findings": [],
+    })
+}
+
+pub fn render(a: &Analysis) -> String {
+    let mut s = serde_json::to_string_pretty(&to_value(a)).unwrap_or_else(|_| "{}".into());
+    s.push('\n');
+    s
+}

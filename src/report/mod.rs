@@ -1,0 +1,6 @@
+//! Output: text for people, JSON for programs, blktrace files for the tools
+//! people already use.
+
+pub mod blktrace;
+pub mod json;
+pub mod text;

@@ -1,0 +1,160 @@
+//! Helpers for live tests: they need root, tracefs and loop devices. Where a
+//! capability is missing they skip with a message naming it; under CI=true a
+//! missing capability is a failure.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub fn iosleuth() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_iosleuth"))
+}
+
+/// Returns `Err(reason)` when live tests cannot run here.
+fn missing_capability() -> Option<String> {
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("root".into());
+    }
+    for tool in ["losetup", "fio", "blkparse", "btt", "iostat"] {
+        if Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {tool}"))
+            .output()
+            .map(|o| !o.status.success())
+            .unwrap_or(true)
+        {
+            return Some(format!(
+                "the `{tool}` program (run scripts/test, which installs it)"
+            ));
+        }
+    }
+    if let Err(e) = iosleuth::capture::tracefs::Tracefs::open() {
+        return Some(format!("tracefs ({e})"));
+    }
+    if !Path::new("/dev/loop-control").exists() {
+        return Some("loop devices (/dev/loop-control)".into());
+    }
+    None
+}
+
+/// True when the test may run; prints why not and returns false otherwise.
+/// Panics under CI=true, where a missing capability is a failure.
+pub fn live() -> bool {
+    match missing_capability() {
+        None => true,
+        Some(what) => {
+            if std::env::var("CI").as_deref() == Ok("true") {
+                panic!("live test cannot run: missing {what}");
+            }
+            eprintln!("SKIPPED: live test needs {what}");
+            false
+        }
+    }
+}
+
+pub fn run(cmd: &mut Command) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Sequential 4 KiB direct reads submitted 64 at a time, the pattern that
+/// lets the block layer merge (case 1).
+pub fn fio_batched_reads(dev: &Path, size_mb: u64) -> Command {
+    let mut c = Command::new("fio");
+    c.args([
+        "--name=seq",
+        "--rw=read",
+        "--bs=4k",
+        "--direct=1",
+        "--ioengine=libaio",
+        "--iodepth=64",
+        "--iodepth_batch_submit=64",
+        "--iodepth_batch_complete_min=64",
+        "--output=/dev/null",
+    ])
+    .arg(format!("--filename={}", dev.display()))
+    .arg(format!("--size={size_mb}M"));
+    c
+}
+
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("iosleuth-test-")
+        .tempdir_in("/var/tmp")
+        .unwrap()
+}
+
+/// One row of btt's tables: MIN, AVG, MAX as printed, and N.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BttRow {
+    pub min: String,
+    pub avg: String,
+    pub max: String,
+    pub n: u64,
+}
+
+/// Parses btt's "All Devices" section and the merge rows of its `.avg` output.
+pub fn parse_btt(avg: &str) -> (std::collections::HashMap<String, BttRow>, Vec<Vec<String>>) {
+    let mut rows = std::collections::HashMap::new();
+    let mut merges = Vec::new();
+    let mut section = "";
+    for l in avg.lines() {
+        if l.starts_with("====") {
+            section = if l.contains("All Devices") {
+                "all"
+            } else if l.contains("Device Merge Information") {
+                "merge"
+            } else {
+                ""
+            };
+            continue;
+        }
+        let f: Vec<&str> = l.split_whitespace().collect();
+        match section {
+            "all" if f.len() == 5 && f[1].contains('.') => {
+                rows.insert(
+                    f[0].to_string(),
+                    BttRow {
+                        min: f[1].into(),
+                        avg: f[2].into(),
+                        max: f[3].into(),
+                        n: f[4].parse().unwrap(),
+                    },
+                );
+            }
+            "merge" if l.contains('|') && !l.contains("#Q") && !l.starts_with("---") => {
+                let nums: Vec<String> = l
+                    .split('|')
+                    .skip(1)
+                    .flat_map(|p| p.split_whitespace())
+                    .map(String::from)
+                    .collect();
+                merges.push(nums);
+            }
+            _ => {}
+        }
+    }
+    (rows, merges)
+}
+
+pub fn secs(ns: u64) -> String {
+    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+pub fn json_report(paths: &[PathBuf], extra: &[&str]) -> serde_json::Value {
+    let mut c = iosleuth();
+    c.arg("report")
+        .arg("--format")
+        .arg("json")
+        .args(extra)
+        .args(paths);
+    serde_json::from_str(&run(&mut c)).expect("report JSON")
+}
