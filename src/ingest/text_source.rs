@@ -7,6 +7,7 @@ use super::source::{Source, SourceStats};
 use super::text_line::{parse_header, parse_timestamp, parse_u32, split_event, trim, trim_start};
 use super::Bytes;
 use crate::model::{Action, BlockEvent, Dev, Event, OtherEvent};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,6 +39,28 @@ enum Line {
     Bad,
 }
 
+/// Text pasted from web pages and mail carries non-breaking spaces
+/// (U+00A0) where the tool printed spaces; read them as spaces.
+fn normalize(line: &[u8]) -> Cow<'_, [u8]> {
+    match memchr::memmem::find(line, &[0xc2, 0xa0]) {
+        None => Cow::Borrowed(line),
+        Some(_) => {
+            let mut v = Vec::with_capacity(line.len());
+            let mut i = 0;
+            while i < line.len() {
+                if line[i] == 0xc2 && line.get(i + 1) == Some(&0xa0) {
+                    v.push(b' ');
+                    i += 2;
+                } else {
+                    v.push(line[i]);
+                    i += 1;
+                }
+            }
+            Cow::Owned(v)
+        }
+    }
+}
+
 /// Guesses the format from the first lines; `None` if nothing looks like a
 /// trace.
 pub fn detect(data: &[u8]) -> Option<TextFormat> {
@@ -47,6 +70,7 @@ pub fn detect(data: &[u8]) -> Option<TextFormat> {
     }
     let (mut ftrace, mut perf, mut blkparse) = (0, 0, 0);
     for line in head.split(|&b| b == b'\n').take(400) {
+        let line = &*normalize(line);
         if line.starts_with(b"# tracer:") {
             ftrace += 5;
         }
@@ -242,7 +266,8 @@ impl TextSource {
             let start = self.pos;
             self.pos += len + 1;
             self.line_no += 1;
-            let line = &data[start..start + len];
+            let line = normalize(&data[start..start + len]);
+            let line = &*line;
             match self.classify(line) {
                 Line::Event(ev) => {
                     if let Some(ts) = ev.ts() {
