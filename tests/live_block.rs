@@ -58,85 +58,8 @@ fn record(nomerges: &str) -> Recorded {
     }
 }
 
-fn btt_of(r: &Recorded) -> String {
-    let dump = r.exported.join("dump.bin");
-    run(Command::new("blkparse")
-        .arg("-D")
-        .arg(&r.exported)
-        .arg("-i")
-        .arg(&r.name)
-        .arg("-d")
-        .arg(&dump)
-        .arg("-O"));
-    let out = r.exported.join("btt");
-    run(Command::new("btt").arg("-i").arg(&dump).arg("-o").arg(&out));
-    std::fs::read_to_string(out.with_extension("avg")).unwrap()
-}
-
 fn assert_matches_btt(r: &Recorded) {
-    let (btt, merges) = parse_btt(&btt_of(r));
-    let rep = json_report(&[r.exported.clone()], &[]);
-    let dev = &rep["devices"][0];
-    assert_eq!(dev["device"], r.dev.as_str());
-    let mut compared = 0;
-    for (name, key) in [
-        ("Q2Q", "q2q"),
-        ("Q2G", "q2g"),
-        ("G2I", "g2i"),
-        ("Q2M", "q2m"),
-        ("I2D", "i2d"),
-        ("M2D", "m2d"),
-        ("D2C", "d2c"),
-        ("Q2C", "q2c"),
-    ] {
-        let ours = &rep["all_devices"]["btt"][key];
-        let n = ours["n"].as_u64().unwrap();
-        match btt.get(name) {
-            None => assert_eq!(n, 0, "{name}: btt printed no row but iosleuth counted {n}"),
-            Some(row) => {
-                let total = ours["total_ns"].as_u64().unwrap();
-                let avg = ((total / 1_000_000_000) as f64 + (total % 1_000_000_000) as f64 / 1e9)
-                    / n as f64;
-                assert_eq!(n, row.n, "{name} N");
-                assert_eq!(
-                    secs(ours["min_ns"].as_u64().unwrap()),
-                    row.min,
-                    "{name} MIN"
-                );
-                assert_eq!(format!("{avg:.9}"), row.avg, "{name} AVG");
-                assert_eq!(
-                    secs(ours["max_ns"].as_u64().unwrap()),
-                    row.max,
-                    "{name} MAX"
-                );
-                compared += 1;
-            }
-        }
-    }
-    assert!(
-        compared >= 6,
-        "btt printed only {compared} of the intervals"
-    );
-    for must in ["Q2C", "D2C", "I2D", "Q2G", "G2I"] {
-        assert!(btt.contains_key(must), "btt has no {must} row");
-    }
-    // Merge table: #Q #D Ratio BLKmin BLKavg BLKmax Total
-    assert_eq!(
-        merges.len(),
-        1,
-        "one device in btt's merge table: {merges:?}"
-    );
-    let m = &dev["btt_merge"];
-    let ours = [
-        m["queued"].to_string(),
-        m["issued"].to_string(),
-        format!("{:.1}", m["ratio"].as_f64().unwrap()),
-        m["blk_min"].to_string(),
-        m["blk_avg"].to_string(),
-        m["blk_max"].to_string(),
-        m["blk_total"].to_string(),
-    ];
-    assert_eq!(merges[0], ours, "merge table");
+    assert_btt_agrees(&r.exported, &r.name, &r.dev);
 }
 
 fn assert_tracepoints_agree(r: &Recorded) {

@@ -158,3 +158,86 @@ pub fn json_report(paths: &[PathBuf], extra: &[&str]) -> serde_json::Value {
         .args(paths);
     serde_json::from_str(&run(&mut c)).expect("report JSON")
 }
+
+pub fn btt_of(exported: &Path, name: &str) -> String {
+    let dump = exported.join("dump.bin");
+    run(Command::new("blkparse")
+        .arg("-D")
+        .arg(exported)
+        .arg("-i")
+        .arg(name)
+        .arg("-d")
+        .arg(&dump)
+        .arg("-O"));
+    let out = exported.join("btt");
+    run(Command::new("btt").arg("-i").arg(&dump).arg("-o").arg(&out));
+    std::fs::read_to_string(out.with_extension("avg")).unwrap()
+}
+
+/// Runs blkparse + btt on exported blktrace files and asserts that iosleuth's
+/// report of the same files gives btt's numbers to the nanosecond.
+pub fn assert_btt_agrees(exported: &Path, name: &str, dev_id: &str) {
+    let (btt, merges) = parse_btt(&btt_of(exported, name));
+    let rep = json_report(&[exported.to_path_buf()], &[]);
+    let dev = &rep["devices"][0];
+    assert_eq!(dev["device"], dev_id);
+    let mut compared = 0;
+    for (name, key) in [
+        ("Q2Q", "q2q"),
+        ("Q2G", "q2g"),
+        ("G2I", "g2i"),
+        ("Q2M", "q2m"),
+        ("I2D", "i2d"),
+        ("M2D", "m2d"),
+        ("D2C", "d2c"),
+        ("Q2C", "q2c"),
+    ] {
+        let ours = &rep["all_devices"]["btt"][key];
+        let n = ours["n"].as_u64().unwrap();
+        match btt.get(name) {
+            None => assert_eq!(n, 0, "{name}: btt printed no row but iosleuth counted {n}"),
+            Some(row) => {
+                let total = ours["total_ns"].as_u64().unwrap();
+                let avg = ((total / 1_000_000_000) as f64 + (total % 1_000_000_000) as f64 / 1e9)
+                    / n as f64;
+                assert_eq!(n, row.n, "{name} N");
+                assert_eq!(
+                    secs(ours["min_ns"].as_u64().unwrap()),
+                    row.min,
+                    "{name} MIN"
+                );
+                assert_eq!(format!("{avg:.9}"), row.avg, "{name} AVG");
+                assert_eq!(
+                    secs(ours["max_ns"].as_u64().unwrap()),
+                    row.max,
+                    "{name} MAX"
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert!(
+        compared >= 6,
+        "btt printed only {compared} of the intervals"
+    );
+    for must in ["Q2C", "D2C", "I2D", "Q2G", "G2I"] {
+        assert!(btt.contains_key(must), "btt has no {must} row");
+    }
+    // Merge table: #Q #D Ratio BLKmin BLKavg BLKmax Total
+    assert_eq!(
+        merges.len(),
+        1,
+        "one device in btt's merge table: {merges:?}"
+    );
+    let m = &dev["btt_merge"];
+    let ours = [
+        m["queued"].to_string(),
+        m["issued"].to_string(),
+        format!("{:.1}", m["ratio"].as_f64().unwrap()),
+        m["blk_min"].to_string(),
+        m["blk_avg"].to_string(),
+        m["blk_max"].to_string(),
+        m["blk_total"].to_string(),
+    ];
+    assert_eq!(merges[0], ours, "merge table");
+}
