@@ -63,8 +63,8 @@ fn assert_matches_btt(r: &Recorded) {
 }
 
 fn assert_tracepoints_agree(r: &Recorded) {
-    let blk = json_report(&[r.blk.clone()], &[]);
-    let tp = json_report(&[r.tracepoints.clone()], &["--device", &r.dev]);
+    let blk = json_report(&[&r.blk], &[]);
+    let tp = json_report(&[&r.tracepoints], &["--device", &r.dev]);
     let b = &blk["devices"][0];
     let t = &tp["devices"][0];
     assert_eq!(t["device"], b["device"]);
@@ -90,7 +90,7 @@ fn btt_agreement_with_merges() {
     }
     let r = record("0");
     assert_matches_btt(&r);
-    let rep = json_report(&[r.exported.clone()], &[]);
+    let rep = json_report(&[&r.exported], &[]);
     let ratio = rep["devices"][0]["btt_merge"]["ratio"].as_f64().unwrap();
     assert!(
         ratio > 8.0,
@@ -106,7 +106,7 @@ fn btt_agreement_without_merges() {
     }
     let r = record("2");
     assert_matches_btt(&r);
-    let rep = json_report(&[r.exported.clone()], &[]);
+    let rep = json_report(&[&r.exported], &[]);
     let dev = &rep["devices"][0];
     assert_eq!(
         dev["btt_merge"]["ratio"].as_f64().unwrap(),
@@ -125,8 +125,8 @@ fn blk_tracer_binary_reads_directly() {
     }
     let r = record("0");
     // The raw tracer output and its blktrace export give the same numbers.
-    let raw = json_report(&[r.blk.clone()], &[]);
-    let exp = json_report(&[r.exported.clone()], &[]);
+    let raw = json_report(&[&r.blk], &[]);
+    let exp = json_report(&[&r.exported], &[]);
     assert_eq!(raw["devices"][0]["btt"], exp["devices"][0]["btt"]);
     assert_eq!(
         raw["devices"][0]["iostat_total"],

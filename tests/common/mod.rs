@@ -178,7 +178,7 @@ pub fn btt_of(exported: &Path, name: &str) -> String {
 /// report of the same files gives btt's numbers to the nanosecond.
 pub fn assert_btt_agrees(exported: &Path, name: &str, dev_id: &str) {
     let (btt, merges) = parse_btt(&btt_of(exported, name));
-    let rep = json_report(&[exported.to_path_buf()], &[]);
+    let rep = json_report(&[exported], &[]);
     let dev = &rep["devices"][0];
     assert_eq!(dev["device"], dev_id);
     let mut compared = 0;
