@@ -149,13 +149,12 @@ pub fn secs(ns: u64) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
 
-pub fn json_report(paths: &[PathBuf], extra: &[&str]) -> serde_json::Value {
+pub fn json_report<P: AsRef<Path>>(paths: &[P], extra: &[&str]) -> serde_json::Value {
     let mut c = iosleuth();
-    c.arg("report")
-        .arg("--format")
-        .arg("json")
-        .args(extra)
-        .args(paths);
+    c.arg("report").arg("--format").arg("json").args(extra);
+    for p in paths {
+        c.arg(p.as_ref());
+    }
     serde_json::from_str(&run(&mut c)).expect("report JSON")
 }
 
