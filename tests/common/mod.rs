@@ -3,7 +3,7 @@
 //! missing capability is a failure.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 pub fn iosleuth() -> Command {
