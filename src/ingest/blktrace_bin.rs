@@ -81,6 +81,7 @@ pub struct BlktraceSource {
     container: Container,
     stats: SourceStats,
     done: bool,
+    last_ts: Option<u64>,
 }
 
 impl BlktraceSource {
@@ -128,6 +129,7 @@ impl BlktraceSource {
             container,
             stats: SourceStats::default(),
             done: false,
+            last_ts: None,
         })
     }
 
@@ -176,6 +178,30 @@ impl Source for BlktraceSource {
             if self.done || self.pos >= self.data.len() {
                 return None;
             }
+            // The tracer reports ring-buffer overruns in text, even in
+            // binary mode: `CPU:1 [LOST 1234 EVENTS]`.
+            if self.container == Container::BlkTracer && self.data[self.pos..].starts_with(b"CPU:")
+            {
+                let rest = &self.data[self.pos..];
+                let end = memchr::memchr(b'\n', rest)
+                    .map(|n| n + 1)
+                    .unwrap_or(rest.len());
+                let line = &rest[..end];
+                let lost = memchr::memmem::find(line, b"[LOST ").and_then(|at| {
+                    let digits: Vec<u8> = line[at + 6..]
+                        .iter()
+                        .take_while(|c| c.is_ascii_digit())
+                        .copied()
+                        .collect();
+                    std::str::from_utf8(&digits).ok()?.parse::<u64>().ok()
+                });
+                if let Some(n) = lost {
+                    self.stats.lost_events += n;
+                    self.stats.lost_reports.push((self.last_ts, n));
+                    self.pos += end;
+                    continue;
+                }
+            }
             let left = self.data.len() - self.pos;
             let hdr = match self.container {
                 Container::Blktrace => 0,
@@ -190,11 +216,11 @@ impl Source for BlktraceSource {
             }
             let r = self.pos + hdr;
             let magic = self.u32_at(r);
-            if magic & 0xffff_ff00 != MAGIC {
+            if magic & 0xffff_ff00 != MAGIC || magic & 0xff != VERSION {
                 let at = r;
                 let rest = self.data.len() - self.pos;
                 return self.stop(format!(
-                    "bad magic 0x{magic:08x} at byte {at}: the remaining {rest} bytes were skipped"
+                    "bad magic or version 0x{magic:08x} at byte {at}: the remaining {rest} bytes were skipped"
                 ));
             }
             let pdu_len = self.u16_at(r + 46) as usize;
@@ -260,6 +286,7 @@ impl Source for BlktraceSource {
                 _ => Extra::None,
             };
             self.stats.events += 1;
+            self.last_ts = Some(ts);
             return Some(Event::Block(BlockEvent {
                 ts,
                 dev,

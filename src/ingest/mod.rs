@@ -99,7 +99,12 @@ fn expand(path: &Path) -> Result<Vec<PathBuf>, InputError> {
 
 /// Opens one file, detecting its format from its content.
 pub fn open_file(path: &Path) -> Result<Box<dyn Source>, InputError> {
-    let data = read_bytes(path)?;
+    open_bytes(path, read_bytes(path)?)
+}
+
+/// Detects the format of `data` (read from `path`, which names it in
+/// messages) and returns a source over it.
+pub fn open_bytes(path: &Path, data: Bytes) -> Result<Box<dyn Source>, InputError> {
     if data.is_empty() {
         return Err(InputError::new(path, "the file is empty"));
     }

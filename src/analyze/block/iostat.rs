@@ -141,12 +141,17 @@ impl IostatRow {
     }
 }
 
-/// Accumulates diskstats-like counters into fixed-length intervals.
+/// At most this many interval rows are listed; a longer span (or a damaged
+/// timestamp far away) lists only the intervals with activity.
+pub const MAX_DENSE_ROWS: u64 = 10_000;
+
+/// Accumulates diskstats-like counters into fixed-length intervals, kept
+/// sparse so that memory follows activity, not the span of the timestamps.
 #[derive(Debug, Default)]
 pub struct IostatAccumulator {
     origin: u64,
     interval: u64,
-    rows: Vec<RawCounters>,
+    rows: std::collections::BTreeMap<u64, RawCounters>,
     in_flight: u64,
     busy_since: u64,
 }
@@ -161,20 +166,22 @@ impl IostatAccumulator {
     }
 
     fn row(&mut self, ts: u64) -> &mut RawCounters {
-        let i = (ts.saturating_sub(self.origin) / self.interval) as usize;
-        if self.rows.len() <= i {
-            self.rows.resize(i + 1, RawCounters::default());
-        }
-        &mut self.rows[i]
+        let i = ts.saturating_sub(self.origin) / self.interval;
+        self.rows.entry(i).or_default()
     }
 
     fn add_busy(&mut self, from: u64, to: u64) {
         let mut t = from.max(self.origin);
-        while t < to {
+        let mut steps = 0;
+        while t < to && steps < MAX_DENSE_ROWS {
             let i = (t - self.origin) / self.interval;
-            let end = (self.origin + (i + 1) * self.interval).min(to);
+            let end = self
+                .origin
+                .saturating_add((i + 1).saturating_mul(self.interval))
+                .min(to);
             self.row(t).busy_ns += end - t;
             t = end;
+            steps += 1;
         }
     }
 
@@ -211,32 +218,33 @@ impl IostatAccumulator {
             self.add_busy(self.busy_since, end);
             self.busy_since = end;
         }
-        let last = (end.saturating_sub(self.origin) / self.interval) as usize;
-        if self.rows.len() <= last && end > self.origin {
-            self.rows.resize(last + 1, RawCounters::default());
-        }
     }
 
     /// One row per interval from the origin to `end`; the last one may be
     /// shorter than the interval.
     pub fn rows(&self, end: u64) -> Vec<IostatRow> {
         let secs = self.interval as f64 / 1e9;
-        self.rows
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let start = self.origin + i as u64 * self.interval;
-                let len = (start + self.interval).min(end.max(start)) - start;
-                let len_s = if len == 0 { secs } else { len as f64 / 1e9 };
-                IostatRow::from_counters(c, i as f64 * secs, len_s)
-            })
-            .collect()
+        let last = end.saturating_sub(self.origin) / self.interval;
+        let row = |i: u64, c: &RawCounters| {
+            let start = self.origin.saturating_add(i.saturating_mul(self.interval));
+            let len = start.saturating_add(self.interval).min(end.max(start)) - start;
+            let len_s = if len == 0 { secs } else { len as f64 / 1e9 };
+            IostatRow::from_counters(c, i as f64 * secs, len_s)
+        };
+        if last < MAX_DENSE_ROWS {
+            let empty = RawCounters::default();
+            (0..=last)
+                .map(|i| row(i, self.rows.get(&i).unwrap_or(&empty)))
+                .collect()
+        } else {
+            self.rows.iter().map(|(&i, c)| row(i, c)).collect()
+        }
     }
 
     /// The whole span from the origin to `end` as one row.
     pub fn total(&self, end: u64) -> IostatRow {
         let mut sum = RawCounters::default();
-        for r in &self.rows {
+        for r in self.rows.values() {
             sum.add(r);
         }
         IostatRow::from_counters(&sum, 0.0, end.saturating_sub(self.origin) as f64 / 1e9)
