@@ -179,6 +179,7 @@ fn cmd_report(
     let cfg = BlockConfig {
         interval_ns: ((interval * 1e9).round() as u64).max(1),
         origin_ns: from_ns,
+        end_ns: to_ns,
     };
     let a = analyze(merged, &filter, cfg);
     if a.events == 0 {

@@ -51,6 +51,9 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
     if cfg.origin_ns.is_none() {
         cfg.origin_ns = filter.from_ns;
     }
+    if cfg.end_ns.is_none() {
+        cfg.end_ns = filter.to_ns;
+    }
     let mut blk = BlockAnalysis::new(cfg);
     let mut unknown: BTreeMap<String, u64> = BTreeMap::new();
     let mut events = 0u64;

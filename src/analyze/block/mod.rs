@@ -21,6 +21,8 @@ pub struct BlockConfig {
     pub interval_ns: u64,
     /// Start of the first interval; the first event when `None`.
     pub origin_ns: Option<u64>,
+    /// End of the last interval; the last event when `None`.
+    pub end_ns: Option<u64>,
 }
 
 impl Default for BlockConfig {
@@ -28,6 +30,7 @@ impl Default for BlockConfig {
         BlockConfig {
             interval_ns: 1_000_000_000,
             origin_ns: None,
+            end_ns: None,
         }
     }
 }
@@ -85,8 +88,20 @@ struct ProcessAcc {
     bytes: OpCounts,
 }
 
+/// A task's block plug, as far as the trace shows it. blk-mq stamps every
+/// request allocated under one plug with the plug's cached clock
+/// (`blk_time_get_ns`), taken when the first request was allocated, so
+/// iostat's service time of the later requests starts there too.
+#[derive(Debug, Default, Clone, Copy)]
+struct PlugState {
+    open_since: Option<u64>,
+    last_g: Option<u64>,
+    last_unplug: u64,
+}
+
 #[derive(Debug, Default)]
 pub struct BlockAnalysis {
+    plugs: HashMap<u32, PlugState>,
     cfg: BlockConfig,
     btt: Btt,
     devices: HashMap<Dev, (ActionCounts, DeviceRequests)>,
@@ -183,6 +198,26 @@ impl BlockAnalysis {
             p.bios.add(op, 1);
             p.bytes.add(op, e.bytes as u64);
         }
+        let mut start = None;
+        match e.action {
+            Action::GetRq => {
+                let p = self.plugs.entry(e.pid).or_default();
+                start = Some(p.open_since.unwrap_or(e.ts));
+                p.last_g = Some(e.ts);
+            }
+            Action::Plug => {
+                let p = self.plugs.entry(e.pid).or_default();
+                // The request that opened the plug was allocated just before.
+                let opener = p.last_g.filter(|&g| g >= p.last_unplug);
+                p.open_since = Some(opener.unwrap_or(e.ts));
+            }
+            Action::UnplugIo | Action::UnplugTimer => {
+                let p = self.plugs.entry(e.pid).or_default();
+                p.open_since = None;
+                p.last_unplug = e.ts;
+            }
+            _ => {}
+        }
         // Plugs and unplugs name no device in tracepoints.
         if matches!(e.action, Action::Plug | Action::UnplugIo) && e.dev == Dev(0) {
             return;
@@ -198,11 +233,11 @@ impl BlockAnalysis {
             )
         });
         counts.add(e.action);
-        reqs.add(e);
+        reqs.add(e, start);
     }
 
     pub fn finish(mut self) -> BlockSummary {
-        let end = self.last_ts;
+        let end = self.cfg.end_ns.unwrap_or(self.last_ts).max(self.last_ts);
         let mut warnings = Vec::new();
         let mut devices = Vec::new();
         let mut order = self.order.clone();

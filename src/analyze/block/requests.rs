@@ -19,7 +19,6 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 struct PendingBio {
     ts: u64,
     sectors: u64,
-    pid: u32,
     rwbs: Rwbs,
 }
 
@@ -32,7 +31,6 @@ struct Request {
     issued: Option<u64>,
     sectors: u64,
     op: OpKind,
-    pid: u32,
 }
 
 /// What the per-request tracking measured on one device.
@@ -57,6 +55,9 @@ pub struct DeviceRequests {
     pub errors: u64,
     pending: HashMap<u64, PendingBio>,
     requests: BTreeMap<u64, Request>,
+    /// Requests completed at C whose accounting end (`block_io_done`) may
+    /// still follow: sector → (C time, op).
+    awaiting_done: HashMap<u64, (u64, OpKind)>,
     /// Requests without data (flushes) cannot be told apart by sector.
     empty: VecDeque<Request>,
 }
@@ -113,15 +114,18 @@ impl DeviceRequests {
         self.pending.len()
     }
 
-    fn start_request(&mut self, e: &BlockEvent, first_q: u64, pid: u32) -> Request {
-        self.iostat.io_started(e.ts);
+    fn start_request(&mut self, e: &BlockEvent, first_q: u64) -> Request {
+        self.start_request_at(e, e.ts, first_q)
+    }
+
+    fn start_request_at(&mut self, e: &BlockEvent, start: u64, first_q: u64) -> Request {
+        self.iostat.io_started(start);
         Request {
-            start: e.ts,
+            start,
             first_q,
             issued: None,
             sectors: e.sectors(),
             op: op_of(e.rwbs, e.bytes),
-            pid,
         }
     }
 
@@ -132,16 +136,13 @@ impl DeviceRequests {
             if let Some(pos) = self.empty.iter().position(|r| r.issued.is_none()) {
                 return self.empty.remove(pos).unwrap();
             }
-            return self.start_request(e, e.ts, e.pid);
+            return self.start_request(e, e.ts);
         }
         if let Some(r) = self.requests.remove(&e.sector) {
             return r;
         }
-        let (q, pid) = match self.pending.remove(&e.sector) {
-            Some(b) => (b.ts, b.pid),
-            None => (e.ts, e.pid),
-        };
-        self.start_request(e, q, pid)
+        let q = self.pending.remove(&e.sector).map_or(e.ts, |b| b.ts);
+        self.start_request(e, q)
     }
 
     fn put(&mut self, sector: u64, r: Request) {
@@ -152,7 +153,10 @@ impl DeviceRequests {
         }
     }
 
-    pub fn add(&mut self, e: &BlockEvent) {
+    /// Feeds one event. `start` is when the kernel's accounting of a request
+    /// allocated by this G began: the G itself, or the plug's cached clock
+    /// when the request was allocated under a plug (see `BlockAnalysis`).
+    pub fn add(&mut self, e: &BlockEvent, start: Option<u64>) {
         match e.action {
             Action::Queue => {
                 self.pending.insert(
@@ -160,18 +164,23 @@ impl DeviceRequests {
                     PendingBio {
                         ts: e.ts,
                         sectors: e.sectors(),
-                        pid: e.pid,
                         rwbs: e.rwbs,
                     },
                 );
             }
             Action::GetRq => {
-                let (q, pid) = match self.pending.remove(&e.sector) {
-                    Some(b) => (b.ts, b.pid),
-                    None => (e.ts, e.pid),
-                };
-                let r = self.start_request(e, q, pid);
+                let q = self.pending.remove(&e.sector).map_or(e.ts, |b| b.ts);
+                let r = self.start_request_at(e, start.unwrap_or(e.ts).min(e.ts), q);
                 self.put(e.sector, r);
+            }
+            Action::IoDone => {
+                // The kernel takes its completion time after ending every bio
+                // of the request: later than C when many bios were merged.
+                if let Some((c_ts, op)) = self.awaiting_done.remove(&e.sector) {
+                    if e.ts > c_ts {
+                        self.iostat.extend_service(c_ts, op, e.ts - c_ts);
+                    }
+                }
             }
             Action::BackMerge | Action::FrontMerge | Action::RqMerge => {
                 let op = op_of(e.rwbs, e.bytes);
@@ -252,8 +261,10 @@ impl DeviceRequests {
             // A bio-based device (dm, md) completes bios, not requests.
             if let Some(b) = self.pending.remove(&e.sector) {
                 let op = op_of(b.rwbs, e.bytes);
+                // A bio-based device accounts bios: busy from queue to completion.
                 self.iostat.io_started(b.ts);
                 self.finish(
+                    true,
                     e.ts,
                     b.ts,
                     b.ts,
@@ -277,12 +288,20 @@ impl DeviceRequests {
             return;
         }
         let sectors = if done > 0 { done } else { r.sectors };
-        self.finish(e.ts, r.start, r.first_q, r.issued, sectors, r.op, e.bytes);
+        self.finish(
+            true, e.ts, r.start, r.first_q, r.issued, sectors, r.op, e.bytes,
+        );
+        // Traces without block_io_done never claim these: keep the map small.
+        if self.awaiting_done.len() >= 4096 {
+            self.awaiting_done.clear();
+        }
+        self.awaiting_done.insert(e.sector, (e.ts, r.op));
     }
 
     #[allow(clippy::too_many_arguments)]
     fn finish(
         &mut self,
+        accounted: bool,
         ts: u64,
         start: u64,
         first_q: u64,
@@ -291,6 +310,9 @@ impl DeviceRequests {
         op: OpKind,
         bytes: u32,
     ) {
+        if accounted {
+            self.iostat.io_ended(ts);
+        }
         self.completed.add(op, 1);
         self.bytes_completed.add(op, sectors * 512);
         self.iostat.sectors_done(ts, op, sectors);
@@ -304,11 +326,6 @@ impl DeviceRequests {
             self.d2c_log2_us.add(d2c / 1000);
         }
         let _ = bytes;
-    }
-
-    /// Request counts by the pid that queued their first bio.
-    pub fn owner_of(&self, sector: u64) -> Option<u32> {
-        self.requests.get(&sector).map(|r| r.pid)
     }
 }
 
