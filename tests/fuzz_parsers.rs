@@ -2,14 +2,14 @@
 //! captures with random damage (truncation, flipped bytes, spliced lines).
 
 use iosleuth::analyze::{analyze, block::BlockConfig, Filter};
-use iosleuth::ingest::{open_bytes, Bytes, Merger};
+use iosleuth::ingest::{open_bytes, Merger};
 use proptest::prelude::*;
 use std::path::Path;
 
 fn drain(name: &str, data: Vec<u8>) {
     // Detection may refuse the input; that is fine. Anything accepted must
     // be read to the end and analysed without a panic.
-    if let Ok(src) = open_bytes(Path::new(name), Bytes::Owned(data)) {
+    if let Ok(src) = open_bytes(Path::new(name), data) {
         let a = analyze(
             Merger::new(vec![src]),
             &Filter::default(),

@@ -8,6 +8,7 @@
 //!   record is preceded by a 16-byte header (pid, cpu, timestamp), and the
 //!   kernel overwrites `magic`/`sequence`/`time` of the record it copies.
 
+use super::reader::Chunked;
 use super::source::{InputError, Source, SourceStats};
 use crate::model::{block::tc, Action, BlockEvent, Comm, Dev, Event, Extra, Rwbs};
 use std::path::{Path, PathBuf};
@@ -75,8 +76,7 @@ pub fn detect(b: &[u8]) -> Option<Container> {
 
 pub struct BlktraceSource {
     path: PathBuf,
-    data: super::Bytes,
-    pos: usize,
+    input: Chunked,
     little: bool,
     container: Container,
     stats: SourceStats,
@@ -84,37 +84,60 @@ pub struct BlktraceSource {
     last_ts: Option<u64>,
 }
 
+fn u16_of(b: &[u8], at: usize, little: bool) -> u16 {
+    let v = [b[at], b[at + 1]];
+    if little {
+        u16::from_le_bytes(v)
+    } else {
+        u16::from_be_bytes(v)
+    }
+}
+fn u32_of(b: &[u8], at: usize, little: bool) -> u32 {
+    let v: [u8; 4] = b[at..at + 4].try_into().unwrap();
+    if little {
+        u32::from_le_bytes(v)
+    } else {
+        u32::from_be_bytes(v)
+    }
+}
+fn u64_of(b: &[u8], at: usize, little: bool) -> u64 {
+    let v: [u8; 8] = b[at..at + 8].try_into().unwrap();
+    if little {
+        u64::from_le_bytes(v)
+    } else {
+        u64::from_be_bytes(v)
+    }
+}
+
 impl BlktraceSource {
-    pub fn open(path: &Path, data: super::Bytes, container: Container) -> Result<Self, InputError> {
-        let start = match container {
+    pub fn open(path: &Path, mut input: Chunked, container: Container) -> Result<Self, InputError> {
+        input.ensure(64 * 1024);
+        if container == Container::BlkTracer {
+            let h = text_header_len(input.avail());
+            input.consume(h);
+        }
+        let magic_at = match container {
             Container::Blktrace => 0,
-            Container::BlkTracer => text_header_len(&data),
+            Container::BlkTracer => TRACER_HEADER_LEN,
         };
-        let magic_at = start
-            + match container {
-                Container::Blktrace => 0,
-                Container::BlkTracer => TRACER_HEADER_LEN,
-            };
-        let little = match magic_order(&data[magic_at.min(data.len())..]) {
+        input.ensure(magic_at + RECORD_LEN);
+        let head = input.avail();
+        let b = &head[magic_at.min(head.len())..];
+        let little = match magic_order(b) {
             Some(l) => l,
             None => {
-                let b = &data[magic_at.min(data.len())..];
                 let shown: Vec<String> = b.iter().take(4).map(|x| format!("{x:02x}")).collect();
                 return Err(InputError::new(
                     path,
                     format!(
                         "not a blktrace file: bad magic {} at byte {} (expected 0x656174NN, either byte order)",
                         shown.join(" "),
-                        magic_at
+                        input.offset() as usize + magic_at
                     ),
                 ));
             }
         };
-        let version = if little {
-            data[magic_at]
-        } else {
-            data[magic_at + 3]
-        } as u32;
+        let version = if little { b[0] } else { b[3] } as u32;
         if version != VERSION {
             return Err(InputError::new(
                 path,
@@ -123,8 +146,7 @@ impl BlktraceSource {
         }
         Ok(BlktraceSource {
             path: path.to_path_buf(),
-            data,
-            pos: start,
+            input,
             little,
             container,
             stats: SourceStats::default(),
@@ -133,35 +155,40 @@ impl BlktraceSource {
         })
     }
 
-    fn u16_at(&self, at: usize) -> u16 {
-        let b = [self.data[at], self.data[at + 1]];
-        if self.little {
-            u16::from_le_bytes(b)
-        } else {
-            u16::from_be_bytes(b)
-        }
-    }
-    fn u32_at(&self, at: usize) -> u32 {
-        let b: [u8; 4] = self.data[at..at + 4].try_into().unwrap();
-        if self.little {
-            u32::from_le_bytes(b)
-        } else {
-            u32::from_be_bytes(b)
-        }
-    }
-    fn u64_at(&self, at: usize) -> u64 {
-        let b: [u8; 8] = self.data[at..at + 8].try_into().unwrap();
-        if self.little {
-            u64::from_le_bytes(b)
-        } else {
-            u64::from_be_bytes(b)
-        }
-    }
-
     fn stop(&mut self, why: String) -> Option<Event> {
         self.stats.cut_short = Some(why);
         self.done = true;
         None
+    }
+
+    /// `CPU:1 [LOST 1234 EVENTS]`: the tracer reports ring-buffer overruns
+    /// in text, even in binary mode. Returns whether one was consumed.
+    fn lost_marker(&mut self) -> bool {
+        if self.container != Container::BlkTracer || !self.input.avail().starts_with(b"CPU:") {
+            return false;
+        }
+        let rest = self.input.avail();
+        let end = memchr::memchr(b'\n', rest)
+            .map(|n| n + 1)
+            .unwrap_or(rest.len());
+        let line = &rest[..end];
+        let lost = memchr::memmem::find(line, b"[LOST ").and_then(|at| {
+            let digits: Vec<u8> = line[at + 6..]
+                .iter()
+                .take_while(|c| c.is_ascii_digit())
+                .copied()
+                .collect();
+            std::str::from_utf8(&digits).ok()?.parse::<u64>().ok()
+        });
+        match lost {
+            Some(n) => {
+                self.stats.lost_events += n;
+                self.stats.lost_reports.push((self.last_ts, n));
+                self.input.consume(end);
+                true
+            }
+            None => false,
+        }
     }
 }
 
@@ -174,77 +201,65 @@ fn be_u32(b: &[u8]) -> Option<u32> {
 
 impl Source for BlktraceSource {
     fn next_event(&mut self) -> Option<Event> {
+        let hdr = match self.container {
+            Container::Blktrace => 0,
+            Container::BlkTracer => TRACER_HEADER_LEN,
+        };
         loop {
-            if self.done || self.pos >= self.data.len() {
+            if self.done {
                 return None;
             }
-            // The tracer reports ring-buffer overruns in text, even in
-            // binary mode: `CPU:1 [LOST 1234 EVENTS]`.
-            if self.container == Container::BlkTracer && self.data[self.pos..].starts_with(b"CPU:")
-            {
-                let rest = &self.data[self.pos..];
-                let end = memchr::memchr(b'\n', rest)
-                    .map(|n| n + 1)
-                    .unwrap_or(rest.len());
-                let line = &rest[..end];
-                let lost = memchr::memmem::find(line, b"[LOST ").and_then(|at| {
-                    let digits: Vec<u8> = line[at + 6..]
-                        .iter()
-                        .take_while(|c| c.is_ascii_digit())
-                        .copied()
-                        .collect();
-                    std::str::from_utf8(&digits).ok()?.parse::<u64>().ok()
-                });
-                if let Some(n) = lost {
-                    self.stats.lost_events += n;
-                    self.stats.lost_reports.push((self.last_ts, n));
-                    self.pos += end;
-                    continue;
+            let left = self.input.ensure(hdr + RECORD_LEN);
+            if left == 0 {
+                if let Some(e) = self.input.take_error() {
+                    return self.stop(format!(
+                        "read error after byte {}: {e}",
+                        self.input.offset()
+                    ));
                 }
+                return None;
             }
-            let left = self.data.len() - self.pos;
-            let hdr = match self.container {
-                Container::Blktrace => 0,
-                Container::BlkTracer => TRACER_HEADER_LEN,
-            };
+            if self.lost_marker() {
+                continue;
+            }
+            let at = self.input.offset();
             if left < hdr + RECORD_LEN {
-                let at = self.pos;
                 return self.stop(format!(
                     "truncated: the last record at byte {at} is cut off ({left} of {} bytes); it was skipped",
                     hdr + RECORD_LEN
                 ));
             }
-            let r = self.pos + hdr;
-            let magic = self.u32_at(r);
+            let little = self.little;
+            let b = self.input.avail();
+            let magic = u32_of(b, hdr, little);
             if magic & 0xffff_ff00 != MAGIC || magic & 0xff != VERSION {
-                let at = r;
-                let rest = self.data.len() - self.pos;
                 return self.stop(format!(
-                    "bad magic or version 0x{magic:08x} at byte {at}: the remaining {rest} bytes were skipped"
+                    "bad magic or version 0x{magic:08x} at byte {}: the rest of the file was skipped",
+                    at + hdr as u64
                 ));
             }
-            let pdu_len = self.u16_at(r + 46) as usize;
+            let pdu_len = u16_of(b, hdr + 46, little) as usize;
             let total = hdr + RECORD_LEN + pdu_len;
+            let left = self.input.ensure(total);
             if left < total {
-                let at = self.pos;
                 return self.stop(format!(
                     "truncated: the last record at byte {at} is cut off ({left} of {total} bytes); it was skipped"
                 ));
             }
+            let b = self.input.avail();
+            let r = hdr;
             let (ts, cpu) = match self.container {
-                Container::Blktrace => (self.u64_at(r + 8), self.u32_at(r + 40)),
+                Container::Blktrace => (u64_of(b, r + 8, little), u32_of(b, r + 40, little)),
                 // The kernel's own timestamp and CPU of the entry are in the header.
-                Container::BlkTracer => (self.u64_at(self.pos + 8), self.u32_at(self.pos + 4)),
+                Container::BlkTracer => (u64_of(b, 8, little), u32_of(b, 4, little)),
             };
-            let sector = self.u64_at(r + 16);
-            let bytes = self.u32_at(r + 24);
-            let action = self.u32_at(r + 28);
-            let pid = self.u32_at(r + 32);
-            let dev = Dev(self.u32_at(r + 36));
-            let error = self.u16_at(r + 44) as i16 as i32;
-            let mut pdu = &self.data[r + RECORD_LEN..r + RECORD_LEN + pdu_len];
-            let rec_at = self.pos;
-            self.pos += total;
+            let sector = u64_of(b, r + 16, little);
+            let bytes = u32_of(b, r + 24, little);
+            let action = u32_of(b, r + 28, little);
+            let pid = u32_of(b, r + 32, little);
+            let dev = Dev(u32_of(b, r + 36, little));
+            let error = u16_of(b, r + 44, little) as i16 as i32;
+            let mut pdu = &b[r + RECORD_LEN..r + RECORD_LEN + pdu_len];
 
             let category = action >> 16;
             let ta = action & 0xffff;
@@ -252,55 +267,59 @@ impl Source for BlktraceSource {
                 pdu = &pdu[8..];
             }
             let ta = ta & !TA_CGROUP;
-            if category & tc::NOTIFY != 0 {
-                if ta == TN_PROCESS {
+            let ev = if category & tc::NOTIFY != 0 {
+                // Timestamps and messages carry nothing the analyses use.
+                (ta == TN_PROCESS).then(|| {
                     let end = memchr::memchr(0, pdu).unwrap_or(pdu.len());
-                    self.stats.events += 1;
-                    return Some(Event::ProcessName {
+                    Event::ProcessName {
                         pid,
                         comm: Comm::new(&pdu[..end]),
-                    });
-                }
-                // Timestamps and messages carry nothing the analyses use.
-                continue;
-            }
-            let Some(act) = Action::from_blktrace(ta) else {
-                self.stats
-                    .skip(|| format!("record at byte {rec_at} with unknown action {ta}"));
-                continue;
-            };
-            let extra = match act {
-                Action::Remap => match (be_u32(pdu), be_u64(pdu.get(8..).unwrap_or(&[]))) {
-                    (Some(from), Some(sec)) => Extra::Remap {
-                        from_dev: Dev(from),
-                        from_sector: sec,
+                    }
+                })
+            } else if let Some(act) = Action::from_blktrace(ta) {
+                let extra = match act {
+                    Action::Remap => match (be_u32(pdu), be_u64(pdu.get(8..).unwrap_or(&[]))) {
+                        (Some(from), Some(sec)) => Extra::Remap {
+                            from_dev: Dev(from),
+                            from_sector: sec,
+                        },
+                        _ => Extra::None,
                     },
+                    Action::Split => be_u64(pdu)
+                        .map(|s| Extra::Split { new_sector: s })
+                        .unwrap_or_default(),
+                    Action::UnplugIo | Action::UnplugTimer => be_u64(pdu)
+                        .map(|d| Extra::Unplug { depth: d as u32 })
+                        .unwrap_or_default(),
                     _ => Extra::None,
-                },
-                Action::Split => be_u64(pdu)
-                    .map(|s| Extra::Split { new_sector: s })
-                    .unwrap_or_default(),
-                Action::UnplugIo | Action::UnplugTimer => be_u64(pdu)
-                    .map(|d| Extra::Unplug { depth: d as u32 })
-                    .unwrap_or_default(),
-                _ => Extra::None,
+                };
+                Some(Event::Block(BlockEvent {
+                    ts,
+                    dev,
+                    action: act,
+                    rwbs: Rwbs::from_blktrace(action, bytes),
+                    sector,
+                    bytes,
+                    pid,
+                    cpu,
+                    error,
+                    comm: Comm::default(),
+                    passthrough: category & tc::PC != 0,
+                    extra,
+                }))
+            } else {
+                self.stats
+                    .skip(|| format!("record at byte {at} with unknown action {ta}"));
+                None
             };
-            self.stats.events += 1;
-            self.last_ts = Some(ts);
-            return Some(Event::Block(BlockEvent {
-                ts,
-                dev,
-                action: act,
-                rwbs: Rwbs::from_blktrace(action, bytes),
-                sector,
-                bytes,
-                pid,
-                cpu,
-                error,
-                comm: Comm::default(),
-                passthrough: category & tc::PC != 0,
-                extra,
-            }));
+            self.input.consume(total);
+            if let Some(ev) = ev {
+                self.stats.events += 1;
+                if let Event::Block(b) = &ev {
+                    self.last_ts = Some(b.ts);
+                }
+                return Some(ev);
+            }
         }
     }
     fn path(&self) -> &Path {

@@ -4,6 +4,7 @@
 pub mod blktrace_bin;
 pub mod block_text;
 pub mod merge;
+pub mod reader;
 pub mod source;
 pub mod text_line;
 pub mod text_source;
@@ -11,44 +12,9 @@ pub mod text_source;
 pub use merge::Merger;
 pub use source::{warnings_for, InputError, Source, SourceStats};
 
+use reader::Chunked;
 use std::fs::File;
-use std::ops::Deref;
 use std::path::{Path, PathBuf};
-
-/// File contents, mapped when possible.
-pub enum Bytes {
-    Mapped(memmap2::Mmap),
-    Owned(Vec<u8>),
-}
-
-impl Deref for Bytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Bytes::Mapped(m) => m,
-            Bytes::Owned(v) => v,
-        }
-    }
-}
-
-fn read_bytes(path: &Path) -> Result<Bytes, InputError> {
-    let f = File::open(path).map_err(|e| InputError::new(path, format!("cannot open: {e}")))?;
-    let meta = f
-        .metadata()
-        .map_err(|e| InputError::new(path, format!("cannot stat: {e}")))?;
-    if meta.is_file() && meta.len() > 0 {
-        // SAFETY: the map is read-only; a file truncated underneath us would
-        // fault, which is the same risk every mmap-based tool (btt) takes.
-        if let Ok(m) = unsafe { memmap2::Mmap::map(&f) } {
-            return Ok(Bytes::Mapped(m));
-        }
-    }
-    let mut v = Vec::new();
-    use std::io::Read;
-    (&f).read_to_end(&mut v)
-        .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
-    Ok(Bytes::Owned(v))
-}
 
 /// `NAME.blktrace.N` → (`NAME`, N)
 fn blktrace_cpu_file(path: &Path) -> Option<(String, u32)> {
@@ -97,26 +63,46 @@ fn expand(path: &Path) -> Result<Vec<PathBuf>, InputError> {
     Ok(found.into_iter().map(|(_, _, p)| p).collect())
 }
 
-/// Opens one file, detecting its format from its content.
+/// Opens one file, detecting its format from its content. The file is
+/// then read as a stream.
 pub fn open_file(path: &Path) -> Result<Box<dyn Source>, InputError> {
-    open_bytes(path, read_bytes(path)?)
+    let f = File::open(path).map_err(|e| InputError::new(path, format!("cannot open: {e}")))?;
+    if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+        return Err(InputError::new(
+            path,
+            "is a directory without blktrace files",
+        ));
+    }
+    open_input(path, Chunked::from_file(f))
 }
 
-/// Detects the format of `data` (read from `path`, which names it in
-/// messages) and returns a source over it.
-pub fn open_bytes(path: &Path, data: Bytes) -> Result<Box<dyn Source>, InputError> {
-    if data.is_empty() {
+/// Like `open_file`, for bytes already in memory (`path` names them in
+/// messages).
+pub fn open_bytes(path: &Path, data: Vec<u8>) -> Result<Box<dyn Source>, InputError> {
+    open_input(path, Chunked::from_vec(data))
+}
+
+/// How much of the start of an input format detection looks at.
+const DETECT_BYTES: usize = 256 * 1024;
+
+fn open_input(path: &Path, mut input: Chunked) -> Result<Box<dyn Source>, InputError> {
+    input.ensure(DETECT_BYTES);
+    if let Some(e) = input.take_error() {
+        return Err(InputError::new(path, format!("cannot read: {e}")));
+    }
+    let head = input.avail();
+    if head.is_empty() {
         return Err(InputError::new(path, "the file is empty"));
     }
-    if let Some(container) = blktrace_bin::detect(&data) {
+    if let Some(container) = blktrace_bin::detect(head) {
         return Ok(Box::new(blktrace_bin::BlktraceSource::open(
-            path, data, container,
+            path, input, container,
         )?));
     }
-    if let Some(fmt) = text_source::detect(&data) {
-        return Ok(Box::new(text_source::TextSource::new(path, data, fmt)));
+    if let Some(fmt) = text_source::detect(head) {
+        return Ok(Box::new(text_source::TextSource::new(path, input, fmt)));
     }
-    let what = if data.iter().take(4096).any(|&b| b == 0) {
+    let what = if head.iter().take(4096).any(|&b| b == 0) {
         "binary data that is not a blktrace or blk-tracer file (no 0x656174NN magic)"
     } else {
         "text that is not a trace iosleuth reads (no line looks like ftrace, trace-cmd, perf script or blkparse output)"

@@ -3,9 +3,9 @@
 //! default output.
 
 use super::block_text::{parse_blk_action, parse_tracepoint, Context};
+use super::reader::Chunked;
 use super::source::{Source, SourceStats};
 use super::text_line::{parse_header, parse_timestamp, parse_u32, split_event, trim, trim_start};
-use super::Bytes;
 use crate::model::{Action, BlockEvent, Dev, Event, OtherEvent};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -134,8 +134,7 @@ fn parse_lost(line: &[u8]) -> Option<u64> {
 
 pub struct TextSource {
     path: PathBuf,
-    data: Bytes,
-    pos: usize,
+    input: Chunked,
     line_no: u64,
     format: TextFormat,
     stats: SourceStats,
@@ -145,11 +144,10 @@ pub struct TextSource {
 }
 
 impl TextSource {
-    pub fn new(path: &Path, data: Bytes, format: TextFormat) -> TextSource {
+    pub fn new(path: &Path, input: Chunked, format: TextFormat) -> TextSource {
         TextSource {
             path: path.to_path_buf(),
-            data,
-            pos: 0,
+            input,
             line_no: 0,
             format,
             stats: SourceStats::default(),
@@ -259,14 +257,10 @@ impl TextSource {
 }
 
 impl TextSource {
-    fn next_from(&mut self, data: &[u8]) -> Option<Event> {
-        while self.pos < data.len() {
-            let rest = &data[self.pos..];
-            let len = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
-            let start = self.pos;
-            self.pos += len + 1;
+    fn next_from(&mut self, input: &mut Chunked) -> Option<Event> {
+        while let Some((raw, _)) = input.next_line() {
             self.line_no += 1;
-            let line = normalize(&data[start..start + len]);
+            let line = normalize(raw);
             let line = &*line;
             match self.classify(line) {
                 Line::Event(ev) => {
@@ -288,16 +282,19 @@ impl TextSource {
                 }
             }
         }
+        if let Some(e) = input.take_error() {
+            self.stats.cut_short = Some(format!("read error after line {}: {e}", self.line_no));
+        }
         None
     }
 }
 
 impl Source for TextSource {
     fn next_event(&mut self) -> Option<Event> {
-        // The buffer is moved out while lines borrow it, and put back after.
-        let data = std::mem::replace(&mut self.data, Bytes::Owned(Vec::new()));
-        let ev = self.next_from(&data);
-        self.data = data;
+        // The input is moved out while lines borrow it, and put back after.
+        let mut input = std::mem::replace(&mut self.input, Chunked::from_vec(Vec::new()));
+        let ev = self.next_from(&mut input);
+        self.input = input;
         ev
     }
     fn path(&self) -> &Path {

@@ -1,0 +1,128 @@
+//! Streaming input: a window over a file that slides forward, so that
+//! memory stays the same whatever the length of the trace.
+
+use std::fs::File;
+use std::io::Read;
+
+const CHUNK: usize = 4 << 20;
+
+/// A file (or an in-memory buffer) read forward through a sliding window.
+pub struct Chunked {
+    file: Option<File>,
+    buf: Vec<u8>,
+    pos: usize,
+    len: usize,
+    eof: bool,
+    /// File offset of `buf[0]`.
+    base: u64,
+    error: Option<std::io::Error>,
+}
+
+impl Chunked {
+    pub fn from_file(file: File) -> Chunked {
+        Chunked {
+            file: Some(file),
+            buf: Vec::new(),
+            pos: 0,
+            len: 0,
+            eof: false,
+            base: 0,
+            error: None,
+        }
+    }
+
+    pub fn from_vec(v: Vec<u8>) -> Chunked {
+        let len = v.len();
+        Chunked {
+            file: None,
+            buf: v,
+            pos: 0,
+            len,
+            eof: true,
+            base: 0,
+            error: None,
+        }
+    }
+
+    /// Makes at least `n` bytes available after the cursor, unless the input
+    /// ends first. Returns how many are available.
+    pub fn ensure(&mut self, n: usize) -> usize {
+        if self.len - self.pos >= n || self.eof {
+            return self.len - self.pos;
+        }
+        // Slide what is left to the front, then read until there is enough.
+        if self.pos > 0 {
+            self.buf.copy_within(self.pos..self.len, 0);
+            self.base += self.pos as u64;
+            self.len -= self.pos;
+            self.pos = 0;
+        }
+        let want = n.max(CHUNK);
+        if self.buf.len() < want {
+            self.buf.resize(want, 0);
+        }
+        while self.len < n && !self.eof {
+            let Some(f) = self.file.as_mut() else {
+                self.eof = true;
+                break;
+            };
+            match f.read(&mut self.buf[self.len..]) {
+                Ok(0) => self.eof = true,
+                Ok(k) => self.len += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.error = Some(e);
+                    self.eof = true;
+                }
+            }
+        }
+        self.len - self.pos
+    }
+
+    /// The bytes available after the cursor (call `ensure` first).
+    pub fn avail(&self) -> &[u8] {
+        &self.buf[self.pos..self.len]
+    }
+
+    pub fn consume(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.len);
+    }
+
+    /// File offset of the cursor.
+    pub fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    pub fn at_end(&mut self) -> bool {
+        self.ensure(1) == 0
+    }
+
+    /// The next line without its newline, or `None` at the end.
+    pub fn next_line(&mut self) -> Option<(&[u8], u64)> {
+        let mut want = 256;
+        loop {
+            let have = self.ensure(want);
+            if have == 0 {
+                return None;
+            }
+            let at = self.offset();
+            if let Some(nl) = memchr::memchr(b'\n', self.avail()) {
+                let start = self.pos;
+                self.pos += nl + 1;
+                return Some((&self.buf[start..start + nl], at));
+            }
+            if self.eof {
+                let start = self.pos;
+                self.pos = self.len;
+                return Some((&self.buf[start..self.len], at));
+            }
+            // A line longer than what is buffered: read more.
+            want = have * 2 + CHUNK;
+        }
+    }
+
+    /// A read error that cut the input short, if any.
+    pub fn take_error(&mut self) -> Option<std::io::Error> {
+        self.error.take()
+    }
+}
