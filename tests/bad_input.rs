@@ -122,7 +122,9 @@ fn bad_magic_in_the_middle_keeps_what_came_before() {
     assert!(o.stderr.contains("bad magic"), "{}", o.stderr);
     let j: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(j["events"], 200);
-    assert!(j["warnings"].to_string().contains("the rest of the file was skipped"));
+    assert!(j["warnings"]
+        .to_string()
+        .contains("the rest of the file was skipped"));
 }
 
 #[test]

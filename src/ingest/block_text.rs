@@ -78,7 +78,7 @@ fn parse_detail(s: &[u8]) -> Option<Detail<'_>> {
         if t == b"<-" {
             let devtok = toks.next()?;
             let inner = devtok.strip_prefix(b"(")?.strip_suffix(b")")?;
-            let dev = Dev::parse(std::str::from_utf8(inner).ok()?)?;
+            let dev = Dev::parse_bytes(inner)?;
             let from = parse_u64(toks.next()?)?;
             d.remap = Some((dev, from));
             // rq_remap adds nr_bios; nothing uses it.
@@ -189,7 +189,7 @@ pub fn parse_tracepoint(action: Action, payload: &[u8], cx: Context<'_>) -> Opti
         return Some(build(action, Dev(0), Rwbs(Rwbs::NONE), &d, cx));
     }
     let sp = payload.iter().position(|c| c.is_ascii_whitespace())?;
-    let dev = Dev::parse(std::str::from_utf8(&payload[..sp]).ok()?)?;
+    let dev = Dev::parse_bytes(&payload[..sp])?;
     let rest = trim(&payload[sp..]);
     let sp2 = rest
         .iter()

@@ -42,9 +42,10 @@ enum Line {
 /// Text pasted from web pages and mail carries non-breaking spaces
 /// (U+00A0) where the tool printed spaces; read them as spaces.
 fn normalize(line: &[u8]) -> Cow<'_, [u8]> {
-    match memchr::memmem::find(line, &[0xc2, 0xa0]) {
-        None => Cow::Borrowed(line),
-        Some(_) => {
+    let has_nbsp = memchr::memchr_iter(0xc2, line).any(|i| line.get(i + 1) == Some(&0xa0));
+    match has_nbsp {
+        false => Cow::Borrowed(line),
+        true => {
             let mut v = Vec::with_capacity(line.len());
             let mut i = 0;
             while i < line.len() {
@@ -106,7 +107,7 @@ fn parse_blkparse_line(line: &[u8]) -> Option<BlockEvent> {
         rest = trim_start(&rest[end..]);
         Some(f)
     };
-    let dev = Dev::parse(std::str::from_utf8(field()?).ok()?)?;
+    let dev = Dev::parse_bytes(field()?)?;
     let cpu = parse_u32(field()?)?;
     let _seq = parse_u32(field()?)?;
     let ts = parse_timestamp(field()?)?;
@@ -126,6 +127,9 @@ fn parse_blkparse_line(line: &[u8]) -> Option<BlockEvent> {
 /// Lost-event markers: ftrace's `CPU:1 [LOST 1234 EVENTS]` and
 /// `##### CPU 2 buffer started ####`-style lines are not events.
 fn parse_lost(line: &[u8]) -> Option<u64> {
+    if !line.starts_with(b"CPU") {
+        return None;
+    }
     let at = memchr::memmem::find(line, b"[LOST ")?;
     let rest = &line[at + 6..];
     let end = rest.iter().position(|c| !c.is_ascii_digit())?;
@@ -222,7 +226,7 @@ impl TextSource {
         let rest_t = trim_start(rest);
         // The `blk` tracer prints `MAJ,MIN ACTION RWBS ...` with no event name.
         if let Some(sp) = rest_t.iter().position(|c| c.is_ascii_whitespace()) {
-            if let Some(dev) = std::str::from_utf8(&rest_t[..sp]).ok().and_then(Dev::parse) {
+            if let Some(dev) = Dev::parse_bytes(&rest_t[..sp]) {
                 if let Some(ev) = parse_blk_action(dev, &rest_t[sp..], h.context()) {
                     return Line::Event(Event::Block(ev));
                 }

@@ -27,6 +27,21 @@ impl Dev {
     pub fn is_remapper(self) -> bool {
         matches!(self.major(), 9 | 253 | 254)
     }
+    /// Parses `MAJ,MIN` from bytes (the hot path of text parsing).
+    pub fn parse_bytes(b: &[u8]) -> Option<Dev> {
+        let comma = memchr::memchr(b',', b)?;
+        let num = |d: &[u8]| -> Option<u32> {
+            if d.is_empty() || d.len() > 7 {
+                return None;
+            }
+            d.iter().try_fold(0u32, |v, &c| {
+                c.is_ascii_digit().then(|| v * 10 + (c - b'0') as u32)
+            })
+        };
+        let (major, minor) = (num(&b[..comma])?, num(&b[comma + 1..])?);
+        (major < (1 << 12) && minor < (1 << Self::MINOR_BITS)).then(|| Dev::new(major, minor))
+    }
+
     /// Parses `"MAJ,MIN"`.
     pub fn parse(s: &str) -> Option<Dev> {
         let (a, b) = s.split_once(',')?;
@@ -159,6 +174,15 @@ impl Action {
             "K" => Abort,
             _ => return None,
         })
+    }
+
+    /// Like `from_tracepoint`, without requiring UTF-8; rejects other
+    /// names at the first byte that differs.
+    pub fn from_tracepoint_bytes(name: &[u8]) -> Option<Action> {
+        if !name.starts_with(b"block_") {
+            return None;
+        }
+        Action::from_tracepoint(std::str::from_utf8(name).ok()?)
     }
 
     /// Maps a block tracepoint name (without `block:`) to its action.

@@ -13,8 +13,9 @@
 //! - Q2Q and Q2C of md/dm devices (majors 9, 253, 254) go to the `dm` rows.
 
 use crate::model::{Action, BlockEvent, Dev, Extra};
+use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// min/avg/max/N of one interval, in nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -134,6 +135,8 @@ pub struct Btt {
     all_last_q: Option<u64>,
     /// Q2C and D2C per process (pid of the Q).
     per_pid: HashMap<u32, (Interval, Interval)>,
+    /// Reused by D and C to list the bios they cover.
+    scratch: Vec<u64>,
 }
 
 fn tdelta(from: u64, to: u64) -> u64 {
@@ -161,13 +164,15 @@ fn find_containing(pending: &mut BTreeMap<u64, QueuedBio>, sector: u64) -> Optio
     }
 }
 
-/// Start sectors of pending bios that lie within `[start, end]`.
-fn within(pending: &BTreeMap<u64, QueuedBio>, start: u64, end: u64) -> Vec<u64> {
-    pending
-        .range(start..=end)
-        .filter(|(_, q)| q.end <= end)
-        .map(|(&s, _)| s)
-        .collect()
+/// Start sectors of pending bios that lie within `[start, end]`, into `out`.
+fn within(pending: &BTreeMap<u64, QueuedBio>, start: u64, end: u64, out: &mut Vec<u64>) {
+    out.clear();
+    out.extend(
+        pending
+            .range(start..=end)
+            .filter(|(_, q)| q.end <= end)
+            .map(|(&s, _)| s),
+    );
 }
 
 impl Btt {
@@ -313,7 +318,8 @@ impl Btt {
                     d.n_act_q -= 1;
                 }
                 d.n_ds += 1;
-                for s in within(&d.pending, e.sector, e.sector + sectors) {
+                within(&d.pending, e.sector, e.sector + sectors, &mut self.scratch);
+                for &s in &self.scratch {
                     let q = d.pending.get_mut(&s).unwrap();
                     if q.i_time != UNSET {
                         d.avgs.i2d.add(tdelta(q.i_time, e.ts));
@@ -332,7 +338,8 @@ impl Btt {
                 let remapper = e.dev.is_remapper();
                 let d = self.devs.get_mut(&e.dev).unwrap();
                 d.blks.add(sectors);
-                for s in within(&d.pending, e.sector, e.sector + sectors) {
+                within(&d.pending, e.sector, e.sector + sectors, &mut self.scratch);
+                for &s in &self.scratch {
                     let q = d.pending.remove(&s).unwrap();
                     let q2c = tdelta(q.t, e.ts);
                     let pp = self.per_pid.entry(q.pid).or_default();

@@ -12,8 +12,8 @@ use crate::model::{Action, BlockEvent, Comm, Dev};
 use btt::{Btt, Intervals, MergeInfo, Overhead};
 use iostat::IostatRow;
 use requests::{op_of, DeviceRequests, DeviceStack, OpCounts};
+use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
-use std::collections::HashMap;
 
 #[derive(Clone, Debug)]
 pub struct BlockConfig {

@@ -13,7 +13,8 @@
 use super::iostat::{IostatAccumulator, OpKind};
 use crate::analyze::histogram::{LatencyDist, Log2Hist};
 use crate::model::{Action, BlockEvent, Dev, Extra, Rwbs};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::{BTreeMap, VecDeque};
 
 #[derive(Clone, Copy, Debug)]
 struct PendingBio {
