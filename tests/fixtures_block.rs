@@ -141,3 +141,177 @@ fn exported_fixture_gives_btts_numbers() {
 fn run_ok(c: &mut std::process::Command, args: &[&str]) {
     run(c.args(args));
 }
+
+#[test]
+fn every_format_of_the_same_run_agrees() {
+    let reference = json_report(&[fixture("loop-seqread-nomerges0.blk")], &[]);
+    let r = &reference["devices"][0];
+    for (file, format) in [
+        ("tracepoints.txt", "ftrace or trace-cmd text"),
+        ("noirq.txt", "ftrace or trace-cmd text"),
+        ("trace-cmd.txt", "ftrace or trace-cmd text"),
+        ("perf-script.txt", "perf script text"),
+        ("blkparse.txt", "blkparse text"),
+    ] {
+        let rep = json_report(&[fixture(&format!("loop-seqread-nomerges0.{file}"))], &[]);
+        assert_eq!(rep["inputs"][0]["format"], format, "{file}");
+        assert_eq!(rep["inputs"][0]["skipped"], 0, "{file}: every line decodes");
+        let d = &rep["devices"][0];
+        assert_eq!(d["device"], "7,0", "{file}");
+        for k in [
+            "queued",
+            "back_merged",
+            "get_request",
+            "inserted",
+            "issued",
+            "completed",
+        ] {
+            assert_eq!(d["actions"][k], r["actions"][k], "{file} {k}");
+        }
+        assert_eq!(d["btt_merge"], r["btt_merge"], "{file}");
+        let (a, b) = (
+            d["d2c"]["avg"].as_f64().unwrap(),
+            r["d2c"]["avg"].as_f64().unwrap(),
+        );
+        // Text timestamps have µs resolution; perf uses its own clock.
+        assert!((a - b).abs() / b < 0.005, "{file}: D2C {a} vs {b}");
+    }
+    // blkparse text keeps the nanoseconds: btt's numbers are identical.
+    let bp = json_report(&[fixture("loop-seqread-nomerges0.blkparse.txt")], &[]);
+    assert_eq!(bp["all_devices"]["btt"], reference["all_devices"]["btt"]);
+}
+
+/// Byte-swaps every field of v7 records, turning a little-endian blktrace
+/// file into the big-endian one a big-endian machine would write.
+fn to_big_endian(le: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(le.len());
+    let mut at = 0;
+    while at + 48 <= le.len() {
+        let r = &le[at..at + 48];
+        let pdu = u16::from_le_bytes([r[46], r[47]]) as usize;
+        for (off, len) in [
+            (0, 4),
+            (4, 4),
+            (8, 8),
+            (16, 8),
+            (24, 4),
+            (28, 4),
+            (32, 4),
+            (36, 4),
+            (40, 4),
+            (44, 2),
+            (46, 2),
+        ] {
+            out.extend(r[off..off + len].iter().rev());
+        }
+        out.extend_from_slice(&le[at + 48..at + 48 + pdu]);
+        at += 48 + pdu;
+    }
+    out
+}
+
+#[test]
+fn blktrace_files_in_either_byte_order_and_blkparse_dump() {
+    let dir = tempdir();
+    let out = dir.path().join("bt");
+    let blk = fixture("loop-seqread-nomerges0.blk");
+    run(iosleuth()
+        .args(["export", "--blktrace"])
+        .arg(&out)
+        .arg(&blk));
+    let le = json_report(&[&out], &[]);
+    // Big-endian copies of the same per-CPU files.
+    let be_dir = dir.path().join("be");
+    std::fs::create_dir(&be_dir).unwrap();
+    for e in std::fs::read_dir(&out).unwrap() {
+        let p = e.unwrap().path();
+        let be = to_big_endian(&std::fs::read(&p).unwrap());
+        std::fs::write(be_dir.join(p.file_name().unwrap()), be).unwrap();
+    }
+    let be = json_report(&[&be_dir], &[]);
+    assert_eq!(be["devices"], le["devices"]);
+    assert_eq!(be["events"], le["events"]);
+    // blkparse's single dump file.
+    if have("blkparse") {
+        let name = std::fs::read_dir(&out)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .find_map(|e| {
+                e.file_name()
+                    .to_str()
+                    .and_then(|n| n.split(".blktrace.").next().map(String::from))
+            })
+            .unwrap();
+        let dump = dir.path().join("dump.bin");
+        run(std::process::Command::new("blkparse")
+            .arg("-D")
+            .arg(&out)
+            .arg("-i")
+            .arg(&name)
+            .arg("-d")
+            .arg(&dump)
+            .arg("-O"));
+        let d = json_report(&[&dump], &[]);
+        assert_eq!(d["devices"][0]["btt"], le["devices"][0]["btt"]);
+        assert_eq!(d["devices"][0]["btt_merge"], le["devices"][0]["btt_merge"]);
+    }
+}
+
+#[test]
+fn remap_split_unplug_payloads_survive_export() {
+    use iosleuth::model::{Action, Event, Extra};
+    // Real remaps and unplugs from case 1's btrace text, plus a split.
+    let dir = tempdir();
+    let mut text =
+        std::fs::read_to_string("tests/fixtures/seeds/case1-btrace-standard.txt").unwrap();
+    text.push_str("259,0    1       20     0.004100000  1579  X   R 280576 / 280832 [cat]\n");
+    let src = dir.path().join("in.txt");
+    std::fs::write(&src, text).unwrap();
+    let out = dir.path().join("bt");
+    run(iosleuth()
+        .args(["export", "--blktrace"])
+        .arg(&out)
+        .arg(&src));
+    let files: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let mut extras = Vec::new();
+    for f in files {
+        // CPUs without events have empty files, as blktrace writes them.
+        if std::fs::metadata(&f).unwrap().len() == 0 {
+            continue;
+        }
+        let mut s = iosleuth::ingest::open_file(&f).unwrap();
+        while let Some(e) = s.next_event() {
+            if let Event::Block(b) = e {
+                if b.extra != Extra::None {
+                    extras.push((b.action, b.extra));
+                }
+            }
+        }
+    }
+    use iosleuth::model::Dev;
+    assert!(extras.contains(&(
+        Action::Remap,
+        Extra::Remap {
+            from_dev: Dev::new(252, 0),
+            from_sector: 278528
+        }
+    )));
+    assert!(extras.contains(&(Action::UnplugIo, Extra::Unplug { depth: 1 })));
+    assert!(extras.contains(&(Action::Split, Extra::Split { new_sector: 280832 })));
+}
+
+#[test]
+fn device_stack_from_remaps() {
+    let rep = json_report(
+        &[PathBuf::from(
+            "tests/fixtures/seeds/case1-btrace-fixed-kernel.txt",
+        )],
+        &[],
+    );
+    assert_eq!(rep["stack"], serde_json::json!([["253,0", "259,0"]]));
+    let text = run(iosleuth().args(["report", "tests/fixtures/seeds/case1-btrace-standard.txt"]));
+    assert!(text.contains("252,0 -> 259,0"), "{text}");
+}

@@ -107,8 +107,11 @@ fn parse_detail(s: &[u8]) -> Option<Detail<'_>> {
             }
             continue;
         }
-        // The ioprio triple of recent kernels: `none,0,0`, `be,4,0`.
-        if t.iter().filter(|&&c| c == b',').count() == 2 && t[0].is_ascii_alphabetic() {
+        // The ioprio triple of recent kernels: `none,0,0`, `be,4,0`, or
+        // `0x2,0,4` where the printer cannot resolve the class (perf).
+        if t.iter().filter(|&&c| c == b',').count() == 2
+            && t.iter().all(|c| c.is_ascii_alphanumeric() || *c == b',')
+        {
             continue;
         }
         return None;
@@ -252,6 +255,8 @@ mod tests {
             (Dev::new(259, 1), 340328, 4096)
         );
         assert_eq!(old.comm.as_str(), "cat");
+        let perf = tp(Action::Issue, "7,0 RS 4096 () 0 + 8 0x2,0,4 [dd]");
+        assert_eq!((perf.sector, perf.bytes), (0, 4096));
         let new = tp(Action::Issue, "7,0 RS 4096 () 0 + 8 none,0,0 [dd]");
         assert_eq!((new.sector, new.bytes, new.comm.as_str()), (0, 4096, "dd"));
         let c = tp(Action::Complete, "259,1 RS () 340080 + 8 [0]");

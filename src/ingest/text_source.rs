@@ -23,7 +23,7 @@ pub enum TextFormat {
 impl TextFormat {
     pub fn name(self) -> &'static str {
         match self {
-            TextFormat::Ftrace => "ftrace text",
+            TextFormat::Ftrace => "ftrace or trace-cmd text",
             TextFormat::PerfScript => "perf script text",
             TextFormat::Blkparse => "blkparse text",
         }
@@ -125,15 +125,25 @@ fn parse_blkparse_line(line: &[u8]) -> Option<BlockEvent> {
 }
 
 /// Lost-event markers: ftrace's `CPU:1 [LOST 1234 EVENTS]` and
-/// `##### CPU 2 buffer started ####`-style lines are not events.
+/// trace-cmd's `CPU:1 [1234 EVENTS DROPPED]` (after an optional
+/// `BUFFER: ` prefix).
 fn parse_lost(line: &[u8]) -> Option<u64> {
-    if !line.starts_with(b"CPU") {
-        return None;
+    let cpu = memchr::memmem::find(&line[..line.len().min(80)], b"CPU:")?;
+    let open = cpu + memchr::memchr(b'[', &line[cpu..])?;
+    let inner = &line[open + 1..];
+    fn digits(b: &[u8]) -> Option<(u64, &[u8])> {
+        let end = b
+            .iter()
+            .position(|c| !c.is_ascii_digit())
+            .unwrap_or(b.len());
+        super::text_line::parse_u64(&b[..end]).map(|n| (n, &b[end..]))
     }
-    let at = memchr::memmem::find(line, b"[LOST ")?;
-    let rest = &line[at + 6..];
-    let end = rest.iter().position(|c| !c.is_ascii_digit())?;
-    super::text_line::parse_u64(&rest[..end])
+    if let Some(rest) = inner.strip_prefix(b"LOST ") {
+        let (n, tail) = digits(rest)?;
+        return tail.starts_with(b" EVENTS").then_some(n);
+    }
+    let (n, tail) = digits(inner)?;
+    tail.starts_with(b" EVENTS DROPPED").then_some(n)
 }
 
 pub struct TextSource {
@@ -175,8 +185,14 @@ impl TextSource {
         if t.is_empty() || t[0] == b'#' {
             return Line::Ignore;
         }
-        if let Some(n) = parse_lost(t) {
-            return Line::Lost(self.last_ts, n);
+        // Cheap pre-check: markers are short and hold "CPU:".
+        if t.len() < 120
+            && memchr::memchr(b':', t).is_some()
+            && memchr::memmem::find(t, b"CPU:").is_some()
+        {
+            if let Some(n) = parse_lost(t) {
+                return Line::Lost(self.last_ts, n);
+            }
         }
         match self.format {
             TextFormat::Blkparse => self.classify_blkparse(t),
