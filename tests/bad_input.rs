@@ -211,6 +211,19 @@ fn lost_marker_inside_binary_tracer_output() {
 }
 
 #[test]
+fn lost_marker_before_the_first_binary_record() {
+    let d = tempdir();
+    let mut v = b"CPU:1 [LOST 5 EVENTS]\n".to_vec();
+    v.extend_from_slice(&fixture("loop-seqread-nomerges0.blk"));
+    let p = write(d.path(), "lostfirst.blk", &v);
+    let o = report(&[&p], true);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let j: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(j["inputs"][0]["lost_events"], 5);
+    assert_eq!(j["inputs"][0]["format"], "blk tracer (binary)");
+}
+
+#[test]
 fn bad_arguments() {
     let o = iosleuth()
         .args(["report", "--time", "abc", "Cargo.toml"])

@@ -63,7 +63,7 @@ fn iostat_columns_agree_with_sysstat() {
         ..Default::default()
     };
     let session = BlkTracerSession::start(&opts, &trace).expect("blk tracer");
-    let mut fio = fio_batched_reads(&disk.path, 64);
+    let mut fio = fio_batched_reads(&disk.path, 32);
     fio.args([
         "--time_based",
         "--runtime=4500ms",
@@ -154,9 +154,10 @@ fn iostat_columns_agree_with_sysstat() {
             // two-decimal printing. %util: the kernel counts io_ticks in
             // whole jiffies (4 ms at HZ=250) and its stamp rules add or drop
             // partial jiffies around short idle gaps; on this workload it
-            // scatters by up to 5 % around the busy time the trace measures.
+            // scatters around the busy time the trace measures (seen: from
+            // -6 % to +4 % over 30 runs).
             let rel = if col == "%util" {
-                0.05
+                0.08
             } else if exact_cols.contains(&col) {
                 0.02
             } else {

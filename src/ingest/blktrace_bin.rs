@@ -48,11 +48,13 @@ pub fn magic_order(b: &[u8]) -> Option<bool> {
     }
 }
 
-/// Length of a leading `# tracer: blk` text header, as the `trace` file
-/// prints it before the binary records.
+/// Length of the text before the first binary record: the `# tracer: blk`
+/// header of the `trace` file, and lost-event lines (`CPU:0 [LOST 9
+/// EVENTS]`) that the tracer prints when its buffer overflowed before the
+/// first read.
 pub fn text_header_len(b: &[u8]) -> usize {
     let mut at = 0;
-    while at < b.len() && b[at] == b'#' {
+    while at < b.len() && (b[at] == b'#' || b[at..].starts_with(b"CPU:")) {
         match memchr::memchr(b'\n', &b[at..]) {
             Some(n) => at += n + 1,
             None => return b.len(),
@@ -112,8 +114,15 @@ fn u64_of(b: &[u8], at: usize, little: bool) -> u64 {
 impl BlktraceSource {
     pub fn open(path: &Path, mut input: Chunked, container: Container) -> Result<Self, InputError> {
         input.ensure(64 * 1024);
+        let mut stats = SourceStats::default();
         if container == Container::BlkTracer {
             let h = text_header_len(input.avail());
+            for line in input.avail()[..h].split(|&c| c == b'\n') {
+                if let Some(n) = lost_in(line) {
+                    stats.lost_events += n;
+                    stats.lost_reports.push((None, n));
+                }
+            }
             input.consume(h);
         }
         let magic_at = match container {
@@ -149,7 +158,7 @@ impl BlktraceSource {
             input,
             little,
             container,
-            stats: SourceStats::default(),
+            stats,
             done: false,
             last_ts: None,
         })
@@ -190,6 +199,17 @@ impl BlktraceSource {
             None => false,
         }
     }
+}
+
+/// The count of a `CPU:N [LOST M EVENTS]` line.
+fn lost_in(line: &[u8]) -> Option<u64> {
+    let at = memchr::memmem::find(line, b"[LOST ")?;
+    let digits = &line[at + 6..];
+    let end = digits
+        .iter()
+        .position(|c| !c.is_ascii_digit())
+        .unwrap_or(digits.len());
+    std::str::from_utf8(&digits[..end]).ok()?.parse().ok()
 }
 
 fn be_u64(b: &[u8]) -> Option<u64> {

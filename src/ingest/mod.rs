@@ -103,9 +103,13 @@ fn open_input(path: &Path, mut input: Chunked) -> Result<Box<dyn Source>, InputE
         return Ok(Box::new(text_source::TextSource::new(path, input, fmt)));
     }
     let what = if head.iter().take(4096).any(|&b| b == 0) {
-        "binary data that is not a blktrace or blk-tracer file (no 0x656174NN magic)"
+        let first: Vec<String> = head.iter().take(24).map(|b| format!("{b:02x}")).collect();
+        format!(
+            "binary data that is not a blktrace or blk-tracer file (no 0x656174NN magic; it starts with {})",
+            first.join(" ")
+        )
     } else {
-        "text that is not a trace iosleuth reads (no line looks like ftrace, trace-cmd, perf script or blkparse output)"
+        "text that is not a trace iosleuth reads (no line looks like ftrace, trace-cmd, perf script or blkparse output)".to_string()
     };
     Err(InputError::new(path, what))
 }
