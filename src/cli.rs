@@ -219,11 +219,22 @@ fn cmd_report(
 }
 
 fn cmd_export(dir: &std::path::Path, inputs: &[PathBuf]) -> i32 {
+    // Process names may come at the end (the blk tracer's notes): read them
+    // first so that every file names its processes from the start.
+    let names: std::collections::HashMap<u32, String> = match open_merged(inputs) {
+        Ok(m) => m
+            .filter_map(|e| match e {
+                crate::model::Event::ProcessName { pid, comm } => Some((pid, comm.to_string())),
+                _ => None,
+            })
+            .collect(),
+        Err(code) => return code,
+    };
     let merged = match open_merged(inputs) {
         Ok(m) => m,
         Err(code) => return code,
     };
-    match report::blktrace::export(merged, dir) {
+    match report::blktrace::export(merged, dir, names) {
         Ok(sum) if sum.records == 0 => {
             eprintln!("iosleuth: no block events that blktrace can represent in the inputs; nothing written");
             EXIT_BAD_INPUT

@@ -224,6 +224,32 @@ fn lost_marker_before_the_first_binary_record() {
 }
 
 #[test]
+fn pid_that_looks_like_a_comment() {
+    // A blk-tracer record from pid 0x0a23 starts with the bytes "#\n".
+    let d = tempdir();
+    let mut v = fixture("loop-seqread-nomerges0.blk");
+    v[0] = b'#';
+    v[1] = b'\n';
+    let p = write(d.path(), "pid.blk", &v);
+    let o = report(&[&p], true);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let j: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let full = json_report(
+        &[Path::new("tests/fixtures/loop-seqread-nomerges0.blk")],
+        &[],
+    );
+    assert_eq!(j["events"], full["events"]);
+    // And with the `trace` file's text header in front.
+    let mut h = b"# tracer: blk\n#\n".to_vec();
+    h.extend_from_slice(&v);
+    let p = write(d.path(), "hdr.blk", &h);
+    let o = report(&[&p], true);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let j: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(j["events"], full["events"]);
+}
+
+#[test]
 fn bad_arguments() {
     let o = iosleuth()
         .args(["report", "--time", "abc", "Cargo.toml"])

@@ -42,6 +42,8 @@ pub struct BlkTracerSession {
     stop: Arc<AtomicBool>,
     reader: Option<JoinHandle<std::io::Result<u64>>>,
     output: PathBuf,
+    /// Text output names its tasks itself.
+    output_binary_names_done: bool,
     _tracefs: Tracefs,
     _lock: GlobalLock,
 }
@@ -137,6 +139,7 @@ impl BlkTracerSession {
             stop,
             reader: Some(reader),
             output: output.to_path_buf(),
+            output_binary_names_done: !opts.binary,
             _tracefs: tracefs,
             _lock: lock,
         })
@@ -149,6 +152,9 @@ impl BlkTracerSession {
     }
 
     fn finish(&mut self) -> Result<u64, CaptureError> {
+        if self.reader.is_none() && self.knobs.is_empty() {
+            return Ok(0);
+        }
         // tracing_on was the last knob set: restoring it first stops tracing.
         if !self.knobs.is_empty() {
             self.knobs.remove(0).restore()?;
@@ -166,10 +172,38 @@ impl BlkTracerSession {
                 })?,
             None => 0,
         };
+        let names = self.append_process_names().unwrap_or(0);
         for k in self.knobs.drain(..) {
             k.restore()?;
         }
-        Ok(written)
+        Ok(written + names)
+    }
+
+    /// The binary records carry pids only; the tracer keeps the names of
+    /// the tasks it saw in `saved_cmdlines`. Appends them as blktrace
+    /// process notes (`BLK_TN_PROCESS`) so that reports and blkparse name
+    /// the processes.
+    fn append_process_names(&self) -> std::io::Result<u64> {
+        if self.output_binary_names_done {
+            return Ok(0);
+        }
+        let list = std::fs::read_to_string(self._tracefs.path("saved_cmdlines"))?;
+        let mut out = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.output)?;
+        let mut n = 0u64;
+        for line in list.lines() {
+            let Some((pid, comm)) = line.split_once(' ') else {
+                continue;
+            };
+            let Ok(pid) = pid.trim().parse::<u32>() else {
+                continue;
+            };
+            let rec = crate::report::blktrace::tracer_process_note(pid, comm.trim());
+            out.write_all(&rec)?;
+            n += rec.len() as u64;
+        }
+        Ok(n)
     }
 }
 

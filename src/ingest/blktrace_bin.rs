@@ -48,14 +48,24 @@ pub fn magic_order(b: &[u8]) -> Option<bool> {
     }
 }
 
-/// Length of the text before the first binary record: the `# tracer: blk`
-/// header of the `trace` file, and lost-event lines (`CPU:0 [LOST 9
-/// EVENTS]`) that the tracer prints when its buffer overflowed before the
-/// first read.
+/// Where the first binary record starts after the text the tracer may put
+/// before it: the `# tracer: blk` header of the `trace` file, and lost-event
+/// lines (`CPU:0 [LOST 9 EVENTS]`). A record's first bytes are a pid and may
+/// look like text (pid 0x1223 starts with `#`), so each candidate start is
+/// confirmed by the magic of a record at it.
 pub fn text_header_len(b: &[u8]) -> usize {
     let mut at = 0;
-    while at < b.len() && (b[at] == b'#' || b[at..].starts_with(b"CPU:")) {
-        match memchr::memchr(b'\n', &b[at..]) {
+    for _ in 0..16 {
+        if b.len() >= at + TRACER_HEADER_LEN + 4
+            && magic_order(&b[at + TRACER_HEADER_LEN..]).is_some()
+        {
+            return at;
+        }
+        let rest = &b[at..];
+        if !(rest.starts_with(b"#") || rest.starts_with(b"CPU:")) {
+            return at;
+        }
+        match memchr::memchr(b'\n', rest) {
             Some(n) => at += n + 1,
             None => return b.len(),
         }

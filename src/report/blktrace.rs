@@ -108,6 +108,17 @@ pub fn encode(e: &BlockEvent, seq: u32) -> Option<Vec<u8>> {
     ))
 }
 
+/// A process note in the `blk` tracer's binary container (16-byte header of
+/// pid, cpu and time before the record), as `iosleuth record` appends them.
+pub fn tracer_process_note(pid: u32, comm: &str) -> Vec<u8> {
+    let mut v = Vec::with_capacity(16 + RECORD_LEN + 16);
+    v.extend_from_slice(&pid.to_le_bytes());
+    v.extend_from_slice(&0u32.to_le_bytes());
+    v.extend_from_slice(&0u64.to_le_bytes());
+    v.extend_from_slice(&process_note(pid, comm, 0, Dev(0), 0, 0));
+    v
+}
+
 fn process_note(pid: u32, comm: &str, time: u64, dev: Dev, cpu: u32, seq: u32) -> Vec<u8> {
     let mut name = comm.as_bytes().to_vec();
     name.resize(16, 0);
@@ -126,12 +137,18 @@ struct Writer {
     seq: u32,
 }
 
-/// Writes the block events of `events` into `dir`, one file per device and CPU.
-pub fn export(events: impl Iterator<Item = Event>, dir: &Path) -> std::io::Result<ExportSummary> {
+/// Writes the block events of `events` into `dir`, one file per device and
+/// CPU. `known_names` (pid → name) names processes whose names the stream
+/// only gives later, or never.
+pub fn export(
+    events: impl Iterator<Item = Event>,
+    dir: &Path,
+    known_names: HashMap<u32, String>,
+) -> std::io::Result<ExportSummary> {
     std::fs::create_dir_all(dir)?;
     let mut writers: HashMap<(Dev, u32), Writer> = HashMap::new();
     let mut names: HashMap<Dev, String> = HashMap::new();
-    let mut comms: HashMap<u32, String> = HashMap::new();
+    let mut comms: HashMap<u32, String> = known_names;
     let mut noted: HashSet<(Dev, u32)> = HashSet::new();
     let mut sum = ExportSummary::default();
     for ev in events {
