@@ -131,19 +131,18 @@ fn bad_magic_in_the_middle_keeps_what_came_before() {
 fn truncated_binary_is_analysed_with_a_warning() {
     let d = tempdir();
     let b = fixture("loop-seqread-nomerges2.blk");
-    let p = write(d.path(), "cut.blk", &b[..b.len() - 30]);
+    // Cut 30 bytes into the 301st record.
+    let mut pos = 0;
+    for _ in 0..300 {
+        let pdu = u16::from_le_bytes([b[pos + 16 + 46], b[pos + 16 + 47]]) as usize;
+        pos += 64 + pdu;
+    }
+    let p = write(d.path(), "cut.blk", &b[..pos + 30]);
     let o = report(&[&p], true);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stderr.contains("cut.blk: truncated"), "{}", o.stderr);
     let j: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
-    let full = json_report(
-        &[Path::new("tests/fixtures/loop-seqread-nomerges2.blk")],
-        &[],
-    );
-    assert_eq!(
-        j["events"].as_u64().unwrap() + 1,
-        full["events"].as_u64().unwrap()
-    );
+    assert_eq!(j["events"], 300);
 }
 
 #[test]

@@ -187,6 +187,15 @@ impl BlkTracerSession {
         if self.output_binary_names_done {
             return Ok(0);
         }
+        // Only the tasks this capture saw: read it back for their pids.
+        let mut seen = std::collections::HashSet::new();
+        if let Ok(mut src) = crate::ingest::open_file(&self.output) {
+            while let Some(ev) = src.next_event() {
+                if let crate::model::Event::Block(b) = ev {
+                    seen.insert(b.pid);
+                }
+            }
+        }
         let list = std::fs::read_to_string(self._tracefs.path("saved_cmdlines"))?;
         let mut out = std::fs::OpenOptions::new()
             .append(true)
@@ -199,6 +208,9 @@ impl BlkTracerSession {
             let Ok(pid) = pid.trim().parse::<u32>() else {
                 continue;
             };
+            if !seen.contains(&pid) {
+                continue;
+            }
             let rec = crate::report::blktrace::tracer_process_note(pid, comm.trim());
             out.write_all(&rec)?;
             n += rec.len() as u64;
