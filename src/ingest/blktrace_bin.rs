@@ -190,16 +190,7 @@ impl BlktraceSource {
         let end = memchr::memchr(b'\n', rest)
             .map(|n| n + 1)
             .unwrap_or(rest.len());
-        let line = &rest[..end];
-        let lost = memchr::memmem::find(line, b"[LOST ").and_then(|at| {
-            let digits: Vec<u8> = line[at + 6..]
-                .iter()
-                .take_while(|c| c.is_ascii_digit())
-                .copied()
-                .collect();
-            std::str::from_utf8(&digits).ok()?.parse::<u64>().ok()
-        });
-        match lost {
+        match lost_in(&rest[..end]) {
             Some(n) => {
                 self.stats.lost_events += n;
                 self.stats.lost_reports.push((self.last_ts, n));

@@ -257,9 +257,7 @@ impl TextSource {
             Some(c) => &name[c + 1..],
             None => name,
         };
-        let action = std::str::from_utf8(short)
-            .ok()
-            .and_then(Action::from_tracepoint);
+        let action = Action::from_tracepoint_bytes(short);
         if let Some(action) = action {
             return match parse_tracepoint(action, payload, h.context()) {
                 Some(ev) => Line::Event(Event::Block(ev)),
