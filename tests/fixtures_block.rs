@@ -112,15 +112,7 @@ fn exported_fixture_gives_btts_numbers() {
             ],
         );
         // The fixture was recorded on loop0 of another machine: name by number.
-        let name = std::fs::read_dir(&out)
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .find_map(|e| {
-                e.file_name()
-                    .to_str()
-                    .and_then(|n| n.split(".blktrace.").next().map(String::from))
-            })
-            .unwrap();
+        let name = exported_name(&out);
         assert_btt_agrees(&out, &name, "7,0");
         // And from the tracepoint text of the same run.
         let out2 = dir.path().join("bt2");
@@ -136,6 +128,19 @@ fn exported_fixture_gives_btts_numbers() {
         );
         assert_btt_agrees(&out2, &name, "7,0");
     }
+}
+
+/// The device name blktrace files in `dir` were written under.
+fn exported_name(dir: &std::path::Path) -> String {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .find_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.split(".blktrace.").next().map(String::from))
+        })
+        .unwrap()
 }
 
 fn run_ok(c: &mut std::process::Command, args: &[&str]) {
@@ -233,15 +238,7 @@ fn blktrace_files_in_either_byte_order_and_blkparse_dump() {
     assert_eq!(be["events"], le["events"]);
     // blkparse's single dump file.
     if have("blkparse") {
-        let name = std::fs::read_dir(&out)
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .find_map(|e| {
-                e.file_name()
-                    .to_str()
-                    .and_then(|n| n.split(".blktrace.").next().map(String::from))
-            })
-            .unwrap();
+        let name = exported_name(&out);
         let dump = dir.path().join("dump.bin");
         run(std::process::Command::new("blkparse")
             .arg("-D")

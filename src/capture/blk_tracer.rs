@@ -5,15 +5,11 @@
 //! the global tracing lock, and every knob it touches is restored when the
 //! session ends or is dropped.
 
+use super::pipe::PipeReader;
 use super::tracefs::{CaptureError, GlobalLock, Knob, Tracefs};
 use std::fs::File;
-use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::Duration;
 
 pub struct BlkTracerOptions {
     /// `/sys/block/NAME` entries to trace, e.g. `loop0`.
@@ -39,8 +35,7 @@ pub struct BlkTracerSession {
     // Restored in reverse order of creation (fields drop in declaration
     // order, so the knobs are listed last-set first).
     knobs: Vec<Knob>,
-    stop: Arc<AtomicBool>,
-    reader: Option<JoinHandle<std::io::Result<u64>>>,
+    reader: PipeReader,
     output: PathBuf,
     /// Text output names its tasks itself.
     output_binary_names_done: bool,
@@ -95,49 +90,14 @@ impl BlkTracerSession {
         knobs.push(Knob::set(t("current_tracer"), "blk")?);
         std::fs::write(t("trace"), "")?;
 
-        let mut out = File::create(output)
+        let out = File::create(output)
             .map_err(|e| CaptureError(format!("cannot create {}: {e}", output.display())))?;
-        let mut pipe = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(t("trace_pipe"))?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop_r = stop.clone();
-        let reader = std::thread::spawn(move || -> std::io::Result<u64> {
-            let mut buf = vec![0u8; 1 << 20];
-            let mut total = 0u64;
-            let mut idle_after_stop = 0;
-            loop {
-                match pipe.read(&mut buf) {
-                    Ok(0) => {}
-                    Ok(n) => {
-                        out.write_all(&buf[..n])?;
-                        total += n as u64;
-                        idle_after_stop = 0;
-                        continue;
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
-                }
-                if stop_r.load(Ordering::Acquire) {
-                    idle_after_stop += 1;
-                    // The pipe was empty twice after tracing stopped: drained.
-                    if idle_after_stop >= 2 {
-                        break;
-                    }
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            out.flush()?;
-            Ok(total)
-        });
+        let reader = PipeReader::spawn(&t("trace_pipe"), out)?;
         knobs.push(Knob::set(t("tracing_on"), "1")?);
         knobs.reverse();
         Ok(BlkTracerSession {
             knobs,
-            stop,
-            reader: Some(reader),
+            reader,
             output: output.to_path_buf(),
             output_binary_names_done: !opts.binary,
             _tracefs: tracefs,
@@ -152,26 +112,19 @@ impl BlkTracerSession {
     }
 
     fn finish(&mut self) -> Result<u64, CaptureError> {
-        if self.reader.is_none() && self.knobs.is_empty() {
+        if !self.reader.is_running() && self.knobs.is_empty() {
             return Ok(0);
         }
         // tracing_on was the last knob set: restoring it first stops tracing.
         if !self.knobs.is_empty() {
             self.knobs.remove(0).restore()?;
         }
-        self.stop.store(true, Ordering::Release);
-        let written = match self.reader.take() {
-            Some(h) => h
-                .join()
-                .map_err(|_| CaptureError("the trace reader thread panicked".into()))?
-                .map_err(|e| {
-                    CaptureError(format!(
-                        "reading trace_pipe into {}: {e}",
-                        self.output.display()
-                    ))
-                })?,
-            None => 0,
-        };
+        let written = self.reader.finish().map_err(|e| {
+            CaptureError(format!(
+                "reading trace_pipe into {}: {e}",
+                self.output.display()
+            ))
+        })?;
         let names = self.append_process_names().unwrap_or(0);
         for k in self.knobs.drain(..) {
             k.restore()?;

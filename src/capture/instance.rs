@@ -2,27 +2,21 @@
 //! tracepoints as text through its `trace_pipe`, without touching the
 //! top-level instance. Removed when the session ends or is dropped.
 
+use super::pipe::PipeReader;
 use super::tracefs::{CaptureError, Tracefs};
 use std::fs::File;
-use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::Duration;
 
 pub struct InstanceSession {
     dir: PathBuf,
-    stop: Arc<AtomicBool>,
-    reader: Option<JoinHandle<std::io::Result<u64>>>,
+    reader: Option<PipeReader>,
     _tracefs: Tracefs,
 }
 
 fn unique() -> u64 {
     use std::sync::atomic::AtomicU64;
     static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
+    N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl InstanceSession {
@@ -44,7 +38,6 @@ impl InstanceSession {
             .map_err(|e| CaptureError(format!("cannot create {}: {e}", dir.display())))?;
         let mut s = InstanceSession {
             dir,
-            stop: Arc::new(AtomicBool::new(false)),
             reader: None,
             _tracefs: tracefs,
         };
@@ -68,41 +61,9 @@ impl InstanceSession {
         for ev in events {
             w(&format!("events/{ev}/enable"), "1")?;
         }
-        let mut out = File::create(output)
+        let out = File::create(output)
             .map_err(|e| CaptureError(format!("cannot create {}: {e}", output.display())))?;
-        let mut pipe = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(s.dir.join("trace_pipe"))?;
-        let stop = s.stop.clone();
-        s.reader = Some(std::thread::spawn(move || -> std::io::Result<u64> {
-            let mut buf = vec![0u8; 1 << 20];
-            let mut total = 0u64;
-            let mut idle_after_stop = 0;
-            loop {
-                match pipe.read(&mut buf) {
-                    Ok(n) if n > 0 => {
-                        out.write_all(&buf[..n])?;
-                        total += n as u64;
-                        idle_after_stop = 0;
-                        continue;
-                    }
-                    Ok(_) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
-                }
-                if stop.load(Ordering::Acquire) {
-                    idle_after_stop += 1;
-                    if idle_after_stop >= 2 {
-                        break;
-                    }
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            out.flush()?;
-            Ok(total)
-        }));
+        s.reader = Some(PipeReader::spawn(&s.dir.join("trace_pipe"), out)?);
         w("tracing_on", "1")?;
         Ok(s)
     }
@@ -113,11 +74,9 @@ impl InstanceSession {
 
     fn finish(&mut self) -> Result<u64, CaptureError> {
         let _ = std::fs::write(self.dir.join("tracing_on"), "0");
-        self.stop.store(true, Ordering::Release);
-        let n = match self.reader.take() {
-            Some(h) => h
-                .join()
-                .map_err(|_| CaptureError("the trace reader thread panicked".into()))?
+        let n = match self.reader.as_mut() {
+            Some(r) => r
+                .finish()
                 .map_err(|e| CaptureError(format!("reading trace_pipe: {e}")))?,
             None => 0,
         };

@@ -2,4 +2,5 @@
 
 pub mod blk_tracer;
 pub mod instance;
+pub mod pipe;
 pub mod tracefs;

@@ -6,7 +6,7 @@
 //! the `(cmd)` group, the `ioprio` triple of recent kernels), so the payload
 //! is read by the shape of its tokens rather than by position.
 
-use super::text_line::{is_digits, parse_i32, parse_u32, parse_u64, trim};
+use super::text_line::{first_word, is_digits, parse_i32, parse_u32, parse_u64, trim};
 use crate::model::{Action, BlockEvent, Comm, Dev, Extra, Rwbs};
 
 /// The pieces common to both text forms, before they become an event.
@@ -191,15 +191,11 @@ pub fn parse_tracepoint(action: Action, payload: &[u8], cx: Context<'_>) -> Opti
         d.bracket?;
         return Some(build(action, Dev(0), Rwbs(Rwbs::NONE), &d, cx));
     }
-    let sp = payload.iter().position(|c| c.is_ascii_whitespace())?;
-    let dev = Dev::parse_bytes(&payload[..sp])?;
-    let rest = trim(&payload[sp..]);
-    let sp2 = rest
-        .iter()
-        .position(|c| c.is_ascii_whitespace())
-        .unwrap_or(rest.len());
-    let rwbs = Rwbs::parse(&rest[..sp2])?;
-    let d = parse_detail(&rest[sp2..])?;
+    let (dev, rest) = first_word(payload);
+    let dev = Dev::parse_bytes(dev)?;
+    let (rwbs, rest) = first_word(rest);
+    let rwbs = Rwbs::parse(rwbs)?;
+    let d = parse_detail(rest)?;
     if d.sector.is_none() && d.bytes.is_none() && !d.has_cmd {
         return None;
     }
@@ -210,16 +206,11 @@ pub fn parse_tracepoint(action: Action, payload: &[u8], cx: Context<'_>) -> Opti
 /// `A   R 280576 + 512 <- (252,0) 278528`, `U   N [cat] 1`. Returns `None`
 /// for lines it cannot read and for notes/messages (`m`).
 pub fn parse_blk_action(dev: Dev, rest: &[u8], cx: Context<'_>) -> Option<BlockEvent> {
-    let rest = trim(rest);
-    let sp = rest.iter().position(|c| c.is_ascii_whitespace())?;
-    let action = Action::from_letter(std::str::from_utf8(&rest[..sp]).ok()?)?;
-    let rest = trim(&rest[sp..]);
-    let sp2 = rest
-        .iter()
-        .position(|c| c.is_ascii_whitespace())
-        .unwrap_or(rest.len());
-    let rwbs = Rwbs::parse(&rest[..sp2])?;
-    let d = parse_detail(&rest[sp2..])?;
+    let (letter, rest) = first_word(rest);
+    let action = Action::from_letter(std::str::from_utf8(letter).ok()?)?;
+    let (rwbs, rest) = first_word(rest);
+    let rwbs = Rwbs::parse(rwbs)?;
+    let d = parse_detail(rest)?;
     let mut ev = build(action, dev, rwbs, &d, cx);
     if matches!(
         action,

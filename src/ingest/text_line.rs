@@ -76,22 +76,31 @@ pub fn parse_timestamp(b: &[u8]) -> Option<u64> {
     s.checked_mul(1_000_000_000)?.checked_add(f)
 }
 
-pub fn trim(mut b: &[u8]) -> &[u8] {
-    while let [first, rest @ ..] = b {
-        if first.is_ascii_whitespace() {
-            b = rest;
-        } else {
-            break;
-        }
-    }
-    while let [rest @ .., last] = b {
-        if last.is_ascii_whitespace() {
-            b = rest;
-        } else {
-            break;
-        }
-    }
-    b
+pub fn trim(b: &[u8]) -> &[u8] {
+    let b = trim_start(b);
+    let end = b
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(0, |i| i + 1);
+    &b[..end]
+}
+
+pub fn trim_start(b: &[u8]) -> &[u8] {
+    let start = b
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(b.len());
+    &b[start..]
+}
+
+/// Splits off the first whitespace-separated word: `(word, rest)`.
+pub fn first_word(b: &[u8]) -> (&[u8], &[u8]) {
+    let b = trim_start(b);
+    let end = b
+        .iter()
+        .position(|c| c.is_ascii_whitespace())
+        .unwrap_or(b.len());
+    (&b[..end], &b[end..])
 }
 
 /// Finds the `[NNN]` CPU column: the first bracket holding only digits.
@@ -175,17 +184,6 @@ pub fn parse_header(line: &[u8]) -> Option<(LineHeader<'_>, &[u8])> {
         rest = &r[end..];
     }
     None
-}
-
-pub fn trim_start(mut b: &[u8]) -> &[u8] {
-    while let [first, rest @ ..] = b {
-        if first.is_ascii_whitespace() {
-            b = rest;
-        } else {
-            break;
-        }
-    }
-    b
 }
 
 /// After the header: `event: payload` (ftrace, trace-cmd) or

@@ -1,0 +1,84 @@
+//! Copies a tracefs `trace_pipe` to a file on a thread until told to stop,
+//! then drains what is still buffered.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+pub struct PipeReader {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<std::io::Result<u64>>>,
+}
+
+impl PipeReader {
+    /// Opens `pipe` without blocking (so the thread can notice `stop`) and
+    /// starts copying it into `out`.
+    pub fn spawn(pipe: &Path, mut out: File) -> std::io::Result<PipeReader> {
+        let mut pipe = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(pipe)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_r = stop.clone();
+        let thread = std::thread::spawn(move || -> std::io::Result<u64> {
+            let mut buf = vec![0u8; 1 << 20];
+            let mut total = 0u64;
+            let mut idle_after_stop = 0;
+            loop {
+                match pipe.read(&mut buf) {
+                    Ok(n) if n > 0 => {
+                        out.write_all(&buf[..n])?;
+                        total += n as u64;
+                        idle_after_stop = 0;
+                        continue;
+                    }
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                }
+                if stop_r.load(Ordering::Acquire) {
+                    idle_after_stop += 1;
+                    // Empty twice after tracing stopped: drained.
+                    if idle_after_stop >= 2 {
+                        break;
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            out.flush()?;
+            Ok(total)
+        });
+        Ok(PipeReader {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Asks the thread to finish once the pipe is empty; returns the bytes
+    /// copied. Call after tracing was turned off.
+    pub fn finish(&mut self) -> std::io::Result<u64> {
+        self.stop.store(true, Ordering::Release);
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| std::io::Error::other("the trace reader thread panicked"))?,
+            None => Ok(0),
+        }
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.thread.is_some()
+    }
+}
+
+impl Drop for PipeReader {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
