@@ -162,12 +162,7 @@ pub fn parse_header(line: &[u8]) -> Option<(LineHeader<'_>, &[u8])> {
     let mut rest = &line[close + 1..];
     // One or two tokens follow: optional irq flags, then `timestamp:`.
     for _ in 0..2 {
-        let r = trim_start(rest);
-        let end = r
-            .iter()
-            .position(|c| c.is_ascii_whitespace())
-            .unwrap_or(r.len());
-        let tok = &r[..end];
+        let (tok, after) = first_word(rest);
         if tok.last() == Some(&b':') {
             let ts = parse_timestamp(&tok[..tok.len() - 1])?;
             return Some((
@@ -178,10 +173,10 @@ pub fn parse_header(line: &[u8]) -> Option<(LineHeader<'_>, &[u8])> {
                     ts,
                     dashed,
                 },
-                &r[end..],
+                after,
             ));
         }
-        rest = &r[end..];
+        rest = after;
     }
     None
 }
@@ -189,12 +184,7 @@ pub fn parse_header(line: &[u8]) -> Option<(LineHeader<'_>, &[u8])> {
 /// After the header: `event: payload` (ftrace, trace-cmd) or
 /// `sys:event: payload` (perf). Returns the full name and the payload.
 pub fn split_event(rest: &[u8]) -> Option<(&[u8], &[u8])> {
-    let r = trim_start(rest);
-    let end = r
-        .iter()
-        .position(|c| c.is_ascii_whitespace())
-        .unwrap_or(r.len());
-    let tok = &r[..end];
+    let (tok, after) = first_word(rest);
     if tok.len() < 2 || tok.last() != Some(&b':') {
         return None;
     }
@@ -205,7 +195,7 @@ pub fn split_event(rest: &[u8]) -> Option<(&[u8], &[u8])> {
     {
         return None;
     }
-    Some((name, trim(&r[end..])))
+    Some((name, trim(after)))
 }
 
 #[cfg(test)]
