@@ -188,6 +188,12 @@ impl DeviceRequests {
                 self.merges.add(op, 1);
                 self.iostat.merged(e.ts, op);
                 if e.action == Action::RqMerge {
+                    // The scheduler merged this request into another: it
+                    // will never complete, and the kernel ends its
+                    // accounting here (blk_account_io_merge_request).
+                    if self.requests.remove(&e.sector).is_some() {
+                        self.iostat.io_ended(e.ts);
+                    }
                     return;
                 }
                 self.pending.remove(&e.sector);
@@ -381,5 +387,53 @@ impl DeviceStack {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Comm, Dev};
+
+    fn ev(ts: u64, action: Action, sector: u64, sectors: u32) -> BlockEvent {
+        BlockEvent {
+            ts,
+            dev: Dev::new(8, 0),
+            action,
+            rwbs: Rwbs(Rwbs::WRITE),
+            sector,
+            bytes: sectors * 512,
+            pid: 1,
+            cpu: 0,
+            error: 0,
+            comm: Comm::default(),
+            passthrough: false,
+            extra: Extra::None,
+        }
+    }
+
+    #[test]
+    fn scheduler_merge_ends_the_absorbed_request() {
+        let mut d = DeviceRequests::new(0, 1_000_000_000);
+        for e in [
+            ev(10, Action::Queue, 0, 8),
+            ev(11, Action::GetRq, 0, 8),
+            ev(12, Action::Insert, 0, 8),
+            ev(20, Action::Queue, 8, 8),
+            ev(21, Action::GetRq, 8, 8),
+            ev(22, Action::Insert, 8, 8),
+            // The second request is merged into the first in the scheduler.
+            ev(30, Action::RqMerge, 8, 8),
+            ev(40, Action::Issue, 0, 16),
+            ev(100, Action::Complete, 0, 16),
+        ] {
+            d.add(&e, None);
+        }
+        assert_eq!(d.in_flight(), 0, "nothing left in flight");
+        assert_eq!(d.completed.write, 1);
+        assert_eq!(d.merges.write, 1);
+        let t = d.iostat.total(1_000_000_000);
+        // Busy from the first request's start to its completion.
+        assert!((t.util - 100.0 * 89.0 / 1e9).abs() < 1e-9, "{}", t.util);
     }
 }
