@@ -3,11 +3,14 @@
 
 pub mod blktrace_bin;
 pub mod block_text;
+pub mod capture_dir;
 pub mod merge;
 pub mod reader;
+pub mod ring_buffer;
 pub mod source;
 pub mod text_line;
 pub mod text_source;
+pub mod tracefs_format;
 
 pub use merge::Merger;
 pub use source::{warnings_for, InputError, Source, SourceStats};
@@ -120,6 +123,11 @@ pub fn open_inputs(paths: &[PathBuf]) -> Result<Vec<Box<dyn Source>>, InputError
     let mut sources = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for p in paths {
+        // A capture directory of `iosleuth record`.
+        if p.join(capture_dir::MANIFEST).exists() {
+            sources.extend(capture_dir::open_capture(p)?);
+            continue;
+        }
         for f in expand(p)? {
             if seen.insert(f.clone()) {
                 let meta = std::fs::metadata(&f)
