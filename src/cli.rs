@@ -58,12 +58,21 @@ enum Cmd {
         inputs: Vec<PathBuf>,
     },
     /// Record block events with the kernel's `blk` tracer while a command runs.
+    /// Record kernel events around a workload: tracepoints through a private
+    /// tracefs instance into a capture directory (default), or the kernel's
+    /// `blk` tracer into one file (`--blk DEV`).
     Record {
-        /// Output file.
-        #[arg(short, long)]
-        output: PathBuf,
-        /// Block devices to trace with the blk tracer (loop0, /dev/loop0 or 7,0).
-        #[arg(long = "blk", required = true)]
+        /// Output: a capture directory, or a file with --blk.
+        #[arg(short, long, required_unless_present = "list_events")]
+        output: Option<PathBuf>,
+        /// Event sets, comma-separated (see --list-events), or `all`.
+        #[arg(long, default_value = "all")]
+        events: String,
+        /// List the event sets and their tracepoints, and exit.
+        #[arg(long)]
+        list_events: bool,
+        /// Trace these block devices with the blk tracer instead (loop0, /dev/loop0 or 7,0).
+        #[arg(long = "blk")]
         blk: Vec<String>,
         /// Write the tracer's text lines instead of binary records.
         #[arg(long)]
@@ -132,12 +141,30 @@ pub fn main() -> i32 {
         Cmd::Export { blktrace, inputs } => cmd_export(&blktrace, &inputs),
         Cmd::Record {
             output,
+            events,
+            list_events,
             blk,
             text,
             buffer_kb,
             duration,
             command,
-        } => cmd_record(&output, &blk, text, buffer_kb, duration, &command),
+        } => {
+            if list_events {
+                for (set, evs) in crate::capture::recorder::EVENT_SETS {
+                    println!("{set}:");
+                    for e in *evs {
+                        println!("  {e}");
+                    }
+                }
+                return 0;
+            }
+            let output = output.expect("clap requires --output");
+            if blk.is_empty() {
+                cmd_record_capture(&output, &events, buffer_kb, duration, &command)
+            } else {
+                cmd_record(&output, &blk, text, buffer_kb, duration, &command)
+            }
+        }
     }
 }
 
@@ -312,6 +339,73 @@ fn cmd_record(
             return EXIT_BAD_INPUT;
         }
     };
+    let status = run_workload(duration, command);
+    match session.stop() {
+        Ok(bytes) => eprintln!("iosleuth: wrote {bytes} bytes to {}", output.display()),
+        Err(e) => {
+            eprintln!("iosleuth: {e}");
+            return 1;
+        }
+    }
+    status
+}
+
+fn cmd_record_capture(
+    output: &std::path::Path,
+    sets: &str,
+    buffer_kb: u64,
+    duration: Option<f64>,
+    command: &[String],
+) -> i32 {
+    use crate::capture::recorder::{expand_sets, RecordOptions, Recorder};
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("iosleuth: recording needs root (tracefs is root-only): run it with sudo");
+        return EXIT_BAD_INPUT;
+    }
+    let events = match expand_sets(sets) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("iosleuth: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    install_signal_handlers();
+    let opts = RecordOptions {
+        events,
+        buffer_kb,
+        clock: "mono".into(),
+    };
+    let rec = match Recorder::start(&opts, output) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("iosleuth: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    if !rec.missing.is_empty() {
+        eprintln!(
+            "iosleuth: this kernel lacks {} of the requested events; skipped: {}",
+            rec.missing.len(),
+            rec.missing.join(", ")
+        );
+    }
+    let status = run_workload(duration, command);
+    match rec.stop() {
+        Ok(bytes) => eprintln!(
+            "iosleuth: wrote {bytes} bytes of trace to {}",
+            output.display()
+        ),
+        Err(e) => {
+            eprintln!("iosleuth: {e}");
+            return 1;
+        }
+    }
+    status
+}
+
+/// Runs the workload in its own process group (killed on Ctrl-C), or waits
+/// for `duration` or Ctrl-C. Returns the exit status to report.
+fn run_workload(duration: Option<f64>, command: &[String]) -> i32 {
     let mut status = 0;
     if !command.is_empty() {
         use std::os::unix::process::CommandExt;
@@ -351,13 +445,6 @@ fn cmd_record(
             && end.is_none_or(|e| std::time::Instant::now() < e)
         {
             std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-    }
-    match session.stop() {
-        Ok(bytes) => eprintln!("iosleuth: wrote {bytes} bytes to {}", output.display()),
-        Err(e) => {
-            eprintln!("iosleuth: {e}");
-            return 1;
         }
     }
     status

@@ -3,4 +3,5 @@
 pub mod blk_tracer;
 pub mod instance;
 pub mod pipe;
+pub mod recorder;
 pub mod tracefs;

@@ -1,0 +1,326 @@
+//! Records tracepoints through a private tracefs instance
+//! (`instances/iosleuth-PID-N`), reading every CPU's `trace_pipe_raw`
+//! (binary ring-buffer pages) on its own thread. The capture directory
+//! carries the kernel's format files, so it decodes anywhere.
+//!
+//! Everything is undone when the recorder stops or is dropped: events are
+//! disabled and the instance removed.
+
+use super::pipe::PipeReader;
+use super::tracefs::{CaptureError, Tracefs};
+use crate::ingest::capture_dir::MANIFEST;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+/// The event sets of `iosleuth record --events`.
+pub const EVENT_SETS: &[(&str, &[&str])] = &[
+    (
+        "block",
+        &[
+            "block/block_bio_queue",
+            "block/block_bio_backmerge",
+            "block/block_bio_frontmerge",
+            "block/block_getrq",
+            "block/block_rq_insert",
+            "block/block_rq_issue",
+            "block/block_rq_complete",
+            "block/block_rq_requeue",
+            "block/block_rq_merge",
+            "block/block_rq_error",
+            "block/block_bio_remap",
+            "block/block_rq_remap",
+            "block/block_split",
+            "block/block_plug",
+            "block/block_unplug",
+            "block/block_bio_complete",
+            "block/block_io_start",
+            "block/block_io_done",
+        ],
+    ),
+    (
+        "fs",
+        &[
+            "ext4/ext4_sync_file_enter",
+            "ext4/ext4_sync_file_exit",
+            "ext4/ext4_writepages",
+            "ext4/ext4_writepages_result",
+            "ext4/ext4_da_write_begin",
+            "ext4/ext4_da_write_end",
+            "jbd2/jbd2_handle_start",
+            "jbd2/jbd2_handle_stats",
+            "jbd2/jbd2_start_commit",
+            "jbd2/jbd2_commit_locking",
+            "jbd2/jbd2_commit_flushing",
+            "jbd2/jbd2_commit_logging",
+            "jbd2/jbd2_end_commit",
+            "jbd2/jbd2_run_stats",
+            "jbd2/jbd2_checkpoint",
+            "jbd2/jbd2_checkpoint_stats",
+            "jbd2/jbd2_update_log_tail",
+            "jbd2/jbd2_lock_buffer_stall",
+            "xfs/xfs_log_force",
+        ],
+    ),
+    (
+        "writeback",
+        &[
+            "writeback/balance_dirty_pages",
+            "writeback/writeback_queue",
+            "writeback/writeback_written",
+            "wbt/wbt_stat",
+            "wbt/wbt_lat",
+            "wbt/wbt_step",
+            "wbt/wbt_timer",
+        ],
+    ),
+    (
+        "sched",
+        &[
+            "sched/sched_switch",
+            "sched/sched_waking",
+            "sched/sched_wakeup",
+            "sched/sched_wakeup_new",
+            "sched/sched_migrate_task",
+            "sched/sched_process_exit",
+            "sched/sched_process_fork",
+        ],
+    ),
+    (
+        "irq",
+        &[
+            "irq/irq_handler_entry",
+            "irq/irq_handler_exit",
+            "irq/softirq_raise",
+            "irq/softirq_entry",
+            "irq/softirq_exit",
+        ],
+    ),
+    (
+        "workqueue",
+        &[
+            "workqueue/workqueue_queue_work",
+            "workqueue/workqueue_activate_work",
+            "workqueue/workqueue_execute_start",
+            "workqueue/workqueue_execute_end",
+        ],
+    ),
+    (
+        "syscalls",
+        &[
+            "syscalls/sys_enter_read",
+            "syscalls/sys_exit_read",
+            "syscalls/sys_enter_write",
+            "syscalls/sys_exit_write",
+            "syscalls/sys_enter_pread64",
+            "syscalls/sys_exit_pread64",
+            "syscalls/sys_enter_pwrite64",
+            "syscalls/sys_exit_pwrite64",
+            "syscalls/sys_enter_readv",
+            "syscalls/sys_exit_readv",
+            "syscalls/sys_enter_writev",
+            "syscalls/sys_exit_writev",
+            "syscalls/sys_enter_openat",
+            "syscalls/sys_exit_openat",
+            "syscalls/sys_enter_fsync",
+            "syscalls/sys_exit_fsync",
+            "syscalls/sys_enter_fdatasync",
+            "syscalls/sys_exit_fdatasync",
+            "syscalls/sys_enter_sync_file_range",
+            "syscalls/sys_exit_sync_file_range",
+            "syscalls/sys_enter_io_submit",
+            "syscalls/sys_exit_io_submit",
+            "syscalls/sys_enter_io_uring_enter",
+            "syscalls/sys_exit_io_uring_enter",
+        ],
+    ),
+];
+
+/// Expands set names (`block,sched`, or `all`) into tracepoints.
+pub fn expand_sets(sets: &str) -> Result<Vec<&'static str>, String> {
+    let mut out = Vec::new();
+    for s in sets.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if s == "all" {
+            out.extend(EVENT_SETS.iter().flat_map(|(_, e)| e.iter().copied()));
+            continue;
+        }
+        match EVENT_SETS.iter().find(|(n, _)| *n == s) {
+            Some((_, evs)) => out.extend(evs.iter().copied()),
+            None => {
+                let names: Vec<&str> = EVENT_SETS.iter().map(|(n, _)| *n).collect();
+                return Err(format!(
+                    "unknown event set {s:?} (known: {}, all)",
+                    names.join(", ")
+                ));
+            }
+        }
+    }
+    out.dedup();
+    Ok(out)
+}
+
+pub struct RecordOptions {
+    pub events: Vec<&'static str>,
+    pub buffer_kb: u64,
+    pub clock: String,
+}
+
+pub struct Recorder {
+    instance: PathBuf,
+    out: PathBuf,
+    readers: Vec<(u32, PipeReader)>,
+    enabled: Vec<&'static str>,
+    pub missing: Vec<&'static str>,
+    clock: String,
+    stopped: bool,
+    tracefs: Tracefs,
+}
+
+fn write(p: &Path, v: &str) -> Result<(), CaptureError> {
+    std::fs::write(p, v)
+        .map_err(|e| CaptureError(format!("cannot write {v:?} to {}: {e}", p.display())))
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+impl Recorder {
+    pub fn start(opts: &RecordOptions, out: &Path) -> Result<Recorder, CaptureError> {
+        let tracefs = Tracefs::open()?;
+        std::fs::create_dir_all(out.join("formats/events"))
+            .map_err(|e| CaptureError(format!("cannot create {}: {e}", out.display())))?;
+        let instance = tracefs.path(&format!(
+            "instances/iosleuth-{}-{}",
+            std::process::id(),
+            unique()
+        ));
+        std::fs::create_dir(&instance)
+            .map_err(|e| CaptureError(format!("cannot create {}: {e}", instance.display())))?;
+        let mut r = Recorder {
+            instance,
+            out: out.to_path_buf(),
+            readers: Vec::new(),
+            enabled: Vec::new(),
+            missing: Vec::new(),
+            clock: opts.clock.clone(),
+            stopped: false,
+            tracefs,
+        };
+        let i = r.instance.clone();
+        write(&i.join("tracing_on"), "0")?;
+        write(&i.join("trace_clock"), &opts.clock)?;
+        write(&i.join("buffer_size_kb"), &opts.buffer_kb.to_string())?;
+        for (src, dst) in [
+            ("events/header_page", "formats/header_page"),
+            ("events/header_event", "formats/header_event"),
+        ] {
+            std::fs::copy(r.tracefs.path(src), out.join(dst))
+                .map_err(|e| CaptureError(format!("cannot copy {src}: {e}")))?;
+        }
+        for ev in &opts.events {
+            let dir = i.join("events").join(ev);
+            if !dir.join("enable").exists() {
+                r.missing.push(ev);
+                continue;
+            }
+            write(&dir.join("enable"), "1")?;
+            r.enabled.push(ev);
+            let fdir = out.join("formats/events").join(ev);
+            std::fs::create_dir_all(&fdir)?;
+            std::fs::copy(dir.join("format"), fdir.join("format"))?;
+        }
+        if r.enabled.is_empty() {
+            return Err(CaptureError(
+                "none of the requested events exists on this kernel".into(),
+            ));
+        }
+        let mut cpus: Vec<u32> = std::fs::read_dir(i.join("per_cpu"))?
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.strip_prefix("cpu")?.parse().ok())
+            .collect();
+        cpus.sort();
+        for cpu in cpus {
+            let file = File::create(out.join(format!("cpu{cpu}.raw")))?;
+            let reader =
+                PipeReader::spawn(&i.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")), file)?;
+            r.readers.push((cpu, reader));
+        }
+        write(&i.join("tracing_on"), "1")?;
+        Ok(r)
+    }
+
+    /// Stops tracing, drains every CPU, writes the manifest and removes the
+    /// instance. Returns the bytes recorded.
+    pub fn stop(mut self) -> Result<u64, CaptureError> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<u64, CaptureError> {
+        if self.stopped {
+            return Ok(0);
+        }
+        self.stopped = true;
+        let _ = write(&self.instance.join("tracing_on"), "0");
+        let mut bytes = 0;
+        let mut result = Ok(());
+        for (_, r) in &mut self.readers {
+            match r.finish() {
+                Ok(n) => bytes += n,
+                Err(e) => result = Err(CaptureError(format!("reading trace_pipe_raw: {e}"))),
+            }
+        }
+        // Ring-buffer losses, per CPU, before the instance goes away.
+        let mut stats = serde_json::Map::new();
+        for (cpu, _) in &self.readers {
+            if let Ok(t) =
+                std::fs::read_to_string(self.instance.join(format!("per_cpu/cpu{cpu}/stats")))
+            {
+                let mut m = serde_json::Map::new();
+                for line in t.lines() {
+                    if let Some((k, v)) = line.split_once(':') {
+                        if let Ok(n) = v.trim().parse::<f64>() {
+                            m.insert(k.trim().to_string(), serde_json::json!(n));
+                        }
+                    }
+                }
+                stats.insert(cpu.to_string(), serde_json::Value::Object(m));
+            }
+        }
+        let _ = write(&self.instance.join("events/enable"), "0");
+        let removed = std::fs::remove_dir(&self.instance);
+        let manifest = serde_json::json!({
+            "format": "iosleuth-capture",
+            "version": 1,
+            "page_size": page_size(),
+            "clock": self.clock,
+            "cpus": self.readers.iter().map(|(c, _)| c).collect::<Vec<_>>(),
+            "events": self.enabled,
+            "missing_events": self.missing,
+            "ring_buffer_stats": stats,
+        });
+        std::fs::write(
+            self.out.join(MANIFEST),
+            serde_json::to_string_pretty(&manifest).unwrap_or_default(),
+        )?;
+        removed
+            .map_err(|e| CaptureError(format!("cannot remove {}: {e}", self.instance.display())))?;
+        result.map(|_| bytes)
+    }
+}
+
+fn page_size() -> usize {
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 {
+        n as usize
+    } else {
+        4096
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
