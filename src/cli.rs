@@ -63,8 +63,12 @@ enum Cmd {
     /// `blk` tracer into one file (`--blk DEV`).
     Record {
         /// Output: a capture directory, or a file with --blk.
-        #[arg(short, long, required_unless_present = "list_events")]
+        #[arg(short, long, required_unless_present_any = ["list_events", "cleanup"])]
         output: Option<PathBuf>,
+        /// Undo what killed iosleuth sessions left behind (instances,
+        /// tracer settings), and exit. Every recording does this first.
+        #[arg(long)]
+        cleanup: bool,
         /// Event sets, comma-separated (see --list-events), or `all`.
         #[arg(long, default_value = "all")]
         events: String,
@@ -143,6 +147,7 @@ pub fn main() -> i32 {
             output,
             events,
             list_events,
+            cleanup,
             blk,
             text,
             buffer_kb,
@@ -157,6 +162,19 @@ pub fn main() -> i32 {
                     }
                 }
                 return 0;
+            }
+            // First thing: a signal during setup must still end in a clean stop.
+            install_signal_handlers();
+            if cleanup || unsafe { libc::geteuid() } == 0 {
+                let root = crate::capture::tracefs::Tracefs::open().ok();
+                for line in
+                    crate::capture::journal::cleanup_stale(root.as_ref().map(|t| t.root.as_path()))
+                {
+                    eprintln!("iosleuth: cleanup: {line}");
+                }
+                if cleanup {
+                    return 0;
+                }
             }
             let output = output.expect("clap requires --output");
             if blk.is_empty() {
@@ -407,12 +425,22 @@ fn cmd_record_capture(
 /// for `duration` or Ctrl-C. Returns the exit status to report.
 fn run_workload(duration: Option<f64>, command: &[String]) -> i32 {
     let mut status = 0;
+    if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        return 130;
+    }
     if !command.is_empty() {
         use std::os::unix::process::CommandExt;
-        let child = std::process::Command::new(&command[0])
-            .args(&command[1..])
-            .process_group(0)
-            .spawn();
+        let mut cmd = std::process::Command::new(&command[0]);
+        cmd.args(&command[1..]).process_group(0);
+        // SAFETY: prctl is async-signal-safe; it runs in the child between
+        // fork and exec. The workload dies with iosleuth even on SIGKILL.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = cmd.spawn();
         match child {
             Ok(mut c) => loop {
                 match c.try_wait() {

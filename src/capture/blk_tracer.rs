@@ -5,6 +5,7 @@
 //! the global tracing lock, and every knob it touches is restored when the
 //! session ends or is dropped.
 
+use super::journal::Journal;
 use super::pipe::PipeReader;
 use super::tracefs::{CaptureError, GlobalLock, Knob, Tracefs};
 use std::fs::File;
@@ -36,6 +37,7 @@ pub struct BlkTracerSession {
     // order, so the knobs are listed last-set first).
     knobs: Vec<Knob>,
     reader: PipeReader,
+    journal: Journal,
     output: PathBuf,
     /// Text output names its tasks itself.
     output_binary_names_done: bool,
@@ -65,16 +67,34 @@ impl BlkTracerSession {
                 "the kernel has no `blk` tracer (it needs CONFIG_BLK_DEV_IO_TRACE)".into(),
             ));
         }
+        let mut journal = Journal::new();
         let mut knobs = Vec::new();
-        knobs.push(Knob::set(t("tracing_on"), "0")?);
-        knobs.push(Knob::set(t("current_tracer"), "nop")?);
-        knobs.push(Knob::set(t("trace_clock"), &opts.clock)?);
-        knobs.push(Knob::set(t("buffer_size_kb"), &opts.buffer_kb.to_string())?);
-        knobs.push(Knob::set(
+        knobs.push(Knob::set_recorded(t("tracing_on"), "0", &mut journal)?);
+        knobs.push(Knob::set_recorded(
+            t("current_tracer"),
+            "nop",
+            &mut journal,
+        )?);
+        knobs.push(Knob::set_recorded(
+            t("trace_clock"),
+            &opts.clock,
+            &mut journal,
+        )?);
+        knobs.push(Knob::set_recorded(
+            t("buffer_size_kb"),
+            &opts.buffer_kb.to_string(),
+            &mut journal,
+        )?);
+        knobs.push(Knob::set_recorded(
             t("options/bin"),
             if opts.binary { "1" } else { "0" },
+            &mut journal,
         )?);
-        knobs.push(Knob::set(t("options/context-info"), "1")?);
+        knobs.push(Knob::set_recorded(
+            t("options/context-info"),
+            "1",
+            &mut journal,
+        )?);
         for d in &opts.devices {
             let trace_dir = Path::new("/sys/block").join(d).join("trace");
             if !trace_dir.exists() {
@@ -85,19 +105,28 @@ impl BlkTracerSession {
             }
             // Only `enable`: writing the other attributes after it is turned
             // off again would set blk_trace up anew and leave it behind.
-            knobs.push(Knob::set(trace_dir.join("enable"), "1")?);
+            knobs.push(Knob::set_recorded(
+                trace_dir.join("enable"),
+                "1",
+                &mut journal,
+            )?);
         }
-        knobs.push(Knob::set(t("current_tracer"), "blk")?);
+        knobs.push(Knob::set_recorded(
+            t("current_tracer"),
+            "blk",
+            &mut journal,
+        )?);
         std::fs::write(t("trace"), "")?;
 
         let out = File::create(output)
             .map_err(|e| CaptureError(format!("cannot create {}: {e}", output.display())))?;
         let reader = PipeReader::spawn(&t("trace_pipe"), out)?;
-        knobs.push(Knob::set(t("tracing_on"), "1")?);
+        knobs.push(Knob::set_recorded(t("tracing_on"), "1", &mut journal)?);
         knobs.reverse();
         Ok(BlkTracerSession {
             knobs,
             reader,
+            journal,
             output: output.to_path_buf(),
             output_binary_names_done: !opts.binary,
             _tracefs: tracefs,
@@ -129,6 +158,7 @@ impl BlkTracerSession {
         for k in self.knobs.drain(..) {
             k.restore()?;
         }
+        self.journal.close();
         Ok(written + names)
     }
 

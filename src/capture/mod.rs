@@ -2,6 +2,7 @@
 
 pub mod blk_tracer;
 pub mod instance;
+pub mod journal;
 pub mod pipe;
 pub mod recorder;
 pub mod tracefs;

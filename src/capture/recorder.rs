@@ -6,6 +6,7 @@
 //! Everything is undone when the recorder stops or is dropped: events are
 //! disabled and the instance removed.
 
+use super::journal::{remove_instance, Journal};
 use super::pipe::PipeReader;
 use super::tracefs::{CaptureError, Tracefs};
 use crate::ingest::capture_dir::MANIFEST;
@@ -172,6 +173,7 @@ pub struct Recorder {
     pub missing: Vec<&'static str>,
     clock: String,
     stopped: bool,
+    journal: Journal,
     tracefs: Tracefs,
 }
 
@@ -196,6 +198,8 @@ impl Recorder {
             std::process::id(),
             unique()
         ));
+        let mut journal = Journal::new();
+        journal.record_instance(&instance);
         std::fs::create_dir(&instance)
             .map_err(|e| CaptureError(format!("cannot create {}: {e}", instance.display())))?;
         let mut r = Recorder {
@@ -206,6 +210,7 @@ impl Recorder {
             missing: Vec::new(),
             clock: opts.clock.clone(),
             stopped: false,
+            journal,
             tracefs,
         };
         let i = r.instance.clone();
@@ -288,8 +293,10 @@ impl Recorder {
                 stats.insert(cpu.to_string(), serde_json::Value::Object(m));
             }
         }
-        let _ = write(&self.instance.join("events/enable"), "0");
-        let removed = std::fs::remove_dir(&self.instance);
+        let removed = remove_instance(&self.instance);
+        if removed.is_ok() {
+            self.journal.close();
+        }
         let manifest = serde_json::json!({
             "format": "iosleuth-capture",
             "version": 1,

@@ -115,6 +115,20 @@ impl Knob {
         })
     }
 
+    /// Like `set`, writing the original value into `journal` first, so
+    /// that a killed session can be undone.
+    pub fn set_recorded(
+        path: impl Into<PathBuf>,
+        value: &str,
+        journal: &mut super::journal::Journal,
+    ) -> Result<Knob, CaptureError> {
+        let path = path.into();
+        let raw = fs::read_to_string(&path)
+            .map_err(|e| CaptureError(format!("cannot read {}: {e}", path.display())))?;
+        journal.record_knob(&path, &current_value(&raw));
+        Knob::set(path, value)
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -143,6 +157,20 @@ pub struct GlobalLock {
 }
 
 impl GlobalLock {
+    /// The lock if nobody holds it now.
+    pub fn try_acquire() -> Option<GlobalLock> {
+        use std::os::unix::io::AsRawFd;
+        let path = std::env::temp_dir().join("iosleuth-global-tracing.lock");
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .ok()?;
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        (rc == 0).then_some(GlobalLock { _file: file })
+    }
+
     pub fn acquire() -> Result<GlobalLock, CaptureError> {
         use std::os::unix::io::AsRawFd;
         let path = std::env::temp_dir().join("iosleuth-global-tracing.lock");

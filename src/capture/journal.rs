@@ -1,0 +1,160 @@
+//! What a recording session changed, written down before it changes it,
+//! so that a session killed with SIGKILL can be undone by the next one
+//! (`iosleuth record --cleanup`, also run at the start of every record).
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Journal {
+    pub pid: u32,
+    /// A private instance to remove.
+    pub instance: Option<PathBuf>,
+    /// Files and their original values, in the order they were changed.
+    pub knobs: Vec<(PathBuf, String)>,
+    #[serde(skip)]
+    file: Option<PathBuf>,
+}
+
+fn dir() -> PathBuf {
+    let run = Path::new("/run");
+    if run.is_dir() {
+        run.join("iosleuth")
+    } else {
+        std::env::temp_dir().join("iosleuth-journal")
+    }
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+fn alive(pid: u32) -> bool {
+    // Signal 0 checks existence; EPERM still means it exists.
+    let r = unsafe { libc::kill(pid as i32, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+impl Journal {
+    pub fn new() -> Journal {
+        let d = dir();
+        let _ = std::fs::create_dir_all(&d);
+        Journal {
+            pid: std::process::id(),
+            instance: None,
+            knobs: Vec::new(),
+            file: Some(d.join(format!("{}-{}.json", std::process::id(), unique()))),
+        }
+    }
+
+    /// Persists the journal (called before each change it records).
+    pub fn save(&self) {
+        if let Some(f) = &self.file {
+            if let Ok(s) = serde_json::to_string(self) {
+                let tmp = f.with_extension("tmp");
+                if std::fs::write(&tmp, s).is_ok() {
+                    let _ = std::fs::rename(&tmp, f);
+                }
+            }
+        }
+    }
+
+    pub fn record_knob(&mut self, path: &Path, old: &str) {
+        self.knobs.push((path.to_path_buf(), old.to_string()));
+        self.save();
+    }
+
+    pub fn record_instance(&mut self, path: &Path) {
+        self.instance = Some(path.to_path_buf());
+        self.save();
+    }
+
+    /// The session ended cleanly: nothing to undo.
+    pub fn close(&mut self) {
+        if let Some(f) = self.file.take() {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
+impl Drop for Journal {
+    /// Dropped after the guards it records have restored their values
+    /// (declared before them, so dropped after): nothing is left to undo.
+    /// Only SIGKILL (or a power cut) leaves the file behind.
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Removes an instance: events off first, or the kernel refuses.
+pub fn remove_instance(dir: &Path) -> std::io::Result<()> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    let _ = std::fs::write(dir.join("tracing_on"), "0");
+    let _ = std::fs::write(dir.join("events/enable"), "0");
+    std::fs::remove_dir(dir)
+}
+
+/// Undoes what dead sessions left: restores their knobs (last change first)
+/// and removes their instances, including `iosleuth-PID-*` instances of
+/// dead processes that never got as far as a journal. Returns one line per
+/// thing undone.
+pub fn cleanup_stale(tracefs_root: Option<&Path>) -> Vec<String> {
+    let mut done = Vec::new();
+    // Knobs of the top-level instance may only be put back while no live
+    // session owns it.
+    let lock = super::tracefs::GlobalLock::try_acquire();
+    if let Ok(entries) = std::fs::read_dir(dir()) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.extension().is_none_or(|x| x != "json") {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&p) else {
+                continue;
+            };
+            let Ok(j) = serde_json::from_str::<Journal>(&text) else {
+                let _ = std::fs::remove_file(&p);
+                continue;
+            };
+            if alive(j.pid) || (!j.knobs.is_empty() && lock.is_none()) {
+                continue;
+            }
+            if let Some(inst) = &j.instance {
+                if inst.exists() && remove_instance(inst).is_ok() {
+                    done.push(format!(
+                        "removed instance {} of dead process {}",
+                        inst.display(),
+                        j.pid
+                    ));
+                }
+            }
+            for (knob, old) in j.knobs.iter().rev() {
+                if std::fs::write(knob, old).is_ok() {
+                    done.push(format!("restored {} to {old:?}", knob.display()));
+                }
+            }
+            let _ = std::fs::remove_file(&p);
+        }
+    }
+    if let Some(root) = tracefs_root {
+        if let Ok(entries) = std::fs::read_dir(root.join("instances")) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let Some(rest) = name.strip_prefix("iosleuth-") else {
+                    continue;
+                };
+                let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+                    continue;
+                };
+                if !alive(pid) && remove_instance(&e.path()).is_ok() {
+                    done.push(format!("removed stale instance {name}"));
+                }
+            }
+        }
+    }
+    done
+}
