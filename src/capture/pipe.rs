@@ -18,7 +18,14 @@ pub struct PipeReader {
 impl PipeReader {
     /// Opens `pipe` without blocking (so the thread can notice `stop`) and
     /// starts copying it into `out`.
-    pub fn spawn(pipe: &Path, mut out: File) -> std::io::Result<PipeReader> {
+    pub fn spawn(pipe: &Path, out: File) -> std::io::Result<PipeReader> {
+        Self::spawn_every(pipe, out, Duration::from_millis(5))
+    }
+
+    /// Like `spawn`, polling an empty pipe every `poll`. For raw ring-buffer
+    /// pages a longer period means fuller pages (each read takes the page
+    /// being filled); the buffer must hold `poll` worth of events.
+    pub fn spawn_every(pipe: &Path, mut out: File, poll: Duration) -> std::io::Result<PipeReader> {
         let mut pipe = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
@@ -49,7 +56,7 @@ impl PipeReader {
                         break;
                     }
                 }
-                std::thread::sleep(Duration::from_millis(5));
+                std::thread::sleep(poll);
             }
             out.flush()?;
             Ok(total)

@@ -248,9 +248,22 @@ impl Recorder {
         cpus.sort();
         for cpu in cpus {
             let file = File::create(out.join(format!("cpu{cpu}.raw")))?;
-            let reader =
-                PipeReader::spawn(&i.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")), file)?;
+            let reader = PipeReader::spawn_every(
+                &i.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")),
+                file,
+                std::time::Duration::from_millis(50),
+            )?;
             r.readers.push((cpu, reader));
+        }
+        // Do not trace ourselves: writing the capture would produce more
+        // events (syscalls, ext4, block) in a loop.
+        let notrace = i.join("set_event_notrace_pid");
+        if notrace.exists() {
+            let tids: Vec<String> = std::fs::read_dir("/proc/self/task")?
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            write(&notrace, &tids.join(" "))?;
         }
         write(&i.join("tracing_on"), "1")?;
         Ok(r)

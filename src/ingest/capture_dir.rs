@@ -235,14 +235,27 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
     for (cpu, path) in cpus {
         let f = std::fs::File::open(&path)
             .map_err(|e| InputError::new(&path, format!("cannot open: {e}")))?;
+        // The kernel's own per-CPU counters, read when recording stopped:
+        // the authoritative count of events lost on this CPU.
+        let counters = &manifest["ring_buffer_stats"][cpu.to_string()];
+        let lost = ["overrun", "dropped events"]
+            .iter()
+            .map(|k| counters[*k].as_f64().unwrap_or(0.0) as u64)
+            .sum::<u64>();
+        let mut stats = SourceStats::default();
+        if lost > 0 {
+            stats.lost_events = lost;
+            stats.lost_reports.push((None, lost));
+        }
         out.push(Box::new(RawCpuSource {
+            counted_by_kernel: lost > 0,
             path,
             cpu,
             input: Chunked::from_file(f),
             page_size,
             decoder: decoder.clone(),
             pending: std::collections::VecDeque::new(),
-            stats: SourceStats::default(),
+            stats,
             last_ts: None,
         }));
     }
@@ -251,6 +264,8 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
 
 /// The raw ring-buffer pages of one CPU.
 pub struct RawCpuSource {
+    /// The manifest already counted this CPU's losses.
+    counted_by_kernel: bool,
     path: PathBuf,
     cpu: u32,
     input: Chunked,
@@ -286,8 +301,13 @@ impl RawCpuSource {
         };
         if info.missed {
             let n = info.missed_count.unwrap_or(0);
-            self.stats.lost_events += n;
-            self.stats.lost_reports.push((Some(info.base_ts), n));
+            if self.counted_by_kernel {
+                // Already counted: keep only when it happened.
+                self.stats.lost_reports.push((Some(info.base_ts), n));
+            } else {
+                self.stats.lost_events += n.max(1);
+                self.stats.lost_reports.push((Some(info.base_ts), n.max(1)));
+            }
         }
         let mut recs = PageRecords::new(page, self.decoder.page, &info);
         for (ts, rec) in recs.by_ref() {
