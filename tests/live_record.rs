@@ -127,3 +127,55 @@ fn list_events() {
     }
     assert!(out.contains("block/block_rq_issue"));
 }
+
+#[test]
+fn lost_events_are_counted_and_reported() {
+    if !live() {
+        return;
+    }
+    let dir = tempdir();
+    let disk = LoopDevice::create(64, true).expect("loop device");
+    let cap = dir.path().join("cap");
+    // An 8 KiB ring buffer per CPU cannot hold 50 ms of every event set.
+    let mut rec = iosleuth();
+    rec.arg("record")
+        .arg("-o")
+        .arg(&cap)
+        .args(["--events", "all", "--buffer-kb", "8", "--"]);
+    rec.args([
+        "dd",
+        &format!("if={}", disk.path.display()),
+        "of=/dev/null",
+        "bs=4k",
+        "count=5000",
+        "iflag=direct",
+        "status=none",
+    ]);
+    run(&mut rec);
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cap.join("iosleuth-capture.json")).unwrap())
+            .unwrap();
+    let kernel_lost: f64 = manifest["ring_buffer_stats"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|c| c["overrun"].as_f64().unwrap_or(0.0) + c["dropped events"].as_f64().unwrap_or(0.0))
+        .sum();
+    assert!(kernel_lost > 0.0, "the tiny buffer overflowed: {manifest}");
+    let rep = json_report(&[&cap], &[]);
+    let ours: u64 = rep["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["lost_events"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        ours as f64, kernel_lost,
+        "the report counts what the kernel counted"
+    );
+    assert!(
+        rep["warnings"].to_string().contains("the kernel lost"),
+        "{}",
+        rep["warnings"]
+    );
+}
