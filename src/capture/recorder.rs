@@ -173,6 +173,7 @@ pub struct Recorder {
     pub missing: Vec<&'static str>,
     clock: String,
     stopped: bool,
+    own_tids: Vec<u32>,
     journal: Journal,
     tracefs: Tracefs,
 }
@@ -210,6 +211,7 @@ impl Recorder {
             missing: Vec::new(),
             clock: opts.clock.clone(),
             stopped: false,
+            own_tids: Vec::new(),
             journal,
             tracefs,
         };
@@ -255,16 +257,14 @@ impl Recorder {
             )?;
             r.readers.push((cpu, reader));
         }
-        // Do not trace ourselves: writing the capture would produce more
-        // events (syscalls, ext4, block) in a loop.
-        let notrace = i.join("set_event_notrace_pid");
-        if notrace.exists() {
-            let tids: Vec<String> = std::fs::read_dir("/proc/self/task")?
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect();
-            write(&notrace, &tids.join(" "))?;
-        }
+        // Writing the capture makes events of its own (syscalls, ext4,
+        // block); the decoder drops those of our threads by their ids. (A
+        // pid filter in the kernel would also drop interrupts that happen
+        // to arrive while our threads run, such as I/O completions.)
+        r.own_tids = std::fs::read_dir("/proc/self/task")?
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect();
         write(&i.join("tracing_on"), "1")?;
         Ok(r)
     }
@@ -318,6 +318,7 @@ impl Recorder {
             "cpus": self.readers.iter().map(|(c, _)| c).collect::<Vec<_>>(),
             "events": self.enabled,
             "missing_events": self.missing,
+            "recorder_tids": self.own_tids,
             "ring_buffer_stats": stats,
         });
         std::fs::write(

@@ -15,6 +15,9 @@ use std::sync::Arc;
 
 pub const MANIFEST: &str = "iosleuth-capture.json";
 
+static RECORDER_SELF: std::sync::LazyLock<Arc<str>> =
+    std::sync::LazyLock::new(|| "iosleuth:recorder_itself".into());
+
 #[derive(Debug, Clone, Default)]
 struct BlockFields {
     dev: Option<Field>,
@@ -42,6 +45,10 @@ pub struct Decoder {
     kinds: HashMap<u16, Kind>,
     common_type: Field,
     common_pid: Field,
+    common_flags: Option<Field>,
+    /// Threads of the recorder itself: their events in process context are
+    /// the recording's own footprint, not the workload's.
+    skip_tids: std::collections::HashSet<u32>,
     pub page: PageHeader,
 }
 
@@ -96,10 +103,15 @@ impl Decoder {
             };
             kinds.insert(f.id, kind);
         }
+        let common_flags = formats
+            .iter()
+            .find_map(|f| f.field("common_flags").cloned());
         Decoder {
             kinds,
             common_type,
             common_pid,
+            common_flags,
+            skip_tids: Default::default(),
             page,
         }
     }
@@ -108,6 +120,22 @@ impl Decoder {
     pub fn decode(&self, ts: u64, cpu: u32, rec: &[u8]) -> Option<Event> {
         let id = read_int(rec, &self.common_type)? as u16;
         let pid = read_int(rec, &self.common_pid)? as u32;
+        if self.skip_tids.contains(&pid) {
+            // trace_entry flags: hardirq 0x08, softirq 0x10, NMI 0x40.
+            let flags = self
+                .common_flags
+                .as_ref()
+                .and_then(|f| read_int(rec, f))
+                .unwrap_or(0);
+            if flags & (0x08 | 0x10 | 0x40) == 0 {
+                return Some(Event::Other(OtherEvent {
+                    ts,
+                    cpu,
+                    pid,
+                    name: RECORDER_SELF.clone(),
+                }));
+            }
+        }
         match self.kinds.get(&id)? {
             Kind::Other(name) => Some(Event::Other(OtherEvent {
                 ts,
@@ -213,7 +241,17 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
     .map_err(|e| InputError::new(&manifest_path, format!("not a capture manifest: {e}")))?;
     let page_size = manifest["page_size"].as_u64().unwrap_or(4096) as usize;
     let (formats, page) = load_formats(dir)?;
-    let decoder = Arc::new(Decoder::new(&formats, page));
+    let mut decoder = Decoder::new(&formats, page);
+    decoder.skip_tids = manifest["recorder_tids"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_u64())
+                .map(|v| v as u32)
+                .collect()
+        })
+        .unwrap_or_default();
+    let decoder = Arc::new(decoder);
     let mut cpus: Vec<(u32, PathBuf)> = std::fs::read_dir(dir)
         .map_err(|e| InputError::new(dir, format!("cannot list: {e}")))?
         .flatten()
