@@ -226,7 +226,11 @@ fn cmd_report(
         origin_ns: from_ns,
         end_ns: to_ns,
     };
-    let a = analyze(merged, &filter, cfg);
+    let mut a = analyze(merged, &filter, cfg);
+    a.snapshot = paths.iter().find_map(|p| {
+        let text = std::fs::read_to_string(p.join(crate::ingest::capture_dir::SNAPSHOT)).ok()?;
+        serde_json::from_str(&text).ok()
+    });
     if a.events == 0 {
         let what: Vec<String> = a
             .inputs
@@ -357,7 +361,7 @@ fn cmd_record(
             return EXIT_BAD_INPUT;
         }
     };
-    let status = run_workload(duration, command);
+    let status = run_workload(duration, command, &mut |_| {});
     match session.stop() {
         Ok(bytes) => eprintln!("iosleuth: wrote {bytes} bytes to {}", output.display()),
         Err(e) => {
@@ -407,7 +411,12 @@ fn cmd_record_capture(
             rec.missing.join(", ")
         );
     }
-    let status = run_workload(duration, command);
+    let mut rec = rec;
+    let status = run_workload(duration, command, &mut |pid| {
+        // Let the workload start its threads before sampling them.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        rec.note_workload(pid);
+    });
     match rec.stop() {
         Ok(bytes) => eprintln!(
             "iosleuth: wrote {bytes} bytes of trace to {}",
@@ -423,7 +432,7 @@ fn cmd_record_capture(
 
 /// Runs the workload in its own process group (killed on Ctrl-C), or waits
 /// for `duration` or Ctrl-C. Returns the exit status to report.
-fn run_workload(duration: Option<f64>, command: &[String]) -> i32 {
+fn run_workload(duration: Option<f64>, command: &[String], on_start: &mut dyn FnMut(u32)) -> i32 {
     let mut status = 0;
     if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
         return 130;
@@ -441,6 +450,9 @@ fn run_workload(duration: Option<f64>, command: &[String]) -> i32 {
             });
         }
         let child = cmd.spawn();
+        if let Ok(c) = &child {
+            on_start(c.id());
+        }
         match child {
             Ok(mut c) => loop {
                 match c.try_wait() {

@@ -43,6 +43,9 @@ pub struct Analysis {
     /// Events iosleuth does not analyse yet, by name.
     pub unknown_events: BTreeMap<String, u64>,
     pub warnings: Vec<String>,
+    /// The system snapshot of a capture (`{before, workload, after}`), when
+    /// the input carries one.
+    pub snapshot: Option<serde_json::Value>,
 }
 
 /// Runs every analysis over the merged stream.
@@ -115,5 +118,6 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
         block,
         unknown_events: unknown,
         warnings,
+        snapshot: None,
     }
 }

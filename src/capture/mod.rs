@@ -5,4 +5,5 @@ pub mod instance;
 pub mod journal;
 pub mod pipe;
 pub mod recorder;
+pub mod snapshot;
 pub mod tracefs;

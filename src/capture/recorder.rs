@@ -9,7 +9,7 @@
 use super::journal::{remove_instance, Journal};
 use super::pipe::PipeReader;
 use super::tracefs::{CaptureError, Tracefs};
-use crate::ingest::capture_dir::MANIFEST;
+use crate::ingest::capture_dir::{MANIFEST, SNAPSHOT};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -174,6 +174,8 @@ pub struct Recorder {
     clock: String,
     stopped: bool,
     own_tids: Vec<u32>,
+    snapshot_before: serde_json::Value,
+    workload: serde_json::Value,
     journal: Journal,
     tracefs: Tracefs,
 }
@@ -212,6 +214,8 @@ impl Recorder {
             clock: opts.clock.clone(),
             stopped: false,
             own_tids: Vec::new(),
+            snapshot_before: super::snapshot::take(),
+            workload: serde_json::Value::Null,
             journal,
             tracefs,
         };
@@ -269,6 +273,12 @@ impl Recorder {
         Ok(r)
     }
 
+    /// Samples the workload's threads (policy, priority, affinity) and its
+    /// cgroup while it runs.
+    pub fn note_workload(&mut self, pid: u32) {
+        self.workload = super::snapshot::workload(pid);
+    }
+
     /// Stops tracing, drains every CPU, writes the manifest and removes the
     /// instance. Returns the bytes recorded.
     pub fn stop(mut self) -> Result<u64, CaptureError> {
@@ -321,6 +331,15 @@ impl Recorder {
             "recorder_tids": self.own_tids,
             "ring_buffer_stats": stats,
         });
+        let snapshot = serde_json::json!({
+            "before": self.snapshot_before,
+            "workload": self.workload,
+            "after": super::snapshot::take(),
+        });
+        std::fs::write(
+            self.out.join(SNAPSHOT),
+            serde_json::to_string_pretty(&snapshot).unwrap_or_default(),
+        )?;
         std::fs::write(
             self.out.join(MANIFEST),
             serde_json::to_string_pretty(&manifest).unwrap_or_default(),

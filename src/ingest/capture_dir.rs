@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub const MANIFEST: &str = "iosleuth-capture.json";
+/// The system snapshot of a capture: `{before, workload, after}`.
+pub const SNAPSHOT: &str = "snapshot.json";
 
 static RECORDER_SELF: std::sync::LazyLock<Arc<str>> =
     std::sync::LazyLock::new(|| "iosleuth:recorder_itself".into());

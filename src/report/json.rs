@@ -23,6 +23,7 @@ pub fn to_value(a: &Analysis) -> Value {
         "unknown_events": a.unknown_events,
         "warnings": a.warnings,
         "findings": [],
+        "snapshot": a.snapshot,
     })
 }
 

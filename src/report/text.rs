@@ -204,6 +204,81 @@ fn device(out: &mut String, d: &DeviceSummary, interval_s: f64) {
     out.push('\n');
 }
 
+/// The settings that matter for the devices of this report.
+fn snapshot(out: &mut String, a: &Analysis) {
+    let Some(s) = &a.snapshot else { return };
+    let b = &s["before"];
+    let _ = writeln!(
+        out,
+        "==================== System (snapshot before the run) ====================\n"
+    );
+    if let Some(r) = b["kernel"]["release"].as_str() {
+        let _ = writeln!(
+            out,
+            "kernel {r}, CPUs {}",
+            b["cpus"]["online"].as_str().unwrap_or("?")
+        );
+    }
+    let devs = b["block_devices"].as_object();
+    for d in &a.block.devices {
+        let Some((name, info)) =
+            devs.and_then(|m| m.iter().find(|(_, v)| v["dev"] == d.device.as_str()))
+        else {
+            continue;
+        };
+        let q = &info["queue"];
+        let get = |k: &str| {
+            q[k].as_str()
+                .map(|v| crate::capture::tracefs::current_value(v))
+                .unwrap_or_else(|| "-".into())
+        };
+        let _ = writeln!(
+            out,
+            "{name} ({}): scheduler {}, nomerges {}, max_sectors_kb {}, read_ahead_kb {}, nr_requests {}, rotational {}, wbt_lat_usec {}, write_cache {}",
+            d.device,
+            get("scheduler"),
+            get("nomerges"),
+            get("max_sectors_kb"),
+            get("read_ahead_kb"),
+            get("nr_requests"),
+            get("rotational"),
+            get("wbt_lat_usec"),
+            get("write_cache")
+        );
+        for (k, label) in [("holders", "used by"), ("slaves", "built on")] {
+            if let Some(v) = info[k].as_array().filter(|v| !v.is_empty()) {
+                let list: Vec<&str> = v.iter().filter_map(|x| x.as_str()).collect();
+                let _ = writeln!(out, "  {label}: {}", list.join(", "));
+            }
+        }
+    }
+    let vm = &b["vm"];
+    let _ = writeln!(
+        out,
+        "vm.dirty_ratio {}, dirty_background_ratio {}, dirty_bytes {}; sched_rt_runtime_us {} of {}",
+        vm["dirty_ratio"].as_str().unwrap_or("-"),
+        vm["dirty_background_ratio"].as_str().unwrap_or("-"),
+        vm["dirty_bytes"].as_str().unwrap_or("-"),
+        b["sched"]["sched_rt_runtime_us"].as_str().unwrap_or("-"),
+        b["sched"]["sched_rt_period_us"].as_str().unwrap_or("-")
+    );
+    if let Some(ts) = s["workload"]["threads"].as_array() {
+        for t in ts {
+            let _ = writeln!(
+                out,
+                "workload thread {} {}: {} rt_priority {}, nice {}, CPUs {}",
+                t["tid"],
+                t["comm"].as_str().unwrap_or(""),
+                t["policy"].as_str().unwrap_or(""),
+                t["rt_priority"],
+                t["nice"],
+                t["cpus_allowed"].as_str().unwrap_or("?")
+            );
+        }
+    }
+    out.push('\n');
+}
+
 pub fn render(a: &Analysis) -> String {
     let mut out = String::new();
     let b = &a.block;
@@ -220,6 +295,7 @@ pub fn render(a: &Analysis) -> String {
         let _ = writeln!(out, "  {} ({}, {} events)", i.path, i.format, i.events);
     }
     out.push('\n');
+    snapshot(&mut out, a);
     if !b.stack.is_empty() {
         let _ = writeln!(out, "device stack (from remaps):");
         for chain in &b.stack {

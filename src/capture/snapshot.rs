@@ -1,0 +1,277 @@
+//! The settings the seed cases hinged on, read from /proc and /sys: block
+//! queue settings (nomerges, scheduler, …) and the device stack, mounts,
+//! journals, dirty-page limits, real-time throttling, thread policies and
+//! affinities, IRQ affinity, interrupt and disk counters, pressure, cgroup
+//! I/O limits. Unreadable files are simply absent: a snapshot never fails.
+
+use serde_json::{json, Map, Value};
+use std::fs;
+use std::path::Path;
+
+fn read(p: impl AsRef<Path>) -> Option<String> {
+    fs::read_to_string(p).ok().map(|s| s.trim_end().to_string())
+}
+
+fn names(dir: impl AsRef<Path>) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Every readable file of a directory (one level), as strings.
+fn files(dir: &Path) -> Map<String, Value> {
+    let mut m = Map::new();
+    for n in names(dir) {
+        let p = dir.join(&n);
+        if p.is_file() {
+            if let Some(v) = read(&p) {
+                m.insert(n, Value::String(v));
+            }
+        }
+    }
+    m
+}
+
+fn block_devices() -> Value {
+    let mut m = Map::new();
+    for name in names("/sys/block") {
+        let d = Path::new("/sys/block").join(&name);
+        m.insert(
+            name.clone(),
+            json!({
+                "dev": read(d.join("dev")).map(|s| s.replace(':', ",")),
+                "size_sectors": read(d.join("size")).and_then(|s| s.parse::<u64>().ok()),
+                "queue": files(&d.join("queue")),
+                "holders": names(d.join("holders")),
+                "slaves": names(d.join("slaves")),
+            }),
+        );
+    }
+    Value::Object(m)
+}
+
+fn mounts() -> Value {
+    let text = read("/proc/self/mounts").unwrap_or_default();
+    Value::Array(
+        text.lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() >= 4).then(
+                    || json!({"device": f[0], "mountpoint": f[1], "fstype": f[2], "options": f[3]}),
+                )
+            })
+            .collect(),
+    )
+}
+
+fn jbd2() -> Value {
+    let mut m = Map::new();
+    for j in names("/proc/fs/jbd2") {
+        if let Some(info) = read(Path::new("/proc/fs/jbd2").join(&j).join("info")) {
+            m.insert(j, Value::String(info));
+        }
+    }
+    Value::Object(m)
+}
+
+fn sysctls(dir: &str, prefix: &str) -> Value {
+    let mut m = Map::new();
+    for n in names(dir) {
+        if n.starts_with(prefix) {
+            if let Some(v) = read(Path::new(dir).join(&n)) {
+                m.insert(n, Value::String(v));
+            }
+        }
+    }
+    Value::Object(m)
+}
+
+/// Policy, RT priority, nice and allowed CPUs of one thread.
+fn thread(pid: u32, tid: u32) -> Option<Value> {
+    let base = Path::new("/proc")
+        .join(pid.to_string())
+        .join("task")
+        .join(tid.to_string());
+    let stat = read(base.join("stat"))?;
+    // The name is in parentheses and may hold spaces: split after it.
+    let close = stat.rfind(')')?;
+    let comm = &stat[stat.find('(')? + 1..close];
+    let rest: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+    // Fields after the name start at 3 (state); nice is 19, rt_priority 40,
+    // policy 41 (proc(5)).
+    let field = |n: usize| rest.get(n - 3).copied();
+    let status = read(base.join("status")).unwrap_or_default();
+    let cpus = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(str::trim);
+    let policy = match field(41).and_then(|p| p.parse::<u32>().ok()) {
+        Some(0) => "SCHED_OTHER",
+        Some(1) => "SCHED_FIFO",
+        Some(2) => "SCHED_RR",
+        Some(3) => "SCHED_BATCH",
+        Some(5) => "SCHED_IDLE",
+        Some(6) => "SCHED_DEADLINE",
+        _ => "unknown",
+    };
+    Some(json!({
+        "pid": pid,
+        "tid": tid,
+        "comm": comm,
+        "policy": policy,
+        "rt_priority": field(40).and_then(|v| v.parse::<u32>().ok()),
+        "nice": field(19).and_then(|v| v.parse::<i32>().ok()),
+        "cpus_allowed": cpus,
+    }))
+}
+
+fn threads_of(pid: u32) -> Vec<Value> {
+    names(format!("/proc/{pid}/task"))
+        .iter()
+        .filter_map(|t| t.parse().ok())
+        .filter_map(|tid| thread(pid, tid))
+        .collect()
+}
+
+/// Kernel threads: children of kthreadd (pid 2).
+fn kernel_threads() -> Value {
+    let mut out = Vec::new();
+    for p in names("/proc") {
+        let Ok(pid) = p.parse::<u32>() else { continue };
+        let Some(stat) = read(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        let ppid = stat[close + 1..]
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse::<u32>().ok());
+        if pid == 2 || ppid == Some(2) {
+            out.extend(threads_of(pid));
+        }
+    }
+    Value::Array(out)
+}
+
+fn irq_affinity() -> Value {
+    let mut m = Map::new();
+    for irq in names("/proc/irq") {
+        if let Some(a) = read(Path::new("/proc/irq").join(&irq).join("smp_affinity_list")) {
+            m.insert(irq, Value::String(a));
+        }
+    }
+    Value::Object(m)
+}
+
+/// The workload's cgroup and its I/O controls (cgroup v2).
+pub fn cgroup_of(pid: u32) -> Value {
+    let Some(cg) = read(format!("/proc/{pid}/cgroup")) else {
+        return Value::Null;
+    };
+    let path = cg
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(str::to_string);
+    let root = read("/proc/self/mounts").and_then(|m| {
+        m.lines().find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() > 2 && f[2] == "cgroup2").then(|| f[1].to_string())
+        })
+    });
+    let mut io = Map::new();
+    if let (Some(p), Some(r)) = (&path, &root) {
+        let dir = Path::new(r).join(p.trim_start_matches('/'));
+        for f in [
+            "io.max",
+            "io.latency",
+            "io.weight",
+            "io.pressure",
+            "io.stat",
+        ] {
+            if let Some(v) = read(dir.join(f)) {
+                io.insert(f.to_string(), Value::String(v));
+            }
+        }
+    }
+    json!({"cgroup": path, "cgroup2_mount": root, "io": io})
+}
+
+/// The workload's threads and cgroup, taken while it runs.
+pub fn workload(pid: u32) -> Value {
+    json!({"pid": pid, "threads": threads_of(pid), "cgroup": cgroup_of(pid)})
+}
+
+/// Everything, now.
+pub fn take() -> Value {
+    json!({
+        "taken_at_mono_ns": mono_ns(),
+        "kernel": {
+            "release": read("/proc/sys/kernel/osrelease"),
+            "version": read("/proc/sys/kernel/version"),
+            "cmdline": read("/proc/cmdline"),
+        },
+        "cpus": {
+            "online": read("/sys/devices/system/cpu/online"),
+            "model": read("/proc/cpuinfo").and_then(|c| c.lines().find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string()))),
+        },
+        "block_devices": block_devices(),
+        "mounts": mounts(),
+        "jbd2": jbd2(),
+        "vm": sysctls("/proc/sys/vm", "dirty"),
+        "sched": {
+            "sched_rt_runtime_us": read("/proc/sys/kernel/sched_rt_runtime_us"),
+            "sched_rt_period_us": read("/proc/sys/kernel/sched_rt_period_us"),
+            "features": read("/sys/kernel/debug/sched/features"),
+        },
+        "kernel_threads": kernel_threads(),
+        "irq_affinity": irq_affinity(),
+        "proc": {
+            "softirqs": read("/proc/softirqs"),
+            "interrupts": read("/proc/interrupts"),
+            "diskstats": read("/proc/diskstats"),
+            "pressure_io": read("/proc/pressure/io"),
+        },
+    })
+}
+
+fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_of_this_machine() {
+        let s = take();
+        assert!(s["kernel"]["release"]
+            .as_str()
+            .is_some_and(|r| !r.is_empty()));
+        // Every machine has at least one block device with queue settings.
+        let devs = s["block_devices"].as_object().unwrap();
+        assert!(
+            devs.values().any(|d| d["queue"]["nomerges"].is_string()),
+            "{devs:?}"
+        );
+        let me = workload(std::process::id());
+        assert!(me["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["policy"] == "SCHED_OTHER"));
+    }
+}
