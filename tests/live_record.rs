@@ -86,6 +86,37 @@ fn capture_matches_text_of_the_same_run() {
         .unwrap()
         .iter()
         .all(|i| i["lost_events"] == 0));
+    // The snapshot saw this device's settings and the workload's threads.
+    let snap = &a["snapshot"];
+    let q = &snap["before"]["block_devices"][disk.name.as_str()]["queue"];
+    assert!(
+        q["scheduler"].as_str().unwrap().contains("[mq-deadline]"),
+        "{q}"
+    );
+    assert_eq!(q["nomerges"], "0");
+    assert_eq!(
+        snap["before"]["block_devices"][disk.name.as_str()]["dev"],
+        dev.as_str()
+    );
+    let threads = snap["workload"]["threads"].as_array().unwrap();
+    assert!(
+        threads
+            .iter()
+            .any(|t| t["comm"] == "fio" && t["policy"] == "SCHED_OTHER"),
+        "{threads:?}"
+    );
+    assert!(snap["after"]["proc"]["diskstats"]
+        .as_str()
+        .unwrap()
+        .contains(&disk.name));
+    let text = run(iosleuth().arg("report").arg(&cap).args(["--device", &dev]));
+    assert!(
+        text.contains(&format!(
+            "{} ({dev}): scheduler mq-deadline, nomerges 0",
+            disk.name
+        )),
+        "{text}"
+    );
 }
 
 #[test]

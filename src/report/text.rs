@@ -229,7 +229,7 @@ fn snapshot(out: &mut String, a: &Analysis) {
         let q = &info["queue"];
         let get = |k: &str| {
             q[k].as_str()
-                .map(|v| crate::capture::tracefs::current_value(v))
+                .map(crate::capture::tracefs::current_value)
                 .unwrap_or_else(|| "-".into())
         };
         let _ = writeln!(
