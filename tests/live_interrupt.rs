@@ -61,8 +61,12 @@ fn interrupted_recordings_leave_nothing_behind() {
     if !live() {
         return;
     }
+    // Keep tracefs mounted for the whole test, so that the settings compared
+    // are readable even on a machine where it starts unmounted.
+    let _tracefs = iosleuth::capture::tracefs::Tracefs::open().expect("tracefs");
     let disk = LoopDevice::create(64, true).expect("loop device");
     let before = state(&disk.name);
+    assert!(!before["current_tracer"].is_empty(), "tracefs is readable");
     let seed = std::env::var("IOSLEUTH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -117,7 +121,11 @@ fn interrupted_recordings_leave_nothing_behind() {
         assert_eq!(state(&disk.name), before, "{what} (seed {seed})");
         // No journal of a dead session remains either.
         if let Ok(d) = std::fs::read_dir("/run/iosleuth") {
-            let left: Vec<_> = d.flatten().map(|e| e.file_name()).collect();
+            let left: Vec<_> = d
+                .flatten()
+                .map(|e| e.file_name())
+                .filter(|n| n.to_string_lossy().ends_with(".json"))
+                .collect();
             assert!(left.is_empty(), "{what}: journals left {left:?}");
         }
     }

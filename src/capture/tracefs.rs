@@ -26,31 +26,55 @@ impl From<io::Error> for CaptureError {
 }
 
 /// A mounted tracefs; unmounted on drop if iosleuth mounted it.
+/// A mounted tracefs. If iosleuth had to mount it, the last iosleuth user
+/// (in any process) unmounts it: every user holds a shared lock, and a
+/// marker says that iosleuth did the mount.
 pub struct Tracefs {
     pub root: PathBuf,
-    mounted_here: bool,
+    users: Option<fs::File>,
+}
+
+fn state_dir() -> PathBuf {
+    let run = Path::new("/run");
+    if run.is_dir() {
+        run.join("iosleuth")
+    } else {
+        std::env::temp_dir().join("iosleuth-journal")
+    }
+}
+
+fn flock(f: &fs::File, op: libc::c_int) -> bool {
+    use std::os::unix::io::AsRawFd;
+    unsafe { libc::flock(f.as_raw_fd(), op) == 0 }
+}
+
+fn find_mounted() -> Option<PathBuf> {
+    let root = PathBuf::from(DEFAULT_ROOT);
+    if root.join("trace").exists() {
+        return Some(root);
+    }
+    let mounts = fs::read_to_string("/proc/mounts").ok()?;
+    mounts.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() > 2 && f[2] == "tracefs" && Path::new(f[1]).join("trace").exists())
+            .then(|| PathBuf::from(f[1]))
+    })
 }
 
 impl Tracefs {
     /// Finds tracefs, mounting it at the standard place if it is not mounted.
     pub fn open() -> Result<Tracefs, CaptureError> {
-        let root = PathBuf::from(DEFAULT_ROOT);
-        if root.join("trace").exists() {
-            return Ok(Tracefs {
-                root,
-                mounted_here: false,
-            });
-        }
-        if let Ok(mounts) = fs::read_to_string("/proc/mounts") {
-            for l in mounts.lines() {
-                let f: Vec<&str> = l.split_whitespace().collect();
-                if f.len() > 2 && f[2] == "tracefs" && Path::new(f[1]).join("trace").exists() {
-                    return Ok(Tracefs {
-                        root: PathBuf::from(f[1]),
-                        mounted_here: false,
-                    });
-                }
-            }
+        let dir = state_dir();
+        let _ = fs::create_dir_all(&dir);
+        let users = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("tracefs-users.lock"))
+            .ok()
+            .filter(|f| flock(f, libc::LOCK_SH));
+        if let Some(root) = find_mounted() {
+            return Ok(Tracefs { root, users });
         }
         if unsafe { libc::geteuid() } != 0 {
             return Err(CaptureError(
@@ -60,8 +84,12 @@ impl Tracefs {
         let status = std::process::Command::new("mount")
             .args(["-t", "tracefs", "nodev", DEFAULT_ROOT])
             .status();
+        let root = PathBuf::from(DEFAULT_ROOT);
         match status {
-            Ok(s) if s.success() && root.join("trace").exists() => Ok(Tracefs { root, mounted_here: true }),
+            Ok(s) if s.success() && root.join("trace").exists() => {
+                let _ = fs::write(dir.join("tracefs-mounted-by-iosleuth"), DEFAULT_ROOT);
+                Ok(Tracefs { root, users })
+            }
             _ => Err(CaptureError(format!(
                 "tracefs is not available: mounting it at {DEFAULT_ROOT} failed (the kernel needs CONFIG_FTRACE; try `mount -t tracefs nodev {DEFAULT_ROOT}`)"
             ))),
@@ -75,10 +103,16 @@ impl Tracefs {
 
 impl Drop for Tracefs {
     fn drop(&mut self) {
-        if self.mounted_here {
+        let Some(users) = self.users.take() else {
+            return;
+        };
+        // The last user (exclusive lock granted at once) undoes our mount.
+        let marker = state_dir().join("tracefs-mounted-by-iosleuth");
+        if flock(&users, libc::LOCK_EX | libc::LOCK_NB) && marker.exists() {
             let _ = std::process::Command::new("umount")
                 .arg(&self.root)
                 .status();
+            let _ = fs::remove_file(marker);
         }
     }
 }
