@@ -210,3 +210,31 @@ fn lost_events_are_counted_and_reported() {
         rep["warnings"]
     );
 }
+
+#[test]
+fn without_root_one_clear_sentence_and_exit_2() {
+    if !live() {
+        return;
+    }
+    // Run iosleuth as `nobody`; the binary must be reachable by that user.
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_iosleuth"));
+    let copy = std::env::temp_dir().join(format!("iosleuth-nobody-{}", std::process::id()));
+    std::fs::copy(bin, &copy).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for args in [&["--events", "block"][..], &["--blk", "loop0"][..]] {
+        let o = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&copy)
+            .args(["record", "-o", "/tmp/iosleuth-never"])
+            .args(args)
+            .args(["--", "true"])
+            .output()
+            .expect("setpriv (util-linux)");
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("needs root") && err.contains("sudo"), "{err}");
+        assert_eq!(err.lines().count(), 1, "one sentence: {err}");
+    }
+    let _ = std::fs::remove_file(copy);
+}
