@@ -361,7 +361,7 @@ fn cmd_record(
             return EXIT_BAD_INPUT;
         }
     };
-    let status = run_workload(duration, command, &mut |_| {});
+    let status = run_workload(duration, command, &mut |_| {}, &|_| String::new());
     match session.stop() {
         Ok(bytes) => eprintln!("iosleuth: wrote {bytes} bytes to {}", output.display()),
         Err(e) => {
@@ -412,11 +412,20 @@ fn cmd_record_capture(
         );
     }
     let mut rec = rec;
-    let status = run_workload(duration, command, &mut |pid| {
-        // Let the workload start its threads before sampling them.
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        rec.note_workload(pid);
-    });
+    let mut workload = None;
+    let status = run_workload(
+        duration,
+        command,
+        &mut |pid| {
+            // Let the workload start its threads before sampling them.
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            workload = Some(crate::capture::snapshot::workload(pid));
+        },
+        &|t| rec.progress(t),
+    );
+    if let Some(w) = workload {
+        rec.set_workload(w);
+    }
     match rec.stop() {
         Ok(bytes) => eprintln!(
             "iosleuth: wrote {bytes} bytes of trace to {}",
@@ -432,7 +441,34 @@ fn cmd_record_capture(
 
 /// Runs the workload in its own process group (killed on Ctrl-C), or waits
 /// for `duration` or Ctrl-C. Returns the exit status to report.
-fn run_workload(duration: Option<f64>, command: &[String], on_start: &mut dyn FnMut(u32)) -> i32 {
+fn run_workload(
+    duration: Option<f64>,
+    command: &[String],
+    on_start: &mut dyn FnMut(u32),
+    progress: &dyn Fn(f64) -> String,
+) -> i32 {
+    let started = std::time::Instant::now();
+    let tty = unsafe { libc::isatty(2) } == 1;
+    let mut last_progress = started;
+    let mut tick = || {
+        if tty && last_progress.elapsed() >= std::time::Duration::from_millis(500) {
+            last_progress = std::time::Instant::now();
+            eprint!("\r\x1b[K{}", progress(started.elapsed().as_secs_f64()));
+        }
+    };
+    let status = run_workload_inner(duration, command, on_start, &mut tick);
+    if tty {
+        eprint!("\r\x1b[K");
+    }
+    status
+}
+
+fn run_workload_inner(
+    duration: Option<f64>,
+    command: &[String],
+    on_start: &mut dyn FnMut(u32),
+    tick: &mut dyn FnMut(),
+) -> i32 {
     let mut status = 0;
     if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
         return 130;
@@ -471,6 +507,7 @@ fn run_workload(duration: Option<f64>, command: &[String], on_start: &mut dyn Fn
                     status = 130;
                     break;
                 }
+                tick();
                 std::thread::sleep(std::time::Duration::from_millis(10));
             },
             Err(e) => {
@@ -484,6 +521,7 @@ fn run_workload(duration: Option<f64>, command: &[String], on_start: &mut dyn Fn
         while !INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
             && end.is_none_or(|e| std::time::Instant::now() < e)
         {
+            tick();
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 pub struct PipeReader {
     stop: Arc<AtomicBool>,
+    copied: Arc<std::sync::atomic::AtomicU64>,
     thread: Option<JoinHandle<std::io::Result<u64>>>,
 }
 
@@ -25,13 +26,32 @@ impl PipeReader {
     /// Like `spawn`, polling an empty pipe every `poll`. For raw ring-buffer
     /// pages a longer period means fuller pages (each read takes the page
     /// being filled); the buffer must hold `poll` worth of events.
-    pub fn spawn_every(pipe: &Path, mut out: File, poll: Duration) -> std::io::Result<PipeReader> {
+    pub fn spawn_every(pipe: &Path, out: File, poll: Duration) -> std::io::Result<PipeReader> {
+        Self::spawn_inner(pipe, out, poll, false)
+    }
+
+    /// For `trace_pipe_raw`: after a page less than half full, wait `poll`
+    /// before the next read. Reading at once would hand out a page holding
+    /// little more than the events our own read and write just caused, over
+    /// and over: a loop writing nearly empty pages at full speed.
+    pub fn spawn_raw(pipe: &Path, out: File, poll: Duration) -> std::io::Result<PipeReader> {
+        Self::spawn_inner(pipe, out, poll, true)
+    }
+
+    fn spawn_inner(
+        pipe: &Path,
+        mut out: File,
+        poll: Duration,
+        raw_pages: bool,
+    ) -> std::io::Result<PipeReader> {
         let mut pipe = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
             .open(pipe)?;
         let stop = Arc::new(AtomicBool::new(false));
         let stop_r = stop.clone();
+        let copied = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let copied_r = copied.clone();
         let thread = std::thread::spawn(move || -> std::io::Result<u64> {
             let mut buf = vec![0u8; 1 << 20];
             let mut total = 0u64;
@@ -41,7 +61,17 @@ impl PipeReader {
                     Ok(n) if n > 0 => {
                         out.write_all(&buf[..n])?;
                         total += n as u64;
+                        copied_r.store(total, Ordering::Relaxed);
                         idle_after_stop = 0;
+                        // Page header: 8-byte timestamp, then the commit word
+                        // whose low bits are the data length.
+                        if raw_pages && n >= 16 && !stop_r.load(Ordering::Acquire) {
+                            let commit =
+                                u32::from_le_bytes(buf[8..12].try_into().unwrap()) & 0x3fff_ffff;
+                            if (commit as usize) < n / 2 {
+                                std::thread::sleep(poll);
+                            }
+                        }
                         continue;
                     }
                     Ok(_) => {}
@@ -63,6 +93,7 @@ impl PipeReader {
         });
         Ok(PipeReader {
             stop,
+            copied,
             thread: Some(thread),
         })
     }
@@ -77,6 +108,11 @@ impl PipeReader {
                 .map_err(|_| std::io::Error::other("the trace reader thread panicked"))?,
             None => Ok(0),
         }
+    }
+
+    /// Bytes copied so far (for progress lines).
+    pub fn copied(&self) -> u64 {
+        self.copied.load(Ordering::Relaxed)
     }
 
     pub fn is_running(&self) -> bool {

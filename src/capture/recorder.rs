@@ -254,7 +254,7 @@ impl Recorder {
         cpus.sort();
         for cpu in cpus {
             let file = File::create(out.join(format!("cpu{cpu}.raw")))?;
-            let reader = PipeReader::spawn_every(
+            let reader = PipeReader::spawn_raw(
                 &i.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")),
                 file,
                 std::time::Duration::from_millis(50),
@@ -273,10 +273,41 @@ impl Recorder {
         Ok(r)
     }
 
+    /// `12.3 MB, 4.1 MB/s, 0 lost` for the progress line.
+    pub fn progress(&self, elapsed_s: f64) -> String {
+        let bytes: u64 = self.readers.iter().map(|(_, r)| r.copied()).sum();
+        let lost: u64 = self
+            .readers
+            .iter()
+            .filter_map(|(cpu, _)| {
+                std::fs::read_to_string(self.instance.join(format!("per_cpu/cpu{cpu}/stats"))).ok()
+            })
+            .flat_map(|t| {
+                t.lines()
+                    .filter(|l| l.starts_with("overrun:") || l.starts_with("dropped events:"))
+                    .filter_map(|l| l.rsplit(' ').next()?.trim().parse::<u64>().ok())
+                    .collect::<Vec<_>>()
+            })
+            .sum();
+        let mb = bytes as f64 / 1e6;
+        format!(
+            "recording: {:.1} s, {mb:.1} MB, {:.1} MB/s, ~{:.0}k events/s, {lost} lost",
+            elapsed_s,
+            mb / elapsed_s.max(0.001),
+            // A record averages about 48 bytes in the ring buffer.
+            bytes as f64 / 48.0 / 1000.0 / elapsed_s.max(0.001)
+        )
+    }
+
     /// Samples the workload's threads (policy, priority, affinity) and its
     /// cgroup while it runs.
     pub fn note_workload(&mut self, pid: u32) {
         self.workload = super::snapshot::workload(pid);
+    }
+
+    /// Stores a workload sample taken with `snapshot::workload`.
+    pub fn set_workload(&mut self, w: serde_json::Value) {
+        self.workload = w;
     }
 
     /// Stops tracing, drains every CPU, writes the manifest and removes the
