@@ -58,6 +58,12 @@ enum Cmd {
         inputs: Vec<PathBuf>,
     },
     /// Record block events with the kernel's `blk` tracer while a command runs.
+    /// Built-in workloads that time each operation (and mark it in the
+    /// trace when run under `iosleuth record`).
+    Probe {
+        #[command(subcommand)]
+        kind: ProbeKind,
+    },
     /// Record kernel events around a workload: tracepoints through a private
     /// tracefs instance into a capture directory (default), or the kernel's
     /// `blk` tracer into one file (`--blk DEV`).
@@ -90,6 +96,22 @@ enum Cmd {
         /// The workload; its exit status becomes iosleuth's.
         #[arg(last = true)]
         command: Vec<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ProbeKind {
+    /// write + fsync in a loop at the same offset (the test program of case 4).
+    Fsync {
+        #[arg(long)]
+        path: PathBuf,
+        #[arg(long, default_value = "8k", value_parser = crate::capture::probe::parse_size)]
+        size: u64,
+        #[arg(long, default_value = "1000")]
+        count: u64,
+        /// Stop after the first operation slower than this (ms).
+        #[arg(long)]
+        stop_above: Option<f64>,
     },
 }
 
@@ -143,6 +165,23 @@ pub fn main() -> i32 {
             interval,
         } => cmd_report(&paths, format, device, time, interval),
         Cmd::Export { blktrace, inputs } => cmd_export(&blktrace, &inputs),
+        Cmd::Probe { kind } => match kind {
+            ProbeKind::Fsync {
+                path,
+                size,
+                count,
+                stop_above,
+            } => match crate::capture::probe::fsync_loop(&path, size as usize, count, stop_above) {
+                Ok(r) => {
+                    print!("{}", r.render());
+                    0
+                }
+                Err(e) => {
+                    eprintln!("iosleuth: probe fsync on {}: {e}", path.display());
+                    1
+                }
+            },
+        },
         Cmd::Record {
             output,
             events,
@@ -361,7 +400,7 @@ fn cmd_record(
             return EXIT_BAD_INPUT;
         }
     };
-    let status = run_workload(duration, command, &mut |_| {}, &|_| String::new());
+    let status = run_workload(duration, command, &mut |_| {}, &|_| String::new(), &[]);
     match session.stop() {
         Ok(bytes) => eprintln!("iosleuth: wrote {bytes} bytes to {}", output.display()),
         Err(e) => {
@@ -422,6 +461,7 @@ fn cmd_record_capture(
             workload = Some(crate::capture::snapshot::workload(pid));
         },
         &|t| rec.progress(t),
+        &[(crate::capture::probe::MARKER_ENV, rec.trace_marker())],
     );
     if let Some(w) = workload {
         rec.set_workload(w);
@@ -446,6 +486,7 @@ fn run_workload(
     command: &[String],
     on_start: &mut dyn FnMut(u32),
     progress: &dyn Fn(f64) -> String,
+    envs: &[(&str, PathBuf)],
 ) -> i32 {
     let started = std::time::Instant::now();
     let tty = unsafe { libc::isatty(2) } == 1;
@@ -456,7 +497,7 @@ fn run_workload(
             eprint!("\r\x1b[K{}", progress(started.elapsed().as_secs_f64()));
         }
     };
-    let status = run_workload_inner(duration, command, on_start, &mut tick);
+    let status = run_workload_inner(duration, command, on_start, &mut tick, envs);
     if tty {
         eprint!("\r\x1b[K");
     }
@@ -468,6 +509,7 @@ fn run_workload_inner(
     command: &[String],
     on_start: &mut dyn FnMut(u32),
     tick: &mut dyn FnMut(),
+    envs: &[(&str, PathBuf)],
 ) -> i32 {
     let mut status = 0;
     if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
@@ -477,6 +519,9 @@ fn run_workload_inner(
         use std::os::unix::process::CommandExt;
         let mut cmd = std::process::Command::new(&command[0]);
         cmd.args(&command[1..]).process_group(0);
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
         // SAFETY: prctl is async-signal-safe; it runs in the child between
         // fork and exec. The workload dies with iosleuth even on SIGKILL.
         unsafe {

@@ -238,3 +238,49 @@ fn without_root_one_clear_sentence_and_exit_2() {
     }
     let _ = std::fs::remove_file(copy);
 }
+
+/// The file system type holding `path`, from /proc/mounts (longest prefix).
+fn fstype_of(path: &std::path::Path) -> String {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() > 2 && path.starts_with(f[1])).then(|| (f[1].len(), f[2].to_string()))
+        })
+        .max()
+        .map(|(_, t)| t)
+        .unwrap_or_default()
+}
+
+#[test]
+fn fsync_probe_marks_every_operation() {
+    if !live() {
+        return;
+    }
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    let file = dir.path().join("probe.dat");
+    let out = run(iosleuth()
+        .arg("record")
+        .arg("-o")
+        .arg(&cap)
+        .args(["--events", "block,fs", "--"])
+        .arg(env!("CARGO_BIN_EXE_iosleuth"))
+        .args(["probe", "fsync", "--size", "8k", "--count", "40", "--path"])
+        .arg(&file));
+    assert!(out.contains("write+fsync: 40 operations"), "{out}");
+    assert!(
+        out.contains("usecs               : count     distribution"),
+        "{out}"
+    );
+    let rep = json_report(&[&cap], &[]);
+    assert_eq!(
+        rep["unknown_events"]["ftrace:print"], 80,
+        "a begin and an end mark per operation"
+    );
+    if fstype_of(dir.path()) == "ext4" {
+        assert_eq!(rep["unknown_events"]["ext4:ext4_sync_file_enter"], 40);
+    }
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 8192);
+}

@@ -242,6 +242,14 @@ impl Recorder {
             std::fs::create_dir_all(&fdir)?;
             std::fs::copy(dir.join("format"), fdir.join("format"))?;
         }
+        // trace_marker writes are recorded whatever is enabled: keep the
+        // format that decodes them.
+        let print = i.join("events/ftrace/print/format");
+        if print.exists() {
+            let fdir = out.join("formats/events/ftrace/print");
+            std::fs::create_dir_all(&fdir)?;
+            std::fs::copy(&print, fdir.join("format"))?;
+        }
         if r.enabled.is_empty() {
             return Err(CaptureError(
                 "none of the requested events exists on this kernel".into(),
@@ -303,6 +311,11 @@ impl Recorder {
     /// cgroup while it runs.
     pub fn note_workload(&mut self, pid: u32) {
         self.workload = super::snapshot::workload(pid);
+    }
+
+    /// Where the workload may write operation marks.
+    pub fn trace_marker(&self) -> PathBuf {
+        self.instance.join("trace_marker")
     }
 
     /// Stores a workload sample taken with `snapshot::workload`.
