@@ -113,6 +113,23 @@ enum ProbeKind {
         #[arg(long)]
         stop_above: Option<f64>,
     },
+    /// N threads of random buffered writes, each followed by fsync (case 2's fio job).
+    Randwrite {
+        #[arg(long)]
+        dir: PathBuf,
+        #[arg(long, default_value = "4")]
+        threads: usize,
+        #[arg(long, default_value = "16k", value_parser = crate::capture::probe::parse_size)]
+        bs: u64,
+        #[arg(long, default_value = "64m", value_parser = crate::capture::probe::parse_size)]
+        file_size: u64,
+        /// fsync after every write.
+        #[arg(long)]
+        fsync: bool,
+        /// Seconds to run.
+        #[arg(long, default_value = "5")]
+        duration: f64,
+    },
 }
 
 fn parse_dev(s: &str) -> Result<Dev, String> {
@@ -178,6 +195,30 @@ pub fn main() -> i32 {
                 }
                 Err(e) => {
                     eprintln!("iosleuth: probe fsync on {}: {e}", path.display());
+                    1
+                }
+            },
+            ProbeKind::Randwrite {
+                dir,
+                threads,
+                bs,
+                file_size,
+                fsync,
+                duration,
+            } => match crate::capture::probe::randwrite(
+                &dir,
+                threads.max(1),
+                bs as usize,
+                file_size,
+                fsync,
+                duration,
+            ) {
+                Ok(r) => {
+                    print!("{}", r.render());
+                    0
+                }
+                Err(e) => {
+                    eprintln!("iosleuth: probe randwrite in {}: {e}", dir.display());
                     1
                 }
             },

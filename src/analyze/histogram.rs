@@ -22,6 +22,15 @@ impl Log2Hist {
         self.slots.iter().sum()
     }
 
+    pub fn merge(&mut self, o: &Log2Hist) {
+        if self.slots.len() < o.slots.len() {
+            self.slots.resize(o.slots.len(), 0);
+        }
+        for (a, b) in self.slots.iter_mut().zip(&o.slots) {
+            *a += b;
+        }
+    }
+
     /// `(low, high, count)` rows from the first slot to the last non-empty one.
     pub fn rows(&self) -> Vec<(u64, u64, u64)> {
         let last = match self.slots.iter().rposition(|&c| c > 0) {
@@ -144,6 +153,19 @@ impl LatencyDist {
 
     pub fn count(&self) -> u64 {
         self.n
+    }
+
+    pub fn merge(&mut self, o: &LatencyDist) {
+        if self.buckets.len() < o.buckets.len() {
+            self.buckets.resize(o.buckets.len(), 0);
+        }
+        for (a, b) in self.buckets.iter_mut().zip(&o.buckets) {
+            *a += b;
+        }
+        self.n += o.n;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+        self.sum += o.sum;
     }
 
     /// Nearest-rank percentile, reported as the middle of its bucket and

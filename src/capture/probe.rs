@@ -127,6 +127,78 @@ pub fn fsync_loop(
     Ok(res)
 }
 
+/// Case 2's fio job: `threads` threads, each with its own file of
+/// `file_size` in `dir`, writing `bs` at random aligned offsets (buffered),
+/// each write followed by fsync when `fsync`, for `duration_s`.
+pub fn randwrite(
+    dir: &Path,
+    threads: usize,
+    bs: usize,
+    file_size: u64,
+    fsync: bool,
+    duration_s: f64,
+) -> std::io::Result<ProbeResult> {
+    std::fs::create_dir_all(dir)?;
+    let deadline = Instant::now() + std::time::Duration::from_secs_f64(duration_s);
+    let blocks = (file_size / bs as u64).max(1);
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let path = dir.join(format!("iosleuth-randwrite.{t}"));
+            std::thread::spawn(move || -> std::io::Result<(LatencyDist, Log2Hist)> {
+                let f = OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .open(&path)?;
+                f.set_len(blocks * bs as u64)?;
+                let buf = vec![0x5au8; bs];
+                let mut marker = Marker::from_env();
+                let (mut lat, mut hist) = (LatencyDist::default(), Log2Hist::default());
+                // xorshift: cheap, seeded per thread, reproducible.
+                let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ (t as u64 + 1);
+                let mut i = 0u64;
+                while Instant::now() < deadline {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let off = (x % blocks) * bs as u64;
+                    marker.begin("randwrite", i);
+                    let t0 = Instant::now();
+                    f.write_all_at(&buf, off)?;
+                    if fsync {
+                        f.sync_all()?;
+                    }
+                    let ns = t0.elapsed().as_nanos() as u64;
+                    marker.end("randwrite", i, ns);
+                    lat.add(ns);
+                    hist.add(ns / 1000);
+                    i += 1;
+                }
+                let _ = std::fs::remove_file(&path);
+                Ok((lat, hist))
+            })
+        })
+        .collect();
+    let mut res = ProbeResult {
+        op: if fsync {
+            "random write+fsync"
+        } else {
+            "random write"
+        },
+        latencies: LatencyDist::default(),
+        hist_us: Log2Hist::default(),
+        stopped_at: None,
+    };
+    for h in handles {
+        let (lat, hist) = h
+            .join()
+            .map_err(|_| std::io::Error::other("a probe thread panicked"))??;
+        res.latencies.merge(&lat);
+        res.hist_us.merge(&hist);
+    }
+    Ok(res)
+}
+
 /// Parses sizes like `8k`, `4K`, `16m`, `4096`.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let s = s.trim();
@@ -144,6 +216,18 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn randwrite_probe_runs_every_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = randwrite(dir.path(), 3, 4096, 1 << 20, true, 0.3).unwrap();
+        assert!(r.latencies.count() >= 3, "{}", r.latencies.count());
+        assert_eq!(r.hist_us.total(), r.latencies.count());
+        assert!(
+            std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+            "files removed"
+        );
+    }
 
     #[test]
     fn sizes() {
