@@ -113,6 +113,19 @@ enum ProbeKind {
         #[arg(long)]
         stop_above: Option<f64>,
     },
+    /// Sequential direct reads submitted in batches through io_uring (case 1's pattern).
+    Seqread {
+        /// A file or a block device.
+        #[arg(long)]
+        path: PathBuf,
+        #[arg(long, default_value = "4k", value_parser = crate::capture::probe::parse_size)]
+        bs: u64,
+        #[arg(long, default_value = "32")]
+        depth: u32,
+        /// How much to read (default: all of it).
+        #[arg(long, value_parser = crate::capture::probe::parse_size)]
+        size: Option<u64>,
+    },
     /// N threads of random buffered writes, each followed by fsync (case 2's fio job).
     Randwrite {
         #[arg(long)]
@@ -195,6 +208,21 @@ pub fn main() -> i32 {
                 }
                 Err(e) => {
                     eprintln!("iosleuth: probe fsync on {}: {e}", path.display());
+                    1
+                }
+            },
+            ProbeKind::Seqread {
+                path,
+                bs,
+                depth,
+                size,
+            } => match crate::capture::probe::seqread(&path, bs as usize, depth, size) {
+                Ok(r) => {
+                    print!("{}", r.render());
+                    0
+                }
+                Err(e) => {
+                    eprintln!("iosleuth: probe seqread on {}: {e}", path.display());
                     1
                 }
             },

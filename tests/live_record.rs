@@ -284,3 +284,40 @@ fn fsync_probe_marks_every_operation() {
     }
     assert_eq!(std::fs::metadata(&file).unwrap().len(), 8192);
 }
+
+#[test]
+fn seqread_probe_shows_case1_with_and_without_merges() {
+    if !live() {
+        return;
+    }
+    let dir = tempdir();
+    let mut disk = LoopDevice::create(64, true).expect("loop device");
+    let dev = disk.dev().unwrap().to_string();
+    let mut ratios = Vec::new();
+    for nomerges in ["0", "2"] {
+        disk.set_queue("nomerges", nomerges).unwrap();
+        let cap = dir.path().join(format!("cap{nomerges}"));
+        let out = run(iosleuth()
+            .arg("record")
+            .arg("-o")
+            .arg(&cap)
+            .args(["--events", "block", "--"])
+            .arg(env!("CARGO_BIN_EXE_iosleuth"))
+            .args([
+                "probe", "seqread", "--size", "4m", "--depth", "32", "--path",
+            ])
+            .arg(&disk.path));
+        assert!(
+            out.contains("sequential direct read: 1024 operations"),
+            "{out}"
+        );
+        let rep = json_report(&[&cap], &["--device", &dev]);
+        let m = &rep["devices"][0]["btt_merge"];
+        assert_eq!(m["queued"], 1024);
+        assert_eq!(rep["unknown_events"]["ftrace:print"], 2048);
+        ratios.push((m["ratio"].as_f64().unwrap(), m["blk_max"].as_u64().unwrap()));
+    }
+    // Merged: 32 bios of 8 sectors per request; unmerged: 8-sector requests.
+    assert_eq!(ratios[0], (32.0, 256), "nomerges=0");
+    assert_eq!(ratios[1], (1.0, 8), "nomerges=2");
+}
