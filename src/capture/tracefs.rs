@@ -76,6 +76,18 @@ impl Tracefs {
         if let Some(root) = find_mounted() {
             return Ok(Tracefs { root, users });
         }
+        // One mounter at a time, across threads and processes.
+        let mount_lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("tracefs-mount.lock"))
+            .ok()
+            .filter(|f| flock(f, libc::LOCK_EX));
+        if let Some(root) = find_mounted() {
+            drop(mount_lock);
+            return Ok(Tracefs { root, users });
+        }
         if unsafe { libc::geteuid() } != 0 {
             return Err(CaptureError(
                 "tracing needs root: tracefs is not mounted and only root can mount it (run with sudo)".into(),
@@ -90,6 +102,11 @@ impl Tracefs {
                 let _ = fs::write(dir.join("tracefs-mounted-by-iosleuth"), DEFAULT_ROOT);
                 Ok(Tracefs { root, users })
             }
+            // Someone else mounted it meanwhile (outside our lock).
+            _ if find_mounted().is_some() => Ok(Tracefs {
+                root: find_mounted().unwrap_or(root),
+                users,
+            }),
             _ => Err(CaptureError(format!(
                 "tracefs is not available: mounting it at {DEFAULT_ROOT} failed (the kernel needs CONFIG_FTRACE; try `mount -t tracefs nodev {DEFAULT_ROOT}`)"
             ))),
