@@ -9,12 +9,19 @@ use iosleuth::capture::instance::InstanceSession;
 use iosleuth::lab::loopdev::LoopDevice;
 use std::process::Command;
 
+/// `iosleuth-PID-N` instances whose process is gone: what a recording left
+/// behind. (Tests run in parallel: live recorders of other tests are fine.)
 fn leftover_instances() -> Vec<String> {
     std::fs::read_dir("/sys/kernel/tracing/instances")
         .map(|d| {
             d.flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with("iosleuth-"))
+                .filter(|n| {
+                    let pid = n
+                        .strip_prefix("iosleuth-")
+                        .and_then(|r| r.split('-').next()?.parse::<i32>().ok());
+                    pid.is_some_and(|p| unsafe { libc::kill(p, 0) } != 0)
+                })
                 .collect()
         })
         .unwrap_or_default()
