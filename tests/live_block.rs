@@ -37,7 +37,7 @@ fn record(nomerges: &str) -> Recorded {
         devices: vec![disk.name.clone()],
         ..Default::default()
     };
-    let tp = InstanceSession::start(&["block"], 8192, "mono", &tracepoints).expect("instance");
+    let tp = InstanceSession::start(block_events(), 8192, "mono", &tracepoints).expect("instance");
     let session = BlkTracerSession::start(&opts, &blk).expect("blk tracer");
     run(&mut fio_batched_reads(&disk.path, 32));
     session.stop().unwrap();

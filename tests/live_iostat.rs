@@ -57,7 +57,7 @@ fn iostat_columns_agree_with_sysstat() {
         .args(["bs=1M", "count=128", "oflag=direct", "status=none"]));
     let trace = dir.path().join("blk.bin");
     let tp_trace = dir.path().join("tracepoints.txt");
-    let tp = InstanceSession::start(&["block"], 65536, "mono", &tp_trace).expect("instance");
+    let tp = InstanceSession::start(block_events(), 65536, "mono", &tp_trace).expect("instance");
     let opts = BlkTracerOptions {
         devices: vec![disk.name.clone()],
         ..Default::default()

@@ -41,7 +41,7 @@ fn capture_matches_text_of_the_same_run() {
         .args(["bs=1M", "count=8", "oflag=direct", "status=none"]));
     let text = dir.path().join("text.txt");
     let cap = dir.path().join("cap");
-    let tp = InstanceSession::start(&["block"], 16384, "mono", &text).expect("text instance");
+    let tp = InstanceSession::start(block_events(), 16384, "mono", &text).expect("text instance");
     let mut rec = iosleuth();
     rec.arg("record")
         .arg("-o")

@@ -80,12 +80,8 @@ impl InstanceSession {
                 .map_err(|e| CaptureError(format!("reading trace_pipe: {e}")))?,
             None => 0,
         };
-        if self.dir.exists() {
-            // Events must be off before the kernel lets the instance go.
-            let _ = std::fs::write(self.dir.join("events/enable"), "0");
-            std::fs::remove_dir(&self.dir)
-                .map_err(|e| CaptureError(format!("cannot remove {}: {e}", self.dir.display())))?;
-        }
+        super::journal::remove_instance(&self.dir)
+            .map_err(|e| CaptureError(format!("cannot remove {}: {e}", self.dir.display())))?;
         Ok(n)
     }
 }

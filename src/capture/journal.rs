@@ -95,6 +95,16 @@ pub fn remove_instance(dir: &Path) -> std::io::Result<()> {
     }
     let _ = std::fs::write(dir.join("tracing_on"), "0");
     let _ = std::fs::write(dir.join("events/enable"), "0");
+    // The kernel refuses while any file of the instance is open; a reader
+    // that is just closing is worth a short wait.
+    for _ in 0..100 {
+        match std::fs::remove_dir(dir) {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            other => return other,
+        }
+    }
     std::fs::remove_dir(dir)
 }
 

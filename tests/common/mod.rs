@@ -240,3 +240,13 @@ pub fn assert_btt_agrees(exported: &Path, name: &str, dev_id: &str) {
     ];
     assert_eq!(merges[0], ours, "merge table");
 }
+
+/// The tracepoints of `iosleuth record --events block` (as `block/NAME`),
+/// without the buffer-head events that heavy writers flood a buffer with.
+pub fn block_events() -> &'static [&'static str] {
+    iosleuth::capture::recorder::EVENT_SETS
+        .iter()
+        .find(|(n, _)| *n == "block")
+        .map(|(_, e)| *e)
+        .unwrap()
+}
