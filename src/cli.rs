@@ -195,62 +195,60 @@ pub fn main() -> i32 {
             interval,
         } => cmd_report(&paths, format, device, time, interval),
         Cmd::Export { blktrace, inputs } => cmd_export(&blktrace, &inputs),
-        Cmd::Probe { kind } => match kind {
-            ProbeKind::Fsync {
-                path,
-                size,
-                count,
-                stop_above,
-            } => match crate::capture::probe::fsync_loop(&path, size as usize, count, stop_above) {
+        Cmd::Probe { kind } => {
+            use crate::capture::probe;
+            let (what, target, result) = match kind {
+                ProbeKind::Fsync {
+                    path,
+                    size,
+                    count,
+                    stop_above,
+                } => (
+                    "fsync on",
+                    path.clone(),
+                    probe::fsync_loop(&path, size as usize, count, stop_above),
+                ),
+                ProbeKind::Seqread {
+                    path,
+                    bs,
+                    depth,
+                    size,
+                } => (
+                    "seqread on",
+                    path.clone(),
+                    probe::seqread(&path, bs as usize, depth, size),
+                ),
+                ProbeKind::Randwrite {
+                    dir,
+                    threads,
+                    bs,
+                    file_size,
+                    fsync,
+                    duration,
+                } => (
+                    "randwrite in",
+                    dir.clone(),
+                    probe::randwrite(
+                        &dir,
+                        threads.max(1),
+                        bs as usize,
+                        file_size,
+                        fsync,
+                        duration,
+                    ),
+                ),
+            };
+            match result {
                 Ok(r) => {
                     print!("{}", r.render());
                     0
                 }
                 Err(e) => {
-                    eprintln!("iosleuth: probe fsync on {}: {e}", path.display());
+                    eprintln!("iosleuth: probe {what} {}: {e}", target.display());
                     1
                 }
-            },
-            ProbeKind::Seqread {
-                path,
-                bs,
-                depth,
-                size,
-            } => match crate::capture::probe::seqread(&path, bs as usize, depth, size) {
-                Ok(r) => {
-                    print!("{}", r.render());
-                    0
-                }
-                Err(e) => {
-                    eprintln!("iosleuth: probe seqread on {}: {e}", path.display());
-                    1
-                }
-            },
-            ProbeKind::Randwrite {
-                dir,
-                threads,
-                bs,
-                file_size,
-                fsync,
-                duration,
-            } => match crate::capture::probe::randwrite(
-                &dir,
-                threads.max(1),
-                bs as usize,
-                file_size,
-                fsync,
-                duration,
-            ) {
-                Ok(r) => {
-                    print!("{}", r.render());
-                    0
-                }
-                Err(e) => {
-                    eprintln!("iosleuth: probe randwrite in {}: {e}", dir.display());
-                    1
-                }
-            },
-        },
+            }
+        }
         Cmd::Record {
             output,
             events,

@@ -34,12 +34,7 @@ const WINDOW_S: f64 = 3.0;
 const IOSTAT_STARTUP_NS: u64 = 3_000_000;
 
 fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    iosleuth::capture::snapshot::mono_ns()
 }
 
 #[test]

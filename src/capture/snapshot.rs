@@ -242,7 +242,8 @@ pub fn take() -> Value {
     })
 }
 
-fn mono_ns() -> u64 {
+/// CLOCK_MONOTONIC in ns: the trace clock `mono` that captures use.
+pub fn mono_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

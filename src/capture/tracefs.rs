@@ -43,6 +43,17 @@ fn state_dir() -> PathBuf {
     }
 }
 
+/// Opens (creating) a lock file in the state directory and locks it.
+fn locked(name: &str, op: libc::c_int) -> Option<fs::File> {
+    fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(state_dir().join(name))
+        .ok()
+        .filter(|f| flock(f, op))
+}
+
 fn flock(f: &fs::File, op: libc::c_int) -> bool {
     use std::os::unix::io::AsRawFd;
     unsafe { libc::flock(f.as_raw_fd(), op) == 0 }
@@ -66,24 +77,12 @@ impl Tracefs {
     pub fn open() -> Result<Tracefs, CaptureError> {
         let dir = state_dir();
         let _ = fs::create_dir_all(&dir);
-        let users = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join("tracefs-users.lock"))
-            .ok()
-            .filter(|f| flock(f, libc::LOCK_SH));
+        let users = locked("tracefs-users.lock", libc::LOCK_SH);
         if let Some(root) = find_mounted() {
             return Ok(Tracefs { root, users });
         }
         // One mounter at a time, across threads and processes.
-        let mount_lock = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(dir.join("tracefs-mount.lock"))
-            .ok()
-            .filter(|f| flock(f, libc::LOCK_EX));
+        let mount_lock = locked("tracefs-mount.lock", libc::LOCK_EX);
         if let Some(root) = find_mounted() {
             drop(mount_lock);
             return Ok(Tracefs { root, users });

@@ -505,3 +505,24 @@ impl BlockEvent {
         (self.bytes >> 9) as u64
     }
 }
+
+impl BlockEvent {
+    /// A plain event on 8,0 from pid 1, for unit tests of the analyses.
+    #[cfg(test)]
+    pub fn for_test(ts: u64, action: Action, sector: u64, sectors: u32, rwbs: u16) -> BlockEvent {
+        BlockEvent {
+            ts,
+            dev: Dev::new(8, 0),
+            action,
+            rwbs: Rwbs(rwbs),
+            sector,
+            bytes: sectors * 512,
+            pid: 1,
+            cpu: 0,
+            error: 0,
+            comm: Comm::default(),
+            passthrough: false,
+            extra: Extra::None,
+        }
+    }
+}

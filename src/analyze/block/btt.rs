@@ -432,23 +432,10 @@ impl Btt {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Comm, Rwbs};
+    use crate::model::Rwbs;
 
     fn ev(ts: u64, action: Action, sector: u64, sectors: u32) -> BlockEvent {
-        BlockEvent {
-            ts,
-            dev: Dev::new(8, 0),
-            action,
-            rwbs: Rwbs(Rwbs::READ),
-            sector,
-            bytes: sectors * 512,
-            pid: 1,
-            cpu: 0,
-            error: 0,
-            comm: Comm::default(),
-            passthrough: false,
-            extra: Extra::None,
-        }
+        BlockEvent::for_test(ts, action, sector, sectors, Rwbs::READ)
     }
 
     #[test]

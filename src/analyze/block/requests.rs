@@ -393,23 +393,9 @@ impl DeviceStack {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Comm, Dev};
 
     fn ev(ts: u64, action: Action, sector: u64, sectors: u32) -> BlockEvent {
-        BlockEvent {
-            ts,
-            dev: Dev::new(8, 0),
-            action,
-            rwbs: Rwbs(Rwbs::WRITE),
-            sector,
-            bytes: sectors * 512,
-            pid: 1,
-            cpu: 0,
-            error: 0,
-            comm: Comm::default(),
-            passthrough: false,
-            extra: Extra::None,
-        }
+        BlockEvent::for_test(ts, action, sector, sectors, Rwbs::WRITE)
     }
 
     #[test]
