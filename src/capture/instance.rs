@@ -13,12 +13,6 @@ pub struct InstanceSession {
     _tracefs: Tracefs,
 }
 
-fn unique() -> u64 {
-    use std::sync::atomic::AtomicU64;
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-}
-
 impl InstanceSession {
     /// Enables `events` (such as `block` or `block/block_rq_issue`) in a new
     /// instance and copies its text output to `output` until stopped.
@@ -29,11 +23,7 @@ impl InstanceSession {
         output: &Path,
     ) -> Result<InstanceSession, CaptureError> {
         let tracefs = Tracefs::open()?;
-        let dir = tracefs.path(&format!(
-            "instances/iosleuth-{}-{}",
-            std::process::id(),
-            unique()
-        ));
+        let dir = tracefs.path(&format!("instances/iosleuth-{}", super::unique_name()));
         std::fs::create_dir(&dir)
             .map_err(|e| CaptureError(format!("cannot create {}: {e}", dir.display())))?;
         let mut s = InstanceSession {

@@ -17,18 +17,7 @@ pub struct Journal {
 }
 
 fn dir() -> PathBuf {
-    let run = Path::new("/run");
-    if run.is_dir() {
-        run.join("iosleuth")
-    } else {
-        std::env::temp_dir().join("iosleuth-journal")
-    }
-}
-
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
+    super::tracefs::state_dir()
 }
 
 fn alive(pid: u32) -> bool {
@@ -45,7 +34,7 @@ impl Journal {
             pid: std::process::id(),
             instance: None,
             knobs: Vec::new(),
-            file: Some(d.join(format!("{}-{}.json", std::process::id(), unique()))),
+            file: Some(d.join(format!("{}.json", super::unique_name()))),
         }
     }
 

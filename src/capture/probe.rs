@@ -58,6 +58,26 @@ pub struct ProbeResult {
 }
 
 impl ProbeResult {
+    pub fn new(op: &'static str) -> ProbeResult {
+        ProbeResult {
+            op,
+            latencies: LatencyDist::default(),
+            hist_us: Log2Hist::default(),
+            stopped_at: None,
+        }
+    }
+
+    /// One operation's latency, into the percentiles and the histogram.
+    pub fn add(&mut self, ns: u64) {
+        self.latencies.add(ns);
+        self.hist_us.add(ns / 1000);
+    }
+
+    pub fn merge(&mut self, o: &ProbeResult) {
+        self.latencies.merge(&o.latencies);
+        self.hist_us.merge(&o.hist_us);
+    }
+
     pub fn render(&self) -> String {
         let s = self.latencies.summary();
         let us = |ns: u64| ns as f64 / 1000.0;
@@ -99,12 +119,7 @@ pub fn fsync_loop(
         .open(path)?;
     let mut buf = vec![0u8; size];
     let mut marker = Marker::from_env();
-    let mut res = ProbeResult {
-        op: "write+fsync",
-        latencies: LatencyDist::default(),
-        hist_us: Log2Hist::default(),
-        stopped_at: None,
-    };
+    let mut res = ProbeResult::new("write+fsync");
     for i in 0..count {
         // Different data each time, as the original program did.
         buf.iter_mut()
@@ -115,8 +130,7 @@ pub fn fsync_loop(
         f.sync_all()?;
         let ns = t.elapsed().as_nanos() as u64;
         marker.end("fsync", i, ns);
-        res.latencies.add(ns);
-        res.hist_us.add(ns / 1000);
+        res.add(ns);
         if let Some(limit) = stop_above_ms {
             if i > 10 && ns as f64 / 1e6 > limit {
                 res.stopped_at = Some((i, ns));
@@ -144,7 +158,7 @@ pub fn randwrite(
     let handles: Vec<_> = (0..threads)
         .map(|t| {
             let path = dir.join(format!("iosleuth-randwrite.{t}"));
-            std::thread::spawn(move || -> std::io::Result<(LatencyDist, Log2Hist)> {
+            std::thread::spawn(move || -> std::io::Result<ProbeResult> {
                 let f = OpenOptions::new()
                     .write(true)
                     .create(true)
@@ -153,7 +167,7 @@ pub fn randwrite(
                 f.set_len(blocks * bs as u64)?;
                 let buf = vec![0x5au8; bs];
                 let mut marker = Marker::from_env();
-                let (mut lat, mut hist) = (LatencyDist::default(), Log2Hist::default());
+                let mut mine = ProbeResult::new("");
                 // xorshift: cheap, seeded per thread, reproducible.
                 let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ (t as u64 + 1);
                 let mut i = 0u64;
@@ -170,31 +184,24 @@ pub fn randwrite(
                     }
                     let ns = t0.elapsed().as_nanos() as u64;
                     marker.end("randwrite", i, ns);
-                    lat.add(ns);
-                    hist.add(ns / 1000);
+                    mine.add(ns);
                     i += 1;
                 }
                 let _ = std::fs::remove_file(&path);
-                Ok((lat, hist))
+                Ok(mine)
             })
         })
         .collect();
-    let mut res = ProbeResult {
-        op: if fsync {
-            "random write+fsync"
-        } else {
-            "random write"
-        },
-        latencies: LatencyDist::default(),
-        hist_us: Log2Hist::default(),
-        stopped_at: None,
-    };
+    let mut res = ProbeResult::new(if fsync {
+        "random write+fsync"
+    } else {
+        "random write"
+    });
     for h in handles {
-        let (lat, hist) = h
+        let thread_result = h
             .join()
             .map_err(|_| std::io::Error::other("a probe thread panicked"))??;
-        res.latencies.merge(&lat);
-        res.hist_us.merge(&hist);
+        res.merge(&thread_result);
     }
     Ok(res)
 }
@@ -247,12 +254,7 @@ pub fn seqread(
     let mut ring = IoUring::new(depth)?;
     let bufs: Vec<Aligned> = (0..depth).map(|_| Aligned::new(bs)).collect();
     let mut marker = Marker::from_env();
-    let mut res = ProbeResult {
-        op: "sequential direct read",
-        latencies: LatencyDist::default(),
-        hist_us: Log2Hist::default(),
-        stopped_at: None,
-    };
+    let mut res = ProbeResult::new("sequential direct read");
     let mut next = 0u64;
     while next < ops {
         let batch = (ops - next).min(depth as u64) as u32;
@@ -280,8 +282,7 @@ pub fn seqread(
             }
             let ns = started.elapsed().as_nanos() as u64;
             marker.end("seqread", op, ns);
-            res.latencies.add(ns);
-            res.hist_us.add(ns / 1000);
+            res.add(ns);
         }
         next += batch as u64;
     }

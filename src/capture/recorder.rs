@@ -185,22 +185,12 @@ fn write(p: &Path, v: &str) -> Result<(), CaptureError> {
         .map_err(|e| CaptureError(format!("cannot write {v:?} to {}: {e}", p.display())))
 }
 
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
-}
-
 impl Recorder {
     pub fn start(opts: &RecordOptions, out: &Path) -> Result<Recorder, CaptureError> {
         let tracefs = Tracefs::open()?;
         std::fs::create_dir_all(out.join("formats/events"))
             .map_err(|e| CaptureError(format!("cannot create {}: {e}", out.display())))?;
-        let instance = tracefs.path(&format!(
-            "instances/iosleuth-{}-{}",
-            std::process::id(),
-            unique()
-        ));
+        let instance = tracefs.path(&format!("instances/iosleuth-{}", super::unique_name()));
         let mut journal = Journal::new();
         journal.record_instance(&instance);
         std::fs::create_dir(&instance)

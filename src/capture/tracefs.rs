@@ -34,7 +34,8 @@ pub struct Tracefs {
     users: Option<fs::File>,
 }
 
-fn state_dir() -> PathBuf {
+/// Where iosleuth keeps its journals and locks (`/run/iosleuth`).
+pub(crate) fn state_dir() -> PathBuf {
     let run = Path::new("/run");
     if run.is_dir() {
         run.join("iosleuth")
@@ -45,6 +46,7 @@ fn state_dir() -> PathBuf {
 
 /// Opens (creating) a lock file in the state directory and locks it.
 fn locked(name: &str, op: libc::c_int) -> Option<fs::File> {
+    let _ = fs::create_dir_all(state_dir());
     fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -207,32 +209,22 @@ pub struct GlobalLock {
 }
 
 impl GlobalLock {
+    const FILE: &'static str = "global-tracing.lock";
+
     /// The lock if nobody holds it now.
     pub fn try_acquire() -> Option<GlobalLock> {
-        use std::os::unix::io::AsRawFd;
-        let path = std::env::temp_dir().join("iosleuth-global-tracing.lock");
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .ok()?;
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        (rc == 0).then_some(GlobalLock { _file: file })
+        locked(Self::FILE, libc::LOCK_EX | libc::LOCK_NB).map(|f| GlobalLock { _file: f })
     }
 
+    /// Waits for the lock.
     pub fn acquire() -> Result<GlobalLock, CaptureError> {
-        use std::os::unix::io::AsRawFd;
-        let path = std::env::temp_dir().join("iosleuth-global-tracing.lock");
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)?;
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-        if rc != 0 {
-            return Err(CaptureError(format!("cannot lock {}", path.display())));
-        }
-        Ok(GlobalLock { _file: file })
+        locked(Self::FILE, libc::LOCK_EX)
+            .map(|f| GlobalLock { _file: f })
+            .ok_or_else(|| {
+                CaptureError(format!(
+                    "cannot lock {}",
+                    state_dir().join(Self::FILE).display()
+                ))
+            })
     }
 }

@@ -23,7 +23,7 @@ impl LoopDevice {
         let base = std::env::var_os("IOSLEUTH_LAB_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/var/tmp"));
-        let dir = base.join(format!("iosleuth-lab-{}-{}", std::process::id(), unique()));
+        let dir = base.join(format!("iosleuth-lab-{}", crate::capture::unique_name()));
         std::fs::create_dir_all(&dir)?;
         let backing = dir.join("iosleuth-disk.img");
         let f = std::fs::File::create(&backing)?;
@@ -72,12 +72,6 @@ impl LoopDevice {
         self.knobs.push(Knob::set(p, value)?);
         Ok(())
     }
-}
-
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
 }
 
 impl Drop for LoopDevice {
