@@ -43,9 +43,6 @@ impl Marker {
             self.mark(format!("iosleuth: {op} {n} end {ns}"));
         }
     }
-    pub fn active(&self) -> bool {
-        self.file.is_some()
-    }
 }
 
 /// What a probe measured.

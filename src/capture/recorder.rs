@@ -297,12 +297,6 @@ impl Recorder {
         )
     }
 
-    /// Samples the workload's threads (policy, priority, affinity) and its
-    /// cgroup while it runs.
-    pub fn note_workload(&mut self, pid: u32) {
-        self.workload = super::snapshot::workload(pid);
-    }
-
     /// Where the workload may write operation marks.
     pub fn trace_marker(&self) -> PathBuf {
         self.instance.join("trace_marker")

@@ -93,10 +93,6 @@ impl Chunked {
         self.base + self.pos as u64
     }
 
-    pub fn at_end(&mut self) -> bool {
-        self.ensure(1) == 0
-    }
-
     /// The next line without its newline, or `None` at the end.
     pub fn next_line(&mut self) -> Option<(&[u8], u64)> {
         let mut want = 256;

@@ -389,11 +389,6 @@ impl Btt {
         &self.per_pid
     }
 
-    /// Bios still queued at the end of the trace (never completed).
-    pub fn pending(&self, dev: Dev) -> usize {
-        self.devs.get(&dev).map(|d| d.pending.len()).unwrap_or(0)
-    }
-
     /// btt's merge table row; `None` where btt prints no row.
     pub fn merge_info(&self, dev: Dev) -> Option<MergeInfo> {
         let d = self.devs.get(&dev)?;
