@@ -48,6 +48,18 @@ enum Cmd {
         #[arg(long, default_value = "1")]
         interval: f64,
     },
+    /// Print every decoded event, one per line in time order, with its
+    /// fields (like `perf script` or `trace-cmd report`).
+    Dump {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Only events whose name (with or without its system) is one of these.
+        #[arg(long, value_delimiter = ',')]
+        events: Vec<String>,
+        /// Stop after this many events.
+        #[arg(long)]
+        limit: Option<u64>,
+    },
     /// Convert traces into files that blkparse, btt, iowatcher and
     /// seekwatcher read.
     Export {
@@ -249,6 +261,11 @@ pub fn main() -> i32 {
                 }
             }
         }
+        Cmd::Dump {
+            paths,
+            events,
+            limit,
+        } => cmd_dump(&paths, &events, limit),
         Cmd::Record {
             output,
             events,
@@ -370,6 +387,62 @@ fn cmd_report(
         Format::Json => report::json::render(&a),
     };
     print!("{out}");
+    0
+}
+
+fn cmd_dump(paths: &[PathBuf], only: &[String], limit: Option<u64>) -> i32 {
+    use std::io::Write;
+    let mut merged = match open_merged(paths) {
+        Ok(m) => m,
+        Err(code) => return code,
+    };
+    let wanted = |ev: &crate::model::Event| -> bool {
+        if only.is_empty() {
+            return true;
+        }
+        let name = match ev {
+            crate::model::Event::Block(b) => format!("block:{}", b.action.letter()),
+            crate::model::Event::Other(o) => o.name.to_string(),
+            crate::model::Event::ProcessName { .. } => return false,
+        };
+        let short = crate::model::fields::short_name(&name);
+        only.iter().any(|w| *w == name || w == short)
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut n = 0u64;
+    for ev in merged.by_ref() {
+        if limit.is_some_and(|l| n >= l) {
+            break;
+        }
+        if !wanted(&ev) {
+            continue;
+        }
+        if let Some(l) = report::dump::line(&ev) {
+            n += 1;
+            if writeln!(out, "{l}").is_err() {
+                // A closed pipe (`| head`) ends the dump quietly.
+                return 0;
+            }
+        }
+    }
+    let _ = out.flush();
+    for s in merged.sources() {
+        for w in crate::ingest::warnings_for(s.as_ref()) {
+            eprintln!("iosleuth: warning: {w}");
+        }
+    }
+    if n == 0 && limit != Some(0) {
+        eprintln!(
+            "iosleuth: no events to print in {}",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return EXIT_BAD_INPUT;
+    }
     0
 }
 

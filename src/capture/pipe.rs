@@ -3,9 +3,10 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -27,69 +28,46 @@ impl PipeReader {
     /// pages a longer period means fuller pages (each read takes the page
     /// being filled); the buffer must hold `poll` worth of events.
     pub fn spawn_every(pipe: &Path, out: File, poll: Duration) -> std::io::Result<PipeReader> {
-        Self::spawn_inner(pipe, out, poll, false)
+        Self::spawn_inner(pipe, out, poll)
     }
 
-    /// For `trace_pipe_raw`: after a page less than half full, wait `poll`
-    /// before the next read. Reading at once would hand out a page holding
-    /// little more than the events our own read and write just caused, over
-    /// and over: a loop writing nearly empty pages at full speed.
+    /// For `trace_pipe_raw`: while tracing, moves whole ring-buffer pages
+    /// into `out` with splice (no copy through user space, up to a pipe's
+    /// worth of pages per call; the kernel hands out only full pages, so an
+    /// idle CPU does not produce a stream of nearly empty ones). After
+    /// `finish`, the partly filled pages left are read with read(2).
     pub fn spawn_raw(pipe: &Path, out: File, poll: Duration) -> std::io::Result<PipeReader> {
-        Self::spawn_inner(pipe, out, poll, true)
-    }
-
-    fn spawn_inner(
-        pipe: &Path,
-        mut out: File,
-        poll: Duration,
-        raw_pages: bool,
-    ) -> std::io::Result<PipeReader> {
-        let mut pipe = std::fs::OpenOptions::new()
+        let raw = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
             .open(pipe)?;
         let stop = Arc::new(AtomicBool::new(false));
-        let stop_r = stop.clone();
         let copied = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let copied_r = copied.clone();
+        let (stop_r, copied_r) = (stop.clone(), copied.clone());
         let thread = std::thread::spawn(move || -> std::io::Result<u64> {
-            let mut buf = vec![0u8; 1 << 20];
-            let mut total = 0u64;
-            let mut idle_after_stop = 0;
-            loop {
-                match pipe.read(&mut buf) {
-                    Ok(n) if n > 0 => {
-                        out.write_all(&buf[..n])?;
-                        total += n as u64;
-                        copied_r.store(total, Ordering::Relaxed);
-                        idle_after_stop = 0;
-                        // Page header: 8-byte timestamp, then the commit word
-                        // whose low bits are the data length.
-                        if raw_pages && n >= 16 && !stop_r.load(Ordering::Acquire) {
-                            let commit =
-                                u32::from_le_bytes(buf[8..12].try_into().unwrap()) & 0x3fff_ffff;
-                            if (commit as usize) < n / 2 {
-                                std::thread::sleep(poll);
-                            }
-                        }
-                        continue;
-                    }
-                    Ok(_) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
-                }
-                if stop_r.load(Ordering::Acquire) {
-                    idle_after_stop += 1;
-                    // Empty twice after tracing stopped: drained.
-                    if idle_after_stop >= 2 {
-                        break;
-                    }
-                }
-                std::thread::sleep(poll);
-            }
-            out.flush()?;
-            Ok(total)
+            let mut out = out;
+            let total = splice_pages(&raw, &out, &stop_r, &copied_r, poll)?;
+            let (rest, _) = copy_until_drained(raw, &mut out, &stop_r, &copied_r, poll, total)?;
+            Ok(rest)
+        });
+        Ok(PipeReader {
+            stop,
+            copied,
+            thread: Some(thread),
+        })
+    }
+
+    fn spawn_inner(pipe: &Path, out: File, poll: Duration) -> std::io::Result<PipeReader> {
+        let pipe = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(pipe)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let copied = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (stop_r, copied_r) = (stop.clone(), copied.clone());
+        let thread = std::thread::spawn(move || -> std::io::Result<u64> {
+            let mut out = out;
+            copy_until_drained(pipe, &mut out, &stop_r, &copied_r, poll, 0).map(|(n, _)| n)
         });
         Ok(PipeReader {
             stop,
@@ -118,6 +96,115 @@ impl PipeReader {
     pub fn is_running(&self) -> bool {
         self.thread.is_some()
     }
+}
+
+/// Copies `pipe` into `out` with read/write until `stop` is set and the pipe
+/// was then found empty twice. Returns the running total (starting at
+/// `total`) and whether anything was copied.
+fn copy_until_drained(
+    mut pipe: File,
+    out: &mut File,
+    stop: &AtomicBool,
+    copied: &AtomicU64,
+    poll: Duration,
+    mut total: u64,
+) -> std::io::Result<(u64, bool)> {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut idle_after_stop = 0;
+    let start = total;
+    loop {
+        match pipe.read(&mut buf) {
+            Ok(n) if n > 0 => {
+                out.write_all(&buf[..n])?;
+                total += n as u64;
+                copied.store(total, Ordering::Relaxed);
+                idle_after_stop = 0;
+                continue;
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        if stop.load(Ordering::Acquire) {
+            idle_after_stop += 1;
+            // Empty twice after tracing stopped: drained.
+            if idle_after_stop >= 2 {
+                break;
+            }
+        }
+        std::thread::sleep(poll);
+    }
+    out.flush()?;
+    Ok((total, total > start))
+}
+
+/// Moves full pages from `raw` to `out` through a pipe until `stop` is set.
+/// Returns the bytes moved. Falls back to nothing (the caller's read loop
+/// takes over) where splice is refused.
+fn splice_pages(
+    raw: &File,
+    out: &File,
+    stop: &AtomicBool,
+    copied: &AtomicU64,
+    poll: Duration,
+) -> std::io::Result<u64> {
+    let mut fds = [0; 2];
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Ok(0);
+    }
+    // SAFETY: pipe2 just returned these two descriptors; OwnedFd closes them.
+    let (pipe_r, pipe_w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // A bigger pipe moves more pages per call; the default (16 pages) works too.
+    let size = unsafe { libc::fcntl(pipe_w.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+    let chunk = if size > 0 { size as usize } else { 16 * 4096 };
+    let mut total = 0u64;
+    while !stop.load(Ordering::Acquire) {
+        let n = unsafe {
+            libc::splice(
+                raw.as_raw_fd(),
+                std::ptr::null_mut(),
+                pipe_w.as_raw_fd(),
+                std::ptr::null_mut(),
+                chunk,
+                libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
+            )
+        };
+        if n > 0 {
+            let mut left = n as usize;
+            while left > 0 {
+                let m = unsafe {
+                    libc::splice(
+                        pipe_r.as_raw_fd(),
+                        std::ptr::null_mut(),
+                        out.as_raw_fd(),
+                        std::ptr::null_mut(),
+                        left,
+                        libc::SPLICE_F_MOVE,
+                    )
+                };
+                if m < 0 {
+                    let e = std::io::Error::last_os_error();
+                    if e.kind() == std::io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    return Err(e);
+                }
+                left -= m as usize;
+            }
+            total += n as u64;
+            copied.store(total, Ordering::Relaxed);
+            continue;
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EAGAIN) | Some(libc::EINTR) => std::thread::sleep(poll),
+            _ if n == 0 => std::thread::sleep(poll),
+            // EINVAL/ENOSYS: no splice here; read(2) does the whole job.
+            _ => return Ok(total),
+        }
+    }
+    Ok(total)
 }
 
 impl Drop for PipeReader {

@@ -6,9 +6,9 @@ use super::reader::Chunked;
 use super::ring_buffer::{page_info, PageRecords};
 use super::source::{InputError, Source, SourceStats};
 use super::tracefs_format::{
-    parse_format, parse_header_page, read_int, read_str, EventFormat, Field, PageHeader,
+    parse_format, parse_header_page, read_int, read_str, EventFormat, Field, FieldKind, PageHeader,
 };
-use crate::model::{Action, BlockEvent, Comm, Dev, Event, Extra, OtherEvent, Rwbs};
+use crate::model::{Action, BlockEvent, Comm, Dev, Event, Extra, Fields, OtherEvent, Rwbs, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,7 +38,7 @@ struct BlockFields {
 #[derive(Debug, Clone)]
 enum Kind {
     Block(Action, Box<BlockFields>),
-    Other(Arc<str>),
+    Other(Arc<str>, Arc<[(Arc<str>, Field)]>),
 }
 
 /// Turns raw records into events, by the format of their event id.
@@ -63,6 +63,7 @@ impl Decoder {
             size: 2,
             signed: false,
             data_loc: false,
+            kind: FieldKind::Int,
         };
         let mut common_pid = Field {
             name: "common_pid".into(),
@@ -70,6 +71,7 @@ impl Decoder {
             size: 4,
             signed: true,
             data_loc: false,
+            kind: FieldKind::Int,
         };
         for f in formats {
             if let Some(t) = f.field("common_type") {
@@ -101,7 +103,14 @@ impl Decoder {
                         }),
                     )
                 }
-                None => Kind::Other(format!("{}:{}", f.system, f.name).into()),
+                None => Kind::Other(
+                    format!("{}:{}", f.system, f.name).into(),
+                    f.fields
+                        .iter()
+                        .filter(|x| !x.name.starts_with("common_") && x.kind != FieldKind::Array)
+                        .map(|x| (Arc::from(x.name.as_str()), x.clone()))
+                        .collect(),
+                ),
             };
             kinds.insert(f.id, kind);
         }
@@ -135,15 +144,19 @@ impl Decoder {
                     cpu,
                     pid,
                     name: RECORDER_SELF.clone(),
+                    comm: Comm::default(),
+                    fields: Fields::default(),
                 }));
             }
         }
         match self.kinds.get(&id)? {
-            Kind::Other(name) => Some(Event::Other(OtherEvent {
+            Kind::Other(name, layout) => Some(Event::Other(OtherEvent {
                 ts,
                 cpu,
                 pid,
                 name: name.clone(),
+                comm: Comm::default(),
+                fields: decode_fields(rec, layout),
             })),
             Kind::Block(action, f) => {
                 let int = |x: &Option<Field>| x.as_ref().and_then(|x| read_int(rec, x));
@@ -194,6 +207,23 @@ impl Decoder {
             }
         }
     }
+}
+
+/// Every integer and text field of a record, by the event's format.
+fn decode_fields(rec: &[u8], layout: &[(Arc<str>, Field)]) -> Fields {
+    let mut out = Fields(Vec::with_capacity(layout.len()));
+    for (name, f) in layout {
+        let v = match f.kind {
+            FieldKind::Text => {
+                read_str(rec, f).map(|b| Value::Str(String::from_utf8_lossy(b).into()))
+            }
+            _ => read_int(rec, f).map(|n| Value::Int(n as i64)),
+        };
+        if let Some(v) = v {
+            out.push(name.clone(), v);
+        }
+    }
+    out
 }
 
 /// Reads every `format` file under `dir/formats/events`.

@@ -8,6 +8,7 @@ pub mod merge;
 pub mod reader;
 pub mod ring_buffer;
 pub mod source;
+pub mod text_fields;
 pub mod text_line;
 pub mod text_source;
 pub mod tracefs_format;

@@ -5,8 +5,9 @@
 use super::block_text::{parse_blk_action, parse_tracepoint, Context};
 use super::reader::Chunked;
 use super::source::{Source, SourceStats};
+use super::text_fields::{parse_ftrace_syscall, parse_payload};
 use super::text_line::{parse_header, parse_timestamp, parse_u32, split_event, trim, trim_start};
-use crate::model::{Action, BlockEvent, Dev, Event, OtherEvent};
+use crate::model::{Action, BlockEvent, Comm, Dev, Event, OtherEvent};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -172,12 +173,7 @@ impl TextSource {
     }
 
     fn intern(&mut self, name: &[u8]) -> Arc<str> {
-        if let Some(n) = self.names.get(name) {
-            return n.clone();
-        }
-        let n: Arc<str> = String::from_utf8_lossy(name).into();
-        self.names.insert(name.to_vec(), n.clone());
-        n
+        intern_in(&mut self.names, name)
     }
 
     fn classify(&mut self, line: &[u8]) -> Line {
@@ -251,7 +247,21 @@ impl TextSource {
             }
         }
         let Some((name, payload)) = split_event(rest) else {
-            return Line::Bad;
+            let comm = Comm::new(h.comm);
+            let (ts, cpu, pid) = (h.ts, h.cpu, h.pid);
+            let names = &mut self.names;
+            let mut key = |b: &[u8]| intern_in(names, b);
+            return match parse_ftrace_syscall(rest_t, &mut key) {
+                Some((name, fields)) => Line::Event(Event::Other(OtherEvent {
+                    ts,
+                    cpu,
+                    pid,
+                    name: self.intern(name.as_bytes()),
+                    comm,
+                    fields,
+                })),
+                None => Line::Bad,
+            };
         };
         let short = match memchr::memrchr(b':', name) {
             Some(c) => &name[c + 1..],
@@ -265,11 +275,19 @@ impl TextSource {
             };
         }
         let name = self.intern(name);
+        let names = &mut self.names;
+        let fields = parse_payload(
+            crate::model::fields::short_name(&name),
+            payload,
+            &mut |b: &[u8]| intern_in(names, b),
+        );
         Line::Event(Event::Other(OtherEvent {
             ts: h.ts,
             cpu: h.cpu,
             pid: h.pid,
             name,
+            comm: Comm::new(h.comm),
+            fields,
         }))
     }
 }
@@ -324,4 +342,14 @@ impl Source for TextSource {
     fn stats(&self) -> &SourceStats {
         &self.stats
     }
+}
+
+/// One shared `Arc<str>` per distinct event or field name.
+fn intern_in(names: &mut HashMap<Vec<u8>, Arc<str>>, name: &[u8]) -> Arc<str> {
+    if let Some(n) = names.get(name) {
+        return n.clone();
+    }
+    let n: Arc<str> = String::from_utf8_lossy(name).into();
+    names.insert(name.to_vec(), n.clone());
+    n
 }

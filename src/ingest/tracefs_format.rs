@@ -12,6 +12,17 @@ pub struct Field {
     pub signed: bool,
     /// `__data_loc`: a u32 holding offset (low 16 bits) and length (high 16).
     pub data_loc: bool,
+    /// What the declaration says the bytes are.
+    pub kind: FieldKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldKind {
+    Int,
+    /// `char x[N]` or `__data_loc char[] x`.
+    Text,
+    /// Any other array (`unsigned long args[6]`, `u8 uuid[16]`).
+    Array,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,8 +75,16 @@ fn parse_field(f: &str) -> Option<Field> {
     // The name is the last word of the declaration, without `[N]`.
     let last = decl.split_whitespace().last()?;
     let name = last.split('[').next()?.to_string();
+    let data_loc = decl.contains("__data_loc");
+    let array = data_loc || last.contains('[');
+    let kind = match (array, decl.contains("char")) {
+        (false, _) => FieldKind::Int,
+        (true, true) => FieldKind::Text,
+        (true, false) => FieldKind::Array,
+    };
     Some(Field {
-        data_loc: decl.contains("__data_loc"),
+        data_loc,
+        kind,
         name,
         offset: offset?,
         size: size?,

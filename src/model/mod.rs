@@ -2,8 +2,10 @@
 //! every analysis consumes.
 
 pub mod block;
+pub mod fields;
 
 pub use block::{Action, BlockEvent, Comm, Dev, Extra, Rwbs};
+pub use fields::{Fields, Value};
 
 /// One event of any kind.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,4 +39,14 @@ pub struct OtherEvent {
     /// Event name as the source printed it, e.g. `ext4_sync_file_enter` or
     /// `sched:sched_switch`.
     pub name: std::sync::Arc<str>,
+    /// The task's name where the source prints it (text headers).
+    pub comm: Comm,
+    pub fields: Fields,
+}
+
+impl OtherEvent {
+    /// The name without its system (`sched_switch`).
+    pub fn short_name(&self) -> &str {
+        fields::short_name(&self.name)
+    }
 }

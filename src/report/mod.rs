@@ -2,5 +2,6 @@
 //! people already use.
 
 pub mod blktrace;
+pub mod dump;
 pub mod json;
 pub mod text;

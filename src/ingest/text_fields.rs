@@ -1,0 +1,181 @@
+//! Turns the printed payload of a non-block event into fields:
+//! `prev_comm=fio prev_pid=12 ... ==> next_comm=swapper/0 ...` (most
+//! events), `fd: 0x00000003, buf: 0x...` (syscall entries as perf and
+//! trace-cmd print them), `sys_fsync(fd: 3)` / `sys_fsync -> 0x0` (syscalls
+//! as ftrace prints them) and a bare `0x0` (syscall exits elsewhere).
+
+use crate::model::fields::value_of_text;
+use crate::model::Fields;
+use std::sync::Arc;
+
+/// Where a `key=` starts: at the start or after a space, `[` or `(`, a
+/// name of letters, digits and `_`, then `=`.
+fn key_at(p: &[u8], i: usize) -> Option<usize> {
+    if i > 0 && !matches!(p[i - 1], b' ' | b'\t' | b'[' | b'(' | b',') {
+        return None;
+    }
+    let first = *p.get(i)?;
+    if !(first.is_ascii_alphabetic() || first == b'_') {
+        return None;
+    }
+    let mut j = i + 1;
+    while j < p.len() && (p[j].is_ascii_alphanumeric() || p[j] == b'_') {
+        j += 1;
+    }
+    (p.get(j) == Some(&b'=')).then_some(j)
+}
+
+fn clean_value(v: &[u8]) -> &str {
+    let s = std::str::from_utf8(v).unwrap_or("").trim();
+    // sched_switch's arrow belongs to no field; brackets and commas close
+    // groups such as softirq's `[action=NET_RX]`.
+    let s = s.strip_suffix("==>").unwrap_or(s).trim_end();
+    let s = s.trim_end_matches([']', ')', ',', '[', ' ']);
+    // Units: `runtime=53666 [ns]`.
+    match s.find(" [") {
+        Some(i) => &s[..i],
+        None => s,
+    }
+}
+
+/// Parses `payload` of the event `short_name`; `key` interns field names.
+pub fn parse_payload(
+    short_name: &str,
+    payload: &[u8],
+    key: &mut dyn FnMut(&[u8]) -> Arc<str>,
+) -> Fields {
+    let mut out = Fields::default();
+    let p = payload;
+    if memchr::memchr(b'=', p).is_some() {
+        let mut starts = Vec::new();
+        for i in 0..p.len() {
+            if let Some(eq) = key_at(p, i) {
+                starts.push((i, eq));
+            }
+        }
+        for (n, &(k, eq)) in starts.iter().enumerate() {
+            let end = starts.get(n + 1).map(|s| s.0).unwrap_or(p.len());
+            let v = clean_value(&p[eq + 1..end]);
+            out.push(key(&p[k..eq]), value_of_text(v));
+        }
+        return out;
+    }
+    // workqueue_execute_start/end, activate_work: `work struct 0000…: function f`.
+    if let Some(rest) = p.strip_prefix(b"work struct ") {
+        let rest = std::str::from_utf8(rest).unwrap_or("");
+        let (work, func) = rest.split_once(':').unwrap_or((rest, ""));
+        out.push(key(b"work"), value_of_text(&format!("0x{}", work.trim())));
+        if let Some(f) = func.trim().strip_prefix("function ") {
+            out.push(key(b"function"), value_of_text(f.trim()));
+        }
+        return out;
+    }
+    let is_exit = short_name.starts_with("sys_exit");
+    // `name: value, name: value` (syscall entries).
+    if !is_exit && memchr::memmem::find(p, b": ").is_some() {
+        for part in p.split(|&c| c == b',') {
+            let part = std::str::from_utf8(part).unwrap_or("").trim();
+            if let Some((k, v)) = part.split_once(':') {
+                out.push(key(k.trim().as_bytes()), value_of_text(v.trim()));
+            }
+        }
+        return out;
+    }
+    if is_exit {
+        let s = std::str::from_utf8(p).unwrap_or("").trim();
+        if !s.is_empty() {
+            out.push(key(b"ret"), value_of_text(s));
+        }
+    }
+    out
+}
+
+/// ftrace's own syscall lines: `sys_fsync(fd: 3)` is the entry of fsync,
+/// `sys_fsync -> 0x0` its exit. Returns the tracepoint name
+/// (`sys_enter_fsync` / `sys_exit_fsync`) and the fields.
+pub fn parse_ftrace_syscall(
+    rest: &[u8],
+    key: &mut dyn FnMut(&[u8]) -> Arc<str>,
+) -> Option<(String, Fields)> {
+    let rest = std::str::from_utf8(rest).ok()?.trim();
+    let call = rest.strip_prefix("sys_")?;
+    let name_end = call.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))?;
+    let (name, after) = call.split_at(name_end);
+    if let Some(args) = after.strip_prefix('(') {
+        let args = args.strip_suffix(')')?;
+        let mut f = Fields::default();
+        for part in args.split(", ").filter(|s| !s.is_empty()) {
+            let (k, v) = part.split_once(": ")?;
+            f.push(key(k.as_bytes()), value_of_text(v));
+        }
+        return Some((format!("sys_enter_{name}"), f));
+    }
+    let ret = after.trim_start().strip_prefix("->")?.trim();
+    let mut f = Fields::default();
+    f.push(key(b"ret"), value_of_text(ret));
+    Some((format!("sys_exit_{name}"), f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Value;
+
+    fn k(b: &[u8]) -> Arc<str> {
+        String::from_utf8_lossy(b).into()
+    }
+
+    #[test]
+    fn sched_switch_with_arrow_and_spaces_in_comm() {
+        let f = parse_payload(
+            "sched_switch",
+            b"prev_comm=Web Content prev_pid=89 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120",
+            &mut k,
+        );
+        assert_eq!(f.str("prev_comm"), Some("Web Content"));
+        assert_eq!(f.int("prev_pid"), Some(89));
+        assert_eq!(f.str("prev_state"), Some("S"));
+        assert_eq!(f.str("next_comm"), Some("swapper/0"));
+        assert_eq!(f.int("next_prio"), Some(120));
+    }
+
+    #[test]
+    fn softirq_and_syscalls() {
+        let f = parse_payload("softirq_entry", b"vec=4 [action=BLOCK]", &mut k);
+        assert_eq!(f.int("vec"), Some(4));
+        assert_eq!(f.str("action"), Some("BLOCK"));
+        let f = parse_payload(
+            "sched_stat_runtime",
+            b"comm=a b pid=89 runtime=53666 [ns] vruntime=4 [ns]",
+            &mut k,
+        );
+        assert_eq!(
+            (f.str("comm"), f.int("runtime"), f.int("vruntime")),
+            (Some("a b"), Some(53666), Some(4))
+        );
+        let f = parse_payload(
+            "workqueue_execute_start",
+            b"work struct 00000000cbdcc894: function ext4_end_io_rsv_work",
+            &mut k,
+        );
+        assert_eq!(f.int("work"), Some(0xcbdcc894));
+        assert_eq!(f.str("function"), Some("ext4_end_io_rsv_work"));
+        let f = parse_payload("sys_enter_fsync", b"fd: 0x00000003", &mut k);
+        assert_eq!(f.int("fd"), Some(3));
+        let f = parse_payload("sys_exit_fsync", b"0xfffffffffffffffb", &mut k);
+        assert_eq!(f.int("ret"), Some(-5));
+        let (n, f) = parse_ftrace_syscall(
+            b"sys_pwrite64(fd: 3, buf: 0x560b9af31dd0, count: 0x2000, pos: 0)",
+            &mut k,
+        )
+        .unwrap();
+        assert_eq!(n, "sys_enter_pwrite64");
+        assert_eq!(f.int("fd"), Some(3));
+        assert_eq!(f.int("count"), Some(0x2000));
+        let (n, f) = parse_ftrace_syscall(b"sys_fsync -> 0x0", &mut k).unwrap();
+        assert_eq!(
+            (n.as_str(), f.get("ret")),
+            ("sys_exit_fsync", Some(&Value::Int(0)))
+        );
+    }
+}

@@ -1,0 +1,89 @@
+//! The payload of a non-block event, decoded by field name: from a
+//! tracefs `format` (captures) or from the `key=value` text that ftrace,
+//! trace-cmd and perf print. Analyses read fields by name because field
+//! lists change between kernel versions.
+
+use std::fmt;
+use std::sync::Arc;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Int(i64),
+    Str(Box<str>),
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Int(n) => write!(f, "{n}"),
+            Value::Str(s) => f.write_str(s),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Fields(pub Vec<(Arc<str>, Value)>);
+
+impl Fields {
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.0.iter().find(|(n, _)| &**n == name).map(|(_, v)| v)
+    }
+    /// An integer field; text that holds a number counts.
+    pub fn int(&self, name: &str) -> Option<i64> {
+        match self.get(name)? {
+            Value::Int(n) => Some(*n),
+            Value::Str(s) => parse_int(s),
+        }
+    }
+    pub fn str(&self, name: &str) -> Option<&str> {
+        match self.get(name)? {
+            Value::Str(s) => Some(s),
+            Value::Int(_) => None,
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn push(&mut self, name: Arc<str>, v: Value) {
+        self.0.push((name, v));
+    }
+}
+
+impl fmt::Display for Fields {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (n, v)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            write!(f, "{n}={v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Decimal (optionally negative) or `0x` hexadecimal.
+pub fn parse_int(s: &str) -> Option<i64> {
+    let s = s.trim();
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        return u64::from_str_radix(h, 16).ok().map(|v| v as i64);
+    }
+    if let Some(h) = s.strip_prefix("-0x") {
+        return u64::from_str_radix(h, 16)
+            .ok()
+            .map(|v| (v as i64).wrapping_neg());
+    }
+    s.parse::<i64>().ok()
+}
+
+/// A value as printed in text: a number when it is one.
+pub fn value_of_text(s: &str) -> Value {
+    match parse_int(s) {
+        Some(n) => Value::Int(n),
+        None => Value::Str(s.into()),
+    }
+}
+
+/// The event name without its system: `sched:sched_switch` → `sched_switch`.
+pub fn short_name(name: &str) -> &str {
+    name.rsplit(':').next().unwrap_or(name)
+}
