@@ -59,6 +59,9 @@ enum Cmd {
         /// Stop after this many events.
         #[arg(long)]
         limit: Option<u64>,
+        /// `json`: one JSON object per line.
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
     },
     /// Convert traces into files that blkparse, btt, iowatcher and
     /// seekwatcher read.
@@ -265,7 +268,8 @@ pub fn main() -> i32 {
             paths,
             events,
             limit,
-        } => cmd_dump(&paths, &events, limit),
+            format,
+        } => cmd_dump(&paths, &events, limit, format),
         Cmd::Record {
             output,
             events,
@@ -390,7 +394,7 @@ fn cmd_report(
     0
 }
 
-fn cmd_dump(paths: &[PathBuf], only: &[String], limit: Option<u64>) -> i32 {
+fn cmd_dump(paths: &[PathBuf], only: &[String], limit: Option<u64>, format: Format) -> i32 {
     use std::io::Write;
     let mut merged = match open_merged(paths) {
         Ok(m) => m,
@@ -418,7 +422,11 @@ fn cmd_dump(paths: &[PathBuf], only: &[String], limit: Option<u64>) -> i32 {
         if !wanted(&ev) {
             continue;
         }
-        if let Some(l) = report::dump::line(&ev) {
+        let l = match format {
+            Format::Text => report::dump::line(&ev),
+            Format::Json => report::dump::json(&ev).map(|j| j.to_string()),
+        };
+        if let Some(l) = l {
             n += 1;
             if writeln!(out, "{l}").is_err() {
                 // A closed pipe (`| head`) ends the dump quietly.

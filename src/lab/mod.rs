@@ -1,3 +1,4 @@
 //! The lab: disks that iosleuth creates (and removes) itself.
 
+pub mod ext4;
 pub mod loopdev;

@@ -2,7 +2,7 @@
 //! way `perf script` and `trace-cmd report` print them, so that a person
 //! (or a test) can see exactly what iosleuth read.
 
-use crate::model::{Event, OtherEvent};
+use crate::model::{Event, OtherEvent, Value};
 use std::fmt::Write;
 
 /// One event as text; `None` for events outside the timeline.
@@ -32,6 +32,41 @@ pub fn line(ev: &Event) -> Option<String> {
         Event::ProcessName { .. } => return None,
     }
     Some(s)
+}
+
+/// One event as a JSON object (`ts` in ns, `event` with its system where
+/// the source names it, `fields`).
+pub fn json(ev: &Event) -> Option<serde_json::Value> {
+    use serde_json::json;
+    Some(match ev {
+        Event::Block(b) => json!({
+            "ts": b.ts, "cpu": b.cpu, "pid": b.pid, "comm": b.comm.as_str(),
+            "event": format!("block:{}", b.action.letter()),
+            "fields": {
+                "dev": b.dev.to_string(), "rwbs": b.rwbs.to_string(), "sector": b.sector,
+                "bytes": b.bytes, "error": b.error,
+            },
+        }),
+        Event::Other(o) => {
+            let fields: serde_json::Map<String, serde_json::Value> = o
+                .fields
+                .0
+                .iter()
+                .map(|(k, v)| {
+                    let v = match v {
+                        Value::Int(n) => json!(n),
+                        Value::Str(s) => json!(s),
+                    };
+                    (k.to_string(), v)
+                })
+                .collect();
+            json!({
+                "ts": o.ts, "cpu": o.cpu, "pid": o.pid, "comm": o.comm.as_str(),
+                "event": &*o.name, "fields": fields,
+            })
+        }
+        Event::ProcessName { .. } => return None,
+    })
 }
 
 fn other(s: &mut String, o: &OtherEvent) {

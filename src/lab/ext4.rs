@@ -1,0 +1,72 @@
+//! An ext4 file system on a loop device, with a journal of a chosen size,
+//! mounted under the loop device's own directory. Unmounted and removed on
+//! drop.
+
+use super::loopdev::LoopDevice;
+use crate::capture::tracefs::CaptureError;
+use std::path::PathBuf;
+use std::process::Command;
+
+pub struct Ext4 {
+    /// Where it is mounted.
+    pub mnt: PathBuf,
+    mounted: bool,
+    // Dropped after the unmount (fields drop in declaration order).
+    pub disk: LoopDevice,
+}
+
+fn run(cmd: &mut Command, what: &str) -> Result<(), CaptureError> {
+    let out = cmd
+        .output()
+        .map_err(|e| CaptureError(format!("cannot run {what}: {e}")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(CaptureError(format!(
+            "{what} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
+impl Ext4 {
+    /// `size_mb` of disk, `journal_mb` of journal (ext4's minimum is 1 MiB;
+    /// 4 MiB and 1024 MiB are the two sides of case 2).
+    pub fn create(size_mb: u64, journal_mb: u64, direct_io: bool) -> Result<Ext4, CaptureError> {
+        let disk = LoopDevice::create(size_mb, direct_io)?;
+        run(
+            Command::new("mkfs.ext4")
+                .args(["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"])
+                .arg("-J")
+                .arg(format!("size={journal_mb}"))
+                .arg(&disk.path),
+            "mkfs.ext4 (package e2fsprogs)",
+        )?;
+        let mnt = disk.backing_file().with_file_name("mnt");
+        std::fs::create_dir_all(&mnt)?;
+        run(
+            Command::new("mount")
+                .args(["-t", "ext4"])
+                .arg(&disk.path)
+                .arg(&mnt),
+            "mount",
+        )?;
+        Ok(Ext4 {
+            mnt,
+            mounted: true,
+            disk,
+        })
+    }
+}
+
+impl Drop for Ext4 {
+    fn drop(&mut self) {
+        if self.mounted {
+            // A process still inside (killed workload not yet reaped): lazy.
+            if run(Command::new("umount").arg(&self.mnt), "umount").is_err() {
+                let _ = run(Command::new("umount").arg("-l").arg(&self.mnt), "umount -l");
+            }
+            self.mounted = false;
+        }
+    }
+}

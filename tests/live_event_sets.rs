@@ -1,0 +1,224 @@
+//! Live: each event set of `iosleuth record` on a real workload (write +
+//! fsync, buffered writes and sync on ext4 over a loop device). Each set's
+//! events appear with their decoded fields, and the block numbers of the
+//! capture equal those of tracepoint text recorded during the same run.
+
+mod common;
+
+use common::*;
+use iosleuth::capture::instance::InstanceSession;
+use iosleuth::lab::ext4::Ext4;
+use serde_json::Value;
+use std::collections::HashMap;
+
+/// `iosleuth dump --format json` of a capture: events grouped by short name.
+fn dump(cap: &std::path::Path) -> HashMap<String, Vec<Value>> {
+    let out = run(iosleuth().args(["dump", "--format", "json"]).arg(cap));
+    let mut by: HashMap<String, Vec<Value>> = HashMap::new();
+    for l in out.lines() {
+        let v: Value = serde_json::from_str(l).expect("one JSON object per line");
+        let name = v["event"].as_str().unwrap();
+        let short = name.rsplit(':').next().unwrap().to_string();
+        by.entry(short).or_default().push(v);
+    }
+    by
+}
+
+fn field<'a>(ev: &'a Value, name: &str) -> &'a Value {
+    &ev["fields"][name]
+}
+
+fn count_where(evs: Option<&Vec<Value>>, f: impl Fn(&Value) -> bool) -> usize {
+    evs.map(|v| v.iter().filter(|e| f(e)).count()).unwrap_or(0)
+}
+
+#[test]
+fn every_event_set_decodes_its_fields() {
+    if !live() {
+        return;
+    }
+    let dir = tempdir();
+    let fs = Ext4::create(256, 8, true).expect("ext4 on a loop device");
+    let dev = fs.disk.dev().unwrap();
+    let kdev = ((dev.major() as u64) << 20) | dev.minor() as u64;
+    let bdi = format!("{}:{}", dev.major(), dev.minor());
+    let script = format!(
+        "{bin} probe fsync --size 8k --count 20 --path {m}/probe.dat && \
+         dd if=/dev/zero of={m}/big bs=1M count=16 status=none && sync",
+        bin = env!("CARGO_BIN_EXE_iosleuth"),
+        m = fs.mnt.display()
+    );
+    for set in ["fs", "syscalls", "sched", "irq", "workqueue", "writeback"] {
+        let cap = dir.path().join(format!("cap-{set}"));
+        let text = dir.path().join(format!("text-{set}.txt"));
+        let _ = std::fs::remove_file(fs.mnt.join("big"));
+        let tp =
+            InstanceSession::start(block_events(), 16384, "mono", &text).expect("text instance");
+        let out = run(iosleuth().arg("record").arg("-o").arg(&cap).args([
+            "--events",
+            &format!("block,{set}"),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ]));
+        tp.stop().unwrap();
+        assert!(out.contains("write+fsync: 20 operations"), "{out}");
+
+        // The same block numbers as the text of the same run.
+        let d = dev.to_string();
+        let a = json_report(&[&cap], &["--device", &d]);
+        let b = json_report(&[&text], &["--device", &d]);
+        assert_eq!(
+            a["devices"][0]["actions"], b["devices"][0]["actions"],
+            "{set}: block events of the capture and of the text"
+        );
+        assert!(a["devices"][0]["actions"]["completed"].as_u64().unwrap() > 20);
+        assert!(a["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["lost_events"] == 0));
+
+        let ev = dump(&cap);
+        let probe_pid = ev["print"][0]["pid"].clone();
+        match set {
+            "fs" => {
+                let enters = count_where(ev.get("ext4_sync_file_enter"), |e| {
+                    field(e, "dev") == kdev
+                        && field(e, "datasync") == 0
+                        && field(e, "ino").as_u64() > Some(0)
+                });
+                assert_eq!(
+                    enters, 20,
+                    "{set}: one ext4_sync_file_enter per fsync on this fs"
+                );
+                assert_eq!(
+                    count_where(ev.get("ext4_sync_file_exit"), |e| field(e, "ret") == 0
+                        && field(e, "dev") == kdev),
+                    20
+                );
+                // Commits of this journal (an overwrite within the same
+                // timestamp tick needs none): the stats name the transaction.
+                let commits = count_where(ev.get("jbd2_run_stats"), |e| {
+                    field(e, "dev") == kdev
+                        && field(e, "tid").as_u64() > Some(0)
+                        && field(e, "blocks").as_u64() > Some(0)
+                        && field(e, "handle_count").as_u64() > Some(0)
+                });
+                assert!(
+                    commits >= 1,
+                    "{set}: {commits} jbd2_run_stats of this journal"
+                );
+                assert!(
+                    count_where(ev.get("jbd2_start_commit"), |e| field(e, "dev") == kdev)
+                        >= commits
+                );
+            }
+            "syscalls" => {
+                let fsyncs = count_where(ev.get("sys_enter_fsync"), |e| {
+                    e["pid"] == probe_pid && field(e, "fd").as_i64() > Some(2)
+                });
+                assert_eq!(fsyncs, 20, "{set}: the probe's fsync calls with their fd");
+                assert_eq!(
+                    count_where(ev.get("sys_exit_fsync"), |e| e["pid"] == probe_pid
+                        && field(e, "ret") == 0),
+                    20
+                );
+                let writes = count_where(ev.get("sys_enter_pwrite64"), |e| {
+                    e["pid"] == probe_pid && field(e, "count") == 8192 && field(e, "pos") == 0
+                });
+                assert_eq!(writes, 20, "{set}: 8 KiB at offset 0 each time");
+                assert!(
+                    count_where(ev.get("sys_enter_openat"), |e| field(e, "filename")
+                        .is_i64()
+                        || field(e, "filename").is_u64())
+                        > 0
+                );
+            }
+            "sched" => {
+                assert!(
+                    count_where(ev.get("sched_switch"), |e| *field(e, "prev_pid")
+                        == probe_pid
+                        && field(e, "prev_comm") == "iosleuth"
+                        && field(e, "prev_state").as_i64().is_some()
+                        && field(e, "next_pid").as_i64().is_some())
+                        >= 20,
+                    "{set}: the probe sleeps in each fsync"
+                );
+                assert!(
+                    count_where(ev.get("sched_wakeup"), |e| *field(e, "pid") == probe_pid
+                        && field(e, "target_cpu").as_i64().is_some())
+                        >= 20
+                );
+                assert!(
+                    count_where(ev.get("sched_process_fork"), |e| *field(e, "child_pid")
+                        == probe_pid)
+                        == 1
+                );
+                assert!(
+                    count_where(ev.get("sched_process_exit"), |e| *field(e, "pid")
+                        == probe_pid)
+                        == 1
+                );
+                assert!(
+                    count_where(ev.get("sched_switch"), |e| field(e, "next_comm")
+                        .as_str()
+                        .is_some_and(|c| c.starts_with("jbd2/")))
+                        > 0
+                );
+            }
+            "irq" => {
+                assert!(
+                    count_where(ev.get("irq_handler_entry"), |e| field(e, "irq")
+                        .as_i64()
+                        .is_some()
+                        && field(e, "name").as_str().is_some_and(|n| !n.is_empty()))
+                        > 0
+                );
+                assert!(
+                    count_where(ev.get("irq_handler_exit"), |e| field(e, "ret")
+                        .as_i64()
+                        .is_some())
+                        > 0
+                );
+                // vec 4 is BLOCK: completions of the disk under the loop device.
+                assert!(
+                    count_where(ev.get("softirq_entry"), |e| field(e, "vec") == 4) > 0,
+                    "{set}: BLOCK softirqs"
+                );
+                assert!(
+                    count_where(ev.get("softirq_raise"), |e| field(e, "vec")
+                        .as_i64()
+                        .is_some())
+                        > 0
+                );
+            }
+            "workqueue" => {
+                let started = count_where(ev.get("workqueue_execute_start"), |e| {
+                    field(e, "function").as_i64().is_some() && field(e, "work").as_i64().is_some()
+                });
+                assert!(started > 0, "{set}: work items with their function");
+                assert!(
+                    count_where(ev.get("workqueue_queue_work"), |e| field(e, "workqueue")
+                        .as_str()
+                        .is_some()
+                        || field(e, "workqueue").as_i64().is_some())
+                        > 0
+                );
+            }
+            "writeback" => {
+                assert!(
+                    count_where(ev.get("writeback_written"), |e| field(e, "name")
+                        == bdi.as_str())
+                        + count_where(ev.get("writeback_queue"), |e| field(e, "name")
+                            == bdi.as_str())
+                        > 0,
+                    "{set}: writeback of this device ({bdi}): {:?}",
+                    ev.keys().collect::<Vec<_>>()
+                );
+            }
+            _ => unreachable!(),
+        }
+    }
+}
