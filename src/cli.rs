@@ -355,7 +355,10 @@ fn cmd_report(
     };
     let mut a = analyze(merged, &filter, cfg);
     a.snapshot = paths.iter().find_map(|p| {
-        let text = std::fs::read_to_string(p.join(crate::ingest::capture_dir::SNAPSHOT)).ok()?;
+        use crate::ingest::capture_dir::{snapshot_beside, SNAPSHOT};
+        let text = std::fs::read_to_string(p.join(SNAPSHOT))
+            .or_else(|_| std::fs::read_to_string(snapshot_beside(p)))
+            .ok()?;
         serde_json::from_str(&text).ok()
     });
     if a.events == 0 {
@@ -535,6 +538,7 @@ fn cmd_record(
         }
     }
     install_signal_handlers();
+    let before = crate::capture::snapshot::take();
     let opts = BlkTracerOptions {
         devices: names,
         binary: !text,
@@ -548,9 +552,37 @@ fn cmd_record(
             return EXIT_BAD_INPUT;
         }
     };
-    let status = run_workload(duration, command, &mut |_| {}, &|_| String::new(), &[]);
-    match session.stop() {
-        Ok(bytes) => eprintln!("iosleuth: wrote {bytes} bytes to {}", output.display()),
+    let mut workload = serde_json::Value::Null;
+    let status = run_workload(
+        duration,
+        command,
+        &mut |pid| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            workload = crate::capture::snapshot::workload(pid);
+        },
+        &|_| String::new(),
+        &[],
+    );
+    let stopped = session.stop();
+    // The settings go next to the trace, where `report` looks for them.
+    let snapshot = serde_json::json!({
+        "before": before,
+        "workload": workload,
+        "after": crate::capture::snapshot::take(),
+    });
+    let side = crate::ingest::capture_dir::snapshot_beside(output);
+    if let Err(e) = std::fs::write(
+        &side,
+        serde_json::to_string_pretty(&snapshot).unwrap_or_default(),
+    ) {
+        eprintln!("iosleuth: warning: cannot write {}: {e}", side.display());
+    }
+    match stopped {
+        Ok(bytes) => eprintln!(
+            "iosleuth: wrote {bytes} bytes to {} (settings in {})",
+            output.display(),
+            side.display()
+        ),
         Err(e) => {
             eprintln!("iosleuth: {e}");
             return 1;

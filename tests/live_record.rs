@@ -328,3 +328,47 @@ fn seqread_probe_shows_case1_with_and_without_merges() {
     assert_eq!(ratios[0], (32.0, 256), "nomerges=0");
     assert_eq!(ratios[1], (1.0, 8), "nomerges=2");
 }
+
+#[test]
+fn blk_tracer_recording_keeps_the_settings_beside_it() {
+    if !live() {
+        return;
+    }
+    let dir = tempdir();
+    let mut disk = LoopDevice::create(64, true).expect("loop device");
+    disk.set_queue("nomerges", "2").unwrap();
+    let blk = dir.path().join("blk.bin");
+    run(iosleuth()
+        .arg("record")
+        .arg("-o")
+        .arg(&blk)
+        .args([
+            "--blk",
+            &disk.name,
+            "--",
+            "dd",
+            "bs=4k",
+            "count=64",
+            "iflag=direct",
+            "status=none",
+        ])
+        .arg(format!("if={}", disk.path.display()))
+        .arg("of=/dev/null"));
+    let rep = json_report(&[&blk], &[]);
+    assert_eq!(rep["devices"][0]["actions"]["queued"], 64);
+    let snap = &rep["snapshot"];
+    assert_eq!(
+        snap["before"]["block_devices"][disk.name.as_str()]["queue"]["nomerges"],
+        "2"
+    );
+    assert!(
+        snap["workload"]["threads"][0]["comm"] == "dd",
+        "{}",
+        snap["workload"]
+    );
+    let text = run(iosleuth().arg("report").arg(&blk));
+    assert!(
+        text.contains(&format!("{}", disk.name)) && text.contains("nomerges 2"),
+        "{text}"
+    );
+}

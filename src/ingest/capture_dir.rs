@@ -17,6 +17,14 @@ pub const MANIFEST: &str = "iosleuth-capture.json";
 /// The system snapshot of a capture: `{before, workload, after}`.
 pub const SNAPSHOT: &str = "snapshot.json";
 
+/// Where a single-file recording (`record --blk`) keeps its snapshot:
+/// `FILE.snapshot.json`.
+pub fn snapshot_beside(trace: &Path) -> PathBuf {
+    let mut s = trace.as_os_str().to_owned();
+    s.push(".snapshot.json");
+    PathBuf::from(s)
+}
+
 static RECORDER_SELF: std::sync::LazyLock<Arc<str>> =
     std::sync::LazyLock::new(|| "iosleuth:recorder_itself".into());
 
