@@ -368,7 +368,7 @@ fn blk_tracer_recording_keeps_the_settings_beside_it() {
     );
     let text = run(iosleuth().arg("report").arg(&blk));
     assert!(
-        text.contains(&format!("{}", disk.name)) && text.contains("nomerges 2"),
+        text.contains(disk.name.as_str()) && text.contains("nomerges 2"),
         "{text}"
     );
 }
