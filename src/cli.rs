@@ -90,7 +90,8 @@ enum Cmd {
         /// tracer settings), and exit. Every recording does this first.
         #[arg(long)]
         cleanup: bool,
-        /// Event sets, comma-separated (see --list-events), or `all`.
+        /// Event sets, comma-separated (see --list-events), `all`, or single
+        /// tracepoints such as `block:block_rq_issue`.
         #[arg(long, default_value = "all")]
         events: String,
         /// List the event sets and their tracepoints, and exit.
@@ -156,6 +157,22 @@ enum ProbeKind {
         fsync: bool,
         /// Seconds to run.
         #[arg(long, default_value = "5")]
+        duration: f64,
+    },
+    /// Burn a CPU in bursts, optionally as a SCHED_FIFO task pinned to one
+    /// CPU (case 3's real-time task).
+    Burn {
+        /// Pin to this CPU.
+        #[arg(long)]
+        cpu: Option<usize>,
+        /// Run as SCHED_FIFO with this priority (1-99).
+        #[arg(long)]
+        fifo: Option<i32>,
+        #[arg(long, default_value = "300")]
+        on_ms: f64,
+        #[arg(long, default_value = "300")]
+        off_ms: f64,
+        #[arg(long, default_value = "3")]
         duration: f64,
     },
 }
@@ -251,6 +268,17 @@ pub fn main() -> i32 {
                         fsync,
                         duration,
                     ),
+                ),
+                ProbeKind::Burn {
+                    cpu,
+                    fifo,
+                    on_ms,
+                    off_ms,
+                    duration,
+                } => (
+                    "burn on CPU",
+                    PathBuf::from(cpu.map(|c| c.to_string()).unwrap_or_else(|| "any".into())),
+                    probe::burn(cpu, fifo, on_ms, off_ms, duration),
                 ),
             };
             match result {

@@ -3,6 +3,8 @@
 
 pub mod block;
 pub mod histogram;
+pub mod sched;
+pub mod syscalls;
 
 use crate::ingest::{warnings_for, Merger};
 use crate::model::{Dev, Event};
@@ -40,6 +42,8 @@ pub struct Analysis {
     pub inputs: Vec<InputSummary>,
     pub events: u64,
     pub block: BlockSummary,
+    pub syscalls: syscalls::SyscallSummary,
+    pub sched: sched::SchedSummary,
     /// Events iosleuth does not analyse yet, by name.
     pub unknown_events: BTreeMap<String, u64>,
     pub warnings: Vec<String>,
@@ -59,6 +63,8 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
     }
     let mut blk = BlockAnalysis::new(cfg);
     let mut unknown: BTreeMap<String, u64> = BTreeMap::new();
+    let mut sched = sched::SchedAnalysis::new();
+    let mut sys = syscalls::SyscallAnalysis::new();
     let mut events = 0u64;
     for ev in stream.by_ref() {
         match ev {
@@ -81,6 +87,19 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
                     continue;
                 }
                 events += 1;
+                if sched.add(&o) {
+                    if o.short_name() == "sched_switch" {
+                        if let (Some(pid), Some(c)) =
+                            (o.fields.int("next_pid"), o.fields.str("next_comm"))
+                        {
+                            sys.name(pid as u32, crate::model::Comm::new(c.as_bytes()));
+                        }
+                    }
+                    continue;
+                }
+                if sys.add(&o) {
+                    continue;
+                }
                 match unknown.get_mut(&*o.name) {
                     Some(c) => *c += 1,
                     None => {
@@ -116,6 +135,8 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
         inputs,
         events,
         block,
+        syscalls: sys.finish(),
+        sched: sched.finish(),
         unknown_events: unknown,
         warnings,
         snapshot: None,

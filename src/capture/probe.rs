@@ -300,6 +300,63 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .map_err(|_| format!("not a size: {s:?} (examples: 4096, 8k, 16m)"))
 }
 
+/// Pins the calling thread to `cpu`.
+pub fn pin_to_cpu(cpu: usize) -> std::io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET stays in bounds
+    // for cpu < CPU_SETSIZE, checked first.
+    unsafe {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(std::io::Error::other(format!("no CPU {cpu}")));
+        }
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// A CPU burner for the scheduler cases (case 3): busy for `on_ms`, asleep
+/// for `off_ms`, for `duration_s`; optionally SCHED_FIFO at `fifo_prio`
+/// and pinned to `cpu`. Each burst is one operation.
+pub fn burn(
+    cpu: Option<usize>,
+    fifo_prio: Option<i32>,
+    on_ms: f64,
+    off_ms: f64,
+    duration_s: f64,
+) -> std::io::Result<ProbeResult> {
+    if let Some(c) = cpu {
+        pin_to_cpu(c)?;
+    }
+    if let Some(p) = fifo_prio {
+        let param = libc::sched_param { sched_priority: p };
+        // SAFETY: plain syscall on this thread with a valid parameter block.
+        if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    let mut marker = Marker::from_env();
+    let mut res = ProbeResult::new("burst");
+    let end = Instant::now() + std::time::Duration::from_secs_f64(duration_s);
+    let mut i = 0;
+    while Instant::now() < end {
+        marker.begin("burst", i);
+        let t = Instant::now();
+        let stop = t + std::time::Duration::from_secs_f64(on_ms / 1e3);
+        while Instant::now() < stop {
+            std::hint::spin_loop();
+        }
+        let ns = t.elapsed().as_nanos() as u64;
+        marker.end("burst", i, ns);
+        res.add(ns);
+        i += 1;
+        std::thread::sleep(std::time::Duration::from_secs_f64(off_ms / 1e3));
+    }
+    Ok(res)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -136,10 +136,22 @@ pub const EVENT_SETS: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// Expands set names (`block,sched`, or `all`) into tracepoints.
+/// Expands set names (`block,sched`, or `all`) and single tracepoints
+/// (`block:block_rq_issue` or `block/block_rq_issue`, as perf and tracefs
+/// name them) into tracepoints.
 pub fn expand_sets(sets: &str) -> Result<Vec<&'static str>, String> {
     let mut out = Vec::new();
     for s in sets.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if let Some((sys, name)) = s.split_once([':', '/']) {
+            let ok =
+                |p: &str| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !ok(sys) || !ok(name) {
+                return Err(format!("{s:?} is not a tracepoint name (SYSTEM:EVENT)"));
+            }
+            // Leaked once per named tracepoint: a handful per run.
+            out.push(&*Box::leak(format!("{sys}/{name}").into_boxed_str()));
+            continue;
+        }
         if s == "all" {
             out.extend(EVENT_SETS.iter().flat_map(|(_, e)| e.iter().copied()));
             continue;

@@ -223,7 +223,11 @@ fn decode_fields(rec: &[u8], layout: &[(Arc<str>, Field)]) -> Fields {
     for (name, f) in layout {
         let v = match f.kind {
             FieldKind::Text => {
-                read_str(rec, f).map(|b| Value::Str(String::from_utf8_lossy(b).into()))
+                // trace_marker text keeps the writer's newline.
+                read_str(rec, f).map(|b| {
+                    let b = b.strip_suffix(b"\n").unwrap_or(b);
+                    Value::Str(String::from_utf8_lossy(b).into())
+                })
             }
             _ => read_int(rec, f).map(|n| Value::Int(n as i64)),
         };

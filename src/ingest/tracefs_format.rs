@@ -123,6 +123,9 @@ pub fn read_str<'a>(rec: &'a [u8], f: &Field) -> Option<&'a [u8]> {
         let loc = u32::from_le_bytes(rec.get(f.offset..f.offset + 4)?.try_into().ok()?);
         let (off, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
         rec.get(off..off + len)?
+    } else if f.size == 0 {
+        // `char buf[]` (ftrace:print): the rest of the record.
+        rec.get(f.offset..)?
     } else {
         rec.get(f.offset..f.offset + f.size)?
     };

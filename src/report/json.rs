@@ -20,6 +20,8 @@ pub fn to_value(a: &Analysis) -> Value {
         "all_devices": { "btt": b.all_devices },
         "processes": b.processes,
         "stack": b.stack,
+        "syscalls": a.syscalls,
+        "sched": a.sched,
         "unknown_events": a.unknown_events,
         "warnings": a.warnings,
         "findings": [],

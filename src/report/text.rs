@@ -339,6 +339,8 @@ pub fn render(a: &Analysis) -> String {
         }
         out.push('\n');
     }
+    syscalls(&mut out, &a.syscalls);
+    sched(&mut out, &a.sched);
     if !a.unknown_events.is_empty() {
         let _ = writeln!(out, "events not analysed yet:");
         for (n, c) in &a.unknown_events {
@@ -354,4 +356,143 @@ pub fn render(a: &Analysis) -> String {
         }
     }
     out
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+fn call_table(
+    out: &mut String,
+    title: &str,
+    rows: &std::collections::BTreeMap<String, crate::analyze::syscalls::CallStats>,
+) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "==================== {title} ====================\n");
+    let _ = writeln!(
+        out,
+        "{:<18} {:>9} {:>11} {:>10} {:>10} {:>10} {:>10}",
+        "NAME", "count", "total ms", "p50 µs", "p99 µs", "p99.9 µs", "max µs"
+    );
+    for (name, s) in rows {
+        let Some(l) = &s.latency else { continue };
+        let _ = writeln!(
+            out,
+            "{:<18} {:>9} {:>11.3} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+            name,
+            s.count,
+            ms(s.total_ns),
+            l.p50 as f64 / 1e3,
+            l.p99 as f64 / 1e3,
+            l.p999 as f64 / 1e3,
+            l.max as f64 / 1e3
+        );
+    }
+    out.push('\n');
+    for (name, s) in rows {
+        let _ = writeln!(out, "{name}:");
+        out.push_str(&s.hist_us.render("usecs"));
+        out.push('\n');
+    }
+}
+
+fn syscalls(out: &mut String, s: &crate::analyze::syscalls::SyscallSummary) {
+    call_table(
+        out,
+        "Probe operations (from their trace marks)",
+        &s.operations,
+    );
+    call_table(out, "Syscalls", &s.by_name);
+    if !s.slowest.is_empty() {
+        let _ = writeln!(out, "slowest calls:");
+        for c in &s.slowest {
+            let _ = writeln!(
+                out,
+                "  {:>12.3} ms  {:<16} {:>8} {:<16} at {}{}",
+                ms(c.latency_ns),
+                c.name,
+                c.pid,
+                c.comm,
+                secs(c.start_ns),
+                c.ret.map(|r| format!(" = {r}")).unwrap_or_default()
+            );
+        }
+        out.push('\n');
+    }
+}
+
+fn sched(out: &mut String, s: &crate::analyze::sched::SchedSummary) {
+    if s.switches == 0 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "==================== Scheduler ({} switches, {} wakeups) ====================\n",
+        s.switches, s.wakeups
+    );
+    if s.runqlat_us.total() > 0 {
+        let _ = writeln!(
+            out,
+            "runqueue latency (wakeup or preemption -> on CPU), all threads:"
+        );
+        out.push_str(&s.runqlat_us.render("usecs"));
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "{:>8} {:<16} {:<10} {:>5} {:>8} {:>11} {:>11} {:>11} {:>11}",
+        "PID", "COMM", "KIND", "PRIO", "waits", "avg ms", "max ms", "runnable ms", "blocked ms"
+    );
+    for t in s.threads.iter().take(15) {
+        let _ = writeln!(
+            out,
+            "{:>8} {:<16} {:<10} {:>5} {:>8} {:>11.3} {:>11.3} {:>11.3} {:>11.3}",
+            t.pid,
+            t.comm,
+            t.kind,
+            t.prio,
+            t.switches,
+            ms(t.avg_delay_ns),
+            ms(t.max_delay_ns),
+            ms(t.runnable_ns),
+            ms(t.blocked_ns)
+        );
+    }
+    out.push('\n');
+    if !s.long_waits.is_empty() {
+        let _ = writeln!(out, "longest runnable waits, and who held the CPU:");
+        for w in s.long_waits.iter().take(5) {
+            let held: Vec<String> = w
+                .held_by
+                .iter()
+                .map(|h| {
+                    format!(
+                        "{} ({}, {} prio {}) {:.3} ms",
+                        h.comm,
+                        h.pid,
+                        h.policy,
+                        h.prio,
+                        ms(h.ns)
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "  {:>10.3} ms  {} ({}) on CPU {} at {}: {}",
+                ms(w.wait_ns),
+                w.comm,
+                w.pid,
+                w.cpu,
+                secs(w.start_ns),
+                if held.is_empty() {
+                    "nothing recorded".to_string()
+                } else {
+                    held.join(", ")
+                }
+            );
+        }
+        out.push('\n');
+    }
 }

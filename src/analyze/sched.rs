@@ -1,0 +1,420 @@
+//! Scheduler analysis from `sched_switch`, `sched_waking`/`sched_wakeup`,
+//! `sched_wakeup_new`: each thread's state over time, runqueue latency
+//! (wakeup or preemption → switched in, the delay of `perf sched latency`
+//! and bcc's runqlat), off-CPU time by state, and for the longest runnable
+//! waits, what held that CPU meanwhile.
+//!
+//! Latency follows `perf sched latency`: a wakeup counts only for a thread
+//! last seen sleeping; a thread switched out in state R waits from that
+//! moment; when `sched_waking` is in the trace, `sched_wakeup` is ignored
+//! (perf does the same). Memory grows with threads and CPUs, not with the
+//! trace: each CPU keeps only the slices of the last few seconds.
+
+use super::histogram::{LatencyDist, Log2Hist, Percentiles};
+use crate::model::{Comm, OtherEvent};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::collections::VecDeque;
+
+/// How long a CPU remembers who ran on it (for "who held the CPU").
+const SLICE_MEMORY_NS: u64 = 10_000_000_000;
+const SLICE_MEMORY_MAX: usize = 200_000;
+/// Long waits kept for the report.
+const LONG_WAITS_KEPT: usize = 20;
+
+/// What a thread is doing.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum State {
+    Running {
+        since: u64,
+    },
+    /// Waiting for a CPU since `since` (woken or preempted).
+    Runnable {
+        since: u64,
+    },
+    /// Off CPU: `S` (sleeping), `D` (blocked, usually I/O), others.
+    Off {
+        since: u64,
+        state: char,
+    },
+}
+
+#[derive(Clone, Debug, Default)]
+struct Thread {
+    comm: Comm,
+    prio: i64,
+    state: Option<State>,
+    runtime_ns: u64,
+    runnable_ns: u64,
+    sleep_ns: u64,
+    blocked_ns: u64,
+    delays: u64,
+    delay_total_ns: u64,
+    max_delay_ns: u64,
+    max_delay_at: u64,
+    /// When perf's atom for this thread was last switched out (a wakeup
+    /// before it is out of order and ignored).
+    out_at: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slice {
+    start: u64,
+    end: u64,
+    pid: u32,
+    prio: i64,
+    comm: Comm,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Cpu {
+    current: Option<(u32, u64, i64, Comm)>,
+    slices: VecDeque<Slice>,
+}
+
+#[derive(Debug, Serialize, Clone)]
+pub struct Holder {
+    pub pid: u32,
+    pub comm: String,
+    pub prio: i64,
+    /// `RT` when the kernel priority is below 100, else `normal`; `idle`
+    /// for the idle task.
+    pub policy: &'static str,
+    pub ns: u64,
+}
+
+#[derive(Debug, Serialize, Clone)]
+pub struct LongWait {
+    pub pid: u32,
+    pub comm: String,
+    pub cpu: u32,
+    /// When the wait began (wakeup or preemption), trace clock ns.
+    pub start_ns: u64,
+    pub wait_ns: u64,
+    /// Who ran on that CPU during the wait, longest first.
+    pub held_by: Vec<Holder>,
+}
+
+#[derive(Debug, Serialize, Clone)]
+pub struct ThreadSummary {
+    pub pid: u32,
+    pub comm: String,
+    pub kind: &'static str,
+    pub prio: i64,
+    pub runtime_ns: u64,
+    /// Runqueue waits counted (perf's "Switches").
+    pub switches: u64,
+    pub avg_delay_ns: u64,
+    pub max_delay_ns: u64,
+    pub max_delay_at_ns: u64,
+    pub runnable_ns: u64,
+    pub sleep_ns: u64,
+    pub blocked_ns: u64,
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct SchedSummary {
+    pub switches: u64,
+    pub wakeups: u64,
+    /// Runqueue latency of every thread (µs), as bcc's runqlat prints it.
+    pub runqlat_us: Log2Hist,
+    pub runqlat: Option<Percentiles>,
+    /// Every thread with a counted wait, longest max delay first.
+    pub threads: Vec<ThreadSummary>,
+    pub long_waits: Vec<LongWait>,
+}
+
+#[derive(Default)]
+pub struct SchedAnalysis {
+    threads: FxHashMap<u32, Thread>,
+    cpus: FxHashMap<u32, Cpu>,
+    hist: Log2Hist,
+    dist: LatencyDist,
+    long_waits: Vec<LongWait>,
+    switches: u64,
+    wakeups: u64,
+    /// `sched_waking` seen: `sched_wakeup` is then ignored.
+    have_waking: bool,
+}
+
+/// The one-letter task state of `prev_state`: text (`S`, `D`, `R+`, `I`)
+/// or the kernel's bit mask (0 = R, 1 = S, 2 = D, 0x80 = I, 0x100 =
+/// preempted, reported as R).
+pub fn task_state(v: Option<&crate::model::Value>) -> char {
+    use crate::model::Value;
+    match v {
+        Some(Value::Str(s)) => s.chars().next().unwrap_or('?'),
+        Some(Value::Int(n)) => {
+            let n = *n as u64 & 0xff;
+            if n == 0 {
+                return 'R';
+            }
+            const LETTERS: &[u8] = b"SDTtXZPI";
+            let bit = n.trailing_zeros() as usize;
+            LETTERS.get(bit).map(|&c| c as char).unwrap_or('?')
+        }
+        None => '?',
+    }
+}
+
+/// What kind of thread a name belongs to.
+pub fn thread_kind(comm: &str, pid: u32) -> &'static str {
+    if pid == 0 || comm.starts_with("swapper") {
+        return "idle";
+    }
+    let prefixes: &[(&str, &str)] = &[
+        ("kworker/", "kworker"),
+        ("ksoftirqd/", "ksoftirqd"),
+        ("jbd2/", "jbd2"),
+        ("loop", "loop"),
+        ("irq/", "irq thread"),
+        ("kswapd", "kswapd"),
+        ("migration/", "migration"),
+        ("rcu_", "rcu"),
+        ("kcompactd", "kcompactd"),
+        ("writeback", "writeback"),
+        ("kblockd", "kblockd"),
+        ("cpuhp/", "cpuhp"),
+        ("idle_inject/", "idle_inject"),
+    ];
+    prefixes
+        .iter()
+        .find(|(p, _)| comm.starts_with(p))
+        .map(|(_, k)| *k)
+        .unwrap_or("task")
+}
+
+fn policy_of(prio: i64, pid: u32) -> &'static str {
+    if pid == 0 {
+        "idle"
+    } else if prio < 100 {
+        "RT"
+    } else {
+        "normal"
+    }
+}
+
+impl SchedAnalysis {
+    pub fn new() -> SchedAnalysis {
+        SchedAnalysis::default()
+    }
+
+    /// Feeds one event; returns false for events this analysis ignores.
+    pub fn add(&mut self, e: &OtherEvent) -> bool {
+        match e.short_name() {
+            "sched_switch" => self.switch(e),
+            "sched_waking" => {
+                self.have_waking = true;
+                self.wakeup(e);
+            }
+            "sched_wakeup" => {
+                if !self.have_waking {
+                    self.wakeup(e)
+                }
+            }
+            "sched_wakeup_new" => self.wakeup(e),
+            "sched_process_exit" => {
+                if let Some(pid) = e.fields.int("pid") {
+                    self.threads.entry(pid as u32).or_default();
+                }
+            }
+            "sched_migrate_task" | "sched_process_fork" => {}
+            _ => return false,
+        }
+        true
+    }
+
+    fn thread(&mut self, pid: u32) -> &mut Thread {
+        self.threads.entry(pid).or_default()
+    }
+
+    fn wakeup(&mut self, e: &OtherEvent) {
+        let Some(pid) = e.fields.int("pid") else {
+            return;
+        };
+        let pid = pid as u32;
+        self.wakeups += 1;
+        let ts = e.ts;
+        let t = self.thread(pid);
+        if let Some(c) = e.fields.str("comm") {
+            t.comm = Comm::new(c.as_bytes());
+        }
+        match t.state {
+            // First sight: perf starts the thread asleep at this moment.
+            None => {
+                t.state = Some(State::Runnable { since: ts });
+                t.out_at = ts;
+            }
+            Some(State::Off { since, state }) => {
+                if t.out_at > ts {
+                    return;
+                }
+                let off = ts.saturating_sub(since);
+                if state == 'D' {
+                    t.blocked_ns += off;
+                } else {
+                    t.sleep_ns += off;
+                }
+                t.state = Some(State::Runnable { since: ts });
+            }
+            // Awake already (running, or on a runqueue): perf ignores it.
+            _ => {}
+        }
+    }
+
+    fn switch(&mut self, e: &OtherEvent) {
+        let f = &e.fields;
+        let (Some(prev), Some(next)) = (f.int("prev_pid"), f.int("next_pid")) else {
+            return;
+        };
+        let (prev, next, ts, cpu) = (prev as u32, next as u32, e.ts, e.cpu);
+        self.switches += 1;
+        let state = task_state(f.get("prev_state"));
+        let prev_prio = f.int("prev_prio").unwrap_or(120);
+        let next_prio = f.int("next_prio").unwrap_or(120);
+        let prev_comm = Comm::new(f.str("prev_comm").unwrap_or("").as_bytes());
+        let next_comm = Comm::new(f.str("next_comm").unwrap_or("").as_bytes());
+
+        // The CPU's slice of `prev` ends here.
+        let c = self.cpus.entry(cpu).or_default();
+        // Since the CPU's previous switch: on this kernel, switches away
+        // from the idle task on some CPUs emit no event at all (perf sees
+        // the same), so `prev` may have come in unseen.
+        let start = c.current.map(|(_, since, _, _)| since).unwrap_or(ts);
+        if ts > start {
+            c.slices.push_back(Slice {
+                start,
+                end: ts,
+                pid: prev,
+                prio: prev_prio,
+                comm: prev_comm,
+            });
+        }
+        while c.slices.len() > SLICE_MEMORY_MAX
+            || c.slices
+                .front()
+                .is_some_and(|s| s.end + SLICE_MEMORY_NS < ts)
+        {
+            c.slices.pop_front();
+        }
+        c.current = Some((next, ts, next_prio, next_comm));
+
+        // prev leaves the CPU.
+        let t = self.thread(prev);
+        t.comm = prev_comm;
+        t.prio = prev_prio;
+        if let Some(State::Running { since }) = t.state {
+            t.runtime_ns += ts.saturating_sub(since);
+        }
+        t.out_at = ts;
+        t.state = Some(if state == 'R' {
+            State::Runnable { since: ts }
+        } else {
+            State::Off { since: ts, state }
+        });
+
+        // next gets it: the end of a runqueue wait.
+        let t = self.thread(next);
+        t.comm = next_comm;
+        t.prio = next_prio;
+        let waited = match t.state {
+            // Never seen: perf counts a zero wait.
+            None => Some(0),
+            Some(State::Runnable { since }) if ts >= since => Some(ts - since),
+            _ => None,
+        };
+        t.state = Some(State::Running { since: ts });
+        if let Some(d) = waited {
+            t.runnable_ns += d;
+            t.delays += 1;
+            t.delay_total_ns += d;
+            if d > t.max_delay_ns {
+                t.max_delay_ns = d;
+                t.max_delay_at = ts;
+            }
+            if next != 0 {
+                self.hist.add(d / 1000);
+                self.dist.add(d);
+                self.note_long_wait(next, next_comm, cpu, ts, d);
+            }
+        }
+    }
+
+    fn note_long_wait(&mut self, pid: u32, comm: Comm, cpu: u32, now: u64, wait: u64) {
+        if wait == 0 {
+            return;
+        }
+        if self.long_waits.len() >= LONG_WAITS_KEPT
+            && self.long_waits.last().is_some_and(|w| w.wait_ns >= wait)
+        {
+            return;
+        }
+        let start = now - wait;
+        let mut by: FxHashMap<u32, Holder> = FxHashMap::default();
+        if let Some(c) = self.cpus.get(&cpu) {
+            for s in c.slices.iter().rev() {
+                if s.end <= start {
+                    break;
+                }
+                let overlap = s.end.min(now).saturating_sub(s.start.max(start));
+                if overlap == 0 {
+                    continue;
+                }
+                by.entry(s.pid)
+                    .or_insert_with(|| Holder {
+                        pid: s.pid,
+                        comm: s.comm.as_str().to_string(),
+                        prio: s.prio,
+                        policy: policy_of(s.prio, s.pid),
+                        ns: 0,
+                    })
+                    .ns += overlap;
+            }
+        }
+        let mut held_by: Vec<Holder> = by.into_values().collect();
+        held_by.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.pid.cmp(&b.pid)));
+        held_by.truncate(5);
+        self.long_waits.push(LongWait {
+            pid,
+            comm: comm.as_str().to_string(),
+            cpu,
+            start_ns: start,
+            wait_ns: wait,
+            held_by,
+        });
+        self.long_waits
+            .sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(a.start_ns.cmp(&b.start_ns)));
+        self.long_waits.truncate(LONG_WAITS_KEPT);
+    }
+
+    pub fn finish(self) -> SchedSummary {
+        let mut threads: Vec<ThreadSummary> = self
+            .threads
+            .iter()
+            .filter(|(pid, t)| **pid != 0 && t.delays > 0)
+            .map(|(&pid, t)| ThreadSummary {
+                pid,
+                comm: t.comm.as_str().to_string(),
+                kind: thread_kind(t.comm.as_str(), pid),
+                prio: t.prio,
+                runtime_ns: t.runtime_ns,
+                switches: t.delays,
+                avg_delay_ns: t.delay_total_ns / t.delays,
+                max_delay_ns: t.max_delay_ns,
+                max_delay_at_ns: t.max_delay_at,
+                runnable_ns: t.runnable_ns,
+                sleep_ns: t.sleep_ns,
+                blocked_ns: t.blocked_ns,
+            })
+            .collect();
+        threads.sort_by(|a, b| b.max_delay_ns.cmp(&a.max_delay_ns).then(a.pid.cmp(&b.pid)));
+        SchedSummary {
+            switches: self.switches,
+            wakeups: self.wakeups,
+            runqlat: (self.dist.count() > 0).then(|| self.dist.summary()),
+            runqlat_us: self.hist,
+            threads,
+            long_waits: self.long_waits,
+        }
+    }
+}

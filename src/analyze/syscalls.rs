@@ -1,0 +1,197 @@
+//! Syscall latency from `sys_enter_*`/`sys_exit_*` pairs per thread (like
+//! bcc's funclatency on a syscall), and the probes' own operations from
+//! their `trace_marker` marks (`iosleuth: OP N begin` … `end NS`).
+//! Memory: one pending call per thread, fixed-size histograms per name.
+
+use super::histogram::{LatencyDist, Log2Hist, Percentiles};
+use crate::model::{Comm, OtherEvent};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+const SLOWEST_KEPT: usize = 10;
+
+#[derive(Debug, Serialize, Clone, PartialEq)]
+pub struct Call {
+    pub name: String,
+    pub pid: u32,
+    pub comm: String,
+    pub start_ns: u64,
+    pub latency_ns: u64,
+    /// The return value (syscalls); absent for probe operations.
+    pub ret: Option<i64>,
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct CallStats {
+    pub count: u64,
+    pub total_ns: u64,
+    /// Latency in µs, as bcc prints it.
+    pub hist_us: Log2Hist,
+    pub latency: Option<Percentiles>,
+    #[serde(skip)]
+    dist: LatencyDist,
+}
+
+impl CallStats {
+    fn add(&mut self, ns: u64) {
+        self.count += 1;
+        self.total_ns += ns;
+        self.hist_us.add(ns / 1000);
+        self.dist.add(ns);
+    }
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct SyscallSummary {
+    /// By syscall name (`fsync`, `pwrite64`, …).
+    pub by_name: BTreeMap<String, CallStats>,
+    /// By process and syscall: `comm (pid)` → name → stats.
+    pub by_process: BTreeMap<String, BTreeMap<String, CallStats>>,
+    /// Probe operations (`fsync`, `read`, …) timed by their marks.
+    pub operations: BTreeMap<String, CallStats>,
+    /// The slowest calls and operations, slowest first.
+    pub slowest: Vec<Call>,
+    /// Exits without an entry (the trace began inside the call).
+    pub unmatched_exits: u64,
+}
+
+#[derive(Default)]
+pub struct SyscallAnalysis {
+    /// Per thread: the call in progress (name, start).
+    pending: FxHashMap<u32, (Box<str>, u64)>,
+    /// Per thread: probe operations begun (`op n` → start).
+    marks: FxHashMap<(u32, Box<str>), u64>,
+    comms: FxHashMap<u32, Comm>,
+    out: SyscallSummary,
+}
+
+impl SyscallAnalysis {
+    pub fn new() -> SyscallAnalysis {
+        SyscallAnalysis::default()
+    }
+
+    /// Learns a thread's name (from sched events or text headers).
+    pub fn name(&mut self, pid: u32, comm: Comm) {
+        if !comm.is_empty() {
+            self.comms.insert(pid, comm);
+        }
+    }
+
+    fn comm(&self, pid: u32) -> String {
+        self.comms
+            .get(&pid)
+            .map(|c| c.as_str().to_string())
+            .unwrap_or_default()
+    }
+
+    /// Feeds one event; returns false for events this analysis ignores.
+    pub fn add(&mut self, e: &OtherEvent) -> bool {
+        if !e.comm.is_empty() {
+            self.comms.insert(e.pid, e.comm);
+        }
+        let short = e.short_name();
+        if let Some(name) = short.strip_prefix("sys_enter_") {
+            self.pending.insert(e.pid, (name.into(), e.ts));
+            return true;
+        }
+        if let Some(name) = short.strip_prefix("sys_exit_") {
+            match self.pending.remove(&e.pid) {
+                Some((n, start)) if &*n == name && e.ts >= start => {
+                    let ret = e.fields.int("ret");
+                    self.record(name, e.pid, start, e.ts - start, ret, false);
+                }
+                _ => self.out.unmatched_exits += 1,
+            }
+            return true;
+        }
+        if short == "print" {
+            if let Some(buf) = e.fields.str("buf") {
+                self.mark(e, buf.trim_end());
+            }
+            return true;
+        }
+        false
+    }
+
+    /// `iosleuth: fsync 3 begin` / `iosleuth: fsync 3 end 1234`.
+    fn mark(&mut self, e: &OtherEvent, text: &str) {
+        let Some(rest) = text.strip_prefix("iosleuth: ") else {
+            return;
+        };
+        let w: Vec<&str> = rest.split_whitespace().collect();
+        if w.len() < 3 {
+            return;
+        }
+        let key = (e.pid, format!("{} {}", w[0], w[1]).into_boxed_str());
+        match w[2] {
+            "begin" => {
+                self.marks.insert(key, e.ts);
+            }
+            "end" => {
+                if let Some(start) = self.marks.remove(&key) {
+                    self.record(w[0], e.pid, start, e.ts.saturating_sub(start), None, true);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn record(&mut self, name: &str, pid: u32, start: u64, ns: u64, ret: Option<i64>, op: bool) {
+        let comm = self.comm(pid);
+        let table = if op {
+            &mut self.out.operations
+        } else {
+            &mut self.out.by_name
+        };
+        table.entry(name.to_string()).or_default().add(ns);
+        if !op {
+            self.out
+                .by_process
+                .entry(format!("{comm} ({pid})"))
+                .or_default()
+                .entry(name.to_string())
+                .or_default()
+                .add(ns);
+        }
+        let slow = &mut self.out.slowest;
+        if slow.len() < SLOWEST_KEPT || slow.last().is_some_and(|c| c.latency_ns < ns) {
+            slow.push(Call {
+                name: if op {
+                    format!("probe {name}")
+                } else {
+                    name.to_string()
+                },
+                pid,
+                comm,
+                start_ns: start,
+                latency_ns: ns,
+                ret,
+            });
+            slow.sort_by(|a, b| {
+                b.latency_ns
+                    .cmp(&a.latency_ns)
+                    .then(a.start_ns.cmp(&b.start_ns))
+            });
+            slow.truncate(SLOWEST_KEPT);
+        }
+    }
+
+    pub fn finish(mut self) -> SyscallSummary {
+        for s in self
+            .out
+            .by_name
+            .values_mut()
+            .chain(self.out.operations.values_mut())
+            .chain(
+                self.out
+                    .by_process
+                    .values_mut()
+                    .flat_map(|m| m.values_mut()),
+            )
+        {
+            s.latency = (s.dist.count() > 0).then(|| s.dist.summary());
+        }
+        self.out
+    }
+}
