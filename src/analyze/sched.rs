@@ -299,12 +299,19 @@ impl SchedAnalysis {
         }
         c.current = Some((next, ts, next_prio, next_comm));
 
-        // prev leaves the CPU.
+        // prev leaves the CPU. Came in unseen (a runnable thread): it got
+        // the CPU at the CPU's previous switch, as perf sched timehist infers.
         let t = self.thread(prev);
         t.comm = prev_comm;
         t.prio = prev_prio;
-        if let Some(State::Running { since }) = t.state {
-            t.runtime_ns += ts.saturating_sub(since);
+        let mut inferred_wait = None;
+        match t.state {
+            Some(State::Running { since }) => t.runtime_ns += ts.saturating_sub(since),
+            Some(State::Runnable { since }) if start >= since => {
+                t.runtime_ns += ts - start;
+                inferred_wait = Some((start, start - since));
+            }
+            _ => {}
         }
         t.out_at = ts;
         t.state = Some(if state == 'R' {
@@ -313,6 +320,9 @@ impl SchedAnalysis {
             State::Off { since: ts, state }
         });
 
+        if let Some((at, d)) = inferred_wait {
+            self.count_wait(prev, prev_comm, cpu, at, d);
+        }
         // next gets it: the end of a runqueue wait.
         let t = self.thread(next);
         t.comm = next_comm;
@@ -325,18 +335,24 @@ impl SchedAnalysis {
         };
         t.state = Some(State::Running { since: ts });
         if let Some(d) = waited {
-            t.runnable_ns += d;
-            t.delays += 1;
-            t.delay_total_ns += d;
-            if d > t.max_delay_ns {
-                t.max_delay_ns = d;
-                t.max_delay_at = ts;
-            }
-            if next != 0 {
-                self.hist.add(d / 1000);
-                self.dist.add(d);
-                self.note_long_wait(next, next_comm, cpu, ts, d);
-            }
+            self.count_wait(next, next_comm, cpu, ts, d);
+        }
+    }
+
+    /// One runqueue wait of `d` ns that ended at `at` on `cpu`.
+    fn count_wait(&mut self, pid: u32, comm: Comm, cpu: u32, at: u64, d: u64) {
+        let t = self.thread(pid);
+        t.runnable_ns += d;
+        t.delays += 1;
+        t.delay_total_ns += d;
+        if d > t.max_delay_ns {
+            t.max_delay_ns = d;
+            t.max_delay_at = at;
+        }
+        if pid != 0 {
+            self.hist.add(d / 1000);
+            self.dist.add(d);
+            self.note_long_wait(pid, comm, cpu, at, d);
         }
     }
 
@@ -370,6 +386,11 @@ impl SchedAnalysis {
                     })
                     .ns += overlap;
             }
+        }
+        // A CPU does not idle while a task waits on its runqueue: an idle
+        // CPU here means the switch-in went unseen (see `switch`).
+        if by.get(&0).is_some_and(|h| h.ns > wait / 2) {
+            return;
         }
         let mut held_by: Vec<Holder> = by.into_values().collect();
         held_by.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.pid.cmp(&b.pid)));
