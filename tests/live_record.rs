@@ -79,14 +79,11 @@ fn capture_matches_text_of_the_same_run() {
     // The raw capture keeps nanoseconds; the text has microseconds.
     let first = da["btt"]["q2c"]["min_ns"].as_u64().unwrap();
     assert!(first % 1000 != 0 || da["btt"]["d2c"]["min_ns"].as_u64().unwrap() % 1000 != 0);
-    // The sched set was recorded too, as events not analysed yet.
+    // The sched set was recorded too, and analysed.
     assert!(
-        a["unknown_events"]["sched:sched_switch"]
-            .as_u64()
-            .unwrap_or(0)
-            > 0,
+        a["sched"]["switches"].as_u64().unwrap_or(0) > 0,
         "{}",
-        a["unknown_events"]
+        a["sched"]
     );
     assert!(a["inputs"]
         .as_array()
@@ -283,7 +280,7 @@ fn fsync_probe_marks_every_operation() {
     );
     let rep = json_report(&[&cap], &[]);
     assert_eq!(
-        rep["unknown_events"]["ftrace:print"], 80,
+        rep["syscalls"]["operations"]["fsync"]["count"], 40,
         "a begin and an end mark per operation"
     );
     if fstype_of(dir.path()) == "ext4" {
@@ -321,7 +318,7 @@ fn seqread_probe_shows_case1_with_and_without_merges() {
         let rep = json_report(&[&cap], &["--device", &dev]);
         let m = &rep["devices"][0]["btt_merge"];
         assert_eq!(m["queued"], 1024);
-        assert_eq!(rep["unknown_events"]["ftrace:print"], 2048);
+        assert_eq!(rep["syscalls"]["operations"]["seqread"]["count"], 1024);
         ratios.push((m["ratio"].as_f64().unwrap(), m["blk_max"].as_u64().unwrap()));
     }
     // Merged: 32 bios of 8 sectors per request; unmerged: 8-sector requests.
