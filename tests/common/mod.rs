@@ -169,7 +169,14 @@ pub fn btt_of(exported: &Path, name: &str) -> String {
         .arg(&dump)
         .arg("-O"));
     let out = exported.join("btt");
-    run(Command::new("btt").arg("-i").arg(&dump).arg("-o").arg(&out));
+    // btt writes its plot data (*_iops_fp.dat, *_mbps_fp.dat) into the
+    // current directory: keep it with the export, not in the checkout.
+    run(Command::new("btt")
+        .current_dir(exported)
+        .arg("-i")
+        .arg(&dump)
+        .arg("-o")
+        .arg(&out));
     std::fs::read_to_string(out.with_extension("avg")).unwrap()
 }
 
