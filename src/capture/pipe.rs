@@ -13,7 +13,7 @@ use std::time::Duration;
 
 pub struct PipeReader {
     stop: Arc<AtomicBool>,
-    copied: Arc<std::sync::atomic::AtomicU64>,
+    copied: Arc<AtomicU64>,
     thread: Option<JoinHandle<std::io::Result<u64>>>,
 }
 
@@ -21,14 +21,10 @@ impl PipeReader {
     /// Opens `pipe` without blocking (so the thread can notice `stop`) and
     /// starts copying it into `out`.
     pub fn spawn(pipe: &Path, out: File) -> std::io::Result<PipeReader> {
-        Self::spawn_every(pipe, out, Duration::from_millis(5))
-    }
-
-    /// Like `spawn`, polling an empty pipe every `poll`. For raw ring-buffer
-    /// pages a longer period means fuller pages (each read takes the page
-    /// being filled); the buffer must hold `poll` worth of events.
-    pub fn spawn_every(pipe: &Path, out: File, poll: Duration) -> std::io::Result<PipeReader> {
-        Self::spawn_inner(pipe, out, poll)
+        let poll = Duration::from_millis(5);
+        Self::spawn_with(pipe, out, move |pipe, mut out, stop, copied| {
+            copy_until_drained(pipe, &mut out, stop, copied, poll, 0)
+        })
     }
 
     /// For `trace_pipe_raw`: while tracing, moves whole ring-buffer pages
@@ -37,38 +33,28 @@ impl PipeReader {
     /// idle CPU does not produce a stream of nearly empty ones). After
     /// `finish`, the partly filled pages left are read with read(2).
     pub fn spawn_raw(pipe: &Path, out: File, poll: Duration) -> std::io::Result<PipeReader> {
-        let raw = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(pipe)?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let copied = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let (stop_r, copied_r) = (stop.clone(), copied.clone());
-        let thread = std::thread::spawn(move || -> std::io::Result<u64> {
-            let mut out = out;
-            let total = splice_pages(&raw, &out, &stop_r, &copied_r, poll)?;
-            let (rest, _) = copy_until_drained(raw, &mut out, &stop_r, &copied_r, poll, total)?;
-            Ok(rest)
-        });
-        Ok(PipeReader {
-            stop,
-            copied,
-            thread: Some(thread),
+        Self::spawn_with(pipe, out, move |raw, mut out, stop, copied| {
+            let total = splice_pages(&raw, &out, stop, copied, poll)?;
+            copy_until_drained(raw, &mut out, stop, copied, poll, total)
         })
     }
 
-    fn spawn_inner(pipe: &Path, out: File, poll: Duration) -> std::io::Result<PipeReader> {
+    /// Opens `pipe` without blocking (so the thread can notice `stop`) and
+    /// runs `copy(pipe, out, stop, copied)` on a thread; it returns the
+    /// bytes copied.
+    fn spawn_with(
+        pipe: &Path,
+        out: File,
+        copy: impl FnOnce(File, File, &AtomicBool, &AtomicU64) -> std::io::Result<u64> + Send + 'static,
+    ) -> std::io::Result<PipeReader> {
         let pipe = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
             .open(pipe)?;
         let stop = Arc::new(AtomicBool::new(false));
-        let copied = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let copied = Arc::new(AtomicU64::new(0));
         let (stop_r, copied_r) = (stop.clone(), copied.clone());
-        let thread = std::thread::spawn(move || -> std::io::Result<u64> {
-            let mut out = out;
-            copy_until_drained(pipe, &mut out, &stop_r, &copied_r, poll, 0).map(|(n, _)| n)
-        });
+        let thread = std::thread::spawn(move || copy(pipe, out, &stop_r, &copied_r));
         Ok(PipeReader {
             stop,
             copied,
@@ -100,7 +86,7 @@ impl PipeReader {
 
 /// Copies `pipe` into `out` with read/write until `stop` is set and the pipe
 /// was then found empty twice. Returns the running total (starting at
-/// `total`) and whether anything was copied.
+/// `total`).
 fn copy_until_drained(
     mut pipe: File,
     out: &mut File,
@@ -108,10 +94,9 @@ fn copy_until_drained(
     copied: &AtomicU64,
     poll: Duration,
     mut total: u64,
-) -> std::io::Result<(u64, bool)> {
+) -> std::io::Result<u64> {
     let mut buf = vec![0u8; 1 << 20];
     let mut idle_after_stop = 0;
-    let start = total;
     loop {
         match pipe.read(&mut buf) {
             Ok(n) if n > 0 => {
@@ -136,7 +121,7 @@ fn copy_until_drained(
         std::thread::sleep(poll);
     }
     out.flush()?;
-    Ok((total, total > start))
+    Ok(total)
 }
 
 /// Moves full pages from `raw` to `out` through a pipe until `stop` is set.
