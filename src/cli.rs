@@ -584,20 +584,13 @@ fn cmd_record(
     let status = run_workload(
         duration,
         command,
-        &mut |pid| {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            workload = crate::capture::snapshot::workload(pid);
-        },
+        &mut |pid| workload = crate::capture::snapshot::workload(pid),
         &|_| String::new(),
         &[],
     );
     let stopped = session.stop();
     // The settings go next to the trace, where `report` looks for them.
-    let snapshot = serde_json::json!({
-        "before": before,
-        "workload": workload,
-        "after": crate::capture::snapshot::take(),
-    });
+    let snapshot = crate::capture::snapshot::document(before, workload);
     let side = crate::ingest::capture_dir::snapshot_beside(output);
     if let Err(e) = std::fs::write(
         &side,
@@ -663,11 +656,7 @@ fn cmd_record_capture(
     let status = run_workload(
         duration,
         command,
-        &mut |pid| {
-            // Let the workload start its threads before sampling them.
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            workload = Some(crate::capture::snapshot::workload(pid));
-        },
+        &mut |pid| workload = Some(crate::capture::snapshot::workload(pid)),
         &|t| rec.progress(t),
         &[(crate::capture::probe::MARKER_ENV, rec.trace_marker())],
     );

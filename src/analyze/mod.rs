@@ -87,17 +87,10 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
                     continue;
                 }
                 events += 1;
-                if sched.add(&o) {
-                    if o.short_name() == "sched_switch" {
-                        if let (Some(pid), Some(c)) =
-                            (o.fields.int("next_pid"), o.fields.str("next_comm"))
-                        {
-                            sys.name(pid as u32, crate::model::Comm::new(c.as_bytes()));
-                        }
-                    }
-                    continue;
-                }
-                if sys.add(&o) {
+                // Both see every event: syscalls learn thread names from
+                // sched_switch too.
+                let used = sched.add(&o) | sys.add(&o);
+                if used {
                     continue;
                 }
                 match unknown.get_mut(&*o.name) {

@@ -213,12 +213,7 @@ impl SchedAnalysis {
                 }
             }
             "sched_wakeup_new" => self.wakeup(e),
-            "sched_process_exit" => {
-                if let Some(pid) = e.fields.int("pid") {
-                    self.threads.entry(pid as u32).or_default();
-                }
-            }
-            "sched_migrate_task" | "sched_process_fork" => {}
+            "sched_process_exit" | "sched_migrate_task" | "sched_process_fork" => {}
             _ => return false,
         }
         true

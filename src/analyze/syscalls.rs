@@ -71,13 +71,6 @@ impl SyscallAnalysis {
         SyscallAnalysis::default()
     }
 
-    /// Learns a thread's name (from sched events or text headers).
-    pub fn name(&mut self, pid: u32, comm: Comm) {
-        if !comm.is_empty() {
-            self.comms.insert(pid, comm);
-        }
-    }
-
     fn comm(&self, pid: u32) -> String {
         self.comms
             .get(&pid)
@@ -91,6 +84,13 @@ impl SyscallAnalysis {
             self.comms.insert(e.pid, e.comm);
         }
         let short = e.short_name();
+        if short == "sched_switch" {
+            // Captures carry no names in their headers: learn them here.
+            if let (Some(pid), Some(c)) = (e.fields.int("next_pid"), e.fields.str("next_comm")) {
+                self.comms.insert(pid as u32, Comm::new(c.as_bytes()));
+            }
+            return false;
+        }
         if let Some(name) = short.strip_prefix("sys_enter_") {
             self.pending.insert(e.pid, (name.into(), e.ts));
             return true;

@@ -371,11 +371,10 @@ impl Recorder {
             "recorder_tids": self.own_tids,
             "ring_buffer_stats": stats,
         });
-        let snapshot = serde_json::json!({
-            "before": self.snapshot_before,
-            "workload": self.workload,
-            "after": super::snapshot::take(),
-        });
+        let snapshot = super::snapshot::document(
+            std::mem::take(&mut self.snapshot_before),
+            std::mem::take(&mut self.workload),
+        );
         std::fs::write(
             self.out.join(SNAPSHOT),
             serde_json::to_string_pretty(&snapshot).unwrap_or_default(),

@@ -204,9 +204,17 @@ pub fn cgroup_of(pid: u32) -> Value {
     json!({"cgroup": path, "cgroup2_mount": root, "io": io})
 }
 
-/// The workload's threads and cgroup, taken while it runs.
+/// The workload's threads and cgroup, sampled just after it started.
 pub fn workload(pid: u32) -> Value {
+    // Let the workload start its threads before sampling them.
+    std::thread::sleep(std::time::Duration::from_millis(50));
     json!({"pid": pid, "threads": threads_of(pid), "cgroup": cgroup_of(pid)})
+}
+
+/// A recording's snapshot document: settings before, the workload's
+/// sample, and settings now (after).
+pub fn document(before: Value, workload: Value) -> Value {
+    json!({"before": before, "workload": workload, "after": take()})
 }
 
 /// Everything, now.
