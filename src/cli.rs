@@ -435,13 +435,18 @@ fn cmd_dump(paths: &[PathBuf], only: &[String], limit: Option<u64>, format: Form
         if only.is_empty() {
             return true;
         }
-        let name = match ev {
-            crate::model::Event::Block(b) => format!("block:{}", b.action.letter()),
-            crate::model::Event::Other(o) => o.name.to_string(),
-            crate::model::Event::ProcessName { .. } => return false,
-        };
-        let short = crate::model::fields::short_name(&name);
-        only.iter().any(|w| *w == name || w == short)
+        // Compared in place: this runs for every event of the trace.
+        match ev {
+            crate::model::Event::Block(b) => {
+                let letter = b.action.letter();
+                only.iter()
+                    .any(|w| w.strip_prefix("block:").unwrap_or(w) == letter)
+            }
+            crate::model::Event::Other(o) => {
+                only.iter().any(|w| **w == *o.name || w == o.short_name())
+            }
+            crate::model::Event::ProcessName { .. } => false,
+        }
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

@@ -312,3 +312,29 @@ fn device_stack_from_remaps() {
     let text = run(iosleuth().args(["report", "tests/fixtures/seeds/case1-btrace-standard.txt"]));
     assert!(text.contains("252,0 -> 259,0"), "{text}");
 }
+
+#[test]
+fn dump_filters_by_event_name_with_or_without_system() {
+    let blk = "tests/fixtures/loop-seqread-nomerges2.blk";
+    let rep = json_report(&[blk], &[]);
+    let issued = rep["devices"][0]["actions"]["issued"].as_u64().unwrap();
+    for name in ["block:D", "D"] {
+        let out = run(iosleuth().args(["dump", "--events", name, blk]));
+        assert_eq!(out.lines().count() as u64, issued, "{name}");
+        assert!(
+            out.lines().all(|l| l.contains(" block:D dev=7,0 rwbs=R ")),
+            "{name}"
+        );
+    }
+    let text = "tests/fixtures/seeds/case4-ftrace-sched.txt";
+    let out = run(iosleuth().args(["dump", "--events", "sched_switch", text]));
+    let expected = std::fs::read_to_string(text)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(" sched_switch: "))
+        .count();
+    assert!(expected > 0);
+    assert_eq!(out.lines().count(), expected);
+    assert!(out
+        .contains("prev_comm=mmcqd/0 prev_pid=89 prev_prio=120 prev_state=S next_comm=swapper/0"));
+}
