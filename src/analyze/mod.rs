@@ -36,11 +36,28 @@ pub struct InputSummary {
     pub lost_events: u64,
 }
 
+#[derive(Debug, Default, Clone, Copy, Serialize)]
+pub struct Span {
+    pub first_ns: u64,
+    pub last_ns: u64,
+}
+
+impl Span {
+    fn add(&mut self, ts: u64) {
+        if self.first_ns == 0 || ts < self.first_ns {
+            self.first_ns = ts;
+        }
+        self.last_ns = self.last_ns.max(ts);
+    }
+}
+
 /// The result of one analysis run, ready for any output format.
 #[derive(Debug, Serialize)]
 pub struct Analysis {
     pub inputs: Vec<InputSummary>,
     pub events: u64,
+    /// First and last timestamp of the analysed events, ns.
+    pub span: Span,
     pub block: BlockSummary,
     pub syscalls: syscalls::SyscallSummary,
     pub sched: sched::SchedSummary,
@@ -66,6 +83,7 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
     let mut sched = sched::SchedAnalysis::new();
     let mut sys = syscalls::SyscallAnalysis::new();
     let mut events = 0u64;
+    let mut span = Span::default();
     for ev in stream.by_ref() {
         match ev {
             Event::Block(b) => {
@@ -79,6 +97,7 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
                     }
                 }
                 events += 1;
+                span.add(b.ts);
                 blk.add(&b);
             }
             Event::ProcessName { pid, comm } => blk.process_name(pid, comm),
@@ -87,6 +106,7 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
                     continue;
                 }
                 events += 1;
+                span.add(o.ts);
                 // Both see every event: syscalls learn thread names from
                 // sched_switch too.
                 let used = sched.add(&o) | sys.add(&o);
@@ -127,6 +147,7 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
     Analysis {
         inputs,
         events,
+        span,
         block,
         syscalls: sys.finish(),
         sched: sched.finish(),

@@ -276,6 +276,7 @@ impl SchedAnalysis {
         // from the idle task on some CPUs emit no event at all (perf sees
         // the same), so `prev` may have come in unseen.
         let start = c.current.map(|(_, since, _, _)| since).unwrap_or(ts);
+        let cpu_seen_before = c.current.is_some();
         if ts > start {
             c.slices.push_back(Slice {
                 start,
@@ -302,7 +303,8 @@ impl SchedAnalysis {
         let mut inferred_wait = None;
         match t.state {
             Some(State::Running { since }) => t.runtime_ns += ts.saturating_sub(since),
-            Some(State::Runnable { since }) if start >= since => {
+            // The first switch seen on a CPU: when prev came in is unknown.
+            Some(State::Runnable { since }) if cpu_seen_before && start >= since => {
                 t.runtime_ns += ts - start;
                 inferred_wait = Some((start, start - since));
             }

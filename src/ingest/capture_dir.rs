@@ -59,12 +59,17 @@ pub struct Decoder {
     /// Threads of the recorder itself: their events in process context are
     /// the recording's own footprint, not the workload's.
     skip_tids: std::collections::HashSet<u32>,
+    /// Events that describe the CPU rather than what a thread did (a
+    /// switch, a wakeup, an interrupt): kept for the recorder's threads
+    /// too, or the scheduler analysis would lose who ran on a CPU.
+    scheduling: std::collections::HashSet<u16>,
     pub page: PageHeader,
 }
 
 impl Decoder {
     pub fn new(formats: &[EventFormat], page: PageHeader) -> Decoder {
         let mut kinds = HashMap::new();
+        let mut scheduling = std::collections::HashSet::new();
         let mut common_type = Field {
             name: "common_type".into(),
             offset: 0,
@@ -87,6 +92,12 @@ impl Decoder {
             }
             if let Some(p) = f.field("common_pid") {
                 common_pid = p.clone();
+            }
+            if matches!(
+                f.system.as_str(),
+                "sched" | "irq" | "workqueue" | "timer" | "irq_vectors"
+            ) {
+                scheduling.insert(f.id);
             }
             let action = (f.system == "block")
                 .then(|| Action::from_tracepoint(&f.name))
@@ -131,6 +142,7 @@ impl Decoder {
             common_pid,
             common_flags,
             skip_tids: Default::default(),
+            scheduling,
             page,
         }
     }
@@ -139,7 +151,7 @@ impl Decoder {
     pub fn decode(&self, ts: u64, cpu: u32, rec: &[u8]) -> Option<Event> {
         let id = read_int(rec, &self.common_type)? as u16;
         let pid = read_int(rec, &self.common_pid)? as u32;
-        if self.skip_tids.contains(&pid) {
+        if self.skip_tids.contains(&pid) && !self.scheduling.contains(&id) {
             // trace_entry flags: hardirq 0x08, softirq 0x10, NMI 0x40.
             let flags = self
                 .common_flags

@@ -6,14 +6,15 @@ use serde_json::{json, Value};
 
 pub fn to_value(a: &Analysis) -> Value {
     let b = &a.block;
+    let span = a.span;
     json!({
         "iosleuth_version": env!("CARGO_PKG_VERSION"),
         "inputs": a.inputs,
         "events": a.events,
         "span": {
-            "first_ns": b.first_ns,
-            "last_ns": b.last_ns,
-            "seconds": (b.last_ns.saturating_sub(b.first_ns)) as f64 / 1e9,
+            "first_ns": span.first_ns,
+            "last_ns": span.last_ns,
+            "seconds": (span.last_ns.saturating_sub(span.first_ns)) as f64 / 1e9,
         },
         "interval_s": b.interval_s,
         "devices": b.devices,

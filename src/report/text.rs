@@ -287,9 +287,9 @@ pub fn render(a: &Analysis) -> String {
         "iosleuth: {} events from {} input(s), {} .. {} ({:.3} s)",
         a.events,
         a.inputs.len(),
-        secs(b.first_ns),
-        secs(b.last_ns),
-        b.last_ns.saturating_sub(b.first_ns) as f64 / 1e9
+        secs(a.span.first_ns),
+        secs(a.span.last_ns),
+        a.span.last_ns.saturating_sub(a.span.first_ns) as f64 / 1e9
     );
     for i in &a.inputs {
         let _ = writeln!(out, "  {} ({}, {} events)", i.path, i.format, i.events);
