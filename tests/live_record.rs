@@ -284,7 +284,14 @@ fn fsync_probe_marks_every_operation() {
         "a begin and an end mark per operation"
     );
     if fstype_of(dir.path()) == "ext4" {
-        assert_eq!(rep["unknown_events"]["ext4:ext4_sync_file_enter"], 40);
+        // ext4_sync_file spans of the probe, one per operation.
+        let by_process = rep["fs"]["fsync_by_process"].as_object().unwrap();
+        let probe: Vec<u64> = by_process
+            .iter()
+            .filter(|(k, _)| k.starts_with("iosleuth ("))
+            .map(|(_, v)| v["count"].as_u64().unwrap())
+            .collect();
+        assert_eq!(probe, [40], "{by_process:?}");
     }
     assert_eq!(std::fs::metadata(&file).unwrap().len(), 8192);
 }

@@ -2,7 +2,9 @@
 //! read files.
 
 pub mod block;
+pub mod fs;
 pub mod histogram;
+pub mod names;
 pub mod sched;
 pub mod syscalls;
 
@@ -60,6 +62,7 @@ pub struct Analysis {
     pub span: Span,
     pub block: BlockSummary,
     pub syscalls: syscalls::SyscallSummary,
+    pub fs: fs::FsSummary,
     pub sched: sched::SchedSummary,
     /// Events iosleuth does not analyse yet, by name.
     pub unknown_events: BTreeMap<String, u64>,
@@ -82,6 +85,8 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
     let mut unknown: BTreeMap<String, u64> = BTreeMap::new();
     let mut sched = sched::SchedAnalysis::new();
     let mut sys = syscalls::SyscallAnalysis::new();
+    let mut fs = fs::FsAnalysis::new();
+    let mut names = names::ThreadNames::default();
     let mut events = 0u64;
     let mut span = Span::default();
     for ev in stream.by_ref() {
@@ -98,7 +103,9 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
                 }
                 events += 1;
                 span.add(b.ts);
+                names.learn_block(b.pid, b.comm);
                 blk.add(&b);
+                fs.block(&b);
             }
             Event::ProcessName { pid, comm } => blk.process_name(pid, comm),
             Event::Other(o) => {
@@ -107,9 +114,8 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
                 }
                 events += 1;
                 span.add(o.ts);
-                // Both see every event: syscalls learn thread names from
-                // sched_switch too.
-                let used = sched.add(&o) | sys.add(&o);
+                names.learn(&o);
+                let used = sched.add(&o) | sys.add(&o, &names) | fs.add(&o, &names);
                 if used {
                     continue;
                 }
@@ -150,6 +156,7 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
         span,
         block,
         syscalls: sys.finish(),
+        fs: fs.finish(),
         sched: sched.finish(),
         unknown_events: unknown,
         warnings,

@@ -4,7 +4,8 @@
 //! Memory: one pending call per thread, fixed-size histograms per name.
 
 use super::histogram::{LatencyDist, Log2Hist, Percentiles};
-use crate::model::{Comm, OtherEvent};
+use super::names::ThreadNames;
+use crate::model::OtherEvent;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -34,7 +35,12 @@ pub struct CallStats {
 }
 
 impl CallStats {
-    fn add(&mut self, ns: u64) {
+    /// Fills `latency` from the distribution, at the end.
+    pub(crate) fn summarize(&mut self) {
+        self.latency = (self.dist.count() > 0).then(|| self.dist.summary());
+    }
+
+    pub(crate) fn add(&mut self, ns: u64) {
         self.count += 1;
         self.total_ns += ns;
         self.hist_us.add(ns / 1000);
@@ -62,7 +68,6 @@ pub struct SyscallAnalysis {
     pending: FxHashMap<u32, (Box<str>, u64)>,
     /// Per thread: probe operations begun (`op n` → start).
     marks: FxHashMap<(u32, Box<str>), u64>,
-    comms: FxHashMap<u32, Comm>,
     out: SyscallSummary,
 }
 
@@ -71,26 +76,9 @@ impl SyscallAnalysis {
         SyscallAnalysis::default()
     }
 
-    fn comm(&self, pid: u32) -> String {
-        self.comms
-            .get(&pid)
-            .map(|c| c.as_str().to_string())
-            .unwrap_or_default()
-    }
-
     /// Feeds one event; returns false for events this analysis ignores.
-    pub fn add(&mut self, e: &OtherEvent) -> bool {
-        if !e.comm.is_empty() {
-            self.comms.insert(e.pid, e.comm);
-        }
+    pub fn add(&mut self, e: &OtherEvent, names: &ThreadNames) -> bool {
         let short = e.short_name();
-        if short == "sched_switch" {
-            // Captures carry no names in their headers: learn them here.
-            if let (Some(pid), Some(c)) = (e.fields.int("next_pid"), e.fields.str("next_comm")) {
-                self.comms.insert(pid as u32, Comm::new(c.as_bytes()));
-            }
-            return false;
-        }
         if let Some(name) = short.strip_prefix("sys_enter_") {
             self.pending.insert(e.pid, (name.into(), e.ts));
             return true;
@@ -99,7 +87,7 @@ impl SyscallAnalysis {
             match self.pending.remove(&e.pid) {
                 Some((n, start)) if &*n == name && e.ts >= start => {
                     let ret = e.fields.int("ret");
-                    self.record(name, e.pid, start, e.ts - start, ret, false);
+                    self.record(name, e.pid, names, start, e.ts - start, ret, false);
                 }
                 _ => self.out.unmatched_exits += 1,
             }
@@ -107,7 +95,7 @@ impl SyscallAnalysis {
         }
         if short == "print" {
             if let Some(buf) = e.fields.str("buf") {
-                self.mark(e, buf.trim_end());
+                self.mark(e, names, buf.trim_end());
             }
             return true;
         }
@@ -115,7 +103,7 @@ impl SyscallAnalysis {
     }
 
     /// `iosleuth: fsync 3 begin` / `iosleuth: fsync 3 end 1234`.
-    fn mark(&mut self, e: &OtherEvent, text: &str) {
+    fn mark(&mut self, e: &OtherEvent, names: &ThreadNames, text: &str) {
         let Some(rest) = text.strip_prefix("iosleuth: ") else {
             return;
         };
@@ -130,15 +118,26 @@ impl SyscallAnalysis {
             }
             "end" => {
                 if let Some(start) = self.marks.remove(&key) {
-                    self.record(w[0], e.pid, start, e.ts.saturating_sub(start), None, true);
+                    let ns = e.ts.saturating_sub(start);
+                    self.record(w[0], e.pid, names, start, ns, None, true);
                 }
             }
             _ => {}
         }
     }
 
-    fn record(&mut self, name: &str, pid: u32, start: u64, ns: u64, ret: Option<i64>, op: bool) {
-        let comm = self.comm(pid);
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        name: &str,
+        pid: u32,
+        names: &ThreadNames,
+        start: u64,
+        ns: u64,
+        ret: Option<i64>,
+        op: bool,
+    ) {
+        let comm = names.get(pid);
         let table = if op {
             &mut self.out.operations
         } else {
@@ -190,7 +189,7 @@ impl SyscallAnalysis {
                     .flat_map(|m| m.values_mut()),
             )
         {
-            s.latency = (s.dist.count() > 0).then(|| s.dist.summary());
+            s.summarize();
         }
         self.out
     }

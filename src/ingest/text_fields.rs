@@ -5,7 +5,7 @@
 //! as ftrace prints them) and a bare `0x0` (syscall exits elsewhere).
 
 use crate::model::fields::value_of_text;
-use crate::model::Fields;
+use crate::model::{Fields, Value};
 use std::sync::Arc;
 
 /// Where a `key=` starts: at the start or after a space, `[` or `(`, a
@@ -57,6 +57,20 @@ pub fn parse_payload(
             let end = starts.get(n + 1).map(|s| s.0).unwrap_or(p.len());
             let v = clean_value(&p[eq + 1..end]);
             out.push(key(&p[k..eq]), value_of_text(v));
+        }
+        return out;
+    }
+    // ext4 and jbd2: `dev 7,0 ino 12 parent 2 datasync 0`, key and value
+    // by turns; the device as the kernel's dev_t, as in captures.
+    if p.starts_with(b"dev ") {
+        let text = std::str::from_utf8(p).unwrap_or("");
+        let mut words = text.split_ascii_whitespace();
+        while let (Some(k), Some(v)) = (words.next(), words.next()) {
+            let value = match (k, crate::model::Dev::parse_bytes(v.as_bytes())) {
+                ("dev", Some(d)) => Value::Int(d.0 as i64),
+                _ => value_of_text(v),
+            };
+            out.push(key(k.as_bytes()), value);
         }
         return out;
     }
@@ -123,6 +137,27 @@ mod tests {
 
     fn k(b: &[u8]) -> Arc<str> {
         String::from_utf8_lossy(b).into()
+    }
+
+    #[test]
+    fn ext4_and_jbd2_pairs_with_the_device_as_dev_t() {
+        let f = parse_payload(
+            "jbd2_run_stats",
+            b"dev 259,3 tid 5461 wait 0 request_delay 0 running 5 locked 0 flushing 0 logging 4 handle_count 12 blocks 3 blocks_logged 4",
+            &mut k,
+        );
+        assert_eq!(f.int("dev"), Some((259 << 20) | 3));
+        assert_eq!(f.int("tid"), Some(5461));
+        assert_eq!(f.int("logging"), Some(4));
+        assert_eq!(f.int("blocks_logged"), Some(4));
+        let f = parse_payload(
+            "ext4_sync_file_enter",
+            b"dev 7,0 ino 12 parent 2 datasync 0 ",
+            &mut k,
+        );
+        assert_eq!(f.int("dev"), Some(7 << 20));
+        assert_eq!(f.int("ino"), Some(12));
+        assert_eq!(f.int("datasync"), Some(0));
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub fn to_value(a: &Analysis) -> Value {
         "processes": b.processes,
         "stack": b.stack,
         "syscalls": a.syscalls,
+        "fs": a.fs,
         "sched": a.sched,
         "unknown_events": a.unknown_events,
         "warnings": a.warnings,

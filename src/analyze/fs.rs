@@ -1,0 +1,367 @@
+//! Filesystem and journal: fsync spans (`ext4_sync_file_enter`/`exit`), jbd2
+//! transactions with their commit phases (start → locking → flushing →
+//! logging → end), handles by type, the block requests each commit wrote,
+//! checkpoints and who ran them (a writer that checkpoints is waiting for
+//! journal space). Memory: one open fsync per thread, the open commits of
+//! each journal, fixed-size tables.
+
+use super::histogram::{LatencyDist, Percentiles};
+use super::names::ThreadNames;
+use super::syscalls::CallStats;
+use crate::model::{Action, BlockEvent, Dev, OtherEvent, Rwbs};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+const SLOWEST_KEPT: usize = 10;
+
+/// ext4's handle types (`EXT4_HT_*` of fs/ext4/ext4_jbd2.h).
+fn ext4_handle_type(t: i64) -> String {
+    const NAMES: [&str; 13] = [
+        "misc",
+        "inode",
+        "write_page",
+        "map_blocks",
+        "dir",
+        "truncate",
+        "quota",
+        "resize",
+        "migrate",
+        "move_extents",
+        "xattr",
+        "ext_convert",
+        "fs_trim",
+    ];
+    usize::try_from(t)
+        .ok()
+        .and_then(|i| NAMES.get(i))
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| format!("type {t}"))
+}
+
+#[derive(Debug, Serialize, Clone, PartialEq)]
+pub struct Fsync {
+    pub pid: u32,
+    pub comm: String,
+    pub dev: String,
+    pub ino: u64,
+    pub datasync: bool,
+    pub start_ns: u64,
+    pub latency_ns: u64,
+}
+
+#[derive(Debug, Serialize, Clone, Default, PartialEq)]
+pub struct Commit {
+    pub transaction: u64,
+    pub sync: bool,
+    pub start_ns: u64,
+    /// start_commit → end_commit.
+    pub total_ns: u64,
+    pub locking_ns: u64,
+    pub flushing_ns: u64,
+    pub logging_ns: u64,
+    /// Block requests (bios) the journal thread queued during the commit.
+    pub journal_writes: u64,
+    pub journal_bytes: u64,
+    /// Cache flushes and FUA writes on the device during the commit.
+    pub flushes: u64,
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct PhaseStats {
+    pub total: Option<Percentiles>,
+    pub locking: Option<Percentiles>,
+    pub flushing: Option<Percentiles>,
+    pub logging: Option<Percentiles>,
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct CheckpointStats {
+    /// `jbd2_checkpoint` events: checkpoint passes.
+    pub passes: u64,
+    /// Who ran them: `comm (pid)` → passes. A task other than the journal
+    /// thread checkpointing is a writer waiting for journal space.
+    pub by_process: BTreeMap<String, u64>,
+    /// From `jbd2_checkpoint_stats`: transactions checkpointed and their
+    /// buffers.
+    pub transactions: u64,
+    pub written: u64,
+    pub dropped: u64,
+    pub forced_to_close: u64,
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct JournalSummary {
+    pub commits: u64,
+    pub sync_commits: u64,
+    /// Commits per second between the first and the last commit.
+    pub commits_per_s: f64,
+    pub phases: PhaseStats,
+    /// From `jbd2_run_stats`.
+    pub handles_per_commit: f64,
+    pub max_handles_per_commit: u64,
+    pub blocks_per_commit: f64,
+    pub blocks_logged_per_commit: f64,
+    pub journal_writes_per_commit: f64,
+    pub flushes_per_commit: f64,
+    /// `jbd2_handle_start` by ext4 handle type.
+    pub handle_starts: BTreeMap<String, u64>,
+    pub checkpoints: CheckpointStats,
+    pub log_tail_updates: u64,
+    pub lock_buffer_stalls: u64,
+    /// The slowest commits, slowest first.
+    pub slowest_commits: Vec<Commit>,
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct FsSummary {
+    /// ext4_sync_file spans (fsync and fdatasync inside the filesystem).
+    pub fsync: CallStats,
+    /// The same by process: `comm (pid)` → stats.
+    pub fsync_by_process: BTreeMap<String, CallStats>,
+    pub slowest_fsyncs: Vec<Fsync>,
+    /// Per journal device (`MAJ,MIN`).
+    pub journals: BTreeMap<String, JournalSummary>,
+    /// Exits without an entry (the trace began inside the call).
+    pub unmatched_fsync_exits: u64,
+}
+
+#[derive(Default)]
+struct OpenCommit {
+    commit: Commit,
+    locking_at: Option<u64>,
+    flushing_at: Option<u64>,
+    logging_at: Option<u64>,
+}
+
+#[derive(Default)]
+struct Journal {
+    out: JournalSummary,
+    open: FxHashMap<u64, OpenCommit>,
+    first_commit: Option<u64>,
+    last_commit: u64,
+    total: LatencyDist,
+    locking: LatencyDist,
+    flushing: LatencyDist,
+    logging: LatencyDist,
+    run_stats: u64,
+    handles: u64,
+    blocks: u64,
+    blocks_logged: u64,
+    writes: u64,
+    flushes: u64,
+}
+
+#[derive(Default)]
+pub struct FsAnalysis {
+    /// Per thread: the fsync in progress (dev, ino, datasync, start).
+    open_fsync: FxHashMap<u32, (Dev, u64, bool, u64)>,
+    journals: BTreeMap<Dev, Journal>,
+    out: FsSummary,
+}
+
+fn dev_name(d: Dev) -> String {
+    format!("{},{}", d.major(), d.minor())
+}
+
+fn keep_slowest<T>(v: &mut Vec<T>, item: T, key: impl Fn(&T) -> u64) {
+    if v.len() >= SLOWEST_KEPT && v.last().is_some_and(|x| key(x) >= key(&item)) {
+        return;
+    }
+    v.push(item);
+    v.sort_by_key(|x| std::cmp::Reverse(key(x)));
+    v.truncate(SLOWEST_KEPT);
+}
+
+impl FsAnalysis {
+    pub fn new() -> FsAnalysis {
+        FsAnalysis::default()
+    }
+
+    /// Feeds one event; returns false for events this analysis ignores.
+    pub fn add(&mut self, e: &OtherEvent, names: &ThreadNames) -> bool {
+        let f = &e.fields;
+        let dev = || Dev(f.int("dev").unwrap_or(0) as u32);
+        match e.short_name() {
+            "ext4_sync_file_enter" => {
+                let ino = f.int("ino").unwrap_or(0) as u64;
+                let datasync = f.int("datasync").unwrap_or(0) != 0;
+                self.open_fsync.insert(e.pid, (dev(), ino, datasync, e.ts));
+            }
+            "ext4_sync_file_exit" => match self.open_fsync.remove(&e.pid) {
+                Some((d, ino, datasync, start)) if e.ts >= start => {
+                    let ns = e.ts - start;
+                    self.out.fsync.add(ns);
+                    self.out
+                        .fsync_by_process
+                        .entry(names.process(e.pid))
+                        .or_default()
+                        .add(ns);
+                    let item = Fsync {
+                        pid: e.pid,
+                        comm: names.get(e.pid),
+                        dev: dev_name(d),
+                        ino,
+                        datasync,
+                        start_ns: start,
+                        latency_ns: ns,
+                    };
+                    keep_slowest(&mut self.out.slowest_fsyncs, item, |x| x.latency_ns);
+                }
+                _ => self.out.unmatched_fsync_exits += 1,
+            },
+            "jbd2_start_commit" => {
+                let j = self.journals.entry(dev()).or_default();
+                let tid = f.int("transaction").unwrap_or(0) as u64;
+                j.open.insert(
+                    tid,
+                    OpenCommit {
+                        commit: Commit {
+                            transaction: tid,
+                            sync: f.int("sync_commit").unwrap_or(0) != 0,
+                            start_ns: e.ts,
+                            ..Default::default()
+                        },
+                        ..Default::default()
+                    },
+                );
+            }
+            "jbd2_commit_locking" | "jbd2_commit_flushing" | "jbd2_commit_logging" => {
+                let j = self.journals.entry(dev()).or_default();
+                let tid = f.int("transaction").unwrap_or(0) as u64;
+                if let Some(c) = j.open.get_mut(&tid) {
+                    let at = match e.short_name() {
+                        "jbd2_commit_locking" => &mut c.locking_at,
+                        "jbd2_commit_flushing" => &mut c.flushing_at,
+                        _ => &mut c.logging_at,
+                    };
+                    *at = Some(e.ts);
+                }
+            }
+            "jbd2_end_commit" => {
+                let j = self.journals.entry(dev()).or_default();
+                let tid = f.int("transaction").unwrap_or(0) as u64;
+                if let Some(mut c) = j.open.remove(&tid) {
+                    let start = c.commit.start_ns;
+                    c.commit.total_ns = e.ts.saturating_sub(start);
+                    // Each phase lasts until the next one begins.
+                    let span = |a: Option<u64>, b: Option<u64>| match (a, b) {
+                        (Some(a), Some(b)) => b.saturating_sub(a),
+                        _ => 0,
+                    };
+                    c.commit.locking_ns = span(c.locking_at, c.flushing_at);
+                    c.commit.flushing_ns = span(c.flushing_at, c.logging_at);
+                    c.commit.logging_ns = span(c.logging_at, Some(e.ts));
+                    j.total.add(c.commit.total_ns);
+                    if c.locking_at.is_some() {
+                        j.locking.add(c.commit.locking_ns);
+                        j.flushing.add(c.commit.flushing_ns);
+                        j.logging.add(c.commit.logging_ns);
+                    }
+                    j.out.commits += 1;
+                    j.out.sync_commits += c.commit.sync as u64;
+                    j.first_commit.get_or_insert(start);
+                    j.last_commit = j.last_commit.max(start);
+                    j.writes += c.commit.journal_writes;
+                    j.flushes += c.commit.flushes;
+                    keep_slowest(&mut j.out.slowest_commits, c.commit, |x| x.total_ns);
+                }
+            }
+            "jbd2_run_stats" => {
+                let j = self.journals.entry(dev()).or_default();
+                let handles = f.int("handle_count").unwrap_or(0) as u64;
+                j.run_stats += 1;
+                j.handles += handles;
+                j.out.max_handles_per_commit = j.out.max_handles_per_commit.max(handles);
+                j.blocks += f.int("blocks").unwrap_or(0) as u64;
+                j.blocks_logged += f.int("blocks_logged").unwrap_or(0) as u64;
+            }
+            "jbd2_handle_start" => {
+                let j = self.journals.entry(dev()).or_default();
+                let t = ext4_handle_type(f.int("type").unwrap_or(-1));
+                *j.out.handle_starts.entry(t).or_default() += 1;
+            }
+            "jbd2_checkpoint" => {
+                let j = self.journals.entry(dev()).or_default();
+                j.out.checkpoints.passes += 1;
+                *j.out
+                    .checkpoints
+                    .by_process
+                    .entry(names.process(e.pid))
+                    .or_default() += 1;
+            }
+            "jbd2_checkpoint_stats" => {
+                let c = &mut self.journals.entry(dev()).or_default().out.checkpoints;
+                c.transactions += 1;
+                c.written += f.int("written").unwrap_or(0) as u64;
+                c.dropped += f.int("dropped").unwrap_or(0) as u64;
+                c.forced_to_close += f.int("forced_to_close").unwrap_or(0) as u64;
+            }
+            "jbd2_update_log_tail" => {
+                self.journals.entry(dev()).or_default().out.log_tail_updates += 1;
+            }
+            "jbd2_lock_buffer_stall" => {
+                self.journals
+                    .entry(dev())
+                    .or_default()
+                    .out
+                    .lock_buffer_stalls += 1;
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Block requests queued while a commit runs on their device: the
+    /// journal thread's writes, and every flush or FUA.
+    pub fn block(&mut self, b: &BlockEvent) {
+        if b.action != Action::Queue {
+            return;
+        }
+        let Some(j) = self.journals.get_mut(&b.dev) else {
+            return;
+        };
+        let Some(c) = j.open.values_mut().max_by_key(|c| c.commit.start_ns) else {
+            return;
+        };
+        if b.comm.as_str().starts_with("jbd2/") {
+            c.commit.journal_writes += 1;
+            c.commit.journal_bytes += b.bytes as u64;
+        }
+        if b.rwbs.has(Rwbs::FLUSH) || b.rwbs.has(Rwbs::PREFLUSH) || b.rwbs.has(Rwbs::FUA) {
+            c.commit.flushes += 1;
+        }
+    }
+
+    pub fn finish(mut self) -> FsSummary {
+        self.out.fsync.summarize();
+        self.out
+            .fsync_by_process
+            .values_mut()
+            .for_each(CallStats::summarize);
+        for (dev, mut j) in self.journals {
+            let per = |x: u64, n: u64| if n > 0 { x as f64 / n as f64 } else { 0.0 };
+            let o = &mut j.out;
+            if let Some(first) = j.first_commit {
+                if j.last_commit > first {
+                    o.commits_per_s =
+                        (o.commits - 1) as f64 / ((j.last_commit - first) as f64 / 1e9);
+                }
+            }
+            let sum = |d: &LatencyDist| (d.count() > 0).then(|| d.summary());
+            o.phases = PhaseStats {
+                total: sum(&j.total),
+                locking: sum(&j.locking),
+                flushing: sum(&j.flushing),
+                logging: sum(&j.logging),
+            };
+            o.handles_per_commit = per(j.handles, j.run_stats);
+            o.blocks_per_commit = per(j.blocks, j.run_stats);
+            o.blocks_logged_per_commit = per(j.blocks_logged, j.run_stats);
+            o.journal_writes_per_commit = per(j.writes, o.commits);
+            o.flushes_per_commit = per(j.flushes, o.commits);
+            self.out.journals.insert(dev_name(dev), j.out);
+        }
+        self.out
+    }
+}
