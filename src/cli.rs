@@ -47,6 +47,16 @@ enum Cmd {
         /// Length of one iostat interval, in seconds.
         #[arg(long, default_value = "1")]
         interval: f64,
+        /// How many of the slowest operations of each kind to explain.
+        #[arg(long, default_value = "5")]
+        top: usize,
+        /// Only these threads' operations, syscalls, fsyncs and scheduler
+        /// rows (thread ids, comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        pid: Vec<u32>,
+        /// Only threads with these names (comma-separated, exact).
+        #[arg(long, value_delimiter = ',')]
+        comm: Vec<String>,
     },
     /// Print every decoded event, one per line in time order, with its
     /// fields (like `perf script` or `trace-cmd report`).
@@ -225,7 +235,21 @@ pub fn main() -> i32 {
             device,
             time,
             interval,
-        } => cmd_report(&paths, format, device, time, interval),
+            top,
+            pid,
+            comm,
+        } => {
+            let (from_ns, to_ns) = time.unwrap_or((None, None));
+            let filter = Filter {
+                device,
+                from_ns,
+                to_ns,
+                top,
+                pids: pid,
+                comms: comm,
+            };
+            cmd_report(&paths, format, filter, interval)
+        }
         Cmd::Export { blktrace, inputs } => cmd_export(&blktrace, &inputs),
         Cmd::Probe { kind } => {
             use crate::capture::probe;
@@ -355,13 +379,7 @@ fn open_merged(paths: &[PathBuf]) -> Result<Merger, i32> {
     }
 }
 
-fn cmd_report(
-    paths: &[PathBuf],
-    format: Format,
-    device: Option<Dev>,
-    time: Option<(Option<u64>, Option<u64>)>,
-    interval: f64,
-) -> i32 {
+fn cmd_report(paths: &[PathBuf], format: Format, filter: Filter, interval: f64) -> i32 {
     if interval.is_nan() || interval <= 0.0 || !interval.is_finite() {
         eprintln!("iosleuth: --interval must be a positive number of seconds");
         return EXIT_BAD_INPUT;
@@ -370,16 +388,10 @@ fn cmd_report(
         Ok(m) => m,
         Err(code) => return code,
     };
-    let (from_ns, to_ns) = time.unwrap_or((None, None));
-    let filter = Filter {
-        device,
-        from_ns,
-        to_ns,
-    };
     let cfg = BlockConfig {
         interval_ns: ((interval * 1e9).round() as u64).max(1),
-        origin_ns: from_ns,
-        end_ns: to_ns,
+        origin_ns: filter.from_ns,
+        end_ns: filter.to_ns,
     };
     let mut a = analyze(merged, &filter, cfg);
     a.snapshot = paths.iter().find_map(|p| {
@@ -402,7 +414,7 @@ fn cmd_report(
             .collect();
         eprintln!(
             "iosleuth: no usable events{} in {}",
-            if device.is_some() || time.is_some() {
+            if filter.device.is_some() || filter.from_ns.is_some() || filter.to_ns.is_some() {
                 " matching the filters"
             } else {
                 ""

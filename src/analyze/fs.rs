@@ -157,6 +157,9 @@ pub struct FsAnalysis {
     /// Per thread: the fsync in progress (dev, ino, datasync, start).
     open_fsync: FxHashMap<u32, (Dev, u64, bool, u64)>,
     journals: BTreeMap<Dev, Journal>,
+    /// Named at the end, when every name is known.
+    fsync_by_pid: FxHashMap<u32, CallStats>,
+    checkpoints_by_pid: FxHashMap<(Dev, u32), u64>,
     out: FsSummary,
 }
 
@@ -189,14 +192,11 @@ impl FsAnalysis {
                 self.open_fsync.insert(e.pid, (dev(), ino, datasync, e.ts));
             }
             "ext4_sync_file_exit" => match self.open_fsync.remove(&e.pid) {
+                Some(_) if !names.keeps(e.pid) => {}
                 Some((d, ino, datasync, start)) if e.ts >= start => {
                     let ns = e.ts - start;
                     self.out.fsync.add(ns);
-                    self.out
-                        .fsync_by_process
-                        .entry(names.process(e.pid))
-                        .or_default()
-                        .add(ns);
+                    self.fsync_by_pid.entry(e.pid).or_default().add(ns);
                     let item = Fsync {
                         pid: e.pid,
                         comm: names.get(e.pid),
@@ -284,11 +284,7 @@ impl FsAnalysis {
             "jbd2_checkpoint" => {
                 let j = self.journals.entry(dev()).or_default();
                 j.out.checkpoints.passes += 1;
-                *j.out
-                    .checkpoints
-                    .by_process
-                    .entry(names.process(e.pid))
-                    .or_default() += 1;
+                *self.checkpoints_by_pid.entry((dev(), e.pid)).or_default() += 1;
             }
             "jbd2_checkpoint_stats" => {
                 let c = &mut self.journals.entry(dev()).or_default().out.checkpoints;
@@ -333,12 +329,22 @@ impl FsAnalysis {
         }
     }
 
-    pub fn finish(mut self) -> FsSummary {
+    pub fn finish(mut self, names: &ThreadNames) -> FsSummary {
         self.out.fsync.summarize();
-        self.out
-            .fsync_by_process
-            .values_mut()
-            .for_each(CallStats::summarize);
+        for (pid, mut s) in self.fsync_by_pid.drain() {
+            s.summarize();
+            self.out.fsync_by_process.insert(names.process(pid), s);
+        }
+        for ((dev, pid), n) in self.checkpoints_by_pid.drain() {
+            if let Some(j) = self.journals.get_mut(&dev) {
+                j.out.checkpoints.by_process.insert(names.process(pid), n);
+            }
+        }
+        for f in &mut self.out.slowest_fsyncs {
+            if f.comm.is_empty() {
+                f.comm = names.get(f.pid);
+            }
+        }
         for (dev, mut j) in self.journals {
             let per = |x: u64, n: u64| if n > 0 { x as f64 / n as f64 } else { 0.0 };
             let o = &mut j.out;

@@ -5,6 +5,7 @@ pub mod block;
 pub mod fs;
 pub mod histogram;
 pub mod names;
+pub mod outliers;
 pub mod sched;
 pub mod syscalls;
 
@@ -21,9 +22,18 @@ pub struct Filter {
     /// Inclusive time window, ns in the trace's clock.
     pub from_ns: Option<u64>,
     pub to_ns: Option<u64>,
+    /// Outliers kept per kind.
+    pub top: usize,
+    /// Only these threads (by id or name) in the per-thread results.
+    pub pids: Vec<u32>,
+    pub comms: Vec<String>,
 }
 
 impl Filter {
+    fn selects_threads(&self) -> bool {
+        !self.pids.is_empty() || !self.comms.is_empty()
+    }
+
     fn keeps_time(&self, ts: u64) -> bool {
         self.from_ns.is_none_or(|f| ts >= f) && self.to_ns.is_none_or(|t| ts <= t)
     }
@@ -63,6 +73,7 @@ pub struct Analysis {
     pub block: BlockSummary,
     pub syscalls: syscalls::SyscallSummary,
     pub fs: fs::FsSummary,
+    pub outliers: outliers::OutliersSummary,
     pub sched: sched::SchedSummary,
     /// Events iosleuth does not analyse yet, by name.
     pub unknown_events: BTreeMap<String, u64>,
@@ -87,6 +98,10 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
     let mut sys = syscalls::SyscallAnalysis::new();
     let mut fs = fs::FsAnalysis::new();
     let mut names = names::ThreadNames::default();
+    let mut outliers = outliers::OutlierAnalysis::new(filter.top);
+    if filter.selects_threads() {
+        names.only(filter.pids.clone(), filter.comms.clone());
+    }
     let mut events = 0u64;
     let mut span = Span::default();
     for ev in stream.by_ref() {
@@ -104,6 +119,8 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
                 events += 1;
                 span.add(b.ts);
                 names.learn_block(b.pid, b.comm);
+                outliers.advance(b.ts, &sched);
+                outliers.block(&b);
                 blk.add(&b);
                 fs.block(&b);
             }
@@ -115,6 +132,8 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
                 events += 1;
                 span.add(o.ts);
                 names.learn(&o);
+                outliers.advance(o.ts, &sched);
+                outliers.add(&o, &names);
                 let used = sched.add(&o) | sys.add(&o, &names) | fs.add(&o, &names);
                 if used {
                     continue;
@@ -155,9 +174,15 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
         events,
         span,
         block,
-        syscalls: sys.finish(),
-        fs: fs.finish(),
-        sched: sched.finish(),
+        syscalls: sys.finish(&names),
+        fs: fs.finish(&names),
+        outliers: outliers.finish(&names),
+        sched: {
+            let mut s = sched.finish();
+            s.threads.retain(|t| names.keeps_named(t.pid, &t.comm));
+            s.long_waits.retain(|w| names.keeps_named(w.pid, &w.comm));
+            s
+        },
         unknown_events: unknown,
         warnings,
         snapshot: None,

@@ -7,16 +7,44 @@ use rustc_hash::FxHashMap;
 #[derive(Default)]
 pub struct ThreadNames {
     comms: FxHashMap<u32, Comm>,
+    /// `--pid`/`--comm`: only these threads' results.
+    only_pids: Vec<u32>,
+    only_comms: Vec<String>,
 }
 
 impl ThreadNames {
+    /// Restricts per-thread results to these ids and names.
+    pub fn only(&mut self, pids: Vec<u32>, comms: Vec<String>) {
+        self.only_pids = pids;
+        self.only_comms = comms;
+    }
+
+    /// Whether this thread's results are wanted (by its name as known now).
+    pub fn keeps(&self, pid: u32) -> bool {
+        self.keeps_named(pid, &self.get(pid))
+    }
+
+    pub fn keeps_named(&self, pid: u32, comm: &str) -> bool {
+        (self.only_pids.is_empty() && self.only_comms.is_empty())
+            || self.only_pids.contains(&pid)
+            || self.only_comms.iter().any(|c| c == comm)
+    }
+
     pub fn learn(&mut self, e: &OtherEvent) {
         if !e.comm.is_empty() {
             self.comms.insert(e.pid, e.comm);
         }
-        if e.short_name() == "sched_switch" {
-            if let (Some(pid), Some(c)) = (e.fields.int("next_pid"), e.fields.str("next_comm")) {
-                self.comms.insert(pid as u32, Comm::new(c.as_bytes()));
+        let pairs: &[(&str, &str)] = match e.short_name() {
+            "sched_switch" => &[("next_pid", "next_comm"), ("prev_pid", "prev_comm")],
+            "sched_waking" | "sched_wakeup" | "sched_wakeup_new" => &[("pid", "comm")],
+            "sched_process_fork" => &[("child_pid", "child_comm")],
+            _ => return,
+        };
+        for (p, c) in pairs {
+            if let (Some(pid), Some(c)) = (e.fields.int(p), e.fields.str(c)) {
+                if pid != 0 {
+                    self.comms.insert(pid as u32, Comm::new(c.as_bytes()));
+                }
             }
         }
     }

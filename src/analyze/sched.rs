@@ -55,6 +55,19 @@ struct Thread {
     /// When perf's atom for this thread was last switched out (a wakeup
     /// before it is out of order and ignored).
     out_at: u64,
+    /// The CPU it last ran on or was woken onto.
+    cpu: Option<u32>,
+}
+
+/// A thread's state as other analyses see it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ThreadView {
+    Running,
+    /// On a runqueue, waiting for a CPU.
+    Runnable,
+    /// Off CPU in this state (`S`, `D`, …).
+    Off(char),
+    Unknown,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -213,10 +226,39 @@ impl SchedAnalysis {
                 }
             }
             "sched_wakeup_new" => self.wakeup(e),
-            "sched_process_exit" | "sched_migrate_task" | "sched_process_fork" => {}
+            "sched_migrate_task" => {
+                if let (Some(pid), Some(to)) = (e.fields.int("pid"), e.fields.int("dest_cpu")) {
+                    if let Some(t) = self.threads.get_mut(&(pid as u32)) {
+                        t.cpu = Some(to as u32);
+                    }
+                }
+            }
+            "sched_process_exit" | "sched_process_fork" => {}
             _ => return false,
         }
         true
+    }
+
+    /// What `pid` is doing now, and the CPU it last ran on or was woken onto.
+    pub fn view(&self, pid: u32) -> (ThreadView, Option<u32>) {
+        let Some(t) = self.threads.get(&pid) else {
+            return (ThreadView::Unknown, None);
+        };
+        let v = match t.state {
+            Some(State::Running { .. }) => ThreadView::Running,
+            Some(State::Runnable { .. }) => ThreadView::Runnable,
+            Some(State::Off { state, .. }) => ThreadView::Off(state),
+            None => ThreadView::Unknown,
+        };
+        (v, t.cpu)
+    }
+
+    /// Who runs on `cpu` now (pid 0: idle), as far as the trace told.
+    pub fn on_cpu(&self, cpu: u32) -> Option<(u32, Comm, i64)> {
+        self.cpus
+            .get(&cpu)?
+            .current
+            .map(|(pid, _, prio, comm)| (pid, comm, prio))
     }
 
     fn thread(&mut self, pid: u32) -> &mut Thread {
@@ -230,9 +272,13 @@ impl SchedAnalysis {
         let pid = pid as u32;
         self.wakeups += 1;
         let ts = e.ts;
+        let target = e.fields.int("target_cpu").map(|c| c as u32);
         let t = self.thread(pid);
         if let Some(c) = e.fields.str("comm") {
             t.comm = Comm::new(c.as_bytes());
+        }
+        if target.is_some() {
+            t.cpu = target;
         }
         match t.state {
             // First sight: perf starts the thread asleep at this moment.
@@ -300,6 +346,7 @@ impl SchedAnalysis {
         let t = self.thread(prev);
         t.comm = prev_comm;
         t.prio = prev_prio;
+        t.cpu = Some(cpu);
         let mut inferred_wait = None;
         match t.state {
             Some(State::Running { since }) => t.runtime_ns += ts.saturating_sub(since),
@@ -324,6 +371,7 @@ impl SchedAnalysis {
         let t = self.thread(next);
         t.comm = next_comm;
         t.prio = next_prio;
+        t.cpu = Some(cpu);
         let waited = match t.state {
             // Never seen: perf counts a zero wait.
             None => Some(0),

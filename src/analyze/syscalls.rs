@@ -68,6 +68,8 @@ pub struct SyscallAnalysis {
     pending: FxHashMap<u32, (Box<str>, u64)>,
     /// Per thread: probe operations begun (`op n` → start).
     marks: FxHashMap<(u32, Box<str>), u64>,
+    /// Per thread id; named at the end, when every name is known.
+    by_pid: FxHashMap<u32, BTreeMap<String, CallStats>>,
     out: SyscallSummary,
 }
 
@@ -137,6 +139,9 @@ impl SyscallAnalysis {
         ret: Option<i64>,
         op: bool,
     ) {
+        if !names.keeps(pid) {
+            return;
+        }
         let comm = names.get(pid);
         let table = if op {
             &mut self.out.operations
@@ -145,9 +150,8 @@ impl SyscallAnalysis {
         };
         table.entry(name.to_string()).or_default().add(ns);
         if !op {
-            self.out
-                .by_process
-                .entry(format!("{comm} ({pid})"))
+            self.by_pid
+                .entry(pid)
                 .or_default()
                 .entry(name.to_string())
                 .or_default()
@@ -176,7 +180,15 @@ impl SyscallAnalysis {
         }
     }
 
-    pub fn finish(mut self) -> SyscallSummary {
+    pub fn finish(mut self, names: &ThreadNames) -> SyscallSummary {
+        for (pid, calls) in self.by_pid.drain() {
+            self.out.by_process.insert(names.process(pid), calls);
+        }
+        for c in &mut self.out.slowest {
+            if c.comm.is_empty() {
+                c.comm = names.get(c.pid);
+            }
+        }
         for s in self
             .out
             .by_name

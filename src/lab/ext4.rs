@@ -33,7 +33,11 @@ impl Ext4 {
     /// `size_mb` of disk, `journal_mb` of journal (ext4's minimum is 1 MiB;
     /// 4 MiB and 1024 MiB are the two sides of case 2).
     pub fn create(size_mb: u64, journal_mb: u64, direct_io: bool) -> Result<Ext4, CaptureError> {
-        let disk = LoopDevice::create(size_mb, direct_io)?;
+        Self::on(LoopDevice::create(size_mb, direct_io)?, journal_mb)
+    }
+
+    /// ext4 on a given lab disk (a slow one, say).
+    pub fn on(disk: LoopDevice, journal_mb: u64) -> Result<Ext4, CaptureError> {
         run(
             Command::new("mkfs.ext4")
                 .args(["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"])
@@ -56,6 +60,44 @@ impl Ext4 {
             mounted: true,
             disk,
         })
+    }
+}
+
+impl Ext4 {
+    /// The journal's place on the disk, in bytes (debugfs: the extents of
+    /// inode 8; ext4 makes the journal contiguous).
+    pub fn journal_bytes(&self) -> Result<std::ops::Range<u64>, CaptureError> {
+        let out = |args: &[&str]| -> Result<String, CaptureError> {
+            let o = Command::new(args[0])
+                .args(&args[1..])
+                .arg(&self.disk.path)
+                .output()
+                .map_err(|e| CaptureError(format!("cannot run {}: {e}", args[0])))?;
+            Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+        };
+        let block: u64 = out(&["dumpe2fs", "-h"])?
+            .lines()
+            .find_map(|l| l.strip_prefix("Block size:"))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| CaptureError("dumpe2fs printed no block size".into()))?;
+        let stat = out(&["debugfs", "-R", "stat <8>"])?;
+        // `(0-4095):49153-53248`
+        let (first, last) = stat
+            .split_whitespace()
+            .filter_map(|w| w.split_once("):"))
+            .filter_map(|(_, r)| r.split_once('-'))
+            .filter_map(|(a, b)| {
+                Some((
+                    a.parse::<u64>().ok()?,
+                    b.trim_end_matches(',').parse::<u64>().ok()?,
+                ))
+            })
+            .fold(None, |acc: Option<(u64, u64)>, (a, b)| match acc {
+                None => Some((a, b)),
+                Some((x, y)) => Some((x.min(a), y.max(b))),
+            })
+            .ok_or_else(|| CaptureError("debugfs printed no journal extents".into()))?;
+        Ok(first * block..(last + 1) * block)
     }
 }
 

@@ -14,12 +14,31 @@ pub struct LoopDevice {
     knobs: Vec<Knob>,
     backing: PathBuf,
     dir: PathBuf,
+    /// The stalling FUSE file system the device sits on, if any.
+    slow: Option<super::slowdisk::SlowDisk>,
 }
 
 impl LoopDevice {
     /// Creates a sparse file of `size_mb` in a fresh directory (named
     /// `iosleuth-…` so leftovers are recognisable) and attaches it.
     pub fn create(size_mb: u64, direct_io: bool) -> Result<LoopDevice, CaptureError> {
+        Self::create_with(size_mb, direct_io, None)
+    }
+
+    /// A device whose every Nth write stalls (see `slowdisk`): its file is
+    /// served through iosleuth's own FUSE file system.
+    pub fn create_slow(
+        size_mb: u64,
+        stall: super::slowdisk::Stall,
+    ) -> Result<LoopDevice, CaptureError> {
+        Self::create_with(size_mb, false, Some(stall))
+    }
+
+    fn create_with(
+        size_mb: u64,
+        direct_io: bool,
+        stall: Option<super::slowdisk::Stall>,
+    ) -> Result<LoopDevice, CaptureError> {
         let base = std::env::var_os("IOSLEUTH_LAB_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/var/tmp"));
@@ -29,16 +48,28 @@ impl LoopDevice {
         let f = std::fs::File::create(&backing)?;
         f.set_len(size_mb * 1024 * 1024)?;
         drop(f);
+        let slow = match stall {
+            Some(st) => match super::slowdisk::SlowDisk::mount(&backing, &dir.join("fuse"), st) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    let _ = std::fs::remove_dir_all(&dir);
+                    return Err(e);
+                }
+            },
+            None => None,
+        };
+        let image = slow.as_ref().map(|s| s.image()).unwrap_or(backing.clone());
         let out = Command::new("losetup")
             .args(["--find", "--show"])
             .arg(format!(
                 "--direct-io={}",
                 if direct_io { "on" } else { "off" }
             ))
-            .arg(&backing)
+            .arg(&image)
             .output()
             .map_err(|e| CaptureError(format!("cannot run losetup (package util-linux): {e}")))?;
         if !out.status.success() {
+            drop(slow);
             let _ = std::fs::remove_dir_all(&dir);
             return Err(CaptureError(format!(
                 "losetup failed: {} (loop devices need root and the loop module)",
@@ -53,11 +84,24 @@ impl LoopDevice {
             knobs: Vec::new(),
             backing,
             dir,
+            slow,
         })
     }
 
     pub fn backing_file(&self) -> &Path {
         &self.backing
+    }
+
+    /// Hold only writes into this byte range of the device (slow disks).
+    pub fn stall_only(&self, bytes: std::ops::Range<u64>) {
+        if let Some(s) = &self.slow {
+            s.stall_only(bytes);
+        }
+    }
+
+    /// Writes the slow disk served, and how many it held.
+    pub fn stall_counts(&self) -> Option<(u64, u64)> {
+        self.slow.as_ref().map(|s| s.counts())
     }
 
     /// `MAJ:MIN` from sysfs.
@@ -80,6 +124,18 @@ impl Drop for LoopDevice {
             let _ = k.restore();
         }
         let _ = Command::new("losetup").arg("-d").arg(&self.path).status();
+        // The loop device lets go of its file asynchronously: wait for it
+        // before unmounting the file system under it.
+        if let Some(slow) = self.slow.take() {
+            let backing = format!("/sys/block/{}/loop/backing_file", self.name);
+            for _ in 0..200 {
+                if !Path::new(&backing).exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            drop(slow);
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -2,3 +2,4 @@
 
 pub mod ext4;
 pub mod loopdev;
+pub mod slowdisk;

@@ -339,6 +339,7 @@ pub fn render(a: &Analysis) -> String {
         }
         out.push('\n');
     }
+    outliers(&mut out, &a.outliers);
     syscalls(&mut out, &a.syscalls);
     filesystem(&mut out, &a.fs);
     sched(&mut out, &a.sched);
@@ -422,6 +423,41 @@ fn syscalls(out: &mut String, s: &crate::analyze::syscalls::SyscallSummary) {
         }
         out.push('\n');
     }
+}
+
+fn outliers(out: &mut String, o: &crate::analyze::outliers::OutliersSummary) {
+    // The kinds whose slowest operation took at least 1 ms, slowest first.
+    let mut kinds: Vec<(&String, &Vec<crate::analyze::outliers::Outlier>)> = o
+        .by_kind
+        .iter()
+        .filter(|(_, l)| l.first().is_some_and(|x| x.latency_ns >= 1_000_000))
+        .collect();
+    if kinds.is_empty() {
+        return;
+    }
+    kinds.sort_by_key(|(_, l)| std::cmp::Reverse(l[0].latency_ns));
+    let _ = writeln!(
+        out,
+        "==================== Outliers: where the time of the slowest operations went ====================\n"
+    );
+    for (kind, list) in kinds {
+        let _ = writeln!(out, "{kind} (slowest {}):", list.len());
+        for x in list {
+            let _ = writeln!(
+                out,
+                "  {:>8} {:<16} at {}  {}",
+                x.pid,
+                x.comm,
+                secs(x.start_ns),
+                x.summary
+            );
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "(kinds whose slowest operation took under 1 ms are left out here; all are in --format json)\n"
+    );
 }
 
 fn filesystem(out: &mut String, f: &crate::analyze::fs::FsSummary) {

@@ -257,3 +257,39 @@ pub fn block_events() -> &'static [&'static str] {
         .map(|(_, e)| *e)
         .unwrap()
 }
+
+/// Case 4 in a report: the fsyncs slower than 100 ms are device time of
+/// a journal write (more than 90 % each), with the CPU idle meanwhile.
+/// Returns how many such fsyncs there were.
+pub fn assert_slow_fsyncs_are_journal_device_time(rep: &serde_json::Value) -> usize {
+    let mut slow = 0;
+    for kind in ["probe fsync", "syscall fsync", "ext4_sync_file"] {
+        let list = rep["outliers"]["by_kind"][kind]
+            .as_array()
+            .unwrap_or_else(|| panic!("no outliers of kind {kind}: {:#}", rep["outliers"]));
+        let over: Vec<&serde_json::Value> = list
+            .iter()
+            .filter(|o| o["latency_ns"].as_u64().unwrap() > 100_000_000)
+            .collect();
+        for o in &over {
+            let lat = o["latency_ns"].as_u64().unwrap() as f64;
+            let journal = o["breakdown"]["device_ns"]["journal write"]
+                .as_u64()
+                .unwrap_or(0) as f64;
+            assert!(journal > 0.9 * lat, "{kind}: {:#}", o);
+            assert!(o["percent"]["device"].as_f64().unwrap() > 90.0, "{o:#}");
+            let r = &o["main_request"];
+            assert_eq!(r["class"], "journal write", "{o:#}");
+            assert!(r["comm"].as_str().unwrap().starts_with("jbd2/"), "{o:#}");
+            assert!(r["d2c_ns"].as_u64().unwrap() > 140_000_000, "{o:#}");
+            assert!(o["cpu_idle_percent"].as_f64().unwrap() > 90.0, "{o:#}");
+            let s = o["summary"].as_str().unwrap();
+            assert!(
+                s.contains("device (journal write") && s.contains("CPU idle"),
+                "{s}"
+            );
+        }
+        slow = slow.max(over.len());
+    }
+    slow
+}

@@ -1,0 +1,255 @@
+//! A disk that stalls on purpose, like case 4's eMMC: a FUSE file system,
+//! served by iosleuth itself, with one file (`disk.img`) backed by a real
+//! file, that holds every Nth write for a while. A loop device over that
+//! file is a block device whose requests sometimes take 150 ms, with the
+//! CPU idle meanwhile.
+//!
+//! Opened with FOPEN_DIRECT_IO, so that the loop device's writes reach the
+//! server one by one instead of stopping in the page cache; served by one
+//! thread, so that a held write holds the whole device, as a stalled
+//! device does.
+
+use crate::capture::tracefs::CaptureError;
+use fuser::{
+    BackgroundSession, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, INodeNo,
+    LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyEmpty, ReplyEntry, ReplyOpen,
+    ReplyWrite, Request, WriteFlags,
+};
+use std::ffi::OsStr;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+pub const IMAGE: &str = "disk.img";
+const IMAGE_INO: INodeNo = INodeNo(2);
+
+/// Which writes stall, and for how long.
+#[derive(Clone, Copy, Debug)]
+pub struct Stall {
+    /// Every `every`-th write is held.
+    pub every: u64,
+    pub delay: Duration,
+}
+
+struct SlowFs {
+    backing: File,
+    size: u64,
+    stall: Stall,
+    writes: Arc<AtomicU64>,
+    stalled: Arc<AtomicU64>,
+    /// Only writes that start in [from, to) count (bytes); to = 0: all.
+    region: Arc<(AtomicU64, AtomicU64)>,
+}
+
+impl SlowFs {
+    fn attr(&self, ino: INodeNo) -> FileAttr {
+        let dir = ino == INodeNo::ROOT;
+        FileAttr {
+            ino,
+            size: if dir { 0 } else { self.size },
+            blocks: if dir { 0 } else { self.size / 512 },
+            atime: SystemTime::UNIX_EPOCH,
+            mtime: SystemTime::UNIX_EPOCH,
+            ctime: SystemTime::UNIX_EPOCH,
+            crtime: SystemTime::UNIX_EPOCH,
+            kind: if dir {
+                FileType::Directory
+            } else {
+                FileType::RegularFile
+            },
+            perm: if dir { 0o755 } else { 0o600 },
+            nlink: if dir { 2 } else { 1 },
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            flags: 0,
+            blksize: 4096,
+        }
+    }
+}
+
+const TTL: Duration = Duration::from_secs(3600);
+
+impl Filesystem for SlowFs {
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        if parent == INodeNo::ROOT && name == IMAGE {
+            reply.entry(&TTL, &self.attr(IMAGE_INO), fuser::Generation(0));
+        } else {
+            reply.error(Errno::ENOENT);
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        if ino == INodeNo::ROOT || ino == IMAGE_INO {
+            reply.attr(&TTL, &self.attr(ino));
+        } else {
+            reply.error(Errno::ENOENT);
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        if ino == IMAGE_INO {
+            reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO);
+        } else {
+            reply.error(Errno::EISDIR);
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let len = (size as u64).min(self.size.saturating_sub(offset)) as usize;
+        let mut buf = vec![0u8; len];
+        match self.backing.read_exact_at(&mut buf, offset) {
+            Ok(()) => reply.data(&buf),
+            Err(_) => reply.error(Errno::EIO),
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let (from, to) = (
+            self.region.0.load(Ordering::Relaxed),
+            self.region.1.load(Ordering::Relaxed),
+        );
+        let counted = to == 0 || (from..to).contains(&offset);
+        let n = if counted {
+            self.writes.fetch_add(1, Ordering::Relaxed) + 1
+        } else {
+            0
+        };
+        if counted && self.stall.every > 0 && n % self.stall.every == 0 {
+            self.stalled.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(self.stall.delay);
+        }
+        if offset + data.len() as u64 > self.size {
+            return reply.error(Errno::ENOSPC);
+        }
+        match self.backing.write_all_at(data, offset) {
+            Ok(()) => reply.written(data.len() as u32),
+            Err(_) => reply.error(Errno::EIO),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        reply.ok();
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        // The backing file is scratch: durability is not what is measured.
+        reply.ok();
+    }
+}
+
+/// The mounted slow file system. Unmounted on drop.
+pub struct SlowDisk {
+    /// Where it is mounted; the image is `mnt/disk.img`.
+    pub mnt: PathBuf,
+    writes: Arc<AtomicU64>,
+    stalled: Arc<AtomicU64>,
+    region: Arc<(AtomicU64, AtomicU64)>,
+    session: Option<BackgroundSession>,
+}
+
+impl SlowDisk {
+    /// Serves `backing` (a file of `size` bytes) as `mnt/disk.img`.
+    pub fn mount(backing: &Path, mnt: &Path, stall: Stall) -> Result<SlowDisk, CaptureError> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(backing)?;
+        let size = file.metadata()?.len();
+        std::fs::create_dir_all(mnt)?;
+        let writes = Arc::new(AtomicU64::new(0));
+        let stalled = Arc::new(AtomicU64::new(0));
+        let region = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+        let fs = SlowFs {
+            region: region.clone(),
+            backing: file,
+            size,
+            stall,
+            writes: writes.clone(),
+            stalled: stalled.clone(),
+        };
+        let mut cfg = fuser::Config::default();
+        cfg.mount_options = vec![
+            MountOption::FSName("iosleuth-slowdisk".into()),
+            MountOption::RW,
+        ];
+        let session = fuser::spawn_mount(fs, mnt, &cfg).map_err(|e| {
+            CaptureError(format!(
+                "cannot mount the slow disk's FUSE file system on {}: {e} (needs root and /dev/fuse)",
+                mnt.display()
+            ))
+        })?;
+        Ok(SlowDisk {
+            mnt: mnt.to_path_buf(),
+            writes,
+            stalled,
+            region,
+            session: Some(session),
+        })
+    }
+
+    pub fn image(&self) -> PathBuf {
+        self.mnt.join(IMAGE)
+    }
+
+    /// From now on, count (and hold) only writes that start in `bytes`:
+    /// the journal's blocks, say.
+    pub fn stall_only(&self, bytes: std::ops::Range<u64>) {
+        self.region.0.store(bytes.start, Ordering::Relaxed);
+        self.region.1.store(bytes.end, Ordering::Relaxed);
+    }
+
+    /// Writes counted, and how many of them were held.
+    pub fn counts(&self) -> (u64, u64) {
+        (
+            self.writes.load(Ordering::Relaxed),
+            self.stalled.load(Ordering::Relaxed),
+        )
+    }
+}
+
+impl Drop for SlowDisk {
+    fn drop(&mut self) {
+        if let Some(s) = self.session.take() {
+            let _ = s.umount_and_join();
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! Live: case 4 in the lab. ext4 over a loop device whose file sits on
+//! iosleuth's own FUSE file system, which holds every Nth write for 150 ms.
+//! A write+fsync loop on it: the slow fsyncs are found and explained.
+//!
+//! With IOSLEUTH_FIXTURE_DIR set, the capture is also copied there (how
+//! scripts/make-fixtures records tests/fixtures/slowdev-fsync.cap).
+
+mod common;
+
+use common::*;
+use iosleuth::lab::{ext4::Ext4, loopdev::LoopDevice, slowdisk::Stall};
+use std::time::Duration;
+
+#[test]
+fn slow_device_fsyncs_are_device_time_of_a_journal_write() {
+    if !live() {
+        return;
+    }
+    let stall = Stall {
+        every: 10,
+        delay: Duration::from_millis(150),
+    };
+    let disk = LoopDevice::create_slow(128, stall).expect("slow disk");
+    let fs = Ext4::on(disk, 4).expect("ext4 on the slow disk");
+    // Case 4's device stalled on journal writes: hold only those.
+    let journal = fs.journal_bytes().expect("the journal's place");
+    fs.disk.stall_only(journal);
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    let out = run(iosleuth()
+        .arg("record")
+        .arg("-o")
+        .arg(&cap)
+        .args(["--events", "block,fs,sched,syscalls", "--"])
+        .arg(env!("CARGO_BIN_EXE_iosleuth"))
+        .args(["probe", "fsync", "--size", "4k", "--count", "120", "--path"])
+        .arg(fs.mnt.join("probe.dat")));
+    let (writes, stalled) = fs.disk.stall_counts().unwrap();
+    eprintln!("{out}\nslow disk: {writes} writes, {stalled} held");
+    assert!(stalled >= 2, "the disk held {stalled} of {writes} writes");
+    drop(fs);
+    if let Some(d) = std::env::var_os("IOSLEUTH_FIXTURE_DIR") {
+        let to = std::path::Path::new(&d).join("slowdev-fsync.cap");
+        let _ = std::fs::remove_dir_all(&to);
+        run(std::process::Command::new("cp")
+            .arg("-r")
+            .arg(&cap)
+            .arg(&to));
+    }
+    let rep = json_report(&[&cap], &[]);
+    let slow = assert_slow_fsyncs_are_journal_device_time(&rep);
+    assert!(slow >= 1, "no fsync over 100 ms: {:#}", rep["outliers"]);
+    // Each held write shows in the filesystem's fsync spans too.
+    let worst = &rep["fs"]["slowest_fsyncs"][0];
+    assert!(
+        worst["latency_ns"].as_u64().unwrap() > 140_000_000,
+        "{worst}"
+    );
+}
