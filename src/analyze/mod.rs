@@ -4,6 +4,7 @@
 pub mod block;
 pub mod fs;
 pub mod histogram;
+pub mod irq;
 pub mod names;
 pub mod outliers;
 pub mod sched;
@@ -73,6 +74,7 @@ pub struct Analysis {
     pub block: BlockSummary,
     pub syscalls: syscalls::SyscallSummary,
     pub fs: fs::FsSummary,
+    pub irq: irq::IrqSummary,
     pub outliers: outliers::OutliersSummary,
     pub sched: sched::SchedSummary,
     /// Events iosleuth does not analyse yet, by name.
@@ -97,6 +99,7 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
     let mut sched = sched::SchedAnalysis::new();
     let mut sys = syscalls::SyscallAnalysis::new();
     let mut fs = fs::FsAnalysis::new();
+    let mut irq = irq::IrqAnalysis::new();
     let mut names = names::ThreadNames::default();
     let mut outliers = outliers::OutlierAnalysis::new(filter.top);
     if filter.selects_threads() {
@@ -134,7 +137,7 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
                 names.learn(&o);
                 outliers.advance(o.ts, &sched);
                 outliers.add(&o, &names);
-                let used = sched.add(&o) | sys.add(&o, &names) | fs.add(&o, &names);
+                let used = sched.add(&o) | sys.add(&o, &names) | fs.add(&o, &names) | irq.add(&o);
                 if used {
                     continue;
                 }
@@ -176,6 +179,7 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
         block,
         syscalls: sys.finish(&names),
         fs: fs.finish(&names),
+        irq: irq.finish(span.last_ns.saturating_sub(span.first_ns) as f64 / 1e9),
         outliers: outliers.finish(&names),
         sched: {
             let mut s = sched.finish();

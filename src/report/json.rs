@@ -23,6 +23,7 @@ pub fn to_value(a: &Analysis) -> Value {
         "stack": b.stack,
         "syscalls": a.syscalls,
         "fs": a.fs,
+        "irq": a.irq,
         "outliers": a.outliers,
         "sched": a.sched,
         "unknown_events": a.unknown_events,

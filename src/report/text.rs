@@ -343,6 +343,7 @@ pub fn render(a: &Analysis) -> String {
     syscalls(&mut out, &a.syscalls);
     filesystem(&mut out, &a.fs);
     sched(&mut out, &a.sched);
+    interrupts(&mut out, &a.irq, &a.sched);
     if !a.unknown_events.is_empty() {
         let _ = writeln!(out, "events not analysed yet:");
         for (n, c) in &a.unknown_events {
@@ -458,6 +459,110 @@ fn outliers(out: &mut String, o: &crate::analyze::outliers::OutliersSummary) {
         out,
         "(kinds whose slowest operation took under 1 ms are left out here; all are in --format json)\n"
     );
+}
+
+fn interrupts(
+    out: &mut String,
+    irq: &crate::analyze::irq::IrqSummary,
+    sched: &crate::analyze::sched::SchedSummary,
+) {
+    use crate::analyze::irq::VECTORS;
+    if irq.softirq.is_empty() && irq.hardirq.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "==================== Interrupts ====================\n"
+    );
+    if !irq.softirq.is_empty() {
+        let _ = writeln!(
+            out,
+            "softirqs per second over {:.3} s (the columns of mpstat -I SCPU):",
+            irq.seconds
+        );
+        let mut head = format!("{:>4}", "CPU");
+        for v in VECTORS {
+            head.push_str(&format!(" {:>10}", format!("{v}/s")));
+        }
+        let _ = writeln!(out, "{head}");
+        for c in &irq.softirq {
+            let mut row = format!("{:>4}", c.cpu);
+            for v in VECTORS {
+                row.push_str(&format!(
+                    " {:>10.2}",
+                    c.per_s.get(v).copied().unwrap_or(0.0)
+                ));
+            }
+            let _ = writeln!(out, "{row}");
+        }
+        out.push('\n');
+        let _ = writeln!(
+            out,
+            "{:<10} {:>10} {:>12} {:>10} {:>10}",
+            "SOFTIRQ", "runs", "total ms", "avg µs", "max µs"
+        );
+        for (v, s) in &irq.softirq_total {
+            let _ = writeln!(
+                out,
+                "{:<10} {:>10} {:>12.3} {:>10.1} {:>10.1}",
+                v,
+                s.count,
+                ms(s.time_ns),
+                if s.count > 0 {
+                    s.time_ns as f64 / s.count as f64 / 1e3
+                } else {
+                    0.0
+                },
+                s.max_ns as f64 / 1e3
+            );
+        }
+        out.push('\n');
+    }
+    if !irq.hardirq.is_empty() {
+        let _ = writeln!(
+            out,
+            "{:>5} {:<24} {:>10} {:>12} {:>10} {:>10}",
+            "IRQ", "HANDLER", "count", "total ms", "avg µs", "max µs"
+        );
+        for h in irq.hardirq.iter().take(15) {
+            let s = &h.stats;
+            let _ = writeln!(
+                out,
+                "{:>5} {:<24} {:>10} {:>12.3} {:>10.1} {:>10.1}",
+                h.irq,
+                h.name,
+                s.count,
+                ms(s.time_ns),
+                if s.count > 0 {
+                    s.time_ns as f64 / s.count as f64 / 1e3
+                } else {
+                    0.0
+                },
+                s.max_ns as f64 / 1e3
+            );
+        }
+        out.push('\n');
+    }
+    let ksoftirqd: Vec<_> = sched
+        .threads
+        .iter()
+        .filter(|t| t.kind == "ksoftirqd")
+        .collect();
+    if !ksoftirqd.is_empty() {
+        let _ = writeln!(out, "ksoftirqd (softirqs deferred to a thread):");
+        for t in ksoftirqd {
+            let _ = writeln!(
+                out,
+                "  {:<14} {:>8}  ran {:.3} ms in {} runs, waited up to {:.3} ms for its CPU",
+                t.comm,
+                t.pid,
+                ms(t.runtime_ns),
+                t.switches,
+                ms(t.max_delay_ns)
+            );
+        }
+        out.push('\n');
+    }
 }
 
 fn filesystem(out: &mut String, f: &crate::analyze::fs::FsSummary) {

@@ -1,0 +1,200 @@
+//! Interrupts: softirqs per CPU and vector (the columns of `mpstat -I
+//! SCPU`, which reads /proc/softirqs: one count per handler run, as
+//! `softirq_entry` fires), the time each vector ran, hardirq handlers with
+//! their counts and time, and softirq raises. Memory: one open handler per
+//! CPU, fixed tables.
+
+use crate::model::OtherEvent;
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Softirq vectors, in the kernel's order (`softirq_to_name`).
+pub const VECTORS: [&str; 10] = [
+    "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
+];
+
+#[derive(Debug, Serialize, Clone, Default)]
+pub struct HandlerStats {
+    pub count: u64,
+    pub time_ns: u64,
+    pub max_ns: u64,
+}
+
+impl HandlerStats {
+    fn add(&mut self, ns: u64) {
+        self.count += 1;
+        self.time_ns += ns;
+        self.max_ns = self.max_ns.max(ns);
+    }
+}
+
+#[derive(Debug, Serialize, Clone)]
+pub struct SoftirqCpu {
+    pub cpu: u32,
+    /// Handler runs per vector (softirq_entry), like /proc/softirqs.
+    pub counts: BTreeMap<&'static str, u64>,
+    /// The same per second of trace, like `mpstat -I SCPU`.
+    pub per_s: BTreeMap<&'static str, f64>,
+    /// Time in each vector's handlers (entry → exit).
+    pub time_ns: BTreeMap<&'static str, u64>,
+}
+
+#[derive(Debug, Serialize, Clone)]
+pub struct Hardirq {
+    pub irq: i64,
+    pub name: String,
+    pub stats: HandlerStats,
+    /// Per CPU: how many.
+    pub by_cpu: BTreeMap<u32, u64>,
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct IrqSummary {
+    /// Per CPU, CPU order.
+    pub softirq: Vec<SoftirqCpu>,
+    /// All CPUs, per vector.
+    pub softirq_total: BTreeMap<&'static str, HandlerStats>,
+    /// `softirq_raise` per vector.
+    pub raised: BTreeMap<&'static str, u64>,
+    /// Hardirq handlers, most time first.
+    pub hardirq: Vec<Hardirq>,
+    /// Time the softirq tables cover (first to last event), seconds.
+    pub seconds: f64,
+}
+
+#[derive(Default)]
+struct Cpu {
+    counts: [u64; 10],
+    time_ns: [u64; 10],
+    /// The softirq running: vector, since.
+    soft: Option<(usize, u64)>,
+    /// The hardirq running: irq, since.
+    hard: Option<(i64, u64)>,
+}
+
+#[derive(Default)]
+pub struct IrqAnalysis {
+    cpus: BTreeMap<u32, Cpu>,
+    total: [HandlerStats; 10],
+    raised: [u64; 10],
+    hard: FxHashMap<i64, Hardirq>,
+    first: Option<u64>,
+    last: u64,
+}
+
+impl IrqAnalysis {
+    pub fn new() -> IrqAnalysis {
+        IrqAnalysis::default()
+    }
+
+    /// Feeds one event; returns false for events this analysis ignores.
+    pub fn add(&mut self, e: &OtherEvent) -> bool {
+        let short = e.short_name();
+        let vec = || {
+            e.fields
+                .int("vec")
+                .and_then(|v| usize::try_from(v).ok())
+                .filter(|&v| v < VECTORS.len())
+        };
+        match short {
+            "softirq_entry" => {
+                if let Some(v) = vec() {
+                    let c = self.cpus.entry(e.cpu).or_default();
+                    c.counts[v] += 1;
+                    c.soft = Some((v, e.ts));
+                }
+            }
+            "softirq_exit" => {
+                let c = self.cpus.entry(e.cpu).or_default();
+                match (c.soft.take(), vec()) {
+                    (Some((v, since)), Some(x)) if v == x && e.ts >= since => {
+                        let ns = e.ts - since;
+                        c.time_ns[v] += ns;
+                        self.total[v].add(ns);
+                    }
+                    _ => {}
+                }
+            }
+            "softirq_raise" => {
+                if let Some(v) = vec() {
+                    self.raised[v] += 1;
+                }
+            }
+            "irq_handler_entry" => {
+                let irq = e.fields.int("irq").unwrap_or(-1);
+                let h = self.hard.entry(irq).or_insert_with(|| Hardirq {
+                    irq,
+                    name: String::new(),
+                    stats: HandlerStats::default(),
+                    by_cpu: BTreeMap::new(),
+                });
+                if h.name.is_empty() {
+                    h.name = e.fields.str("name").unwrap_or("").to_string();
+                }
+                *h.by_cpu.entry(e.cpu).or_default() += 1;
+                self.cpus.entry(e.cpu).or_default().hard = Some((irq, e.ts));
+            }
+            "irq_handler_exit" => {
+                let c = self.cpus.entry(e.cpu).or_default();
+                if let Some((irq, since)) = c.hard.take() {
+                    if Some(irq) == e.fields.int("irq") && e.ts >= since {
+                        if let Some(h) = self.hard.get_mut(&irq) {
+                            h.stats.add(e.ts - since);
+                        }
+                    }
+                }
+            }
+            _ => return false,
+        }
+        self.first.get_or_insert(e.ts);
+        self.last = e.ts;
+        true
+    }
+
+    /// `span_s`: the whole trace's length, for the per-second rates.
+    pub fn finish(self, span_s: f64) -> IrqSummary {
+        let per_s = |n: u64| if span_s > 0.0 { n as f64 / span_s } else { 0.0 };
+        let mut out = IrqSummary {
+            seconds: span_s,
+            ..Default::default()
+        };
+        for (&cpu, c) in &self.cpus {
+            let mut row = SoftirqCpu {
+                cpu,
+                counts: BTreeMap::new(),
+                per_s: BTreeMap::new(),
+                time_ns: BTreeMap::new(),
+            };
+            for (i, name) in VECTORS.iter().enumerate() {
+                row.counts.insert(*name, c.counts[i]);
+                row.per_s.insert(*name, per_s(c.counts[i]));
+                row.time_ns.insert(*name, c.time_ns[i]);
+            }
+            out.softirq.push(row);
+        }
+        for (i, name) in VECTORS.iter().enumerate() {
+            let mut t = self.total[i].clone();
+            // Counted at entry, like /proc/softirqs (an exit may be missing).
+            t.count = self.cpus.values().map(|c| c.counts[i]).sum();
+            if t.count > 0 {
+                out.softirq_total.insert(*name, t);
+            }
+            if self.raised[i] > 0 {
+                out.raised.insert(*name, self.raised[i]);
+            }
+        }
+        out.hardirq = self.hard.into_values().collect();
+        // An entry without an exit still counts as a run.
+        for h in &mut out.hardirq {
+            h.stats.count = h.stats.count.max(h.by_cpu.values().sum());
+        }
+        out.hardirq.sort_by(|a, b| {
+            b.stats
+                .time_ns
+                .cmp(&a.stats.time_ns)
+                .then(a.irq.cmp(&b.irq))
+        });
+        out
+    }
+}
