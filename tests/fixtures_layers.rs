@@ -132,3 +132,27 @@ fn pid_and_comm_filters_keep_only_those_threads() {
     let rows = jbd2["sched"]["threads"].as_array().unwrap();
     assert!(!rows.is_empty() && rows.iter().all(|t| t["comm"] == "jbd2/loop0-8"));
 }
+
+#[test]
+fn gaps_find_case4_spike_in_its_excerpt_and_in_the_lab() {
+    // The excerpt of case 4: CPU 0 was silent for 184 ms after mmcqd slept.
+    let rep = json_report(&["tests/fixtures/seeds/case4-ftrace-sched.txt"], &[]);
+    let g = &rep["gaps"]["cpus"]["0"][0];
+    assert_eq!(g["gap_ns"], 184_151_000u64, "{g}");
+    assert_eq!(g["start_ns"], 1_384_282_432_000u64);
+    assert_eq!(g["before"], "sched_switch");
+    assert_eq!(g["after"], "workqueue_queue_work");
+    // The lab: the probe's thread was silent for the 150 ms of a held write.
+    let rep = json_report(&[&slowdev()], &[]);
+    let probe = rep["syscalls"]["operations"]["fsync"]["count"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(probe, 120);
+    let t = rep["gaps"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["comm"] == "iosleuth" && t["gap"]["gap_ns"].as_u64().unwrap() > 140_000_000)
+        .unwrap_or_else(|| panic!("{:#}", rep["gaps"]));
+    assert_eq!(t["gap"]["before"], "sched:sched_switch", "{t}");
+}

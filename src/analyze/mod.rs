@@ -3,6 +3,7 @@
 
 pub mod block;
 pub mod fs;
+pub mod gaps;
 pub mod histogram;
 pub mod irq;
 pub mod names;
@@ -75,6 +76,7 @@ pub struct Analysis {
     pub syscalls: syscalls::SyscallSummary,
     pub fs: fs::FsSummary,
     pub irq: irq::IrqSummary,
+    pub gaps: gaps::GapsSummary,
     pub outliers: outliers::OutliersSummary,
     pub sched: sched::SchedSummary,
     /// Events iosleuth does not analyse yet, by name.
@@ -100,6 +102,7 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
     let mut sys = syscalls::SyscallAnalysis::new();
     let mut fs = fs::FsAnalysis::new();
     let mut irq = irq::IrqAnalysis::new();
+    let mut gaps = gaps::GapAnalysis::new();
     let mut names = names::ThreadNames::default();
     let mut outliers = outliers::OutlierAnalysis::new(filter.top);
     if filter.selects_threads() {
@@ -122,6 +125,7 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
                 events += 1;
                 span.add(b.ts);
                 names.learn_block(b.pid, b.comm);
+                gaps.add(b.ts, b.cpu, b.pid, gaps::EventName::Block(b.action));
                 outliers.advance(b.ts, &sched);
                 outliers.block(&b);
                 blk.add(&b);
@@ -135,6 +139,7 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
                 events += 1;
                 span.add(o.ts);
                 names.learn(&o);
+                gaps.add(o.ts, o.cpu, o.pid, gaps::EventName::Named(o.name.clone()));
                 outliers.advance(o.ts, &sched);
                 outliers.add(&o, &names);
                 let used = sched.add(&o) | sys.add(&o, &names) | fs.add(&o, &names) | irq.add(&o);
@@ -179,6 +184,7 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
         block,
         syscalls: sys.finish(&names),
         fs: fs.finish(&names),
+        gaps: gaps.finish(&names),
         irq: irq.finish(span.last_ns.saturating_sub(span.first_ns) as f64 / 1e9),
         outliers: outliers.finish(&names),
         sched: {

@@ -24,6 +24,7 @@ pub fn to_value(a: &Analysis) -> Value {
         "syscalls": a.syscalls,
         "fs": a.fs,
         "irq": a.irq,
+        "gaps": a.gaps,
         "outliers": a.outliers,
         "sched": a.sched,
         "unknown_events": a.unknown_events,

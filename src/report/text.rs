@@ -344,6 +344,7 @@ pub fn render(a: &Analysis) -> String {
     filesystem(&mut out, &a.fs);
     sched(&mut out, &a.sched);
     interrupts(&mut out, &a.irq, &a.sched);
+    gaps(&mut out, &a.gaps);
     if !a.unknown_events.is_empty() {
         let _ = writeln!(out, "events not analysed yet:");
         for (n, c) in &a.unknown_events {
@@ -563,6 +564,42 @@ fn interrupts(
         }
         out.push('\n');
     }
+}
+
+fn gaps(out: &mut String, g: &crate::analyze::gaps::GapsSummary) {
+    if g.cpus.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "==================== Gaps: the longest stretches without events ====================\n"
+    );
+    for (cpu, list) in &g.cpus {
+        for x in list {
+            let _ = writeln!(
+                out,
+                "  CPU {:<3} {:>10.3} ms at {}  between {} and {}",
+                cpu,
+                ms(x.gap_ns),
+                secs(x.start_ns),
+                x.before,
+                x.after
+            );
+        }
+    }
+    for t in &g.threads {
+        let _ = writeln!(
+            out,
+            "  {:>7} {:<16} {:>10.3} ms at {}  between {} and {}",
+            t.pid,
+            t.comm,
+            ms(t.gap.gap_ns),
+            secs(t.gap.start_ns),
+            t.gap.before,
+            t.gap.after
+        );
+    }
+    out.push('\n');
 }
 
 fn filesystem(out: &mut String, f: &crate::analyze::fs::FsSummary) {
