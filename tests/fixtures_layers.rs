@@ -156,3 +156,34 @@ fn gaps_find_case4_spike_in_its_excerpt_and_in_the_lab() {
         .unwrap_or_else(|| panic!("{:#}", rep["gaps"]));
     assert_eq!(t["gap"]["before"], "sched:sched_switch", "{t}");
 }
+
+/// tests/fixtures/rt-burner.cap: `iosleuth record --events sched` around a
+/// SCHED_FIFO 50 burner on CPU 1 (150 ms on, 250 ms off) and a thread
+/// pinned to CPU 1 that works 0.2 ms every 2 ms (tests/live_sched.rs).
+#[test]
+fn case3_rt_burner_holds_the_victims_cpu() {
+    let rep = json_report(&["tests/fixtures/rt-burner.cap"], &[]);
+    assert_rt_burner_starves_the_victim(&rep);
+    // The burner's own row: RT priority, and it ran for its bursts.
+    let threads = rep["sched"]["threads"].as_array().unwrap();
+    let burner = threads
+        .iter()
+        .find(|t| t["prio"] == 49)
+        .unwrap_or_else(|| panic!("{threads:#?}"));
+    assert!(
+        burner["runtime_ns"].as_u64().unwrap() > 400_000_000,
+        "{burner}"
+    );
+    // The probe's operations were slowed by it: the slowest burst is
+    // mostly runnable time with the CPU held by the burner.
+    let worst = &rep["outliers"]["by_kind"]["probe burst"][0];
+    assert!(
+        worst["percent"]["runnable"].as_f64().unwrap() > 90.0,
+        "{worst:#}"
+    );
+    assert_eq!(worst["held_by"][0]["prio"], 49, "{worst:#}");
+    assert!(
+        worst["summary"].as_str().unwrap().contains(", RT)"),
+        "{worst:#}"
+    );
+}

@@ -72,11 +72,16 @@ fn perf_clock_offset(perf_data: &std::path::Path, cap: &std::path::Path) -> f64 
 /// delay" starts at a wakeup only; after a preemption (the thread left in
 /// state R) the wait is its "wait time" column, as perf sched latency and
 /// runqlat count it.
-fn timehist_max_delays(perf_data: &std::path::Path, from: f64, to: f64) -> HashMap<u32, f64> {
+fn timehist_delays(
+    perf_data: &std::path::Path,
+    from: f64,
+    to: f64,
+) -> (HashMap<u32, f64>, Vec<f64>) {
     let out = run(Command::new("perf")
         .args(["sched", "timehist", "--state", "-i"])
         .arg(perf_data));
     let mut max: HashMap<u32, f64> = HashMap::new();
+    let mut all = Vec::new();
     let mut left_in: HashMap<u32, String> = HashMap::new();
     for l in out.lines().skip(3) {
         let w: Vec<&str> = l.split_whitespace().collect();
@@ -102,9 +107,10 @@ fn timehist_max_delays(perf_data: &std::path::Path, from: f64, to: f64) -> HashM
         if came_in - delay / 1e3 >= from && came_in <= to {
             let m = max.entry(tid).or_default();
             *m = m.max(delay);
+            all.push(delay);
         }
     }
-    max
+    (max, all)
 }
 
 #[test]
@@ -152,32 +158,14 @@ fn rt_burner_starves_a_pinned_thread_and_agrees_with_perf() {
             let _ = Command::new("umount").arg(&m).status();
         }
     }
-    let rep = json_report(&[&cap], &[]);
-    let s = &rep["sched"];
-    let ops = &rep["syscalls"]["operations"]["burst"];
-    assert!(ops["count"].as_u64().unwrap() > 100, "{ops}");
-
-    // The victim's longest waits are the burner's bursts, and the burner
-    // is named as RT with kernel priority 49 (SCHED_FIFO 50).
-    let waits = s["long_waits"].as_array().unwrap();
-    let victim_waits: Vec<&serde_json::Value> = waits
-        .iter()
-        .filter(|w| {
-            w["comm"] == "iosleuth" && w["cpu"] == 1 && w["wait_ns"].as_u64().unwrap() > 50_000_000
-        })
-        .collect();
-    assert!(victim_waits.len() >= 2, "{waits:#?}");
-    for w in &victim_waits {
-        let wait = w["wait_ns"].as_u64().unwrap();
-        assert!(wait < 160_000_000, "about the burner's 150 ms on-time: {w}");
-        let top = &w["held_by"][0];
-        assert_eq!(top["policy"], "RT", "{w}");
-        assert_eq!(top["prio"], 49, "{w}");
-        assert!(
-            top["ns"].as_u64().unwrap() as f64 > 0.95 * wait as f64,
-            "{w}"
-        );
+    if let Some(d) = std::env::var_os("IOSLEUTH_FIXTURE_DIR") {
+        let to = std::path::Path::new(&d).join("rt-burner.cap");
+        let _ = std::fs::remove_dir_all(&to);
+        run(Command::new("cp").arg("-r").arg(&cap).arg(&to));
     }
+    let rep = json_report(&[&cap], &[]);
+    assert_rt_burner_starves_the_victim(&rep);
+    let s = &rep["sched"];
 
     // Agreement with perf sched timehist on the same run: each thread of
     // the workload and of the recorder (kernel threads: open work, see the
@@ -185,7 +173,8 @@ fn rt_burner_starves_a_pinned_thread_and_agrees_with_perf() {
     let offset = perf_clock_offset(&perf_data, &cap);
     let first = rep["span"]["first_ns"].as_u64().unwrap() as f64 / 1e9;
     let last = rep["span"]["last_ns"].as_u64().unwrap() as f64 / 1e9;
-    let perf = timehist_max_delays(&perf_data, first + offset - 2e-6, last + offset + 2e-6);
+    let (perf, perf_delays) =
+        timehist_delays(&perf_data, first + offset - 2e-6, last + offset + 2e-6);
     let mut compared = 0;
     for t in s["threads"].as_array().unwrap() {
         let ours = t["max_delay_ns"].as_u64().unwrap() as f64 / 1e6;
@@ -204,4 +193,28 @@ fn rt_burner_starves_a_pinned_thread_and_agrees_with_perf() {
         compared += 1;
     }
     assert!(compared >= 1, "threads compared with perf: {compared}");
+
+    // The runqueue latency histogram against perf's delays of the same
+    // window: the waits of at least 64 µs, 256 µs, … 64 ms, counted on
+    // both sides, within 2 % of all waits. (Each tool stamps its own copy
+    // of an event, microseconds apart, and timehist prints microseconds:
+    // shorter waits move between neighbouring buckets.)
+    let ours: Vec<(u64, u64)> = s["runqlat_us"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["low"].as_u64().unwrap(), r["count"].as_u64().unwrap()))
+        .collect();
+    let total: u64 = ours.iter().map(|r| r.1).sum();
+    for us in [64u64, 256, 1024, 4096, 16384, 65536] {
+        let a = ours.iter().filter(|r| r.0 >= us).map(|r| r.1).sum::<u64>();
+        let b = perf_delays
+            .iter()
+            .filter(|&&d| (d * 1000.0).round() as u64 >= us)
+            .count() as u64;
+        assert!(
+            a.abs_diff(b) as f64 <= 0.02 * total as f64 + 1.0,
+            "waits ≥ {us} µs: iosleuth {a}, perf sched timehist {b} (of {total})"
+        );
+    }
 }

@@ -293,3 +293,33 @@ pub fn assert_slow_fsyncs_are_journal_device_time(rep: &serde_json::Value) -> us
     }
     slow
 }
+
+/// Case 3 in a report: the pinned victim (`iosleuth probe burn`, comm
+/// iosleuth, CPU 1) waits about the burner's 150 ms on-time, at least
+/// twice, and the CPU is held by the SCHED_FIFO 50 burner (kernel prio 49).
+pub fn assert_rt_burner_starves_the_victim(rep: &serde_json::Value) {
+    let s = &rep["sched"];
+    let ops = &rep["syscalls"]["operations"]["burst"];
+    assert!(ops["count"].as_u64().unwrap() > 100, "{ops}");
+    // The victim's longest waits are the burner's bursts, and the burner
+    // is named as RT with kernel priority 49 (SCHED_FIFO 50).
+    let waits = s["long_waits"].as_array().unwrap();
+    let victim_waits: Vec<&serde_json::Value> = waits
+        .iter()
+        .filter(|w| {
+            w["comm"] == "iosleuth" && w["cpu"] == 1 && w["wait_ns"].as_u64().unwrap() > 50_000_000
+        })
+        .collect();
+    assert!(victim_waits.len() >= 2, "{waits:#?}");
+    for w in &victim_waits {
+        let wait = w["wait_ns"].as_u64().unwrap();
+        assert!(wait < 160_000_000, "about the burner's 150 ms on-time: {w}");
+        let top = &w["held_by"][0];
+        assert_eq!(top["policy"], "RT", "{w}");
+        assert_eq!(top["prio"], 49, "{w}");
+        assert!(
+            top["ns"].as_u64().unwrap() as f64 > 0.95 * wait as f64,
+            "{w}"
+        );
+    }
+}
