@@ -126,8 +126,10 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
                 span.add(b.ts);
                 names.learn_block(b.pid, b.comm);
                 gaps.add(b.ts, b.cpu, b.pid, gaps::EventName::Block(b.action));
-                outliers.advance(b.ts, &sched);
-                outliers.block(&b);
+                if let Some(t) = outliers::touch_of_block(b.action) {
+                    outliers.before(b.ts, &t);
+                    outliers.block(&b);
+                }
                 blk.add(&b);
                 fs.block(&b);
             }
@@ -140,9 +142,17 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
                 span.add(o.ts);
                 names.learn(&o);
                 gaps.add(o.ts, o.cpu, o.pid, gaps::EventName::Named(o.name.clone()));
-                outliers.advance(o.ts, &sched);
-                outliers.add(&o, &names);
+                let touch = outliers::touch_of(&o);
+                if let Some(t) = &touch {
+                    outliers.before(o.ts, t);
+                }
                 let used = sched.add(&o) | sys.add(&o, &names) | fs.add(&o, &names) | irq.add(&o);
+                // After the scheduler: an operation's end is integrated
+                // with the state the scheduler analysis holds.
+                outliers.add(&o, &names, &sched);
+                if let Some(t) = &touch {
+                    outliers.after(t, &sched);
+                }
                 if used {
                     continue;
                 }

@@ -35,6 +35,60 @@ fn request_class(comm: &str, rwbs: Rwbs, bytes: u32) -> &'static str {
     }
 }
 
+/// Which open operations an event may change the situation of; between
+/// such events each operation's situation is constant, so only these are
+/// brought up to date (the rest integrate later, lazily).
+#[derive(Clone, Copy, Debug)]
+pub enum Touch {
+    /// These threads' states, and whoever waits on or for this CPU.
+    Threads { a: u32, b: u32, cpu: Option<u32> },
+    /// The devices, commits or checkpoints: every blocked thread.
+    Blocked,
+}
+
+pub fn touch_of(e: &OtherEvent) -> Option<Touch> {
+    let f = &e.fields;
+    let pid = |k: &str| f.int(k).map(|p| p as u32).unwrap_or(u32::MAX);
+    Some(match e.short_name() {
+        "sched_switch" => Touch::Threads {
+            a: pid("prev_pid"),
+            b: pid("next_pid"),
+            cpu: Some(e.cpu),
+        },
+        "sched_waking" | "sched_wakeup" | "sched_wakeup_new" | "sched_migrate_task" => {
+            Touch::Threads {
+                a: pid("pid"),
+                b: u32::MAX,
+                cpu: None,
+            }
+        }
+        "jbd2_start_commit" | "jbd2_end_commit" | "jbd2_checkpoint" => Touch::Blocked,
+        _ => return None,
+    })
+}
+
+pub fn touch_of_block(a: Action) -> Option<Touch> {
+    matches!(
+        a,
+        Action::Queue
+            | Action::Issue
+            | Action::Complete
+            | Action::BackMerge
+            | Action::FrontMerge
+            | Action::Requeue
+    )
+    .then_some(Touch::Blocked)
+}
+
+fn touched(op: &OpenOp, t: &Touch) -> bool {
+    match *t {
+        Touch::Threads { a, b, cpu } => {
+            op.pid == a || op.pid == b || (cpu.is_some() && op.cpu == cpu)
+        }
+        Touch::Blocked => op.view == ThreadView::Off('D'),
+    }
+}
+
 #[derive(Debug, Serialize, Clone, Default, PartialEq)]
 pub struct Breakdown {
     pub on_cpu_ns: u64,
@@ -43,6 +97,11 @@ pub struct Breakdown {
     pub device_ns: BTreeMap<&'static str, u64>,
     /// Blocked while requests waited to be issued.
     pub queued_ns: u64,
+    /// Blocked while a thread checkpointed the journal (waiting for
+    /// journal space); includes the checkpoint's own device time.
+    pub journal_space_ns: u64,
+    /// The part of `device_ns` outside checkpoints.
+    pub device_only_ns: u64,
     /// Blocked while a journal commit ran with no request at the device.
     pub journal_ns: u64,
     /// Blocked or asleep on anything else.
@@ -100,6 +159,8 @@ pub struct OutliersSummary {
     /// Per kind (`probe fsync`, `syscall fsync`, `ext4_sync_file`, …): the
     /// slowest, slowest first.
     pub by_kind: BTreeMap<String, Vec<Outlier>>,
+    /// Per kind, every operation's time added up, with its breakdown.
+    pub totals: BTreeMap<String, KindTotal>,
 }
 
 type ReqKey = (Dev, u64);
@@ -121,6 +182,64 @@ struct OpenOp {
     b: Breakdown,
     held: FxHashMap<u32, (u64, crate::model::Comm, i64)>,
     waited_on: FxHashMap<ReqKey, (u64, u64)>, // key → (ns, issued_at)
+    /// The thread's state, CPU and who runs there, as of `last`.
+    view: ThreadView,
+    cpu: Option<u32>,
+    cpu_now: Option<(u32, crate::model::Comm, i64)>,
+    /// The request waited on lately, its issue time and the time so far
+    /// (moved into `waited_on` when another one comes).
+    cur_wait: Option<(ReqKey, u64, u64)>,
+    /// Device time by class while open (the class names are static: found
+    /// by address, which is cheap on this hot path).
+    device: Vec<(&'static str, u64)>,
+}
+
+impl OpenOp {
+    fn waited_for(&self, k: &ReqKey) -> bool {
+        self.cur_wait.is_some_and(|c| c.0 == *k) || self.waited_on.contains_key(k)
+    }
+
+    fn refresh(&mut self, sched: &SchedAnalysis) {
+        let (view, cpu) = sched.view(self.pid);
+        self.view = view;
+        self.cpu = cpu;
+        self.cpu_now = cpu.and_then(|c| sched.on_cpu(c));
+    }
+
+    /// Moves the hot-path tallies into the breakdown.
+    fn settle(&mut self) {
+        if let Some((k, issued, ns)) = self.cur_wait.take() {
+            self.waited_on.entry(k).or_insert((0, issued)).0 += ns;
+        }
+        for (class, ns) in self.device.drain(..) {
+            *self.b.device_ns.entry(class).or_default() += ns;
+        }
+    }
+}
+
+#[derive(Default)]
+struct DevState {
+    queued: u32,
+    issued: std::collections::BTreeSet<(u64, u64)>,
+}
+
+/// The world as one open operation's device sees it, for a stretch.
+#[derive(Clone, Copy)]
+struct DevView {
+    queued: bool,
+    /// The oldest request at the device, and its class.
+    oldest: Option<(ReqKey, u64, &'static str)>,
+    commit: bool,
+    checkpoint: bool,
+}
+
+#[derive(Debug, Serialize, Clone, Default)]
+pub struct KindTotal {
+    pub count: u64,
+    pub latency_ns: u64,
+    pub breakdown: Breakdown,
+    /// Of all the time these operations took, in percent.
+    pub percent: BTreeMap<&'static str, f64>,
 }
 
 #[derive(Default)]
@@ -128,9 +247,14 @@ pub struct OutlierAnalysis {
     top: usize,
     open: Vec<OpenOp>,
     queued: FxHashMap<ReqKey, InFlight>,
-    /// Per device: requests queued (not issued) and issued.
-    waiting: FxHashMap<Dev, (u32, u32)>,
+    /// Per device: requests queued (not issued), and the issued ones by
+    /// issue time (the oldest is the one a waiter waits for).
+    devs: FxHashMap<Dev, DevState>,
     commits: FxHashMap<Dev, u32>,
+    /// Threads checkpointing a journal (from `jbd2_checkpoint` to the end
+    /// of their syscall): others on that device wait for journal space.
+    checkpointing: FxHashMap<u32, Dev>,
+    totals: BTreeMap<String, KindTotal>,
     /// Classes of completed requests still referenced by open operations.
     done: FxHashMap<ReqKey, (InFlight, u64)>,
     by_kind: BTreeMap<String, Vec<Outlier>>,
@@ -144,77 +268,83 @@ impl OutlierAnalysis {
         }
     }
 
-    /// Integrates every open operation up to `ts` with the world as it is
-    /// (before the event at `ts` changes it).
-    pub fn advance(&mut self, ts: u64, sched: &SchedAnalysis) {
+    /// What waiting on `dev` (None: any device) means right now.
+    fn dev_view(&self, dev: Option<Dev>) -> DevView {
+        let one = |d: &Dev, st: &DevState| {
+            let oldest = st.issued.iter().next().map(|&(at, sector)| {
+                let k = (*d, sector);
+                let class = self.queued.get(&k).map(|r| r.class).unwrap_or("request");
+                (k, at, class)
+            });
+            (st.queued > 0, oldest)
+        };
+        let (queued, oldest) = match dev {
+            Some(d) => self.devs.get(&d).map(|st| one(&d, st)).unwrap_or_default(),
+            None => self.devs.iter().map(|(d, st)| one(d, st)).fold(
+                (false, None::<(ReqKey, u64, &'static str)>),
+                |a, b| {
+                    let oldest = match (a.1, b.1) {
+                        (Some(x), Some(y)) => Some(if (y.1, y.0) < (x.1, x.0) { y } else { x }),
+                        (x, y) => x.or(y),
+                    };
+                    (a.0 || b.0, oldest)
+                },
+            ),
+        };
+        let commit = match dev {
+            Some(d) => self.commits.get(&d).is_some_and(|&n| n > 0),
+            None => self.commits.values().any(|&n| n > 0),
+        };
+        let checkpoint = self
+            .checkpointing
+            .values()
+            .any(|d| dev.is_none_or(|x| x == *d));
+        DevView {
+            queued,
+            oldest,
+            commit,
+            checkpoint,
+        }
+    }
+
+    /// Before an event that may change the situation of some operations:
+    /// brings those up to `ts`, with the situation that held until now.
+    pub fn before(&mut self, ts: u64, t: &Touch) {
         if self.open.is_empty() {
             return;
         }
-        for op in &mut self.open {
-            let dt = ts.saturating_sub(op.last);
-            if dt == 0 {
+        let mut views: Vec<(Option<Dev>, DevView)> = Vec::new();
+        for i in 0..self.open.len() {
+            if !touched(&self.open[i], t) {
                 continue;
             }
-            op.last = ts;
-            let (view, cpu) = sched.view(op.pid);
-            let cpu_now = cpu.and_then(|c| sched.on_cpu(c));
-            let cpu_idle = cpu_now.is_some_and(|(p, _, _)| p == 0);
-            match view {
-                ThreadView::Running | ThreadView::Unknown => op.b.on_cpu_ns += dt,
-                // A CPU does not idle while a task waits on its runqueue:
-                // the switch-in went unseen (see the scheduler analysis).
-                ThreadView::Runnable if cpu_idle => op.b.on_cpu_ns += dt,
-                ThreadView::Runnable => {
-                    op.b.runnable_ns += dt;
-                    if let Some((p, comm, prio)) = cpu_now {
-                        let h = op.held.entry(p).or_insert((0, comm, prio));
-                        h.0 += dt;
-                    }
+            let dev = self.open[i].dev;
+            let view = match views.iter().find(|(d, _)| *d == dev) {
+                Some((_, v)) => *v,
+                None => {
+                    let v = self.dev_view(dev);
+                    views.push((dev, v));
+                    v
                 }
-                // Asleep by choice (a pipe, a futex, poll): not I/O.
-                ThreadView::Off(state) if state != 'D' => {
-                    if cpu_idle {
-                        op.b.cpu_idle_ns += dt;
-                    }
-                    op.b.other_wait_ns += dt;
-                }
-                ThreadView::Off(_) => {
-                    if cpu_idle {
-                        op.b.cpu_idle_ns += dt;
-                    }
-                    let (queued, issued) = match op.dev {
-                        Some(d) => self.waiting.get(&d).copied().unwrap_or_default(),
-                        None => self
-                            .waiting
-                            .values()
-                            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1)),
-                    };
-                    if issued > 0 {
-                        // The oldest request at the device is the one waited for.
-                        let oldest = self
-                            .queued
-                            .iter()
-                            .filter(|(k, r)| {
-                                r.issued_at.is_some() && op.dev.is_none_or(|d| d == k.0)
-                            })
-                            .min_by_key(|(k, r)| (r.issued_at, **k));
-                        if let Some((k, r)) = oldest {
-                            *op.b.device_ns.entry(r.class).or_default() += dt;
-                            let w = op.waited_on.entry(*k).or_insert((0, r.issued_at.unwrap()));
-                            w.0 += dt;
-                        }
-                    } else if queued > 0 {
-                        op.b.queued_ns += dt;
-                    } else if op.dev.map_or(self.commits.values().any(|&n| n > 0), |d| {
-                        self.commits.get(&d).is_some_and(|&n| n > 0)
-                    }) {
-                        op.b.journal_ns += dt;
-                    } else {
-                        op.b.other_wait_ns += dt;
-                    }
-                }
+            };
+            integrate(&mut self.open[i], ts, &view);
+        }
+    }
+
+    /// After the event: the touched operations learn their thread's new
+    /// state.
+    pub fn after(&mut self, t: &Touch, sched: &SchedAnalysis) {
+        if let Touch::Threads { .. } = t {
+            for op in self.open.iter_mut().filter(|o| touched(o, t)) {
+                op.refresh(sched);
             }
         }
+    }
+
+    /// Integrates one operation (at its end).
+    fn advance_one(&mut self, i: usize, ts: u64) {
+        let view = self.dev_view(self.open[i].dev);
+        integrate(&mut self.open[i], ts, &view);
     }
 
     pub fn block(&mut self, b: &BlockEvent) {
@@ -233,7 +363,7 @@ impl OutlierAnalysis {
                         issued_at: None,
                     },
                 );
-                self.waiting.entry(b.dev).or_default().0 += 1;
+                self.devs.entry(b.dev).or_default().queued += 1;
             }
             Action::Issue => {
                 let r = self.queued.entry(key).or_insert_with(|| InFlight {
@@ -244,44 +374,55 @@ impl OutlierAnalysis {
                 });
                 if r.issued_at.is_none() {
                     r.issued_at = Some(b.ts);
-                    let w = self.waiting.entry(b.dev).or_default();
-                    w.0 = w.0.saturating_sub(1);
-                    w.1 += 1;
+                    let d = self.devs.entry(b.dev).or_default();
+                    d.queued = d.queued.saturating_sub(1);
+                    d.issued.insert((b.ts, b.sector));
                 }
             }
             Action::Complete => {
                 if let Some(r) = self.queued.remove(&key) {
-                    let w = self.waiting.entry(b.dev).or_default();
-                    if r.issued_at.is_some() {
-                        w.1 = w.1.saturating_sub(1);
-                    } else {
-                        w.0 = w.0.saturating_sub(1);
+                    let d = self.devs.entry(b.dev).or_default();
+                    match r.issued_at {
+                        Some(at) => {
+                            d.issued.remove(&(at, b.sector));
+                        }
+                        None => d.queued = d.queued.saturating_sub(1),
                     }
-                    if self.open.iter().any(|o| o.waited_on.contains_key(&key)) {
+                    if self.open.iter().any(|o| o.waited_for(&key)) {
                         self.done.insert(key, (r, b.ts));
                     }
                 }
             }
             Action::BackMerge | Action::FrontMerge => {
                 // Merged into a request already queued: not one of its own.
-                if self.queued.remove(&key).is_some() {
-                    let w = self.waiting.entry(b.dev).or_default();
-                    w.0 = w.0.saturating_sub(1);
+                if let Some(r) = self.queued.remove(&key) {
+                    let d = self.devs.entry(b.dev).or_default();
+                    match r.issued_at {
+                        Some(at) => {
+                            d.issued.remove(&(at, b.sector));
+                        }
+                        None => d.queued = d.queued.saturating_sub(1),
+                    }
                 }
                 // The request now starts at this bio.
                 if b.action == Action::FrontMerge {
                     let old = (b.dev, b.sector + (b.bytes as u64 >> 9));
                     if let Some(r) = self.queued.remove(&old) {
+                        if let Some(at) = r.issued_at {
+                            let d = self.devs.entry(b.dev).or_default();
+                            d.issued.remove(&(at, old.1));
+                            d.issued.insert((at, b.sector));
+                        }
                         self.queued.insert(key, r);
                     }
                 }
             }
             Action::Requeue => {
                 if let Some(r) = self.queued.get_mut(&key) {
-                    if r.issued_at.take().is_some() {
-                        let w = self.waiting.entry(b.dev).or_default();
-                        w.1 = w.1.saturating_sub(1);
-                        w.0 += 1;
+                    if let Some(at) = r.issued_at.take() {
+                        let d = self.devs.entry(b.dev).or_default();
+                        d.issued.remove(&(at, b.sector));
+                        d.queued += 1;
                     }
                 }
             }
@@ -290,9 +431,13 @@ impl OutlierAnalysis {
     }
 
     /// Operation boundaries and journal commits.
-    pub fn add(&mut self, e: &OtherEvent, names: &ThreadNames) {
+    pub fn add(&mut self, e: &OtherEvent, names: &ThreadNames, sched: &SchedAnalysis) {
         let short = e.short_name();
         match short {
+            "jbd2_checkpoint" => {
+                let d = Dev(e.fields.int("dev").unwrap_or(0) as u32);
+                self.checkpointing.insert(e.pid, d);
+            }
             "jbd2_start_commit" | "jbd2_end_commit" => {
                 let d = Dev(e.fields.int("dev").unwrap_or(0) as u32);
                 let n = self.commits.entry(d).or_default();
@@ -304,7 +449,7 @@ impl OutlierAnalysis {
             }
             "ext4_sync_file_enter" => {
                 let d = Dev(e.fields.int("dev").unwrap_or(0) as u32);
-                self.begin("ext4_sync_file".into(), e, Some(d), names);
+                self.begin("ext4_sync_file".into(), e, Some(d), names, sched);
             }
             "ext4_sync_file_exit" => self.end("ext4_sync_file", e, names),
             "print" => {
@@ -319,7 +464,7 @@ impl OutlierAnalysis {
                 if w.len() >= 3 {
                     let kind = format!("probe {}", w[0]);
                     match w[2] {
-                        "begin" => self.begin(kind.into(), e, None, names),
+                        "begin" => self.begin(kind.into(), e, None, names, sched),
                         "end" => self.end(&kind, e, names),
                         _ => {}
                     }
@@ -327,15 +472,27 @@ impl OutlierAnalysis {
             }
             _ => {
                 if let Some(n) = short.strip_prefix("sys_enter_") {
-                    self.begin(format!("syscall {n}").into(), e, None, names);
+                    self.begin(format!("syscall {n}").into(), e, None, names, sched);
                 } else if let Some(n) = short.strip_prefix("sys_exit_") {
                     self.end(&format!("syscall {n}"), e, names);
+                    // Its checkpoint, if it ran one, is over with the call.
+                    if self.checkpointing.contains_key(&e.pid) {
+                        self.before(e.ts, &Touch::Blocked);
+                        self.checkpointing.remove(&e.pid);
+                    }
                 }
             }
         }
     }
 
-    fn begin(&mut self, kind: Box<str>, e: &OtherEvent, dev: Option<Dev>, names: &ThreadNames) {
+    fn begin(
+        &mut self,
+        kind: Box<str>,
+        e: &OtherEvent,
+        dev: Option<Dev>,
+        names: &ThreadNames,
+        sched: &SchedAnalysis,
+    ) {
         if self.top == 0 || !names.keeps(e.pid) {
             return;
         }
@@ -359,7 +516,15 @@ impl OutlierAnalysis {
             b: Breakdown::default(),
             held: FxHashMap::default(),
             waited_on: FxHashMap::default(),
+            view: ThreadView::Unknown,
+            cpu: None,
+            cpu_now: None,
+            cur_wait: None,
+            device: Vec::new(),
         });
+        if let Some(op) = self.open.last_mut() {
+            op.refresh(sched);
+        }
         // An fsync tells its enclosing operations which device they wait on.
         if let Some(d) = dev {
             for o in self.open.iter_mut().filter(|o| o.pid == e.pid) {
@@ -376,8 +541,14 @@ impl OutlierAnalysis {
         else {
             return;
         };
-        let op = self.open.swap_remove(i);
+        self.advance_one(i, e.ts);
+        let mut op = self.open.swap_remove(i);
+        op.settle();
         let latency = e.ts.saturating_sub(op.start);
+        let t = self.totals.entry(op.kind.to_string()).or_default();
+        t.count += 1;
+        t.latency_ns += latency;
+        add_breakdown(&mut t.breakdown, &op.b);
         let list = self.by_kind.entry(op.kind.to_string()).or_default();
         let qualifies =
             list.len() < self.top || list.last().is_some_and(|o| o.latency_ns < latency);
@@ -394,27 +565,14 @@ impl OutlierAnalysis {
         }
         let open = &self.open;
         self.done
-            .retain(|k, _| open.iter().any(|o| o.waited_on.contains_key(k)));
+            .retain(|k, _| open.iter().any(|o| o.waited_for(k)));
     }
 
     fn explain(&self, op: OpenOp, latency: u64, names: &ThreadNames) -> Outlier {
         let b = op.b;
-        let device: u64 = b.device_ns.values().sum();
-        let off = device + b.queued_ns + b.journal_ns + b.other_wait_ns;
-        let pct = |x: u64| {
-            if latency == 0 {
-                0.0
-            } else {
-                (x as f64 * 1000.0 / latency as f64).round() / 10.0
-            }
-        };
-        let mut percent = BTreeMap::new();
-        percent.insert("on_cpu", pct(b.on_cpu_ns));
-        percent.insert("runnable", pct(b.runnable_ns));
-        percent.insert("device", pct(device));
-        percent.insert("queued", pct(b.queued_ns));
-        percent.insert("journal", pct(b.journal_ns));
-        percent.insert("other_wait", pct(b.other_wait_ns));
+        let percent = percentages(&b, latency);
+        let off =
+            b.device_only_ns + b.journal_space_ns + b.queued_ns + b.journal_ns + b.other_wait_ns;
         let cpu_idle_percent = if off == 0 {
             0.0
         } else {
@@ -490,6 +648,9 @@ impl OutlierAnalysis {
     }
 
     pub fn finish(mut self, names: &ThreadNames) -> OutliersSummary {
+        for t in self.totals.values_mut() {
+            t.percent = percentages(&t.breakdown, t.latency_ns);
+        }
         for o in self.by_kind.values_mut().flatten() {
             if o.comm.is_empty() {
                 o.comm = names.get(o.pid);
@@ -498,6 +659,107 @@ impl OutlierAnalysis {
         OutliersSummary {
             top: self.top,
             by_kind: self.by_kind,
+            totals: self.totals,
+        }
+    }
+}
+
+fn add_breakdown(to: &mut Breakdown, b: &Breakdown) {
+    to.on_cpu_ns += b.on_cpu_ns;
+    to.runnable_ns += b.runnable_ns;
+    for (k, v) in &b.device_ns {
+        *to.device_ns.entry(k).or_default() += v;
+    }
+    to.queued_ns += b.queued_ns;
+    to.journal_space_ns += b.journal_space_ns;
+    to.device_only_ns += b.device_only_ns;
+    to.journal_ns += b.journal_ns;
+    to.other_wait_ns += b.other_wait_ns;
+    to.cpu_idle_ns += b.cpu_idle_ns;
+}
+
+/// The parts of `latency` in percent, adding up to 100: on_cpu, runnable,
+/// device (outside checkpoints), journal_space, queued, journal,
+/// other_wait.
+fn percentages(b: &Breakdown, latency: u64) -> BTreeMap<&'static str, f64> {
+    let pct = |x: u64| {
+        if latency == 0 {
+            0.0
+        } else {
+            (x as f64 * 1000.0 / latency as f64).round() / 10.0
+        }
+    };
+    BTreeMap::from([
+        ("on_cpu", pct(b.on_cpu_ns)),
+        ("runnable", pct(b.runnable_ns)),
+        ("device", pct(b.device_only_ns)),
+        ("journal_space", pct(b.journal_space_ns)),
+        ("queued", pct(b.queued_ns)),
+        ("journal", pct(b.journal_ns)),
+        ("other_wait", pct(b.other_wait_ns)),
+    ])
+}
+
+/// Adds the stretch since the operation's last update, classified by the
+/// thread's state and, when it is blocked, by what its device is doing.
+fn integrate(op: &mut OpenOp, ts: u64, dev: &DevView) {
+    let dt = ts.saturating_sub(op.last);
+    if dt == 0 {
+        return;
+    }
+    op.last = ts;
+    let (view, cpu_now) = (op.view, op.cpu_now);
+    let cpu_idle = cpu_now.is_some_and(|(p, _, _)| p == 0);
+    let b = &mut op.b;
+    match view {
+        ThreadView::Running | ThreadView::Unknown => b.on_cpu_ns += dt,
+        // A CPU does not idle while a task waits on its runqueue: the
+        // switch-in went unseen (see the scheduler analysis).
+        ThreadView::Runnable if cpu_idle => b.on_cpu_ns += dt,
+        ThreadView::Runnable => {
+            b.runnable_ns += dt;
+            if let Some((p, comm, prio)) = cpu_now {
+                op.held.entry(p).or_insert((0, comm, prio)).0 += dt;
+            }
+        }
+        // Asleep by choice (a pipe, a futex, poll): not I/O.
+        ThreadView::Off(state) if state != 'D' => {
+            if cpu_idle {
+                b.cpu_idle_ns += dt;
+            }
+            b.other_wait_ns += dt;
+        }
+        ThreadView::Off(_) => {
+            if cpu_idle {
+                b.cpu_idle_ns += dt;
+            }
+            if let Some((k, issued, class)) = dev.oldest {
+                match op.device.iter_mut().find(|(c, _)| std::ptr::eq(*c, class)) {
+                    Some(x) => x.1 += dt,
+                    None => op.device.push((class, dt)),
+                }
+                match &mut op.cur_wait {
+                    Some((cur, _, ns)) if *cur == k => *ns += dt,
+                    cur => {
+                        if let Some((k0, i0, ns0)) = cur.replace((k, issued, dt)) {
+                            op.waited_on.entry(k0).or_insert((0, i0)).0 += ns0;
+                        }
+                    }
+                }
+            }
+            if dev.checkpoint {
+                // Blocked while the journal is being checkpointed: its
+                // writes, or the checkpoint lock, are what it waits for.
+                b.journal_space_ns += dt;
+            } else if dev.oldest.is_some() {
+                b.device_only_ns += dt;
+            } else if dev.queued {
+                b.queued_ns += dt;
+            } else if dev.commit {
+                b.journal_ns += dt;
+            } else {
+                b.other_wait_ns += dt;
+            }
         }
     }
 }
@@ -554,6 +816,7 @@ fn summarize(
             "on_cpu" => "on CPU".to_string(),
             "queued" => "queued before the device".to_string(),
             "journal" => "journal commit".to_string(),
+            "journal_space" => "waiting for journal space (checkpoint)".to_string(),
             _ => "other wait".to_string(),
         };
         parts.push((p, format!("{p:.1}% {what}")));

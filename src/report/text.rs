@@ -444,6 +444,23 @@ fn outliers(out: &mut String, o: &crate::analyze::outliers::OutliersSummary) {
     );
     for (kind, list) in kinds {
         let _ = writeln!(out, "{kind} (slowest {}):", list.len());
+        if let Some(t) = o.totals.get(kind.as_str()) {
+            let mut parts: Vec<(&str, f64)> = t
+                .percent
+                .iter()
+                .filter(|(_, p)| **p >= 0.1)
+                .map(|(k, p)| (*k, *p))
+                .collect();
+            parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+            let parts: Vec<String> = parts.iter().map(|(k, p)| format!("{p:.1}% {k}")).collect();
+            let _ = writeln!(
+                out,
+                "  all {} of them, {:.3} s in total: {}",
+                t.count,
+                t.latency_ns as f64 / 1e9,
+                parts.join(", ")
+            );
+        }
         for x in list {
             let _ = writeln!(
                 out,
