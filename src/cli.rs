@@ -1,6 +1,6 @@
 //! Command line, in the style of `perf`: one binary, subcommands.
 
-use crate::analyze::{analyze, block::BlockConfig, Filter};
+use crate::analyze::{block::BlockConfig, Filter};
 use crate::capture::blk_tracer::{sysfs_name, BlkTracerOptions, BlkTracerSession};
 use crate::ingest::{open_inputs, Merger};
 use crate::model::Dev;
@@ -393,14 +393,21 @@ fn cmd_report(paths: &[PathBuf], format: Format, filter: Filter, interval: f64) 
         origin_ns: filter.from_ns,
         end_ns: filter.to_ns,
     };
-    let mut a = analyze(merged, &filter, cfg);
-    a.snapshot = paths.iter().find_map(|p| {
+    let snapshot: Option<serde_json::Value> = paths.iter().find_map(|p| {
         use crate::ingest::capture_dir::{snapshot_beside, SNAPSHOT};
         let text = std::fs::read_to_string(p.join(SNAPSHOT))
             .or_else(|_| std::fs::read_to_string(snapshot_beside(p)))
             .ok()?;
         serde_json::from_str(&text).ok()
     });
+    // Thread names the snapshot knows (the workload's threads, kernel
+    // threads with their workqueue), for threads the trace never names.
+    let known = snapshot
+        .as_ref()
+        .map(crate::capture::snapshot::thread_names)
+        .unwrap_or_default();
+    let mut a = crate::analyze::analyze_with_names(merged, &filter, cfg, &known);
+    a.snapshot = snapshot;
     if a.events == 0 {
         let what: Vec<String> = a
             .inputs

@@ -187,3 +187,54 @@ fn case3_rt_burner_holds_the_victims_cpu() {
         "{worst:#}"
     );
 }
+
+/// tests/fixtures/journal-{4,1024}m.cap: the journal's and fsync's events
+/// (jbd2 commits, run stats, checkpoints; ext4_sync_file) for 0.4 s of 64
+/// threads of random buffered 16 KiB writes with fsync, on ext4 with a
+/// 4 MiB and with a 1 GiB journal (tests/live_journal.rs).
+#[test]
+fn case2_small_journal_is_checkpointed_by_the_writers() {
+    let small = json_report(&["tests/fixtures/journal-4m.cap"], &[]);
+    let large = json_report(&["tests/fixtures/journal-1024m.cap"], &[]);
+    // Counted here from the events themselves, too.
+    let count = |cap: &str, event: &str| {
+        run(iosleuth().arg("dump").arg(cap).args(["--events", event]))
+            .lines()
+            .count() as u64
+    };
+    let js = &small["fs"]["journals"]["7,0"];
+    let jl = &large["fs"]["journals"]["7,0"];
+    assert_eq!(
+        js["commits"].as_u64().unwrap(),
+        count("tests/fixtures/journal-4m.cap", "jbd2_end_commit")
+    );
+    let passes = js["checkpoints"]["passes"].as_u64().unwrap();
+    assert_eq!(
+        passes,
+        count("tests/fixtures/journal-4m.cap", "jbd2_checkpoint")
+    );
+    assert!(passes >= 10, "{js:#}");
+    // Every pass ran in a writer thread (named from the snapshot: this
+    // capture has no scheduler events): writers waited for journal space.
+    let by = js["checkpoints"]["by_process"].as_object().unwrap();
+    let by_writers: u64 = by
+        .iter()
+        .filter(|(k, _)| k.starts_with("iosleuth ("))
+        .map(|(_, v)| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(by_writers, passes, "{by:?}");
+    assert_eq!(jl["checkpoints"]["passes"], 0, "{jl:#}");
+    // The writers' fsyncs: slower at the tail with the small journal.
+    let p99 = |r: &serde_json::Value| r["fs"]["fsync"]["latency"]["p99"].as_u64().unwrap();
+    assert!(
+        p99(&small) as f64 > 1.5 * p99(&large) as f64,
+        "{} vs {}",
+        p99(&small),
+        p99(&large)
+    );
+    // The text says who checkpointed.
+    let text = run(iosleuth()
+        .arg("report")
+        .arg("tests/fixtures/journal-4m.cap"));
+    assert!(text.contains("checkpointed by iosleuth ("), "{text}");
+}

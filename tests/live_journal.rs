@@ -8,6 +8,10 @@ mod common;
 use common::*;
 use iosleuth::lab::ext4::Ext4;
 
+const FIXTURE_EVENTS: &str = "jbd2:jbd2_start_commit,jbd2:jbd2_end_commit,\
+    jbd2:jbd2_run_stats,jbd2:jbd2_checkpoint,jbd2:jbd2_checkpoint_stats,\
+    ext4:ext4_sync_file_enter,ext4:ext4_sync_file_exit";
+
 fn run_case(journal_mb: u64) -> serde_json::Value {
     let fs = Ext4::create(2560, journal_mb, true).expect("ext4 on a loop device");
     let dir = tempdir();
@@ -21,6 +25,24 @@ fn run_case(journal_mb: u64) -> serde_json::Value {
         .args(["probe", "randwrite", "--threads", "64", "--bs", "16k"])
         .args(["--file-size", "4m", "--fsync", "--duration", "2", "--dir"])
         .arg(&fs.mnt));
+    // A small copy for tests/fixtures: the journal's and fsync's events
+    // only, for 0.4 s (scripts/make-fixtures).
+    if let Some(d) = std::env::var_os("IOSLEUTH_FIXTURE_DIR") {
+        let to = std::path::Path::new(&d).join(format!("journal-{journal_mb}m.cap"));
+        let _ = std::fs::remove_dir_all(&to);
+        run(iosleuth()
+            .arg("record")
+            .arg("-o")
+            .arg(&to)
+            .args(["--events", FIXTURE_EVENTS, "--"])
+            // Without the probe's per-operation marks: they would be most
+            // of the file.
+            .args(["env", "-u", "IOSLEUTH_TRACE_MARKER"])
+            .arg(env!("CARGO_BIN_EXE_iosleuth"))
+            .args(["probe", "randwrite", "--threads", "64", "--bs", "16k"])
+            .args(["--file-size", "4m", "--fsync", "--duration", "0.4", "--dir"])
+            .arg(&fs.mnt));
+    }
     drop(fs);
     json_report(&[&cap], &[])
 }

@@ -88,7 +88,18 @@ pub struct Analysis {
 }
 
 /// Runs every analysis over the merged stream.
-pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> Analysis {
+pub fn analyze(stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> Analysis {
+    analyze_with_names(stream, filter, block_cfg, &[])
+}
+
+/// The same, knowing some threads' names beforehand (from a snapshot);
+/// names the trace tells win.
+pub fn analyze_with_names(
+    mut stream: Merger,
+    filter: &Filter,
+    block_cfg: BlockConfig,
+    known: &[(u32, String)],
+) -> Analysis {
     let mut cfg = block_cfg;
     if cfg.origin_ns.is_none() {
         cfg.origin_ns = filter.from_ns;
@@ -104,6 +115,9 @@ pub fn analyze(mut stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> A
     let mut irq = irq::IrqAnalysis::new();
     let mut gaps = gaps::GapAnalysis::new();
     let mut names = names::ThreadNames::default();
+    for (pid, comm) in known {
+        names.seed(*pid, comm);
+    }
     let mut outliers = outliers::OutlierAnalysis::new(filter.top);
     if filter.selects_threads() {
         names.only(filter.pids.clone(), filter.comms.clone());

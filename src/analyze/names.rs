@@ -49,6 +49,13 @@ impl ThreadNames {
         }
     }
 
+    /// A name known from elsewhere (a snapshot).
+    pub fn seed(&mut self, pid: u32, comm: &str) {
+        self.comms
+            .entry(pid)
+            .or_insert_with(|| Comm::new(comm.as_bytes()));
+    }
+
     pub fn learn_block(&mut self, pid: u32, comm: Comm) {
         if !comm.is_empty() {
             self.comms.insert(pid, comm);
