@@ -238,3 +238,21 @@ fn case2_small_journal_is_checkpointed_by_the_writers() {
         .arg("tests/fixtures/journal-4m.cap"));
     assert!(text.contains("checkpointed by iosleuth ("), "{text}");
 }
+
+#[test]
+fn case4_excerpt_workqueue_items_and_their_wait() {
+    let rep = json_report(&["tests/fixtures/seeds/case4-ftrace-sched.txt"], &[]);
+    let f = rep["workqueue"]["functions"].as_array().unwrap();
+    let get = |name: &str| {
+        f.iter()
+            .find(|x| x["function"] == name)
+            .unwrap_or_else(|| panic!("{f:#?}"))
+    };
+    // Queued by the idle CPU's timer softirq, run by kworker/0:1.
+    let cursor = get("fb_flashcursor");
+    assert_eq!(cursor["runs"], 1);
+    assert_eq!(cursor["run_time_ns"], 5_000);
+    assert_eq!(cursor["wait"]["max"], 33_000);
+    assert_eq!(cursor["workers"][0], "kworker/0:1 (1572)");
+    assert_eq!(get("phy_state_machine")["wait"]["max"], 29_000);
+}

@@ -248,10 +248,24 @@ fn every_event_set_decodes_its_fields() {
                 );
             }
             "workqueue" => {
+                // Work functions are named from this machine's kallsyms,
+                // stored in the capture.
                 let started = count_where(ev.get("workqueue_execute_start"), |e| {
-                    field(e, "function").as_i64().is_some() && field(e, "work").as_i64().is_some()
+                    field(e, "function")
+                        .as_str()
+                        .is_some_and(|f| f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+                        && field(e, "work").as_i64().is_some()
                 });
                 assert!(started > 0, "{set}: work items with their function");
+                let wq = &json_report(&[&cap], &[])["workqueue"]["functions"];
+                assert!(
+                    wq.as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|f| f["function"] == "blk_mq_run_work_fn"
+                            || f["function"] == "wb_workfn"),
+                    "{set}: the block layer's or writeback's work: {wq:#}"
+                );
                 assert!(
                     count_where(ev.get("workqueue_queue_work"), |e| field(e, "workqueue")
                         .as_str()

@@ -10,6 +10,7 @@ pub mod names;
 pub mod outliers;
 pub mod sched;
 pub mod syscalls;
+pub mod workqueue;
 
 use crate::ingest::{warnings_for, Merger};
 use crate::model::{Dev, Event};
@@ -77,6 +78,7 @@ pub struct Analysis {
     pub fs: fs::FsSummary,
     pub irq: irq::IrqSummary,
     pub gaps: gaps::GapsSummary,
+    pub workqueue: workqueue::WorkqueueSummary,
     pub outliers: outliers::OutliersSummary,
     pub sched: sched::SchedSummary,
     /// Events iosleuth does not analyse yet, by name.
@@ -114,6 +116,7 @@ pub fn analyze_with_names(
     let mut fs = fs::FsAnalysis::new();
     let mut irq = irq::IrqAnalysis::new();
     let mut gaps = gaps::GapAnalysis::new();
+    let mut wq = workqueue::WorkqueueAnalysis::new();
     let mut names = names::ThreadNames::default();
     for (pid, comm) in known {
         names.seed(*pid, comm);
@@ -160,7 +163,11 @@ pub fn analyze_with_names(
                 if let Some(t) = &touch {
                     outliers.before(o.ts, t);
                 }
-                let used = sched.add(&o) | sys.add(&o, &names) | fs.add(&o, &names) | irq.add(&o);
+                let used = sched.add(&o)
+                    | sys.add(&o, &names)
+                    | fs.add(&o, &names)
+                    | irq.add(&o)
+                    | wq.add(&o);
                 // After the scheduler: an operation's end is integrated
                 // with the state the scheduler analysis holds.
                 outliers.add(&o, &names, &sched);
@@ -209,6 +216,7 @@ pub fn analyze_with_names(
         syscalls: sys.finish(&names),
         fs: fs.finish(&names),
         gaps: gaps.finish(&names),
+        workqueue: wq.finish(&names),
         irq: irq.finish(span.last_ns.saturating_sub(span.first_ns) as f64 / 1e9),
         outliers: outliers.finish(&names),
         sched: {

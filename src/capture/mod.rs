@@ -7,6 +7,7 @@ pub mod pipe;
 pub mod probe;
 pub mod recorder;
 pub mod snapshot;
+pub mod symbols;
 pub mod tracefs;
 
 /// `PID-N`: a name no other session, and no other object of this one, uses

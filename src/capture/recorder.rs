@@ -383,6 +383,11 @@ impl Recorder {
             self.out.join(MANIFEST),
             serde_json::to_string_pretty(&manifest).unwrap_or_default(),
         )?;
+        if self.enabled.iter().any(|e| e.starts_with("workqueue")) {
+            // Work functions are addresses in the ring buffer: name them
+            // while this machine's symbols are at hand.
+            let _ = super::symbols::write_for_capture(&self.out);
+        }
         removed
             .map_err(|e| CaptureError(format!("cannot remove {}: {e}", self.instance.display())))?;
         result.map(|_| bytes)

@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub const MANIFEST: &str = "iosleuth-capture.json";
+/// Kernel symbols of the addresses the capture holds: `{"0xffff…": name}`.
+pub const SYMBOLS: &str = "symbols.json";
 /// The system snapshot of a capture: `{before, workload, after}`.
 pub const SNAPSHOT: &str = "snapshot.json";
 
@@ -63,6 +65,8 @@ pub struct Decoder {
     /// switch, a wakeup, an interrupt): kept for the recorder's threads
     /// too, or the scheduler analysis would lose who ran on a CPU.
     scheduling: std::collections::HashSet<u16>,
+    /// Names of kernel addresses (work functions), from `symbols.json`.
+    symbols: HashMap<u64, Box<str>>,
     pub page: PageHeader,
 }
 
@@ -143,6 +147,7 @@ impl Decoder {
             common_flags,
             skip_tids: Default::default(),
             scheduling,
+            symbols: HashMap::new(),
             page,
         }
     }
@@ -170,14 +175,28 @@ impl Decoder {
             }
         }
         match self.kinds.get(&id)? {
-            Kind::Other(name, layout) => Some(Event::Other(OtherEvent {
-                ts,
-                cpu,
-                pid,
-                name: name.clone(),
-                comm: Comm::default(),
-                fields: decode_fields(rec, layout),
-            })),
+            Kind::Other(name, layout) => {
+                let mut fields = decode_fields(rec, layout);
+                if !self.symbols.is_empty() {
+                    for (k, v) in &mut fields.0 {
+                        if let (true, Value::Int(a)) =
+                            (crate::capture::symbols::ADDRESS_FIELDS.contains(&&**k), &*v)
+                        {
+                            if let Some(n) = self.symbols.get(&(*a as u64)) {
+                                *v = Value::Str(n.clone());
+                            }
+                        }
+                    }
+                }
+                Some(Event::Other(OtherEvent {
+                    ts,
+                    cpu,
+                    pid,
+                    name: name.clone(),
+                    comm: Comm::default(),
+                    fields,
+                }))
+            }
             Kind::Block(action, f) => {
                 let int = |x: &Option<Field>| x.as_ref().and_then(|x| read_int(rec, x));
                 let nr = int(&f.nr_sector).unwrap_or(0) as u32;
@@ -307,6 +326,18 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
                 .collect()
         })
         .unwrap_or_default();
+    if let Ok(text) = std::fs::read_to_string(dir.join(SYMBOLS)) {
+        let map: HashMap<String, String> = serde_json::from_str(&text).unwrap_or_default();
+        decoder.symbols = map
+            .into_iter()
+            .filter_map(|(k, v)| {
+                Some((
+                    u64::from_str_radix(k.trim_start_matches("0x"), 16).ok()?,
+                    v.into(),
+                ))
+            })
+            .collect();
+    }
     let decoder = Arc::new(decoder);
     let mut cpus: Vec<(u32, PathBuf)> = std::fs::read_dir(dir)
         .map_err(|e| InputError::new(dir, format!("cannot list: {e}")))?

@@ -25,6 +25,7 @@ pub fn to_value(a: &Analysis) -> Value {
         "fs": a.fs,
         "irq": a.irq,
         "gaps": a.gaps,
+        "workqueue": a.workqueue,
         "outliers": a.outliers,
         "sched": a.sched,
         "unknown_events": a.unknown_events,

@@ -344,6 +344,7 @@ pub fn render(a: &Analysis) -> String {
     filesystem(&mut out, &a.fs);
     sched(&mut out, &a.sched);
     interrupts(&mut out, &a.irq, &a.sched);
+    workqueues(&mut out, &a.workqueue);
     gaps(&mut out, &a.gaps);
     if !a.unknown_events.is_empty() {
         let _ = writeln!(out, "events not analysed yet:");
@@ -581,6 +582,45 @@ fn interrupts(
         }
         out.push('\n');
     }
+}
+
+fn workqueues(out: &mut String, w: &crate::analyze::workqueue::WorkqueueSummary) {
+    if w.functions.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "==================== Workqueues ====================\n"
+    );
+    let _ = writeln!(
+        out,
+        "{:<34} {:>8} {:>11} {:>10} {:>12} {:>12}  WORKERS",
+        "FUNCTION", "runs", "total ms", "max µs", "wait p50 µs", "wait max µs"
+    );
+    for f in w.functions.iter().take(15) {
+        let (p50, max) = f
+            .wait
+            .as_ref()
+            .map(|p| {
+                (
+                    format!("{:.1}", p.p50 as f64 / 1e3),
+                    format!("{:.1}", p.max as f64 / 1e3),
+                )
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{:<34} {:>8} {:>11.3} {:>10.1} {:>12} {:>12}  {}",
+            f.function,
+            f.runs,
+            ms(f.run_time_ns),
+            f.max_run_ns as f64 / 1e3,
+            p50,
+            max,
+            f.workers.join(", ")
+        );
+    }
+    out.push('\n');
 }
 
 fn gaps(out: &mut String, g: &crate::analyze::gaps::GapsSummary) {

@@ -1,0 +1,124 @@
+//! Workqueues: which work functions the kworkers ran, how often, for how
+//! long, and how long each waited from being queued to starting (a delayed
+//! kworker shows here). Memory: one entry per work item in flight, one row
+//! per function.
+
+use super::histogram::{LatencyDist, Percentiles};
+use super::names::ThreadNames;
+use crate::model::{OtherEvent, Value};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+#[derive(Debug, Serialize, Clone)]
+pub struct WorkFunction {
+    /// The function's name (from the capture's symbols or the text), or
+    /// its address.
+    pub function: String,
+    pub runs: u64,
+    pub run_time_ns: u64,
+    pub max_run_ns: u64,
+    /// Queued → started.
+    pub wait: Option<Percentiles>,
+    /// The worker threads that ran it, `comm (pid)`.
+    pub workers: Vec<String>,
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct WorkqueueSummary {
+    /// By total run time, longest first.
+    pub functions: Vec<WorkFunction>,
+}
+
+#[derive(Default)]
+struct Row {
+    runs: u64,
+    run_time_ns: u64,
+    max_run_ns: u64,
+    wait: LatencyDist,
+    workers: BTreeSet<u32>,
+}
+
+#[derive(Default)]
+pub struct WorkqueueAnalysis {
+    rows: FxHashMap<String, Row>,
+    /// Work item → when queued.
+    queued: FxHashMap<i64, u64>,
+    /// Worker → (function, started).
+    running: FxHashMap<u32, (String, u64)>,
+}
+
+fn function_of(e: &OtherEvent) -> Option<String> {
+    match e.fields.get("function")? {
+        Value::Str(s) => Some(s.to_string()),
+        Value::Int(a) => Some(format!("{:#x}", *a as u64)),
+    }
+}
+
+impl WorkqueueAnalysis {
+    pub fn new() -> WorkqueueAnalysis {
+        WorkqueueAnalysis::default()
+    }
+
+    pub fn add(&mut self, e: &OtherEvent) -> bool {
+        // `work=` in captures; `work struct=c63c21ac` (hex, no 0x) in old text.
+        let work = e.fields.int("work").or_else(|| {
+            let s = e.fields.str("struct")?;
+            u64::from_str_radix(s.trim_start_matches("0x"), 16)
+                .ok()
+                .map(|v| v as i64)
+        });
+        match e.short_name() {
+            "workqueue_queue_work" => {
+                if let Some(w) = work {
+                    self.queued.insert(w, e.ts);
+                }
+            }
+            "workqueue_execute_start" => {
+                let Some(f) = function_of(e) else {
+                    return true;
+                };
+                let row = self.rows.entry(f.clone()).or_default();
+                row.runs += 1;
+                row.workers.insert(e.pid);
+                if let Some(q) = work.and_then(|w| self.queued.remove(&w)) {
+                    row.wait.add(e.ts.saturating_sub(q));
+                }
+                self.running.insert(e.pid, (f, e.ts));
+            }
+            "workqueue_execute_end" => {
+                if let Some((f, start)) = self.running.remove(&e.pid) {
+                    let ns = e.ts.saturating_sub(start);
+                    let row = self.rows.entry(f).or_default();
+                    row.run_time_ns += ns;
+                    row.max_run_ns = row.max_run_ns.max(ns);
+                }
+            }
+            "workqueue_activate_work" => {}
+            _ => return false,
+        }
+        true
+    }
+
+    pub fn finish(self, names: &ThreadNames) -> WorkqueueSummary {
+        let mut functions: Vec<WorkFunction> = self
+            .rows
+            .into_iter()
+            .map(|(function, r)| WorkFunction {
+                function,
+                runs: r.runs,
+                run_time_ns: r.run_time_ns,
+                max_run_ns: r.max_run_ns,
+                wait: (r.wait.count() > 0).then(|| r.wait.summary()),
+                workers: r.workers.into_iter().map(|p| names.process(p)).collect(),
+            })
+            .collect();
+        functions.sort_by(|a, b| {
+            b.run_time_ns
+                .cmp(&a.run_time_ns)
+                .then(b.runs.cmp(&a.runs))
+                .then(a.function.cmp(&b.function))
+        });
+        WorkqueueSummary { functions }
+    }
+}
