@@ -57,6 +57,9 @@ enum Cmd {
         /// Only threads with these names (comma-separated, exact).
         #[arg(long, value_delimiter = ',')]
         comm: Vec<String>,
+        /// Say what rule ID (or `all`) found, or why it did not fire.
+        #[arg(long, value_name = "ID")]
+        explain: Option<String>,
     },
     /// Print every decoded event, one per line in time order, with its
     /// fields (like `perf script` or `trace-cmd report`).
@@ -238,6 +241,7 @@ pub fn main() -> i32 {
             top,
             pid,
             comm,
+            explain,
         } => {
             let (from_ns, to_ns) = time.unwrap_or((None, None));
             let filter = Filter {
@@ -248,7 +252,7 @@ pub fn main() -> i32 {
                 pids: pid,
                 comms: comm,
             };
-            cmd_report(&paths, format, filter, interval)
+            cmd_report(&paths, format, filter, interval, explain)
         }
         Cmd::Export { blktrace, inputs } => cmd_export(&blktrace, &inputs),
         Cmd::Probe { kind } => {
@@ -379,7 +383,13 @@ fn open_merged(paths: &[PathBuf]) -> Result<Merger, i32> {
     }
 }
 
-fn cmd_report(paths: &[PathBuf], format: Format, filter: Filter, interval: f64) -> i32 {
+fn cmd_report(
+    paths: &[PathBuf],
+    format: Format,
+    filter: Filter,
+    interval: f64,
+    explain: Option<String>,
+) -> i32 {
     if interval.is_nan() || interval <= 0.0 || !interval.is_finite() {
         eprintln!("iosleuth: --interval must be a positive number of seconds");
         return EXIT_BAD_INPUT;
@@ -436,10 +446,42 @@ fn cmd_report(paths: &[PathBuf], format: Format, filter: Filter, interval: f64) 
     for w in &a.warnings {
         eprintln!("iosleuth: warning: {w}");
     }
+    if let Some(id) = explain {
+        return explain_rules(&a, &id);
+    }
+    let found = crate::diagnose::diagnose(&a);
     let out = match format {
-        Format::Text => report::text::render(&a),
-        Format::Json => report::json::render(&a),
+        Format::Text => report::text::render(&a, &found),
+        Format::Json => report::json::render(&a, &found),
     };
+    print!("{out}");
+    0
+}
+
+/// `report --explain ID|all`: each rule's finding, or why it did not fire.
+fn explain_rules(a: &crate::analyze::Analysis, id: &str) -> i32 {
+    use crate::diagnose::{catalog, Verdict};
+    let rules: Vec<_> = catalog()
+        .iter()
+        .filter(|r| id == "all" || r.id == id)
+        .collect();
+    if rules.is_empty() {
+        let ids: Vec<&str> = catalog().iter().map(|r| r.id).collect();
+        eprintln!(
+            "iosleuth: no rule {id:?}; the rules are: {}",
+            ids.join(", ")
+        );
+        return EXIT_BAD_INPUT;
+    }
+    let mut out = String::new();
+    for r in rules {
+        match (r.check)(a) {
+            Verdict::Fired(f) => report::text::finding(&mut out, &f),
+            Verdict::NotFired(why) => {
+                out.push_str(&format!("{}: not found ({}): {why}\n", r.id, r.looks_for))
+            }
+        }
+    }
     print!("{out}");
     0
 }

@@ -15,8 +15,9 @@ fn drain(name: &str, data: Vec<u8>) {
             &Filter::default(),
             BlockConfig::default(),
         );
-        let _ = iosleuth::report::text::render(&a);
-        let _ = iosleuth::report::json::render(&a);
+        let found = iosleuth::diagnose::diagnose(&a);
+        let _ = iosleuth::report::text::render(&a, &found);
+        let _ = iosleuth::report::json::render(&a, &found);
     }
 }
 

@@ -2,9 +2,10 @@
 //! `findings`, `warnings`, `processes`, … (documented in the README).
 
 use crate::analyze::Analysis;
+use crate::diagnose::Finding;
 use serde_json::{json, Value};
 
-pub fn to_value(a: &Analysis) -> Value {
+pub fn to_value(a: &Analysis, findings: &[Finding]) -> Value {
     let b = &a.block;
     let span = a.span;
     json!({
@@ -30,13 +31,14 @@ pub fn to_value(a: &Analysis) -> Value {
         "sched": a.sched,
         "unknown_events": a.unknown_events,
         "warnings": a.warnings,
-        "findings": [],
+        "findings": findings,
         "snapshot": a.snapshot,
     })
 }
 
-pub fn render(a: &Analysis) -> String {
-    let mut s = serde_json::to_string_pretty(&to_value(a)).unwrap_or_else(|_| "{}".into());
+pub fn render(a: &Analysis, findings: &[Finding]) -> String {
+    let mut s =
+        serde_json::to_string_pretty(&to_value(a, findings)).unwrap_or_else(|_| "{}".into());
     s.push('\n');
     s
 }

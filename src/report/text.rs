@@ -279,7 +279,43 @@ fn snapshot(out: &mut String, a: &Analysis) {
     out.push('\n');
 }
 
-pub fn render(a: &Analysis) -> String {
+/// One finding, as a person reads it.
+pub fn finding(out: &mut String, f: &crate::diagnose::Finding) {
+    let sev = match f.severity {
+        crate::diagnose::Severity::Critical => "CRITICAL",
+        crate::diagnose::Severity::Warning => "WARNING",
+        crate::diagnose::Severity::Info => "info",
+    };
+    let _ = writeln!(out, "{sev} {}: {}", f.id, f.title);
+    if let Some(m) = f.evidence.as_object() {
+        let parts: Vec<String> = m
+            .iter()
+            .filter(|(_, v)| !v.is_null() && !v.is_object() && !v.is_array())
+            .map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"')))
+            .collect();
+        let _ = writeln!(out, "  evidence: {}", parts.join(" "));
+    }
+    let _ = writeln!(out, "  why: {}", f.explanation);
+    let _ = writeln!(out, "  try: {}", f.workaround);
+}
+
+fn findings(out: &mut String, fs: &[crate::diagnose::Finding]) {
+    if fs.is_empty() {
+        let _ = writeln!(
+            out,
+            "findings: none ({} rules checked; `report --explain ID` says why each did not fire)\n",
+            crate::diagnose::catalog().len()
+        );
+        return;
+    }
+    let _ = writeln!(out, "==================== Findings ====================\n");
+    for f in fs {
+        finding(out, f);
+        out.push('\n');
+    }
+}
+
+pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
     let mut out = String::new();
     let b = &a.block;
     let _ = writeln!(
@@ -295,6 +331,7 @@ pub fn render(a: &Analysis) -> String {
         let _ = writeln!(out, "  {} ({}, {} events)", i.path, i.format, i.events);
     }
     out.push('\n');
+    findings(&mut out, found);
     snapshot(&mut out, a);
     if !b.stack.is_empty() {
         let _ = writeln!(out, "device stack (from remaps):");
@@ -353,7 +390,6 @@ pub fn render(a: &Analysis) -> String {
         }
         out.push('\n');
     }
-    let _ = writeln!(out, "findings: none (diagnosis is not implemented yet)");
     if !a.warnings.is_empty() {
         let _ = writeln!(out, "\nwarnings:");
         for w in &a.warnings {

@@ -109,6 +109,9 @@ pub struct BlockAnalysis {
     processes: HashMap<u32, ProcessAcc>,
     names: HashMap<u32, Comm>,
     stack: DeviceStack,
+    /// Per device: where the last queued bio ended, and how many bios
+    /// started exactly there (sequential I/O, the kind that should merge).
+    sequential: HashMap<Dev, (u64, u64)>,
     origin: Option<u64>,
     first_ts: Option<u64>,
     last_ts: u64,
@@ -141,6 +144,8 @@ pub struct DeviceSummary {
     pub iostat: Vec<IostatRow>,
     pub completions_without_start: u64,
     pub in_flight_at_end: usize,
+    /// Queued bios that started where the previous one on the device ended.
+    pub sequential_bios: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -190,6 +195,11 @@ impl BlockAnalysis {
             self.stack.add(e);
         }
         if e.action == Action::Queue {
+            let s = self.sequential.entry(e.dev).or_insert((u64::MAX, 0));
+            if e.sector == s.0 && e.bytes > 0 {
+                s.1 += 1;
+            }
+            s.0 = e.sector + (e.bytes as u64 >> 9);
             let p = self.processes.entry(e.pid).or_default();
             if !e.comm.is_empty() {
                 p.comm = e.comm;
@@ -277,6 +287,7 @@ impl BlockAnalysis {
                 iostat: r.iostat.rows(end),
                 completions_without_start: r.completions_without_start,
                 in_flight_at_end: open,
+                sequential_bios: self.sequential.get(&dev).map_or(0, |s| s.1),
             });
         }
         let per_pid = self.btt.per_pid();

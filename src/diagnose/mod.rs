@@ -1,0 +1,75 @@
+//! Diagnosis: rules over the analyses and the system snapshot that name a
+//! root cause with this capture's numbers, why it causes the symptom, and
+//! what to do (DESIGN.md's findings). Each rule is judged by evidence in
+//! the trace; the snapshot confirms or weakens it. A rule that does not
+//! fire says why (`report --explain ID`).
+
+mod rules;
+
+use crate::analyze::Analysis;
+use serde::Serialize;
+use serde_json::Value;
+
+#[derive(Debug, Serialize, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Critical,
+    Warning,
+    Info,
+}
+
+#[derive(Debug, Serialize, Clone)]
+pub struct Finding {
+    pub id: &'static str,
+    pub severity: Severity,
+    pub title: String,
+    pub evidence: Value,
+    pub explanation: String,
+    pub workaround: String,
+}
+
+/// A rule's answer: a finding, or why there is none.
+#[derive(Debug, Clone)]
+pub enum Verdict {
+    Fired(Finding),
+    NotFired(String),
+}
+
+pub struct Rule {
+    pub id: &'static str,
+    /// One line: what the rule looks for.
+    pub looks_for: &'static str,
+    pub check: fn(&Analysis) -> Verdict,
+}
+
+/// The catalog, in DESIGN.md's order.
+pub fn catalog() -> &'static [Rule] {
+    rules::CATALOG
+}
+
+/// Every rule's verdict.
+pub fn verdicts(a: &Analysis) -> Vec<(&'static str, Verdict)> {
+    catalog().iter().map(|r| (r.id, (r.check)(a))).collect()
+}
+
+/// The findings, most important first (severity, then catalog order).
+pub fn diagnose(a: &Analysis) -> Vec<Finding> {
+    let mut out: Vec<Finding> = verdicts(a)
+        .into_iter()
+        .filter_map(|(_, v)| match v {
+            Verdict::Fired(f) => Some(f),
+            Verdict::NotFired(_) => None,
+        })
+        .collect();
+    out.sort_by_key(|f| f.severity);
+    out
+}
+
+/// The snapshot's value for a block device (by `MAJ,MIN`): its name and
+/// its `queue/*` settings.
+pub(crate) fn device_settings<'a>(a: &'a Analysis, dev: &str) -> Option<(&'a str, &'a Value)> {
+    let devs = a.snapshot.as_ref()?["before"]["block_devices"].as_object()?;
+    devs.iter()
+        .find(|(_, d)| d["dev"] == dev)
+        .map(|(name, d)| (name.as_str(), &d["queue"]))
+}

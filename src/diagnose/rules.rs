@@ -1,0 +1,382 @@
+//! The rules, one function each.
+
+use super::{device_settings, Finding, Rule, Severity, Verdict};
+use crate::analyze::Analysis;
+use serde_json::json;
+
+pub static CATALOG: &[Rule] = &[
+    Rule {
+        id: "merges_disabled",
+        looks_for: "sequential bios issued one by one as small requests (no merging)",
+        check: merges_disabled,
+    },
+    Rule {
+        id: "journal_space_stall",
+        looks_for: "writers checkpointing the journal themselves: waiting for journal space",
+        check: journal_space_stall,
+    },
+    Rule {
+        id: "device_latency_spike",
+        looks_for: "an operation far slower than its median, nearly all of it device time",
+        check: device_latency_spike,
+    },
+    Rule {
+        id: "rt_starvation",
+        looks_for: "threads runnable for long while a real-time task held their CPU",
+        check: rt_starvation,
+    },
+];
+
+fn not(why: impl Into<String>) -> Verdict {
+    Verdict::NotFired(why.into())
+}
+
+fn ms(ns: u64) -> f64 {
+    (ns as f64 / 1e4).round() / 100.0
+}
+
+/// Case 1: sequential I/O that the block layer did not merge.
+fn merges_disabled(a: &Analysis) -> Verdict {
+    const MIN_BIOS: u64 = 64;
+    let mut why = Vec::new();
+    for d in &a.block.devices {
+        let q = d.actions.queued;
+        let Some(m) = &d.btt_merge else {
+            why.push(format!(
+                "{}: the trace holds no queued bios (Q), only {} completions: merging cannot be judged (record block_bio_queue and block_rq_issue)",
+                d.device,
+                d.actions.completed
+            ));
+            continue;
+        };
+        if q < MIN_BIOS {
+            why.push(format!(
+                "{}: only {q} bios queued (at least {MIN_BIOS} are needed to judge merging)",
+                d.device
+            ));
+            continue;
+        }
+        let seq = d.sequential_bios as f64 / q as f64;
+        if seq < 0.5 {
+            why.push(format!(
+                "{}: {:.0}% of bios are sequential: little to merge",
+                d.device,
+                seq * 100.0
+            ));
+            continue;
+        }
+        if m.ratio > 1.1 {
+            why.push(format!(
+                "{}: sequential bios do merge ({:.1} bios per request)",
+                d.device, m.ratio
+            ));
+            continue;
+        }
+        let setting = device_settings(a, &d.device);
+        let nomerges = setting.and_then(|(_, q)| q["nomerges"].as_str().map(str::to_string));
+        let name = setting.map(|(n, _)| n.to_string());
+        let confirmed = matches!(nomerges.as_deref(), Some("1") | Some("2"));
+        let severity = if confirmed || (seq > 0.8 && m.ratio < 1.05) {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        };
+        // /sys/dev/block/MAJ:MIN is the device's sysfs directory.
+        let queue = match &name {
+            Some(n) => format!("/sys/block/{n}/queue"),
+            None => format!("/sys/dev/block/{}/queue", d.device.replace(',', ":")),
+        };
+        return Verdict::Fired(Finding {
+            id: "merges_disabled",
+            severity,
+            title: format!(
+                "{}: {:.0}% of bios are sequential but each became its own {}-sector request",
+                name.as_deref().unwrap_or(&d.device),
+                seq * 100.0,
+                m.blk_avg
+            ),
+            evidence: json!({
+                "device": d.device,
+                "bios_queued": q,
+                "sequential_bios": d.sequential_bios,
+                "requests_issued": m.issued,
+                "bios_per_request": m.ratio,
+                "avg_request_sectors": m.blk_avg,
+                "nomerges": nomerges,
+            }),
+            explanation: format!(
+                "Adjacent bios normally merge into large requests (case 1: 32 bios of 8 sectors became one of 256). Here {q} bios became {} requests of {} sectors on average, so the device gets {:.0}x more commands than it would with merging{}.",
+                m.issued,
+                m.blk_avg,
+                256.0 / m.blk_avg.max(1) as f64,
+                match nomerges.as_deref() {
+                    Some("2") => "; the device's nomerges is 2 (all merging off)",
+                    Some("1") => "; the device's nomerges is 1 (only simple merges)",
+                    Some(_) => "; nomerges is 0, so look at the submitter (each bio in its own plug, or a stacked device that does not merge)",
+                    None => "",
+                }
+            ),
+            workaround: format!("echo 0 > {queue}/nomerges"),
+        });
+    }
+    if why.is_empty() {
+        not("no block requests in the trace")
+    } else {
+        not(why.join("; "))
+    }
+}
+
+/// Case 2: writers wait for journal space while they checkpoint it.
+fn journal_space_stall(a: &Analysis) -> Verdict {
+    let mut why = Vec::new();
+    for (dev, j) in &a.fs.journals {
+        let c = &j.checkpoints;
+        let by_writers: u64 = c
+            .by_process
+            .iter()
+            .filter(|(who, _)| !who.starts_with("jbd2/"))
+            .map(|(_, n)| n)
+            .sum();
+        if by_writers == 0 {
+            why.push(format!(
+                "journal {dev}: {} commits, no checkpoint by a writer thread",
+                j.commits
+            ));
+            continue;
+        }
+        // How much of the writers' syscall time it cost, when the capture
+        // can tell (scheduler and block events present).
+        let share = [
+            "syscall fsync",
+            "syscall pwrite64",
+            "syscall write",
+            "syscall fdatasync",
+        ]
+        .iter()
+        .filter_map(|k| a.outliers.totals.get(*k))
+        .map(|t| (t.breakdown.journal_space_ns, t.latency_ns))
+        .fold((0u64, 0u64), |x, y| (x.0 + y.0, x.1 + y.1));
+        let pct = (share.1 > 0).then(|| share.0 as f64 * 100.0 / share.1 as f64);
+        let severity = if by_writers >= 10 || pct.is_some_and(|p| p >= 2.0) {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        };
+        let journal = a.snapshot.as_ref().and_then(|s| {
+            let prefix = format!("{}-", journal_disk_name(a, dev)?);
+            s["before"]["jbd2"]
+                .as_object()?
+                .iter()
+                .find(|(k, _)| k.starts_with(&prefix))
+                .map(|(_, v)| {
+                    v.as_str()
+                        .unwrap_or("")
+                        .lines()
+                        .next()
+                        .unwrap_or("")
+                        .to_string()
+                })
+        });
+        return Verdict::Fired(Finding {
+            id: "journal_space_stall",
+            severity,
+            title: format!(
+                "journal {dev} ran out of space: writer threads checkpointed it {by_writers} times{}",
+                pct.map(|p| format!(", {p:.1}% of their write and fsync time"))
+                    .unwrap_or_default()
+            ),
+            evidence: json!({
+                "journal": dev,
+                "commits": j.commits,
+                "commits_per_s": j.commits_per_s,
+                "checkpoint_passes_by_writers": by_writers,
+                "checkpointed_transactions": c.transactions,
+                "checkpoint_by_process": c.by_process,
+                "journal_space_percent_of_write_and_fsync_time": pct,
+                "jbd2_info": journal,
+            }),
+            explanation: "When the journal has no room for a new transaction, the task that needs it must first write back (checkpoint) older transactions' blocks, and every other writer waits (case 2: 93% of the time under add_transaction_credits, D-state in __jbd2_log_wait_for_space). A small journal, or more and smaller transactions (dioread_nolock), make it happen often.".into(),
+            workaround: format!(
+                "give the file system a larger journal (unmounted: tune2fs -O ^has_journal DEV && tune2fs -J size=1024 DEV), or mount with -o dioread_lock (case 2's fix); journal {dev} now: {}",
+                journal.unwrap_or_else(|| "size unknown (no snapshot)".into())
+            ),
+        });
+    }
+    if why.is_empty() {
+        not("no jbd2 events in the trace (record the `fs` event set)")
+    } else {
+        not(why.join("; "))
+    }
+}
+
+/// The snapshot's device name of a journal's `MAJ,MIN`.
+fn journal_disk_name(a: &Analysis, dev: &str) -> Option<String> {
+    device_settings(a, dev).map(|(n, _)| n.to_string())
+}
+
+/// Case 4: an operation far slower than usual, nearly all of it spent
+/// waiting for the device.
+fn device_latency_spike(a: &Analysis) -> Verdict {
+    const MIN_NS: u64 = 50_000_000;
+    let mut best: Option<(&str, &crate::analyze::outliers::Outlier, u64)> = None;
+    let mut why = Vec::new();
+    for (kind, list) in &a.outliers.by_kind {
+        let Some(o) = list.first() else { continue };
+        let median = median_of(a, kind).unwrap_or(0);
+        let device: u64 = o.breakdown.device_only_ns
+            + o.breakdown
+                .device_ns
+                .values()
+                .sum::<u64>()
+                .min(o.breakdown.journal_space_ns);
+        let share = device as f64 / o.latency_ns.max(1) as f64;
+        if o.latency_ns < MIN_NS {
+            continue;
+        }
+        if share < 0.8 {
+            why.push(format!(
+                "slowest {kind} ({} ms) was {:.0}% device time",
+                ms(o.latency_ns),
+                share * 100.0
+            ));
+            continue;
+        }
+        if median > 0 && o.latency_ns < 10 * median {
+            why.push(format!(
+                "slowest {kind} ({} ms) is under 10x its median ({} ms)",
+                ms(o.latency_ns),
+                ms(median)
+            ));
+            continue;
+        }
+        if best.is_none_or(|b| o.latency_ns > b.1.latency_ns) {
+            best = Some((kind, o, median));
+        }
+    }
+    let Some((kind, o, median)) = best else {
+        return if why.is_empty() {
+            not(format!(
+                "no operation took {} ms or more",
+                MIN_NS / 1_000_000
+            ))
+        } else {
+            not(why.join("; "))
+        };
+    };
+    let spikes = a.outliers.by_kind[kind]
+        .iter()
+        .filter(|x| {
+            x.latency_ns >= MIN_NS && x.percent.get("device").copied().unwrap_or(0.0) >= 80.0
+        })
+        .count();
+    let r = o.main_request.as_ref();
+    Verdict::Fired(Finding {
+        id: "device_latency_spike",
+        severity: Severity::Critical,
+        title: format!(
+            "{kind}: {} ms instead of {} ms, {:.0}% of it waiting for the device{}",
+            ms(o.latency_ns),
+            ms(median),
+            o.percent.get("device").copied().unwrap_or(0.0),
+            r.map(|r| format!(" ({} {})", r.class, r.dev)).unwrap_or_default()
+        ),
+        evidence: json!({
+            "operation": kind,
+            "latency_ns": o.latency_ns,
+            "median_ns": median,
+            "spikes_in_top": spikes,
+            "device_percent": o.percent.get("device"),
+            "cpu_idle_percent": o.cpu_idle_percent,
+            "request": r,
+            "summary": o.summary,
+        }),
+        explanation: format!(
+            "The operation was blocked while one request sat at the device{}, and its CPU was idle {:.0}% of that time: neither the CPU nor the scheduler held it up, the device did (case 4: an eMMC took 270 ms for one journal write).",
+            r.and_then(|r| r.d2c_ns).map(|d| format!(" for {} ms", ms(d))).unwrap_or_default(),
+            o.cpu_idle_percent
+        ),
+        workaround: "take the synchronous write off the latency-critical path (a separate I/O thread, or an asynchronous commit such as PostgreSQL's synchronous_commit=off), or replace the device; confirm with iosleuth probe fsync --path FILE --stop-above 50".into(),
+    })
+}
+
+/// The median latency of a kind of operation, from the syscall tables.
+fn median_of(a: &Analysis, kind: &str) -> Option<u64> {
+    let s = &a.syscalls;
+    let stats = if let Some(n) = kind.strip_prefix("syscall ") {
+        s.by_name.get(n)
+    } else if let Some(n) = kind.strip_prefix("probe ") {
+        s.operations.get(n)
+    } else if kind == "ext4_sync_file" {
+        Some(&a.fs.fsync)
+    } else {
+        None
+    };
+    stats.and_then(|c| c.latency.as_ref()).map(|p| p.p50)
+}
+
+/// Case 3: runnable threads kept off their CPU by a real-time task.
+fn rt_starvation(a: &Analysis) -> Verdict {
+    const MIN_WAIT: u64 = 10_000_000;
+    let waits: Vec<_> = a
+        .sched
+        .long_waits
+        .iter()
+        .filter(|w| w.wait_ns >= MIN_WAIT)
+        .filter(|w| {
+            w.held_by
+                .first()
+                .is_some_and(|h| h.policy == "RT" && h.ns as f64 >= 0.8 * w.wait_ns as f64)
+        })
+        .collect();
+    if waits.is_empty() {
+        if a.sched.switches == 0 {
+            return not("no scheduler events in the trace (record the `sched` event set)");
+        }
+        return not(match a.sched.long_waits.first() {
+            Some(w) => format!(
+                "the longest runqueue wait, {} ms of {} ({}), was held by {}",
+                ms(w.wait_ns),
+                w.comm,
+                w.pid,
+                w.held_by
+                    .first()
+                    .map(|h| format!("{} {} ({}, prio {})", h.comm, h.pid, h.policy, h.prio))
+                    .unwrap_or_else(|| "nobody seen".into())
+            ),
+            None => "no runqueue wait long enough to matter".into(),
+        });
+    }
+    let w = waits[0];
+    let h = &w.held_by[0];
+    let rt = a
+        .snapshot
+        .as_ref()
+        .map(|s| s["before"]["sched"]["sched_rt_runtime_us"].clone());
+    Verdict::Fired(Finding {
+        id: "rt_starvation",
+        severity: Severity::Critical,
+        title: format!(
+            "{} ({}) waited {} ms for CPU {} while real-time {} ({}, prio {}) ran: {} such waits",
+            w.comm,
+            w.pid,
+            ms(w.wait_ns),
+            w.cpu,
+            h.comm,
+            h.pid,
+            h.prio,
+            waits.len()
+        ),
+        evidence: json!({
+            "victim": {"pid": w.pid, "comm": w.comm, "cpu": w.cpu},
+            "longest_wait_ns": w.wait_ns,
+            "waits_over_10ms": waits.len(),
+            "held_by": w.held_by,
+            "sched_rt_runtime_us": rt,
+        }),
+        explanation: "A real-time (SCHED_FIFO/RR) task runs until it blocks; a normal thread that shares its CPU waits, runnable, however urgent its I/O (case 3: kernel threads that complete I/O starved by an RT task after a kernel upgrade changed where they run).".into(),
+        workaround: format!(
+            "keep the RT task off that CPU or lower it: taskset -pc OTHER_CPUS {} / chrt -o -p 0 {}; keep RT throttling on (sysctl kernel.sched_rt_runtime_us=950000)",
+            h.pid, h.pid
+        ),
+    })
+}

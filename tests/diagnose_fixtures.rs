@@ -1,0 +1,138 @@
+//! Each rule on the committed real captures: it fires on its case, and it
+//! stays silent (saying why) where a related symptom is present but not
+//! its cause.
+
+mod common;
+
+use common::*;
+
+fn findings(path: &str) -> Vec<serde_json::Value> {
+    json_report(&[path], &[])["findings"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn explain(path: &str, id: &str) -> String {
+    run(iosleuth().arg("report").arg(path).args(["--explain", id]))
+}
+
+const NOMERGES2: &str = "tests/fixtures/loop-seqread-nomerges2.blk";
+const NOMERGES0: &str = "tests/fixtures/loop-seqread-nomerges0.blk";
+const SLOWDEV: &str = "tests/fixtures/slowdev-fsync.cap";
+const RT: &str = "tests/fixtures/rt-burner.cap";
+const JOURNAL_SMALL: &str = "tests/fixtures/journal-4m.cap";
+const JOURNAL_LARGE: &str = "tests/fixtures/journal-1024m.cap";
+
+#[test]
+fn merges_disabled_on_case1_capture_not_when_bios_merge() {
+    let f = findings(NOMERGES2);
+    assert_eq!(f[0]["id"], "merges_disabled", "{f:#?}");
+    assert_eq!(f[0]["severity"], "critical");
+    let e = &f[0]["evidence"];
+    assert_eq!(e["bios_queued"], 512);
+    assert_eq!(e["requests_issued"], 512);
+    assert_eq!(e["avg_request_sectors"], 8);
+    assert_eq!(e["sequential_bios"], 511);
+    assert_eq!(
+        f[0]["workaround"],
+        "echo 0 > /sys/dev/block/7:0/queue/nomerges"
+    );
+    // The same reads with merging on: 64 bios per request.
+    assert!(findings(NOMERGES0)
+        .iter()
+        .all(|x| x["id"] != "merges_disabled"));
+    let why = explain(NOMERGES0, "merges_disabled");
+    assert!(
+        why.contains("sequential bios do merge (64.0 bios per request)"),
+        "{why}"
+    );
+    // Random I/O (the slow-device fsyncs) has nothing to merge.
+    let why = explain(SLOWDEV, "merges_disabled");
+    assert!(
+        why.contains("% of bios are sequential: little to merge"),
+        "{why}"
+    );
+}
+
+#[test]
+fn merges_disabled_on_the_article_excerpt_says_what_is_missing() {
+    let why = explain(
+        "tests/fixtures/seeds/case1-perf-script.txt",
+        "merges_disabled",
+    );
+    assert!(
+        why.contains("259,1: the trace holds no queued bios (Q), only 3 completions"),
+        "{why}"
+    );
+    let why = explain(
+        "tests/fixtures/seeds/case1-btrace-snapshot.txt",
+        "merges_disabled",
+    );
+    assert!(why.contains("bios queued (at least 64 are needed"), "{why}");
+}
+
+#[test]
+fn device_latency_spike_on_case4_lab_capture_not_on_cpu_starvation() {
+    let f = findings(SLOWDEV);
+    assert_eq!(f[0]["id"], "device_latency_spike", "{f:#?}");
+    assert_eq!(f[0]["severity"], "critical");
+    let e = &f[0]["evidence"];
+    assert!(e["latency_ns"].as_u64().unwrap() > 140_000_000);
+    assert!(e["median_ns"].as_u64().unwrap() < 1_000_000);
+    assert_eq!(e["request"]["class"], "journal write");
+    assert!(e["cpu_idle_percent"].as_f64().unwrap() > 90.0);
+    // The RT burner's victims were slow too, but runnable, not at a device.
+    assert!(findings(RT)
+        .iter()
+        .all(|x| x["id"] != "device_latency_spike"));
+    let why = explain(RT, "device_latency_spike");
+    assert!(why.contains("was 0% device time"), "{why}");
+}
+
+#[test]
+fn rt_starvation_on_case3_lab_capture_not_on_a_slow_device() {
+    let f = findings(RT);
+    assert_eq!(f[0]["id"], "rt_starvation", "{f:#?}");
+    let e = &f[0]["evidence"];
+    assert!(e["waits_over_10ms"].as_u64().unwrap() >= 2);
+    assert_eq!(e["held_by"][0]["policy"], "RT");
+    assert_eq!(e["held_by"][0]["prio"], 49);
+    assert_eq!(e["sched_rt_runtime_us"], "950000");
+    // The slow device's fsyncs waited, but blocked, not runnable.
+    assert!(findings(SLOWDEV).iter().all(|x| x["id"] != "rt_starvation"));
+    let why = explain(SLOWDEV, "rt_starvation");
+    assert!(why.contains("(normal, prio 120)"), "{why}");
+}
+
+#[test]
+fn journal_space_stall_on_case2_small_journal_not_on_the_large_one() {
+    let f = findings(JOURNAL_SMALL);
+    assert_eq!(f[0]["id"], "journal_space_stall", "{f:#?}");
+    assert_eq!(f[0]["severity"], "critical");
+    assert_eq!(f[0]["evidence"]["checkpoint_passes_by_writers"], 17);
+    assert!(f[0]["evidence"]["jbd2_info"]
+        .as_str()
+        .unwrap()
+        .contains("transactions"));
+    // The same writers with a 1 GiB journal commit as often, never stall.
+    assert!(findings(JOURNAL_LARGE).is_empty());
+    let why = explain(JOURNAL_LARGE, "journal_space_stall");
+    assert!(why.contains("no checkpoint by a writer thread"), "{why}");
+}
+
+#[test]
+fn explain_names_unknown_rules_and_exits_2() {
+    let o = iosleuth()
+        .arg("report")
+        .arg(NOMERGES2)
+        .args(["--explain", "no_such_rule"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("no rule \"no_such_rule\"; the rules are: merges_disabled"),
+        "{e}"
+    );
+}
