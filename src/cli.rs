@@ -85,12 +85,25 @@ enum Cmd {
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
     },
-    /// Record block events with the kernel's `blk` tracer while a command runs.
     /// Built-in workloads that time each operation (and mark it in the
     /// trace when run under `iosleuth record`).
     Probe {
         #[command(subcommand)]
         kind: ProbeKind,
+    },
+    /// Compare a good run with a bad one: figures side by side, settings
+    /// that differ, findings in one and not the other, and a verdict.
+    Diff {
+        baseline: PathBuf,
+        candidate: PathBuf,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Reproductions of the known pathologies on disks iosleuth makes (and
+    /// removes) itself.
+    Lab {
+        #[command(subcommand)]
+        action: LabAction,
     },
     /// Record kernel events around a workload: tracepoints through a private
     /// tracefs instance into a capture directory (default), or the kernel's
@@ -190,6 +203,20 @@ enum ProbeKind {
     },
 }
 
+#[derive(Subcommand, Debug)]
+enum LabAction {
+    /// The scenarios.
+    List,
+    /// Build, record a good and a bad run, diagnose and compare them, clean up.
+    Run {
+        /// A scenario, or `all`.
+        name: String,
+        /// Keep the captures (their directory is printed).
+        #[arg(long)]
+        keep: bool,
+    },
+}
+
 fn parse_dev(s: &str) -> Result<Dev, String> {
     Dev::parse(&s.replace(':', ","))
         .ok_or_else(|| format!("expected MAJ,MIN such as 8,0; got {s:?}"))
@@ -255,6 +282,12 @@ pub fn main() -> i32 {
             cmd_report(&paths, format, filter, interval, explain)
         }
         Cmd::Export { blktrace, inputs } => cmd_export(&blktrace, &inputs),
+        Cmd::Diff {
+            baseline,
+            candidate,
+            format,
+        } => cmd_diff(&[baseline], &[candidate], format),
+        Cmd::Lab { action } => cmd_lab(action),
         Cmd::Probe { kind } => {
             use crate::capture::probe;
             let (what, target, result) = match kind {
@@ -383,21 +416,19 @@ fn open_merged(paths: &[PathBuf]) -> Result<Merger, i32> {
     }
 }
 
-fn cmd_report(
+/// Reads, analyses and checks `paths` as one trace (with the snapshot a
+/// capture carries); on failure, the exit code after saying why.
+pub fn load_analysis(
     paths: &[PathBuf],
-    format: Format,
-    filter: Filter,
+    filter: &Filter,
     interval: f64,
-    explain: Option<String>,
-) -> i32 {
+    warn: bool,
+) -> Result<crate::analyze::Analysis, i32> {
     if interval.is_nan() || interval <= 0.0 || !interval.is_finite() {
         eprintln!("iosleuth: --interval must be a positive number of seconds");
-        return EXIT_BAD_INPUT;
+        return Err(EXIT_BAD_INPUT);
     }
-    let merged = match open_merged(paths) {
-        Ok(m) => m,
-        Err(code) => return code,
-    };
+    let merged = open_merged(paths)?;
     let cfg = BlockConfig {
         interval_ns: ((interval * 1e9).round() as u64).max(1),
         origin_ns: filter.from_ns,
@@ -416,7 +447,7 @@ fn cmd_report(
         .as_ref()
         .map(crate::capture::snapshot::thread_names)
         .unwrap_or_default();
-    let mut a = crate::analyze::analyze_with_names(merged, &filter, cfg, &known);
+    let mut a = crate::analyze::analyze_with_names(merged, filter, cfg, &known);
     a.snapshot = snapshot;
     if a.events == 0 {
         let what: Vec<String> = a
@@ -441,11 +472,27 @@ fn cmd_report(
         for w in &a.warnings {
             eprintln!("iosleuth: warning: {w}");
         }
-        return EXIT_BAD_INPUT;
+        return Err(EXIT_BAD_INPUT);
     }
-    for w in &a.warnings {
-        eprintln!("iosleuth: warning: {w}");
+    if warn {
+        for w in &a.warnings {
+            eprintln!("iosleuth: warning: {w}");
+        }
     }
+    Ok(a)
+}
+
+fn cmd_report(
+    paths: &[PathBuf],
+    format: Format,
+    filter: Filter,
+    interval: f64,
+    explain: Option<String>,
+) -> i32 {
+    let a = match load_analysis(paths, &filter, interval, true) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
     if let Some(id) = explain {
         return explain_rules(&a, &id);
     }
@@ -456,6 +503,175 @@ fn cmd_report(
     };
     print!("{out}");
     0
+}
+
+fn default_filter() -> Filter {
+    Filter {
+        top: 5,
+        ..Default::default()
+    }
+}
+
+/// `iosleuth diff BASELINE CANDIDATE`.
+fn cmd_diff(baseline: &[PathBuf], candidate: &[PathBuf], format: Format) -> i32 {
+    let load = |p: &[PathBuf]| {
+        let a = load_analysis(p, &default_filter(), 1.0, true)?;
+        let f = crate::diagnose::diagnose(&a);
+        Ok::<_, i32>((a, f))
+    };
+    let ((a, fa), (b, fb)) = match (load(baseline), load(candidate)) {
+        (Ok(x), Ok(y)) => (x, y),
+        (Err(c), _) | (_, Err(c)) => return c,
+    };
+    let d = crate::compare::diff(&a, &fa, &b, &fb);
+    match format {
+        Format::Text => print!("{}", crate::compare::render_text(&d)),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&d).unwrap_or_default()),
+    }
+    0
+}
+
+/// `iosleuth lab list` and `lab run NAME|all [--keep]`.
+fn cmd_lab(action: LabAction) -> i32 {
+    use crate::lab::scenarios::{find, Lab, SCENARIOS};
+    match action {
+        LabAction::List => {
+            for s in SCENARIOS {
+                println!(
+                    "{:<14} {:<8} {} — good: {}; bad: {}",
+                    s.name, s.case, s.about, s.good, s.bad
+                );
+            }
+            0
+        }
+        LabAction::Run { name, keep } => {
+            if unsafe { libc::geteuid() } != 0 {
+                eprintln!("iosleuth: the lab needs root (loop devices, mounts, tracefs)");
+                return EXIT_BAD_INPUT;
+            }
+            let chosen: Vec<_> = if name == "all" {
+                SCENARIOS.iter().collect()
+            } else {
+                match find(&name) {
+                    Some(s) => vec![s],
+                    None => {
+                        let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+                        eprintln!(
+                            "iosleuth: no lab scenario {name:?}; there are: {}, all",
+                            names.join(", ")
+                        );
+                        return EXIT_BAD_INPUT;
+                    }
+                }
+            };
+            install_signal_handlers();
+            let exe = match std::env::current_exe() {
+                Ok(e) => e,
+                Err(e) => {
+                    eprintln!("iosleuth: cannot find my own binary: {e}");
+                    return 1;
+                }
+            };
+            let base = std::path::PathBuf::from("/var/tmp").join(format!(
+                "iosleuth-lab-run-{}",
+                crate::capture::unique_name()
+            ));
+            let mut failed = 0;
+            for s in chosen {
+                if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                let lab = Lab {
+                    exe: exe.clone(),
+                    dir: base.join(s.name),
+                };
+                if let Err(e) = std::fs::create_dir_all(&lab.dir) {
+                    eprintln!("iosleuth: {}: {e}", lab.dir.display());
+                    return 1;
+                }
+                println!(
+                    "==================== lab {} ({}) ====================",
+                    s.name, s.case
+                );
+                println!("{}; good: {}; bad: {}\n", s.about, s.good, s.bad);
+                let t = std::time::Instant::now();
+                if let Err(e) = s.record(&lab) {
+                    eprintln!("iosleuth: lab {}: {}", s.name, e.0);
+                    failed += 1;
+                    continue;
+                }
+                let load = |p: PathBuf| {
+                    // The lab's own runs: their warnings are noise here.
+                    let a = load_analysis(&[p], &default_filter(), 1.0, false)?;
+                    let f = crate::diagnose::diagnose(&a);
+                    Ok::<_, i32>((a, f))
+                };
+                let ((a, fa), (b, fb)) = match (load(lab.good()), load(lab.bad())) {
+                    (Ok(x), Ok(y)) => (x, y),
+                    _ => {
+                        failed += 1;
+                        continue;
+                    }
+                };
+                for (label, f) in [
+                    (format!("good ({})", s.good), &fa),
+                    (format!("bad ({})", s.bad), &fb),
+                ] {
+                    println!("{label}:");
+                    if f.is_empty() {
+                        println!("  no findings");
+                    }
+                    for x in f {
+                        let mut one = String::new();
+                        report::text::finding(&mut one, x);
+                        for l in one.lines() {
+                            println!("  {l}");
+                        }
+                    }
+                    println!();
+                }
+                let d = crate::compare::diff(&a, &fa, &b, &fb);
+                println!("diff (good -> bad):\n{}", crate::compare::render_text(&d));
+                let good_ok = fa
+                    .iter()
+                    .all(|f| f.severity != crate::diagnose::Severity::Critical);
+                let bad_ok = match s.expect {
+                    Some(id) => fb.first().is_some_and(|f| f.id == id),
+                    None => fb
+                        .iter()
+                        .all(|f| f.severity != crate::diagnose::Severity::Critical),
+                };
+                let as_expected = good_ok && bad_ok;
+                println!(
+                    "lab {}: {} ({:.1} s){}\n",
+                    s.name,
+                    if as_expected {
+                        "as expected"
+                    } else {
+                        "NOT as expected"
+                    },
+                    t.elapsed().as_secs_f64(),
+                    match s.expect {
+                        Some(id) => format!("; expected the bad run's top finding to be {id}"),
+                        None => String::new(),
+                    }
+                );
+                if !as_expected {
+                    failed += 1;
+                }
+            }
+            if keep {
+                println!("captures kept in {}", base.display());
+            } else {
+                let _ = std::fs::remove_dir_all(&base);
+            }
+            if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+                eprintln!("iosleuth: interrupted; everything the lab made is removed");
+                return 130;
+            }
+            (failed > 0) as i32
+        }
+    }
 }
 
 /// `report --explain ID|all`: each rule's finding, or why it did not fire.

@@ -7,6 +7,7 @@
 pub mod analyze;
 pub mod capture;
 pub mod cli;
+pub mod compare;
 pub mod diagnose;
 pub mod ingest;
 pub mod lab;

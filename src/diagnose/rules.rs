@@ -249,6 +249,24 @@ fn device_latency_spike(a: &Analysis) -> Verdict {
             ));
             continue;
         }
+        // Time "at the device" while the thread that would complete the
+        // request could not run: the CPU was the bottleneck, not the device.
+        let (from, to) = (o.start_ns, o.start_ns + o.latency_ns);
+        if let Some(w) = rt_held_waits(a).find(|w| w.start_ns < to && w.start_ns + w.wait_ns > from)
+        {
+            let h = &w.held_by[0];
+            why.push(format!(
+                "slowest {kind} ({} ms) overlaps {} ({})'s {} ms wait for CPU {} held by real-time {} ({}): completion work was starved (rt_starvation), not the device",
+                ms(o.latency_ns),
+                w.comm,
+                w.pid,
+                ms(w.wait_ns),
+                w.cpu,
+                h.comm,
+                h.pid
+            ));
+            continue;
+        }
         if best.is_none_or(|b| o.latency_ns > b.1.latency_ns) {
             best = Some((kind, o, median));
         }
@@ -314,20 +332,19 @@ fn median_of(a: &Analysis, kind: &str) -> Option<u64> {
     stats.and_then(|c| c.latency.as_ref()).map(|p| p.p50)
 }
 
-/// Case 3: runnable threads kept off their CPU by a real-time task.
-fn rt_starvation(a: &Analysis) -> Verdict {
-    const MIN_WAIT: u64 = 10_000_000;
-    let waits: Vec<_> = a
-        .sched
-        .long_waits
-        .iter()
-        .filter(|w| w.wait_ns >= MIN_WAIT)
-        .filter(|w| {
-            w.held_by
+/// Runqueue waits of at least 10 ms, mostly held by a real-time task.
+fn rt_held_waits(a: &Analysis) -> impl Iterator<Item = &crate::analyze::sched::LongWait> {
+    a.sched.long_waits.iter().filter(|w| {
+        w.wait_ns >= 10_000_000
+            && w.held_by
                 .first()
                 .is_some_and(|h| h.policy == "RT" && h.ns as f64 >= 0.8 * w.wait_ns as f64)
-        })
-        .collect();
+    })
+}
+
+/// Case 3: runnable threads kept off their CPU by a real-time task.
+fn rt_starvation(a: &Analysis) -> Verdict {
+    let waits: Vec<_> = rt_held_waits(a).collect();
     if waits.is_empty() {
         if a.sched.switches == 0 {
             return not("no scheduler events in the trace (record the `sched` event set)");

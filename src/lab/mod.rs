@@ -2,4 +2,5 @@
 
 pub mod ext4;
 pub mod loopdev;
+pub mod scenarios;
 pub mod slowdisk;

@@ -1,0 +1,223 @@
+//! Comparing a good run with a bad one: the headline figures side by side
+//! with their change, the settings that differ between the two snapshots,
+//! and the findings present in one and not the other.
+
+use crate::analyze::Analysis;
+use crate::diagnose::Finding;
+use serde::Serialize;
+use serde_json::Value;
+
+#[derive(Debug, Serialize, Clone)]
+pub struct Figure {
+    pub name: String,
+    pub baseline: f64,
+    pub candidate: f64,
+    /// (candidate - baseline) / baseline, percent; None when baseline is 0.
+    pub change_pct: Option<f64>,
+}
+
+#[derive(Debug, Serialize, Clone)]
+pub struct Setting {
+    pub name: String,
+    pub baseline: String,
+    pub candidate: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Diff {
+    pub figures: Vec<Figure>,
+    pub settings: Vec<Setting>,
+    pub only_in_baseline: Vec<String>,
+    pub only_in_candidate: Vec<String>,
+    /// The difference that explains the change, in one line.
+    pub verdict: String,
+}
+
+/// The figures worth comparing, by name.
+pub fn headline(a: &Analysis) -> Vec<(String, f64)> {
+    let mut v = Vec::new();
+    for (op, s) in &a.syscalls.operations {
+        if let Some(l) = &s.latency {
+            v.push((format!("probe {op} p50 ms"), l.p50 as f64 / 1e6));
+            v.push((format!("probe {op} p99 ms"), l.p99 as f64 / 1e6));
+            v.push((format!("probe {op} max ms"), l.max as f64 / 1e6));
+        }
+        v.push((format!("probe {op} count"), s.count as f64));
+    }
+    for d in &a.block.devices {
+        let c = &d.completed;
+        v.push((
+            format!("{} requests", d.device),
+            (c.read + c.write + c.discard + c.flush) as f64,
+        ));
+        if let Some(m) = &d.btt_merge {
+            v.push((
+                format!("{} avg request KiB", d.device),
+                m.blk_avg as f64 / 2.0,
+            ));
+            v.push((format!("{} bios per request", d.device), m.ratio));
+        }
+        v.push((format!("{} D2C p99 ms", d.device), d.d2c.p99 as f64 / 1e6));
+    }
+    for (dev, j) in &a.fs.journals {
+        v.push((format!("journal {dev} commits"), j.commits as f64));
+        v.push((
+            format!("journal {dev} checkpoint passes"),
+            j.checkpoints.passes as f64,
+        ));
+    }
+    if let Some(w) = a.sched.long_waits.first() {
+        v.push(("longest runqueue wait ms".into(), w.wait_ns as f64 / 1e6));
+    }
+    v
+}
+
+/// Settings of the snapshots' `before` that differ: block device queues
+/// present in both, scheduler and vm settings.
+pub fn settings(a: Option<&Value>, b: Option<&Value>) -> Vec<Setting> {
+    let (Some(a), Some(b)) = (a, b) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut walk = |prefix: String, x: &Value, y: &Value| {
+        if let (Some(x), Some(y)) = (x.as_object(), y.as_object()) {
+            for (k, xv) in x {
+                if let Some(yv) = y.get(k) {
+                    if xv != yv && !xv.is_object() && !xv.is_array() {
+                        out.push(Setting {
+                            name: format!("{prefix}{k}"),
+                            baseline: xv.to_string().trim_matches('"').to_string(),
+                            candidate: yv.to_string().trim_matches('"').to_string(),
+                        });
+                    }
+                }
+            }
+        }
+    };
+    let (ba, bb) = (&a["before"], &b["before"]);
+    if let (Some(da), Some(_)) = (
+        ba["block_devices"].as_object(),
+        bb["block_devices"].as_object(),
+    ) {
+        for name in da.keys() {
+            walk(
+                format!("/sys/block/{name}/queue/"),
+                &ba["block_devices"][name]["queue"],
+                &bb["block_devices"][name]["queue"],
+            );
+        }
+    }
+    walk("kernel.".into(), &ba["sched"], &bb["sched"]);
+    walk("vm.".into(), &ba["vm"], &bb["vm"]);
+    // Counters and sizes that change by themselves are not settings.
+    out.retain(|s| !s.name.ends_with("/stat") && !s.name.contains("inflight"));
+    out
+}
+
+pub fn diff(a: &Analysis, fa: &[Finding], b: &Analysis, fb: &[Finding]) -> Diff {
+    let ha = headline(a);
+    let hb = headline(b);
+    let mut figures = Vec::new();
+    for (name, x) in &ha {
+        if let Some((_, y)) = hb.iter().find(|(n, _)| n == name) {
+            figures.push(Figure {
+                name: name.clone(),
+                baseline: *x,
+                candidate: *y,
+                change_pct: (*x != 0.0).then(|| (y - x) * 100.0 / x),
+            });
+        }
+    }
+    let settings = settings(a.snapshot.as_ref(), b.snapshot.as_ref());
+    let ids = |f: &[Finding]| -> Vec<String> { f.iter().map(|x| x.id.to_string()).collect() };
+    let (ia, ib) = (ids(fa), ids(fb));
+    let only_in_baseline: Vec<String> = ia.iter().filter(|i| !ib.contains(i)).cloned().collect();
+    let only_in_candidate: Vec<String> = ib.iter().filter(|i| !ia.contains(i)).cloned().collect();
+    let biggest = figures
+        .iter()
+        .filter_map(|f| f.change_pct.map(|c| (c, f)))
+        .max_by(|x, y| x.0.abs().total_cmp(&y.0.abs()));
+    let mut verdict = String::new();
+    if let Some(f) = fb
+        .iter()
+        .find(|f| only_in_candidate.contains(&f.id.to_string()))
+    {
+        verdict.push_str(&format!("the candidate has {}: {}", f.id, f.title));
+    }
+    if let Some(s) = settings.first() {
+        if !verdict.is_empty() {
+            verdict.push_str("; ");
+        }
+        verdict.push_str(&format!(
+            "{} is {} against {}",
+            s.name, s.candidate, s.baseline
+        ));
+    }
+    if let Some((c, f)) = biggest {
+        if c.abs() >= 10.0 {
+            if !verdict.is_empty() {
+                verdict.push_str("; ");
+            }
+            verdict.push_str(&format!(
+                "biggest change: {} {:.3} -> {:.3} ({:+.0}%)",
+                f.name, f.baseline, f.candidate, c
+            ));
+        }
+    }
+    if verdict.is_empty() {
+        verdict =
+            "no difference that matters: no new finding, no setting changed, no figure moved 10%"
+                .into();
+    }
+    Diff {
+        figures,
+        settings,
+        only_in_baseline,
+        only_in_candidate,
+        verdict,
+    }
+}
+
+pub fn render_text(d: &Diff) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<40} {:>14} {:>14} {:>9}",
+        "FIGURE", "baseline", "candidate", "change"
+    );
+    for f in &d.figures {
+        let _ = writeln!(
+            out,
+            "{:<40} {:>14.3} {:>14.3} {:>9}",
+            f.name,
+            f.baseline,
+            f.candidate,
+            f.change_pct
+                .map(|c| format!("{c:+.0}%"))
+                .unwrap_or_else(|| "-".into())
+        );
+    }
+    if !d.settings.is_empty() {
+        let _ = writeln!(out, "\nsettings that differ:");
+        for s in &d.settings {
+            let _ = writeln!(out, "  {}: {} -> {}", s.name, s.baseline, s.candidate);
+        }
+    }
+    if !d.only_in_candidate.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nfindings only in the candidate: {}",
+            d.only_in_candidate.join(", ")
+        );
+    }
+    if !d.only_in_baseline.is_empty() {
+        let _ = writeln!(
+            out,
+            "findings only in the baseline: {}",
+            d.only_in_baseline.join(", ")
+        );
+    }
+    let _ = writeln!(out, "\nverdict: {}", d.verdict);
+    out
+}

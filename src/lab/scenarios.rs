@@ -1,0 +1,200 @@
+//! The lab's scenarios: each builds its disks, records a good and a bad run
+//! of a built-in probe with `iosleuth record`, and hands both captures back
+//! for diagnosis and comparison. Everything it makes is removed when the
+//! scenario's values drop (also after Ctrl-C: the recorder stops, the
+//! scenario returns an error, the guards unwind).
+
+use super::{ext4::Ext4, loopdev::LoopDevice, slowdisk::Stall};
+use crate::capture::tracefs::CaptureError;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+pub struct Scenario {
+    pub name: &'static str,
+    pub case: &'static str,
+    pub about: &'static str,
+    /// The bad run's expected top finding (none for `healthy`).
+    pub expect: Option<&'static str>,
+    pub good: &'static str,
+    pub bad: &'static str,
+    run: fn(&Lab) -> Result<(), CaptureError>,
+}
+
+/// Where a scenario writes, and how it runs iosleuth.
+pub struct Lab {
+    pub exe: PathBuf,
+    pub dir: PathBuf,
+}
+
+impl Lab {
+    pub fn good(&self) -> PathBuf {
+        self.dir.join("good.cap")
+    }
+    pub fn bad(&self) -> PathBuf {
+        self.dir.join("bad.cap")
+    }
+
+    /// `iosleuth record -o OUT --events EVENTS -- sh -c SCRIPT`, where the
+    /// script can say `$IOSLEUTH` for this binary.
+    fn record(&self, out: &Path, events: &str, script: &str) -> Result<(), CaptureError> {
+        let _ = std::fs::remove_dir_all(out);
+        let o = Command::new(&self.exe)
+            .arg("record")
+            .arg("-o")
+            .arg(out)
+            .args(["--events", events, "--", "sh", "-c", script])
+            .env("IOSLEUTH", &self.exe)
+            .output()
+            .map_err(|e| CaptureError(format!("cannot run {}: {e}", self.exe.display())))?;
+        if !o.status.success() {
+            return Err(CaptureError(format!(
+                "recording {} failed: {}",
+                out.display(),
+                String::from_utf8_lossy(&o.stderr).trim()
+            )));
+        }
+        Ok(())
+    }
+}
+
+pub static SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "merges",
+        case: "case 1",
+        about: "sequential 4 KiB direct reads in batches of 32 on a loop device",
+        expect: Some("merges_disabled"),
+        good: "nomerges=0",
+        bad: "nomerges=2",
+        run: merges,
+    },
+    Scenario {
+        name: "journal",
+        case: "case 2",
+        about: "64 threads of random buffered 16 KiB writes + fsync on ext4",
+        expect: Some("journal_space_stall"),
+        good: "1 GiB journal",
+        bad: "4 MiB journal",
+        run: journal,
+    },
+    Scenario {
+        name: "rt-starvation",
+        case: "case 3",
+        about: "write+fsync loop pinned to CPU 1 on ext4",
+        expect: Some("rt_starvation"),
+        good: "alone",
+        bad: "sharing CPU 1 with a SCHED_FIFO task (150 ms on, 250 ms off)",
+        run: rt_starvation,
+    },
+    Scenario {
+        name: "slow-device",
+        case: "case 4",
+        about: "write+fsync loop on ext4 over a loop device on iosleuth's FUSE disk",
+        expect: Some("device_latency_spike"),
+        good: "no stalls",
+        bad: "every 20th journal write held 150 ms",
+        run: slow_device,
+    },
+    Scenario {
+        name: "healthy",
+        case: "no case",
+        about: "write+fsync loop and sequential reads, nothing wrong",
+        expect: None,
+        good: "first run",
+        bad: "second run",
+        run: healthy,
+    },
+];
+
+pub fn find(name: &str) -> Option<&'static Scenario> {
+    SCENARIOS.iter().find(|s| s.name == name)
+}
+
+impl Scenario {
+    /// Records the good run into `lab.good()` and the bad one into
+    /// `lab.bad()`.
+    pub fn record(&self, lab: &Lab) -> Result<(), CaptureError> {
+        (self.run)(lab)
+    }
+}
+
+fn seqread_script(dev: &Path) -> String {
+    format!(
+        "\"$IOSLEUTH\" probe seqread --path {} --bs 4k --depth 32 --size 16m",
+        dev.display()
+    )
+}
+
+fn merges(lab: &Lab) -> Result<(), CaptureError> {
+    let mut disk = LoopDevice::create(64, true)?;
+    disk.set_queue("nomerges", "0")?;
+    lab.record(&lab.good(), "block", &seqread_script(&disk.path))?;
+    disk.set_queue("nomerges", "2")?;
+    lab.record(&lab.bad(), "block", &seqread_script(&disk.path))
+}
+
+fn journal(lab: &Lab) -> Result<(), CaptureError> {
+    let script = |fs: &Ext4| {
+        format!(
+            "\"$IOSLEUTH\" probe randwrite --threads 64 --bs 16k --file-size 4m --fsync --duration 2 --dir {}",
+            fs.mnt.display()
+        )
+    };
+    let events = "block,fs,sched,syscalls";
+    {
+        let fs = Ext4::create(2560, 1024, true)?;
+        lab.record(&lab.good(), events, &script(&fs))?;
+    }
+    let fs = Ext4::create(2560, 4, true)?;
+    lab.record(&lab.bad(), events, &script(&fs))
+}
+
+fn fsync_script(fs: &Ext4, count: u32, pin: Option<usize>) -> String {
+    format!(
+        "{}\"$IOSLEUTH\" probe fsync --size 4k --count {count} --path {}/probe.dat",
+        pin.map(|c| format!("taskset -c {c} ")).unwrap_or_default(),
+        fs.mnt.display()
+    )
+}
+
+fn rt_starvation(lab: &Lab) -> Result<(), CaptureError> {
+    let fs = Ext4::create(256, 8, true)?;
+    let events = "block,fs,sched,syscalls";
+    lab.record(&lab.good(), events, &fsync_script(&fs, 2000, Some(1)))?;
+    let script = format!(
+        "\"$IOSLEUTH\" probe burn --cpu 1 --fifo 50 --on-ms 150 --off-ms 250 --duration 30 >/dev/null & b=$!; \
+         sleep 0.05; {}; kill $b; wait",
+        fsync_script(&fs, 2000, Some(1))
+    );
+    lab.record(&lab.bad(), events, &script)
+}
+
+fn slow_device(lab: &Lab) -> Result<(), CaptureError> {
+    let events = "block,fs,sched,syscalls";
+    for (out, every) in [(lab.good(), 0), (lab.bad(), 20)] {
+        let disk = LoopDevice::create_slow(
+            128,
+            Stall {
+                every,
+                delay: Duration::from_millis(150),
+            },
+        )?;
+        let fs = Ext4::on(disk, 4)?;
+        fs.disk.stall_only(fs.journal_bytes()?);
+        lab.record(&out, events, &fsync_script(&fs, 400, None))?;
+    }
+    Ok(())
+}
+
+fn healthy(lab: &Lab) -> Result<(), CaptureError> {
+    let fs = Ext4::create(256, 8, true)?;
+    let disk = LoopDevice::create(64, true)?;
+    let script = format!(
+        "{} && {}",
+        fsync_script(&fs, 400, None),
+        seqread_script(&disk.path)
+    );
+    let events = "block,fs,sched,syscalls";
+    lab.record(&lab.good(), events, &script)?;
+    lab.record(&lab.bad(), events, &script)
+}
