@@ -114,6 +114,14 @@ pub fn settings(a: Option<&Value>, b: Option<&Value>) -> Vec<Setting> {
     out
 }
 
+/// A change worth naming: at least 10 %, and at least 1 ms for times or
+/// 10 for counts (single runs on a shared machine move by less).
+fn matters(f: &Figure) -> bool {
+    let delta = (f.candidate - f.baseline).abs();
+    let floor = if f.name.ends_with(" ms") { 1.0 } else { 10.0 };
+    f.change_pct.is_some_and(|c| c.abs() >= 10.0) && delta >= floor
+}
+
 pub fn diff(a: &Analysis, fa: &[Finding], b: &Analysis, fb: &[Finding]) -> Diff {
     let ha = headline(a);
     let hb = headline(b);
@@ -135,6 +143,7 @@ pub fn diff(a: &Analysis, fa: &[Finding], b: &Analysis, fb: &[Finding]) -> Diff 
     let only_in_candidate: Vec<String> = ib.iter().filter(|i| !ia.contains(i)).cloned().collect();
     let biggest = figures
         .iter()
+        .filter(|f| matters(f))
         .filter_map(|f| f.change_pct.map(|c| (c, f)))
         .max_by(|x, y| x.0.abs().total_cmp(&y.0.abs()));
     let mut verdict = String::new();
@@ -154,19 +163,17 @@ pub fn diff(a: &Analysis, fa: &[Finding], b: &Analysis, fb: &[Finding]) -> Diff 
         ));
     }
     if let Some((c, f)) = biggest {
-        if c.abs() >= 10.0 {
-            if !verdict.is_empty() {
-                verdict.push_str("; ");
-            }
-            verdict.push_str(&format!(
-                "biggest change: {} {:.3} -> {:.3} ({:+.0}%)",
-                f.name, f.baseline, f.candidate, c
-            ));
+        if !verdict.is_empty() {
+            verdict.push_str("; ");
         }
+        verdict.push_str(&format!(
+            "biggest change: {} {:.3} -> {:.3} ({:+.0}%)",
+            f.name, f.baseline, f.candidate, c
+        ));
     }
     if verdict.is_empty() {
         verdict =
-            "no difference that matters: no new finding, no setting changed, no figure moved 10%"
+            "no difference that matters: no new finding, no setting changed, no figure moved by 10% and 1 ms (or 10 counts)"
                 .into();
     }
     Diff {
