@@ -99,6 +99,19 @@ enum Cmd {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// For `git bisect run` and upgrade pipelines: exit 0 when CANDIDATE is
+    /// no worse than BASELINE, 1 when it regressed, 125 when it cannot tell.
+    Check {
+        baseline: PathBuf,
+        candidate: PathBuf,
+        /// A figure of `iosleuth diff` (default: the first probe's p99, else
+        /// the first device's D2C p99).
+        #[arg(long)]
+        metric: Option<String>,
+        /// How much worse, in percent, counts as a regression.
+        #[arg(long, default_value = "10")]
+        threshold: f64,
+    },
     /// Reproductions of the known pathologies on disks iosleuth makes (and
     /// removes) itself.
     Lab {
@@ -288,6 +301,32 @@ pub fn main() -> i32 {
             format,
         } => cmd_diff(&[baseline], &[candidate], format),
         Cmd::Lab { action } => cmd_lab(action),
+        Cmd::Check {
+            baseline,
+            candidate,
+            metric,
+            threshold,
+        } => {
+            let load = |p: PathBuf| load_analysis(&[p], &default_filter(), 1.0, false);
+            let (a, b) = match (load(baseline), load(candidate)) {
+                (Ok(a), Ok(b)) => (a, b),
+                _ => return 125,
+            };
+            match crate::compare::check(&a, &b, metric.as_deref(), threshold) {
+                crate::compare::Check::Good(l) => {
+                    println!("good: {l}");
+                    0
+                }
+                crate::compare::Check::Regressed(l) => {
+                    println!("regressed: {l}");
+                    1
+                }
+                crate::compare::Check::CannotTell(why) => {
+                    println!("cannot tell: {why}");
+                    125
+                }
+            }
+        }
         Cmd::Probe { kind } => {
             use crate::capture::probe;
             let (what, target, result) = match kind {

@@ -136,3 +136,37 @@ fn explain_names_unknown_rules_and_exits_2() {
         "{e}"
     );
 }
+
+#[test]
+fn check_exits_0_1_or_125_for_bisect() {
+    let code = |a: &str, b: &str, extra: &[&str]| {
+        iosleuth()
+            .args(["check", a, b])
+            .args(extra)
+            .output()
+            .unwrap()
+            .status
+            .code()
+    };
+    // Case 1: without merging the device gets 64x the requests.
+    assert_eq!(
+        code(NOMERGES0, NOMERGES2, &["--metric", "7,0 requests"]),
+        Some(1)
+    );
+    assert_eq!(
+        code(NOMERGES2, NOMERGES0, &["--metric", "7,0 requests"]),
+        Some(0)
+    );
+    assert_eq!(
+        code(NOMERGES0, NOMERGES2, &["--metric", "7,0 bios per request"]),
+        Some(1)
+    );
+    // The same capture against itself is no regression.
+    assert_eq!(code(SLOWDEV, SLOWDEV, &[]), Some(0));
+    // A figure one side lacks, or an unreadable input: cannot tell.
+    assert_eq!(
+        code(NOMERGES0, NOMERGES2, &["--metric", "no such figure"]),
+        Some(125)
+    );
+    assert_eq!(code(NOMERGES0, "Cargo.toml", &[]), Some(125));
+}

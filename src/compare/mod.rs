@@ -228,3 +228,63 @@ pub fn render_text(d: &Diff) -> String {
     let _ = writeln!(out, "\nverdict: {}", d.verdict);
     out
 }
+
+/// Whether a larger value of a headline figure is worse.
+pub fn higher_is_worse(name: &str) -> bool {
+    !(name.ends_with(" count") || name.ends_with(" KiB") || name.ends_with("bios per request"))
+}
+
+/// What `check` concludes.
+#[derive(Debug, PartialEq)]
+pub enum Check {
+    Good(String),
+    Regressed(String),
+    CannotTell(String),
+}
+
+/// Compares one headline figure of two analyses: regressed when it got
+/// worse by more than `threshold_pct`. Without `metric`, the first probe
+/// p99, else the first device's D2C p99.
+pub fn check(a: &Analysis, b: &Analysis, metric: Option<&str>, threshold_pct: f64) -> Check {
+    let (ha, hb) = (headline(a), headline(b));
+    let name = match metric {
+        Some(m) => m.to_string(),
+        None => match ha
+            .iter()
+            .map(|(n, _)| n)
+            .find(|n| n.starts_with("probe ") && n.ends_with(" p99 ms"))
+            .or_else(|| {
+                ha.iter()
+                    .map(|(n, _)| n)
+                    .find(|n| n.ends_with("D2C p99 ms"))
+            }) {
+            Some(n) => n.clone(),
+            None => {
+                return Check::CannotTell("no probe operations or block requests to compare".into())
+            }
+        },
+    };
+    let get = |h: &[(String, f64)]| h.iter().find(|(n, _)| *n == name).map(|x| x.1);
+    let (Some(x), Some(y)) = (get(&ha), get(&hb)) else {
+        let names: Vec<&str> = ha.iter().map(|(n, _)| n.as_str()).collect();
+        return Check::CannotTell(format!(
+            "{name:?} is not in both runs; the baseline has: {}",
+            names.join(", ")
+        ));
+    };
+    if x == 0.0 {
+        return Check::CannotTell(format!("{name} is 0 in the baseline"));
+    }
+    let change = (y - x) * 100.0 / x;
+    let worse = if higher_is_worse(&name) {
+        change
+    } else {
+        -change
+    };
+    let line = format!("{name}: {x:.3} -> {y:.3} ({change:+.1}%, threshold {threshold_pct}%)");
+    if worse > threshold_pct {
+        Check::Regressed(line)
+    } else {
+        Check::Good(line)
+    }
+}
