@@ -170,3 +170,27 @@ fn check_exits_0_1_or_125_for_bisect() {
     );
     assert_eq!(code(NOMERGES0, "Cargo.toml", &[]), Some(125));
 }
+
+/// tests/fixtures/split-maxsectors16.cap: `iosleuth record --events block`
+/// around 16 direct reads of 256 KiB from a loop device whose
+/// max_sectors_kb was lowered to 16 (max_hw_sectors_kb 1280).
+#[test]
+fn request_splitting_on_a_lowered_max_sectors_kb_not_on_small_io() {
+    let cap = "tests/fixtures/split-maxsectors16.cap";
+    let f = findings(cap);
+    assert_eq!(f[0]["id"], "request_splitting", "{f:#?}");
+    assert_eq!(f[0]["severity"], "critical");
+    let e = &f[0]["evidence"];
+    assert_eq!(e["bios_queued"], 16);
+    assert_eq!(e["splits"], 240);
+    assert_eq!(e["requests_per_bio"], 16.0);
+    assert_eq!(e["max_sectors_kb"], 16);
+    assert_eq!(e["max_hw_sectors_kb"], 1280);
+    assert!(f[0]["workaround"]
+        .as_str()
+        .unwrap()
+        .starts_with("echo 1280 > /sys/block/loop"));
+    // 4 KiB reads never exceed the limit: no splits, nothing said.
+    let why = explain(NOMERGES2, "request_splitting");
+    assert!(why.contains("7,0: 0 splits of 512 queued bios"), "{why}");
+}

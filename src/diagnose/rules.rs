@@ -11,6 +11,11 @@ pub static CATALOG: &[Rule] = &[
         check: merges_disabled,
     },
     Rule {
+        id: "request_splitting",
+        looks_for: "bios split into several requests (larger than the device's max_sectors_kb)",
+        check: request_splitting,
+    },
+    Rule {
         id: "journal_space_stall",
         looks_for: "writers checkpointing the journal themselves: waiting for journal space",
         check: journal_space_stall,
@@ -117,6 +122,73 @@ fn merges_disabled(a: &Analysis) -> Verdict {
                 }
             ),
             workaround: format!("echo 0 > {queue}/nomerges"),
+        });
+    }
+    if why.is_empty() {
+        not("no block requests in the trace")
+    } else {
+        not(why.join("; "))
+    }
+}
+
+/// Bios cut into several requests: each piece is a command of its own.
+fn request_splitting(a: &Analysis) -> Verdict {
+    let mut why = Vec::new();
+    for d in &a.block.devices {
+        let (q, x) = (d.actions.queued, d.actions.split);
+        if x < 16 || (x as f64) < 0.1 * q as f64 {
+            why.push(format!("{}: {x} splits of {q} queued bios", d.device));
+            continue;
+        }
+        let setting = device_settings(a, &d.device);
+        let num = |k: &str| {
+            setting.and_then(|(_, s)| s[k].as_str().and_then(|v| v.trim().parse::<u64>().ok()))
+        };
+        let (max_kb, hw_kb) = (num("max_sectors_kb"), num("max_hw_sectors_kb"));
+        let lowered = matches!((max_kb, hw_kb), (Some(m), Some(h)) if m < h);
+        let pieces = (q + x) as f64 / q.max(1) as f64;
+        let name = setting.map(|(n, _)| n.to_string());
+        let queue = match &name {
+            Some(n) => format!("/sys/block/{n}/queue"),
+            None => format!("/sys/dev/block/{}/queue", d.device.replace(',', ":")),
+        };
+        return Verdict::Fired(Finding {
+            id: "request_splitting",
+            severity: if lowered && pieces >= 4.0 {
+                Severity::Critical
+            } else {
+                Severity::Warning
+            },
+            title: format!(
+                "{}: {q} bios were split {x} times ({pieces:.1} requests per bio){}",
+                name.as_deref().unwrap_or(&d.device),
+                max_kb
+                    .map(|m| format!(", max_sectors_kb is {m}"))
+                    .unwrap_or_default()
+            ),
+            evidence: json!({
+                "device": d.device,
+                "bios_queued": q,
+                "splits": x,
+                "requests_per_bio": pieces,
+                "avg_request_sectors": d.btt_merge.as_ref().map(|m| m.blk_avg),
+                "max_sectors_kb": max_kb,
+                "max_hw_sectors_kb": hw_kb,
+            }),
+            explanation: format!(
+                "A bio larger than the queue's limit is cut into pieces that travel as separate requests: the device gets {pieces:.1} commands per I/O instead of one, each with its own overhead{}.",
+                if lowered {
+                    " — and the limit here is below what the hardware takes"
+                } else {
+                    ""
+                }
+            ),
+            workaround: match hw_kb {
+                Some(h) if lowered => format!("echo {h} > {queue}/max_sectors_kb"),
+                _ => format!(
+                    "issue smaller I/O, or raise {queue}/max_sectors_kb up to max_hw_sectors_kb"
+                ),
+            },
         });
     }
     if why.is_empty() {
