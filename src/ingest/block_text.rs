@@ -170,7 +170,7 @@ fn build(action: Action, dev: Dev, rwbs: Rwbs, d: &Detail<'_>, cx: Context<'_>) 
         dev,
         action,
         rwbs,
-        sector: d.sector.unwrap_or(0),
+        sector: crate::model::block::trace_sector(d.sector.unwrap_or(0)),
         bytes,
         pid,
         cpu,

@@ -230,7 +230,7 @@ impl Decoder {
                     dev: Dev(int(&f.dev).unwrap_or(0) as u32),
                     action: *action,
                     rwbs,
-                    sector: int(&f.sector).unwrap_or(0),
+                    sector: crate::model::block::trace_sector(int(&f.sector).unwrap_or(0)),
                     bytes: if nr > 0 {
                         nr.saturating_mul(512)
                     } else {

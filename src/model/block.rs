@@ -10,6 +10,18 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Dev(pub u32);
 
+/// A request's sector as trace tools show it. `block_rq_complete` reports
+/// a data-less request (a flush) at sector -1 (`blk_rq_pos`), while the
+/// issue reports it at 0 (`blk_rq_trace_sector`): both become 0, so that
+/// the completion finds its request.
+pub fn trace_sector(sector: u64) -> u64 {
+    if sector == u64::MAX {
+        0
+    } else {
+        sector
+    }
+}
+
 impl Dev {
     pub const MINOR_BITS: u32 = 20;
 

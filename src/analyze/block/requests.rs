@@ -280,6 +280,10 @@ impl DeviceRequests {
                     op,
                     e.bytes,
                 );
+            } else if e.bytes == 0 && e.rwbs.is_write() {
+                // A write sent with a preflush ends its flush sequence with
+                // a second, data-less completion: its data was counted at
+                // the first one.
             } else {
                 self.completions_without_start += 1;
             }
