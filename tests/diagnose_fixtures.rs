@@ -194,3 +194,26 @@ fn request_splitting_on_a_lowered_max_sectors_kb_not_on_small_io() {
     let why = explain(NOMERGES2, "request_splitting");
     assert!(why.contains("7,0: 0 splits of 512 queued bios"), "{why}");
 }
+
+/// tests/fixtures/dirty-{throttle,none}.cap: `iosleuth record --events
+/// writeback` around `dd bs=1M count=48` (buffered) to ext4 on a loop
+/// device, with vm.dirty_bytes = 4 MiB, and with the default dirty_ratio.
+#[test]
+fn dirty_throttling_with_a_low_dirty_limit_not_with_the_default() {
+    let f = findings("tests/fixtures/dirty-throttle.cap");
+    assert_eq!(f[0]["id"], "dirty_throttling", "{f:#?}");
+    let e = &f[0]["evidence"];
+    assert_eq!(e["pauses"], 11);
+    assert_eq!(e["pause_ms_total"], 48);
+    assert_eq!(e["limit_pages"], 1024);
+    assert_eq!(e["vm_dirty_bytes"], "4194304");
+    assert!(e["by_process"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .any(|k| k.starts_with("dd (")));
+    let why = explain("tests/fixtures/dirty-none.cap", "dirty_throttling");
+    assert!(why.contains("writers were paused 0 ms in all"), "{why}");
+    let why = explain(NOMERGES2, "dirty_throttling");
+    assert!(why.contains("no writeback events in the trace"), "{why}");
+}

@@ -113,8 +113,23 @@ pub struct JournalSummary {
     pub slowest_commits: Vec<Commit>,
 }
 
+/// Writers paused by `balance_dirty_pages` (the dirty page limit).
+#[derive(Debug, Serialize, Default)]
+pub struct DirtyThrottle {
+    pub events: u64,
+    /// Sum and maximum of the pauses (ms, as the tracepoint reports them).
+    pub pause_ms_total: u64,
+    pub max_pause_ms: u64,
+    /// `comm (pid)` → ms paused.
+    pub by_process: BTreeMap<String, u64>,
+    /// The global dirty limit and the most dirty pages seen (pages).
+    pub limit_pages: u64,
+    pub max_dirty_pages: u64,
+}
+
 #[derive(Debug, Serialize, Default)]
 pub struct FsSummary {
+    pub dirty_throttle: DirtyThrottle,
     /// ext4_sync_file spans (fsync and fdatasync inside the filesystem).
     pub fsync: CallStats,
     /// The same by process: `comm (pid)` → stats.
@@ -160,6 +175,7 @@ pub struct FsAnalysis {
     /// Named at the end, when every name is known.
     fsync_by_pid: FxHashMap<u32, CallStats>,
     checkpoints_by_pid: FxHashMap<(Dev, u32), u64>,
+    paused_by_pid: FxHashMap<u32, u64>,
     out: FsSummary,
 }
 
@@ -296,6 +312,18 @@ impl FsAnalysis {
             "jbd2_update_log_tail" => {
                 self.journals.entry(dev()).or_default().out.log_tail_updates += 1;
             }
+            "balance_dirty_pages" => {
+                let d = &mut self.out.dirty_throttle;
+                let pause = f.int("pause").unwrap_or(0).max(0) as u64;
+                d.events += 1;
+                d.pause_ms_total += pause;
+                d.max_pause_ms = d.max_pause_ms.max(pause);
+                d.limit_pages = f.int("limit").unwrap_or(0).max(0) as u64;
+                d.max_dirty_pages = d
+                    .max_dirty_pages
+                    .max(f.int("dirty").unwrap_or(0).max(0) as u64);
+                *self.paused_by_pid.entry(e.pid).or_default() += pause;
+            }
             "jbd2_lock_buffer_stall" => {
                 self.journals
                     .entry(dev())
@@ -334,6 +362,12 @@ impl FsAnalysis {
         for (pid, mut s) in self.fsync_by_pid.drain() {
             s.summarize();
             self.out.fsync_by_process.insert(names.process(pid), s);
+        }
+        for (pid, ms) in self.paused_by_pid.drain() {
+            self.out
+                .dirty_throttle
+                .by_process
+                .insert(names.process(pid), ms);
         }
         for ((dev, pid), n) in self.checkpoints_by_pid.drain() {
             if let Some(j) = self.journals.get_mut(&dev) {

@@ -21,6 +21,11 @@ pub static CATALOG: &[Rule] = &[
         check: journal_space_stall,
     },
     Rule {
+        id: "dirty_throttling",
+        looks_for: "writers paused by balance_dirty_pages (the dirty page limit)",
+        check: dirty_throttling,
+    },
+    Rule {
         id: "device_latency_spike",
         looks_for: "an operation far slower than its median, nearly all of it device time",
         check: device_latency_spike,
@@ -279,6 +284,77 @@ fn journal_space_stall(a: &Analysis) -> Verdict {
     } else {
         not(why.join("; "))
     }
+}
+
+/// Writers paused because dirty pages reached the limit.
+fn dirty_throttling(a: &Analysis) -> Verdict {
+    let d = &a.fs.dirty_throttle;
+    let recorded = d.events > 0
+        || a.unknown_events
+            .keys()
+            .any(|k| k.starts_with("writeback:") || k.starts_with("wbt:"));
+    if !recorded {
+        return not("no writeback events in the trace (record the `writeback` event set)");
+    }
+    let span_ms = a.span.last_ns.saturating_sub(a.span.first_ns) as f64 / 1e6;
+    let share = if span_ms > 0.0 {
+        d.pause_ms_total as f64 * 100.0 / span_ms
+    } else {
+        0.0
+    };
+    if d.pause_ms_total < 20 || share < 5.0 {
+        return not(format!(
+            "writers were paused {} ms in all ({share:.1}% of the trace's {span_ms:.0} ms)",
+            d.pause_ms_total
+        ));
+    }
+    let vm = a.snapshot.as_ref().map(|s| s["before"]["vm"].clone());
+    let setting = |k: &str| {
+        vm.as_ref()
+            .and_then(|v| v[k].as_str().map(|x| x.trim().to_string()))
+    };
+    let (bytes, ratio) = (setting("dirty_bytes"), setting("dirty_ratio"));
+    let (who, ms_most) = d
+        .by_process
+        .iter()
+        .max_by_key(|(_, ms)| **ms)
+        .map(|(w, ms)| (w.clone(), *ms))
+        .unwrap_or_default();
+    let limit = match (&bytes, &ratio) {
+        (Some(b), _) if b != "0" => format!("vm.dirty_bytes = {b}"),
+        (_, Some(r)) => format!("vm.dirty_ratio = {r}"),
+        _ => "the dirty limit".into(),
+    };
+    Verdict::Fired(Finding {
+        id: "dirty_throttling",
+        severity: if share >= 20.0 {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        },
+        title: format!(
+            "writers were paused {} ms by the dirty page limit ({share:.0}% of the trace), most of it {who} ({ms_most} ms)",
+            d.pause_ms_total
+        ),
+        evidence: json!({
+            "pauses": d.events,
+            "pause_ms_total": d.pause_ms_total,
+            "max_pause_ms": d.max_pause_ms,
+            "percent_of_trace": share,
+            "by_process": d.by_process,
+            "limit_pages": d.limit_pages,
+            "max_dirty_pages": d.max_dirty_pages,
+            "vm_dirty_bytes": bytes,
+            "vm_dirty_ratio": ratio,
+        }),
+        explanation: format!(
+            "A task that dirties page cache faster than writeback cleans it is put to sleep in balance_dirty_pages once dirty pages near the limit ({} pages here, {limit}): buffered writes then go at the device's writeback speed, in pauses.",
+            d.limit_pages
+        ),
+        workaround: format!(
+            "if the limit is low on purpose, expect device speed; otherwise raise it: sysctl -w vm.dirty_bytes=0 vm.dirty_ratio=20 (now {limit})"
+        ),
+    })
 }
 
 /// The snapshot's device name of a journal's `MAJ,MIN`.
