@@ -167,6 +167,10 @@ enum ProbeKind {
         /// Stop after the first operation slower than this (ms).
         #[arg(long)]
         stop_above: Option<f64>,
+        /// Write at growing offsets instead of rewriting the same one, so
+        /// that every fsync commits the journal.
+        #[arg(long)]
+        append: bool,
     },
     /// Sequential direct reads submitted in batches through io_uring (case 1's pattern).
     Seqread {
@@ -335,10 +339,11 @@ pub fn main() -> i32 {
                     size,
                     count,
                     stop_above,
+                    append,
                 } => (
                     "fsync on",
                     path.clone(),
-                    probe::fsync_loop(&path, size as usize, count, stop_above),
+                    probe::fsync_loop(&path, size as usize, count, stop_above, append),
                 ),
                 ProbeKind::Seqread {
                     path,

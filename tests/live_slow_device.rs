@@ -17,7 +17,7 @@ fn slow_device_fsyncs_are_device_time_of_a_journal_write() {
         return;
     }
     let stall = Stall {
-        every: 10,
+        every: 60,
         delay: Duration::from_millis(150),
     };
     let disk = LoopDevice::create_slow(128, stall).expect("slow disk");
@@ -33,7 +33,10 @@ fn slow_device_fsyncs_are_device_time_of_a_journal_write() {
         .arg(&cap)
         .args(["--events", "block,fs,sched,syscalls", "--"])
         .arg(env!("CARGO_BIN_EXE_iosleuth"))
-        .args(["probe", "fsync", "--size", "4k", "--count", "120", "--path"])
+        .args([
+            "probe", "fsync", "--append", "--size", "4k", "--count", "120",
+        ])
+        .arg("--path")
         .arg(fs.mnt.join("probe.dat")));
     let (writes, stalled) = fs.disk.stall_counts().unwrap();
     eprintln!("{out}\nslow disk: {writes} writes, {stalled} held");

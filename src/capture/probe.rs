@@ -107,6 +107,7 @@ pub fn fsync_loop(
     size: usize,
     count: u64,
     stop_above_ms: Option<f64>,
+    append: bool,
 ) -> std::io::Result<ProbeResult> {
     let f = OpenOptions::new()
         .read(true)
@@ -123,7 +124,9 @@ pub fn fsync_loop(
             .for_each(|b| *b = (i as u8).wrapping_mul(31).wrapping_add(7));
         marker.begin("fsync", i);
         let t = Instant::now();
-        f.write_all_at(&buf, 0)?;
+        // Appending grows the file: every fsync then commits the journal.
+        let at = if append { i * size as u64 } else { 0 };
+        f.write_all_at(&buf, at)?;
         f.sync_all()?;
         let ns = t.elapsed().as_nanos() as u64;
         marker.end("fsync", i, ns);
@@ -397,10 +400,17 @@ mod tests {
     #[test]
     fn fsync_probe_measures_each_operation() {
         let dir = tempfile::tempdir().unwrap();
-        let r = fsync_loop(&dir.path().join("f"), 8192, 20, None).unwrap();
+        let r = fsync_loop(&dir.path().join("f"), 8192, 20, None, false).unwrap();
         assert_eq!(r.latencies.count(), 20);
         assert_eq!(r.hist_us.total(), 20);
         assert_eq!(std::fs::metadata(dir.path().join("f")).unwrap().len(), 8192);
         assert!(r.render().contains("write+fsync: 20 operations"));
+        // Appending grows the file by one write each time.
+        let r = fsync_loop(&dir.path().join("g"), 4096, 5, None, true).unwrap();
+        assert_eq!(r.latencies.count(), 5);
+        assert_eq!(
+            std::fs::metadata(dir.path().join("g")).unwrap().len(),
+            5 * 4096
+        );
     }
 }

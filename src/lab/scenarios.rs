@@ -92,7 +92,7 @@ pub static SCENARIOS: &[Scenario] = &[
         about: "write+fsync loop on ext4 over a loop device on iosleuth's FUSE disk",
         expect: Some("device_latency_spike"),
         good: "no stalls",
-        bad: "every 20th journal write held 150 ms",
+        bad: "every 200th journal write held 150 ms",
         run: slow_device,
     },
     Scenario {
@@ -151,7 +151,7 @@ fn journal(lab: &Lab) -> Result<(), CaptureError> {
 
 fn fsync_script(fs: &Ext4, count: u32, pin: Option<usize>) -> String {
     format!(
-        "{}\"$IOSLEUTH\" probe fsync --size 4k --count {count} --path {}/probe.dat",
+        "{}\"$IOSLEUTH\" probe fsync --append --size 4k --count {count} --path {}/probe.dat",
         pin.map(|c| format!("taskset -c {c} ")).unwrap_or_default(),
         fs.mnt.display()
     )
@@ -171,7 +171,7 @@ fn rt_starvation(lab: &Lab) -> Result<(), CaptureError> {
 
 fn slow_device(lab: &Lab) -> Result<(), CaptureError> {
     let events = "block,fs,sched,syscalls";
-    for (out, every) in [(lab.good(), 0), (lab.bad(), 20)] {
+    for (out, every) in [(lab.good(), 0), (lab.bad(), 200)] {
         let disk = LoopDevice::create_slow(
             128,
             Stall {
