@@ -217,3 +217,27 @@ fn dirty_throttling_with_a_low_dirty_limit_not_with_the_default() {
     let why = explain(NOMERGES2, "dirty_throttling");
     assert!(why.contains("no writeback events in the trace"), "{why}");
 }
+
+/// tests/fixtures/rt-short-bursts.cap: `iosleuth record --events sched`
+/// around a SCHED_FIFO 50 task on CPU 0 (3 ms on, 40 ms off) and a thread
+/// pinned to CPU 1 (0.2 ms of work every 2 ms): a real-time task runs, but
+/// it never keeps anyone off a CPU for long.
+#[test]
+fn rt_starvation_silent_when_rt_tasks_starve_nobody() {
+    let cap = "tests/fixtures/rt-short-bursts.cap";
+    let rep = json_report(&[cap], &[]);
+    let rt = rep["sched"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["prio"] == 49);
+    assert!(rt, "the RT task is in the capture");
+    assert!(rep["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["id"] != "rt_starvation"));
+    let why = explain(cap, "rt_starvation");
+    assert!(why.contains("the longest runqueue wait, "), "{why}");
+    assert!(why.contains("(normal, prio 120)"), "{why}");
+}
