@@ -93,9 +93,15 @@ enum Cmd {
     },
     /// Compare a good run with a bad one: figures side by side, settings
     /// that differ, findings in one and not the other, and a verdict.
+    /// `diff GOOD BAD`, or several runs a side: `diff GOOD... -- BAD...`
+    /// (a change then counts only when the two sides' ranges do not
+    /// overlap).
     Diff {
-        baseline: PathBuf,
-        candidate: PathBuf,
+        #[arg(required = true)]
+        baseline: Vec<PathBuf>,
+        /// After `--`: the candidate's runs.
+        #[arg(last = true)]
+        candidate: Vec<PathBuf>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
@@ -303,7 +309,21 @@ pub fn main() -> i32 {
             baseline,
             candidate,
             format,
-        } => cmd_diff(&[baseline], &[candidate], format),
+        } => {
+            let (base, cand) = if candidate.is_empty() {
+                if baseline.len() != 2 {
+                    eprintln!(
+                        "iosleuth: diff takes GOOD BAD, or GOOD... -- BAD... (got {} paths and no --)",
+                        baseline.len()
+                    );
+                    return EXIT_BAD_INPUT;
+                }
+                (vec![baseline[0].clone()], vec![baseline[1].clone()])
+            } else {
+                (baseline, candidate)
+            };
+            cmd_diff(&base, &cand, format)
+        }
         Cmd::Lab { action } => cmd_lab(action),
         Cmd::Check {
             baseline,
@@ -558,16 +578,24 @@ fn default_filter() -> Filter {
 
 /// `iosleuth diff BASELINE CANDIDATE`.
 fn cmd_diff(baseline: &[PathBuf], candidate: &[PathBuf], format: Format) -> i32 {
-    let load = |p: &[PathBuf]| {
-        let a = load_analysis(p, &default_filter(), 1.0, true)?;
-        let f = crate::diagnose::diagnose(&a);
-        Ok::<_, i32>((a, f))
+    // Each run is analysed on its own.
+    let load = |paths: &[PathBuf]| -> Result<Vec<_>, i32> {
+        paths
+            .iter()
+            .map(|p| {
+                let a = load_analysis(std::slice::from_ref(p), &default_filter(), 1.0, true)?;
+                let f = crate::diagnose::diagnose(&a);
+                Ok((a, f))
+            })
+            .collect()
     };
-    let ((a, fa), (b, fb)) = match (load(baseline), load(candidate)) {
+    let (base, cand) = match (load(baseline), load(candidate)) {
         (Ok(x), Ok(y)) => (x, y),
         (Err(c), _) | (_, Err(c)) => return c,
     };
-    let d = crate::compare::diff(&a, &fa, &b, &fb);
+    let b: Vec<_> = base.iter().map(|(a, f)| (a, f.as_slice())).collect();
+    let c: Vec<_> = cand.iter().map(|(a, f)| (a, f.as_slice())).collect();
+    let d = crate::compare::diff_runs(&b, &c);
     match format {
         Format::Text => print!("{}", crate::compare::render_text(&d)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&d).unwrap_or_default()),

@@ -241,3 +241,50 @@ fn rt_starvation_silent_when_rt_tasks_starve_nobody() {
     assert!(why.contains("the longest runqueue wait, "), "{why}");
     assert!(why.contains("(normal, prio 120)"), "{why}");
 }
+
+#[test]
+fn diff_names_case1_and_judges_several_runs_by_their_ranges() {
+    // One run a side.
+    let out = run(iosleuth().args(["diff", NOMERGES0, NOMERGES2]));
+    assert!(
+        out.contains("findings only in the candidate: merges_disabled"),
+        "{out}"
+    );
+    assert!(
+        out.contains("biggest change: 7,0 requests 8.000 -> 512.000 (+6300%)"),
+        "{out}"
+    );
+    // Two recordings a side (the blk tracer's and the tracepoints' of the
+    // same runs): ranges that do not overlap are significant.
+    let t0 = "tests/fixtures/loop-seqread-nomerges0.tracepoints.txt";
+    let t2 = "tests/fixtures/loop-seqread-nomerges2.tracepoints.txt";
+    let j: serde_json::Value = serde_json::from_str(&run(iosleuth().args([
+        "diff", "--format", "json", NOMERGES0, t0, "--", NOMERGES2, t2,
+    ])))
+    .unwrap();
+    let fig = |name: &str| {
+        j["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap_or_else(|| panic!("{j:#}"))
+            .clone()
+    };
+    let r = fig("7,0 requests");
+    assert_eq!(r["baseline"], 8.0);
+    assert_eq!(r["candidate"], 512.0);
+    assert_eq!(r["significant"], true);
+    // A run against itself: nothing significant, no verdict beyond that.
+    let same = run(iosleuth().args(["diff", NOMERGES0, t0, "--", NOMERGES0, t0]));
+    assert!(
+        same.contains("verdict: no difference that matters"),
+        "{same}"
+    );
+    // Three paths without `--` is a usage error.
+    let o = iosleuth()
+        .args(["diff", NOMERGES0, NOMERGES2, t0])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}

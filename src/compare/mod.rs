@@ -10,10 +10,18 @@ use serde_json::Value;
 #[derive(Debug, Serialize, Clone)]
 pub struct Figure {
     pub name: String,
+    /// Means over each side's runs.
     pub baseline: f64,
     pub candidate: f64,
     /// (candidate - baseline) / baseline, percent; None when baseline is 0.
     pub change_pct: Option<f64>,
+    /// Each side's range over its runs (equal to the mean with one run).
+    pub baseline_range: (f64, f64),
+    pub candidate_range: (f64, f64),
+    /// With several runs a side: the two ranges do not overlap (the
+    /// kernel test robot's rule); with one, the change is at least 10 %
+    /// and 1 ms (or 10 counts).
+    pub significant: bool,
 }
 
 #[derive(Debug, Serialize, Clone)]
@@ -114,28 +122,71 @@ pub fn settings(a: Option<&Value>, b: Option<&Value>) -> Vec<Setting> {
     out
 }
 
-/// A change worth naming: at least 10 %, and at least 1 ms for times or
-/// 10 for counts (single runs on a shared machine move by less).
-fn matters(f: &Figure) -> bool {
-    let delta = (f.candidate - f.baseline).abs();
-    let floor = if f.name.ends_with(" ms") { 1.0 } else { 10.0 };
-    f.change_pct.is_some_and(|c| c.abs() >= 10.0) && delta >= floor
+/// A change worth naming with one run a side: at least 10 %, and at least
+/// 1 ms for times or 10 for counts (single runs on a shared machine move by
+/// less).
+fn matters(name: &str, x: f64, y: f64) -> bool {
+    let floor = if name.ends_with(" ms") { 1.0 } else { 10.0 };
+    x != 0.0 && ((y - x) / x).abs() >= 0.1 && (y - x).abs() >= floor
 }
 
+/// Mean and range of a figure over runs that all have it.
+fn stats(runs: &[Vec<(String, f64)>], name: &str) -> Option<(f64, f64, f64)> {
+    let v: Vec<f64> = runs
+        .iter()
+        .map(|h| h.iter().find(|(n, _)| n == name).map(|x| x.1))
+        .collect::<Option<Vec<f64>>>()?;
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Some((mean, lo, hi))
+}
+
+/// One run a side.
 pub fn diff(a: &Analysis, fa: &[Finding], b: &Analysis, fb: &[Finding]) -> Diff {
-    let ha = headline(a);
-    let hb = headline(b);
+    diff_runs(&[(a, fa)], &[(b, fb)])
+}
+
+/// Several runs a side: figures by mean and range, settings of each side's
+/// first run, findings of any run.
+pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding])]) -> Diff {
+    let ha: Vec<_> = base.iter().map(|(a, _)| headline(a)).collect();
+    let hb: Vec<_> = cand.iter().map(|(a, _)| headline(a)).collect();
+    let several = base.len() > 1 && cand.len() > 1;
     let mut figures = Vec::new();
-    for (name, x) in &ha {
-        if let Some((_, y)) = hb.iter().find(|(n, _)| n == name) {
-            figures.push(Figure {
-                name: name.clone(),
-                baseline: *x,
-                candidate: *y,
-                change_pct: (*x != 0.0).then(|| (y - x) * 100.0 / x),
-            });
-        }
+    for (name, _) in ha.first().into_iter().flatten() {
+        let (Some((x, xl, xh)), Some((y, yl, yh))) = (stats(&ha, name), stats(&hb, name)) else {
+            continue;
+        };
+        let significant = if several {
+            xh < yl || yh < xl
+        } else {
+            matters(name, x, y)
+        };
+        figures.push(Figure {
+            name: name.clone(),
+            baseline: x,
+            candidate: y,
+            change_pct: (x != 0.0).then(|| (y - x) * 100.0 / x),
+            baseline_range: (xl, xh),
+            candidate_range: (yl, yh),
+            significant,
+        });
     }
+    let (a, b) = (base[0].0, cand[0].0);
+    let all = |side: &[(&Analysis, &[Finding])]| -> Vec<Finding> {
+        let mut v: Vec<Finding> = Vec::new();
+        for (_, f) in side {
+            for x in f.iter() {
+                if !v.iter().any(|y| y.id == x.id) {
+                    v.push(x.clone());
+                }
+            }
+        }
+        v
+    };
+    let (fa, fb) = (all(base), all(cand));
+    let (fa, fb) = (fa.as_slice(), fb.as_slice());
     let settings = settings(a.snapshot.as_ref(), b.snapshot.as_ref());
     let ids = |f: &[Finding]| -> Vec<String> { f.iter().map(|x| x.id.to_string()).collect() };
     let (ia, ib) = (ids(fa), ids(fb));
@@ -143,7 +194,7 @@ pub fn diff(a: &Analysis, fa: &[Finding], b: &Analysis, fb: &[Finding]) -> Diff 
     let only_in_candidate: Vec<String> = ib.iter().filter(|i| !ia.contains(i)).cloned().collect();
     let biggest = figures
         .iter()
-        .filter(|f| matters(f))
+        .filter(|f| f.significant)
         .filter_map(|f| f.change_pct.map(|c| (c, f)))
         .max_by(|x, y| x.0.abs().total_cmp(&y.0.abs()));
     let mut verdict = String::new();
@@ -173,7 +224,7 @@ pub fn diff(a: &Analysis, fa: &[Finding], b: &Analysis, fb: &[Finding]) -> Diff 
     }
     if verdict.is_empty() {
         verdict =
-            "no difference that matters: no new finding, no setting changed, no figure moved by 10% and 1 ms (or 10 counts)"
+            "no difference that matters: no new finding, no setting changed, no figure changed significantly"
                 .into();
     }
     Diff {
@@ -196,13 +247,29 @@ pub fn render_text(d: &Diff) -> String {
     for f in &d.figures {
         let _ = writeln!(
             out,
-            "{:<40} {:>14.3} {:>14.3} {:>9}",
+            "{:<40} {:>14.3} {:>14.3} {:>9}{}",
             f.name,
             f.baseline,
             f.candidate,
             f.change_pct
                 .map(|c| format!("{c:+.0}%"))
-                .unwrap_or_else(|| "-".into())
+                .unwrap_or_else(|| "-".into()),
+            if f.baseline_range.0 != f.baseline_range.1
+                || f.candidate_range.0 != f.candidate_range.1
+            {
+                format!(
+                    "  [{:.3}..{:.3}] vs [{:.3}..{:.3}]{}",
+                    f.baseline_range.0,
+                    f.baseline_range.1,
+                    f.candidate_range.0,
+                    f.candidate_range.1,
+                    if f.significant { " *" } else { "" }
+                )
+            } else if f.significant {
+                "  *".to_string()
+            } else {
+                String::new()
+            }
         );
     }
     if !d.settings.is_empty() {
