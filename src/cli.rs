@@ -656,6 +656,7 @@ fn cmd_lab(action: LabAction) -> i32 {
                 let lab = Lab {
                     exe: exe.clone(),
                     dir: base.join(s.name),
+                    stop: || INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst),
                 };
                 if let Err(e) = std::fs::create_dir_all(&lab.dir) {
                     eprintln!("iosleuth: {}: {e}", lab.dir.display());

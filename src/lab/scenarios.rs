@@ -25,6 +25,8 @@ pub struct Scenario {
 pub struct Lab {
     pub exe: PathBuf,
     pub dir: PathBuf,
+    /// True once the user asked to stop (Ctrl-C): no new recording starts.
+    pub stop: fn() -> bool,
 }
 
 impl Lab {
@@ -38,6 +40,9 @@ impl Lab {
     /// `iosleuth record -o OUT --events EVENTS -- sh -c SCRIPT`, where the
     /// script can say `$IOSLEUTH` for this binary.
     fn record(&self, out: &Path, events: &str, script: &str) -> Result<(), CaptureError> {
+        if (self.stop)() {
+            return Err(CaptureError("interrupted".into()));
+        }
         let _ = std::fs::remove_dir_all(out);
         let o = Command::new(&self.exe)
             .arg("record")
