@@ -22,6 +22,15 @@ pub struct HandlerStats {
 }
 
 impl HandlerStats {
+    /// Average run, µs.
+    pub fn avg_us(&self) -> f64 {
+        if self.count > 0 {
+            self.time_ns as f64 / self.count as f64 / 1e3
+        } else {
+            0.0
+        }
+    }
+
     fn add(&mut self, ns: u64) {
         self.count += 1;
         self.time_ns += ns;

@@ -347,6 +347,19 @@ impl OutlierAnalysis {
         integrate(&mut self.open[i], ts, &view);
     }
 
+    /// A request leaves: out of the queue, or off the device.
+    fn forget(&mut self, key: ReqKey) -> Option<InFlight> {
+        let r = self.queued.remove(&key)?;
+        let d = self.devs.entry(key.0).or_default();
+        match r.issued_at {
+            Some(at) => {
+                d.issued.remove(&(at, key.1));
+            }
+            None => d.queued = d.queued.saturating_sub(1),
+        }
+        Some(r)
+    }
+
     pub fn block(&mut self, b: &BlockEvent) {
         let key = (b.dev, b.sector);
         match b.action {
@@ -380,14 +393,7 @@ impl OutlierAnalysis {
                 }
             }
             Action::Complete => {
-                if let Some(r) = self.queued.remove(&key) {
-                    let d = self.devs.entry(b.dev).or_default();
-                    match r.issued_at {
-                        Some(at) => {
-                            d.issued.remove(&(at, b.sector));
-                        }
-                        None => d.queued = d.queued.saturating_sub(1),
-                    }
+                if let Some(r) = self.forget(key) {
                     if self.open.iter().any(|o| o.waited_for(&key)) {
                         self.done.insert(key, (r, b.ts));
                     }
@@ -395,15 +401,7 @@ impl OutlierAnalysis {
             }
             Action::BackMerge | Action::FrontMerge => {
                 // Merged into a request already queued: not one of its own.
-                if let Some(r) = self.queued.remove(&key) {
-                    let d = self.devs.entry(b.dev).or_default();
-                    match r.issued_at {
-                        Some(at) => {
-                            d.issued.remove(&(at, b.sector));
-                        }
-                        None => d.queued = d.queued.saturating_sub(1),
-                    }
-                }
+                self.forget(key);
                 // The request now starts at this bio.
                 if b.action == Action::FrontMerge {
                     let old = (b.dev, b.sector + (b.bytes as u64 >> 9));

@@ -563,11 +563,7 @@ fn interrupts(
                 v,
                 s.count,
                 ms(s.time_ns),
-                if s.count > 0 {
-                    s.time_ns as f64 / s.count as f64 / 1e3
-                } else {
-                    0.0
-                },
+                s.avg_us(),
                 s.max_ns as f64 / 1e3
             );
         }
@@ -588,11 +584,7 @@ fn interrupts(
                 h.name,
                 s.count,
                 ms(s.time_ns),
-                if s.count > 0 {
-                    s.time_ns as f64 / s.count as f64 / 1e3
-                } else {
-                    0.0
-                },
+                s.avg_us(),
                 s.max_ns as f64 / 1e3
             );
         }
