@@ -8,6 +8,7 @@
 use super::histogram::{LatencyDist, Percentiles};
 use super::names::ThreadNames;
 use super::syscalls::CallStats;
+use super::top::keep_largest;
 use crate::model::{Action, BlockEvent, Dev, OtherEvent, Rwbs};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -183,15 +184,6 @@ fn dev_name(d: Dev) -> String {
     format!("{},{}", d.major(), d.minor())
 }
 
-fn keep_slowest<T>(v: &mut Vec<T>, item: T, key: impl Fn(&T) -> u64) {
-    if v.len() >= SLOWEST_KEPT && v.last().is_some_and(|x| key(x) >= key(&item)) {
-        return;
-    }
-    v.push(item);
-    v.sort_by_key(|x| std::cmp::Reverse(key(x)));
-    v.truncate(SLOWEST_KEPT);
-}
-
 impl FsAnalysis {
     pub fn new() -> FsAnalysis {
         FsAnalysis::default()
@@ -222,7 +214,13 @@ impl FsAnalysis {
                         start_ns: start,
                         latency_ns: ns,
                     };
-                    keep_slowest(&mut self.out.slowest_fsyncs, item, |x| x.latency_ns);
+                    keep_largest(
+                        &mut self.out.slowest_fsyncs,
+                        item,
+                        SLOWEST_KEPT,
+                        |x| x.latency_ns,
+                        |x| x.start_ns,
+                    );
                 }
                 _ => self.out.unmatched_fsync_exits += 1,
             },
@@ -280,7 +278,13 @@ impl FsAnalysis {
                     j.last_commit = j.last_commit.max(start);
                     j.writes += c.commit.journal_writes;
                     j.flushes += c.commit.flushes;
-                    keep_slowest(&mut j.out.slowest_commits, c.commit, |x| x.total_ns);
+                    keep_largest(
+                        &mut j.out.slowest_commits,
+                        c.commit,
+                        SLOWEST_KEPT,
+                        |x| x.total_ns,
+                        |x| x.start_ns,
+                    );
                 }
             }
             "jbd2_run_stats" => {

@@ -3,6 +3,7 @@
 //! I/O issue and its completion. Memory: the last event of each CPU and
 //! thread, a few gaps each.
 
+use super::top::{keep_largest, qualifies};
 use crate::model::Action;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -61,15 +62,6 @@ pub struct GapAnalysis {
     thread_max: FxHashMap<u32, Gap>,
 }
 
-fn push_longest(v: &mut Vec<Gap>, g: Gap, keep: usize) {
-    if v.len() >= keep && v.last().is_some_and(|x| x.gap_ns >= g.gap_ns) {
-        return;
-    }
-    v.push(g);
-    v.sort_by(|a, b| b.gap_ns.cmp(&a.gap_ns).then(a.start_ns.cmp(&b.start_ns)));
-    v.truncate(keep);
-}
-
 impl GapAnalysis {
     pub fn new() -> GapAnalysis {
         GapAnalysis::default()
@@ -80,17 +72,14 @@ impl GapAnalysis {
         if let Some((last, before)) = self.cpu_last.insert(cpu, (ts, name.clone())) {
             if ts > last {
                 let list = self.cpu_gaps.entry(cpu).or_default();
-                if list.len() < PER_CPU || list.last().is_some_and(|g| g.gap_ns < ts - last) {
-                    push_longest(
-                        list,
-                        Gap {
-                            start_ns: last,
-                            gap_ns: ts - last,
-                            before: before.to_string(),
-                            after: name.to_string(),
-                        },
-                        PER_CPU,
-                    );
+                if qualifies(list, PER_CPU, ts - last, |g| g.gap_ns) {
+                    let gap = Gap {
+                        start_ns: last,
+                        gap_ns: ts - last,
+                        before: before.to_string(),
+                        after: name.to_string(),
+                    };
+                    keep_largest(list, gap, PER_CPU, |g| g.gap_ns, |g| g.start_ns);
                 }
             }
         }

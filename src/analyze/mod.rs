@@ -10,6 +10,7 @@ pub mod names;
 pub mod outliers;
 pub mod sched;
 pub mod syscalls;
+pub mod top;
 pub mod workqueue;
 
 use crate::ingest::{warnings_for, Merger};

@@ -14,6 +14,7 @@
 
 use super::names::ThreadNames;
 use super::sched::{SchedAnalysis, ThreadView};
+use super::top::{keep_largest, qualifies};
 use crate::model::{Action, BlockEvent, Dev, OtherEvent, Rwbs};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -548,18 +549,10 @@ impl OutlierAnalysis {
         t.latency_ns += latency;
         add_breakdown(&mut t.breakdown, &op.b);
         let list = self.by_kind.entry(op.kind.to_string()).or_default();
-        let qualifies =
-            list.len() < self.top || list.last().is_some_and(|o| o.latency_ns < latency);
-        if qualifies {
+        if qualifies(list, self.top, latency, |o| o.latency_ns) {
             let o = self.explain(op, latency, names);
             let list = self.by_kind.entry(o.kind.clone()).or_default();
-            list.push(o);
-            list.sort_by(|a, b| {
-                b.latency_ns
-                    .cmp(&a.latency_ns)
-                    .then(a.start_ns.cmp(&b.start_ns))
-            });
-            list.truncate(self.top);
+            keep_largest(list, o, self.top, |o| o.latency_ns, |o| o.start_ns);
         }
         let open = &self.open;
         self.done

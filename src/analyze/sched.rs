@@ -11,6 +11,7 @@
 //! trace: each CPU keeps only the slices of the last few seconds.
 
 use super::histogram::{LatencyDist, Log2Hist, Percentiles};
+use super::top::{keep_largest, qualifies};
 use crate::model::{Comm, OtherEvent};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -405,9 +406,7 @@ impl SchedAnalysis {
         if wait == 0 {
             return;
         }
-        if self.long_waits.len() >= LONG_WAITS_KEPT
-            && self.long_waits.last().is_some_and(|w| w.wait_ns >= wait)
-        {
+        if !qualifies(&self.long_waits, LONG_WAITS_KEPT, wait, |w| w.wait_ns) {
             return;
         }
         let start = now - wait;
@@ -440,17 +439,21 @@ impl SchedAnalysis {
         let mut held_by: Vec<Holder> = by.into_values().collect();
         held_by.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.pid.cmp(&b.pid)));
         held_by.truncate(5);
-        self.long_waits.push(LongWait {
+        let w = LongWait {
             pid,
             comm: comm.as_str().to_string(),
             cpu,
             start_ns: start,
             wait_ns: wait,
             held_by,
-        });
-        self.long_waits
-            .sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(a.start_ns.cmp(&b.start_ns)));
-        self.long_waits.truncate(LONG_WAITS_KEPT);
+        };
+        keep_largest(
+            &mut self.long_waits,
+            w,
+            LONG_WAITS_KEPT,
+            |w| w.wait_ns,
+            |w| w.start_ns,
+        );
     }
 
     pub fn finish(self) -> SchedSummary {

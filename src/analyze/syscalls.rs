@@ -5,6 +5,7 @@
 
 use super::histogram::{LatencyDist, Log2Hist, Percentiles};
 use super::names::ThreadNames;
+use super::top::{keep_largest, qualifies};
 use crate::model::OtherEvent;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -158,8 +159,8 @@ impl SyscallAnalysis {
                 .add(ns);
         }
         let slow = &mut self.out.slowest;
-        if slow.len() < SLOWEST_KEPT || slow.last().is_some_and(|c| c.latency_ns < ns) {
-            slow.push(Call {
+        if qualifies(slow, SLOWEST_KEPT, ns, |c| c.latency_ns) {
+            let call = Call {
                 name: if op {
                     format!("probe {name}")
                 } else {
@@ -170,13 +171,8 @@ impl SyscallAnalysis {
                 start_ns: start,
                 latency_ns: ns,
                 ret,
-            });
-            slow.sort_by(|a, b| {
-                b.latency_ns
-                    .cmp(&a.latency_ns)
-                    .then(a.start_ns.cmp(&b.start_ns))
-            });
-            slow.truncate(SLOWEST_KEPT);
+            };
+            keep_largest(slow, call, SLOWEST_KEPT, |c| c.latency_ns, |c| c.start_ns);
         }
     }
 
