@@ -51,7 +51,9 @@ fn slow_device_fsyncs_are_device_time_of_a_journal_write() {
             .arg(&to));
     }
     let rep = json_report(&[&cap], &[]);
-    let slow = assert_slow_fsyncs_are_journal_device_time(&rep);
+    // Live, the recorder and kworkers share the machine: one run in about
+    // a dozen found that CPU idle 87 % of a held write.
+    let slow = assert_slow_fsyncs_are_journal_device_time(&rep, 80.0);
     assert!(slow >= 1, "no fsync over 100 ms: {:#}", rep["outliers"]);
     // Each held write shows in the filesystem's fsync spans too.
     let worst = &rep["fs"]["slowest_fsyncs"][0];
