@@ -576,18 +576,21 @@ fn default_filter() -> Filter {
     }
 }
 
+/// One run, analysed and diagnosed.
+fn load_diagnosed(
+    path: &std::path::Path,
+    warn: bool,
+) -> Result<(crate::analyze::Analysis, Vec<crate::diagnose::Finding>), i32> {
+    let a = load_analysis(&[path.to_path_buf()], &default_filter(), 1.0, warn)?;
+    let f = crate::diagnose::diagnose(&a);
+    Ok((a, f))
+}
+
 /// `iosleuth diff BASELINE CANDIDATE`.
 fn cmd_diff(baseline: &[PathBuf], candidate: &[PathBuf], format: Format) -> i32 {
     // Each run is analysed on its own.
     let load = |paths: &[PathBuf]| -> Result<Vec<_>, i32> {
-        paths
-            .iter()
-            .map(|p| {
-                let a = load_analysis(std::slice::from_ref(p), &default_filter(), 1.0, true)?;
-                let f = crate::diagnose::diagnose(&a);
-                Ok((a, f))
-            })
-            .collect()
+        paths.iter().map(|p| load_diagnosed(p, true)).collect()
     };
     let (base, cand) = match (load(baseline), load(candidate)) {
         (Ok(x), Ok(y)) => (x, y),
@@ -673,13 +676,9 @@ fn cmd_lab(action: LabAction) -> i32 {
                     failed += 1;
                     continue;
                 }
-                let load = |p: PathBuf| {
-                    // The lab's own runs: their warnings are noise here.
-                    let a = load_analysis(&[p], &default_filter(), 1.0, false)?;
-                    let f = crate::diagnose::diagnose(&a);
-                    Ok::<_, i32>((a, f))
-                };
-                let ((a, fa), (b, fb)) = match (load(lab.good()), load(lab.bad())) {
+                // The lab's own runs: their warnings are noise here.
+                let good = load_diagnosed(&lab.good(), false);
+                let ((a, fa), (b, fb)) = match (good, load_diagnosed(&lab.bad(), false)) {
                     (Ok(x), Ok(y)) => (x, y),
                     _ => {
                         failed += 1;

@@ -158,11 +158,7 @@ fn rt_burner_starves_a_pinned_thread_and_agrees_with_perf() {
             let _ = Command::new("umount").arg(&m).status();
         }
     }
-    if let Some(d) = std::env::var_os("IOSLEUTH_FIXTURE_DIR") {
-        let to = std::path::Path::new(&d).join("rt-burner.cap");
-        let _ = std::fs::remove_dir_all(&to);
-        run(Command::new("cp").arg("-r").arg(&cap).arg(&to));
-    }
+    save_fixture(&cap, "rt-burner.cap");
     let rep = json_report(&[&cap], &[]);
     assert_rt_burner_starves_the_victim(&rep);
     let s = &rep["sched"];

@@ -42,14 +42,7 @@ fn slow_device_fsyncs_are_device_time_of_a_journal_write() {
     eprintln!("{out}\nslow disk: {writes} writes, {stalled} held");
     assert!(stalled >= 2, "the disk held {stalled} of {writes} writes");
     drop(fs);
-    if let Some(d) = std::env::var_os("IOSLEUTH_FIXTURE_DIR") {
-        let to = std::path::Path::new(&d).join("slowdev-fsync.cap");
-        let _ = std::fs::remove_dir_all(&to);
-        run(std::process::Command::new("cp")
-            .arg("-r")
-            .arg(&cap)
-            .arg(&to));
-    }
+    save_fixture(&cap, "slowdev-fsync.cap");
     let rep = json_report(&[&cap], &[]);
     // Live, the recorder and kworkers share the machine: one run in about
     // a dozen found that CPU idle 87 % of a held write.

@@ -37,6 +37,15 @@ pub static CATALOG: &[Rule] = &[
     },
 ];
 
+/// A device's queue settings directory: by name when the snapshot knows
+/// it, else /sys/dev/block/MAJ:MIN (the device's sysfs directory).
+fn queue_dir(name: Option<&str>, dev: &str) -> String {
+    match name {
+        Some(n) => format!("/sys/block/{n}/queue"),
+        None => format!("/sys/dev/block/{}/queue", dev.replace(',', ":")),
+    }
+}
+
 fn not(why: impl Into<String>) -> Verdict {
     Verdict::NotFired(why.into())
 }
@@ -91,11 +100,7 @@ fn merges_disabled(a: &Analysis) -> Verdict {
         } else {
             Severity::Warning
         };
-        // /sys/dev/block/MAJ:MIN is the device's sysfs directory.
-        let queue = match &name {
-            Some(n) => format!("/sys/block/{n}/queue"),
-            None => format!("/sys/dev/block/{}/queue", d.device.replace(',', ":")),
-        };
+        let queue = queue_dir(name.as_deref(), &d.device);
         return Verdict::Fired(Finding {
             id: "merges_disabled",
             severity,
@@ -153,10 +158,7 @@ fn request_splitting(a: &Analysis) -> Verdict {
         let lowered = matches!((max_kb, hw_kb), (Some(m), Some(h)) if m < h);
         let pieces = (q + x) as f64 / q.max(1) as f64;
         let name = setting.map(|(n, _)| n.to_string());
-        let queue = match &name {
-            Some(n) => format!("/sys/block/{n}/queue"),
-            None => format!("/sys/dev/block/{}/queue", d.device.replace(',', ":")),
-        };
+        let queue = queue_dir(name.as_deref(), &d.device);
         return Verdict::Fired(Finding {
             id: "request_splitting",
             severity: if lowered && pieces >= 4.0 {

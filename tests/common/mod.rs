@@ -330,3 +330,13 @@ pub fn assert_rt_burner_starves_the_victim(rep: &serde_json::Value) {
         );
     }
 }
+
+/// With IOSLEUTH_FIXTURE_DIR set (scripts/make-fixtures), copies a live
+/// test's capture there as `name`.
+pub fn save_fixture(cap: &Path, name: &str) {
+    if let Some(d) = std::env::var_os("IOSLEUTH_FIXTURE_DIR") {
+        let to = Path::new(&d).join(name);
+        let _ = std::fs::remove_dir_all(&to);
+        run(Command::new("cp").arg("-r").arg(cap).arg(&to));
+    }
+}
