@@ -117,8 +117,6 @@ pub fn settings(a: Option<&Value>, b: Option<&Value>) -> Vec<Setting> {
     }
     walk("kernel.".into(), &ba["sched"], &bb["sched"]);
     walk("vm.".into(), &ba["vm"], &bb["vm"]);
-    // Counters and sizes that change by themselves are not settings.
-    out.retain(|s| !s.name.ends_with("/stat") && !s.name.contains("inflight"));
     out
 }
 

@@ -373,16 +373,12 @@ fn device_latency_spike(a: &Analysis) -> Verdict {
     for (kind, list) in &a.outliers.by_kind {
         let Some(o) = list.first() else { continue };
         let median = median_of(a, kind).unwrap_or(0);
-        let device: u64 = o.breakdown.device_only_ns
-            + o.breakdown
-                .device_ns
-                .values()
-                .sum::<u64>()
-                .min(o.breakdown.journal_space_ns);
-        let share = device as f64 / o.latency_ns.max(1) as f64;
         if o.latency_ns < MIN_NS {
             continue;
         }
+        // Blocked with a request at the device, inside a checkpoint or not.
+        let device: u64 = o.breakdown.device_ns.values().sum();
+        let share = device as f64 / o.latency_ns.max(1) as f64;
         if share < 0.8 {
             why.push(format!(
                 "slowest {kind} ({} ms) was {:.0}% device time",
