@@ -174,6 +174,18 @@ struct InFlight {
     issued_at: Option<u64>,
 }
 
+impl InFlight {
+    /// A request as its first event shows it, not yet issued.
+    fn of(b: &BlockEvent) -> InFlight {
+        InFlight {
+            class: request_class(b.comm.as_str(), b.rwbs, b.bytes),
+            comm: b.comm,
+            bytes: b.bytes,
+            issued_at: None,
+        }
+    }
+}
+
 struct OpenOp {
     kind: Box<str>,
     pid: u32,
@@ -368,24 +380,11 @@ impl OutlierAnalysis {
                 if self.queued.contains_key(&key) {
                     return;
                 }
-                self.queued.insert(
-                    key,
-                    InFlight {
-                        class: request_class(b.comm.as_str(), b.rwbs, b.bytes),
-                        comm: b.comm,
-                        bytes: b.bytes,
-                        issued_at: None,
-                    },
-                );
+                self.queued.insert(key, InFlight::of(b));
                 self.devs.entry(b.dev).or_default().queued += 1;
             }
             Action::Issue => {
-                let r = self.queued.entry(key).or_insert_with(|| InFlight {
-                    class: request_class(b.comm.as_str(), b.rwbs, b.bytes),
-                    comm: b.comm,
-                    bytes: b.bytes,
-                    issued_at: None,
-                });
+                let r = self.queued.entry(key).or_insert_with(|| InFlight::of(b));
                 if r.issued_at.is_none() {
                     r.issued_at = Some(b.ts);
                     let d = self.devs.entry(b.dev).or_default();
