@@ -288,3 +288,173 @@ fn diff_names_case1_and_judges_several_runs_by_their_ranges() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+fn finding<'a>(f: &'a [serde_json::Value], id: &str) -> Option<&'a serde_json::Value> {
+    f.iter().find(|x| x["id"] == id)
+}
+
+/// The six rules below were recorded by scripts/make-fixtures-diagnose on
+/// a loop device over a file, ext4 on it.
+#[test]
+fn wbt_throttling_with_a_target_below_read_latency_not_with_the_default() {
+    // wbt_lat_usec 10 while reads take ~50 µs: wbt steps down to depth 1.
+    let f = findings("tests/fixtures/wbt-target10us.cap");
+    let w = finding(&f, "wbt_throttling").unwrap_or_else(|| panic!("{f:#?}"));
+    let e = &w["evidence"];
+    assert_eq!(e["device"], "7,0");
+    assert_eq!(e["highest_step"], 4);
+    assert_eq!(e["smallest_write_depth"], 1);
+    assert_eq!(e["wbt_lat_usec"], "10");
+    assert_eq!(e["windows_over_target"], 15);
+    assert!(e["max_read_latency_us"].as_u64().unwrap() > 10, "{e}");
+    assert!(e["stepped_down_ms"].as_f64().unwrap() > 1000.0, "{e}");
+    assert_eq!(w["severity"], "critical");
+    assert!(w["workaround"]
+        .as_str()
+        .unwrap()
+        .starts_with("if the reads' latency is normal for this device, the target is too low: echo 0 > /sys/block/loop0/queue/wbt_lat_usec"));
+    // The same workload with the default target: wbt is active (it steps)
+    // but never below its default depth.
+    let d = "tests/fixtures/wbt-default.cap";
+    assert!(finding(&findings(d), "wbt_throttling").is_none());
+    let why = explain(d, "wbt_throttling");
+    assert!(
+        why.contains("7,0: wbt stepped down 0 ms (0% of the trace; highest step 0"),
+        "{why}"
+    );
+}
+
+#[test]
+fn cgroup_io_throttle_under_a_read_limit_not_without_it() {
+    let f = findings("tests/fixtures/cgroup-throttled.cap");
+    let c = finding(&f, "cgroup_io_throttle").unwrap_or_else(|| panic!("{f:#?}"));
+    let e = &c["evidence"];
+    // 8 reads of 256 KiB under 4 MiB/s: the first 3 pass, 5 are held and
+    // released by kthrotld at about the limit.
+    assert_eq!(e["all_bios"], 8);
+    assert_eq!(e["throttled_bios"], 5);
+    assert_eq!(e["throttled_bytes"], 5 * 256 * 1024);
+    let rate = e["released_mib_per_s"].as_f64().unwrap();
+    assert!((2.5..=4.0).contains(&rate), "{rate}");
+    assert_eq!(e["limits"][0]["line"], "7:0 4194304");
+    assert!(c["workaround"]
+        .as_str()
+        .unwrap()
+        .contains("blkio.throttle.read_bps_device"));
+    let none = "tests/fixtures/cgroup-none.cap";
+    assert!(finding(&findings(none), "cgroup_io_throttle").is_none());
+    assert!(explain(none, "cgroup_io_throttle").contains("blk-throttle's dispatch work never ran"));
+    // Without the workqueue set it says what is missing.
+    assert!(explain(NOMERGES2, "cgroup_io_throttle").contains("record the `workqueue` event set"));
+}
+
+#[test]
+fn queue_saturation_at_depth_32_not_one_at_a_time() {
+    let f = findings("tests/fixtures/queue-saturated.cap");
+    let q = finding(&f, "queue_saturation").unwrap_or_else(|| panic!("{f:#?}"));
+    let e = &q["evidence"];
+    assert_eq!(e["nr_requests"], "4");
+    // Critical: the 4 requests were all taken, bios waited for a tag.
+    assert_eq!(q["severity"], "critical");
+    assert!(
+        e["waiting_for_a_tag_percent"].as_f64().unwrap() > 10.0,
+        "{e}"
+    );
+    assert!(e["util_percent"].as_f64().unwrap() > 90.0, "{e}");
+    assert!(e["waiting_percent"].as_f64().unwrap() > 70.0, "{e}");
+    assert!(e["aqu_sz"].as_f64().unwrap() > 3.0, "{e}");
+    // Service time is iostat's: busy time per request.
+    let svc = e["util_percent"].as_f64().unwrap() / 100.0 / e["iops"].as_f64().unwrap() * 1e6;
+    assert!((svc - e["service_us"].as_f64().unwrap()).abs() < 0.01);
+    // The same lowered queue, one read at a time: busy, not queued.
+    let one = "tests/fixtures/queue-depth1.cap";
+    assert!(finding(&findings(one), "queue_saturation").is_none());
+    let why = explain(one, "queue_saturation");
+    assert!(why.contains("7,0: %util 8"), "{why}");
+    assert!(why.contains("aqu-sz 0.9"), "{why}");
+}
+
+#[test]
+fn scheduler_overhead_under_bfq_not_under_mq_deadline() {
+    let f = findings("tests/fixtures/sched-bfq.cap");
+    let s = finding(&f, "scheduler_overhead").unwrap_or_else(|| panic!("{f:#?}"));
+    let e = &s["evidence"];
+    assert_eq!(e["scheduler"], "bfq");
+    assert!(e["percent_in_scheduler"].as_f64().unwrap() > 25.0, "{e}");
+    assert!(e["i2d_max_ms"].as_f64().unwrap() > 10.0, "{e}");
+    assert!(s["workaround"]
+        .as_str()
+        .unwrap()
+        .contains("echo 0 > /sys/block/loop0/queue/iosched/slice_idle"));
+    let dl = "tests/fixtures/sched-mq-deadline.cap";
+    assert!(finding(&findings(dl), "scheduler_overhead").is_none());
+    let why = explain(dl, "scheduler_overhead");
+    assert!(
+        why.contains("% of their time in the scheduler (mq-deadline)"),
+        "{why}"
+    );
+}
+
+#[test]
+fn readahead_small_with_read_ahead_kb_0_not_for_random_reads_or_the_default() {
+    let f = findings("tests/fixtures/readahead-0.cap");
+    let r = finding(&f, "readahead_small").unwrap_or_else(|| panic!("{f:#?}"));
+    let e = &r["evidence"];
+    assert_eq!(e["sync_misses"], 512);
+    assert_eq!(e["sequential_sync_misses"], 511);
+    assert_eq!(e["read_ahead_kb"], "0");
+    assert_eq!(e["read_request_kb_avg"], 4.0);
+    assert_eq!(r["severity"], "critical");
+    // Sequential 4 KiB bios one at a time are not a merging problem.
+    assert!(finding(&f, "merges_disabled").is_none(), "{f:#?}");
+    assert!(explain("tests/fixtures/readahead-0.cap", "merges_disabled")
+        .contains("one bio at a time, nothing to merge"));
+    let random = "tests/fixtures/readahead-0-random.cap";
+    assert!(finding(&findings(random), "readahead_small").is_none());
+    assert!(explain(random, "readahead_small").contains("readahead would not help random reads"));
+    let default = "tests/fixtures/readahead-128.cap";
+    assert!(findings(default).is_empty());
+    assert!(explain(default, "readahead_small").contains("7,0: 1 synchronous page-cache misses"));
+}
+
+#[test]
+fn sync_write_amplification_for_4k_fsyncs_not_for_one_bulk_fsync() {
+    let f = findings("tests/fixtures/fsync-4k.cap");
+    let s = finding(&f, "sync_write_amplification").unwrap_or_else(|| panic!("{f:#?}"));
+    let e = &s["evidence"];
+    assert_eq!(e["syncs"], 100);
+    assert_eq!(e["data_bytes"], 100 * 4096);
+    let amp = e["amplification"].as_f64().unwrap();
+    assert!(amp > 4.0, "{e}");
+    let per = (e["data_bytes"].as_f64().unwrap() + e["journal_bytes"].as_f64().unwrap()) / 100.0;
+    assert!((per - e["bytes_per_sync"].as_f64().unwrap()).abs() < 1e-6);
+    // Each fsync flushed the cache once (the commit's preflush/FUA).
+    assert!(
+        (e["flushes_per_sync"].as_f64().unwrap() - 1.0).abs() < 0.1,
+        "{e}"
+    );
+    let bulk = "tests/fixtures/fsync-bulk.cap";
+    assert!(findings(bulk).is_empty());
+    assert!(explain(bulk, "sync_write_amplification").contains("1 fsync/fdatasync calls"));
+}
+
+#[test]
+fn every_rule_of_the_catalog_exists() {
+    let all = explain(NOMERGES2, "all");
+    for id in [
+        "merges_disabled",
+        "request_splitting",
+        "journal_space_stall",
+        "device_latency_spike",
+        "rt_starvation",
+        "dirty_throttling",
+        "wbt_throttling",
+        "cgroup_io_throttle",
+        "queue_saturation",
+        "scheduler_overhead",
+        "readahead_small",
+        "sync_write_amplification",
+    ] {
+        assert!(all.contains(&format!("{id}:")), "{id} missing from {all}");
+    }
+}

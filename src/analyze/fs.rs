@@ -128,9 +128,22 @@ pub struct DirtyThrottle {
     pub max_dirty_pages: u64,
 }
 
+/// What a device was asked to write: file data, the journal (jbd2's own
+/// writes), and cache flushes (flush requests, preflushes and FUA writes).
+#[derive(Debug, Serialize, Default, Clone)]
+pub struct WriteMix {
+    pub data_writes: u64,
+    pub data_bytes: u64,
+    pub journal_writes: u64,
+    pub journal_bytes: u64,
+    pub flushes: u64,
+}
+
 #[derive(Debug, Serialize, Default)]
 pub struct FsSummary {
     pub dirty_throttle: DirtyThrottle,
+    /// Writes queued per device `MAJ,MIN`, data against journal.
+    pub device_writes: BTreeMap<String, WriteMix>,
     /// ext4_sync_file spans (fsync and fdatasync inside the filesystem).
     pub fsync: CallStats,
     /// The same by process: `comm (pid)` → stats.
@@ -345,6 +358,18 @@ impl FsAnalysis {
     pub fn block(&mut self, b: &BlockEvent) {
         if b.action != Action::Queue {
             return;
+        }
+        let flush = b.rwbs.has(Rwbs::FLUSH) || b.rwbs.has(Rwbs::PREFLUSH) || b.rwbs.has(Rwbs::FUA);
+        if b.rwbs.is_write() || flush {
+            let m = self.out.device_writes.entry(b.dev.to_string()).or_default();
+            m.flushes += flush as u64;
+            if b.bytes > 0 && b.comm.as_str().starts_with("jbd2/") {
+                m.journal_writes += 1;
+                m.journal_bytes += b.bytes as u64;
+            } else if b.bytes > 0 {
+                m.data_writes += 1;
+                m.data_bytes += b.bytes as u64;
+            }
         }
         let Some(j) = self.journals.get_mut(&b.dev) else {
             return;

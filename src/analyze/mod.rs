@@ -1,6 +1,7 @@
 //! Analyses: consume the event stream once, produce plain data. They never
 //! read files.
 
+pub mod blkthrottle;
 pub mod block;
 pub mod fs;
 pub mod gaps;
@@ -8,9 +9,11 @@ pub mod histogram;
 pub mod irq;
 pub mod names;
 pub mod outliers;
+pub mod readahead;
 pub mod sched;
 pub mod syscalls;
 pub mod top;
+pub mod wbt;
 pub mod workqueue;
 
 use crate::ingest::{warnings_for, Merger};
@@ -82,6 +85,10 @@ pub struct Analysis {
     pub workqueue: workqueue::WorkqueueSummary,
     pub outliers: outliers::OutliersSummary,
     pub sched: sched::SchedSummary,
+    pub wbt: wbt::WbtSummary,
+    pub readahead: readahead::ReadaheadSummary,
+    /// Bios held back by cgroup I/O limits.
+    pub cgroup_throttle: blkthrottle::ThrottleSummary,
     /// Events iosleuth does not analyse yet, by name.
     pub unknown_events: BTreeMap<String, u64>,
     pub warnings: Vec<String>,
@@ -118,6 +125,9 @@ pub fn analyze_with_names(
     let mut irq = irq::IrqAnalysis::new();
     let mut gaps = gaps::GapAnalysis::new();
     let mut wq = workqueue::WorkqueueAnalysis::new();
+    let mut wbt = wbt::WbtAnalysis::new();
+    let mut readahead = readahead::ReadaheadAnalysis::new();
+    let mut throttle = blkthrottle::ThrottleAnalysis::new();
     let mut names = names::ThreadNames::default();
     for (pid, comm) in known {
         names.seed(*pid, comm);
@@ -150,6 +160,8 @@ pub fn analyze_with_names(
                 }
                 blk.add(&b);
                 fs.block(&b);
+                wbt.block(&b);
+                throttle.block(&b);
             }
             Event::ProcessName { pid, comm } => blk.process_name(pid, comm),
             Event::Other(o) => {
@@ -168,7 +180,10 @@ pub fn analyze_with_names(
                     | sys.add(&o, &names)
                     | fs.add(&o, &names)
                     | irq.add(&o)
-                    | wq.add(&o);
+                    | wq.add(&o)
+                    | wbt.add(&o)
+                    | readahead.add(&o);
+                throttle.add(&o);
                 // After the scheduler: an operation's end is integrated
                 // with the state the scheduler analysis holds.
                 outliers.add(&o, &names, &sched);
@@ -226,6 +241,9 @@ pub fn analyze_with_names(
             s.long_waits.retain(|w| names.keeps_named(w.pid, &w.comm));
             s
         },
+        wbt: wbt.finish(span.last_ns),
+        readahead: readahead.finish(),
+        cgroup_throttle: throttle.finish(),
         unknown_events: unknown,
         warnings,
         snapshot: None,

@@ -75,6 +75,13 @@ pub const EVENT_SETS: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "readahead",
+        &[
+            "readahead/page_cache_sync_ra",
+            "readahead/page_cache_async_ra",
+        ],
+    ),
+    (
         "sched",
         &[
             "sched/sched_switch",

@@ -70,6 +70,63 @@ fn mounts() -> Value {
     )
 }
 
+/// Cgroup I/O limits that are set: v2 `io.max` lines with a limit, v1
+/// `blkio.throttle.*_device` lines, by cgroup path. The walk is bounded:
+/// a machine may have thousands of cgroups.
+fn cgroup_io_limits() -> Value {
+    const FILES: &[&str] = &[
+        "io.max",
+        "blkio.throttle.read_bps_device",
+        "blkio.throttle.write_bps_device",
+        "blkio.throttle.read_iops_device",
+        "blkio.throttle.write_iops_device",
+    ];
+    let mut out = Map::new();
+    let mut stack = vec![(Path::new("/sys/fs/cgroup").to_path_buf(), 0)];
+    let mut seen = 0;
+    while let Some((dir, depth)) = stack.pop() {
+        seen += 1;
+        if seen > 4096 {
+            break;
+        }
+        let mut limits = Map::new();
+        for f in FILES {
+            let Some(text) = read(dir.join(f)) else {
+                continue;
+            };
+            // io.max lists every device; "rbps=max wbps=max …" is no limit.
+            let set: Vec<&str> = text
+                .lines()
+                .filter(|l| {
+                    l.split_whitespace()
+                        .skip(1)
+                        .any(|kv| !kv.ends_with("=max") && kv.contains('='))
+                        || (!l.contains('=')
+                            && l.split_whitespace().nth(1).is_some_and(|v| v != "0"))
+                })
+                .collect();
+            if !set.is_empty() {
+                limits.insert(f.to_string(), Value::String(set.join("\n")));
+            }
+        }
+        if !limits.is_empty() {
+            out.insert(dir.display().to_string(), Value::Object(limits));
+        }
+        if depth < 8 {
+            // The entry's type, not a stat per file: cgroup directories
+            // hold dozens of files each. Symlinks (v1's cpu -> cpu,cpuacct)
+            // are not followed.
+            let subdirs = fs::read_dir(&dir).into_iter().flatten().flatten();
+            for e in subdirs {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push((e.path(), depth + 1));
+                }
+            }
+        }
+    }
+    Value::Object(out)
+}
+
 fn jbd2() -> Value {
     let mut m = Map::new();
     for j in names("/proc/fs/jbd2") {
@@ -233,6 +290,7 @@ pub fn take() -> Value {
         "block_devices": block_devices(),
         "mounts": mounts(),
         "jbd2": jbd2(),
+        "cgroup_io_limits": cgroup_io_limits(),
         "vm": sysctls("/proc/sys/vm", "dirty"),
         "sched": {
             "sched_rt_runtime_us": read("/proc/sys/kernel/sched_rt_runtime_us"),

@@ -35,6 +35,39 @@ pub static CATALOG: &[Rule] = &[
         looks_for: "threads runnable for long while a real-time task held their CPU",
         check: rt_starvation,
     },
+    Rule {
+        id: "wbt_throttling",
+        looks_for:
+            "writeback throttling (wbt) holding writes to a small depth because reads look slow",
+        check: wbt_throttling,
+    },
+    Rule {
+        id: "cgroup_io_throttle",
+        looks_for: "bios held by a cgroup I/O limit (blk-throttle) before they reach the device",
+        check: cgroup_io_throttle,
+    },
+    Rule {
+        id: "queue_saturation",
+        looks_for: "a busy device whose requests mostly wait behind others",
+        check: queue_saturation,
+    },
+    Rule {
+        id: "scheduler_overhead",
+        looks_for: "requests held inside the I/O scheduler between insert and dispatch",
+        check: scheduler_overhead,
+    },
+    Rule {
+        id: "readahead_small",
+        looks_for:
+            "sequential buffered reads missing the page cache page by page (readahead too small)",
+        check: readahead_small,
+    },
+    Rule {
+        id: "sync_write_amplification",
+        looks_for:
+            "small synced writes costing the device several times their size in journal and flushes",
+        check: sync_write_amplification,
+    },
 ];
 
 /// A device's queue settings directory: by name when the snapshot knows
@@ -81,6 +114,16 @@ fn merges_disabled(a: &Analysis) -> Verdict {
                 "{}: {:.0}% of bios are sequential: little to merge",
                 d.device,
                 seq * 100.0
+            ));
+            continue;
+        }
+        let together = d.back_to_back_sequential_bios as f64 / q as f64;
+        if together < 0.25 {
+            why.push(format!(
+                "{}: {:.0}% of bios are sequential but only {:.0}% were queued before the previous one completed: one bio at a time, nothing to merge (a synchronous reader: see readahead_small)",
+                d.device,
+                seq * 100.0,
+                together * 100.0
             ));
             continue;
         }
@@ -292,6 +335,7 @@ fn journal_space_stall(a: &Analysis) -> Verdict {
 fn dirty_throttling(a: &Analysis) -> Verdict {
     let d = &a.fs.dirty_throttle;
     let recorded = d.events > 0
+        || a.wbt.events > 0
         || a.unknown_events
             .keys()
             .any(|k| k.starts_with("writeback:") || k.starts_with("wbt:"));
@@ -542,4 +586,502 @@ fn rt_starvation(a: &Analysis) -> Verdict {
             h.pid, h.pid
         ),
     })
+}
+
+fn avg_ns(i: &crate::analyze::block::btt::Interval) -> f64 {
+    if i.n == 0 {
+        0.0
+    } else {
+        i.total_ns as f64 / i.n as f64
+    }
+}
+
+/// A queue setting of a device from the snapshot, as text ("[bfq]" → "bfq").
+fn queue_setting(a: &Analysis, dev: &str, key: &str) -> Option<String> {
+    let (_, q) = device_settings(a, dev)?;
+    let v = q[key].as_str()?;
+    Some(match (v.find('['), v.find(']')) {
+        (Some(i), Some(j)) if i < j => v[i + 1..j].to_string(),
+        _ => v.trim().to_string(),
+    })
+}
+
+fn span_ns(a: &Analysis) -> u64 {
+    a.span.last_ns.saturating_sub(a.span.first_ns)
+}
+
+/// Writeback throttling cut the writes a device may have in flight.
+fn wbt_throttling(a: &Analysis) -> Verdict {
+    let mut why = Vec::new();
+    let span = span_ns(a).max(1);
+    for (dev, w) in &a.wbt.devices {
+        if w.steps == 0 {
+            continue;
+        }
+        let share = w.stepped_down_ns as f64 * 100.0 / span as f64;
+        if w.max_step <= 0 || w.stepped_down_ns < 100_000_000 || share < 10.0 {
+            why.push(format!(
+                "{dev}: wbt stepped down {} ms ({share:.0}% of the trace; highest step {}, smallest write depth {})",
+                ms(w.stepped_down_ns),
+                w.max_step,
+                w.min_max_depth.unwrap_or(0)
+            ));
+            continue;
+        }
+        let depth = w.min_max_depth.unwrap_or(0);
+        let target = queue_setting(a, dev, "wbt_lat_usec");
+        let name = device_settings(a, dev).map(|(n, _)| n.to_string());
+        let queue = queue_dir(name.as_deref(), dev);
+        return Verdict::Fired(Finding {
+            id: "wbt_throttling",
+            severity: if depth <= 2 && share >= 25.0 {
+                Severity::Critical
+            } else {
+                Severity::Warning
+            },
+            title: format!(
+                "{}: writeback throttling cut writes in flight to {depth} for {} ms ({share:.0}% of the trace){}",
+                name.as_deref().unwrap_or(dev),
+                ms(w.stepped_down_ns),
+                match &target {
+                    Some(t) => format!(
+                        ": reads took {} µs against its {t} µs target",
+                        w.max_read_latency_us
+                    ),
+                    None => String::new(),
+                }
+            ),
+            evidence: json!({
+                "device": dev,
+                "highest_step": w.max_step,
+                "smallest_write_depth": depth,
+                "smallest_background_depth": w.min_background_depth,
+                "stepped_down_ms": ms(w.stepped_down_ns),
+                "percent_of_trace": share,
+                "windows_over_target": w.latency_exceeded,
+                "max_read_latency_us": w.max_read_latency_us,
+                "wbt_lat_usec": target,
+                "write_bios": w.write_bios,
+                "writes_waiting_1ms_or_more": w.throttled_writes,
+                "write_wait_ms": ms(w.write_wait_ns),
+                "write_wait_max_ms": ms(w.write_wait_max_ns),
+            }),
+            explanation: format!(
+                "blk-wbt watches read latency in windows; when the fastest read of a window is slower than wbt_lat_usec it halves the writes allowed in flight, step by step down to 1, and writers (sync writes and background writeback) sleep before they get a request. Here {} windows were over the target and writes were held to a depth of {depth}: write throughput falls to what one request at a time gives.",
+                w.latency_exceeded
+            ),
+            workaround: format!(
+                "if the reads' latency is normal for this device, the target is too low: echo 0 > {queue}/wbt_lat_usec (wbt off) or set a realistic target, e.g. echo 75000 > {queue}/wbt_lat_usec"
+            ),
+        });
+    }
+    if why.is_empty() {
+        not("no wbt_step events: wbt never changed its limits (or the `writeback` event set was not recorded)")
+    } else {
+        not(why.join("; "))
+    }
+}
+
+/// The cgroup limits of a device (`MAJ:MIN`) in the snapshot, by cgroup.
+fn cgroup_limits(a: &Analysis, dev: &str) -> Vec<(String, String, String)> {
+    let colon = dev.replace(',', ":");
+    let Some(all) = a
+        .snapshot
+        .as_ref()
+        .and_then(|s| s["before"]["cgroup_io_limits"].as_object())
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (cg, files) in all {
+        for (file, text) in files.as_object().into_iter().flatten() {
+            for line in text.as_str().unwrap_or("").lines() {
+                if line.split_whitespace().next() == Some(colon.as_str()) {
+                    out.push((cg.clone(), file.clone(), line.to_string()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Bios held back by a cgroup's I/O limit (blk-throttle).
+fn cgroup_io_throttle(a: &Analysis) -> Verdict {
+    let t = &a.cgroup_throttle;
+    if t.dispatch_runs == 0 {
+        return not(if a.workqueue.functions.is_empty() {
+            "no workqueue events in the trace (record the `workqueue` event set): bios held by blk-throttle cannot be told apart".to_string()
+        } else {
+            "blk-throttle's dispatch work never ran: no bio was held by a cgroup limit".to_string()
+        });
+    }
+    let Some((dev, d)) = t.devices.iter().max_by_key(|(_, d)| d.bios) else {
+        return not(format!(
+            "blk-throttle's dispatch work ran {} times but queued no bio",
+            t.dispatch_runs
+        ));
+    };
+    let share = d.bios as f64 * 100.0 / d.all_bios.max(1) as f64;
+    let secs = d.last_ns.saturating_sub(d.first_ns) as f64 / 1e9;
+    let rate = (secs > 0.0).then(|| d.bytes as f64 / secs / 1024.0 / 1024.0);
+    let limits = cgroup_limits(a, dev);
+    let name = device_settings(a, dev).map(|(n, _)| n.to_string());
+    let workaround = match limits.first() {
+        Some((cg, file, line)) if file == "io.max" => format!(
+            "raise or lift the limit ({line} in {cg}/io.max): echo \"{} rbps=max wbps=max riops=max wiops=max\" > {cg}/io.max",
+            dev.replace(',', ":")
+        ),
+        Some((cg, file, line)) => format!(
+            "raise or lift the limit ({line} in {cg}/{file}): echo \"{} 0\" > {cg}/{file}",
+            dev.replace(',', ":")
+        ),
+        None => format!(
+            "find the cgroup limit on {} (io.max in cgroup v2, blkio.throttle.* in v1) and raise it",
+            dev.replace(',', ":")
+        ),
+    };
+    Verdict::Fired(Finding {
+        id: "cgroup_io_throttle",
+        severity: if share >= 50.0 {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        },
+        title: format!(
+            "{}: {} of {} bios ({share:.0}%) were held by a cgroup I/O limit{}",
+            name.as_deref().unwrap_or(dev),
+            d.bios,
+            d.all_bios,
+            rate.map(|r| format!(", released at {r:.1} MiB/s"))
+                .unwrap_or_default()
+        ),
+        evidence: json!({
+            "device": dev,
+            "throttled_bios": d.bios,
+            "all_bios": d.all_bios,
+            "throttled_bytes": d.bytes,
+            "throttled_reads": d.reads,
+            "throttled_writes": d.writes,
+            "released_mib_per_s": rate,
+            "dispatch_runs": t.dispatch_runs,
+            "limits": limits.iter().map(|(c, f, l)| json!({"cgroup": c, "file": f, "line": l})).collect::<Vec<_>>(),
+        }),
+        explanation: "A bio over its cgroup's bytes or IOs per second budget is not queued: blk-throttle holds it and the kthrotld workqueue submits it when the budget allows, so the submitter waits with no request at the device (the Q event comes from a kworker running blk_throtl_dispatch_work_fn). The device is idle while the application is slow.".into(),
+        workaround,
+    })
+}
+
+/// Requests spend most of their time waiting behind others.
+fn queue_saturation(a: &Analysis) -> Verdict {
+    let mut why = Vec::new();
+    for d in &a.block.devices {
+        let io = &d.iostat_total;
+        let iops = io.r_s + io.w_s + io.d_s;
+        let q2c = avg_ns(&d.btt.q2c);
+        if d.btt.q2c.n < 100 || iops <= 0.0 {
+            why.push(format!("{}: {} requests completed", d.device, d.btt.q2c.n));
+            continue;
+        }
+        // iostat's service time: busy time per request.
+        let service = io.util / 100.0 / iops * 1e9;
+        let waiting = (1.0 - service / q2c.max(1.0)).max(0.0) * 100.0;
+        let tag_wait = avg_ns(&d.btt.q2g) * 100.0 / q2c.max(1.0);
+        if io.util < 80.0 || waiting < 50.0 || io.aqu_sz < 2.0 {
+            why.push(format!(
+                "{}: %util {:.0}, aqu-sz {:.1}, {waiting:.0}% of a request's time spent waiting",
+                d.device, io.util, io.aqu_sz
+            ));
+            continue;
+        }
+        let nr = queue_setting(a, &d.device, "nr_requests");
+        let name = device_settings(a, &d.device).map(|(n, _)| n.to_string());
+        let queue = queue_dir(name.as_deref(), &d.device);
+        return Verdict::Fired(Finding {
+            id: "queue_saturation",
+            // Critical only when the request pool itself ran out (bios
+            // waited for a tag): many busy submitters alone are a load,
+            // not a misconfiguration.
+            severity: if io.util >= 90.0 && waiting >= 75.0 && tag_wait >= 10.0 {
+                Severity::Critical
+            } else {
+                Severity::Warning
+            },
+            title: format!(
+                "{}: busy {:.0}% with {:.1} requests queued on average: {waiting:.0}% of each request's {:.0} µs was waiting, {:.0} µs being served",
+                name.as_deref().unwrap_or(&d.device),
+                io.util,
+                io.aqu_sz,
+                q2c / 1e3,
+                service / 1e3
+            ),
+            evidence: json!({
+                "device": d.device,
+                "util_percent": io.util,
+                "aqu_sz": io.aqu_sz,
+                "iops": iops,
+                "q2c_avg_us": q2c / 1e3,
+                "service_us": service / 1e3,
+                "waiting_percent": waiting,
+                "waiting_for_a_tag_percent": tag_wait,
+                "nr_requests": nr,
+            }),
+            explanation: format!(
+                "The device completes one request every {:.0} µs of busy time, but requests take {:.0} µs from queue to completion: the rest is waiting behind the others in flight{}. More concurrency only lengthens the queue.",
+                service / 1e3,
+                q2c / 1e3,
+                if tag_wait >= 10.0 {
+                    format!(", {tag_wait:.0}% of it for a free request (tag), which nr_requests bounds")
+                } else {
+                    String::new()
+                }
+            ),
+            workaround: format!(
+                "submit fewer requests at once (lower the application's queue depth) or spread the load over more devices; if nr_requests was lowered (now {}), raise it: echo 64 > {queue}/nr_requests",
+                nr.as_deref().unwrap_or("unknown")
+            ),
+        });
+    }
+    if why.is_empty() {
+        not("no block requests in the trace")
+    } else {
+        not(why.join("; "))
+    }
+}
+
+/// Requests held inside the I/O scheduler (inserted, not yet dispatched).
+fn scheduler_overhead(a: &Analysis) -> Verdict {
+    let mut why = Vec::new();
+    for d in &a.block.devices {
+        let b = &d.btt;
+        if b.i2d.n < 100 {
+            why.push(format!(
+                "{}: {} requests went through an I/O scheduler (inserted)",
+                d.device, b.i2d.n
+            ));
+            continue;
+        }
+        if b.q2c.n < 100 {
+            why.push(format!(
+                "{}: {} bios followed from queue to completion",
+                d.device, b.q2c.n
+            ));
+            continue;
+        }
+        let q2c = avg_ns(&b.q2c).max(1.0);
+        let held = avg_ns(&b.g2i) + avg_ns(&b.i2d);
+        let share = held * 100.0 / q2c;
+        let sched = queue_setting(a, &d.device, "scheduler");
+        if share < 15.0 {
+            why.push(format!(
+                "{}: requests spent {share:.1}% of their time in the scheduler{}",
+                d.device,
+                sched
+                    .as_ref()
+                    .map(|s| format!(" ({s})"))
+                    .unwrap_or_default()
+            ));
+            continue;
+        }
+        if sched.as_deref() == Some("none") {
+            why.push(format!(
+                "{}: {share:.0}% between insert and issue, but there is no I/O scheduler (the driver was busy)",
+                d.device
+            ));
+            continue;
+        }
+        let name = device_settings(a, &d.device).map(|(n, _)| n.to_string());
+        let queue = queue_dir(name.as_deref(), &d.device);
+        let bfq = sched.as_deref() == Some("bfq");
+        return Verdict::Fired(Finding {
+            id: "scheduler_overhead",
+            severity: if share >= 25.0 && sched.is_some() {
+                Severity::Critical
+            } else {
+                Severity::Warning
+            },
+            title: format!(
+                "{}: requests waited {:.0} µs of {:.0} ({share:.0}%) inside the {} I/O scheduler, up to {} ms",
+                name.as_deref().unwrap_or(&d.device),
+                held / 1e3,
+                q2c / 1e3,
+                sched.as_deref().unwrap_or("(unknown)"),
+                ms(b.i2d.max_ns)
+            ),
+            evidence: json!({
+                "device": d.device,
+                "scheduler": sched,
+                "requests_inserted": b.i2d.n,
+                "g2i_avg_us": avg_ns(&b.g2i) / 1e3,
+                "i2d_avg_us": avg_ns(&b.i2d) / 1e3,
+                "i2d_max_ms": ms(b.i2d.max_ns),
+                "q2c_avg_us": q2c / 1e3,
+                "percent_in_scheduler": share,
+            }),
+            explanation: format!(
+                "Between insert (I) and dispatch to the driver (D) a request belongs to the I/O scheduler. {} On a fast device that time is pure overhead.",
+                if bfq {
+                    "BFQ holds requests back on purpose: it idles for the queue in service (slice_idle) and splits service by weight, so other processes' requests wait even while the device is free."
+                } else {
+                    "A scheduler that sorts, batches or delays requests adds that time to every one."
+                }
+            ),
+            workaround: if bfq {
+                format!("echo none > {queue}/scheduler (or mq-deadline); to keep BFQ, stop its idling: echo 0 > {queue}/iosched/slice_idle")
+            } else {
+                format!("echo none > {queue}/scheduler")
+            },
+        });
+    }
+    if why.is_empty() {
+        not("no block requests in the trace")
+    } else {
+        not(why.join("; "))
+    }
+}
+
+/// Sequential buffered reads that missed the page cache page by page.
+fn readahead_small(a: &Analysis) -> Verdict {
+    let mut why = Vec::new();
+    for (dev, r) in &a.readahead.devices {
+        if r.sync_misses < 64 {
+            why.push(format!(
+                "{dev}: {} synchronous page-cache misses ({} readaheads ran ahead of the reader)",
+                r.sync_misses, r.async_readaheads
+            ));
+            continue;
+        }
+        let seq = r.sequential_sync_misses as f64 * 100.0 / r.sync_misses as f64;
+        if seq < 50.0 {
+            why.push(format!(
+                "{dev}: only {seq:.0}% of {} misses were sequential: readahead would not help random reads",
+                r.sync_misses
+            ));
+            continue;
+        }
+        let window_kb = r.ra_pages_max * 4;
+        if window_kb > 16 {
+            why.push(format!("{dev}: the readahead window is {window_kb} KiB"));
+            continue;
+        }
+        let ra_kb = queue_setting(a, dev, "read_ahead_kb");
+        let name = device_settings(a, dev).map(|(n, _)| n.to_string());
+        let queue = queue_dir(name.as_deref(), dev);
+        let rareq = a
+            .block
+            .devices
+            .iter()
+            .find(|d| &d.device == dev)
+            .map(|d| d.iostat_total.rareq_sz);
+        let confirmed = ra_kb
+            .as_deref()
+            .and_then(|v| v.parse::<u64>().ok())
+            .is_some_and(|v| v <= 16);
+        return Verdict::Fired(Finding {
+            id: "readahead_small",
+            severity: if confirmed {
+                Severity::Critical
+            } else {
+                Severity::Warning
+            },
+            title: format!(
+                "{}: {} of {} page-cache misses were sequential, read {window_kb} KiB ahead{}",
+                name.as_deref().unwrap_or(dev),
+                r.sequential_sync_misses,
+                r.sync_misses,
+                ra_kb
+                    .as_ref()
+                    .map(|k| format!(" (read_ahead_kb {k})"))
+                    .unwrap_or_default()
+            ),
+            evidence: json!({
+                "device": dev,
+                "sync_misses": r.sync_misses,
+                "sequential_sync_misses": r.sequential_sync_misses,
+                "async_readaheads": r.async_readaheads,
+                "ra_pages_max": r.ra_pages_max,
+                "pages_read_ahead": r.pages_read_ahead,
+                "read_ahead_kb": ra_kb,
+                "read_request_kb_avg": rareq,
+            }),
+            explanation: "A sequential reader normally misses the page cache once; readahead then reads ahead of it in large requests, asynchronously. With the window at zero or a page, every read waits for its own small device request, so throughput is one request's latency per page.".into(),
+            workaround: format!(
+                "echo 128 > {queue}/read_ahead_kb (or blockdev --setra 256 /dev/{}); check that the application does not ask for random access (posix_fadvise POSIX_FADV_RANDOM)",
+                name.as_deref().unwrap_or("DEV")
+            ),
+        });
+    }
+    if why.is_empty() {
+        not("no readahead events in the trace (record the `readahead` event set)")
+    } else {
+        not(why.join("; "))
+    }
+}
+
+/// Small synchronous writes that cost the device several times their size
+/// in journal writes and cache flushes.
+fn sync_write_amplification(a: &Analysis) -> Verdict {
+    let by_name = &a.syscalls.by_name;
+    let syscalls: u64 = ["fsync", "fdatasync"]
+        .iter()
+        .filter_map(|n| by_name.get(*n))
+        .map(|c| c.count)
+        .sum();
+    let syncs = if syscalls > 0 {
+        syscalls
+    } else {
+        a.fs.fsync.count
+    };
+    if syncs < 32 {
+        return not(format!(
+            "{syncs} fsync/fdatasync calls (at least 32 are needed to judge what each costs)"
+        ));
+    }
+    let mut why = Vec::new();
+    for (dev, m) in &a.fs.device_writes {
+        if m.data_bytes == 0 {
+            continue;
+        }
+        let total = m.data_bytes + m.journal_bytes;
+        let amp = total as f64 / m.data_bytes as f64;
+        if amp < 3.0 {
+            why.push(format!(
+                "{dev}: {:.1} bytes written per byte of data ({} KiB data, {} KiB journal)",
+                amp,
+                m.data_bytes / 1024,
+                m.journal_bytes / 1024
+            ));
+            continue;
+        }
+        let per = |v: u64| v as f64 / syncs as f64;
+        let name = device_settings(a, dev).map(|(n, _)| n.to_string());
+        return Verdict::Fired(Finding {
+            id: "sync_write_amplification",
+            severity: Severity::Warning,
+            title: format!(
+                "{}: each of {syncs} syncs wrote {:.1} KiB of data but {:.1} KiB to the device and {:.1} cache flushes ({amp:.1}x)",
+                name.as_deref().unwrap_or(dev),
+                per(m.data_bytes) / 1024.0,
+                per(total) / 1024.0,
+                per(m.flushes)
+            ),
+            evidence: json!({
+                "device": dev,
+                "syncs": syncs,
+                "data_bytes": m.data_bytes,
+                "journal_bytes": m.journal_bytes,
+                "flushes": m.flushes,
+                "bytes_per_sync": per(total),
+                "data_bytes_per_sync": per(m.data_bytes),
+                "flushes_per_sync": per(m.flushes),
+                "amplification": amp,
+            }),
+            explanation: "Every fsync that changes metadata (a file that grows, new blocks) commits a journal transaction: a descriptor, the changed metadata blocks and a commit block, plus one or two cache flushes. For small writes this costs the device several times the data and a flush each, and the flush is often the slowest part.".into(),
+            workaround: "batch writes between syncs (group commit), preallocate the file (fallocate) and use fdatasync so overwrites commit no metadata, or write with O_DIRECT|O_DSYNC into preallocated space".into(),
+        });
+    }
+    if why.is_empty() {
+        not(format!("{syncs} syncs, but no data writes in the trace (record the `block` and `fs` event sets)"))
+    } else {
+        not(why.join("; "))
+    }
 }

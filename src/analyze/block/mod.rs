@@ -112,6 +112,10 @@ pub struct BlockAnalysis {
     /// Per device: where the last queued bio ended, and how many bios
     /// started exactly there (sequential I/O, the kind that should merge).
     sequential: HashMap<Dev, (u64, u64)>,
+    /// Per device: whether a request completed since the last queued bio,
+    /// and how many sequential bios followed their predecessor with no
+    /// completion between (queued together, so they could merge).
+    back_to_back: HashMap<Dev, (bool, u64)>,
     origin: Option<u64>,
     first_ts: Option<u64>,
     last_ts: u64,
@@ -146,6 +150,9 @@ pub struct DeviceSummary {
     pub in_flight_at_end: usize,
     /// Queued bios that started where the previous one on the device ended.
     pub sequential_bios: u64,
+    /// Of those, the ones queued with no completion since the previous
+    /// bio: a synchronous reader's bios come one at a time, never these.
+    pub back_to_back_sequential_bios: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -196,9 +203,14 @@ impl BlockAnalysis {
         }
         if e.action == Action::Queue {
             let s = self.sequential.entry(e.dev).or_insert((u64::MAX, 0));
+            let b = self.back_to_back.entry(e.dev).or_insert((true, 0));
             if e.sector == s.0 && e.bytes > 0 {
                 s.1 += 1;
+                if !b.0 {
+                    b.1 += 1;
+                }
             }
+            b.0 = false;
             s.0 = e.sector + (e.bytes as u64 >> 9);
             let p = self.processes.entry(e.pid).or_default();
             if !e.comm.is_empty() {
@@ -207,6 +219,11 @@ impl BlockAnalysis {
             let op = op_of(e.rwbs, e.bytes);
             p.bios.add(op, 1);
             p.bytes.add(op, e.bytes as u64);
+        }
+        if e.action == Action::Complete {
+            if let Some(b) = self.back_to_back.get_mut(&e.dev) {
+                b.0 = true;
+            }
         }
         let mut start = None;
         match e.action {
@@ -288,6 +305,7 @@ impl BlockAnalysis {
                 completions_without_start: r.completions_without_start,
                 in_flight_at_end: open,
                 sequential_bios: self.sequential.get(&dev).map_or(0, |s| s.1),
+                back_to_back_sequential_bios: self.back_to_back.get(&dev).map_or(0, |b| b.1),
             });
         }
         let per_pid = self.btt.per_pid();
