@@ -1,6 +1,6 @@
 //! Command line, in the style of `perf`: one binary, subcommands.
 
-use crate::analyze::{block::BlockConfig, Filter};
+use crate::analyze::{block::BlockConfig, Analysis, Filter};
 use crate::capture::blk_tracer::{sysfs_name, BlkTracerOptions, BlkTracerSession};
 use crate::ingest::{open_inputs, Merger};
 use crate::model::Dev;
@@ -107,9 +107,15 @@ enum Cmd {
     },
     /// For `git bisect run` and upgrade pipelines: exit 0 when CANDIDATE is
     /// no worse than BASELINE, 1 when it regressed, 125 when it cannot tell.
+    ///
+    /// `check GOOD BAD`, or several runs a side: `check GOOD... -- BAD...`
+    /// (means compared; a change counts only when the ranges do not overlap).
     Check {
-        baseline: PathBuf,
-        candidate: PathBuf,
+        #[arg(required = true)]
+        baseline: Vec<PathBuf>,
+        /// After `--`: the candidate's runs.
+        #[arg(last = true)]
+        candidate: Vec<PathBuf>,
         /// A figure of `iosleuth diff` (default: the first probe's p99, else
         /// the first device's D2C p99).
         #[arg(long)]
@@ -310,17 +316,8 @@ pub fn main() -> i32 {
             candidate,
             format,
         } => {
-            let (base, cand) = if candidate.is_empty() {
-                if baseline.len() != 2 {
-                    eprintln!(
-                        "iosleuth: diff takes GOOD BAD, or GOOD... -- BAD... (got {} paths and no --)",
-                        baseline.len()
-                    );
-                    return EXIT_BAD_INPUT;
-                }
-                (vec![baseline[0].clone()], vec![baseline[1].clone()])
-            } else {
-                (baseline, candidate)
+            let Some((base, cand)) = sides("diff", baseline, candidate) else {
+                return EXIT_BAD_INPUT;
             };
             cmd_diff(&base, &cand, format)
         }
@@ -331,12 +328,23 @@ pub fn main() -> i32 {
             metric,
             threshold,
         } => {
-            let load = |p: PathBuf| load_analysis(&[p], &default_filter(), 1.0, false);
-            let (a, b) = match (load(baseline), load(candidate)) {
-                (Ok(a), Ok(b)) => (a, b),
-                _ => return 125,
+            // Unreadable input is "cannot tell" (125) for git bisect.
+            let Some((base, cand)) = sides("check", baseline, candidate) else {
+                return 125;
             };
-            match crate::compare::check(&a, &b, metric.as_deref(), threshold) {
+            let load = |paths: &[PathBuf]| -> Option<Vec<Analysis>> {
+                paths
+                    .iter()
+                    .map(|p| {
+                        load_analysis(std::slice::from_ref(p), &default_filter(), 1.0, false).ok()
+                    })
+                    .collect()
+            };
+            let (Some(a), Some(b)) = (load(&base), load(&cand)) else {
+                return 125;
+            };
+            let (a, b): (Vec<&Analysis>, Vec<&Analysis>) = (a.iter().collect(), b.iter().collect());
+            match crate::compare::check_runs(&a, &b, metric.as_deref(), threshold) {
                 crate::compare::Check::Good(l) => {
                     println!("good: {l}");
                     0
@@ -587,6 +595,26 @@ fn load_diagnosed(
 }
 
 /// `iosleuth diff BASELINE CANDIDATE`.
+/// `GOOD BAD`, or `GOOD... -- BAD...`: the two sides of diff and check.
+fn sides(
+    cmd: &str,
+    baseline: Vec<PathBuf>,
+    candidate: Vec<PathBuf>,
+) -> Option<(Vec<PathBuf>, Vec<PathBuf>)> {
+    if !candidate.is_empty() {
+        return Some((baseline, candidate));
+    }
+    if baseline.len() != 2 {
+        eprintln!(
+            "iosleuth: {cmd} takes GOOD BAD, or GOOD... -- BAD... (got {} paths and no --)",
+            baseline.len()
+        );
+        return None;
+    }
+    let mut it = baseline.into_iter();
+    Some((it.next().into_iter().collect(), it.collect()))
+}
+
 fn cmd_diff(baseline: &[PathBuf], candidate: &[PathBuf], format: Format) -> i32 {
     // Each run is analysed on its own.
     let load = |paths: &[PathBuf]| -> Result<Vec<_>, i32> {

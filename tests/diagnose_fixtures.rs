@@ -171,6 +171,43 @@ fn check_exits_0_1_or_125_for_bisect() {
     assert_eq!(code(NOMERGES0, "Cargo.toml", &[]), Some(125));
 }
 
+#[test]
+fn check_with_several_runs_a_side_counts_only_ranges_that_do_not_overlap() {
+    let check = |base: &[&str], cand: &[&str]| {
+        let out = iosleuth()
+            .args(["check", "--metric", "7,0 D2C p99 ms"])
+            .args(base)
+            .arg("--")
+            .args(cand)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (one, sat) = (
+        "tests/fixtures/queue-depth1.cap",
+        "tests/fixtures/queue-saturated.cap",
+    );
+    // D2C p99 0.117 ms at depth 1, 0.366 ms saturated.
+    let (code, text) = check(&[one, one], &[sat, sat]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("0.117 -> 0.366"), "{text}");
+    assert!(text.contains("over 2 runs"), "{text}");
+    // The candidate's mean is worse, but one of its runs is as good as
+    // the baseline: the ranges overlap, no regression.
+    let (code, text) = check(&[one, one], &[one, sat]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("the ranges overlap, not a significant change"),
+        "{text}"
+    );
+    // One path without `--` cannot be split into two sides.
+    let out = iosleuth().args(["check", one]).output().unwrap();
+    assert_eq!(out.status.code(), Some(125));
+}
+
 /// tests/fixtures/split-maxsectors16.cap: `iosleuth record --events block`
 /// around 16 direct reads of 256 KiB from a loop device whose
 /// max_sectors_kb was lowered to 16 (max_hw_sectors_kb 1280).

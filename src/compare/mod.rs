@@ -311,15 +311,32 @@ pub enum Check {
 /// worse by more than `threshold_pct`. Without `metric`, the first probe
 /// p99, else the first device's D2C p99.
 pub fn check(a: &Analysis, b: &Analysis, metric: Option<&str>, threshold_pct: f64) -> Check {
-    let (ha, hb) = (headline(a), headline(b));
+    check_runs(&[a], &[b], metric, threshold_pct)
+}
+
+/// Several runs a side: the means are compared, and with two or more runs
+/// on both sides a change counts only when the two sides' ranges do not
+/// overlap (the kernel test robot's rule).
+pub fn check_runs(
+    base: &[&Analysis],
+    cand: &[&Analysis],
+    metric: Option<&str>,
+    threshold_pct: f64,
+) -> Check {
+    if base.is_empty() || cand.is_empty() {
+        return Check::CannotTell("no runs to compare".into());
+    };
+    let ha: Vec<_> = base.iter().map(|a| headline(a)).collect();
+    let hb: Vec<_> = cand.iter().map(|a| headline(a)).collect();
     let name = match metric {
         Some(m) => m.to_string(),
-        None => match ha
+        None => match ha[0]
             .iter()
             .map(|(n, _)| n)
             .find(|n| n.starts_with("probe ") && n.ends_with(" p99 ms"))
             .or_else(|| {
-                ha.iter()
+                ha[0]
+                    .iter()
                     .map(|(n, _)| n)
                     .find(|n| n.ends_with("D2C p99 ms"))
             }) {
@@ -329,11 +346,10 @@ pub fn check(a: &Analysis, b: &Analysis, metric: Option<&str>, threshold_pct: f6
             }
         },
     };
-    let get = |h: &[(String, f64)]| h.iter().find(|(n, _)| *n == name).map(|x| x.1);
-    let (Some(x), Some(y)) = (get(&ha), get(&hb)) else {
-        let names: Vec<&str> = ha.iter().map(|(n, _)| n.as_str()).collect();
+    let (Some((x, xl, xh)), Some((y, yl, yh))) = (stats(&ha, &name), stats(&hb, &name)) else {
+        let names: Vec<String> = ha[0].iter().map(|(n, _)| n.clone()).collect();
         return Check::CannotTell(format!(
-            "{name:?} is not in both runs; the baseline has: {}",
+            "{name:?} is not in every run; the first baseline has: {}",
             names.join(", ")
         ));
     };
@@ -346,8 +362,20 @@ pub fn check(a: &Analysis, b: &Analysis, metric: Option<&str>, threshold_pct: f6
     } else {
         -change
     };
-    let line = format!("{name}: {x:.3} -> {y:.3} ({change:+.1}%, threshold {threshold_pct}%)");
-    if worse > threshold_pct {
+    let several = base.len() > 1 && cand.len() > 1;
+    let overlap = several && !(xh < yl || yh < xl);
+    let mut line = format!("{name}: {x:.3} -> {y:.3} ({change:+.1}%, threshold {threshold_pct}%)");
+    if several {
+        line.push_str(&format!(
+            "; baseline {xl:.3}..{xh:.3} over {} runs, candidate {yl:.3}..{yh:.3} over {}",
+            base.len(),
+            cand.len()
+        ));
+        if overlap && worse > threshold_pct {
+            line.push_str(": the ranges overlap, not a significant change");
+        }
+    }
+    if worse > threshold_pct && !overlap {
         Check::Regressed(line)
     } else {
         Check::Good(line)
