@@ -83,6 +83,16 @@ fn not(why: impl Into<String>) -> Verdict {
     Verdict::NotFired(why.into())
 }
 
+/// Why no device or journal qualified, or `nothing` when there was none
+/// to judge.
+fn not_any(why: Vec<String>, nothing: impl Into<String>) -> Verdict {
+    if why.is_empty() {
+        not(nothing)
+    } else {
+        not(why.join("; "))
+    }
+}
+
 fn ms(ns: u64) -> f64 {
     (ns as f64 / 1e4).round() / 100.0
 }
@@ -177,11 +187,7 @@ fn merges_disabled(a: &Analysis) -> Verdict {
             workaround: format!("echo 0 > {queue}/nomerges"),
         });
     }
-    if why.is_empty() {
-        not("no block requests in the trace")
-    } else {
-        not(why.join("; "))
-    }
+    not_any(why, "no block requests in the trace")
 }
 
 /// Bios cut into several requests: each piece is a command of its own.
@@ -241,11 +247,7 @@ fn request_splitting(a: &Analysis) -> Verdict {
             },
         });
     }
-    if why.is_empty() {
-        not("no block requests in the trace")
-    } else {
-        not(why.join("; "))
-    }
+    not_any(why, "no block requests in the trace")
 }
 
 /// Case 2: writers wait for journal space while they checkpoint it.
@@ -324,11 +326,10 @@ fn journal_space_stall(a: &Analysis) -> Verdict {
             ),
         });
     }
-    if why.is_empty() {
-        not("no jbd2 events in the trace (record the `fs` event set)")
-    } else {
-        not(why.join("; "))
-    }
+    not_any(
+        why,
+        "no jbd2 events in the trace (record the `fs` event set)",
+    )
 }
 
 /// Writers paused because dirty pages reached the limit.
@@ -675,11 +676,7 @@ fn wbt_throttling(a: &Analysis) -> Verdict {
             ),
         });
     }
-    if why.is_empty() {
-        not("no wbt_step events: wbt never changed its limits (or the `writeback` event set was not recorded)")
-    } else {
-        not(why.join("; "))
-    }
+    not_any(why, "no wbt_step events: wbt never changed its limits (or the `writeback` event set was not recorded)")
 }
 
 /// The cgroup limits of a device (`MAJ:MIN`) in the snapshot, by cgroup.
@@ -841,11 +838,7 @@ fn queue_saturation(a: &Analysis) -> Verdict {
             ),
         });
     }
-    if why.is_empty() {
-        not("no block requests in the trace")
-    } else {
-        not(why.join("; "))
-    }
+    not_any(why, "no block requests in the trace")
 }
 
 /// Requests held inside the I/O scheduler (inserted, not yet dispatched).
@@ -932,11 +925,7 @@ fn scheduler_overhead(a: &Analysis) -> Verdict {
             },
         });
     }
-    if why.is_empty() {
-        not("no block requests in the trace")
-    } else {
-        not(why.join("; "))
-    }
+    not_any(why, "no block requests in the trace")
 }
 
 /// Sequential buffered reads that missed the page cache page by page.
@@ -1010,11 +999,10 @@ fn readahead_small(a: &Analysis) -> Verdict {
             ),
         });
     }
-    if why.is_empty() {
-        not("no readahead events in the trace (record the `readahead` event set)")
-    } else {
-        not(why.join("; "))
-    }
+    not_any(
+        why,
+        "no readahead events in the trace (record the `readahead` event set)",
+    )
 }
 
 /// Small synchronous writes that cost the device several times their size
@@ -1079,9 +1067,5 @@ fn sync_write_amplification(a: &Analysis) -> Verdict {
             workaround: "batch writes between syncs (group commit), preallocate the file (fallocate) and use fdatasync so overwrites commit no metadata, or write with O_DIRECT|O_DSYNC into preallocated space".into(),
         });
     }
-    if why.is_empty() {
-        not(format!("{syncs} syncs, but no data writes in the trace (record the `block` and `fs` event sets)"))
-    } else {
-        not(why.join("; "))
-    }
+    not_any(why, format!("{syncs} syncs, but no data writes in the trace (record the `block` and `fs` event sets)"))
 }
