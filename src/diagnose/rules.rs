@@ -144,9 +144,8 @@ fn merges_disabled(a: &Analysis) -> Verdict {
             ));
             continue;
         }
-        let setting = device_settings(a, &d.device);
-        let nomerges = setting.and_then(|(_, q)| q["nomerges"].as_str().map(str::to_string));
-        let name = setting.map(|(n, _)| n.to_string());
+        let nomerges = queue_setting(a, &d.device, "nomerges");
+        let name = device_name(a, &d.device);
         let confirmed = matches!(nomerges.as_deref(), Some("1") | Some("2"));
         let severity = if confirmed || (seq > 0.8 && m.ratio < 1.05) {
             Severity::Critical
@@ -199,14 +198,11 @@ fn request_splitting(a: &Analysis) -> Verdict {
             why.push(format!("{}: {x} splits of {q} queued bios", d.device));
             continue;
         }
-        let setting = device_settings(a, &d.device);
-        let num = |k: &str| {
-            setting.and_then(|(_, s)| s[k].as_str().and_then(|v| v.trim().parse::<u64>().ok()))
-        };
+        let num = |k: &str| queue_setting(a, &d.device, k).and_then(|v| v.parse::<u64>().ok());
         let (max_kb, hw_kb) = (num("max_sectors_kb"), num("max_hw_sectors_kb"));
         let lowered = matches!((max_kb, hw_kb), (Some(m), Some(h)) if m < h);
         let pieces = (q + x) as f64 / q.max(1) as f64;
-        let name = setting.map(|(n, _)| n.to_string());
+        let name = device_name(a, &d.device);
         let queue = queue_dir(name.as_deref(), &d.device);
         return Verdict::Fired(Finding {
             id: "request_splitting",
@@ -287,7 +283,7 @@ fn journal_space_stall(a: &Analysis) -> Verdict {
             Severity::Warning
         };
         let journal = a.snapshot.as_ref().and_then(|s| {
-            let prefix = format!("{}-", journal_disk_name(a, dev)?);
+            let prefix = format!("{}-", device_name(a, dev)?);
             s["before"]["jbd2"]
                 .as_object()?
                 .iter()
@@ -343,7 +339,7 @@ fn dirty_throttling(a: &Analysis) -> Verdict {
     if !recorded {
         return not("no writeback events in the trace (record the `writeback` event set)");
     }
-    let span_ms = a.span.last_ns.saturating_sub(a.span.first_ns) as f64 / 1e6;
+    let span_ms = span_ns(a) as f64 / 1e6;
     let share = if span_ms > 0.0 {
         d.pause_ms_total as f64 * 100.0 / span_ms
     } else {
@@ -404,8 +400,8 @@ fn dirty_throttling(a: &Analysis) -> Verdict {
     })
 }
 
-/// The snapshot's device name of a journal's `MAJ,MIN`.
-fn journal_disk_name(a: &Analysis, dev: &str) -> Option<String> {
+/// The snapshot's name of a block device (`MAJ,MIN`).
+fn device_name(a: &Analysis, dev: &str) -> Option<String> {
     device_settings(a, dev).map(|(n, _)| n.to_string())
 }
 
@@ -589,14 +585,6 @@ fn rt_starvation(a: &Analysis) -> Verdict {
     })
 }
 
-fn avg_ns(i: &crate::analyze::block::btt::Interval) -> f64 {
-    if i.n == 0 {
-        0.0
-    } else {
-        i.total_ns as f64 / i.n as f64
-    }
-}
-
 /// A queue setting of a device from the snapshot, as text ("[bfq]" → "bfq").
 fn queue_setting(a: &Analysis, dev: &str, key: &str) -> Option<String> {
     let (_, q) = device_settings(a, dev)?;
@@ -631,7 +619,7 @@ fn wbt_throttling(a: &Analysis) -> Verdict {
         }
         let depth = w.min_max_depth.unwrap_or(0);
         let target = queue_setting(a, dev, "wbt_lat_usec");
-        let name = device_settings(a, dev).map(|(n, _)| n.to_string());
+        let name = device_name(a, dev);
         let queue = queue_dir(name.as_deref(), dev);
         return Verdict::Fired(Finding {
             id: "wbt_throttling",
@@ -722,7 +710,7 @@ fn cgroup_io_throttle(a: &Analysis) -> Verdict {
     let secs = d.last_ns.saturating_sub(d.first_ns) as f64 / 1e9;
     let rate = (secs > 0.0).then(|| d.bytes as f64 / secs / 1024.0 / 1024.0);
     let limits = cgroup_limits(a, dev);
-    let name = device_settings(a, dev).map(|(n, _)| n.to_string());
+    let name = device_name(a, dev);
     let workaround = match limits.first() {
         Some((cg, file, line)) if file == "io.max" => format!(
             "raise or lift the limit ({line} in {cg}/io.max): echo \"{} rbps=max wbps=max riops=max wiops=max\" > {cg}/io.max",
@@ -774,7 +762,7 @@ fn queue_saturation(a: &Analysis) -> Verdict {
     for d in &a.block.devices {
         let io = &d.iostat_total;
         let iops = io.r_s + io.w_s + io.d_s;
-        let q2c = avg_ns(&d.btt.q2c);
+        let q2c = d.btt.q2c.avg_ns();
         if d.btt.q2c.n < 100 || iops <= 0.0 {
             why.push(format!("{}: {} requests completed", d.device, d.btt.q2c.n));
             continue;
@@ -782,7 +770,7 @@ fn queue_saturation(a: &Analysis) -> Verdict {
         // iostat's service time: busy time per request.
         let service = io.util / 100.0 / iops * 1e9;
         let waiting = (1.0 - service / q2c.max(1.0)).max(0.0) * 100.0;
-        let tag_wait = avg_ns(&d.btt.q2g) * 100.0 / q2c.max(1.0);
+        let tag_wait = d.btt.q2g.avg_ns() * 100.0 / q2c.max(1.0);
         if io.util < 80.0 || waiting < 50.0 || io.aqu_sz < 2.0 {
             why.push(format!(
                 "{}: %util {:.0}, aqu-sz {:.1}, {waiting:.0}% of a request's time spent waiting",
@@ -791,7 +779,7 @@ fn queue_saturation(a: &Analysis) -> Verdict {
             continue;
         }
         let nr = queue_setting(a, &d.device, "nr_requests");
-        let name = device_settings(a, &d.device).map(|(n, _)| n.to_string());
+        let name = device_name(a, &d.device);
         let queue = queue_dir(name.as_deref(), &d.device);
         return Verdict::Fired(Finding {
             id: "queue_saturation",
@@ -860,8 +848,8 @@ fn scheduler_overhead(a: &Analysis) -> Verdict {
             ));
             continue;
         }
-        let q2c = avg_ns(&b.q2c).max(1.0);
-        let held = avg_ns(&b.g2i) + avg_ns(&b.i2d);
+        let q2c = b.q2c.avg_ns().max(1.0);
+        let held = b.g2i.avg_ns() + b.i2d.avg_ns();
         let share = held * 100.0 / q2c;
         let sched = queue_setting(a, &d.device, "scheduler");
         if share < 15.0 {
@@ -882,7 +870,7 @@ fn scheduler_overhead(a: &Analysis) -> Verdict {
             ));
             continue;
         }
-        let name = device_settings(a, &d.device).map(|(n, _)| n.to_string());
+        let name = device_name(a, &d.device);
         let queue = queue_dir(name.as_deref(), &d.device);
         let bfq = sched.as_deref() == Some("bfq");
         return Verdict::Fired(Finding {
@@ -904,8 +892,8 @@ fn scheduler_overhead(a: &Analysis) -> Verdict {
                 "device": d.device,
                 "scheduler": sched,
                 "requests_inserted": b.i2d.n,
-                "g2i_avg_us": avg_ns(&b.g2i) / 1e3,
-                "i2d_avg_us": avg_ns(&b.i2d) / 1e3,
+                "g2i_avg_us": b.g2i.avg_ns() / 1e3,
+                "i2d_avg_us": b.i2d.avg_ns() / 1e3,
                 "i2d_max_ms": ms(b.i2d.max_ns),
                 "q2c_avg_us": q2c / 1e3,
                 "percent_in_scheduler": share,
@@ -953,7 +941,7 @@ fn readahead_small(a: &Analysis) -> Verdict {
             continue;
         }
         let ra_kb = queue_setting(a, dev, "read_ahead_kb");
-        let name = device_settings(a, dev).map(|(n, _)| n.to_string());
+        let name = device_name(a, dev);
         let queue = queue_dir(name.as_deref(), dev);
         let rareq = a
             .block
@@ -1041,7 +1029,7 @@ fn sync_write_amplification(a: &Analysis) -> Verdict {
             continue;
         }
         let per = |v: u64| v as f64 / syncs as f64;
-        let name = device_settings(a, dev).map(|(n, _)| n.to_string());
+        let name = device_name(a, dev);
         return Verdict::Fired(Finding {
             id: "sync_write_amplification",
             severity: Severity::Warning,
