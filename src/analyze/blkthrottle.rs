@@ -4,7 +4,7 @@
 //! those bios per device measures what the limit held back.
 
 use crate::model::{Action, BlockEvent, OtherEvent};
-use rustc_hash::FxHashMap;
+use rustc_hash::FxHashSet;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -16,8 +16,6 @@ pub struct ThrottledDevice {
     pub bytes: u64,
     pub reads: u64,
     pub writes: u64,
-    /// Bios queued on the device in all, throttled or not.
-    pub all_bios: u64,
     pub first_ns: u64,
     pub last_ns: u64,
 }
@@ -34,7 +32,7 @@ pub struct ThrottleSummary {
 pub struct ThrottleAnalysis {
     out: ThrottleSummary,
     /// Workers running the dispatch work now.
-    dispatching: FxHashMap<u32, ()>,
+    dispatching: FxHashSet<u32>,
 }
 
 impl ThrottleAnalysis {
@@ -52,21 +50,18 @@ impl ThrottleAnalysis {
         let is_dispatch = e.fields.str("function") == Some(DISPATCH_FN);
         if start && is_dispatch {
             self.out.dispatch_runs += 1;
-            self.dispatching.insert(e.pid, ());
+            self.dispatching.insert(e.pid);
         } else {
             self.dispatching.remove(&e.pid);
         }
     }
 
     pub fn block(&mut self, b: &BlockEvent) {
-        if b.action != Action::Queue {
+        // Only bios the dispatch work queues: no per-event cost otherwise.
+        if b.action != Action::Queue || !self.dispatching.contains(&b.pid) {
             return;
         }
         let d = self.out.devices.entry(b.dev.to_string()).or_default();
-        d.all_bios += 1;
-        if !self.dispatching.contains_key(&b.pid) {
-            return;
-        }
         if d.bios == 0 {
             d.first_ns = b.ts;
         }
@@ -80,8 +75,7 @@ impl ThrottleAnalysis {
         }
     }
 
-    pub fn finish(mut self) -> ThrottleSummary {
-        self.out.devices.retain(|_, d| d.bios > 0);
+    pub fn finish(self) -> ThrottleSummary {
         self.out
     }
 }

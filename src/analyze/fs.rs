@@ -190,11 +190,9 @@ pub struct FsAnalysis {
     fsync_by_pid: FxHashMap<u32, CallStats>,
     checkpoints_by_pid: FxHashMap<(Dev, u32), u64>,
     paused_by_pid: FxHashMap<u32, u64>,
+    /// Keyed by Dev while events flow (no string per write); named at the end.
+    device_writes: FxHashMap<Dev, WriteMix>,
     out: FsSummary,
-}
-
-fn dev_name(d: Dev) -> String {
-    format!("{},{}", d.major(), d.minor())
 }
 
 impl FsAnalysis {
@@ -221,7 +219,7 @@ impl FsAnalysis {
                     let item = Fsync {
                         pid: e.pid,
                         comm: names.get(e.pid),
-                        dev: dev_name(d),
+                        dev: d.to_string(),
                         ino,
                         datasync,
                         start_ns: start,
@@ -361,7 +359,7 @@ impl FsAnalysis {
         }
         let flush = b.rwbs.has(Rwbs::FLUSH) || b.rwbs.has(Rwbs::PREFLUSH) || b.rwbs.has(Rwbs::FUA);
         if b.rwbs.is_write() || flush {
-            let m = self.out.device_writes.entry(b.dev.to_string()).or_default();
+            let m = self.device_writes.entry(b.dev).or_default();
             m.flushes += flush as u64;
             if b.bytes > 0 && b.comm.as_str().starts_with("jbd2/") {
                 m.journal_writes += 1;
@@ -391,6 +389,9 @@ impl FsAnalysis {
         for (pid, mut s) in self.fsync_by_pid.drain() {
             s.summarize();
             self.out.fsync_by_process.insert(names.process(pid), s);
+        }
+        for (dev, m) in self.device_writes.drain() {
+            self.out.device_writes.insert(dev.to_string(), m);
         }
         for (pid, ms) in self.paused_by_pid.drain() {
             self.out
@@ -429,7 +430,7 @@ impl FsAnalysis {
             o.blocks_logged_per_commit = per(j.blocks_logged, j.run_stats);
             o.journal_writes_per_commit = per(j.writes, o.commits);
             o.flushes_per_commit = per(j.flushes, o.commits);
-            self.out.journals.insert(dev_name(dev), j.out);
+            self.out.journals.insert(dev.to_string(), j.out);
         }
         self.out
     }

@@ -160,7 +160,6 @@ pub fn analyze_with_names(
                 }
                 blk.add(&b);
                 fs.block(&b);
-                wbt.block(&b);
                 throttle.block(&b);
             }
             Event::ProcessName { pid, comm } => blk.process_name(pid, comm),

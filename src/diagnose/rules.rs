@@ -595,6 +595,14 @@ fn queue_setting(a: &Analysis, dev: &str, key: &str) -> Option<String> {
     })
 }
 
+/// The block analysis of a device (`MAJ,MIN`).
+fn block_device<'a>(
+    a: &'a Analysis,
+    dev: &str,
+) -> Option<&'a crate::analyze::block::DeviceSummary> {
+    a.block.devices.iter().find(|d| d.device == dev)
+}
+
 fn span_ns(a: &Analysis) -> u64 {
     a.span.last_ns.saturating_sub(a.span.first_ns)
 }
@@ -618,6 +626,9 @@ fn wbt_throttling(a: &Analysis) -> Verdict {
             continue;
         }
         let depth = w.min_max_depth.unwrap_or(0);
+        let writes = block_device(a, dev)
+            .map(|d| d.write_waits)
+            .unwrap_or_default();
         let target = queue_setting(a, dev, "wbt_lat_usec");
         let name = device_name(a, dev);
         let queue = queue_dir(name.as_deref(), dev);
@@ -650,10 +661,10 @@ fn wbt_throttling(a: &Analysis) -> Verdict {
                 "windows_over_target": w.latency_exceeded,
                 "max_read_latency_us": w.max_read_latency_us,
                 "wbt_lat_usec": target,
-                "write_bios": w.write_bios,
-                "writes_waiting_1ms_or_more": w.throttled_writes,
-                "write_wait_ms": ms(w.write_wait_ns),
-                "write_wait_max_ms": ms(w.write_wait_max_ns),
+                "write_bios": writes.bios,
+                "writes_waiting_1ms_or_more": writes.over_1ms,
+                "write_wait_ms": ms(writes.q2g.total_ns),
+                "write_wait_max_ms": ms(writes.q2g.max_ns),
             }),
             explanation: format!(
                 "blk-wbt watches read latency in windows; when the fastest read of a window is slower than wbt_lat_usec it halves the writes allowed in flight, step by step down to 1, and writers (sync writes and background writeback) sleep before they get a request. Here {} windows were over the target and writes were held to a depth of {depth}: write throughput falls to what one request at a time gives.",
@@ -706,7 +717,9 @@ fn cgroup_io_throttle(a: &Analysis) -> Verdict {
             t.dispatch_runs
         ));
     };
-    let share = d.bios as f64 * 100.0 / d.all_bios.max(1) as f64;
+    // Every bio the device queued, held or not.
+    let all_bios = block_device(a, dev).map_or(d.bios, |x| x.actions.queued);
+    let share = d.bios as f64 * 100.0 / all_bios.max(1) as f64;
     let secs = d.last_ns.saturating_sub(d.first_ns) as f64 / 1e9;
     let rate = (secs > 0.0).then(|| d.bytes as f64 / secs / 1024.0 / 1024.0);
     let limits = cgroup_limits(a, dev);
@@ -736,14 +749,14 @@ fn cgroup_io_throttle(a: &Analysis) -> Verdict {
             "{}: {} of {} bios ({share:.0}%) were held by a cgroup I/O limit{}",
             name.as_deref().unwrap_or(dev),
             d.bios,
-            d.all_bios,
+            all_bios,
             rate.map(|r| format!(", released at {r:.1} MiB/s"))
                 .unwrap_or_default()
         ),
         evidence: json!({
             "device": dev,
             "throttled_bios": d.bios,
-            "all_bios": d.all_bios,
+            "all_bios": all_bios,
             "throttled_bytes": d.bytes,
             "throttled_reads": d.reads,
             "throttled_writes": d.writes,
@@ -943,12 +956,7 @@ fn readahead_small(a: &Analysis) -> Verdict {
         let ra_kb = queue_setting(a, dev, "read_ahead_kb");
         let name = device_name(a, dev);
         let queue = queue_dir(name.as_deref(), dev);
-        let rareq = a
-            .block
-            .devices
-            .iter()
-            .find(|d| &d.device == dev)
-            .map(|d| d.iostat_total.rareq_sz);
+        let rareq = block_device(a, dev).map(|d| d.iostat_total.rareq_sz);
         let confirmed = ra_kb
             .as_deref()
             .and_then(|v| v.parse::<u64>().ok())

@@ -101,6 +101,16 @@ pub struct Overhead {
 
 const UNSET: u64 = u64::MAX;
 
+/// Write bios and how long they waited to get a request (Q→G): where
+/// writeback throttling (wbt) and a full tag set put a writer to sleep.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct WriteWaits {
+    pub bios: u64,
+    pub q2g: Interval,
+    /// Waits of 1 ms or more.
+    pub over_1ms: u64,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct QueuedBio {
     end: u64,
@@ -123,6 +133,7 @@ struct DevState {
     n_act_q: u64,
     avgs: Intervals,
     blks: Interval,
+    writes: WriteWaits,
 }
 
 /// Per-device and overall btt statistics, fed one event at a time.
@@ -244,6 +255,7 @@ impl Btt {
                 }
                 d.n_qs += 1;
                 d.n_act_q += 1;
+                d.writes.bios += e.rwbs.is_write() as u64;
             }
             Action::Remap => {
                 if !self.setup(e.dev, true) {
@@ -283,8 +295,13 @@ impl Btt {
                     match act {
                         Action::GetRq => {
                             q.g_time = e.ts;
-                            d.avgs.q2g.add(tdelta(q.t, e.ts));
-                            self.all.q2g.add(tdelta(q.t, e.ts));
+                            let wait = tdelta(q.t, e.ts);
+                            d.avgs.q2g.add(wait);
+                            self.all.q2g.add(wait);
+                            if e.rwbs.is_write() {
+                                d.writes.q2g.add(wait);
+                                d.writes.over_1ms += (wait >= 1_000_000) as u64;
+                            }
                             if q.s_time != 0 {
                                 d.avgs.s2g.add(tdelta(q.s_time, e.ts));
                                 self.all.s2g.add(tdelta(q.s_time, e.ts));
@@ -382,6 +399,10 @@ impl Btt {
 
     pub fn device(&self, dev: Dev) -> Option<&Intervals> {
         self.devs.get(&dev).map(|d| &d.avgs)
+    }
+
+    pub fn write_waits(&self, dev: Dev) -> WriteWaits {
+        self.devs.get(&dev).map(|d| d.writes).unwrap_or_default()
     }
 
     /// Q2C and D2C of the bios a process queued.

@@ -137,6 +137,8 @@ pub struct DeviceSummary {
     pub btt_merge: Option<MergeInfo>,
     /// btt's "Device Overhead" row.
     pub btt_overhead: Option<Overhead>,
+    /// Write bios' waits for a request (Q→G).
+    pub write_waits: btt::WriteWaits,
     /// Per request, issue → complete (ns).
     pub d2c: Percentiles,
     /// Per request, first bio queued → complete (ns).
@@ -295,6 +297,7 @@ impl BlockAnalysis {
                 btt: self.btt.device(dev).cloned().unwrap_or_default(),
                 btt_merge: self.btt.merge_info(dev),
                 btt_overhead: self.btt.overhead(dev),
+                write_waits: self.btt.write_waits(dev),
                 d2c: r.d2c.summary(),
                 q2c: r.q2c.summary(),
                 d2c_hist_us: r.d2c_log2_us.clone(),
