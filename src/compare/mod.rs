@@ -307,16 +307,11 @@ pub enum Check {
     CannotTell(String),
 }
 
-/// Compares one headline figure of two analyses: regressed when it got
-/// worse by more than `threshold_pct`. Without `metric`, the first probe
-/// p99, else the first device's D2C p99.
-pub fn check(a: &Analysis, b: &Analysis, metric: Option<&str>, threshold_pct: f64) -> Check {
-    check_runs(&[a], &[b], metric, threshold_pct)
-}
-
-/// Several runs a side: the means are compared, and with two or more runs
-/// on both sides a change counts only when the two sides' ranges do not
-/// overlap (the kernel test robot's rule).
+/// Compares one headline figure of the two sides' runs: regressed when its
+/// mean got worse by more than `threshold_pct` and, with two or more runs
+/// on both sides, the two ranges do not overlap (the kernel test robot's
+/// rule). Without `metric`, the first probe p99, else the first device's
+/// D2C p99.
 pub fn check_runs(
     base: &[&Analysis],
     cand: &[&Analysis],
