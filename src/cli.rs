@@ -735,11 +735,15 @@ fn cmd_lab(action: LabAction) -> i32 {
                 let good_ok = fa
                     .iter()
                     .all(|f| f.severity != crate::diagnose::Severity::Critical);
+                // Two healthy runs of one setup: no setting may differ.
                 let bad_ok = match s.expect {
                     Some(id) => fb.first().is_some_and(|f| f.id == id),
-                    None => fb
-                        .iter()
-                        .all(|f| f.severity != crate::diagnose::Severity::Critical),
+                    None => {
+                        d.settings.is_empty()
+                            && fb
+                                .iter()
+                                .all(|f| f.severity != crate::diagnose::Severity::Critical)
+                    }
                 };
                 let as_expected = good_ok && bad_ok;
                 println!(

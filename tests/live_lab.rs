@@ -1,12 +1,15 @@
 //! Live: `iosleuth lab run all` — every scenario's bad run has its case's
 //! root cause as top finding, its good run no critical finding, the diff
-//! names the difference — and the machine is left as it was.
+//! names the difference — and the machine is left as it was, also after
+//! Ctrl-C.
 
 mod common;
 
 use common::*;
 
-fn state() -> (String, String, usize) {
+/// Loop devices, our mounts, lab directories, and recording journals of
+/// sessions that did not end cleanly.
+fn state() -> (String, String, usize, usize) {
     let loops = run(std::process::Command::new("losetup").arg("-a"));
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
     let ours: Vec<&str> = mounts
@@ -22,14 +25,60 @@ fn state() -> (String, String, usize) {
                 .starts_with("iosleuth-lab-run-")
         })
         .count();
-    (loops, ours.join("\n"), leftovers)
+    let journals = std::fs::read_dir("/run/iosleuth")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+                .count()
+        })
+        .unwrap_or(0);
+    (loops, ours.join("\n"), leftovers, journals)
 }
 
+/// Runs `lab run NAME` in its own process group and sends SIGINT to the
+/// whole group after `after`, as a terminal's Ctrl-C does (the recorder and
+/// the helper programs get it too).
+fn interrupt_lab(name: &str, after: std::time::Duration) {
+    use std::os::unix::process::CommandExt;
+    let before = state();
+    let child = iosleuth()
+        .args(["lab", "run", name])
+        .process_group(0)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    unsafe {
+        libc::kill(-(child.id() as i32), libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{name} after {after:?}: {err}"
+    );
+    assert!(
+        err.contains("interrupted; everything the lab made is removed"),
+        "{err}"
+    );
+    assert_eq!(
+        state(),
+        before,
+        "lab {name} interrupted after {after:?} left something behind"
+    );
+}
+
+/// Ctrl-C first, while the disks are being made and during a recording;
+/// then the whole lab, which must not notice.
 #[test]
-fn lab_run_all_names_each_cause_and_cleans_up() {
+fn lab_run_all_names_each_cause_and_cleans_up_also_after_ctrl_c() {
     if !live() {
         return;
     }
+    interrupt_lab("slow-device", std::time::Duration::from_millis(100));
+    interrupt_lab("journal", std::time::Duration::from_millis(2500));
     let before = state();
     let out = iosleuth().args(["lab", "run", "all"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

@@ -94,12 +94,11 @@ impl Tracefs {
                 "tracing needs root: tracefs is not mounted and only root can mount it (run with sudo)".into(),
             ));
         }
-        let status = std::process::Command::new("mount")
-            .args(["-t", "tracefs", "nodev", DEFAULT_ROOT])
-            .status();
+        // The system call, not mount(8): a Ctrl-C that killed a mount
+        // process halfway could leave tracefs mounted without our marker.
         let root = PathBuf::from(DEFAULT_ROOT);
-        match status {
-            Ok(s) if s.success() && root.join("trace").exists() => {
+        match sys_mount(&root) {
+            Ok(()) if root.join("trace").exists() => {
                 let _ = fs::write(dir.join("tracefs-mounted-by-iosleuth"), DEFAULT_ROOT);
                 Ok(Tracefs { root, users })
             }
@@ -126,13 +125,51 @@ impl Drop for Tracefs {
         };
         // The last user (exclusive lock granted at once) undoes our mount.
         let marker = state_dir().join("tracefs-mounted-by-iosleuth");
-        if flock(&users, libc::LOCK_EX | libc::LOCK_NB) && marker.exists() {
-            let _ = std::process::Command::new("umount")
-                .arg(&self.root)
-                .status();
+        if flock(&users, libc::LOCK_EX | libc::LOCK_NB) && marker.exists() && sys_umount(&self.root)
+        {
             let _ = fs::remove_file(marker);
         }
     }
+}
+
+fn c_path(p: &Path) -> std::ffi::CString {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap_or_default()
+}
+
+fn sys_mount(at: &Path) -> io::Result<()> {
+    let (src, fstype, target) = (c"nodev", c"tracefs", c_path(at));
+    let r = unsafe {
+        libc::mount(
+            src.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Unmounts; a file still open for a moment (a reader thread closing) is
+/// worth a short wait, then the mount is detached lazily. False if it is
+/// still mounted.
+fn sys_umount(at: &Path) -> bool {
+    let target = c_path(at);
+    for _ in 0..50 {
+        if unsafe { libc::umount2(target.as_ptr(), 0) } == 0 {
+            return true;
+        }
+        if io::Error::last_os_error().raw_os_error() != Some(libc::EBUSY) {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) == 0 }
 }
 
 /// A file whose content is restored on drop.

@@ -122,9 +122,16 @@ pub fn settings(a: Option<&Value>, b: Option<&Value>) -> Vec<Setting> {
 
 /// A change worth naming with one run a side: at least 10 %, and at least
 /// 1 ms for times or 10 for counts (single runs on a shared machine move by
-/// less).
+/// less). A maximum is one operation: two identical runs' maxima differ by
+/// a few ms whenever the machine was busy for a moment, so it needs 10 ms.
 fn matters(name: &str, x: f64, y: f64) -> bool {
-    let floor = if name.ends_with(" ms") { 1.0 } else { 10.0 };
+    let floor = if name.ends_with(" max ms") {
+        10.0
+    } else if name.ends_with(" ms") {
+        1.0
+    } else {
+        10.0
+    };
     x != 0.0 && ((y - x) / x).abs() >= 0.1 && (y - x).abs() >= floor
 }
 
@@ -212,6 +219,9 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
         ));
     }
     if let Some((c, f)) = biggest {
+        // Nothing in the trace or the settings explains it, and one run a
+        // side cannot tell a change from run-to-run noise: say so.
+        let unexplained = verdict.is_empty() && !several;
         if !verdict.is_empty() {
             verdict.push_str("; ");
         }
@@ -219,6 +229,11 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
             "biggest change: {} {:.3} -> {:.3} ({:+.0}%)",
             f.name, f.baseline, f.candidate, c
         ));
+        if unexplained {
+            verdict.push_str(
+                ", with no finding or setting to explain it: one run a side cannot tell it from run-to-run noise (compare three or more runs a side: BASELINE... -- CANDIDATE...)",
+            );
+        }
     }
     if verdict.is_empty() {
         verdict =

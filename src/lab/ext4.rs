@@ -2,6 +2,7 @@
 //! mounted under the loop device's own directory. Unmounted and removed on
 //! drop.
 
+use super::helper;
 use super::loopdev::LoopDevice;
 use crate::capture::tracefs::CaptureError;
 use std::path::PathBuf;
@@ -39,7 +40,7 @@ impl Ext4 {
     /// ext4 on a given lab disk (a slow one, say).
     pub fn on(disk: LoopDevice, journal_mb: u64) -> Result<Ext4, CaptureError> {
         run(
-            Command::new("mkfs.ext4")
+            helper("mkfs.ext4")
                 // Inode tables now, not by a background thread during a
                 // recording; the journal is scratch and need not be zeroed.
                 .args(["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=1"])
@@ -51,7 +52,7 @@ impl Ext4 {
         let mnt = disk.backing_file().with_file_name("mnt");
         std::fs::create_dir_all(&mnt)?;
         run(
-            Command::new("mount")
+            helper("mount")
                 .args(["-t", "ext4"])
                 .arg(&disk.path)
                 .arg(&mnt),
@@ -70,7 +71,7 @@ impl Ext4 {
     /// inode 8; ext4 makes the journal contiguous).
     pub fn journal_bytes(&self) -> Result<std::ops::Range<u64>, CaptureError> {
         let out = |args: &[&str]| -> Result<String, CaptureError> {
-            let o = Command::new(args[0])
+            let o = helper(args[0])
                 .args(&args[1..])
                 .arg(&self.disk.path)
                 .output()
@@ -107,8 +108,8 @@ impl Drop for Ext4 {
     fn drop(&mut self) {
         if self.mounted {
             // A process still inside (killed workload not yet reaped): lazy.
-            if run(Command::new("umount").arg(&self.mnt), "umount").is_err() {
-                let _ = run(Command::new("umount").arg("-l").arg(&self.mnt), "umount -l");
+            if run(helper("umount").arg(&self.mnt), "umount").is_err() {
+                let _ = run(helper("umount").arg("-l").arg(&self.mnt), "umount -l");
             }
             self.mounted = false;
         }

@@ -3,7 +3,6 @@
 
 use crate::capture::tracefs::{CaptureError, Knob};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 pub struct LoopDevice {
     /// `/dev/loopN`
@@ -59,7 +58,7 @@ impl LoopDevice {
             None => None,
         };
         let image = slow.as_ref().map(|s| s.image()).unwrap_or(backing.clone());
-        let out = Command::new("losetup")
+        let out = super::helper("losetup")
             .args(["--find", "--show"])
             .arg(format!(
                 "--direct-io={}",
@@ -123,7 +122,7 @@ impl Drop for LoopDevice {
         while let Some(k) = self.knobs.pop() {
             let _ = k.restore();
         }
-        let _ = Command::new("losetup").arg("-d").arg(&self.path).status();
+        let _ = super::helper("losetup").arg("-d").arg(&self.path).status();
         // The loop device lets go of its file asynchronously: wait for it
         // before unmounting the file system under it.
         if let Some(slow) = self.slow.take() {

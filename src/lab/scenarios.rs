@@ -52,6 +52,10 @@ impl Lab {
             .env("IOSLEUTH", &self.exe)
             .output()
             .map_err(|e| CaptureError(format!("cannot run {}: {e}", self.exe.display())))?;
+        // The recorder stops on the same Ctrl-C and exits 130.
+        if o.status.code() == Some(130) || (self.stop)() {
+            return Err(CaptureError("interrupted".into()));
+        }
         if !o.status.success() {
             return Err(CaptureError(format!(
                 "recording {} failed: {}",
