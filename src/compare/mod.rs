@@ -219,8 +219,8 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
         ));
     }
     if let Some((c, f)) = biggest {
-        // Nothing in the trace or the settings explains it, and one run a
-        // side cannot tell a change from run-to-run noise: say so.
+        // Nothing in the trace or the settings explains it; a time of one
+        // run a side may be noise: say so.
         let unexplained = verdict.is_empty() && !several;
         if !verdict.is_empty() {
             verdict.push_str("; ");
@@ -230,9 +230,12 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
             f.name, f.baseline, f.candidate, c
         ));
         if unexplained {
-            verdict.push_str(
-                ", with no finding or setting to explain it: one run a side cannot tell it from run-to-run noise (compare three or more runs a side: BASELINE... -- CANDIDATE...)",
-            );
+            verdict.push_str(", which no finding or setting explains");
+            if f.name.ends_with(" ms") {
+                verdict.push_str(
+                    ": with one run a side a time may move by run-to-run noise alone (compare three or more runs a side: BASELINE... -- CANDIDATE...)",
+                );
+            }
         }
     }
     if verdict.is_empty() {
