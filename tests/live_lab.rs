@@ -108,7 +108,11 @@ fn lab_run_all_names_each_cause_and_cleans_up_also_after_ctrl_c() {
         );
     }
     assert!(text.contains("lab healthy: as expected"), "{text}");
-    // The diff names the setting of case 1.
+    // The diff names the setting of case 1 and the journal of case 2.
     assert!(text.contains("/queue/nomerges is 2 against 0"), "{text}");
+    assert!(
+        text.contains("journal_kib is 4096 against 1048576"),
+        "{text}"
+    );
     assert_eq!(state(), before, "the lab left something behind");
 }

@@ -81,7 +81,7 @@ pub fn headline(a: &Analysis) -> Vec<(String, f64)> {
 }
 
 /// Settings of the snapshots' `before` that differ: block device queues
-/// present in both, scheduler and vm settings.
+/// and ext4 journals present in both, scheduler and vm settings.
 pub fn settings(a: Option<&Value>, b: Option<&Value>) -> Vec<Setting> {
     let (Some(a), Some(b)) = (a, b) else {
         return Vec::new();
@@ -112,6 +112,15 @@ pub fn settings(a: Option<&Value>, b: Option<&Value>) -> Vec<Setting> {
                 format!("/sys/block/{name}/queue/"),
                 &ba["block_devices"][name]["queue"],
                 &bb["block_devices"][name]["queue"],
+            );
+        }
+    }
+    if let Some(ja) = ba["ext4_journals"].as_object() {
+        for name in ja.keys() {
+            walk(
+                format!("ext4 {name} "),
+                &ba["ext4_journals"][name],
+                &bb["ext4_journals"][name],
             );
         }
     }
