@@ -675,10 +675,14 @@ fn cmd_lab(action: LabAction) -> i32 {
                     return 1;
                 }
             };
-            let base = std::path::PathBuf::from("/var/tmp").join(format!(
-                "iosleuth-lab-run-{}",
-                crate::capture::unique_name()
-            ));
+            let work = crate::lab::WorkDir {
+                path: std::path::PathBuf::from("/var/tmp").join(format!(
+                    "iosleuth-lab-run-{}",
+                    crate::capture::unique_name()
+                )),
+                keep,
+            };
+            let base = &work.path;
             let mut failed = 0;
             for s in chosen {
                 if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
@@ -766,9 +770,8 @@ fn cmd_lab(action: LabAction) -> i32 {
             }
             if keep {
                 println!("captures kept in {}", base.display());
-            } else {
-                let _ = std::fs::remove_dir_all(&base);
             }
+            drop(work);
             if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
                 eprintln!("iosleuth: interrupted; everything the lab made is removed");
                 return 130;

@@ -282,3 +282,25 @@ fn filters_that_match_nothing() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no usable events matching the filters"));
 }
+
+/// `iosleuth report … | head`: the reader goes away; iosleuth ends quietly
+/// with 0 instead of a panic message.
+#[test]
+fn a_reader_that_goes_away_ends_quietly() {
+    use std::io::BufRead;
+    let mut child = iosleuth()
+        .args(["report", "tests/fixtures/journal-4m.cap"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(!first.is_empty());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -15,3 +15,19 @@ pub(crate) fn helper(program: &str) -> std::process::Command {
     c.process_group(0);
     c
 }
+
+/// The lab's working directory, removed on drop unless kept: also when a
+/// panic unwinds (stdout closed under `lab run all | head`, say), as the
+/// disks' own guards are.
+pub struct WorkDir {
+    pub path: std::path::PathBuf,
+    pub keep: bool,
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
