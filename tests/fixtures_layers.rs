@@ -256,3 +256,19 @@ fn case4_excerpt_workqueue_items_and_their_wait() {
     assert_eq!(cursor["workers"][0], "kworker/0:1 (1572)");
     assert_eq!(get("phy_state_machine")["wait"]["max"], 29_000);
 }
+
+/// Flushes all sit at sector 0: a writer that waited through a short flush
+/// and then a long one waited for the long one, with its own D2C (the two
+/// were once taken for one request, whose completion was then lost).
+#[test]
+fn a_flush_after_a_flush_is_another_request() {
+    let rep = json_report(&["tests/fixtures/flush-after-flush.synthetic.txt"], &[]);
+    let o = &rep["outliers"]["by_kind"]["syscall pwrite64"][0];
+    let r = &o["main_request"];
+    assert_eq!(r["class"], "flush", "{o:#}");
+    assert_eq!(r["comm"], "kworker/0:1H", "{o:#}");
+    assert_eq!(r["d2c_ns"], 60_000_000, "{o:#}");
+    assert_eq!(r["overlap_ns"], 60_000_000, "{o:#}");
+    // Both flushes were device time.
+    assert_eq!(o["breakdown"]["device_ns"]["flush"], 60_250_000, "{o:#}");
+}

@@ -194,7 +194,9 @@ struct OpenOp {
     dev: Option<Dev>,
     b: Breakdown,
     held: FxHashMap<u32, (u64, crate::model::Comm, i64)>,
-    waited_on: FxHashMap<ReqKey, (u64, u64)>, // key → (ns, issued_at)
+    /// Time waited per request, by key and issue time (a flush after a
+    /// flush sits at the same sector 0: another request).
+    waited_on: FxHashMap<(ReqKey, u64), u64>,
     /// The thread's state, CPU and who runs there, as of `last`.
     view: ThreadView,
     cpu: Option<u32>,
@@ -208,8 +210,9 @@ struct OpenOp {
 }
 
 impl OpenOp {
-    fn waited_for(&self, k: &ReqKey) -> bool {
-        self.cur_wait.is_some_and(|c| c.0 == *k) || self.waited_on.contains_key(k)
+    fn waited_for(&self, k: &ReqKey, issued: u64) -> bool {
+        self.cur_wait.is_some_and(|c| c.0 == *k && c.1 == issued)
+            || self.waited_on.contains_key(&(*k, issued))
     }
 
     fn refresh(&mut self, sched: &SchedAnalysis) {
@@ -222,7 +225,7 @@ impl OpenOp {
     /// Moves the hot-path tallies into the breakdown.
     fn settle(&mut self) {
         if let Some((k, issued, ns)) = self.cur_wait.take() {
-            self.waited_on.entry(k).or_insert((0, issued)).0 += ns;
+            *self.waited_on.entry((k, issued)).or_default() += ns;
         }
         for (class, ns) in self.device.drain(..) {
             *self.b.device_ns.entry(class).or_default() += ns;
@@ -268,8 +271,9 @@ pub struct OutlierAnalysis {
     /// of their syscall): others on that device wait for journal space.
     checkpointing: FxHashMap<u32, Dev>,
     totals: BTreeMap<String, KindTotal>,
-    /// Classes of completed requests still referenced by open operations.
-    done: FxHashMap<ReqKey, (InFlight, u64)>,
+    /// Completed requests still referenced by open operations, by key and
+    /// issue time: flushes all sit at sector 0, one after another.
+    done: FxHashMap<(ReqKey, u64), (InFlight, u64)>,
     by_kind: BTreeMap<String, Vec<Outlier>>,
 }
 
@@ -394,8 +398,10 @@ impl OutlierAnalysis {
             }
             Action::Complete => {
                 if let Some(r) = self.forget(key) {
-                    if self.open.iter().any(|o| o.waited_for(&key)) {
-                        self.done.insert(key, (r, b.ts));
+                    if let Some(at) = r.issued_at {
+                        if self.open.iter().any(|o| o.waited_for(&key, at)) {
+                            self.done.insert((key, at), (r, b.ts));
+                        }
                     }
                 }
             }
@@ -555,7 +561,7 @@ impl OutlierAnalysis {
         }
         let open = &self.open;
         self.done
-            .retain(|k, _| open.iter().any(|o| o.waited_for(k)));
+            .retain(|(k, at), _| open.iter().any(|o| o.waited_for(k, *at)));
     }
 
     fn explain(&self, op: OpenOp, latency: u64, names: &ThreadNames) -> Outlier {
@@ -583,13 +589,13 @@ impl OutlierAnalysis {
         let main_request = op
             .waited_on
             .iter()
-            .max_by_key(|(k, (ns, _))| (*ns, std::cmp::Reverse(**k)))
-            .map(|(k, &(ns, issued))| {
-                let done = self
-                    .done
-                    .get(k)
-                    .filter(|(r, _)| r.issued_at == Some(issued));
-                let (r, completed) = match (done, self.queued.get(k)) {
+            .max_by_key(|(k, ns)| (**ns, std::cmp::Reverse(**k)))
+            .map(|(&(k, issued), &ns)| {
+                let done = self.done.get(&(k, issued));
+                // Still at the device (the same request, not a later one
+                // at that sector).
+                let still = self.queued.get(&k).filter(|r| r.issued_at == Some(issued));
+                let (r, completed) = match (done, still) {
                     (Some((r, at)), _) => (r.clone(), Some(*at)),
                     (None, Some(r)) => (r.clone(), None),
                     (None, None) => (
@@ -729,10 +735,10 @@ fn integrate(op: &mut OpenOp, ts: u64, dev: &DevView) {
                     None => op.device.push((class, dt)),
                 }
                 match &mut op.cur_wait {
-                    Some((cur, _, ns)) if *cur == k => *ns += dt,
+                    Some((cur, at, ns)) if *cur == k && *at == issued => *ns += dt,
                     cur => {
                         if let Some((k0, i0, ns0)) = cur.replace((k, issued, dt)) {
-                            op.waited_on.entry(k0).or_insert((0, i0)).0 += ns0;
+                            *op.waited_on.entry((k0, i0)).or_default() += ns0;
                         }
                     }
                 }
