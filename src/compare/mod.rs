@@ -131,10 +131,12 @@ pub fn settings(a: Option<&Value>, b: Option<&Value>) -> Vec<Setting> {
 
 /// A change worth naming with one run a side: at least 10 %, and at least
 /// 1 ms for times or 10 for counts (single runs on a shared machine move by
-/// less). A maximum is one operation: two identical runs' maxima differ by
-/// a few ms whenever the machine was busy for a moment, so it needs 10 ms.
+/// less). A maximum (`… max ms`, `longest …`) is one event: two identical
+/// runs' maxima differ by a few ms whenever the machine was busy for a
+/// moment, so it needs 10 ms.
 fn matters(name: &str, x: f64, y: f64) -> bool {
-    let floor = if name.ends_with(" max ms") {
+    let maximum = name.ends_with(" max ms") || name.starts_with("longest ");
+    let floor = if maximum {
         10.0
     } else if name.ends_with(" ms") {
         1.0

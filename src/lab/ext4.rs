@@ -37,8 +37,13 @@ impl Ext4 {
         Self::on(LoopDevice::create(size_mb, direct_io)?, journal_mb)
     }
 
-    /// ext4 on a given lab disk (a slow one, say).
-    pub fn on(disk: LoopDevice, journal_mb: u64) -> Result<Ext4, CaptureError> {
+    /// ext4 on a given lab disk (a slow one, say). The disk says it has no
+    /// volatile write cache, so fsync sends it no cache flushes: a loop
+    /// device passes each flush on as an fsync of its file, which on a VM
+    /// now and then takes the host tens of ms — a real device spike, but
+    /// one the scenarios are not about (their good runs must stay clean).
+    pub fn on(mut disk: LoopDevice, journal_mb: u64) -> Result<Ext4, CaptureError> {
+        disk.set_queue("write_cache", "write through")?;
         run(
             helper("mkfs.ext4")
                 // Inode tables now, not by a background thread during a
