@@ -135,5 +135,25 @@ fn lab_run_all_names_each_cause_and_cleans_up_also_after_ctrl_c() {
         text.contains("journal_kib is 4096 against 1048576"),
         "{text}"
     );
+    // Cases 3 and 4: the component, the real-time task and the device.
+    let verdict = |name: &str| -> String {
+        let section = text.split(&format!("lab {name} (")).nth(1).unwrap();
+        section
+            .lines()
+            .find(|l| l.starts_with("verdict: "))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let rt = verdict("rt-starvation");
+    assert!(
+        rt.contains("the candidate has rt_starvation") && rt.contains("while real-time"),
+        "{rt}"
+    );
+    let slow = verdict("slow-device");
+    assert!(
+        slow.contains("the candidate has device_latency_spike")
+            && slow.contains("waiting for the device (journal write"),
+        "{slow}"
+    );
     assert_eq!(state(), before, "the lab left something behind");
 }
