@@ -81,25 +81,9 @@ fn lab_run_all_names_each_cause_and_cleans_up_also_after_ctrl_c() {
     interrupt_lab("journal", std::time::Duration::from_millis(2500));
     // `lab run merges | head -1`: the reader goes away; the lab still
     // removes what it made.
-    {
-        use std::io::BufRead;
-        let before = state();
-        let mut child = iosleuth()
-            .args(["lab", "run", "merges"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut first = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(0), "{err}");
-        assert!(!err.contains("panicked"), "{err}");
-        assert_eq!(state(), before, "lab run merges | head left something");
-    }
+    let before = state();
+    read_one_line_then_go_away(&["lab", "run", "merges"]);
+    assert_eq!(state(), before, "lab run merges | head left something");
     let before = state();
     let out = iosleuth().args(["lab", "run", "all"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

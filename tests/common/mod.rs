@@ -65,6 +65,27 @@ pub fn run(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `iosleuth ARGS | head -1`: reads one line, closes the pipe, and asserts
+/// that iosleuth then ended quietly with 0 (no panic message).
+pub fn read_one_line_then_go_away(args: &[&str]) {
+    use std::io::BufRead;
+    let mut child = iosleuth()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(!first.is_empty(), "{args:?} printed nothing");
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+}
+
 /// Sequential 4 KiB direct reads submitted 64 at a time, the pattern that
 /// lets the block layer merge (case 1).
 pub fn fio_batched_reads(dev: &Path, size_mb: u64) -> Command {
