@@ -69,7 +69,18 @@ fn merges_disabled_on_the_article_excerpt_says_what_is_missing() {
         "tests/fixtures/seeds/case1-btrace-snapshot.txt",
         "merges_disabled",
     );
-    assert!(why.contains("bios queued (at least 64 are needed"), "{why}");
+    assert!(
+        why.contains("259,0: only 2 bios queued (at least 64 are needed"),
+        "{why}"
+    );
+    let why = explain(
+        "tests/fixtures/seeds/case1-btrace-standard.txt",
+        "merges_disabled",
+    );
+    assert!(
+        why.contains("259,0: only 1 bio queued (at least 64 are needed"),
+        "{why}"
+    );
 }
 
 #[test]

@@ -113,8 +113,9 @@ fn merges_disabled(a: &Analysis) -> Verdict {
         };
         if q < MIN_BIOS {
             why.push(format!(
-                "{}: only {q} bios queued (at least {MIN_BIOS} are needed to judge merging)",
-                d.device
+                "{}: only {q} {} queued (at least {MIN_BIOS} are needed to judge merging)",
+                d.device,
+                if q == 1 { "bio" } else { "bios" }
             ));
             continue;
         }
