@@ -99,6 +99,22 @@ fn device_latency_spike_on_case4_lab_capture_not_on_cpu_starvation() {
         .all(|x| x["id"] != "device_latency_spike"));
     let why = explain(RT, "device_latency_spike");
     assert!(why.contains("was 0% device time"), "{why}");
+    // In case 4 one journal write held the fsync.
+    assert!(
+        e["request"]["overlap_ns"].as_u64().unwrap() * 2 > e["latency_ns"].as_u64().unwrap(),
+        "{e:#}"
+    );
+}
+
+#[test]
+fn device_latency_spike_not_for_a_busy_device_of_short_requests() {
+    let cap = "tests/fixtures/busy-device.synthetic.txt";
+    assert!(findings(cap).is_empty());
+    let why = explain(cap, "device_latency_spike");
+    assert!(
+        why.contains("slowest syscall pwrite64 (60.6 ms) was 99% device time, but no one request held it: the longest it waited for covers 2 ms (3%)"),
+        "{why}"
+    );
 }
 
 #[test]

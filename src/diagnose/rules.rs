@@ -429,6 +429,19 @@ fn device_latency_spike(a: &Analysis) -> Verdict {
             ));
             continue;
         }
+        // One request must have held it: device time spread over many
+        // short requests is a busy device (queue_saturation), not a spike.
+        let longest = o.main_request.as_ref().map(|r| r.overlap_ns).unwrap_or(0);
+        if (longest as f64) < 0.5 * o.latency_ns as f64 {
+            why.push(format!(
+                "slowest {kind} ({} ms) was {:.0}% device time, but no one request held it: the longest it waited for covers {} ms ({:.0}%), a busy device rather than a slow request (see queue_saturation)",
+                ms(o.latency_ns),
+                share * 100.0,
+                ms(longest),
+                longest as f64 * 100.0 / o.latency_ns.max(1) as f64
+            ));
+            continue;
+        }
         if median > 0 && o.latency_ns < 10 * median {
             why.push(format!(
                 "slowest {kind} ({} ms) is under 10x its median ({} ms)",
