@@ -549,19 +549,41 @@ impl OutlierAnalysis {
         let mut op = self.open.swap_remove(i);
         op.settle();
         let latency = e.ts.saturating_sub(op.start);
-        let t = self.totals.entry(op.kind.to_string()).or_default();
-        t.count += 1;
-        t.latency_ns += latency;
-        add_breakdown(&mut t.breakdown, &op.b);
-        let list = self.by_kind.entry(op.kind.to_string()).or_default();
-        if qualifies(list, self.top, latency, |o| o.latency_ns) {
+        if !self.totals.contains_key(&*op.kind) {
+            self.totals
+                .insert(op.kind.to_string(), KindTotal::default());
+        }
+        if let Some(t) = self.totals.get_mut(&*op.kind) {
+            t.count += 1;
+            t.latency_ns += latency;
+            add_breakdown(&mut t.breakdown, &op.b);
+        }
+        // Completed requests only this operation still referred to: once
+        // it is explained they can go. (Looking at its own waits, not at
+        // every kept request, keeps this cheap with many threads.)
+        let open = &self.open;
+        let unreferenced: Vec<(ReqKey, u64)> = op
+            .waited_on
+            .keys()
+            .filter(|k| self.done.contains_key(*k))
+            .filter(|(k, at)| !open.iter().any(|o| o.waited_for(k, *at)))
+            .copied()
+            .collect();
+        if !self.by_kind.contains_key(&*op.kind) {
+            self.by_kind.insert(op.kind.to_string(), Vec::new());
+        }
+        let qualifies_now = self
+            .by_kind
+            .get(&*op.kind)
+            .is_some_and(|list| qualifies(list, self.top, latency, |o| o.latency_ns));
+        if qualifies_now {
             let o = self.explain(op, latency, names);
             let list = self.by_kind.entry(o.kind.clone()).or_default();
             keep_largest(list, o, self.top, |o| o.latency_ns, |o| o.start_ns);
         }
-        let open = &self.open;
-        self.done
-            .retain(|(k, at), _| open.iter().any(|o| o.waited_for(k, *at)));
+        for k in unreferenced {
+            self.done.remove(&k);
+        }
     }
 
     fn explain(&self, op: OpenOp, latency: u64, names: &ThreadNames) -> Outlier {
