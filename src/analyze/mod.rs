@@ -154,9 +154,10 @@ pub fn analyze_with_names(
                 span.add(b.ts);
                 names.learn_block(b.pid, b.comm);
                 gaps.add(b.ts, b.cpu, b.pid, gaps::EventName::Block(b.action));
-                if let Some(t) = outliers::touch_of_block(b.action) {
+                if let Some(t) = outliers::touch_of_block(b.action, b.dev) {
                     outliers.before(b.ts, &t);
                     outliers.block(&b);
+                    outliers.after_block(b.ts);
                 }
                 blk.add(&b);
                 fs.block(&b);

@@ -43,8 +43,11 @@ fn request_class(comm: &str, rwbs: Rwbs, bytes: u32) -> &'static str {
 pub enum Touch {
     /// These threads' states, and whoever waits on or for this CPU.
     Threads { a: u32, b: u32, cpu: Option<u32> },
-    /// The devices, commits or checkpoints: every blocked thread.
+    /// Commits or checkpoints: every blocked thread.
     Blocked,
+    /// A request on this device: threads blocked on it (or on any device),
+    /// only if the event changes what their device looks like.
+    Device(Dev),
 }
 
 pub fn touch_of(e: &OtherEvent) -> Option<Touch> {
@@ -68,7 +71,7 @@ pub fn touch_of(e: &OtherEvent) -> Option<Touch> {
     })
 }
 
-pub fn touch_of_block(a: Action) -> Option<Touch> {
+pub fn touch_of_block(a: Action, dev: Dev) -> Option<Touch> {
     matches!(
         a,
         Action::Queue
@@ -78,15 +81,27 @@ pub fn touch_of_block(a: Action) -> Option<Touch> {
             | Action::FrontMerge
             | Action::Requeue
     )
-    .then_some(Touch::Blocked)
+    .then_some(Touch::Device(dev))
 }
 
 fn touched(op: &OpenOp, t: &Touch) -> bool {
     match *t {
         Touch::Threads { a, b, cpu } => {
-            op.pid == a || op.pid == b || (cpu.is_some() && op.cpu == cpu)
+            op.pid == a
+                || op.pid == b
+                || (cpu.is_some()
+                    && op.cpu == cpu
+                    && match op.view {
+                        // Who holds the CPU it waits for.
+                        ThreadView::Runnable => true,
+                        // Asleep: only whether its CPU idles, which after
+                        // a switch is whether `b` is the idle task.
+                        ThreadView::Off(_) => op.cpu_now.is_some_and(|x| x.0 == 0) != (b == 0),
+                        ThreadView::Running | ThreadView::Unknown => false,
+                    })
         }
         Touch::Blocked => op.view == ThreadView::Off('D'),
+        Touch::Device(d) => op.view == ThreadView::Off('D') && op.dev.is_none_or(|x| x == d),
     }
 }
 
@@ -240,7 +255,7 @@ struct DevState {
 }
 
 /// The world as one open operation's device sees it, for a stretch.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 struct DevView {
     queued: bool,
     /// The oldest request at the device, and its class.
@@ -262,6 +277,9 @@ pub struct KindTotal {
 pub struct OutlierAnalysis {
     top: usize,
     open: Vec<OpenOp>,
+    /// Before a block event: the views of the devices blocked operations
+    /// wait on, to see afterwards whether the event changed them.
+    pending_views: Vec<(Option<Dev>, DevView)>,
     queued: FxHashMap<ReqKey, InFlight>,
     /// Per device: requests queued (not issued), and the issued ones by
     /// issue time (the oldest is the one a waiter waits for).
@@ -330,6 +348,19 @@ impl OutlierAnalysis {
         if self.open.is_empty() {
             return;
         }
+        if let Touch::Device(_) = t {
+            // Most block events leave the oldest request at the device as
+            // it was: remember the views, integrate only if they change.
+            self.pending_views.clear();
+            for i in 0..self.open.len() {
+                let dev = self.open[i].dev;
+                if touched(&self.open[i], t) && !self.pending_views.iter().any(|(d, _)| *d == dev) {
+                    let v = self.dev_view(dev);
+                    self.pending_views.push((dev, v));
+                }
+            }
+            return;
+        }
         let mut views: Vec<(Option<Dev>, DevView)> = Vec::new();
         for i in 0..self.open.len() {
             if !touched(&self.open[i], t) {
@@ -346,6 +377,25 @@ impl OutlierAnalysis {
             };
             integrate(&mut self.open[i], ts, &view);
         }
+    }
+
+    /// After a block event: the blocked operations whose device view it
+    /// changed are integrated up to it, with the view that held until now.
+    pub fn after_block(&mut self, ts: u64) {
+        for i in 0..self.pending_views.len() {
+            let (dev, old) = self.pending_views[i];
+            if self.dev_view(dev) == old {
+                continue;
+            }
+            for op in self
+                .open
+                .iter_mut()
+                .filter(|o| o.dev == dev && o.view == ThreadView::Off('D'))
+            {
+                integrate(op, ts, &old);
+            }
+        }
+        self.pending_views.clear();
     }
 
     /// After the event: the touched operations learn their thread's new
@@ -399,7 +449,13 @@ impl OutlierAnalysis {
             Action::Complete => {
                 if let Some(r) = self.forget(key) {
                     if let Some(at) = r.issued_at {
-                        if self.open.iter().any(|o| o.waited_for(&key, at)) {
+                        // Waited for so far, or being waited for right now
+                        // by operations integrated only after this event.
+                        let now = self
+                            .pending_views
+                            .iter()
+                            .any(|(_, v)| v.oldest.is_some_and(|(k, i, _)| k == key && i == at));
+                        if now || self.open.iter().any(|o| o.waited_for(&key, at)) {
                             self.done.insert((key, at), (r, b.ts));
                         }
                     }
@@ -583,6 +639,9 @@ impl OutlierAnalysis {
         }
         for k in unreferenced {
             self.done.remove(&k);
+        }
+        if self.open.is_empty() {
+            self.done.clear();
         }
     }
 
