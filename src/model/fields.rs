@@ -85,5 +85,24 @@ pub fn value_of_text(s: &str) -> Value {
 
 /// The event name without its system: `sched:sched_switch` → `sched_switch`.
 pub fn short_name(name: &str) -> &str {
-    name.rsplit(':').next().unwrap_or(name)
+    // A plain backwards scan: names are short and every analysis asks for
+    // every event, so memrchr's setup would cost more than the search.
+    match name.bytes().rposition(|b| b == b':') {
+        Some(i) => &name[i + 1..],
+        None => name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_name;
+
+    #[test]
+    fn short_name_drops_the_system() {
+        assert_eq!(short_name("sched:sched_switch"), "sched_switch");
+        assert_eq!(short_name("ext4_sync_file_enter"), "ext4_sync_file_enter");
+        assert_eq!(short_name("a:b:c"), "c");
+        assert_eq!(short_name("sched:"), "");
+        assert_eq!(short_name(""), "");
+    }
 }
