@@ -208,9 +208,16 @@ fn rt_burner_starves_a_pinned_thread_and_agrees_with_perf() {
             .iter()
             .filter(|&&d| (d * 1000.0).round() as u64 >= us)
             .count() as u64;
+        // A wait is two stamps, each a few µs apart between the tools (an
+        // interrupt between the two probes, more under load): waits within
+        // 10 µs of the boundary may fall on either side.
+        let near = perf_delays
+            .iter()
+            .filter(|&&d| ((d * 1000.0) - us as f64).abs() <= 10.0)
+            .count() as u64;
         assert!(
-            a.abs_diff(b) as f64 <= 0.02 * total as f64 + 1.0,
-            "waits ≥ {us} µs: iosleuth {a}, perf sched timehist {b} (of {total})"
+            a.abs_diff(b) as f64 <= 0.02 * total as f64 + 1.0 + near as f64,
+            "waits ≥ {us} µs: iosleuth {a}, perf sched timehist {b} (of {total}; {near} within 10 µs of {us} µs)"
         );
     }
 }
