@@ -36,22 +36,30 @@ fn state() -> (String, String, usize, usize) {
 }
 
 /// Runs `lab run NAME` in its own process group and sends SIGINT to the
-/// whole group after `after`, as a terminal's Ctrl-C does (the recorder and
-/// the helper programs get it too).
+/// whole group `after` its first line (printed once its handlers are in
+/// place, so a slow start cannot turn this into a plain kill), as a
+/// terminal's Ctrl-C does (the recorder and the helper programs get it too).
 fn interrupt_lab(name: &str, after: std::time::Duration) {
+    use std::io::{BufRead, Read};
     use std::os::unix::process::CommandExt;
     let before = state();
-    let child = iosleuth()
+    let mut child = iosleuth()
         .args(["lab", "run", name])
         .process_group(0)
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    assert!(first.contains(&format!("lab {name} (")), "{first}");
     std::thread::sleep(after);
     unsafe {
         libc::kill(-(child.id() as i32), libc::SIGINT);
     }
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
