@@ -74,15 +74,16 @@ fn mounts() -> Value {
 /// name as jbd2 names it (`loop0` for `loop0-8`; `mounts` has the rest),
 /// from `dumpe2fs -h`: the kernel shows it nowhere else. A device dumpe2fs
 /// cannot open says why.
-fn ext4_journals() -> Value {
+fn ext4_journals(mounts: &Value) -> Value {
     let mut m = Map::new();
-    let text = read("/proc/self/mounts").unwrap_or_default();
-    for l in text.lines() {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        if f.len() < 3 || f[2] != "ext4" || !f[0].starts_with("/dev/") {
+    for mnt in mounts.as_array().into_iter().flatten() {
+        let Some(device) = mnt["device"].as_str() else {
+            continue;
+        };
+        if mnt["fstype"] != "ext4" || !device.starts_with("/dev/") {
             continue;
         }
-        let name = Path::new(f[0])
+        let name = Path::new(device)
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
@@ -90,7 +91,7 @@ fn ext4_journals() -> Value {
             continue;
         }
         let out = std::process::Command::new("dumpe2fs")
-            .args(["-h", f[0]])
+            .args(["-h", device])
             .stdin(std::process::Stdio::null())
             .output();
         let entry = match out {
@@ -328,6 +329,7 @@ pub fn document(before: Value, workload: Value) -> Value {
 
 /// Everything, now.
 pub fn take() -> Value {
+    let mounts = mounts();
     json!({
         "taken_at_mono_ns": mono_ns(),
         "kernel": {
@@ -340,8 +342,8 @@ pub fn take() -> Value {
             "model": read("/proc/cpuinfo").and_then(|c| c.lines().find_map(|l| l.strip_prefix("model name").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string()))),
         },
         "block_devices": block_devices(),
-        "mounts": mounts(),
-        "ext4_journals": ext4_journals(),
+        "ext4_journals": ext4_journals(&mounts),
+        "mounts": mounts,
         "jbd2": jbd2(),
         "cgroup_io_limits": cgroup_io_limits(),
         "vm": sysctls("/proc/sys/vm", "dirty"),
