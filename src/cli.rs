@@ -594,7 +594,6 @@ fn load_diagnosed(
     Ok((a, f))
 }
 
-/// `iosleuth diff BASELINE CANDIDATE`.
 /// `GOOD BAD`, or `GOOD... -- BAD...`: the two sides of diff and check.
 fn sides(
     cmd: &str,
@@ -615,6 +614,7 @@ fn sides(
     Some((it.next().into_iter().collect(), it.collect()))
 }
 
+/// `iosleuth diff BASELINE... [-- CANDIDATE...]`.
 fn cmd_diff(baseline: &[PathBuf], candidate: &[PathBuf], format: Format) -> i32 {
     // Each run is analysed on its own.
     let load = |paths: &[PathBuf]| -> Result<Vec<_>, i32> {
@@ -736,20 +736,7 @@ fn cmd_lab(action: LabAction) -> i32 {
                 }
                 let d = crate::compare::diff(&a, &fa, &b, &fb);
                 println!("diff (good -> bad):\n{}", crate::compare::render_text(&d));
-                let good_ok = fa
-                    .iter()
-                    .all(|f| f.severity != crate::diagnose::Severity::Critical);
-                // Two healthy runs of one setup: no setting may differ.
-                let bad_ok = match s.expect {
-                    Some(id) => fb.first().is_some_and(|f| f.id == id),
-                    None => {
-                        d.settings.is_empty()
-                            && fb
-                                .iter()
-                                .all(|f| f.severity != crate::diagnose::Severity::Critical)
-                    }
-                };
-                let as_expected = good_ok && bad_ok;
+                let as_expected = s.as_expected(&fa, &fb, &d);
                 println!(
                     "lab {}: {} ({:.1} s){}\n",
                     s.name,

@@ -6,6 +6,8 @@
 
 use super::{ext4::Ext4, loopdev::LoopDevice, slowdisk::Stall};
 use crate::capture::tracefs::CaptureError;
+use crate::compare::Diff;
+use crate::diagnose::{Finding, Severity};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -124,6 +126,18 @@ impl Scenario {
     /// `lab.bad()`.
     pub fn record(&self, lab: &Lab) -> Result<(), CaptureError> {
         (self.run)(lab)
+    }
+
+    /// The good run has no critical finding; the bad run's top finding is
+    /// the expected one, or, for two healthy runs of one setup, it has no
+    /// critical finding either and no setting differs.
+    pub fn as_expected(&self, good: &[Finding], bad: &[Finding], diff: &Diff) -> bool {
+        let no_critical = |f: &[Finding]| f.iter().all(|x| x.severity != Severity::Critical);
+        no_critical(good)
+            && match self.expect {
+                Some(id) => bad.first().is_some_and(|f| f.id == id),
+                None => diff.settings.is_empty() && no_critical(bad),
+            }
     }
 }
 
