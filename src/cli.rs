@@ -332,11 +332,13 @@ pub fn main() -> i32 {
             let Some((base, cand)) = sides("check", baseline, candidate) else {
                 return 125;
             };
+            // The headline figures need no outlier breakdowns (top 0),
+            // the costliest analysis with many threads.
             let load = |paths: &[PathBuf]| -> Option<Vec<Analysis>> {
                 paths
                     .iter()
                     .map(|p| {
-                        load_analysis(std::slice::from_ref(p), &default_filter(), 1.0, false).ok()
+                        load_analysis(std::slice::from_ref(p), &Filter::default(), 1.0, false).ok()
                     })
                     .collect()
             };
