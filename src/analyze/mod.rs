@@ -16,7 +16,6 @@ pub mod top;
 pub mod wbt;
 pub mod workqueue;
 
-use crate::ingest::{warnings_for, Merger};
 use crate::model::{Dev, Event};
 use block::{BlockAnalysis, BlockConfig, BlockSummary};
 use serde::Serialize;
@@ -94,18 +93,23 @@ pub struct Analysis {
     pub warnings: Vec<String>,
     /// The system snapshot of a capture (`{before, workload, after}`), when
     /// the input carries one.
-    pub snapshot: Option<serde_json::Value>,
+    pub snapshot: Option<crate::model::snapshot::Snapshot>,
 }
 
-/// Runs every analysis over the merged stream.
-pub fn analyze(stream: Merger, filter: &Filter, block_cfg: BlockConfig) -> Analysis {
-    analyze_with_names(stream, filter, block_cfg, &[])
+/// Runs every analysis over a time-ordered stream of events.
+pub fn analyze(
+    events: impl Iterator<Item = Event>,
+    filter: &Filter,
+    block_cfg: BlockConfig,
+) -> Analysis {
+    analyze_with_names(events, filter, block_cfg, &[])
 }
 
 /// The same, knowing some threads' names beforehand (from a snapshot);
-/// names the trace tells win.
+/// names the trace tells win. The inputs and what they could not read
+/// are the caller's to add (`pipeline`): analyses never see files.
 pub fn analyze_with_names(
-    mut stream: Merger,
+    stream: impl Iterator<Item = Event>,
     filter: &Filter,
     block_cfg: BlockConfig,
     known: &[(u32, String)],
@@ -138,7 +142,7 @@ pub fn analyze_with_names(
     }
     let mut events = 0u64;
     let mut span = Span::default();
-    for ev in stream.by_ref() {
+    for ev in stream {
         match ev {
             Event::Block(b) => {
                 if !filter.keeps_time(b.ts) {
@@ -203,18 +207,6 @@ pub fn analyze_with_names(
         }
     }
     let mut warnings = Vec::new();
-    let mut inputs = Vec::new();
-    for s in stream.sources() {
-        warnings.extend(warnings_for(s.as_ref()));
-        let st = s.stats();
-        inputs.push(InputSummary {
-            path: s.path().display().to_string(),
-            format: s.format().to_string(),
-            events: st.events,
-            skipped: st.skipped,
-            lost_events: st.lost_events,
-        });
-    }
     let block = blk.finish();
     warnings.extend(block.warnings.iter().cloned());
     if !unknown.is_empty() {
@@ -225,7 +217,7 @@ pub fn analyze_with_names(
         ));
     }
     Analysis {
-        inputs,
+        inputs: Vec::new(),
         events,
         span,
         block,

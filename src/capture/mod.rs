@@ -9,6 +9,7 @@ pub mod recorder;
 pub mod snapshot;
 pub mod symbols;
 pub mod tracefs;
+pub mod workload;
 
 /// `PID-N`: a name no other session, and no other object of this one, uses
 /// (instances, journals, lab directories).

@@ -180,14 +180,7 @@ pub struct Knob {
 
 /// Reads a tracefs/sysfs value the way it must be written back: the
 /// bracketed choice of `[a] b c` lists, the first line otherwise.
-pub fn current_value(raw: &str) -> String {
-    if let (Some(o), Some(c)) = (raw.find('['), raw.find(']')) {
-        if o < c {
-            return raw[o + 1..c].to_string();
-        }
-    }
-    raw.lines().next().unwrap_or("").trim().to_string()
-}
+pub use crate::model::snapshot::current_value;
 
 impl Knob {
     pub fn set(path: impl Into<PathBuf>, value: &str) -> Result<Knob, CaptureError> {

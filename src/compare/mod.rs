@@ -4,8 +4,9 @@
 
 use crate::analyze::Analysis;
 use crate::diagnose::Finding;
+use crate::model::snapshot::Snapshot;
 use serde::Serialize;
-use serde_json::Value;
+use std::collections::BTreeMap;
 
 #[derive(Debug, Serialize, Clone)]
 pub struct Figure {
@@ -82,51 +83,57 @@ pub fn headline(a: &Analysis) -> Vec<(String, f64)> {
 
 /// Settings of the snapshots' `before` that differ: block device queues
 /// and ext4 journals present in both, scheduler and vm settings.
-pub fn settings(a: Option<&Value>, b: Option<&Value>) -> Vec<Setting> {
+pub fn settings(a: Option<&Snapshot>, b: Option<&Snapshot>) -> Vec<Setting> {
     let (Some(a), Some(b)) = (a, b) else {
         return Vec::new();
     };
+    let (ba, bb) = (&a.before, &b.before);
     let mut out = Vec::new();
-    let mut walk = |prefix: String, x: &Value, y: &Value| {
-        if let (Some(x), Some(y)) = (x.as_object(), y.as_object()) {
-            for (k, xv) in x {
-                if let Some(yv) = y.get(k) {
-                    if xv != yv && !xv.is_object() && !xv.is_array() {
-                        out.push(Setting {
-                            name: format!("{prefix}{k}"),
-                            baseline: xv.to_string().trim_matches('"').to_string(),
-                            candidate: yv.to_string().trim_matches('"').to_string(),
-                        });
-                    }
-                }
-            }
-        }
-    };
-    let (ba, bb) = (&a["before"], &b["before"]);
-    if let (Some(da), Some(_)) = (
-        ba["block_devices"].as_object(),
-        bb["block_devices"].as_object(),
-    ) {
-        for name in da.keys() {
-            walk(
-                format!("/sys/block/{name}/queue/"),
-                &ba["block_devices"][name]["queue"],
-                &bb["block_devices"][name]["queue"],
+    for (name, da) in &ba.block_devices {
+        if let Some(db) = bb.block_devices.get(name) {
+            differing(
+                &mut out,
+                &format!("/sys/block/{name}/queue/"),
+                &da.queue,
+                &db.queue,
             );
         }
     }
-    if let Some(ja) = ba["ext4_journals"].as_object() {
-        for name in ja.keys() {
-            walk(
-                format!("ext4 {name} "),
-                &ba["ext4_journals"][name],
-                &bb["ext4_journals"][name],
-            );
+    for (name, ja) in &ba.ext4_journals {
+        if let Some(jb) = bb.ext4_journals.get(name) {
+            differing(&mut out, &format!("ext4 {name} "), ja, jb);
         }
     }
-    walk("kernel.".into(), &ba["sched"], &bb["sched"]);
-    walk("vm.".into(), &ba["vm"], &bb["vm"]);
+    differing(&mut out, "kernel.", &ba.sched, &bb.sched);
+    differing(&mut out, "vm.", &ba.vm, &bb.vm);
     out
+}
+
+/// The plain values of `x` that `y` has too, with another value.
+fn differing<V: Serialize + PartialEq>(
+    out: &mut Vec<Setting>,
+    prefix: &str,
+    x: &BTreeMap<String, V>,
+    y: &BTreeMap<String, V>,
+) {
+    // As JSON shows them, quotes aside (a missing value is `null`).
+    let shown = |v: &V| {
+        let v = serde_json::to_value(v).unwrap_or_default();
+        (!v.is_object() && !v.is_array()).then(|| v.to_string().trim_matches('"').to_string())
+    };
+    for (k, xv) in x {
+        let Some(yv) = y.get(k) else { continue };
+        if xv == yv {
+            continue;
+        }
+        if let (Some(baseline), Some(candidate)) = (shown(xv), shown(yv)) {
+            out.push(Setting {
+                name: format!("{prefix}{k}"),
+                baseline,
+                candidate,
+            });
+        }
+    }
 }
 
 /// A change worth naming with one run a side: at least 10 %, and at least
@@ -261,66 +268,6 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
         only_in_candidate,
         verdict,
     }
-}
-
-pub fn render_text(d: &Diff) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<40} {:>14} {:>14} {:>9}",
-        "FIGURE", "baseline", "candidate", "change"
-    );
-    for f in &d.figures {
-        let _ = writeln!(
-            out,
-            "{:<40} {:>14.3} {:>14.3} {:>9}{}",
-            f.name,
-            f.baseline,
-            f.candidate,
-            f.change_pct
-                .map(|c| format!("{c:+.0}%"))
-                .unwrap_or_else(|| "-".into()),
-            if f.baseline_range.0 != f.baseline_range.1
-                || f.candidate_range.0 != f.candidate_range.1
-            {
-                format!(
-                    "  [{:.3}..{:.3}] vs [{:.3}..{:.3}]{}",
-                    f.baseline_range.0,
-                    f.baseline_range.1,
-                    f.candidate_range.0,
-                    f.candidate_range.1,
-                    if f.significant { " *" } else { "" }
-                )
-            } else if f.significant {
-                "  *".to_string()
-            } else {
-                String::new()
-            }
-        );
-    }
-    if !d.settings.is_empty() {
-        let _ = writeln!(out, "\nsettings that differ:");
-        for s in &d.settings {
-            let _ = writeln!(out, "  {}: {} -> {}", s.name, s.baseline, s.candidate);
-        }
-    }
-    if !d.only_in_candidate.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nfindings only in the candidate: {}",
-            d.only_in_candidate.join(", ")
-        );
-    }
-    if !d.only_in_baseline.is_empty() {
-        let _ = writeln!(
-            out,
-            "findings only in the baseline: {}",
-            d.only_in_baseline.join(", ")
-        );
-    }
-    let _ = writeln!(out, "\nverdict: {}", d.verdict);
-    out
 }
 
 /// Whether a larger value of a headline figure is worse.

@@ -67,9 +67,9 @@ pub fn diagnose(a: &Analysis) -> Vec<Finding> {
 
 /// The snapshot's value for a block device (by `MAJ,MIN`): its name and
 /// its `queue/*` settings.
-pub(crate) fn device_settings<'a>(a: &'a Analysis, dev: &str) -> Option<(&'a str, &'a Value)> {
-    let devs = a.snapshot.as_ref()?["before"]["block_devices"].as_object()?;
-    devs.iter()
-        .find(|(_, d)| d["dev"] == dev)
-        .map(|(name, d)| (name.as_str(), &d["queue"]))
+pub(crate) fn device_settings<'a>(
+    a: &'a Analysis,
+    dev: &str,
+) -> Option<(&'a str, &'a crate::model::snapshot::BlockDevice)> {
+    a.snapshot.as_ref()?.device(dev)
 }

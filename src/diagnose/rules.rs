@@ -285,18 +285,11 @@ fn journal_space_stall(a: &Analysis) -> Verdict {
         };
         let journal = a.snapshot.as_ref().and_then(|s| {
             let prefix = format!("{}-", device_name(a, dev)?);
-            s["before"]["jbd2"]
-                .as_object()?
+            s.before
+                .jbd2
                 .iter()
                 .find(|(k, _)| k.starts_with(&prefix))
-                .map(|(_, v)| {
-                    v.as_str()
-                        .unwrap_or("")
-                        .lines()
-                        .next()
-                        .unwrap_or("")
-                        .to_string()
-                })
+                .map(|(_, v)| v.lines().next().unwrap_or("").to_string())
         });
         return Verdict::Fired(Finding {
             id: "journal_space_stall",
@@ -352,10 +345,9 @@ fn dirty_throttling(a: &Analysis) -> Verdict {
             d.pause_ms_total
         ));
     }
-    let vm = a.snapshot.as_ref().map(|s| s["before"]["vm"].clone());
     let setting = |k: &str| {
-        vm.as_ref()
-            .and_then(|v| v[k].as_str().map(|x| x.trim().to_string()))
+        let vm = &a.snapshot.as_ref()?.before.vm;
+        vm.get(k)?.as_deref().map(|x| x.trim().to_string())
     };
     let (bytes, ratio) = (setting("dirty_bytes"), setting("dirty_ratio"));
     let (who, ms_most) = d
@@ -569,7 +561,7 @@ fn rt_starvation(a: &Analysis) -> Verdict {
     let rt = a
         .snapshot
         .as_ref()
-        .map(|s| s["before"]["sched"]["sched_rt_runtime_us"].clone());
+        .and_then(|s| s.before.sched.get("sched_rt_runtime_us").cloned().flatten());
     Verdict::Fired(Finding {
         id: "rt_starvation",
         severity: Severity::Critical,
@@ -601,12 +593,7 @@ fn rt_starvation(a: &Analysis) -> Verdict {
 
 /// A queue setting of a device from the snapshot, as text ("[bfq]" → "bfq").
 fn queue_setting(a: &Analysis, dev: &str, key: &str) -> Option<String> {
-    let (_, q) = device_settings(a, dev)?;
-    let v = q[key].as_str()?;
-    Some(match (v.find('['), v.find(']')) {
-        (Some(i), Some(j)) if i < j => v[i + 1..j].to_string(),
-        _ => v.trim().to_string(),
-    })
+    device_settings(a, dev)?.1.setting(key)
 }
 
 /// The block analysis of a device (`MAJ,MIN`).
@@ -695,17 +682,13 @@ fn wbt_throttling(a: &Analysis) -> Verdict {
 /// The cgroup limits of a device (`MAJ:MIN`) in the snapshot, by cgroup.
 fn cgroup_limits(a: &Analysis, dev: &str) -> Vec<(String, String, String)> {
     let colon = dev.replace(',', ":");
-    let Some(all) = a
-        .snapshot
-        .as_ref()
-        .and_then(|s| s["before"]["cgroup_io_limits"].as_object())
-    else {
+    let Some(all) = a.snapshot.as_ref().map(|s| &s.before.cgroup_io_limits) else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for (cg, files) in all {
-        for (file, text) in files.as_object().into_iter().flatten() {
-            for line in text.as_str().unwrap_or("").lines() {
+        for (file, text) in files {
+            for line in text.lines() {
                 if line.split_whitespace().next() == Some(colon.as_str()) {
                     out.push((cg.clone(), file.clone(), line.to_string()));
                 }

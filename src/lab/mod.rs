@@ -2,6 +2,7 @@
 
 pub mod ext4;
 pub mod loopdev;
+pub mod run;
 pub mod scenarios;
 pub mod slowdisk;
 

@@ -2,7 +2,9 @@
 //! every analysis consumes.
 
 pub mod block;
+pub mod capture_layout;
 pub mod fields;
+pub mod snapshot;
 
 pub use block::{Action, BlockEvent, Comm, Dev, Extra, Rwbs};
 pub use fields::{Fields, Value};

@@ -45,3 +45,10 @@ pub fn render(a: &Analysis, findings: &[Finding]) -> String {
     s.push('\n');
     s
 }
+
+/// A diff of two sides of runs.
+pub fn diff(d: &crate::compare::Diff) -> String {
+    let mut s = serde_json::to_string_pretty(d).unwrap_or_default();
+    s.push('\n');
+    s
+}

@@ -1,0 +1,134 @@
+//! Argument groups that several subcommands share, and their parsers.
+
+use crate::analyze::Filter;
+use crate::error::{Error, Result};
+use crate::model::Dev;
+use clap::Args;
+use std::path::PathBuf;
+
+/// Which events and threads to analyse, and how finely.
+#[derive(Args, Debug)]
+pub struct FilterArgs {
+    /// Only this device, as MAJ,MIN (e.g. 7,0).
+    #[arg(long, value_parser = parse_dev)]
+    pub device: Option<Dev>,
+    /// Only events between FROM and TO seconds (trace clock), e.g. 12.5..20.
+    #[arg(long, value_parser = parse_range)]
+    pub time: Option<(Option<u64>, Option<u64>)>,
+    /// Length of one iostat interval, in seconds.
+    #[arg(long, default_value = "1")]
+    pub interval: f64,
+    /// How many of the slowest operations of each kind to explain.
+    #[arg(long, default_value = "5")]
+    pub top: usize,
+    /// Only these threads' operations, syscalls, fsyncs and scheduler
+    /// rows (thread ids, comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub pid: Vec<u32>,
+    /// Only threads with these names (comma-separated, exact).
+    #[arg(long, value_delimiter = ',')]
+    pub comm: Vec<String>,
+}
+
+impl FilterArgs {
+    /// The pipeline's options these arguments ask for.
+    pub fn options(self) -> crate::pipeline::Options {
+        let (from_ns, to_ns) = self.time.unwrap_or((None, None));
+        crate::pipeline::Options {
+            filter: Filter {
+                device: self.device,
+                from_ns,
+                to_ns,
+                top: self.top,
+                pids: self.pid,
+                comms: self.comm,
+            },
+            interval_s: self.interval,
+        }
+    }
+}
+
+/// The two sides of `diff` and `check`: `GOOD BAD`, or `GOOD... -- BAD...`.
+#[derive(Args, Debug)]
+pub struct SidesArgs {
+    #[arg(required = true)]
+    pub baseline: Vec<PathBuf>,
+    /// After `--`: the candidate's runs.
+    #[arg(last = true)]
+    pub candidate: Vec<PathBuf>,
+}
+
+impl SidesArgs {
+    pub fn split(self, cmd: &str) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+        if !self.candidate.is_empty() {
+            return Ok((self.baseline, self.candidate));
+        }
+        if self.baseline.len() != 2 {
+            return Err(Error::bad_input(format!(
+                "{cmd} takes GOOD BAD, or GOOD... -- BAD... (got {} paths and no --)",
+                self.baseline.len()
+            )));
+        }
+        let mut it = self.baseline.into_iter();
+        Ok((it.next().into_iter().collect(), it.collect()))
+    }
+}
+
+/// Both sides loaded, each of them tried: when both fail, the first
+/// failure is said here and the second returned.
+pub fn both<T>(a: Result<T>, b: Result<T>) -> Result<(T, T)> {
+    match (a, b) {
+        (Ok(a), Ok(b)) => Ok((a, b)),
+        (Err(x), Err(y)) => {
+            if !x.is_quiet() {
+                eprintln!("iosleuth: {x}");
+            }
+            Err(y)
+        }
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    }
+}
+
+fn parse_dev(s: &str) -> std::result::Result<Dev, String> {
+    Dev::parse(&s.replace(':', ","))
+        .ok_or_else(|| format!("expected MAJ,MIN such as 8,0; got {s:?}"))
+}
+
+fn secs_to_ns(s: &str) -> std::result::Result<u64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("not a number of seconds: {s:?}"))?;
+    if v.is_nan() || v < 0.0 || !v.is_finite() {
+        return Err(format!("not a time in seconds: {s:?}"));
+    }
+    Ok((v * 1e9).round() as u64)
+}
+
+type Range = (Option<u64>, Option<u64>);
+
+fn parse_range(s: &str) -> std::result::Result<Range, String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("expected FROM..TO in seconds, got {s:?}"))?;
+    let bound = |x: &str| (!x.is_empty()).then(|| secs_to_ns(x)).transpose();
+    Ok((bound(a)?, bound(b)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_and_devices() {
+        assert_eq!(
+            parse_range("1.5..2"),
+            Ok((Some(1_500_000_000), Some(2_000_000_000)))
+        );
+        assert_eq!(parse_range("..3"), Ok((None, Some(3_000_000_000))));
+        assert!(parse_range("3").is_err());
+        assert!(parse_range("-1..2").is_err());
+        assert_eq!(parse_dev("7:0").map(|d| d.to_string()), Ok("7,0".into()));
+        assert!(parse_dev("sda").is_err());
+    }
+}

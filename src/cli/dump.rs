@@ -1,0 +1,76 @@
+//! `iosleuth dump`: every decoded event, one per line, in time order.
+
+use crate::error::{Error, ExitStatus, Result};
+use crate::model::Event;
+use crate::report::{dump, Format};
+use clap::Args;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct DumpArgs {
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Only events whose name (with or without its system) is one of these.
+    #[arg(long, value_delimiter = ',')]
+    events: Vec<String>,
+    /// Stop after this many events.
+    #[arg(long)]
+    limit: Option<u64>,
+    /// `json`: one JSON object per line.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+/// Whether `ev` is one of the events asked for. Compared in place: this
+/// runs for every event of the trace.
+fn wanted(only: &[String], ev: &Event) -> bool {
+    if only.is_empty() {
+        return true;
+    }
+    match ev {
+        Event::Block(b) => {
+            let letter = b.action.letter();
+            only.iter()
+                .any(|w| w.strip_prefix("block:").unwrap_or(w) == letter)
+        }
+        Event::Other(o) => only.iter().any(|w| **w == *o.name || w == o.short_name()),
+        Event::ProcessName { .. } => false,
+    }
+}
+
+pub fn run(args: DumpArgs) -> Result<ExitStatus> {
+    let mut merged = crate::pipeline::open(&args.paths)?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut n = 0u64;
+    for ev in merged.by_ref() {
+        if args.limit.is_some_and(|l| n >= l) {
+            break;
+        }
+        if !wanted(&args.events, &ev) {
+            continue;
+        }
+        let line = match args.format {
+            Format::Json => dump::json(&ev).map(|j| j.to_string()),
+            _ => dump::line(&ev),
+        };
+        if let Some(l) = line {
+            n += 1;
+            writeln!(out, "{l}")?;
+        }
+    }
+    out.flush()?;
+    for s in merged.sources() {
+        for w in crate::ingest::warnings_for(s.as_ref()) {
+            super::warn(&w);
+        }
+    }
+    if n == 0 && args.limit != Some(0) {
+        let names: Vec<String> = args.paths.iter().map(|p| p.display().to_string()).collect();
+        return Err(Error::bad_input(format!(
+            "no events to print in {}",
+            names.join(", ")
+        )));
+    }
+    Ok(ExitStatus::SUCCESS)
+}

@@ -1,0 +1,62 @@
+//! `iosleuth lab list` and `lab run NAME|all [--keep]`.
+
+use crate::error::{Error, ExitStatus, Result};
+use crate::lab::scenarios::{find, SCENARIOS};
+use clap::{Args, Subcommand};
+use std::io::Write;
+
+#[derive(Args, Debug)]
+pub struct LabArgs {
+    #[command(subcommand)]
+    action: LabAction,
+}
+
+#[derive(Subcommand, Debug)]
+enum LabAction {
+    /// The scenarios.
+    List,
+    /// Build, record a good and a bad run, diagnose and compare them, clean up.
+    Run {
+        /// A scenario, or `all`.
+        name: String,
+        /// Keep the captures (their directory is printed).
+        #[arg(long)]
+        keep: bool,
+    },
+}
+
+pub fn run(args: LabArgs) -> Result<ExitStatus> {
+    let mut out = std::io::stdout().lock();
+    match args.action {
+        LabAction::List => {
+            for s in SCENARIOS {
+                writeln!(
+                    out,
+                    "{:<14} {:<8} {} — good: {}; bad: {}",
+                    s.name, s.case, s.about, s.good, s.bad
+                )?;
+            }
+            Ok(ExitStatus::SUCCESS)
+        }
+        LabAction::Run { name, keep } => {
+            if unsafe { libc::geteuid() } != 0 {
+                return Err(Error::bad_input(
+                    "the lab needs root (loop devices, mounts, tracefs)",
+                ));
+            }
+            let chosen: Vec<_> = if name == "all" {
+                SCENARIOS.iter().collect()
+            } else {
+                let s = find(&name).ok_or_else(|| {
+                    let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+                    Error::bad_input(format!(
+                        "no lab scenario {name:?}; there are: {}, all",
+                        names.join(", ")
+                    ))
+                })?;
+                vec![s]
+            };
+            crate::lab::run::run(&chosen, keep, &mut out)
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! Command line, in the style of `perf`: one binary, subcommands. Each
+//! subcommand has its own module with its arguments (shared groups
+//! flattened in, as samply and ripgrep do) and a `run` that calls the
+//! pipeline and writes the output; `main` maps the outcome to an exit code.
+
+mod args;
+mod check;
+mod diff;
+mod dump;
+mod export;
+mod lab;
+mod probe;
+mod record;
+mod report;
+
+use crate::error::{Error, ExitStatus, Result};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(name = "iosleuth", version, about = "Find out why Linux I/O got slow", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Analyse traces: btt intervals, iostat columns, latency, sizes, processes.
+    ///
+    /// Reads blktrace files (per-CPU DEV.blktrace.N or `blkparse -d` output),
+    /// the blk tracer's binary or text output, ftrace/trace-cmd text, perf
+    /// script text and blkparse text; the format is detected from the content
+    /// and several inputs are merged by time.
+    Report(report::ReportArgs),
+    /// Print every decoded event, one per line in time order, with its
+    /// fields (like `perf script` or `trace-cmd report`).
+    Dump(dump::DumpArgs),
+    /// Convert traces into files that blkparse, btt, iowatcher and
+    /// seekwatcher read.
+    Export(export::ExportArgs),
+    /// Built-in workloads that time each operation (and mark it in the
+    /// trace when run under `iosleuth record`).
+    Probe(probe::ProbeArgs),
+    /// Compare a good run with a bad one: figures side by side, settings
+    /// that differ, findings in one and not the other, and a verdict.
+    /// `diff GOOD BAD`, or several runs a side: `diff GOOD... -- BAD...`
+    /// (a change then counts only when the two sides' ranges do not
+    /// overlap).
+    Diff(diff::DiffArgs),
+    /// For `git bisect run` and upgrade pipelines: exit 0 when CANDIDATE is
+    /// no worse than BASELINE, 1 when it regressed, 125 when it cannot tell.
+    ///
+    /// `check GOOD BAD`, or several runs a side: `check GOOD... -- BAD...`
+    /// (means compared; a change counts only when the ranges do not overlap).
+    Check(check::CheckArgs),
+    /// Reproductions of the known pathologies on disks iosleuth makes (and
+    /// removes) itself.
+    Lab(lab::LabArgs),
+    /// Record kernel events around a workload: tracepoints through a private
+    /// tracefs instance into a capture directory (default), or the kernel's
+    /// `blk` tracer into one file (`--blk DEV`).
+    Record(record::RecordArgs),
+}
+
+/// Parses the command line and runs the command.
+pub fn run() -> Result<ExitStatus> {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            // clap prints usage errors and --help/--version itself.
+            let _ = e.print();
+            return if e.use_stderr() {
+                Err(Error::Usage)
+            } else {
+                Ok(ExitStatus::SUCCESS)
+            };
+        }
+    };
+    match cli.cmd {
+        Cmd::Report(a) => report::run(a),
+        Cmd::Dump(a) => dump::run(a),
+        Cmd::Export(a) => export::run(a),
+        Cmd::Probe(a) => probe::run(a),
+        Cmd::Diff(a) => diff::run(a),
+        Cmd::Check(a) => check::run(a),
+        Cmd::Lab(a) => lab::run(a),
+        Cmd::Record(a) => record::run(a),
+    }
+}
+
+/// What the user should know but does not stop the command.
+fn warn(w: &str) {
+    eprintln!("iosleuth: warning: {w}");
+}

@@ -1,0 +1,142 @@
+//! `iosleuth probe KIND`: built-in workloads that time each operation.
+
+use crate::capture::probe::{self, parse_size, ProbeResult};
+use crate::error::{Error, ExitStatus, Result};
+use clap::{Args, Subcommand};
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct ProbeArgs {
+    #[command(subcommand)]
+    kind: ProbeKind,
+}
+
+#[derive(Subcommand, Debug)]
+enum ProbeKind {
+    /// write + fsync in a loop at the same offset (the test program of case 4).
+    Fsync {
+        #[arg(long)]
+        path: PathBuf,
+        #[arg(long, default_value = "8k", value_parser = parse_size)]
+        size: u64,
+        #[arg(long, default_value = "1000")]
+        count: u64,
+        /// Stop after the first operation slower than this (ms).
+        #[arg(long)]
+        stop_above: Option<f64>,
+        /// Write at growing offsets instead of rewriting the same one, so
+        /// that every fsync commits the journal.
+        #[arg(long)]
+        append: bool,
+    },
+    /// Sequential direct reads submitted in batches through io_uring (case 1's pattern).
+    Seqread {
+        /// A file or a block device.
+        #[arg(long)]
+        path: PathBuf,
+        #[arg(long, default_value = "4k", value_parser = parse_size)]
+        bs: u64,
+        #[arg(long, default_value = "32")]
+        depth: u32,
+        /// How much to read (default: all of it).
+        #[arg(long, value_parser = parse_size)]
+        size: Option<u64>,
+    },
+    /// N threads of random buffered writes, each followed by fsync (case 2's fio job).
+    Randwrite {
+        #[arg(long)]
+        dir: PathBuf,
+        #[arg(long, default_value = "4")]
+        threads: usize,
+        #[arg(long, default_value = "16k", value_parser = parse_size)]
+        bs: u64,
+        #[arg(long, default_value = "64m", value_parser = parse_size)]
+        file_size: u64,
+        /// fsync after every write.
+        #[arg(long)]
+        fsync: bool,
+        /// Seconds to run.
+        #[arg(long, default_value = "5")]
+        duration: f64,
+    },
+    /// Burn a CPU in bursts, optionally as a SCHED_FIFO task pinned to one
+    /// CPU (case 3's real-time task).
+    Burn {
+        /// Pin to this CPU.
+        #[arg(long)]
+        cpu: Option<usize>,
+        /// Run as SCHED_FIFO with this priority (1-99).
+        #[arg(long)]
+        fifo: Option<i32>,
+        #[arg(long, default_value = "300")]
+        on_ms: f64,
+        #[arg(long, default_value = "300")]
+        off_ms: f64,
+        #[arg(long, default_value = "3")]
+        duration: f64,
+    },
+}
+
+/// Runs the probe; on failure, what it was doing and where.
+fn start(kind: ProbeKind) -> (String, std::io::Result<ProbeResult>) {
+    match kind {
+        ProbeKind::Fsync {
+            path,
+            size,
+            count,
+            stop_above,
+            append,
+        } => (
+            format!("fsync on {}", path.display()),
+            probe::fsync_loop(&path, size as usize, count, stop_above, append),
+        ),
+        ProbeKind::Seqread {
+            path,
+            bs,
+            depth,
+            size,
+        } => (
+            format!("seqread on {}", path.display()),
+            probe::seqread(&path, bs as usize, depth, size),
+        ),
+        ProbeKind::Randwrite {
+            dir,
+            threads,
+            bs,
+            file_size,
+            fsync,
+            duration,
+        } => (
+            format!("randwrite in {}", dir.display()),
+            probe::randwrite(
+                &dir,
+                threads.max(1),
+                bs as usize,
+                file_size,
+                fsync,
+                duration,
+            ),
+        ),
+        ProbeKind::Burn {
+            cpu,
+            fifo,
+            on_ms,
+            off_ms,
+            duration,
+        } => (
+            format!(
+                "burn on CPU {}",
+                cpu.map(|c| c.to_string()).unwrap_or_else(|| "any".into())
+            ),
+            probe::burn(cpu, fifo, on_ms, off_ms, duration),
+        ),
+    }
+}
+
+pub fn run(args: ProbeArgs) -> Result<ExitStatus> {
+    let (what, result) = start(args.kind);
+    let r = result.map_err(|e| Error::failed(format!("probe {what}: {e}")))?;
+    std::io::stdout().lock().write_all(r.render().as_bytes())?;
+    Ok(ExitStatus::SUCCESS)
+}

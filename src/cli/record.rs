@@ -1,0 +1,178 @@
+//! `iosleuth record`: tracepoints through a private tracefs instance into
+//! a capture directory, or the kernel's `blk` tracer into one file.
+
+use crate::capture::blk_tracer::{sysfs_name, BlkTracerOptions, BlkTracerSession};
+use crate::capture::recorder::{expand_sets, RecordOptions, Recorder, EVENT_SETS};
+use crate::capture::workload::{self, Workload};
+use crate::capture::{journal, probe, snapshot, tracefs::Tracefs};
+use crate::error::{Error, ExitStatus, Result};
+use clap::Args;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Debug)]
+pub struct RecordArgs {
+    /// Output: a capture directory, or a file with --blk.
+    #[arg(short, long, required_unless_present_any = ["list_events", "cleanup"])]
+    output: Option<PathBuf>,
+    /// Undo what killed iosleuth sessions left behind (instances,
+    /// tracer settings), and exit. Every recording does this first.
+    #[arg(long)]
+    cleanup: bool,
+    /// Event sets, comma-separated (see --list-events), `all`, or single
+    /// tracepoints such as `block:block_rq_issue`.
+    #[arg(long, default_value = "all")]
+    events: String,
+    /// List the event sets and their tracepoints, and exit.
+    #[arg(long)]
+    list_events: bool,
+    /// Trace these block devices with the blk tracer instead (loop0, /dev/loop0 or 7,0).
+    #[arg(long = "blk")]
+    blk: Vec<String>,
+    /// Write the tracer's text lines instead of binary records.
+    #[arg(long)]
+    text: bool,
+    /// Per-CPU ring buffer size.
+    #[arg(long, default_value = "16384")]
+    buffer_kb: u64,
+    /// Record for this many seconds when no command is given.
+    #[arg(long)]
+    duration: Option<f64>,
+    /// The workload; its exit status becomes iosleuth's.
+    #[arg(last = true)]
+    command: Vec<String>,
+}
+
+fn is_root() -> bool {
+    unsafe { libc::geteuid() == 0 }
+}
+
+pub fn run(args: RecordArgs) -> Result<ExitStatus> {
+    if args.list_events {
+        let mut out = std::io::stdout().lock();
+        for (set, evs) in EVENT_SETS {
+            writeln!(out, "{set}:")?;
+            for e in *evs {
+                writeln!(out, "  {e}")?;
+            }
+        }
+        return Ok(ExitStatus::SUCCESS);
+    }
+    // First thing: a signal during setup must still end in a clean stop.
+    workload::install_signal_handlers();
+    if args.cleanup || is_root() {
+        let root = Tracefs::open().ok();
+        for line in journal::cleanup_stale(root.as_ref().map(|t| t.root.as_path())) {
+            eprintln!("iosleuth: cleanup: {line}");
+        }
+        if args.cleanup {
+            return Ok(ExitStatus::SUCCESS);
+        }
+    }
+    let output = args.output.clone().expect("clap requires --output");
+    let status = if args.blk.is_empty() {
+        record_capture(&output, &args)?
+    } else {
+        record_blk(&output, &args)?
+    };
+    Ok(ExitStatus(status))
+}
+
+/// The full recorder: every event set asked for, the snapshot, the
+/// workload's threads.
+fn record_capture(output: &Path, args: &RecordArgs) -> Result<i32> {
+    if !is_root() {
+        return Err(Error::bad_input(
+            "recording needs root (tracefs is root-only): run it with sudo",
+        ));
+    }
+    let events = expand_sets(&args.events).map_err(Error::BadInput)?;
+    workload::install_signal_handlers();
+    let opts = RecordOptions {
+        events,
+        buffer_kb: args.buffer_kb,
+        clock: "mono".into(),
+    };
+    let mut rec = Recorder::start(&opts, output).map_err(|e| Error::bad_input(e.0))?;
+    if !rec.missing.is_empty() {
+        eprintln!(
+            "iosleuth: this kernel lacks {} of the requested events; skipped: {}",
+            rec.missing.len(),
+            rec.missing.join(", ")
+        );
+    }
+    let mut sample = None;
+    let marker = [(probe::MARKER_ENV, rec.trace_marker())];
+    let w = Workload {
+        command: &args.command,
+        duration: args.duration,
+        envs: &marker,
+    };
+    let status = workload::run(
+        &w,
+        &mut |pid| sample = Some(snapshot::workload(pid)),
+        &|t| rec.progress(t),
+    );
+    if let Some(s) = sample {
+        rec.set_workload(s);
+    }
+    let bytes = rec.stop().map_err(|e| Error::failed(e.0))?;
+    eprintln!(
+        "iosleuth: wrote {bytes} bytes of trace to {}",
+        output.display()
+    );
+    Ok(status)
+}
+
+/// The kernel's `blk` tracer (what blktrace records) into one file, the
+/// snapshot beside it.
+fn record_blk(output: &Path, args: &RecordArgs) -> Result<i32> {
+    if !is_root() {
+        return Err(Error::bad_input(
+            "recording needs root (tracefs and the blk tracer are root-only): run it with sudo",
+        ));
+    }
+    let devices = args
+        .blk
+        .iter()
+        .map(|d| {
+            sysfs_name(d)
+                .ok_or_else(|| Error::bad_input(format!("no block device {d:?} on this machine")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    workload::install_signal_handlers();
+    let before = snapshot::take();
+    let opts = BlkTracerOptions {
+        devices,
+        binary: !args.text,
+        buffer_kb: args.buffer_kb,
+        ..Default::default()
+    };
+    let session = BlkTracerSession::start(&opts, output).map_err(|e| Error::bad_input(e.0))?;
+    let mut sample = serde_json::Value::Null;
+    let w = Workload {
+        command: &args.command,
+        duration: args.duration,
+        envs: &[],
+    };
+    let status = workload::run(&w, &mut |pid| sample = snapshot::workload(pid), &|_| {
+        String::new()
+    });
+    let stopped = session.stop();
+    // The settings go next to the trace, where `report` looks for them.
+    let doc = snapshot::document(before, sample);
+    let side = crate::model::capture_layout::snapshot_beside(output);
+    if let Err(e) = std::fs::write(
+        &side,
+        serde_json::to_string_pretty(&doc).unwrap_or_default(),
+    ) {
+        super::warn(&format!("cannot write {}: {e}", side.display()));
+    }
+    let bytes = stopped.map_err(|e| Error::failed(e.0))?;
+    eprintln!(
+        "iosleuth: wrote {bytes} bytes to {} (settings in {})",
+        output.display(),
+        side.display()
+    );
+    Ok(status)
+}

@@ -1,0 +1,66 @@
+//! `iosleuth report`: every layer's figures and the findings, or
+//! `--explain` what each rule found and why the others did not fire.
+
+use super::args::FilterArgs;
+use crate::analyze::Analysis;
+use crate::diagnose::{catalog, Verdict};
+use crate::error::{Error, ExitStatus, Result};
+use crate::report::{self, Format};
+use clap::Args;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Trace files, or directories of blktrace files.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    #[command(flatten)]
+    filter: FilterArgs,
+    /// Say what rule ID (or `all`) found, or why it did not fire.
+    #[arg(long, value_name = "ID")]
+    explain: Option<String>,
+}
+
+pub fn run(args: ReportArgs) -> Result<ExitStatus> {
+    let a = crate::pipeline::analyse(&args.paths, &args.filter.options())?;
+    for w in &a.warnings {
+        super::warn(w);
+    }
+    let out = match &args.explain {
+        Some(id) => explain(&a, id)?,
+        None => {
+            let found = crate::diagnose::diagnose(&a);
+            args.format.report(&a, &found)
+        }
+    };
+    std::io::stdout().lock().write_all(out.as_bytes())?;
+    Ok(ExitStatus::SUCCESS)
+}
+
+/// `--explain ID|all`: each rule's finding, or why it did not fire.
+fn explain(a: &Analysis, id: &str) -> Result<String> {
+    let rules: Vec<_> = catalog()
+        .iter()
+        .filter(|r| id == "all" || r.id == id)
+        .collect();
+    if rules.is_empty() {
+        let ids: Vec<&str> = catalog().iter().map(|r| r.id).collect();
+        return Err(Error::bad_input(format!(
+            "no rule {id:?}; the rules are: {}",
+            ids.join(", ")
+        )));
+    }
+    let mut out = String::new();
+    for r in rules {
+        match (r.check)(a) {
+            Verdict::Fired(f) => report::text::finding(&mut out, &f),
+            Verdict::NotFired(why) => {
+                out.push_str(&format!("{}: not found ({}): {why}\n", r.id, r.looks_for))
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,127 @@
+//! `lab run`: for each scenario, make its disks, record the good and the
+//! bad run, diagnose both, compare them and judge whether it went as
+//! expected; remove everything on the way out (also on Ctrl-C, and when
+//! the reader of the output goes away).
+
+use super::scenarios::{Lab, Scenario};
+use crate::capture::workload::{install_signal_handlers, interrupted};
+use crate::error::{Error, ExitStatus, Result};
+use crate::pipeline::{self, Options, Run};
+use std::io::Write;
+use std::path::Path;
+
+/// Runs the scenarios; fails (1) when one did not go as expected, stops
+/// with 130 when interrupted.
+pub fn run(chosen: &[&Scenario], keep: bool, out: &mut dyn Write) -> Result<ExitStatus> {
+    install_signal_handlers();
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::failed(format!("cannot find my own binary: {e}")))?;
+    let work = super::WorkDir {
+        path: std::path::PathBuf::from("/var/tmp").join(format!(
+            "iosleuth-lab-run-{}",
+            crate::capture::unique_name()
+        )),
+        keep,
+    };
+    let mut failed = 0;
+    for s in chosen {
+        if interrupted() {
+            break;
+        }
+        let lab = Lab {
+            exe: exe.clone(),
+            dir: work.path.join(s.name),
+            stop: interrupted,
+        };
+        if !scenario(s, &lab, out)? {
+            failed += 1;
+        }
+    }
+    if keep {
+        writeln!(out, "captures kept in {}", work.path.display())?;
+    }
+    drop(work);
+    if interrupted() {
+        return Err(Error::Interrupted(
+            "interrupted; everything the lab made is removed".into(),
+        ));
+    }
+    Ok(if failed > 0 {
+        ExitStatus(1)
+    } else {
+        ExitStatus::SUCCESS
+    })
+}
+
+/// One scenario, printed as it goes; whether it went as expected.
+fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<bool> {
+    std::fs::create_dir_all(&lab.dir)
+        .map_err(|e| Error::failed(format!("{}: {e}", lab.dir.display())))?;
+    writeln!(
+        out,
+        "==================== lab {} ({}) ====================",
+        s.name, s.case
+    )?;
+    writeln!(out, "{}; good: {}; bad: {}\n", s.about, s.good, s.bad)?;
+    out.flush()?;
+    let t = std::time::Instant::now();
+    if let Err(e) = s.record(lab) {
+        eprintln!("iosleuth: lab {}: {}", s.name, e.0);
+        return Ok(false);
+    }
+    // The lab's own runs: their warnings are noise here.
+    let (Ok(good), Ok(bad)) = (diagnosed(&lab.good()), diagnosed(&lab.bad())) else {
+        return Ok(false);
+    };
+    findings(out, &format!("good ({})", s.good), &good)?;
+    findings(out, &format!("bad ({})", s.bad), &bad)?;
+    let d = crate::compare::diff(&good.analysis, &good.findings, &bad.analysis, &bad.findings);
+    writeln!(
+        out,
+        "diff (good -> bad):\n{}",
+        crate::report::diff_text::render(&d)
+    )?;
+    let as_expected = s.as_expected(&good.findings, &bad.findings, &d);
+    writeln!(
+        out,
+        "lab {}: {} ({:.1} s){}\n",
+        s.name,
+        if as_expected {
+            "as expected"
+        } else {
+            "NOT as expected"
+        },
+        t.elapsed().as_secs_f64(),
+        match s.expect {
+            Some(id) => format!("; expected the bad run's top finding to be {id}"),
+            None => String::new(),
+        }
+    )?;
+    out.flush()?;
+    Ok(as_expected)
+}
+
+/// A lab run, analysed; a failure is said, as the lab goes on.
+fn diagnosed(path: &Path) -> Result<Run> {
+    pipeline::diagnosed(path, &Options::default()).inspect_err(|e| {
+        if !e.is_quiet() {
+            eprintln!("iosleuth: {e}");
+        }
+    })
+}
+
+fn findings(out: &mut dyn Write, label: &str, run: &Run) -> Result<()> {
+    writeln!(out, "{label}:")?;
+    if run.findings.is_empty() {
+        writeln!(out, "  no findings")?;
+    }
+    for x in &run.findings {
+        let mut one = String::new();
+        crate::report::text::finding(&mut one, x);
+        for l in one.lines() {
+            writeln!(out, "  {l}")?;
+        }
+    }
+    writeln!(out)?;
+    Ok(())
+}

@@ -1,0 +1,71 @@
+//! The files of a capture directory, named once for the recorder that
+//! writes them (`capture`) and the importer that reads them (`ingest`):
+//!
+//! ```text
+//! CAPTURE/
+//!   iosleuth-capture.json      manifest: page size, CPUs, ring-buffer loss counters, recorder tids
+//!   snapshot.json              the system before and after the run, the workload's threads
+//!   symbols.json               kernel addresses the events hold, resolved: {"0xffff…": name}
+//!   formats/header_page        the kernel's ring-buffer page header layout
+//!   formats/header_event
+//!   formats/events/SYS/EVENT/format   each recorded event's field layout
+//!   cpuN.raw                   CPU N's ring-buffer pages, as trace_pipe_raw gave them
+//! ```
+
+use std::path::{Path, PathBuf};
+
+pub const MANIFEST: &str = "iosleuth-capture.json";
+/// The system snapshot of a capture: `{before, workload, after}`.
+pub const SNAPSHOT: &str = "snapshot.json";
+/// Kernel symbols of the addresses the capture holds: `{"0xffff…": name}`.
+pub const SYMBOLS: &str = "symbols.json";
+/// The kernel's format files, under the capture directory.
+pub const FORMATS: &str = "formats";
+pub const HEADER_PAGE: &str = "formats/header_page";
+pub const HEADER_EVENT: &str = "formats/header_event";
+/// `formats/events/SYS/EVENT/format`.
+pub const EVENT_FORMATS: &str = "formats/events";
+
+/// Event fields that hold a kernel function's address (workqueue work
+/// functions), resolved into `symbols.json` when recording stops.
+pub const ADDRESS_FIELDS: [&str; 1] = ["function"];
+
+/// `cpuN.raw`: CPU N's ring-buffer pages.
+pub fn cpu_file(cpu: u32) -> String {
+    format!("cpu{cpu}.raw")
+}
+
+/// The CPU of a `cpuN.raw` file name.
+pub fn cpu_of_file(name: &str) -> Option<u32> {
+    name.strip_prefix("cpu")?.strip_suffix(".raw")?.parse().ok()
+}
+
+/// Where a single-file recording (`record --blk`) keeps its snapshot:
+/// `FILE.snapshot.json`.
+pub fn snapshot_beside(trace: &Path) -> PathBuf {
+    let mut s = trace.as_os_str().to_owned();
+    s.push(".snapshot.json");
+    PathBuf::from(s)
+}
+
+/// A directory is a capture when it has a manifest.
+pub fn is_capture(dir: &Path) -> bool {
+    dir.join(MANIFEST).exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_files_round_trip() {
+        assert_eq!(cpu_file(3), "cpu3.raw");
+        assert_eq!(cpu_of_file("cpu12.raw"), Some(12));
+        assert_eq!(cpu_of_file("cpu.raw"), None);
+        assert_eq!(cpu_of_file("cpu1.raw.bak"), None);
+        assert_eq!(
+            snapshot_beside(Path::new("/x/loop0.blk")),
+            PathBuf::from("/x/loop0.blk.snapshot.json")
+        );
+    }
+}

@@ -1,0 +1,189 @@
+//! The system snapshot a capture carries (`snapshot.json`, written by
+//! `capture::snapshot`), typed for the stages that read it: diagnose,
+//! compare and report. Only what they read is typed; the document itself
+//! is kept as recorded, so that JSON output gives it back whole.
+//!
+//! Missing keys read as empty (older captures lack `ext4_journals`, a
+//! `record --blk` snapshot may lack a workload); a document that is not a
+//! snapshot at all reads as none.
+
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Snapshot {
+    /// Settings before the workload started.
+    pub before: SystemState,
+    /// The workload's threads and cgroup, sampled while it ran.
+    pub workload: Workload,
+    /// The document as recorded, for output.
+    #[serde(skip)]
+    pub raw: Value,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct SystemState {
+    pub kernel: Kernel,
+    pub cpus: Cpus,
+    /// By device name (`loop0`).
+    pub block_devices: BTreeMap<String, BlockDevice>,
+    /// Each mounted ext4's journal, by device name: `journal_kib` and
+    /// `block_size`, or `unreadable` with the reason.
+    pub ext4_journals: BTreeMap<String, BTreeMap<String, Value>>,
+    /// `/proc/fs/jbd2/NAME/info`, by journal (`loop0-8`).
+    pub jbd2: BTreeMap<String, String>,
+    /// Cgroup I/O limits that are set: by cgroup path, file → its text.
+    pub cgroup_io_limits: BTreeMap<String, BTreeMap<String, String>>,
+    /// `vm.dirty_*`, by name without `vm.`.
+    pub vm: BTreeMap<String, Option<String>>,
+    /// `sched_rt_runtime_us`, `sched_rt_period_us`, `features`.
+    pub sched: BTreeMap<String, Option<String>>,
+    pub kernel_threads: Vec<Thread>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Kernel {
+    pub release: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Cpus {
+    pub online: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct BlockDevice {
+    /// `MAJ,MIN`.
+    pub dev: Option<String>,
+    /// Every readable `queue/*` file, as text (`scheduler` is
+    /// `mq-deadline [none]`, with the current one in brackets).
+    pub queue: BTreeMap<String, String>,
+    /// Devices built on this one, and those it is built on.
+    pub holders: Vec<String>,
+    pub slaves: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Workload {
+    pub threads: Vec<Thread>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Thread {
+    pub pid: Option<u64>,
+    pub tid: Option<u64>,
+    pub comm: Option<String>,
+    pub policy: Option<String>,
+    pub rt_priority: Option<i64>,
+    pub nice: Option<i64>,
+    pub cpus_allowed: Option<String>,
+}
+
+impl Snapshot {
+    /// Reads a snapshot document; none when it is not JSON or not shaped
+    /// like one.
+    pub fn parse(text: &str) -> Option<Snapshot> {
+        let raw: Value = serde_json::from_str(text).ok()?;
+        Snapshot::from_value(raw)
+    }
+
+    pub fn from_value(raw: Value) -> Option<Snapshot> {
+        let mut s: Snapshot = serde_json::from_value(raw.clone()).ok()?;
+        s.raw = raw;
+        Some(s)
+    }
+
+    /// A block device by `MAJ,MIN`: its name and settings.
+    pub fn device(&self, dev: &str) -> Option<(&str, &BlockDevice)> {
+        self.before
+            .block_devices
+            .iter()
+            .find(|(_, d)| d.dev.as_deref() == Some(dev))
+            .map(|(name, d)| (name.as_str(), d))
+    }
+
+    /// Thread names the snapshot knows: the workload's threads and the
+    /// kernel threads (with their workqueue), for threads a trace never names.
+    pub fn thread_names(&self) -> Vec<(u32, String)> {
+        self.workload
+            .threads
+            .iter()
+            .chain(&self.before.kernel_threads)
+            .filter_map(|t| Some((t.tid.or(t.pid)? as u32, t.comm.clone()?)))
+            .collect()
+    }
+}
+
+impl BlockDevice {
+    /// A queue setting as the kernel reports it, its current choice picked
+    /// out (`mq-deadline [none]` → `none`).
+    pub fn setting(&self, key: &str) -> Option<String> {
+        self.queue.get(key).map(|v| current_value(v))
+    }
+}
+
+/// `a [b] c` → `b`: the choice a sysfs list file marks as current;
+/// anything else, its first line trimmed.
+pub fn current_value(raw: &str) -> String {
+    match (raw.find('['), raw.find(']')) {
+        (Some(i), Some(j)) if i < j => raw[i + 1..j].to_string(),
+        _ => raw.lines().next().unwrap_or("").trim().to_string(),
+    }
+}
+
+/// JSON output gives the document back as it was recorded.
+impl Serialize for Snapshot {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.raw.serialize(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_recorded_snapshot() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/journal-4m.cap/snapshot.json"
+        ))
+        .unwrap();
+        let s = Snapshot::parse(&text).unwrap();
+        let (name, d) = s.device("7,0").unwrap();
+        assert_eq!(name, "loop0");
+        assert_eq!(d.setting("nomerges").as_deref(), Some("0"));
+        assert_eq!(d.setting("scheduler").as_deref(), Some("none"));
+        assert!(s.before.jbd2["loop0-8"].contains("transactions"));
+        assert_eq!(s.before.sched["features"], None);
+        assert_eq!(
+            s.before.sched["sched_rt_runtime_us"].as_deref(),
+            Some("950000")
+        );
+        assert!(s
+            .thread_names()
+            .iter()
+            .any(|(tid, c)| *tid == 6146 && c == "iosleuth"));
+        // The whole document comes back in JSON.
+        let back = serde_json::to_value(&s).unwrap();
+        assert_eq!(back, serde_json::from_str::<Value>(&text).unwrap());
+    }
+
+    #[test]
+    fn not_a_snapshot() {
+        assert!(Snapshot::parse("not json").is_none());
+        assert!(Snapshot::parse(r#"{"before": 3}"#).is_none());
+        let empty = Snapshot::parse("{}").unwrap();
+        assert!(empty.before.block_devices.is_empty());
+        assert_eq!(current_value("mq-deadline [bfq] none"), "bfq");
+        assert_eq!(current_value(" 2\n"), "2");
+    }
+}

@@ -1,0 +1,144 @@
+//! The one place that wires the stages of DESIGN.md together: paths →
+//! sources (ingest) → one time-ordered stream → analyses (with the
+//! snapshot a capture carries and the thread names it knows) → findings
+//! (diagnose). The command line only calls these.
+
+use crate::analyze::{self, block::BlockConfig, Analysis, Filter, InputSummary};
+use crate::diagnose::{self, Finding};
+use crate::error::{Error, Result};
+use crate::ingest::{self, Merger, Source};
+use crate::model::snapshot::Snapshot;
+use std::path::{Path, PathBuf};
+
+/// How to read and analyse the inputs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub filter: Filter,
+    /// Length of one iostat interval, seconds.
+    pub interval_s: f64,
+}
+
+impl Default for Options {
+    /// What `diff`, `check` and the lab use: five outliers of each kind,
+    /// 1 s iostat intervals, nothing filtered.
+    fn default() -> Options {
+        Options {
+            filter: Filter {
+                top: 5,
+                ..Default::default()
+            },
+            interval_s: 1.0,
+        }
+    }
+}
+
+/// One run: its analysis and the findings of the rule catalog.
+pub struct Run {
+    pub analysis: Analysis,
+    pub findings: Vec<Finding>,
+}
+
+/// Every input opened and merged by time, as blkparse merges per-CPU files.
+pub fn open(paths: &[PathBuf]) -> Result<Merger> {
+    let sources = ingest::open_inputs(paths)?;
+    if sources.is_empty() {
+        return Err(Error::bad_input("no input files to read"));
+    }
+    Ok(Merger::new(sources))
+}
+
+/// The system snapshot of the first input that carries one (a capture
+/// directory's, or the one `record --blk` writes beside its file).
+pub fn snapshot_of(paths: &[PathBuf]) -> Option<Snapshot> {
+    use crate::model::capture_layout::{snapshot_beside, SNAPSHOT};
+    paths.iter().find_map(|p| {
+        let text = std::fs::read_to_string(p.join(SNAPSHOT))
+            .or_else(|_| std::fs::read_to_string(snapshot_beside(p)))
+            .ok()?;
+        Snapshot::parse(&text)
+    })
+}
+
+/// Reads and analyses `paths` as one trace. Fails with a message naming
+/// the files when nothing usable is left.
+pub fn analyse(paths: &[PathBuf], opts: &Options) -> Result<Analysis> {
+    let interval = opts.interval_s;
+    if interval.is_nan() || interval <= 0.0 || !interval.is_finite() {
+        return Err(Error::bad_input(
+            "--interval must be a positive number of seconds",
+        ));
+    }
+    let filter = &opts.filter;
+    let cfg = BlockConfig {
+        interval_ns: ((interval * 1e9).round() as u64).max(1),
+        origin_ns: filter.from_ns,
+        end_ns: filter.to_ns,
+    };
+    let mut merged = open(paths)?;
+    let snapshot = snapshot_of(paths);
+    // Thread names the snapshot knows (the workload's threads, kernel
+    // threads with their workqueue), for threads the trace never names.
+    let known = snapshot
+        .as_ref()
+        .map(Snapshot::thread_names)
+        .unwrap_or_default();
+    let mut a = analyze::analyze_with_names(&mut merged, filter, cfg, &known);
+    account_for_sources(&mut a, merged.sources());
+    a.snapshot = snapshot;
+    if a.events == 0 {
+        return Err(nothing_usable(&a, filter));
+    }
+    Ok(a)
+}
+
+/// The inputs' summaries, and what they could not read first among the
+/// warnings.
+fn account_for_sources(a: &mut Analysis, sources: &[Box<dyn Source>]) {
+    let mut warnings = Vec::new();
+    for s in sources {
+        warnings.extend(ingest::warnings_for(s.as_ref()));
+        let st = s.stats();
+        a.inputs.push(InputSummary {
+            path: s.path().display().to_string(),
+            format: s.format().to_string(),
+            events: st.events,
+            skipped: st.skipped,
+            lost_events: st.lost_events,
+        });
+    }
+    a.warnings.splice(0..0, warnings);
+}
+
+fn nothing_usable(a: &Analysis, filter: &Filter) -> Error {
+    let what: Vec<String> = a
+        .inputs
+        .iter()
+        .map(|i| {
+            format!(
+                "{} ({}, {} entries could not be decoded)",
+                i.path, i.format, i.skipped
+            )
+        })
+        .collect();
+    let mut msg = format!(
+        "no usable events{} in {}",
+        if filter.device.is_some() || filter.from_ns.is_some() || filter.to_ns.is_some() {
+            " matching the filters"
+        } else {
+            ""
+        },
+        what.join(", ")
+    );
+    // The warnings say why (undecodable lines, lost events).
+    for w in &a.warnings {
+        msg.push_str(&format!("\niosleuth: warning: {w}"));
+    }
+    Error::bad_input(msg)
+}
+
+/// One run, analysed with `opts` and diagnosed.
+pub fn diagnosed(path: &Path, opts: &Options) -> Result<Run> {
+    let analysis = analyse(&[path.to_path_buf()], opts)?;
+    let findings = diagnose::diagnose(&analysis);
+    Ok(Run { analysis, findings })
+}

@@ -1,0 +1,65 @@
+//! The diff of two sides of runs, as a person reads it: the figures with
+//! their change (`*` where it counts), the settings that differ, the
+//! findings of one side only, and the verdict.
+
+use crate::compare::Diff;
+
+pub fn render(d: &Diff) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<40} {:>14} {:>14} {:>9}",
+        "FIGURE", "baseline", "candidate", "change"
+    );
+    for f in &d.figures {
+        let _ = writeln!(
+            out,
+            "{:<40} {:>14.3} {:>14.3} {:>9}{}",
+            f.name,
+            f.baseline,
+            f.candidate,
+            f.change_pct
+                .map(|c| format!("{c:+.0}%"))
+                .unwrap_or_else(|| "-".into()),
+            if f.baseline_range.0 != f.baseline_range.1
+                || f.candidate_range.0 != f.candidate_range.1
+            {
+                format!(
+                    "  [{:.3}..{:.3}] vs [{:.3}..{:.3}]{}",
+                    f.baseline_range.0,
+                    f.baseline_range.1,
+                    f.candidate_range.0,
+                    f.candidate_range.1,
+                    if f.significant { " *" } else { "" }
+                )
+            } else if f.significant {
+                "  *".to_string()
+            } else {
+                String::new()
+            }
+        );
+    }
+    if !d.settings.is_empty() {
+        let _ = writeln!(out, "\nsettings that differ:");
+        for s in &d.settings {
+            let _ = writeln!(out, "  {}: {} -> {}", s.name, s.baseline, s.candidate);
+        }
+    }
+    if !d.only_in_candidate.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nfindings only in the candidate: {}",
+            d.only_in_candidate.join(", ")
+        );
+    }
+    if !d.only_in_baseline.is_empty() {
+        let _ = writeln!(
+            out,
+            "findings only in the baseline: {}",
+            d.only_in_baseline.join(", ")
+        );
+    }
+    let _ = writeln!(out, "\nverdict: {}", d.verdict);
+    out
+}

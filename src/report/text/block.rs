@@ -1,0 +1,193 @@
+//! Per device: the counts, btt's tables, latency percentiles, iostat -x
+//! rows and histograms, laid out the way those tools lay them out.
+
+use super::*;
+
+/// One btt row: `%-15s %13.9f %13.9f %13.9f %11d`.
+pub(super) fn btt_row(out: &mut String, name: &str, i: &Interval) {
+    if i.n == 0 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "{:<15} {:>13} {:>13.9} {:>13} {:>11}",
+        name,
+        secs(i.min_ns),
+        i.avg_secs(),
+        secs(i.max_ns),
+        i.n
+    );
+}
+
+pub(super) fn btt_table(out: &mut String, a: &Intervals) {
+    let _ = writeln!(
+        out,
+        "{:>15} {:>13} {:>13} {:>13} {:>11}",
+        "", "MIN", "AVG", "MAX", "N"
+    );
+    let _ = writeln!(
+        out,
+        "--------------- ------------- ------------- ------------- -----------"
+    );
+    for (name, i) in [
+        ("Q2Qdm", &a.q2q_dm),
+        ("Q2Adm", &a.q2a_dm),
+        ("Q2Cdm", &a.q2c_dm),
+        ("Q2Q", &a.q2q),
+        ("Q2A", &a.q2a),
+        ("Q2G", &a.q2g),
+        ("S2G", &a.s2g),
+        ("G2I", &a.g2i),
+        ("Q2M", &a.q2m),
+        ("I2D", &a.i2d),
+        ("M2D", &a.m2d),
+        ("D2C", &a.d2c),
+        ("Q2C", &a.q2c),
+    ] {
+        btt_row(out, name, i);
+    }
+}
+
+pub(super) fn pct_line(out: &mut String, name: &str, p: &Percentiles) {
+    if p.count == 0 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  {:<4} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        name,
+        p.count,
+        us(p.avg as u64),
+        us(p.p50),
+        us(p.p90),
+        us(p.p99),
+        us(p.p999),
+        us(p.max)
+    );
+}
+
+pub(super) fn device(out: &mut String, d: &DeviceSummary, interval_s: f64) {
+    let _ = writeln!(
+        out,
+        "==================== Device {} ====================\n",
+        d.device
+    );
+    let c = &d.completed;
+    let b = &d.bytes_completed;
+    let _ = writeln!(
+        out,
+        "requests completed: {} (read {}, write {}, discard {}, flush {}); {:.1} MiB read, {:.1} MiB written",
+        c.total(),
+        c.read,
+        c.write,
+        c.discard,
+        c.flush,
+        b.read as f64 / 1048576.0,
+        b.write as f64 / 1048576.0
+    );
+    let a = &d.actions;
+    let _ = writeln!(
+        out,
+        "bios queued {}, merged {} (back {}, front {}), requests merged {}, split {}, requeued {}, remapped {}, FUA {}, errors {}\n",
+        a.queued,
+        a.back_merged + a.front_merged,
+        a.back_merged,
+        a.front_merged,
+        a.rq_merged,
+        a.split,
+        a.requeued,
+        a.remapped,
+        d.fua_requests,
+        d.errors
+    );
+    let _ = writeln!(out, "btt intervals (seconds, per queued bio):");
+    btt_table(out, &d.btt);
+    if let Some(m) = &d.btt_merge {
+        let _ = writeln!(
+            out,
+            "\n{:>10} | {:>8} {:>8} {:>7} | {:>8} {:>8} {:>8} {:>8}",
+            "DEV", "#Q", "#D", "Ratio", "BLKmin", "BLKavg", "BLKmax", "Total"
+        );
+        let _ = writeln!(
+            out,
+            "{:>10} | {:>8} {:>8} {:>7.1} | {:>8} {:>8} {:>8} {:>8}",
+            d.device, m.queued, m.issued, m.ratio, m.blk_min, m.blk_avg, m.blk_max, m.blk_total
+        );
+    }
+    if let Some(o) = &d.btt_overhead {
+        let _ = writeln!(
+            out,
+            "\n{:>10} | {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "DEV", "Q2G", "G2I", "Q2M", "I2D", "D2C"
+        );
+        let _ = writeln!(
+            out,
+            "{:>10} | {:>8.4}% {:>8.4}% {:>8.4}% {:>8.4}% {:>8.4}%",
+            d.device, o.q2g_pct, o.g2i_pct, o.q2m_pct, o.i2d_pct, o.d2c_pct
+        );
+    }
+    if d.d2c.count + d.q2c.count > 0 {
+        let _ = writeln!(out, "\nlatency per request (µs):");
+        let _ = writeln!(
+            out,
+            "  {:<4} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            "", "count", "avg", "p50", "p90", "p99", "p99.9", "max"
+        );
+        pct_line(out, "D2C", &d.d2c);
+        pct_line(out, "Q2C", &d.q2c);
+    }
+    let _ = writeln!(
+        out,
+        "\niostat -x, {interval_s} s intervals (time from the start of the report):"
+    );
+    let _ = writeln!(
+        out,
+        "{:>8} {:>9} {:>9} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>9} {:>6}",
+        "time",
+        "r/s",
+        "w/s",
+        "rkB/s",
+        "wkB/s",
+        "rrqm/s",
+        "wrqm/s",
+        "r_await",
+        "w_await",
+        "aqu-sz",
+        "rareq-sz",
+        "wareq-sz",
+        "%util"
+    );
+    let row = |out: &mut String, label: String, r: &crate::analyze::block::iostat::IostatRow| {
+        let _ = writeln!(
+            out,
+            "{:>8} {:>9.2} {:>9.2} {:>10.2} {:>10.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>7.2} {:>9.2} {:>9.2} {:>6.2}",
+            label, r.r_s, r.w_s, r.rkb_s, r.wkb_s, r.rrqm_s, r.wrqm_s, r.r_await, r.w_await, r.aqu_sz, r.rareq_sz, r.wareq_sz, r.util
+        );
+    };
+    const MAX_ROWS: usize = 30;
+    for r in d.iostat.iter().take(MAX_ROWS) {
+        row(out, format!("{:.1}", r.start_s), r);
+    }
+    if d.iostat.len() > MAX_ROWS {
+        let _ = writeln!(
+            out,
+            "{:>8} ({} more intervals in --format json)",
+            "...",
+            d.iostat.len() - MAX_ROWS
+        );
+    }
+    row(out, "all".into(), &d.iostat_total);
+    if d.d2c_hist_us.total() > 0 {
+        let _ = writeln!(out, "\nD2C per request:");
+        out.push_str(&d.d2c_hist_us.render("usecs"));
+    }
+    if d.q2c_hist_us.total() > 0 {
+        let _ = writeln!(out, "\nQ2C per request:");
+        out.push_str(&d.q2c_hist_us.render("usecs"));
+    }
+    if d.request_size_hist_kib.total() > 0 {
+        let _ = writeln!(out, "\nissued request sizes:");
+        out.push_str(&d.request_size_hist_kib.render("KiB"));
+    }
+    out.push('\n');
+}

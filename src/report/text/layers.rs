@@ -1,0 +1,222 @@
+//! The layers above the block layer: syscalls, the slowest operations
+//! with where their time went, the file system and its journal.
+
+use super::*;
+
+pub(super) fn call_table(
+    out: &mut String,
+    title: &str,
+    rows: &std::collections::BTreeMap<String, crate::analyze::syscalls::CallStats>,
+) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "==================== {title} ====================\n");
+    let _ = writeln!(
+        out,
+        "{:<24} {:>9} {:>11} {:>10} {:>10} {:>10} {:>10}",
+        "NAME", "count", "total ms", "p50 µs", "p99 µs", "p99.9 µs", "max µs"
+    );
+    for (name, s) in rows {
+        let Some(l) = &s.latency else { continue };
+        let _ = writeln!(
+            out,
+            "{:<24} {:>9} {:>11.3} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
+            name,
+            s.count,
+            ms(s.total_ns),
+            l.p50 as f64 / 1e3,
+            l.p99 as f64 / 1e3,
+            l.p999 as f64 / 1e3,
+            l.max as f64 / 1e3
+        );
+    }
+    out.push('\n');
+    for (name, s) in rows {
+        let _ = writeln!(out, "{name}:");
+        out.push_str(&s.hist_us.render("usecs"));
+        out.push('\n');
+    }
+}
+
+pub(super) fn syscalls(out: &mut String, s: &crate::analyze::syscalls::SyscallSummary) {
+    call_table(
+        out,
+        "Probe operations (from their trace marks)",
+        &s.operations,
+    );
+    call_table(out, "Syscalls", &s.by_name);
+    if !s.slowest.is_empty() {
+        let _ = writeln!(out, "slowest calls:");
+        for c in &s.slowest {
+            let _ = writeln!(
+                out,
+                "  {:>12.3} ms  {:<16} {:>8} {:<16} at {}{}",
+                ms(c.latency_ns),
+                c.name,
+                c.pid,
+                c.comm,
+                secs(c.start_ns),
+                c.ret.map(|r| format!(" = {r}")).unwrap_or_default()
+            );
+        }
+        out.push('\n');
+    }
+}
+
+pub(super) fn outliers(out: &mut String, o: &crate::analyze::outliers::OutliersSummary) {
+    // The kinds whose slowest operation took at least 1 ms, slowest first.
+    let mut kinds: Vec<(&String, &Vec<crate::analyze::outliers::Outlier>)> = o
+        .by_kind
+        .iter()
+        .filter(|(_, l)| l.first().is_some_and(|x| x.latency_ns >= 1_000_000))
+        .collect();
+    if kinds.is_empty() {
+        return;
+    }
+    kinds.sort_by_key(|(_, l)| std::cmp::Reverse(l[0].latency_ns));
+    let _ = writeln!(
+        out,
+        "==================== Outliers: where the time of the slowest operations went ====================\n"
+    );
+    for (kind, list) in kinds {
+        let _ = writeln!(out, "{kind} (slowest {}):", list.len());
+        if let Some(t) = o.totals.get(kind.as_str()) {
+            let mut parts: Vec<(&str, f64)> = t
+                .percent
+                .iter()
+                .filter(|(_, p)| **p >= 0.1)
+                .map(|(k, p)| (*k, *p))
+                .collect();
+            parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+            let parts: Vec<String> = parts.iter().map(|(k, p)| format!("{p:.1}% {k}")).collect();
+            let _ = writeln!(
+                out,
+                "  all {} of them, {:.3} s in total: {}",
+                t.count,
+                t.latency_ns as f64 / 1e9,
+                parts.join(", ")
+            );
+        }
+        for x in list {
+            let _ = writeln!(
+                out,
+                "  {:>8} {:<16} at {}  {}",
+                x.pid,
+                x.comm,
+                secs(x.start_ns),
+                x.summary
+            );
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "(kinds whose slowest operation took under 1 ms are left out here; all are in --format json)\n"
+    );
+}
+
+pub(super) fn filesystem(out: &mut String, f: &crate::analyze::fs::FsSummary) {
+    call_table(
+        out,
+        "fsync in the filesystem (ext4_sync_file)",
+        &f.fsync_by_process,
+    );
+    if !f.slowest_fsyncs.is_empty() {
+        let _ = writeln!(out, "slowest fsyncs:");
+        for c in &f.slowest_fsyncs {
+            let _ = writeln!(
+                out,
+                "  {:>12.3} ms  {:>8} {:<16} dev {} ino {}{} at {}",
+                ms(c.latency_ns),
+                c.pid,
+                c.comm,
+                c.dev,
+                c.ino,
+                if c.datasync { " (datasync)" } else { "" },
+                secs(c.start_ns)
+            );
+        }
+        out.push('\n');
+    }
+    for (dev, j) in &f.journals {
+        let _ = writeln!(
+            out,
+            "==================== Journal {dev} (jbd2) ====================\n"
+        );
+        let _ = writeln!(
+            out,
+            "commits: {} ({} sync), {:.1}/s; per commit: {:.1} handles (max {}), {:.1} blocks, {:.1} logged, {:.1} journal writes, {:.1} flushes",
+            j.commits,
+            j.sync_commits,
+            j.commits_per_s,
+            j.handles_per_commit,
+            j.max_handles_per_commit,
+            j.blocks_per_commit,
+            j.blocks_logged_per_commit,
+            j.journal_writes_per_commit,
+            j.flushes_per_commit
+        );
+        let phases = [
+            ("commit", &j.phases.total),
+            ("  locking", &j.phases.locking),
+            ("  flushing", &j.phases.flushing),
+            ("  logging", &j.phases.logging),
+        ];
+        let _ = writeln!(
+            out,
+            "{:<12} {:>8} {:>10} {:>10} {:>10} {:>10}",
+            "PHASE", "count", "avg ms", "p50 ms", "p99 ms", "max ms"
+        );
+        for (name, p) in phases {
+            if let Some(p) = p {
+                let _ = writeln!(
+                    out,
+                    "{:<12} {:>8} {:>10.3} {:>10.3} {:>10.3} {:>10.3}",
+                    name,
+                    p.count,
+                    p.avg / 1e6,
+                    ms(p.p50),
+                    ms(p.p99),
+                    ms(p.max)
+                );
+            }
+        }
+        let c = &j.checkpoints;
+        let _ = writeln!(
+            out,
+            "checkpoints: {} passes, {} transactions ({} buffers written, {} dropped); log tail updates {}; buffer lock stalls {}",
+            c.passes, c.transactions, c.written, c.dropped, j.log_tail_updates, j.lock_buffer_stalls
+        );
+        for (who, n) in &c.by_process {
+            let _ = writeln!(out, "  checkpointed by {who}: {n}");
+        }
+        if !j.handle_starts.is_empty() {
+            let list: Vec<String> = j
+                .handle_starts
+                .iter()
+                .map(|(t, n)| format!("{t} {n}"))
+                .collect();
+            let _ = writeln!(out, "handle starts by type: {}", list.join(", "));
+        }
+        if !j.slowest_commits.is_empty() {
+            let _ = writeln!(out, "slowest commits:");
+            for c in j.slowest_commits.iter().take(5) {
+                let _ = writeln!(
+                    out,
+                    "  {:>10.3} ms  transaction {} at {} (locking {:.3}, flushing {:.3}, logging {:.3} ms; {} journal writes, {} KiB, {} flushes)",
+                    ms(c.total_ns),
+                    c.transaction,
+                    secs(c.start_ns),
+                    ms(c.locking_ns),
+                    ms(c.flushing_ns),
+                    ms(c.logging_ns),
+                    c.journal_writes,
+                    c.journal_bytes / 1024,
+                    c.flushes
+                );
+            }
+        }
+        out.push('\n');
+    }
+}

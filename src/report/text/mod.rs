@@ -1,0 +1,150 @@
+//! The report for people: btt's and iostat's tables, laid out the way those
+//! tools lay them out, so that the numbers are found where one expects them.
+
+use crate::analyze::block::btt::{Interval, Intervals};
+use crate::analyze::block::DeviceSummary;
+use crate::analyze::histogram::Percentiles;
+use crate::analyze::Analysis;
+use std::fmt::Write;
+
+mod block;
+mod layers;
+mod sched;
+mod system;
+
+use block::*;
+use layers::*;
+use sched::*;
+use system::*;
+
+pub(super) fn secs(ns: u64) -> String {
+    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+pub(super) fn us(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1000.0)
+}
+
+pub(super) fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// One finding, as a person reads it.
+pub fn finding(out: &mut String, f: &crate::diagnose::Finding) {
+    let sev = match f.severity {
+        crate::diagnose::Severity::Critical => "CRITICAL",
+        crate::diagnose::Severity::Warning => "WARNING",
+        crate::diagnose::Severity::Info => "info",
+    };
+    let _ = writeln!(out, "{sev} {}: {}", f.id, f.title);
+    if let Some(m) = f.evidence.as_object() {
+        let parts: Vec<String> = m
+            .iter()
+            .filter(|(_, v)| !v.is_null() && !v.is_object() && !v.is_array())
+            .map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"')))
+            .collect();
+        let _ = writeln!(out, "  evidence: {}", parts.join(" "));
+    }
+    let _ = writeln!(out, "  why: {}", f.explanation);
+    let _ = writeln!(out, "  try: {}", f.workaround);
+}
+
+fn findings(out: &mut String, fs: &[crate::diagnose::Finding]) {
+    if fs.is_empty() {
+        let _ = writeln!(
+            out,
+            "findings: none ({} rules checked; `report --explain ID` says why each did not fire)\n",
+            crate::diagnose::catalog().len()
+        );
+        return;
+    }
+    let _ = writeln!(out, "==================== Findings ====================\n");
+    for f in fs {
+        finding(out, f);
+        out.push('\n');
+    }
+}
+
+pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
+    let mut out = String::new();
+    let b = &a.block;
+    let _ = writeln!(
+        out,
+        "iosleuth: {} events from {} input(s), {} .. {} ({:.3} s)",
+        a.events,
+        a.inputs.len(),
+        secs(a.span.first_ns),
+        secs(a.span.last_ns),
+        a.span.last_ns.saturating_sub(a.span.first_ns) as f64 / 1e9
+    );
+    for i in &a.inputs {
+        let _ = writeln!(out, "  {} ({}, {} events)", i.path, i.format, i.events);
+    }
+    out.push('\n');
+    findings(&mut out, found);
+    snapshot(&mut out, a);
+    if !b.stack.is_empty() {
+        let _ = writeln!(out, "device stack (from remaps):");
+        for chain in &b.stack {
+            let _ = writeln!(out, "  {}", chain.join(" -> "));
+        }
+        out.push('\n');
+    }
+    for d in &b.devices {
+        device(&mut out, d, b.interval_s);
+    }
+    if b.devices.len() > 1 {
+        let _ = writeln!(
+            out,
+            "==================== All Devices ====================\n"
+        );
+        btt_table(&mut out, &b.all_devices);
+        out.push('\n');
+    }
+    if !b.processes.is_empty() {
+        let _ = writeln!(
+            out,
+            "==================== Processes (by bytes queued) ====================\n"
+        );
+        let _ = writeln!(
+            out,
+            "{:>8} {:<16} {:>9} {:>10} {:>10} {:>12} {:>12}",
+            "PID", "COMM", "bios", "read MiB", "write MiB", "Q2C avg µs", "D2C avg µs"
+        );
+        for p in b.processes.iter().take(20) {
+            let _ = writeln!(
+                out,
+                "{:>8} {:<16} {:>9} {:>10.1} {:>10.1} {:>12.1} {:>12.1}",
+                p.pid,
+                p.comm,
+                p.bios_queued.total(),
+                p.bytes_queued.read as f64 / 1048576.0,
+                p.bytes_queued.write as f64 / 1048576.0,
+                p.q2c.avg_ns() / 1000.0,
+                p.d2c.avg_ns() / 1000.0
+            );
+        }
+        out.push('\n');
+    }
+    outliers(&mut out, &a.outliers);
+    syscalls(&mut out, &a.syscalls);
+    filesystem(&mut out, &a.fs);
+    sched(&mut out, &a.sched);
+    interrupts(&mut out, &a.irq, &a.sched);
+    workqueues(&mut out, &a.workqueue);
+    gaps(&mut out, &a.gaps);
+    if !a.unknown_events.is_empty() {
+        let _ = writeln!(out, "events not analysed yet:");
+        for (n, c) in &a.unknown_events {
+            let _ = writeln!(out, "  {n:<40} {c:>10}");
+        }
+        out.push('\n');
+    }
+    if !a.warnings.is_empty() {
+        let _ = writeln!(out, "\nwarnings:");
+        for w in &a.warnings {
+            let _ = writeln!(out, "  - {w}");
+        }
+    }
+    out
+}
