@@ -48,7 +48,7 @@ pub struct BlkTracerSession {
 /// Resolves `/dev/loop0`, `loop0` or `7,0` to the sysfs name.
 pub fn sysfs_name(dev: &str) -> Option<String> {
     if let Some(d) = crate::model::Dev::parse(dev) {
-        return crate::report::blktrace::device_name(d);
+        return crate::model::blktrace_record::device_name(d);
     }
     let name = dev.trim_start_matches("/dev/").to_string();
     Path::new("/sys/block").join(&name).exists().then_some(name)
@@ -194,7 +194,7 @@ impl BlkTracerSession {
             if !seen.contains(&pid) {
                 continue;
             }
-            let rec = crate::report::blktrace::tracer_process_note(pid, comm.trim());
+            let rec = crate::model::blktrace_record::tracer_process_note(pid, comm.trim());
             out.write_all(&rec)?;
             n += rec.len() as u64;
         }

@@ -9,7 +9,9 @@
 use super::journal::{remove_instance, Journal};
 use super::pipe::PipeReader;
 use super::tracefs::{CaptureError, Tracefs};
-use crate::ingest::capture_dir::{MANIFEST, SNAPSHOT};
+use crate::model::capture_layout::{
+    self as layout, EVENT_FORMATS, HEADER_EVENT, HEADER_PAGE, MANIFEST, SNAPSHOT,
+};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -207,7 +209,7 @@ fn write(p: &Path, v: &str) -> Result<(), CaptureError> {
 impl Recorder {
     pub fn start(opts: &RecordOptions, out: &Path) -> Result<Recorder, CaptureError> {
         let tracefs = Tracefs::open()?;
-        std::fs::create_dir_all(out.join("formats/events"))
+        std::fs::create_dir_all(out.join(EVENT_FORMATS))
             .map_err(|e| CaptureError(format!("cannot create {}: {e}", out.display())))?;
         let instance = tracefs.path(&format!("instances/iosleuth-{}", super::unique_name()));
         let mut journal = Journal::new();
@@ -233,8 +235,8 @@ impl Recorder {
         write(&i.join("trace_clock"), &opts.clock)?;
         write(&i.join("buffer_size_kb"), &opts.buffer_kb.to_string())?;
         for (src, dst) in [
-            ("events/header_page", "formats/header_page"),
-            ("events/header_event", "formats/header_event"),
+            ("events/header_page", HEADER_PAGE),
+            ("events/header_event", HEADER_EVENT),
         ] {
             std::fs::copy(r.tracefs.path(src), out.join(dst))
                 .map_err(|e| CaptureError(format!("cannot copy {src}: {e}")))?;
@@ -247,7 +249,7 @@ impl Recorder {
             }
             write(&dir.join("enable"), "1")?;
             r.enabled.push(ev);
-            let fdir = out.join("formats/events").join(ev);
+            let fdir = out.join(EVENT_FORMATS).join(ev);
             std::fs::create_dir_all(&fdir)?;
             std::fs::copy(dir.join("format"), fdir.join("format"))?;
         }
@@ -255,7 +257,7 @@ impl Recorder {
         // format that decodes them.
         let print = i.join("events/ftrace/print/format");
         if print.exists() {
-            let fdir = out.join("formats/events/ftrace/print");
+            let fdir = out.join(EVENT_FORMATS).join("ftrace/print");
             std::fs::create_dir_all(&fdir)?;
             std::fs::copy(&print, fdir.join("format"))?;
         }
@@ -270,7 +272,7 @@ impl Recorder {
             .collect();
         cpus.sort();
         for cpu in cpus {
-            let file = File::create(out.join(format!("cpu{cpu}.raw")))?;
+            let file = File::create(out.join(layout::cpu_file(cpu)))?;
             let reader = PipeReader::spawn_raw(
                 &i.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")),
                 file,

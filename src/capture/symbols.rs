@@ -3,13 +3,11 @@
 //! recording stops and stored in the capture (`symbols.json`), so that the
 //! capture stays self-describing on another machine.
 
-use crate::ingest::capture_dir::{open_capture, SYMBOLS};
+use crate::ingest::capture_dir::open_capture;
+use crate::model::capture_layout::{ADDRESS_FIELDS, SYMBOLS};
 use crate::model::{Event, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-
-/// Fields that hold a kernel function's address.
-pub const ADDRESS_FIELDS: [&str; 1] = ["function"];
 
 /// Text symbols of /proc/kallsyms, sorted by address.
 fn kallsyms() -> Vec<(u64, String)> {

@@ -13,11 +13,7 @@ use super::source::{InputError, Source, SourceStats};
 use crate::model::{block::tc, Action, BlockEvent, Comm, Dev, Event, Extra, Rwbs};
 use std::path::{Path, PathBuf};
 
-pub const MAGIC: u32 = 0x6561_7400;
-pub const VERSION: u32 = 0x07;
-pub const RECORD_LEN: usize = 48;
-/// The pid/cpu/timestamp header the `blk` tracer puts before each record.
-pub const TRACER_HEADER_LEN: usize = 16;
+pub use crate::model::blktrace_record::{MAGIC, RECORD_LEN, TRACER_HEADER_LEN, VERSION};
 
 /// `__BLK_TA_CGROUP`: the payload starts with an 8-byte cgroup id.
 const TA_CGROUP: u32 = 1 << 8;

@@ -13,19 +13,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub const MANIFEST: &str = "iosleuth-capture.json";
-/// Kernel symbols of the addresses the capture holds: `{"0xffff…": name}`.
-pub const SYMBOLS: &str = "symbols.json";
-/// The system snapshot of a capture: `{before, workload, after}`.
-pub const SNAPSHOT: &str = "snapshot.json";
-
-/// Where a single-file recording (`record --blk`) keeps its snapshot:
-/// `FILE.snapshot.json`.
-pub fn snapshot_beside(trace: &Path) -> PathBuf {
-    let mut s = trace.as_os_str().to_owned();
-    s.push(".snapshot.json");
-    PathBuf::from(s)
-}
+use crate::model::capture_layout::{self as layout, ADDRESS_FIELDS, MANIFEST, SYMBOLS};
 
 static RECORDER_SELF: std::sync::LazyLock<Arc<str>> =
     std::sync::LazyLock::new(|| "iosleuth:recorder_itself".into());
@@ -179,9 +167,7 @@ impl Decoder {
                 let mut fields = decode_fields(rec, layout);
                 if !self.symbols.is_empty() {
                     for (k, v) in &mut fields.0 {
-                        if let (true, Value::Int(a)) =
-                            (crate::capture::symbols::ADDRESS_FIELDS.contains(&&**k), &*v)
-                        {
+                        if let (true, Value::Int(a)) = (ADDRESS_FIELDS.contains(&&**k), &*v) {
                             if let Some(n) = self.symbols.get(&(*a as u64)) {
                                 *v = Value::Str(n.clone());
                             }
@@ -271,20 +257,14 @@ fn decode_fields(rec: &[u8], layout: &[(Arc<str>, Field)]) -> Fields {
 
 /// Reads every `format` file under `dir/formats/events`.
 fn load_formats(dir: &Path) -> Result<(Vec<EventFormat>, PageHeader), InputError> {
-    let fdir = dir.join("formats");
-    let page = match std::fs::read_to_string(fdir.join("header_page")) {
-        Ok(t) => parse_header_page(&t).ok_or_else(|| {
-            InputError::new(&fdir.join("header_page"), "cannot parse header_page")
-        })?,
-        Err(e) => {
-            return Err(InputError::new(
-                &fdir.join("header_page"),
-                format!("missing: {e}"),
-            ))
-        }
+    let header_page = dir.join(layout::HEADER_PAGE);
+    let page = match std::fs::read_to_string(&header_page) {
+        Ok(t) => parse_header_page(&t)
+            .ok_or_else(|| InputError::new(&header_page, "cannot parse header_page"))?,
+        Err(e) => return Err(InputError::new(&header_page, format!("missing: {e}"))),
     };
     let mut formats = Vec::new();
-    let events = fdir.join("events");
+    let events = dir.join(layout::EVENT_FORMATS);
     let systems = std::fs::read_dir(&events)
         .map_err(|e| InputError::new(&events, format!("cannot list: {e}")))?;
     for sys in systems.flatten() {
@@ -344,11 +324,7 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let cpu = name
-                .strip_prefix("cpu")?
-                .strip_suffix(".raw")?
-                .parse()
-                .ok()?;
+            let cpu = layout::cpu_of_file(&name)?;
             Some((cpu, e.path()))
         })
         .collect();

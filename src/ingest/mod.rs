@@ -89,7 +89,42 @@ pub fn open_bytes(path: &Path, data: Vec<u8>) -> Result<Box<dyn Source>, InputEr
 /// How much of the start of an input format detection looks at.
 const DETECT_BYTES: usize = 256 * 1024;
 
-fn open_input(path: &Path, mut input: Chunked) -> Result<Box<dyn Source>, InputError> {
+/// A file format iosleuth reads: how to recognise it from its first bytes
+/// (`sniff`), and how to open it as a source. Detection tries them in
+/// order, as Perfetto's trace processor does; a new format is one entry
+/// here and one importer module. (Capture directories are recognised by
+/// their manifest in `open_inputs`.)
+struct InputFormat {
+    #[allow(dead_code)] // names the entry for readers of this table
+    name: &'static str,
+    sniff: fn(&[u8]) -> bool,
+    open: fn(&Path, Chunked) -> Opened,
+}
+
+type Opened = Result<Box<dyn Source>, InputError>;
+
+static FORMATS: &[InputFormat] = &[
+    InputFormat {
+        name: "blktrace binary (blktrace files, blkparse -d, the blk tracer's binary output)",
+        sniff: |head| blktrace_bin::detect(head).is_some(),
+        open: |path, input| {
+            let container = blktrace_bin::detect(input.avail()).expect("sniffed");
+            Ok(Box::new(blktrace_bin::BlktraceSource::open(
+                path, input, container,
+            )?))
+        },
+    },
+    InputFormat {
+        name: "text (ftrace, trace-cmd report, perf script, blkparse, the blk tracer's text)",
+        sniff: |head| text_source::detect(head).is_some(),
+        open: |path, input| {
+            let fmt = text_source::detect(input.avail()).expect("sniffed");
+            Ok(Box::new(text_source::TextSource::new(path, input, fmt)))
+        },
+    },
+];
+
+fn open_input(path: &Path, mut input: Chunked) -> Opened {
     input.ensure(DETECT_BYTES);
     if let Some(e) = input.take_error() {
         return Err(InputError::new(path, format!("cannot read: {e}")));
@@ -98,13 +133,8 @@ fn open_input(path: &Path, mut input: Chunked) -> Result<Box<dyn Source>, InputE
     if head.is_empty() {
         return Err(InputError::new(path, "the file is empty"));
     }
-    if let Some(container) = blktrace_bin::detect(head) {
-        return Ok(Box::new(blktrace_bin::BlktraceSource::open(
-            path, input, container,
-        )?));
-    }
-    if let Some(fmt) = text_source::detect(head) {
-        return Ok(Box::new(text_source::TextSource::new(path, input, fmt)));
+    if let Some(f) = FORMATS.iter().find(|f| (f.sniff)(head)) {
+        return (f.open)(path, input);
     }
     let what = if head.iter().take(4096).any(|&b| b == 0) {
         let first: Vec<String> = head.iter().take(24).map(|b| format!("{b:02x}")).collect();
@@ -125,7 +155,7 @@ pub fn open_inputs(paths: &[PathBuf]) -> Result<Vec<Box<dyn Source>>, InputError
     let mut seen = std::collections::HashSet::new();
     for p in paths {
         // A capture directory of `iosleuth record`.
-        if p.join(capture_dir::MANIFEST).exists() {
+        if crate::model::capture_layout::is_capture(p) {
             sources.extend(capture_dir::open_capture(p)?);
             continue;
         }

@@ -19,8 +19,6 @@ pub const MANIFEST: &str = "iosleuth-capture.json";
 pub const SNAPSHOT: &str = "snapshot.json";
 /// Kernel symbols of the addresses the capture holds: `{"0xffff…": name}`.
 pub const SYMBOLS: &str = "symbols.json";
-/// The kernel's format files, under the capture directory.
-pub const FORMATS: &str = "formats";
 pub const HEADER_PAGE: &str = "formats/header_page";
 pub const HEADER_EVENT: &str = "formats/header_event";
 /// `formats/events/SYS/EVENT/format`.

@@ -1,6 +1,7 @@
 //! The typed, time-ordered event stream that every importer produces and
 //! every analysis consumes.
 
+pub mod blktrace_record;
 pub mod block;
 pub mod capture_layout;
 pub mod fields;
