@@ -114,130 +114,175 @@ pub fn analyze_with_names(
     block_cfg: BlockConfig,
     known: &[(u32, String)],
 ) -> Analysis {
-    let mut cfg = block_cfg;
-    if cfg.origin_ns.is_none() {
-        cfg.origin_ns = filter.from_ns;
-    }
-    if cfg.end_ns.is_none() {
-        cfg.end_ns = filter.to_ns;
-    }
-    let mut blk = BlockAnalysis::new(cfg);
-    let mut unknown: BTreeMap<String, u64> = BTreeMap::new();
-    let mut sched = sched::SchedAnalysis::new();
-    let mut sys = syscalls::SyscallAnalysis::new();
-    let mut fs = fs::FsAnalysis::new();
-    let mut irq = irq::IrqAnalysis::new();
-    let mut gaps = gaps::GapAnalysis::new();
-    let mut wq = workqueue::WorkqueueAnalysis::new();
-    let mut wbt = wbt::WbtAnalysis::new();
-    let mut readahead = readahead::ReadaheadAnalysis::new();
-    let mut throttle = blkthrottle::ThrottleAnalysis::new();
-    let mut names = names::ThreadNames::default();
-    for (pid, comm) in known {
-        names.seed(*pid, comm);
-    }
-    let mut outliers = outliers::OutlierAnalysis::new(filter.top);
-    if filter.selects_threads() {
-        names.only(filter.pids.clone(), filter.comms.clone());
-    }
-    let mut events = 0u64;
-    let mut span = Span::default();
+    let mut all = Analyses::new(filter, block_cfg, known);
     for ev in stream {
         match ev {
-            Event::Block(b) => {
-                if !filter.keeps_time(b.ts) {
-                    continue;
-                }
-                if let Some(d) = filter.device {
-                    let from_here = matches!(b.extra, crate::model::Extra::Remap { from_dev, .. } if from_dev == d);
-                    if b.dev != d && !from_here {
-                        continue;
-                    }
-                }
-                events += 1;
-                span.add(b.ts);
-                names.learn_block(b.pid, b.comm);
-                gaps.add(b.ts, b.cpu, b.pid, gaps::EventName::Block(b.action));
-                if let Some(t) = outliers::touch_of_block(b.action, b.dev) {
-                    outliers.before(b.ts, &t);
-                    outliers.block(&b);
-                    outliers.after_block(b.ts);
-                }
-                blk.add(&b);
-                fs.block(&b);
-                throttle.block(&b);
+            Event::Block(b) => all.block(&b),
+            Event::ProcessName { pid, comm } => all.blk.process_name(pid, comm),
+            Event::Other(o) => all.other(&o),
+        }
+    }
+    all.finish()
+}
+
+/// Every analysis, fed one event at a time.
+struct Analyses<'f> {
+    filter: &'f Filter,
+    blk: BlockAnalysis,
+    sched: sched::SchedAnalysis,
+    sys: syscalls::SyscallAnalysis,
+    fs: fs::FsAnalysis,
+    irq: irq::IrqAnalysis,
+    gaps: gaps::GapAnalysis,
+    wq: workqueue::WorkqueueAnalysis,
+    wbt: wbt::WbtAnalysis,
+    readahead: readahead::ReadaheadAnalysis,
+    throttle: blkthrottle::ThrottleAnalysis,
+    outliers: outliers::OutlierAnalysis,
+    names: names::ThreadNames,
+    /// Events no analysis used, by name.
+    unknown: BTreeMap<String, u64>,
+    events: u64,
+    span: Span,
+}
+
+impl<'f> Analyses<'f> {
+    fn new(filter: &'f Filter, block_cfg: BlockConfig, known: &[(u32, String)]) -> Self {
+        let mut cfg = block_cfg;
+        if cfg.origin_ns.is_none() {
+            cfg.origin_ns = filter.from_ns;
+        }
+        if cfg.end_ns.is_none() {
+            cfg.end_ns = filter.to_ns;
+        }
+        let mut names = names::ThreadNames::default();
+        for (pid, comm) in known {
+            names.seed(*pid, comm);
+        }
+        if filter.selects_threads() {
+            names.only(filter.pids.clone(), filter.comms.clone());
+        }
+        Analyses {
+            filter,
+            blk: BlockAnalysis::new(cfg),
+            sched: sched::SchedAnalysis::new(),
+            sys: syscalls::SyscallAnalysis::new(),
+            fs: fs::FsAnalysis::new(),
+            irq: irq::IrqAnalysis::new(),
+            gaps: gaps::GapAnalysis::new(),
+            wq: workqueue::WorkqueueAnalysis::new(),
+            wbt: wbt::WbtAnalysis::new(),
+            readahead: readahead::ReadaheadAnalysis::new(),
+            throttle: blkthrottle::ThrottleAnalysis::new(),
+            outliers: outliers::OutlierAnalysis::new(filter.top),
+            names,
+            unknown: BTreeMap::new(),
+            events: 0,
+            span: Span::default(),
+        }
+    }
+
+    fn block(&mut self, b: &crate::model::BlockEvent) {
+        if !self.filter.keeps_time(b.ts) {
+            return;
+        }
+        if let Some(d) = self.filter.device {
+            let from_here =
+                matches!(b.extra, crate::model::Extra::Remap { from_dev, .. } if from_dev == d);
+            if b.dev != d && !from_here {
+                return;
             }
-            Event::ProcessName { pid, comm } => blk.process_name(pid, comm),
-            Event::Other(o) => {
-                if !filter.keeps_time(o.ts) {
-                    continue;
-                }
-                events += 1;
-                span.add(o.ts);
-                names.learn(&o);
-                gaps.add(o.ts, o.cpu, o.pid, gaps::EventName::Named(o.name.clone()));
-                let touch = outliers::touch_of(&o);
-                if let Some(t) = &touch {
-                    outliers.before(o.ts, t);
-                }
-                let used = sched.add(&o)
-                    | sys.add(&o, &names)
-                    | fs.add(&o, &names)
-                    | irq.add(&o)
-                    | wq.add(&o)
-                    | wbt.add(&o)
-                    | readahead.add(&o);
-                throttle.add(&o);
-                // After the scheduler: an operation's end is integrated
-                // with the state the scheduler analysis holds.
-                outliers.add(&o, &names, &sched);
-                if let Some(t) = &touch {
-                    outliers.after(t, &sched);
-                }
-                if used {
-                    continue;
-                }
-                match unknown.get_mut(&*o.name) {
-                    Some(c) => *c += 1,
-                    None => {
-                        unknown.insert(o.name.to_string(), 1);
-                    }
-                }
+        }
+        self.events += 1;
+        self.span.add(b.ts);
+        self.names.learn_block(b.pid, b.comm);
+        self.gaps
+            .add(b.ts, b.cpu, b.pid, gaps::EventName::Block(b.action));
+        if let Some(t) = outliers::touch_of_block(b.action, b.dev) {
+            self.outliers.before(b.ts, &t);
+            self.outliers.block(b);
+            self.outliers.after_block(b.ts);
+        }
+        self.blk.add(b);
+        self.fs.block(b);
+        self.throttle.block(b);
+    }
+
+    fn other(&mut self, o: &crate::model::OtherEvent) {
+        if !self.filter.keeps_time(o.ts) {
+            return;
+        }
+        self.events += 1;
+        self.span.add(o.ts);
+        self.names.learn(o);
+        self.gaps
+            .add(o.ts, o.cpu, o.pid, gaps::EventName::Named(o.name.clone()));
+        let touch = outliers::touch_of(o);
+        if let Some(t) = &touch {
+            self.outliers.before(o.ts, t);
+        }
+        let names = &self.names;
+        let used = self.sched.add(o)
+            | self.sys.add(o, names)
+            | self.fs.add(o, names)
+            | self.irq.add(o)
+            | self.wq.add(o)
+            | self.wbt.add(o)
+            | self.readahead.add(o);
+        self.throttle.add(o);
+        // After the scheduler: an operation's end is integrated with the
+        // state the scheduler analysis holds.
+        self.outliers.add(o, names, &self.sched);
+        if let Some(t) = &touch {
+            self.outliers.after(t, &self.sched);
+        }
+        if used {
+            return;
+        }
+        match self.unknown.get_mut(&*o.name) {
+            Some(c) => *c += 1,
+            None => {
+                self.unknown.insert(o.name.to_string(), 1);
             }
         }
     }
-    let mut warnings = Vec::new();
-    let block = blk.finish();
-    warnings.extend(block.warnings.iter().cloned());
-    if !unknown.is_empty() {
-        let total: u64 = unknown.values().sum();
-        warnings.push(format!(
-            "{total} events of {} kinds are not analysed yet (kept and counted under unknown_events)",
-            unknown.len()
-        ));
-    }
-    Analysis {
-        inputs: Vec::new(),
-        events,
-        span,
-        block,
-        syscalls: sys.finish(&names),
-        fs: fs.finish(&names),
-        gaps: gaps.finish(&names),
-        workqueue: wq.finish(&names),
-        irq: irq.finish(span.last_ns.saturating_sub(span.first_ns) as f64 / 1e9),
-        outliers: outliers.finish(&names),
-        sched: {
-            let mut s = sched.finish();
-            s.threads.retain(|t| names.keeps_named(t.pid, &t.comm));
-            s.long_waits.retain(|w| names.keeps_named(w.pid, &w.comm));
-            s
-        },
-        wbt: wbt.finish(span.last_ns),
-        readahead: readahead.finish(),
-        cgroup_throttle: throttle.finish(),
-        unknown_events: unknown,
-        warnings,
-        snapshot: None,
+
+    fn finish(self) -> Analysis {
+        let (span, names) = (self.span, &self.names);
+        let block = self.blk.finish();
+        let mut warnings: Vec<String> = block.warnings.clone();
+        if !self.unknown.is_empty() {
+            let total: u64 = self.unknown.values().sum();
+            warnings.push(format!(
+                "{total} events of {} kinds are not analysed yet (kept and counted under unknown_events)",
+                self.unknown.len()
+            ));
+        }
+        Analysis {
+            inputs: Vec::new(),
+            events: self.events,
+            span,
+            block,
+            syscalls: self.sys.finish(names),
+            fs: self.fs.finish(names),
+            gaps: self.gaps.finish(names),
+            workqueue: self.wq.finish(names),
+            irq: self
+                .irq
+                .finish(span.last_ns.saturating_sub(span.first_ns) as f64 / 1e9),
+            outliers: self.outliers.finish(names),
+            sched: {
+                let mut s = self.sched.finish();
+                s.threads.retain(|t| names.keeps_named(t.pid, &t.comm));
+                s.long_waits.retain(|w| names.keeps_named(w.pid, &w.comm));
+                s
+            },
+            wbt: self.wbt.finish(span.last_ns),
+            readahead: self.readahead.finish(),
+            cgroup_throttle: self.throttle.finish(),
+            unknown_events: self.unknown,
+            warnings,
+            snapshot: None,
+        }
     }
 }

@@ -136,6 +136,13 @@ pub(super) fn device(out: &mut String, d: &DeviceSummary, interval_s: f64) {
         pct_line(out, "D2C", &d.d2c);
         pct_line(out, "Q2C", &d.q2c);
     }
+    iostat_table(out, d, interval_s);
+    histograms(out, d);
+    out.push('\n');
+}
+
+/// iostat -x's columns per interval, then for the whole report.
+fn iostat_table(out: &mut String, d: &DeviceSummary, interval_s: f64) {
     let _ = writeln!(
         out,
         "\niostat -x, {interval_s} s intervals (time from the start of the report):"
@@ -177,6 +184,10 @@ pub(super) fn device(out: &mut String, d: &DeviceSummary, interval_s: f64) {
         );
     }
     row(out, "all".into(), &d.iostat_total);
+}
+
+/// Log2 histograms of latency and size, as bcc prints them.
+fn histograms(out: &mut String, d: &DeviceSummary) {
     if d.d2c_hist_us.total() > 0 {
         let _ = writeln!(out, "\nD2C per request:");
         out.push_str(&d.d2c_hist_us.render("usecs"));
@@ -189,5 +200,4 @@ pub(super) fn device(out: &mut String, d: &DeviceSummary, interval_s: f64) {
         let _ = writeln!(out, "\nissued request sizes:");
         out.push_str(&d.request_size_hist_kib.render("KiB"));
     }
-    out.push('\n');
 }

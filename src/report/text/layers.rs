@@ -140,83 +140,88 @@ pub(super) fn filesystem(out: &mut String, f: &crate::analyze::fs::FsSummary) {
         out.push('\n');
     }
     for (dev, j) in &f.journals {
-        let _ = writeln!(
-            out,
-            "==================== Journal {dev} (jbd2) ====================\n"
-        );
-        let _ = writeln!(
-            out,
-            "commits: {} ({} sync), {:.1}/s; per commit: {:.1} handles (max {}), {:.1} blocks, {:.1} logged, {:.1} journal writes, {:.1} flushes",
-            j.commits,
-            j.sync_commits,
-            j.commits_per_s,
-            j.handles_per_commit,
-            j.max_handles_per_commit,
-            j.blocks_per_commit,
-            j.blocks_logged_per_commit,
-            j.journal_writes_per_commit,
-            j.flushes_per_commit
-        );
-        let phases = [
-            ("commit", &j.phases.total),
-            ("  locking", &j.phases.locking),
-            ("  flushing", &j.phases.flushing),
-            ("  logging", &j.phases.logging),
-        ];
-        let _ = writeln!(
-            out,
-            "{:<12} {:>8} {:>10} {:>10} {:>10} {:>10}",
-            "PHASE", "count", "avg ms", "p50 ms", "p99 ms", "max ms"
-        );
-        for (name, p) in phases {
-            if let Some(p) = p {
-                let _ = writeln!(
-                    out,
-                    "{:<12} {:>8} {:>10.3} {:>10.3} {:>10.3} {:>10.3}",
-                    name,
-                    p.count,
-                    p.avg / 1e6,
-                    ms(p.p50),
-                    ms(p.p99),
-                    ms(p.max)
-                );
-            }
-        }
-        let c = &j.checkpoints;
-        let _ = writeln!(
-            out,
-            "checkpoints: {} passes, {} transactions ({} buffers written, {} dropped); log tail updates {}; buffer lock stalls {}",
-            c.passes, c.transactions, c.written, c.dropped, j.log_tail_updates, j.lock_buffer_stalls
-        );
-        for (who, n) in &c.by_process {
-            let _ = writeln!(out, "  checkpointed by {who}: {n}");
-        }
-        if !j.handle_starts.is_empty() {
-            let list: Vec<String> = j
-                .handle_starts
-                .iter()
-                .map(|(t, n)| format!("{t} {n}"))
-                .collect();
-            let _ = writeln!(out, "handle starts by type: {}", list.join(", "));
-        }
-        if !j.slowest_commits.is_empty() {
-            let _ = writeln!(out, "slowest commits:");
-            for c in j.slowest_commits.iter().take(5) {
-                let _ = writeln!(
-                    out,
-                    "  {:>10.3} ms  transaction {} at {} (locking {:.3}, flushing {:.3}, logging {:.3} ms; {} journal writes, {} KiB, {} flushes)",
-                    ms(c.total_ns),
-                    c.transaction,
-                    secs(c.start_ns),
-                    ms(c.locking_ns),
-                    ms(c.flushing_ns),
-                    ms(c.logging_ns),
-                    c.journal_writes,
-                    c.journal_bytes / 1024,
-                    c.flushes
-                );
-            }
-        }
-        out.push('\n');
+        journal(out, dev, j);
     }
+}
+
+/// One jbd2 journal: commits and their phases, checkpoints, the slowest commits.
+fn journal(out: &mut String, dev: &str, j: &crate::analyze::fs::JournalSummary) {
+    let _ = writeln!(
+        out,
+        "==================== Journal {dev} (jbd2) ====================\n"
+    );
+    let _ = writeln!(
+        out,
+        "commits: {} ({} sync), {:.1}/s; per commit: {:.1} handles (max {}), {:.1} blocks, {:.1} logged, {:.1} journal writes, {:.1} flushes",
+        j.commits,
+        j.sync_commits,
+        j.commits_per_s,
+        j.handles_per_commit,
+        j.max_handles_per_commit,
+        j.blocks_per_commit,
+        j.blocks_logged_per_commit,
+        j.journal_writes_per_commit,
+        j.flushes_per_commit
+    );
+    let phases = [
+        ("commit", &j.phases.total),
+        ("  locking", &j.phases.locking),
+        ("  flushing", &j.phases.flushing),
+        ("  logging", &j.phases.logging),
+    ];
+    let _ = writeln!(
+        out,
+        "{:<12} {:>8} {:>10} {:>10} {:>10} {:>10}",
+        "PHASE", "count", "avg ms", "p50 ms", "p99 ms", "max ms"
+    );
+    for (name, p) in phases {
+        if let Some(p) = p {
+            let _ = writeln!(
+                out,
+                "{:<12} {:>8} {:>10.3} {:>10.3} {:>10.3} {:>10.3}",
+                name,
+                p.count,
+                p.avg / 1e6,
+                ms(p.p50),
+                ms(p.p99),
+                ms(p.max)
+            );
+        }
+    }
+    let c = &j.checkpoints;
+    let _ = writeln!(
+        out,
+        "checkpoints: {} passes, {} transactions ({} buffers written, {} dropped); log tail updates {}; buffer lock stalls {}",
+        c.passes, c.transactions, c.written, c.dropped, j.log_tail_updates, j.lock_buffer_stalls
+    );
+    for (who, n) in &c.by_process {
+        let _ = writeln!(out, "  checkpointed by {who}: {n}");
+    }
+    if !j.handle_starts.is_empty() {
+        let list: Vec<String> = j
+            .handle_starts
+            .iter()
+            .map(|(t, n)| format!("{t} {n}"))
+            .collect();
+        let _ = writeln!(out, "handle starts by type: {}", list.join(", "));
+    }
+    if !j.slowest_commits.is_empty() {
+        let _ = writeln!(out, "slowest commits:");
+        for c in j.slowest_commits.iter().take(5) {
+            let _ = writeln!(
+                out,
+                "  {:>10.3} ms  transaction {} at {} (locking {:.3}, flushing {:.3}, logging {:.3} ms; {} journal writes, {} KiB, {} flushes)",
+                ms(c.total_ns),
+                c.transaction,
+                secs(c.start_ns),
+                ms(c.locking_ns),
+                ms(c.flushing_ns),
+                ms(c.logging_ns),
+                c.journal_writes,
+                c.journal_bytes / 1024,
+                c.flushes
+            );
+        }
+    }
+    out.push('\n');
 }
