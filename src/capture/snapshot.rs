@@ -373,24 +373,6 @@ pub fn mono_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Thread ids and names a snapshot document (`{before, workload, after}`)
-/// records: the workload's threads and the kernel threads.
-pub fn thread_names(doc: &Value) -> Vec<(u32, String)> {
-    let lists = [
-        &doc["workload"]["threads"],
-        &doc["before"]["kernel_threads"],
-    ];
-    lists
-        .into_iter()
-        .filter_map(|l| l.as_array())
-        .flatten()
-        .filter_map(|t| {
-            let tid = t["tid"].as_u64().or_else(|| t["pid"].as_u64())?;
-            Some((tid as u32, t["comm"].as_str()?.to_string()))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
