@@ -3,6 +3,19 @@
 //! what to do (DESIGN.md's findings). Each rule is judged by evidence in
 //! the trace; the snapshot confirms or weakens it. A rule that does not
 //! fire says why (`report --explain ID`).
+//!
+//! Layout: this module holds the types ([`Finding`], [`Severity`],
+//! [`Verdict`], [`Rule`]) and runs the catalog. `rules/mod.rs` is the
+//! catalog itself, in DESIGN.md's order; each rule lives in
+//! `rules/<id>.rs` with its `RULE`, its check, its thresholds as named
+//! constants (each saying where its number comes from).
+//! `rules/helpers.rs` holds what rules share, and is the only place that
+//! reads the system snapshot.
+//!
+//! To add a rule: write `rules/<id>.rs` with `pub const RULE: Rule`, then
+//! add `mod <id>;` and `<id>::RULE` (where it belongs in the order) to
+//! `rules/mod.rs`. A question for the snapshot becomes a function in
+//! `rules/helpers.rs`.
 
 mod rules;
 
@@ -63,13 +76,4 @@ pub fn diagnose(a: &Analysis) -> Vec<Finding> {
         .collect();
     out.sort_by_key(|f| f.severity);
     out
-}
-
-/// The snapshot's value for a block device (by `MAJ,MIN`): its name and
-/// its `queue/*` settings.
-pub(crate) fn device_settings<'a>(a: &'a Analysis, dev: &str) -> Option<(&'a str, &'a Value)> {
-    let devs = a.snapshot.as_ref()?["before"]["block_devices"].as_object()?;
-    devs.iter()
-        .find(|(_, d)| d["dev"] == dev)
-        .map(|(name, d)| (name.as_str(), &d["queue"]))
 }
