@@ -8,14 +8,17 @@
 //! [`Verdict`], [`Rule`]) and runs the catalog. `rules/mod.rs` is the
 //! catalog itself, in DESIGN.md's order; each rule lives in
 //! `rules/<id>.rs` with its `RULE`, its check, its thresholds as named
-//! constants (each saying where its number comes from).
+//! constants (each saying where its number comes from) and its unit tests
+//! (at least one where it fires, one where it stays silent).
 //! `rules/helpers.rs` holds what rules share, and is the only place that
-//! reads the system snapshot.
+//! reads the system snapshot. `rules/testkit.rs` (tests only) builds the
+//! tests' analyses from a few lines of ftrace text, with a snapshot when
+//! a test needs one.
 //!
-//! To add a rule: write `rules/<id>.rs` with `pub const RULE: Rule`, then
-//! add `mod <id>;` and `<id>::RULE` (where it belongs in the order) to
-//! `rules/mod.rs`. A question for the snapshot becomes a function in
-//! `rules/helpers.rs`.
+//! To add a rule: write `rules/<id>.rs` with `pub const RULE: Rule`, its
+//! check and its tests, then add `mod <id>;` and `<id>::RULE` (where it
+//! belongs in the order) to `rules/mod.rs`. A question for the snapshot
+//! becomes a function in `rules/helpers.rs`.
 
 mod rules;
 

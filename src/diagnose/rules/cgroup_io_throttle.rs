@@ -88,3 +88,98 @@ fn check(a: &Analysis) -> Verdict {
         workaround,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testkit::{
+        analysis, block_devices, fired, line, silent, with_snapshot,
+    };
+    use serde_json::json;
+
+    const WORK: &str = "work struct 00000000c0ffee00: function";
+
+    /// dd (pid 400) reads 8 bios of 256 KiB from 7,0; the last `held` of
+    /// them are queued by kthrotld's dispatch work (kworker pid 77), one
+    /// every 62.5 ms; `function` is the work the kworker runs.
+    fn reads(held: u64, function: &str) -> String {
+        let mut text = String::new();
+        for i in 0..8 - held {
+            let q = format!("7,0 R {} + 512 [dd]", i * 512);
+            text += &line(1_000_000 + i * 1_000, "dd-400", 0, "block_bio_queue", &q);
+        }
+        for i in 0..held {
+            let t = 1_100_000 + i * 62_500;
+            let work = format!("{WORK} {function}");
+            text += &line(t, "kworker/1:2-77", 1, "workqueue_execute_start", &work);
+            let q = format!("7,0 R {} + 512 [dd]", (8 - held + i) * 512);
+            text += &line(t + 10, "kworker/1:2-77", 1, "block_bio_queue", &q);
+            text += &line(t + 20, "kworker/1:2-77", 1, "workqueue_execute_end", &work);
+        }
+        text
+    }
+
+    #[test]
+    fn fires_for_bios_released_by_the_dispatch_work() {
+        let limits = json!({ "/sys/fs/cgroup/blkio/slow": { "blkio.throttle.read_bps_device": "7:0 4194304" } });
+        let a = with_snapshot(
+            analysis(&reads(5, "blk_throtl_dispatch_work_fn")),
+            json!({
+                "block_devices": block_devices("loop0", "7,0", &[]),
+                "cgroup_io_limits": limits,
+            }),
+        );
+        let f = fired(check(&a));
+        assert_eq!(f.id, "cgroup_io_throttle");
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.title,
+            "loop0: 5 of 8 bios (62%) were held by a cgroup I/O limit, released at 5.0 MiB/s"
+        );
+        assert_eq!(f.evidence["throttled_bytes"], 5 * 262_144);
+        assert_eq!(f.evidence["dispatch_runs"], 5);
+        assert_eq!(
+            f.evidence["limits"][0],
+            json!({"cgroup": "/sys/fs/cgroup/blkio/slow", "file": "blkio.throttle.read_bps_device", "line": "7:0 4194304"})
+        );
+        assert_eq!(
+            f.workaround,
+            "raise or lift the limit (7:0 4194304 in /sys/fs/cgroup/blkio/slow/blkio.throttle.read_bps_device): echo \"7:0 0\" > /sys/fs/cgroup/blkio/slow/blkio.throttle.read_bps_device"
+        );
+    }
+
+    #[test]
+    fn warns_for_a_few_held_bios_under_io_max() {
+        let limits = json!({ "/sys/fs/cgroup/app": { "io.max": "7:0 rbps=4194304 wbps=max riops=max wiops=max" } });
+        let a = with_snapshot(
+            analysis(&reads(2, "blk_throtl_dispatch_work_fn")),
+            json!({ "cgroup_io_limits": limits }),
+        );
+        let f = fired(check(&a));
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(
+            f.title,
+            "7,0: 2 of 8 bios (25%) were held by a cgroup I/O limit, released at 8.0 MiB/s"
+        );
+        assert_eq!(
+            f.workaround,
+            "raise or lift the limit (7:0 rbps=4194304 wbps=max riops=max wiops=max in /sys/fs/cgroup/app/io.max): echo \"7:0 rbps=max wbps=max riops=max wiops=max\" > /sys/fs/cgroup/app/io.max"
+        );
+    }
+
+    #[test]
+    fn silent_when_the_dispatch_work_never_ran() {
+        assert_eq!(
+            silent(check(&analysis(&reads(5, "flush_to_ldisc")))),
+            "blk-throttle's dispatch work never ran: no bio was held by a cgroup limit"
+        );
+    }
+
+    #[test]
+    fn silent_without_workqueue_events() {
+        assert_eq!(
+            silent(check(&analysis(&reads(0, "")))),
+            "no workqueue events in the trace (record the `workqueue` event set): bios held by blk-throttle cannot be told apart"
+        );
+    }
+}

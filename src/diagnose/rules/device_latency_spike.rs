@@ -149,3 +149,102 @@ fn finding(a: &Analysis, kind: &str, o: &Outlier, median: u64) -> Finding {
         workaround: "take the synchronous write off the latency-critical path (a separate I/O thread, or an asynchronous commit such as PostgreSQL's synchronous_commit=off), or replace the device; confirm with iosleuth probe fsync --path FILE --stop-above 50".into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testkit::{analysis, fired, silent, Trace};
+
+    const T0: u64 = 200_000_000;
+    const ENTER: &str =
+        "fd: 0x00000003, buf: 0x00007f0000000000, count: 0x00004000, pos: 0x00000000";
+
+    /// tests/fixtures/busy-device.synthetic.txt's shape: ten 50 µs
+    /// pwrites by probe (pid 100), then one blocked while the device
+    /// serves `requests` writes of `each_us` back to back.
+    fn blocked_write(requests: u64, each_us: u64) -> Trace {
+        let mut tr = Trace::default();
+        for i in 0..10 {
+            let t = T0 - 10_000 + i * 500;
+            tr.add(t, "probe-100", 0, "sys_enter_pwrite64", ENTER);
+            tr.add(t + 50, "probe-100", 0, "sys_exit_pwrite64", "0x4000");
+        }
+        tr.add(T0, "probe-100", 0, "sys_enter_pwrite64", ENTER);
+        tr.add(T0 + 100, "probe-100", 0, "sched_switch", "prev_comm=probe prev_pid=100 prev_prio=120 prev_state=D ==> next_comm=swapper/0 next_pid=0 next_prio=120");
+        let mut t = T0 + 200;
+        for i in 0..requests {
+            let s = 1000 + i * 8;
+            let issue = format!("7,0 W 4096 () {s} + 8 be,0,4 [kworker/1:1]");
+            tr.add(t, "kworker/1:1-60", 1, "block_rq_issue", &issue);
+            t += each_us;
+            let done = format!("7,0 W () {s} + 8 be,0,4 [0]");
+            tr.add(t, "<idle>-0", 1, "block_rq_complete", &done);
+            t += 10;
+        }
+        tr.add(
+            t + 50,
+            "<idle>-0",
+            0,
+            "sched_wakeup",
+            "comm=probe pid=100 prio=120 target_cpu=000",
+        );
+        tr.add(t + 60, "<idle>-0", 0, "sched_switch", "prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=probe next_pid=100 next_prio=120");
+        tr.add(t + 100, "probe-100", 0, "sys_exit_pwrite64", "0x4000");
+        tr
+    }
+
+    #[test]
+    fn fires_for_one_slow_request() {
+        let f = fired(check(&analysis(&blocked_write(1, 60_000).text())));
+        assert_eq!(f.id, "device_latency_spike");
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.title,
+            "syscall pwrite64: 60.31 ms instead of 0.05 ms, 100% of it waiting for the device (data write 7,0)"
+        );
+        assert_eq!(f.evidence["latency_ns"], 60_310_000);
+        // The latency histogram's median of the ten 50 µs calls.
+        assert_eq!(f.evidence["median_ns"], 50_047);
+        assert_eq!(f.evidence["spikes_in_top"], 1);
+        assert!(f.explanation.starts_with(
+            "The operation was blocked while one request sat at the device for 60 ms"
+        ));
+    }
+
+    #[test]
+    fn silent_for_a_busy_device() {
+        // Commit 4302d61's edge case: 30 requests of 2 ms, none holding it.
+        assert_eq!(
+            silent(check(&analysis(&blocked_write(30, 2_000).text()))),
+            "slowest syscall pwrite64 (60.6 ms) was 99% device time, but no one request held it: the longest it waited for covers 2 ms (3%), a busy device rather than a slow request (see queue_saturation)"
+        );
+    }
+
+    #[test]
+    fn silent_when_completion_work_was_starved_by_a_real_time_task() {
+        // The thread that completes I/O waits 30 ms for CPU 1 behind an
+        // RT task (prio 49) while the write is "at the device".
+        let mut tr = blocked_write(1, 60_000);
+        tr.add(T0 + 1_000, "<idle>-0", 1, "sched_switch", "prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=burner next_pid=70 next_prio=49");
+        tr.add(
+            T0 + 1_100,
+            "burner-70",
+            1,
+            "sched_wakeup",
+            "comm=kworker/1:1 pid=60 prio=120 target_cpu=001",
+        );
+        tr.add(T0 + 31_100, "burner-70", 1, "sched_switch", "prev_comm=burner prev_pid=70 prev_prio=49 prev_state=S ==> next_comm=kworker/1:1 next_pid=60 next_prio=120");
+        assert_eq!(
+            silent(check(&analysis(&tr.text()))),
+            "slowest syscall pwrite64 (60.31 ms) overlaps kworker/1:1 (60)'s 30 ms wait for CPU 1 held by real-time burner (70): completion work was starved (rt_starvation), not the device"
+        );
+    }
+
+    #[test]
+    fn silent_when_nothing_took_50_ms() {
+        assert_eq!(
+            silent(check(&analysis(&blocked_write(1, 2_000).text()))),
+            "no operation took 50 ms or more"
+        );
+    }
+}

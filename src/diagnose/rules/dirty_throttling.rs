@@ -90,3 +90,88 @@ fn check(a: &Analysis) -> Verdict {
         ),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testkit::{analysis, fired, line, silent, with_snapshot};
+    use serde_json::json;
+
+    /// A 200 ms trace (two writeback events at its ends) in which dd (pid
+    /// 500) is paused by balance_dirty_pages once per `pauses` entry.
+    fn dirtying(pauses: &[u64]) -> String {
+        let written = "name=7:0 nr_pages=1024 sb_dev=0 sync_mode=0 for_kupdate=0 range_cyclic=1 for_background=1 reason=0 cgroup_ino=1";
+        let mut text = line(
+            1_000_000,
+            "kworker/u8:3-80",
+            1,
+            "writeback_written",
+            written,
+        );
+        for (i, pause) in (0..).zip(pauses) {
+            let bdp = format!("bdi=7:0 limit=1024 setpoint=832 dirty=800 wb_setpoint=24 wb_dirty=768 dirty_ratelimit=102400 task_ratelimit=89900 dirtied=256 dirtied_pause=16 paused=0 pause={pause} period={pause} think=0 cgroup_ino=1");
+            text += &line(
+                1_010_000 + i * 20_000,
+                "dd-500",
+                0,
+                "balance_dirty_pages",
+                &bdp,
+            );
+        }
+        text + &line(
+            1_200_000,
+            "kworker/u8:3-80",
+            1,
+            "writeback_written",
+            written,
+        )
+    }
+
+    #[test]
+    fn fires_when_writers_are_paused_for_a_quarter_of_the_trace() {
+        let a = with_snapshot(
+            analysis(&dirtying(&[10; 5])),
+            json!({ "vm": { "dirty_bytes": "4194304\n", "dirty_ratio": "0" } }),
+        );
+        let f = fired(check(&a));
+        assert_eq!(f.id, "dirty_throttling");
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.title,
+            "writers were paused 50 ms by the dirty page limit (25% of the trace), most of it dd (500) (50 ms)"
+        );
+        assert_eq!(f.evidence["pauses"], 5);
+        assert_eq!(f.evidence["max_pause_ms"], 10);
+        assert_eq!(f.evidence["limit_pages"], 1024);
+        assert_eq!(f.evidence["vm_dirty_bytes"], "4194304");
+        assert!(f
+            .explanation
+            .contains("(1024 pages here, vm.dirty_bytes = 4194304)"));
+        assert!(f.workaround.ends_with("(now vm.dirty_bytes = 4194304)"));
+    }
+
+    #[test]
+    fn warns_below_a_fifth_of_the_trace() {
+        let f = fired(check(&analysis(&dirtying(&[10, 10, 10]))));
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(f.evidence["percent_of_trace"], 15.0);
+        assert!(f.workaround.ends_with("(now the dirty limit)"));
+    }
+
+    #[test]
+    fn silent_for_short_pauses() {
+        assert_eq!(
+            silent(check(&analysis(&dirtying(&[4, 4])))),
+            "writers were paused 8 ms in all (4.0% of the trace's 200 ms)"
+        );
+    }
+
+    #[test]
+    fn silent_without_writeback_events() {
+        let text = line(1_000, "fio-200", 0, "block_bio_queue", "7,0 W 0 + 8 [fio]");
+        assert_eq!(
+            silent(check(&analysis(&text))),
+            "no writeback events in the trace (record the `writeback` event set)"
+        );
+    }
+}

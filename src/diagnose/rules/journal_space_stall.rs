@@ -98,3 +98,84 @@ fn check(a: &Analysis) -> Verdict {
         "no jbd2 events in the trace (record the `fs` event set)",
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testkit::{
+        analysis, block_devices, fired, line, silent, with_snapshot,
+    };
+    use serde_json::json;
+
+    /// Two commits of journal 7,0, `by_writer` checkpoint passes by a
+    /// writer (fio, pid 200) and two by the journal thread itself.
+    fn journal(by_writer: u64) -> String {
+        let mut text = String::new();
+        for tid in 1..=2u64 {
+            let t = tid * 10_000;
+            let commit = format!("dev 7,0 transaction {tid} sync 0");
+            text += &line(t, "jbd2/loop0-8-300", 1, "jbd2_start_commit", &commit);
+            text += &line(t + 900, "jbd2/loop0-8-300", 1, "jbd2_end_commit", &commit);
+            text += &line(
+                t + 950,
+                "jbd2/loop0-8-300",
+                1,
+                "jbd2_checkpoint",
+                "dev 7,0 result 0",
+            );
+        }
+        for i in 0..by_writer {
+            let t = 40_000 + i * 100;
+            text += &line(t, "fio-200", 0, "jbd2_checkpoint", "dev 7,0 result 0");
+        }
+        text
+    }
+
+    #[test]
+    fn fires_when_writers_checkpoint_the_journal() {
+        let info = "1346 transactions (1346 requested), each up to 341 blocks\naverage: \n  0ms waiting for transaction";
+        let a = with_snapshot(
+            analysis(&journal(12)),
+            json!({
+                "block_devices": block_devices("loop0", "7,0", &[]),
+                "jbd2": { "loop0-8": info },
+            }),
+        );
+        let f = fired(check(&a));
+        assert_eq!(f.id, "journal_space_stall");
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.title,
+            "journal 7,0 ran out of space: writer threads checkpointed it 12 times"
+        );
+        assert_eq!(f.evidence["commits"], 2);
+        assert_eq!(f.evidence["checkpoint_passes_by_writers"], 12);
+        assert_eq!(f.evidence["checkpoint_by_process"]["fio (200)"], 12);
+        assert_eq!(
+            f.evidence["jbd2_info"],
+            "1346 transactions (1346 requested), each up to 341 blocks"
+        );
+        assert!(f.workaround.ends_with(
+            "journal 7,0 now: 1346 transactions (1346 requested), each up to 341 blocks"
+        ));
+    }
+
+    #[test]
+    fn warns_for_a_few_checkpoints_without_a_snapshot() {
+        let f = fired(check(&analysis(&journal(3))));
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(f.evidence["checkpoint_passes_by_writers"], 3);
+        assert_eq!(f.evidence["jbd2_info"], serde_json::Value::Null);
+        assert!(f
+            .workaround
+            .ends_with("journal 7,0 now: size unknown (no snapshot)"));
+    }
+
+    #[test]
+    fn silent_when_only_the_journal_thread_checkpoints() {
+        assert_eq!(
+            silent(check(&analysis(&journal(0)))),
+            "journal 7,0: 2 commits, no checkpoint by a writer thread"
+        );
+    }
+}

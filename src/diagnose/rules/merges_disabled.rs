@@ -127,3 +127,85 @@ fn check(a: &Analysis) -> Verdict {
     }
     not_any(why, "no block requests in the trace")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testkit::{
+        analysis, block_devices, fired, silent, with_snapshot, Trace,
+    };
+    use serde_json::json;
+
+    /// `n` sequential 4 KiB reads of fio (pid 200) on 7,0, each its own
+    /// request: all queued first, then completed (`together`), or each
+    /// completed before the next is queued.
+    fn reads(n: u64, together: bool) -> String {
+        let mut tr = Trace::default();
+        for i in 0..n {
+            let (t, s) = (1_000 + i * 10, i * 8);
+            tr.add(
+                t,
+                "fio-200",
+                0,
+                "block_bio_queue",
+                &format!("7,0 R {s} + 8 [fio]"),
+            );
+            tr.add(
+                t + 1,
+                "fio-200",
+                0,
+                "block_getrq",
+                &format!("7,0 R {s} + 8 [fio]"),
+            );
+            let issue = format!("7,0 R 4096 () {s} + 8 be,0,4 [fio]");
+            tr.add(t + 2, "fio-200", 0, "block_rq_issue", &issue);
+            let done = format!("7,0 R () {s} + 8 be,0,4 [0]");
+            let at = if together { 5_000 + i * 10 } else { t + 5 };
+            tr.add(at, "<idle>-0", 0, "block_rq_complete", &done);
+        }
+        tr.text()
+    }
+
+    #[test]
+    fn fires_for_sequential_bios_that_each_became_a_request() {
+        let a = analysis(&reads(64, true));
+        let a = with_snapshot(
+            a,
+            json!({ "block_devices": block_devices("loop0", "7,0", &[("nomerges", "2")]) }),
+        );
+        let f = fired(check(&a));
+        assert_eq!(f.id, "merges_disabled");
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.title,
+            "loop0: 98% of bios are sequential but each became its own 8-sector request"
+        );
+        assert_eq!(f.evidence["bios_queued"], 64);
+        assert_eq!(f.evidence["sequential_bios"], 63);
+        assert_eq!(f.evidence["requests_issued"], 64);
+        assert_eq!(f.evidence["bios_per_request"], 1.0);
+        assert_eq!(f.evidence["nomerges"], "2");
+        assert!(f
+            .explanation
+            .contains("the device gets 32x more commands than it would with merging; the device's nomerges is 2"));
+        assert_eq!(f.workaround, "echo 0 > /sys/block/loop0/queue/nomerges");
+    }
+
+    #[test]
+    fn silent_for_a_synchronous_reader() {
+        let a = analysis(&reads(64, false));
+        assert_eq!(
+            silent(check(&a)),
+            "7,0: 98% of bios are sequential but only 0% were queued before the previous one completed: one bio at a time, nothing to merge (a synchronous reader: see readahead_small)"
+        );
+    }
+
+    #[test]
+    fn silent_with_too_few_bios_to_judge() {
+        let a = analysis(&reads(1, true));
+        assert_eq!(
+            silent(check(&a)),
+            "7,0: only 1 bio queued (at least 64 are needed to judge merging)"
+        );
+    }
+}

@@ -1,9 +1,12 @@
 //! The catalog: one module per rule, in DESIGN.md's order. Each rule module
 //! holds its `RULE` (id, what it looks for, its check), its thresholds as
-//! named constants; `helpers` holds what they share,
-//! including every read of the system snapshot.
+//! named constants and its unit tests; `helpers` holds what they share,
+//! including every read of the system snapshot, and `testkit` what their
+//! tests share.
 
 mod helpers;
+#[cfg(test)]
+pub(crate) mod testkit;
 
 mod cgroup_io_throttle;
 mod device_latency_spike;
@@ -34,3 +37,28 @@ pub static CATALOG: &[Rule] = &[
     readahead_small::RULE,
     sync_write_amplification::RULE,
 ];
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_catalog_lists_designs_twelve_ids_in_its_order() {
+        let ids: Vec<&str> = super::CATALOG.iter().map(|r| r.id).collect();
+        assert_eq!(
+            ids,
+            [
+                "merges_disabled",
+                "request_splitting",
+                "journal_space_stall",
+                "dirty_throttling",
+                "device_latency_spike",
+                "rt_starvation",
+                "wbt_throttling",
+                "cgroup_io_throttle",
+                "queue_saturation",
+                "scheduler_overhead",
+                "readahead_small",
+                "sync_write_amplification",
+            ]
+        );
+    }
+}

@@ -112,3 +112,79 @@ fn check(a: &Analysis) -> Verdict {
     }
     not_any(why, "no block requests in the trace")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testkit::{
+        analysis, block_devices, fired, silent, with_snapshot, Trace,
+    };
+    use serde_json::json;
+
+    /// 128 random 64 KiB reads by fio (pid 200) on 7,0 in batches of
+    /// `batch`, issued together; the device serves them one after another,
+    /// 100 µs each, and issues the next batch when the last is done. Each
+    /// bio was queued `tag_wait_us` before it got its request (while the
+    /// previous batch was served).
+    fn reads(batch: u64, tag_wait_us: u64) -> String {
+        let mut tr = Trace::default();
+        let mut t = 1_000_000 + tag_wait_us;
+        for b in 0..128 / batch {
+            for k in 0..batch {
+                let s = (b * batch + k) * 4096;
+                let bio = format!("7,0 R {s} + 128 [fio]");
+                tr.add(t - tag_wait_us, "fio-200", 0, "block_bio_queue", &bio);
+                tr.add(t, "fio-200", 0, "block_getrq", &bio);
+                let rq = format!("7,0 R 65536 () {s} + 128 be,0,4 [fio]");
+                tr.add(t, "fio-200", 0, "block_rq_issue", &rq);
+                let done = format!("7,0 R () {s} + 128 be,0,4 [0]");
+                tr.add(t + (k + 1) * 100, "<idle>-0", 0, "block_rq_complete", &done);
+            }
+            t += batch * 100;
+        }
+        tr.text()
+    }
+
+    #[test]
+    fn fires_critical_when_bios_wait_for_a_tag() {
+        let a = with_snapshot(
+            analysis(&reads(8, 100)),
+            json!({ "block_devices": block_devices("loop0", "7,0", &[("nr_requests", "4")]) }),
+        );
+        let f = fired(check(&a));
+        assert_eq!(f.id, "queue_saturation");
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.title,
+            "loop0: busy 99% with 4.5 requests queued on average: 82% of each request's 550 µs was waiting, 100 µs being served"
+        );
+        assert_eq!(f.evidence["nr_requests"], "4");
+        // 100 µs of each bio's 550 µs before it got a request.
+        let tag = f.evidence["waiting_for_a_tag_percent"].as_f64().unwrap();
+        assert!((tag - 100.0 * 100.0 / 550.0).abs() < 1e-9, "{tag}");
+        assert!(f.explanation.contains("18% of it for a free request (tag)"));
+        assert!(f
+            .workaround
+            .ends_with("(now 4), raise it: echo 64 > /sys/block/loop0/queue/nr_requests"));
+    }
+
+    #[test]
+    fn warns_for_a_busy_queue_with_free_tags() {
+        let f = fired(check(&analysis(&reads(4, 0))));
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(
+            f.title,
+            "7,0: busy 100% with 2.5 requests queued on average: 60% of each request's 250 µs was waiting, 100 µs being served"
+        );
+        assert!(!f.explanation.contains("tag"));
+        assert_eq!(f.evidence["nr_requests"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn silent_for_one_request_at_a_time() {
+        assert_eq!(
+            silent(check(&analysis(&reads(1, 0)))),
+            "7,0: %util 100, aqu-sz 1.0, 0% of a request's time spent waiting"
+        );
+    }
+}

@@ -104,3 +104,70 @@ fn check(a: &Analysis) -> Verdict {
         "no readahead events in the trace (record the `readahead` event set)",
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testkit::{
+        analysis, block_devices, fired, line, silent, with_snapshot,
+    };
+    use serde_json::json;
+
+    /// 64 synchronous page-cache misses by dd (pid 600) on one file of
+    /// 7,0, one page each at `index(i)`, with a readahead window of
+    /// `ra_pages` pages.
+    fn misses(ra_pages: u64, index: impl Fn(u64) -> u64) -> String {
+        let mut text = String::new();
+        for i in 0..64 {
+            let ra = format!("dev=7:0 ino=c index={} req_count=1 order=0 size=0 async_size=0 ra_pages={ra_pages} mmap_miss=0 prev_pos=-1", index(i));
+            text += &line(1_000_000 + i * 100, "dd-600", 0, "page_cache_sync_ra", &ra);
+        }
+        text
+    }
+
+    #[test]
+    fn fires_for_sequential_misses_with_readahead_off() {
+        let a = with_snapshot(
+            analysis(&misses(0, |i| i)),
+            json!({ "block_devices": block_devices("loop0", "7,0", &[("read_ahead_kb", "0")]) }),
+        );
+        let f = fired(check(&a));
+        assert_eq!(f.id, "readahead_small");
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.title,
+            "loop0: 63 of 64 page-cache misses were sequential, read 0 KiB ahead (read_ahead_kb 0)"
+        );
+        assert_eq!(f.evidence["sync_misses"], 64);
+        assert_eq!(f.evidence["read_ahead_kb"], "0");
+        assert!(f.workaround.starts_with(
+            "echo 128 > /sys/block/loop0/queue/read_ahead_kb (or blockdev --setra 256 /dev/loop0)"
+        ));
+    }
+
+    #[test]
+    fn warns_for_a_one_page_window_without_a_snapshot() {
+        let f = fired(check(&analysis(&misses(1, |i| i))));
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(
+            f.title,
+            "7,0: 63 of 64 page-cache misses were sequential, read 4 KiB ahead"
+        );
+    }
+
+    #[test]
+    fn silent_for_random_reads() {
+        assert_eq!(
+            silent(check(&analysis(&misses(0, |i| i * 7)))),
+            "7,0: only 0% of 64 misses were sequential: readahead would not help random reads"
+        );
+    }
+
+    #[test]
+    fn silent_with_a_large_window() {
+        assert_eq!(
+            silent(check(&analysis(&misses(32, |i| i)))),
+            "7,0: the readahead window is 128 KiB"
+        );
+    }
+}

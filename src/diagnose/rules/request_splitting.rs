@@ -78,3 +78,82 @@ fn check(a: &Analysis) -> Verdict {
     }
     not_any(why, "no block requests in the trace")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testkit::{
+        analysis, block_devices, fired, line, silent, with_snapshot,
+    };
+    use serde_json::json;
+
+    /// Direct reads of 256 KiB by dd (pid 300) on 7,0, the i-th split
+    /// `splits[i]` times (pieces of 16 KiB, as under max_sectors_kb 16).
+    fn split_reads(splits: &[u64]) -> String {
+        let mut text = String::new();
+        for (i, &splits) in (0..).zip(splits) {
+            let (t, s) = (1_000 + i * 100, i * 512);
+            text += &line(
+                t,
+                "dd-300",
+                0,
+                "block_bio_queue",
+                &format!("7,0 R {s} + 512 [dd]"),
+            );
+            for k in 0..splits {
+                let cut = format!("7,0 R {} / {} [dd]", s + k * 32, s + (k + 1) * 32);
+                text += &line(t + 1 + k, "dd-300", 0, "block_split", &cut);
+            }
+        }
+        text
+    }
+
+    #[test]
+    fn fires_for_bios_split_under_a_lowered_limit() {
+        let a = with_snapshot(
+            analysis(&split_reads(&[15; 16])),
+            json!({ "block_devices": block_devices(
+                "loop0",
+                "7,0",
+                &[("max_sectors_kb", "16"), ("max_hw_sectors_kb", "1280")],
+            ) }),
+        );
+        let f = fired(check(&a));
+        assert_eq!(f.id, "request_splitting");
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.title,
+            "loop0: 16 bios were split 240 times (16.0 requests per bio), max_sectors_kb is 16"
+        );
+        assert_eq!(f.evidence["splits"], 240);
+        assert_eq!(f.evidence["requests_per_bio"], 16.0);
+        assert_eq!(f.evidence["max_hw_sectors_kb"], 1280);
+        assert!(f.explanation.contains("below what the hardware takes"));
+        assert_eq!(
+            f.workaround,
+            "echo 1280 > /sys/block/loop0/queue/max_sectors_kb"
+        );
+    }
+
+    #[test]
+    fn warns_without_the_limits_in_a_snapshot() {
+        let f = fired(check(&analysis(&split_reads(&[15; 16]))));
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(
+            f.title,
+            "7,0: 16 bios were split 240 times (16.0 requests per bio)"
+        );
+        assert_eq!(
+            f.workaround,
+            "issue smaller I/O, or raise /sys/dev/block/7:0/queue/max_sectors_kb up to max_hw_sectors_kb"
+        );
+    }
+
+    #[test]
+    fn silent_for_a_few_stray_splits() {
+        // fsync-bulk.cap's shape: 12 splits of 10 bios.
+        let text = split_reads(&[3, 3, 3, 3, 0, 0, 0, 0, 0, 0]);
+        let why = silent(check(&analysis(&text)));
+        assert_eq!(why, "7,0: 12 splits of 10 queued bios");
+    }
+}

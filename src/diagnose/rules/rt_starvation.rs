@@ -88,3 +88,67 @@ fn check(a: &Analysis) -> Verdict {
         ),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testkit::{analysis, fired, line, silent, with_snapshot};
+    use serde_json::json;
+
+    /// CPU 1 runs burner (pid 50, kernel priority `prio`) for 150 ms while
+    /// victim (pid 60), woken onto that CPU, waits to run.
+    fn burner(prio: u32) -> String {
+        let mut text = line(1_000_000, "<idle>-0", 1, "sched_switch", &format!("prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=burner next_pid=50 next_prio={prio}"));
+        text += &line(
+            1_001_000,
+            "burner-50",
+            1,
+            "sched_wakeup",
+            "comm=victim pid=60 prio=120 target_cpu=001",
+        );
+        text += &line(1_151_000, "burner-50", 1, "sched_switch", &format!("prev_comm=burner prev_pid=50 prev_prio={prio} prev_state=S ==> next_comm=victim next_pid=60 next_prio=120"));
+        text
+    }
+
+    #[test]
+    fn fires_when_a_real_time_task_holds_a_waiting_thread_off_its_cpu() {
+        let a = with_snapshot(
+            analysis(&burner(49)),
+            json!({ "sched": { "sched_rt_runtime_us": "950000", "sched_rt_period_us": "1000000" } }),
+        );
+        let f = fired(check(&a));
+        assert_eq!(f.id, "rt_starvation");
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.title,
+            "victim (60) waited 150 ms for CPU 1 while real-time burner (50, prio 49) ran: 1 such waits"
+        );
+        assert_eq!(f.evidence["longest_wait_ns"], 150_000_000);
+        assert_eq!(
+            f.evidence["victim"],
+            json!({"pid": 60, "comm": "victim", "cpu": 1})
+        );
+        assert_eq!(f.evidence["held_by"][0]["policy"], "RT");
+        assert_eq!(f.evidence["sched_rt_runtime_us"], "950000");
+        assert!(f
+            .workaround
+            .contains("taskset -pc OTHER_CPUS 50 / chrt -o -p 0 50"));
+    }
+
+    #[test]
+    fn silent_when_the_holder_is_a_normal_task() {
+        assert_eq!(
+            silent(check(&analysis(&burner(120)))),
+            "the longest runqueue wait, 150 ms of victim (60), was held by burner 50 (normal, prio 120)"
+        );
+    }
+
+    #[test]
+    fn silent_without_scheduler_events() {
+        let text = line(1_000, "fio-200", 0, "block_bio_queue", "7,0 W 0 + 8 [fio]");
+        assert_eq!(
+            silent(check(&analysis(&text))),
+            "no scheduler events in the trace (record the `sched` event set)"
+        );
+    }
+}

@@ -114,3 +114,78 @@ fn check(a: &Analysis) -> Verdict {
     }
     not_any(why, "no block requests in the trace")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testkit::{
+        analysis, block_devices, fired, line, silent, with_snapshot,
+    };
+    use serde_json::json;
+
+    /// 128 random 16 KiB reads by fio (pid 200) on 7,0, one at a time:
+    /// each inserted at once, dispatched 40 µs later, done 20 µs after.
+    fn held_reads() -> String {
+        let mut text = String::new();
+        for i in 0..128 {
+            let (t, s) = (1_000_000 + i * 100, i * 1024);
+            let bio = format!("7,0 R {s} + 32 [fio]");
+            let rq = format!("7,0 R 16384 () {s} + 32 be,0,4 [fio]");
+            text += &line(t, "fio-200", 0, "block_bio_queue", &bio);
+            text += &line(t, "fio-200", 0, "block_getrq", &bio);
+            text += &line(t, "fio-200", 0, "block_rq_insert", &rq);
+            text += &line(t + 40, "kworker/0:1H-54", 0, "block_rq_issue", &rq);
+            let done = format!("7,0 R () {s} + 32 be,0,4 [0]");
+            text += &line(t + 60, "<idle>-0", 0, "block_rq_complete", &done);
+        }
+        text
+    }
+
+    fn with_scheduler(scheduler: &str) -> crate::analyze::Analysis {
+        let queue = [("scheduler", scheduler)];
+        with_snapshot(
+            analysis(&held_reads()),
+            json!({ "block_devices": block_devices("loop0", "7,0", &queue) }),
+        )
+    }
+
+    #[test]
+    fn fires_for_requests_held_by_bfq() {
+        let f = fired(check(&with_scheduler("mq-deadline kyber [bfq] none")));
+        assert_eq!(f.id, "scheduler_overhead");
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.title,
+            "loop0: requests waited 40 µs of 60 (67%) inside the bfq I/O scheduler, up to 0.04 ms"
+        );
+        assert_eq!(f.evidence["requests_inserted"], 128);
+        assert_eq!(f.evidence["scheduler"], "bfq");
+        assert!(f.explanation.contains("BFQ holds requests back on purpose"));
+        assert_eq!(
+            f.workaround,
+            "echo none > /sys/block/loop0/queue/scheduler (or mq-deadline); to keep BFQ, stop its idling: echo 0 > /sys/block/loop0/queue/iosched/slice_idle"
+        );
+    }
+
+    #[test]
+    fn warns_when_the_scheduler_is_unknown() {
+        let f = fired(check(&analysis(&held_reads())));
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(
+            f.title,
+            "7,0: requests waited 40 µs of 60 (67%) inside the (unknown) I/O scheduler, up to 0.04 ms"
+        );
+        assert_eq!(
+            f.workaround,
+            "echo none > /sys/dev/block/7:0/queue/scheduler"
+        );
+    }
+
+    #[test]
+    fn silent_without_an_io_scheduler() {
+        assert_eq!(
+            silent(check(&with_scheduler("[none] mq-deadline"))),
+            "7,0: 67% between insert and issue, but there is no I/O scheduler (the driver was busy)"
+        );
+    }
+}

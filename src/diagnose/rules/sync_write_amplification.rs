@@ -91,3 +91,70 @@ fn check(a: &Analysis) -> Verdict {
     }
     not_any(why, format!("{syncs} syncs, but no data writes in the trace (record the `block` and `fs` event sets)"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testkit::{
+        analysis, block_devices, fired, line, silent, with_snapshot,
+    };
+    use serde_json::json;
+
+    /// `syncs` rounds of: app (pid 700) writes `data_kib` to 7,0 and calls
+    /// fsync, which commits 12 KiB of journal and one cache flush.
+    fn synced_writes(syncs: u64, data_kib: u64) -> String {
+        let mut text = String::new();
+        for i in 0..syncs {
+            let t = 1_000_000 + i * 1_000;
+            let data = format!("7,0 WS {} + {} [app]", 100_000 + i * 256, data_kib * 2);
+            text += &line(t, "app-700", 0, "block_bio_queue", &data);
+            text += &line(t + 10, "app-700", 0, "sys_enter_fsync", "fd: 0x00000003");
+            let journal = format!("7,0 WS {} + 24 [jbd2/loop0-8]", 8_000 + i * 24);
+            text += &line(t + 20, "jbd2/loop0-8-300", 1, "block_bio_queue", &journal);
+            text += &line(
+                t + 30,
+                "jbd2/loop0-8-300",
+                1,
+                "block_bio_queue",
+                "7,0 FF 0 + 0 [jbd2/loop0-8]",
+            );
+            text += &line(t + 500, "app-700", 0, "sys_exit_fsync", "0x0");
+        }
+        text
+    }
+
+    #[test]
+    fn fires_for_small_synced_writes() {
+        let a = with_snapshot(
+            analysis(&synced_writes(32, 4)),
+            json!({ "block_devices": block_devices("loop0", "7,0", &[]) }),
+        );
+        let f = fired(check(&a));
+        assert_eq!(f.id, "sync_write_amplification");
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(
+            f.title,
+            "loop0: each of 32 syncs wrote 4.0 KiB of data but 16.0 KiB to the device and 1.0 cache flushes (4.0x)"
+        );
+        assert_eq!(f.evidence["data_bytes"], 32 * 4096);
+        assert_eq!(f.evidence["journal_bytes"], 32 * 12_288);
+        assert_eq!(f.evidence["flushes"], 32);
+        assert_eq!(f.evidence["amplification"], 4.0);
+    }
+
+    #[test]
+    fn silent_for_large_writes_between_syncs() {
+        assert_eq!(
+            silent(check(&analysis(&synced_writes(32, 64)))),
+            "7,0: 1.2 bytes written per byte of data (2048 KiB data, 384 KiB journal)"
+        );
+    }
+
+    #[test]
+    fn silent_with_too_few_syncs() {
+        assert_eq!(
+            silent(check(&analysis(&synced_writes(31, 4)))),
+            "31 fsync/fdatasync calls (at least 32 are needed to judge what each costs)"
+        );
+    }
+}

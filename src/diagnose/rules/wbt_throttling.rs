@@ -102,3 +102,76 @@ fn check(a: &Analysis) -> Verdict {
     }
     not_any(why, "no wbt_step events: wbt never changed its limits (or the `writeback` event set was not recorded)")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testkit::{
+        analysis, block_devices, fired, line, silent, with_snapshot,
+    };
+    use serde_json::json;
+
+    /// One second of wbt on 7,0: at its default step (0, depth 16) until
+    /// 100 ms, then at `step` with write depth `depth` until 700 ms.
+    /// Written with the tracepoints' field names (a capture decodes them
+    /// so; ftrace's own text prints them differently).
+    fn wbt(step: i64, depth: u64) -> String {
+        let step_line = |s: i64, max: u64| {
+            format!(
+                "name=7:0 msg=step step={s} window=100000 bg={} normal={} max={max}",
+                max.div_ceil(2),
+                max
+            )
+        };
+        let mut text = line(1_000_000, "fio-200", 0, "wbt_step", &step_line(0, 16));
+        text += &line(1_100_000, "<idle>-0", 0, "wbt_lat", "name=7:0 lat=58");
+        text += &line(
+            1_100_000,
+            "<idle>-0",
+            0,
+            "wbt_step",
+            &step_line(step, depth),
+        );
+        text += &line(1_700_000, "<idle>-0", 0, "wbt_step", &step_line(0, 16));
+        text + &line(2_000_000, "<idle>-0", 0, "wbt_lat", "name=7:0 lat=40")
+    }
+
+    #[test]
+    fn fires_when_wbt_holds_writes_to_depth_one() {
+        let a = with_snapshot(
+            analysis(&wbt(4, 1)),
+            json!({ "block_devices": block_devices("loop0", "7,0", &[("wbt_lat_usec", "10")]) }),
+        );
+        let f = fired(check(&a));
+        assert_eq!(f.id, "wbt_throttling");
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.title,
+            "loop0: writeback throttling cut writes in flight to 1 for 600 ms (60% of the trace): reads took 58 µs against its 10 µs target"
+        );
+        assert_eq!(f.evidence["highest_step"], 4);
+        assert_eq!(f.evidence["windows_over_target"], 2);
+        assert_eq!(f.evidence["wbt_lat_usec"], "10");
+        assert!(f.workaround.starts_with(
+            "if the reads' latency is normal for this device, the target is too low: echo 0 > /sys/block/loop0/queue/wbt_lat_usec"
+        ));
+    }
+
+    #[test]
+    fn warns_at_a_larger_depth() {
+        let f = fired(check(&analysis(&wbt(1, 8))));
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(
+            f.title,
+            "7,0: writeback throttling cut writes in flight to 8 for 600 ms (60% of the trace)"
+        );
+    }
+
+    #[test]
+    fn silent_when_wbt_never_steps_down() {
+        assert_eq!(
+            silent(check(&analysis(&wbt(0, 16)))),
+            "7,0: wbt stepped down 0 ms (0% of the trace; highest step 0, smallest write depth 16)"
+        );
+    }
+}
