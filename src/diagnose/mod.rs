@@ -3,6 +3,22 @@
 //! what to do (DESIGN.md's findings). Each rule is judged by evidence in
 //! the trace; the snapshot confirms or weakens it. A rule that does not
 //! fire says why (`report --explain ID`).
+//!
+//! Layout: this module holds the types ([`Finding`], [`Severity`],
+//! [`Verdict`], [`Rule`]) and runs the catalog. `rules/mod.rs` is the
+//! catalog itself, in DESIGN.md's order; each rule lives in
+//! `rules/<id>.rs` with its `RULE`, its check, its thresholds as named
+//! constants (each saying where its number comes from) and its unit tests
+//! (at least one where it fires, one where it stays silent).
+//! `rules/helpers.rs` holds what rules share, and is the only place that
+//! reads the system snapshot. `rules/testkit.rs` (tests only) builds the
+//! tests' analyses from a few lines of ftrace text, with a snapshot when
+//! a test needs one.
+//!
+//! To add a rule: write `rules/<id>.rs` with `pub const RULE: Rule`, its
+//! check and its tests, then add `mod <id>;` and `<id>::RULE` (where it
+//! belongs in the order) to `rules/mod.rs`. A question for the snapshot
+//! becomes a function in `rules/helpers.rs`.
 
 mod rules;
 
@@ -63,13 +79,4 @@ pub fn diagnose(a: &Analysis) -> Vec<Finding> {
         .collect();
     out.sort_by_key(|f| f.severity);
     out
-}
-
-/// The snapshot's value for a block device (by `MAJ,MIN`): its name and
-/// its `queue/*` settings.
-pub(crate) fn device_settings<'a>(
-    a: &'a Analysis,
-    dev: &str,
-) -> Option<(&'a str, &'a crate::model::snapshot::BlockDevice)> {
-    a.snapshot.as_ref()?.device(dev)
 }

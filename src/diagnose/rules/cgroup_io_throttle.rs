@@ -1,0 +1,185 @@
+//! Bios held back by a cgroup's I/O limit (blk-throttle).
+//!
+//! A bio over its cgroup's bytes or IOs per second budget (`io.max` in
+//! cgroup v2, `blkio.throttle.*_device` in v1) is not queued: blk-throttle
+//! holds it and the `kthrotld` workqueue submits it later, so its Q event
+//! comes from a kworker running `blk_throtl_dispatch_work_fn`. The
+//! blkthrottle analysis counts those bios per device (it needs the
+//! `workqueue` event set); the limit's line comes from the snapshot. No
+//! case of DESIGN.md; recorded in the lab as cgroup-throttled.cap against
+//! cgroup-none.cap.
+
+use super::helpers::{block_device, cgroup_limits, device_name, not, CgroupLimit};
+use crate::analyze::Analysis;
+use crate::diagnose::{Finding, Rule, Severity, Verdict};
+use serde_json::json;
+
+pub const RULE: Rule = Rule {
+    id: "cgroup_io_throttle",
+    looks_for: "bios held by a cgroup I/O limit (blk-throttle) before they reach the device",
+    check,
+};
+
+/// Critical when the limit held at least half of the device's bios; chosen
+/// (commit ebd9cd0 names no source); cgroup-throttled.cap: 62 % (5 of 8).
+const CRITICAL_HELD_PERCENT: f64 = 50.0;
+
+fn check(a: &Analysis) -> Verdict {
+    let t = &a.cgroup_throttle;
+    if t.dispatch_runs == 0 {
+        return not(if a.workqueue.functions.is_empty() {
+            "no workqueue events in the trace (record the `workqueue` event set): bios held by blk-throttle cannot be told apart".to_string()
+        } else {
+            "blk-throttle's dispatch work never ran: no bio was held by a cgroup limit".to_string()
+        });
+    }
+    let Some((dev, d)) = t.devices.iter().max_by_key(|(_, d)| d.bios) else {
+        return not(format!(
+            "blk-throttle's dispatch work ran {} times but queued no bio",
+            t.dispatch_runs
+        ));
+    };
+    // Every bio the device queued, held or not.
+    let all_bios = block_device(a, dev).map_or(d.bios, |x| x.actions.queued);
+    let share = d.bios as f64 * 100.0 / all_bios.max(1) as f64;
+    let secs = d.last_ns.saturating_sub(d.first_ns) as f64 / 1e9;
+    let rate = (secs > 0.0).then(|| d.bytes as f64 / secs / 1024.0 / 1024.0);
+    let limits = cgroup_limits(a, dev);
+    let name = device_name(a, dev);
+    let colon = dev.replace(',', ":");
+    let workaround = match limits.first() {
+        Some(CgroupLimit { cgroup: cg, file, line }) if file == "io.max" => format!(
+            "raise or lift the limit ({line} in {cg}/io.max): echo \"{colon} rbps=max wbps=max riops=max wiops=max\" > {cg}/io.max"
+        ),
+        Some(CgroupLimit { cgroup: cg, file, line }) => format!(
+            "raise or lift the limit ({line} in {cg}/{file}): echo \"{colon} 0\" > {cg}/{file}"
+        ),
+        None => format!(
+            "find the cgroup limit on {colon} (io.max in cgroup v2, blkio.throttle.* in v1) and raise it"
+        ),
+    };
+    Verdict::Fired(Finding {
+        id: RULE.id,
+        severity: if share >= CRITICAL_HELD_PERCENT {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        },
+        title: format!(
+            "{}: {} of {} bios ({share:.0}%) were held by a cgroup I/O limit{}",
+            name.as_deref().unwrap_or(dev),
+            d.bios,
+            all_bios,
+            rate.map(|r| format!(", released at {r:.1} MiB/s"))
+                .unwrap_or_default()
+        ),
+        evidence: json!({
+            "device": dev,
+            "throttled_bios": d.bios,
+            "all_bios": all_bios,
+            "throttled_bytes": d.bytes,
+            "throttled_reads": d.reads,
+            "throttled_writes": d.writes,
+            "released_mib_per_s": rate,
+            "dispatch_runs": t.dispatch_runs,
+            "limits": limits.iter().map(|l| json!({"cgroup": l.cgroup, "file": l.file, "line": l.line})).collect::<Vec<_>>(),
+        }),
+        explanation: "A bio over its cgroup's bytes or IOs per second budget is not queued: blk-throttle holds it and the kthrotld workqueue submits it when the budget allows, so the submitter waits with no request at the device (the Q event comes from a kworker running blk_throtl_dispatch_work_fn). The device is idle while the application is slow.".into(),
+        workaround,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testkit::{
+        analysis, block_devices, fired, line, silent, with_snapshot,
+    };
+    use serde_json::json;
+
+    const WORK: &str = "work struct 00000000c0ffee00: function";
+
+    /// dd (pid 400) reads 8 bios of 256 KiB from 7,0; the last `held` of
+    /// them are queued by kthrotld's dispatch work (kworker pid 77), one
+    /// every 62.5 ms; `function` is the work the kworker runs.
+    fn reads(held: u64, function: &str) -> String {
+        let mut text = String::new();
+        for i in 0..8 - held {
+            let q = format!("7,0 R {} + 512 [dd]", i * 512);
+            text += &line(1_000_000 + i * 1_000, "dd-400", 0, "block_bio_queue", &q);
+        }
+        for i in 0..held {
+            let t = 1_100_000 + i * 62_500;
+            let work = format!("{WORK} {function}");
+            text += &line(t, "kworker/1:2-77", 1, "workqueue_execute_start", &work);
+            let q = format!("7,0 R {} + 512 [dd]", (8 - held + i) * 512);
+            text += &line(t + 10, "kworker/1:2-77", 1, "block_bio_queue", &q);
+            text += &line(t + 20, "kworker/1:2-77", 1, "workqueue_execute_end", &work);
+        }
+        text
+    }
+
+    #[test]
+    fn fires_for_bios_released_by_the_dispatch_work() {
+        let limits = json!({ "/sys/fs/cgroup/blkio/slow": { "blkio.throttle.read_bps_device": "7:0 4194304" } });
+        let a = with_snapshot(
+            analysis(&reads(5, "blk_throtl_dispatch_work_fn")),
+            json!({
+                "block_devices": block_devices("loop0", "7,0", &[]),
+                "cgroup_io_limits": limits,
+            }),
+        );
+        let f = fired(check(&a));
+        assert_eq!(f.id, "cgroup_io_throttle");
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.title,
+            "loop0: 5 of 8 bios (62%) were held by a cgroup I/O limit, released at 5.0 MiB/s"
+        );
+        assert_eq!(f.evidence["throttled_bytes"], 5 * 262_144);
+        assert_eq!(f.evidence["dispatch_runs"], 5);
+        assert_eq!(
+            f.evidence["limits"][0],
+            json!({"cgroup": "/sys/fs/cgroup/blkio/slow", "file": "blkio.throttle.read_bps_device", "line": "7:0 4194304"})
+        );
+        assert_eq!(
+            f.workaround,
+            "raise or lift the limit (7:0 4194304 in /sys/fs/cgroup/blkio/slow/blkio.throttle.read_bps_device): echo \"7:0 0\" > /sys/fs/cgroup/blkio/slow/blkio.throttle.read_bps_device"
+        );
+    }
+
+    #[test]
+    fn warns_for_a_few_held_bios_under_io_max() {
+        let limits = json!({ "/sys/fs/cgroup/app": { "io.max": "7:0 rbps=4194304 wbps=max riops=max wiops=max" } });
+        let a = with_snapshot(
+            analysis(&reads(2, "blk_throtl_dispatch_work_fn")),
+            json!({ "cgroup_io_limits": limits }),
+        );
+        let f = fired(check(&a));
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(
+            f.title,
+            "7,0: 2 of 8 bios (25%) were held by a cgroup I/O limit, released at 8.0 MiB/s"
+        );
+        assert_eq!(
+            f.workaround,
+            "raise or lift the limit (7:0 rbps=4194304 wbps=max riops=max wiops=max in /sys/fs/cgroup/app/io.max): echo \"7:0 rbps=max wbps=max riops=max wiops=max\" > /sys/fs/cgroup/app/io.max"
+        );
+    }
+
+    #[test]
+    fn silent_when_the_dispatch_work_never_ran() {
+        assert_eq!(
+            silent(check(&analysis(&reads(5, "flush_to_ldisc")))),
+            "blk-throttle's dispatch work never ran: no bio was held by a cgroup limit"
+        );
+    }
+
+    #[test]
+    fn silent_without_workqueue_events() {
+        assert_eq!(
+            silent(check(&analysis(&reads(0, "")))),
+            "no workqueue events in the trace (record the `workqueue` event set): bios held by blk-throttle cannot be told apart"
+        );
+    }
+}

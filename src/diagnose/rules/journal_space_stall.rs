@@ -1,0 +1,181 @@
+//! Case 2 of DESIGN.md: writers wait for journal space while they
+//! checkpoint it.
+//!
+//! When a jbd2 journal has no room for a new transaction, the task that
+//! needs it writes back (checkpoints) older transactions itself
+//! (`__jbd2_log_wait_for_space`), and every other writer waits. The
+//! `jbd2_checkpoint` events of a thread other than the journal's own
+//! (`jbd2/DEV-8`) show it; with scheduler and block events the outliers
+//! analysis adds the share of the writers' time it cost. The snapshot's
+//! `/proc/fs/jbd2/*/info` gives the journal's size.
+
+use super::helpers::{journal_info, not_any};
+use crate::analyze::Analysis;
+use crate::diagnose::{Finding, Rule, Severity, Verdict};
+use serde_json::json;
+
+pub const RULE: Rule = Rule {
+    id: "journal_space_stall",
+    looks_for: "writers checkpointing the journal themselves: waiting for journal space",
+    check,
+};
+
+/// The journal's own thread (`jbd2/loop0-8`): its checkpoints are no stall.
+const JOURNAL_THREAD_PREFIX: &str = "jbd2/";
+/// The operations whose time the journal-space share is taken of.
+const WRITE_AND_SYNC_KINDS: [&str; 4] = [
+    "syscall fsync",
+    "syscall pwrite64",
+    "syscall write",
+    "syscall fdatasync",
+];
+/// Chosen (commit 19e6dbc names no source); journal-4m.cap has 17, the
+/// lab's 64 writers over 1000, the 1 GiB journal none.
+const CRITICAL_WRITER_CHECKPOINTS: u64 = 10;
+/// Chosen (no source named); the lab's journal run shows 20 %, case 2 93 %.
+const CRITICAL_JOURNAL_SPACE_PERCENT: f64 = 2.0;
+
+fn check(a: &Analysis) -> Verdict {
+    let mut why = Vec::new();
+    for (dev, j) in &a.fs.journals {
+        let c = &j.checkpoints;
+        let by_writers: u64 = c
+            .by_process
+            .iter()
+            .filter(|(who, _)| !who.starts_with(JOURNAL_THREAD_PREFIX))
+            .map(|(_, n)| n)
+            .sum();
+        if by_writers == 0 {
+            why.push(format!(
+                "journal {dev}: {} commits, no checkpoint by a writer thread",
+                j.commits
+            ));
+            continue;
+        }
+        // How much of the writers' syscall time it cost, when the capture
+        // can tell (scheduler and block events present).
+        let share = WRITE_AND_SYNC_KINDS
+            .iter()
+            .filter_map(|k| a.outliers.totals.get(*k))
+            .map(|t| (t.breakdown.journal_space_ns, t.latency_ns))
+            .fold((0u64, 0u64), |x, y| (x.0 + y.0, x.1 + y.1));
+        let pct = (share.1 > 0).then(|| share.0 as f64 * 100.0 / share.1 as f64);
+        let severity = if by_writers >= CRITICAL_WRITER_CHECKPOINTS
+            || pct.is_some_and(|p| p >= CRITICAL_JOURNAL_SPACE_PERCENT)
+        {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        };
+        let journal = journal_info(a, dev);
+        return Verdict::Fired(Finding {
+            id: RULE.id,
+            severity,
+            title: format!(
+                "journal {dev} ran out of space: writer threads checkpointed it {by_writers} times{}",
+                pct.map(|p| format!(", {p:.1}% of their write and fsync time"))
+                    .unwrap_or_default()
+            ),
+            evidence: json!({
+                "journal": dev,
+                "commits": j.commits,
+                "commits_per_s": j.commits_per_s,
+                "checkpoint_passes_by_writers": by_writers,
+                "checkpointed_transactions": c.transactions,
+                "checkpoint_by_process": c.by_process,
+                "journal_space_percent_of_write_and_fsync_time": pct,
+                "jbd2_info": journal,
+            }),
+            explanation: "When the journal has no room for a new transaction, the task that needs it must first write back (checkpoint) older transactions' blocks, and every other writer waits (case 2: 93% of the time under add_transaction_credits, D-state in __jbd2_log_wait_for_space). A small journal, or more and smaller transactions (dioread_nolock), make it happen often.".into(),
+            workaround: format!(
+                "give the file system a larger journal (unmounted: tune2fs -O ^has_journal DEV && tune2fs -J size=1024 DEV), or mount with -o dioread_lock (case 2's fix); journal {dev} now: {}",
+                journal.unwrap_or_else(|| "size unknown (no snapshot)".into())
+            ),
+        });
+    }
+    not_any(
+        why,
+        "no jbd2 events in the trace (record the `fs` event set)",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testkit::{
+        analysis, block_devices, fired, line, silent, with_snapshot,
+    };
+    use serde_json::json;
+
+    /// Two commits of journal 7,0, `by_writer` checkpoint passes by a
+    /// writer (fio, pid 200) and two by the journal thread itself.
+    fn journal(by_writer: u64) -> String {
+        let mut text = String::new();
+        for tid in 1..=2u64 {
+            let t = tid * 10_000;
+            let commit = format!("dev 7,0 transaction {tid} sync 0");
+            text += &line(t, "jbd2/loop0-8-300", 1, "jbd2_start_commit", &commit);
+            text += &line(t + 900, "jbd2/loop0-8-300", 1, "jbd2_end_commit", &commit);
+            text += &line(
+                t + 950,
+                "jbd2/loop0-8-300",
+                1,
+                "jbd2_checkpoint",
+                "dev 7,0 result 0",
+            );
+        }
+        for i in 0..by_writer {
+            let t = 40_000 + i * 100;
+            text += &line(t, "fio-200", 0, "jbd2_checkpoint", "dev 7,0 result 0");
+        }
+        text
+    }
+
+    #[test]
+    fn fires_when_writers_checkpoint_the_journal() {
+        let info = "1346 transactions (1346 requested), each up to 341 blocks\naverage: \n  0ms waiting for transaction";
+        let a = with_snapshot(
+            analysis(&journal(12)),
+            json!({
+                "block_devices": block_devices("loop0", "7,0", &[]),
+                "jbd2": { "loop0-8": info },
+            }),
+        );
+        let f = fired(check(&a));
+        assert_eq!(f.id, "journal_space_stall");
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.title,
+            "journal 7,0 ran out of space: writer threads checkpointed it 12 times"
+        );
+        assert_eq!(f.evidence["commits"], 2);
+        assert_eq!(f.evidence["checkpoint_passes_by_writers"], 12);
+        assert_eq!(f.evidence["checkpoint_by_process"]["fio (200)"], 12);
+        assert_eq!(
+            f.evidence["jbd2_info"],
+            "1346 transactions (1346 requested), each up to 341 blocks"
+        );
+        assert!(f.workaround.ends_with(
+            "journal 7,0 now: 1346 transactions (1346 requested), each up to 341 blocks"
+        ));
+    }
+
+    #[test]
+    fn warns_for_a_few_checkpoints_without_a_snapshot() {
+        let f = fired(check(&analysis(&journal(3))));
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(f.evidence["checkpoint_passes_by_writers"], 3);
+        assert_eq!(f.evidence["jbd2_info"], serde_json::Value::Null);
+        assert!(f
+            .workaround
+            .ends_with("journal 7,0 now: size unknown (no snapshot)"));
+    }
+
+    #[test]
+    fn silent_when_only_the_journal_thread_checkpoints() {
+        assert_eq!(
+            silent(check(&analysis(&journal(0)))),
+            "journal 7,0: 2 commits, no checkpoint by a writer thread"
+        );
+    }
+}

@@ -1,0 +1,211 @@
+//! Case 1 of DESIGN.md: sequential I/O that the block layer did not merge.
+//!
+//! Adjacent bios queued together normally merge (back or front merge, `M`
+//! in blktrace) into one large request. With `queue/nomerges` 2 (or 1 for
+//! all but the simplest merges), or a submitter that plugs each bio
+//! alone, every bio becomes its own small request: btt's bios per request
+//! (#Q / #D) stays at 1. The rule needs the queued bios (Q) to judge, and
+//! stays silent for a synchronous reader whose bios come one at a time
+//! (nothing to merge: see readahead_small).
+
+use super::helpers::{device_name, not_any, queue_dir, queue_setting};
+use crate::analyze::Analysis;
+use crate::diagnose::{Finding, Rule, Severity, Verdict};
+use serde_json::json;
+
+pub const RULE: Rule = Rule {
+    id: "merges_disabled",
+    looks_for: "sequential bios issued one by one as small requests (no merging)",
+    check,
+};
+
+/// Bios needed to judge merging; origin not recorded (commit 19e6dbc): case
+/// 1's btrace excerpts (1–2 bios) are too few, the lab's 512-bio reads enough.
+const MIN_BIOS: u64 = 64;
+/// Chosen so that random I/O stays out: committed random captures 0–27 %.
+const MIN_SEQUENTIAL: f64 = 0.5;
+/// Chosen so that a synchronous reader stays out (readahead-0.cap: 0 %).
+const MIN_QUEUED_TOGETHER: f64 = 0.25;
+/// Lab reads: 64.0 bios per request with merging on, 1.0 with nomerges 2.
+const MAX_BIOS_PER_REQUEST: f64 = 1.1;
+/// Critical without nomerges in the snapshot: chosen (no measurement named).
+const CRITICAL_SEQUENTIAL: f64 = 0.8;
+/// With it: chosen, nearly no merge at all (nomerges 2 in the lab gives 1.0).
+const CRITICAL_BIOS_PER_REQUEST: f64 = 1.05;
+/// Case 1: 32 bios of 8 sectors merged into one request of 256 sectors.
+const CASE1_MERGED_SECTORS: f64 = 256.0;
+
+fn check(a: &Analysis) -> Verdict {
+    let mut why = Vec::new();
+    for d in &a.block.devices {
+        let q = d.actions.queued;
+        let Some(m) = &d.btt_merge else {
+            why.push(format!(
+                "{}: the trace holds no queued bios (Q), only {} completions: merging cannot be judged (record block_bio_queue and block_rq_issue)",
+                d.device,
+                d.actions.completed
+            ));
+            continue;
+        };
+        if q < MIN_BIOS {
+            why.push(format!(
+                "{}: only {q} {} queued (at least {MIN_BIOS} are needed to judge merging)",
+                d.device,
+                if q == 1 { "bio" } else { "bios" }
+            ));
+            continue;
+        }
+        let seq = d.sequential_bios as f64 / q as f64;
+        if seq < MIN_SEQUENTIAL {
+            why.push(format!(
+                "{}: {:.0}% of bios are sequential: little to merge",
+                d.device,
+                seq * 100.0
+            ));
+            continue;
+        }
+        let together = d.back_to_back_sequential_bios as f64 / q as f64;
+        if together < MIN_QUEUED_TOGETHER {
+            why.push(format!(
+                "{}: {:.0}% of bios are sequential but only {:.0}% were queued before the previous one completed: one bio at a time, nothing to merge (a synchronous reader: see readahead_small)",
+                d.device,
+                seq * 100.0,
+                together * 100.0
+            ));
+            continue;
+        }
+        if m.ratio > MAX_BIOS_PER_REQUEST {
+            why.push(format!(
+                "{}: sequential bios do merge ({:.1} bios per request)",
+                d.device, m.ratio
+            ));
+            continue;
+        }
+        let nomerges = queue_setting(a, &d.device, "nomerges");
+        let name = device_name(a, &d.device);
+        // nomerges 1 and 2 are the kernel's "merging (partly) off".
+        let confirmed = matches!(nomerges.as_deref(), Some("1") | Some("2"));
+        let severity =
+            if confirmed || (seq > CRITICAL_SEQUENTIAL && m.ratio < CRITICAL_BIOS_PER_REQUEST) {
+                Severity::Critical
+            } else {
+                Severity::Warning
+            };
+        let queue = queue_dir(name.as_deref(), &d.device);
+        return Verdict::Fired(Finding {
+            id: RULE.id,
+            severity,
+            title: format!(
+                "{}: {:.0}% of bios are sequential but each became its own {}-sector request",
+                name.as_deref().unwrap_or(&d.device),
+                seq * 100.0,
+                m.blk_avg
+            ),
+            evidence: json!({
+                "device": d.device,
+                "bios_queued": q,
+                "sequential_bios": d.sequential_bios,
+                "requests_issued": m.issued,
+                "bios_per_request": m.ratio,
+                "avg_request_sectors": m.blk_avg,
+                "nomerges": nomerges,
+            }),
+            explanation: format!(
+                "Adjacent bios normally merge into large requests (case 1: 32 bios of 8 sectors became one of 256). Here {q} bios became {} requests of {} sectors on average, so the device gets {:.0}x more commands than it would with merging{}.",
+                m.issued,
+                m.blk_avg,
+                CASE1_MERGED_SECTORS / m.blk_avg.max(1) as f64,
+                match nomerges.as_deref() {
+                    Some("2") => "; the device's nomerges is 2 (all merging off)",
+                    Some("1") => "; the device's nomerges is 1 (only simple merges)",
+                    Some(_) => "; nomerges is 0, so look at the submitter (each bio in its own plug, or a stacked device that does not merge)",
+                    None => "",
+                }
+            ),
+            workaround: format!("echo 0 > {queue}/nomerges"),
+        });
+    }
+    not_any(why, "no block requests in the trace")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testkit::{
+        analysis, block_devices, fired, silent, with_snapshot, Trace,
+    };
+    use serde_json::json;
+
+    /// `n` sequential 4 KiB reads of fio (pid 200) on 7,0, each its own
+    /// request: all queued first, then completed (`together`), or each
+    /// completed before the next is queued.
+    fn reads(n: u64, together: bool) -> String {
+        let mut tr = Trace::default();
+        for i in 0..n {
+            let (t, s) = (1_000 + i * 10, i * 8);
+            tr.add(
+                t,
+                "fio-200",
+                0,
+                "block_bio_queue",
+                &format!("7,0 R {s} + 8 [fio]"),
+            );
+            tr.add(
+                t + 1,
+                "fio-200",
+                0,
+                "block_getrq",
+                &format!("7,0 R {s} + 8 [fio]"),
+            );
+            let issue = format!("7,0 R 4096 () {s} + 8 be,0,4 [fio]");
+            tr.add(t + 2, "fio-200", 0, "block_rq_issue", &issue);
+            let done = format!("7,0 R () {s} + 8 be,0,4 [0]");
+            let at = if together { 5_000 + i * 10 } else { t + 5 };
+            tr.add(at, "<idle>-0", 0, "block_rq_complete", &done);
+        }
+        tr.text()
+    }
+
+    #[test]
+    fn fires_for_sequential_bios_that_each_became_a_request() {
+        let a = analysis(&reads(64, true));
+        let a = with_snapshot(
+            a,
+            json!({ "block_devices": block_devices("loop0", "7,0", &[("nomerges", "2")]) }),
+        );
+        let f = fired(check(&a));
+        assert_eq!(f.id, "merges_disabled");
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.title,
+            "loop0: 98% of bios are sequential but each became its own 8-sector request"
+        );
+        assert_eq!(f.evidence["bios_queued"], 64);
+        assert_eq!(f.evidence["sequential_bios"], 63);
+        assert_eq!(f.evidence["requests_issued"], 64);
+        assert_eq!(f.evidence["bios_per_request"], 1.0);
+        assert_eq!(f.evidence["nomerges"], "2");
+        assert!(f
+            .explanation
+            .contains("the device gets 32x more commands than it would with merging; the device's nomerges is 2"));
+        assert_eq!(f.workaround, "echo 0 > /sys/block/loop0/queue/nomerges");
+    }
+
+    #[test]
+    fn silent_for_a_synchronous_reader() {
+        let a = analysis(&reads(64, false));
+        assert_eq!(
+            silent(check(&a)),
+            "7,0: 98% of bios are sequential but only 0% were queued before the previous one completed: one bio at a time, nothing to merge (a synchronous reader: see readahead_small)"
+        );
+    }
+
+    #[test]
+    fn silent_with_too_few_bios_to_judge() {
+        let a = analysis(&reads(1, true));
+        assert_eq!(
+            silent(check(&a)),
+            "7,0: only 1 bio queued (at least 64 are needed to judge merging)"
+        );
+    }
+}

@@ -1,0 +1,159 @@
+//! Bios cut into several requests (`block_split`, `X` in blktrace): a bio
+//! larger than the queue's `max_sectors_kb` travels as pieces, each a
+//! command of its own. Confirmed when the snapshot shows the limit lowered
+//! below what the hardware takes (`max_hw_sectors_kb`); no case of
+//! DESIGN.md, recorded in the lab as split-maxsectors16.cap.
+
+use super::helpers::{device_name, not_any, queue_dir, queue_number};
+use crate::analyze::Analysis;
+use crate::diagnose::{Finding, Rule, Severity, Verdict};
+use serde_json::json;
+
+pub const RULE: Rule = Rule {
+    id: "request_splitting",
+    looks_for: "bios split into several requests (larger than the device's max_sectors_kb)",
+    check,
+};
+
+/// Chosen (commit 2345171 names no source): fsync-bulk.cap's 12 stray
+/// splits stay below it; split-maxsectors16.cap has 240.
+const MIN_SPLITS: u64 = 16;
+/// Chosen: one split per ten queued bios (split-maxsectors16.cap: 15 per bio).
+const MIN_SPLITS_PER_BIO: f64 = 0.1;
+/// Chosen; split-maxsectors16.cap (256 KiB bios, 16 KiB limit) gives 16.
+const CRITICAL_REQUESTS_PER_BIO: f64 = 4.0;
+
+fn check(a: &Analysis) -> Verdict {
+    let mut why = Vec::new();
+    for d in &a.block.devices {
+        let (q, x) = (d.actions.queued, d.actions.split);
+        if x < MIN_SPLITS || (x as f64) < MIN_SPLITS_PER_BIO * q as f64 {
+            why.push(format!("{}: {x} splits of {q} queued bios", d.device));
+            continue;
+        }
+        let max_kb = queue_number(a, &d.device, "max_sectors_kb");
+        let hw_kb = queue_number(a, &d.device, "max_hw_sectors_kb");
+        let lowered = matches!((max_kb, hw_kb), (Some(m), Some(h)) if m < h);
+        let pieces = (q + x) as f64 / q.max(1) as f64;
+        let name = device_name(a, &d.device);
+        let queue = queue_dir(name.as_deref(), &d.device);
+        return Verdict::Fired(Finding {
+            id: RULE.id,
+            severity: if lowered && pieces >= CRITICAL_REQUESTS_PER_BIO {
+                Severity::Critical
+            } else {
+                Severity::Warning
+            },
+            title: format!(
+                "{}: {q} bios were split {x} times ({pieces:.1} requests per bio){}",
+                name.as_deref().unwrap_or(&d.device),
+                max_kb
+                    .map(|m| format!(", max_sectors_kb is {m}"))
+                    .unwrap_or_default()
+            ),
+            evidence: json!({
+                "device": d.device,
+                "bios_queued": q,
+                "splits": x,
+                "requests_per_bio": pieces,
+                "avg_request_sectors": d.btt_merge.as_ref().map(|m| m.blk_avg),
+                "max_sectors_kb": max_kb,
+                "max_hw_sectors_kb": hw_kb,
+            }),
+            explanation: format!(
+                "A bio larger than the queue's limit is cut into pieces that travel as separate requests: the device gets {pieces:.1} commands per I/O instead of one, each with its own overhead{}.",
+                if lowered {
+                    " — and the limit here is below what the hardware takes"
+                } else {
+                    ""
+                }
+            ),
+            workaround: match hw_kb {
+                Some(h) if lowered => format!("echo {h} > {queue}/max_sectors_kb"),
+                _ => format!(
+                    "issue smaller I/O, or raise {queue}/max_sectors_kb up to max_hw_sectors_kb"
+                ),
+            },
+        });
+    }
+    not_any(why, "no block requests in the trace")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testkit::{
+        analysis, block_devices, fired, line, silent, with_snapshot,
+    };
+    use serde_json::json;
+
+    /// Direct reads of 256 KiB by dd (pid 300) on 7,0, the i-th split
+    /// `splits[i]` times (pieces of 16 KiB, as under max_sectors_kb 16).
+    fn split_reads(splits: &[u64]) -> String {
+        let mut text = String::new();
+        for (i, &splits) in (0..).zip(splits) {
+            let (t, s) = (1_000 + i * 100, i * 512);
+            text += &line(
+                t,
+                "dd-300",
+                0,
+                "block_bio_queue",
+                &format!("7,0 R {s} + 512 [dd]"),
+            );
+            for k in 0..splits {
+                let cut = format!("7,0 R {} / {} [dd]", s + k * 32, s + (k + 1) * 32);
+                text += &line(t + 1 + k, "dd-300", 0, "block_split", &cut);
+            }
+        }
+        text
+    }
+
+    #[test]
+    fn fires_for_bios_split_under_a_lowered_limit() {
+        let a = with_snapshot(
+            analysis(&split_reads(&[15; 16])),
+            json!({ "block_devices": block_devices(
+                "loop0",
+                "7,0",
+                &[("max_sectors_kb", "16"), ("max_hw_sectors_kb", "1280")],
+            ) }),
+        );
+        let f = fired(check(&a));
+        assert_eq!(f.id, "request_splitting");
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.title,
+            "loop0: 16 bios were split 240 times (16.0 requests per bio), max_sectors_kb is 16"
+        );
+        assert_eq!(f.evidence["splits"], 240);
+        assert_eq!(f.evidence["requests_per_bio"], 16.0);
+        assert_eq!(f.evidence["max_hw_sectors_kb"], 1280);
+        assert!(f.explanation.contains("below what the hardware takes"));
+        assert_eq!(
+            f.workaround,
+            "echo 1280 > /sys/block/loop0/queue/max_sectors_kb"
+        );
+    }
+
+    #[test]
+    fn warns_without_the_limits_in_a_snapshot() {
+        let f = fired(check(&analysis(&split_reads(&[15; 16]))));
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(
+            f.title,
+            "7,0: 16 bios were split 240 times (16.0 requests per bio)"
+        );
+        assert_eq!(
+            f.workaround,
+            "issue smaller I/O, or raise /sys/dev/block/7:0/queue/max_sectors_kb up to max_hw_sectors_kb"
+        );
+    }
+
+    #[test]
+    fn silent_for_a_few_stray_splits() {
+        // fsync-bulk.cap's shape: 12 splits of 10 bios.
+        let text = split_reads(&[3, 3, 3, 3, 0, 0, 0, 0, 0, 0]);
+        let why = silent(check(&analysis(&text)));
+        assert_eq!(why, "7,0: 12 splits of 10 queued bios");
+    }
+}
