@@ -66,7 +66,6 @@ pub(super) struct DevView {
 
 impl OutlierAnalysis {
     /// What waiting on `dev` (None: any device) means right now.
-    #[inline]
     pub(super) fn dev_view(&self, dev: Option<Dev>) -> DevView {
         let one = |d: &Dev, st: &DevState| {
             let oldest = st.issued.iter().next().map(|&(at, sector)| {

@@ -34,13 +34,11 @@ pub(super) struct OpenOp {
 }
 
 impl OpenOp {
-    #[inline]
     pub(super) fn waited_for(&self, k: &ReqKey, issued: u64) -> bool {
         self.cur_wait.is_some_and(|c| c.0 == *k && c.1 == issued)
             || self.waited_on.contains_key(&(*k, issued))
     }
 
-    #[inline]
     pub(super) fn refresh(&mut self, sched: &SchedAnalysis) {
         let (view, cpu) = sched.view(self.pid);
         self.view = view;
@@ -61,7 +59,6 @@ impl OpenOp {
 
 /// Adds the stretch since the operation's last update, classified by the
 /// thread's state and, when it is blocked, by what its device is doing.
-#[inline]
 pub(super) fn integrate(op: &mut OpenOp, ts: u64, dev: &DevView) {
     let dt = ts.saturating_sub(op.last);
     if dt == 0 {

@@ -53,9 +53,8 @@ pub fn touch_of_block(a: Action, dev: Dev) -> Option<Touch> {
     .then_some(Touch::Device(dev))
 }
 
-/// Whether `t` may change what operation `op` is waiting on or for: on the
-/// per-event path for every open operation, hence inline.
-#[inline]
+/// Whether `t` may change what operation `op` is waiting on or for (asked
+/// of every open operation at every event that touches any).
 pub(super) fn touched(op: &OpenOp, t: &Touch) -> bool {
     match *t {
         Touch::Threads { a, b, cpu } => {
