@@ -210,103 +210,13 @@ impl FsAnalysis {
                 let datasync = f.int("datasync").unwrap_or(0) != 0;
                 self.open_fsync.insert(e.pid, (dev(), ino, datasync, e.ts));
             }
-            "ext4_sync_file_exit" => match self.open_fsync.remove(&e.pid) {
-                Some(_) if !names.keeps(e.pid) => {}
-                Some((d, ino, datasync, start)) if e.ts >= start => {
-                    let ns = e.ts - start;
-                    self.out.fsync.add(ns);
-                    self.fsync_by_pid.entry(e.pid).or_default().add(ns);
-                    let item = Fsync {
-                        pid: e.pid,
-                        comm: names.get(e.pid),
-                        dev: d.to_string(),
-                        ino,
-                        datasync,
-                        start_ns: start,
-                        latency_ns: ns,
-                    };
-                    keep_largest(
-                        &mut self.out.slowest_fsyncs,
-                        item,
-                        SLOWEST_KEPT,
-                        |x| x.latency_ns,
-                        |x| x.start_ns,
-                    );
-                }
-                _ => self.out.unmatched_fsync_exits += 1,
-            },
-            "jbd2_start_commit" => {
-                let j = self.journals.entry(dev()).or_default();
-                let tid = f.int("transaction").unwrap_or(0) as u64;
-                j.open.insert(
-                    tid,
-                    OpenCommit {
-                        commit: Commit {
-                            transaction: tid,
-                            sync: f.int("sync_commit").unwrap_or(0) != 0,
-                            start_ns: e.ts,
-                            ..Default::default()
-                        },
-                        ..Default::default()
-                    },
-                );
+            "ext4_sync_file_exit" => self.fsync_exit(e, names),
+            "jbd2_start_commit" => self.commit_start(e, dev()),
+            phase @ ("jbd2_commit_locking" | "jbd2_commit_flushing" | "jbd2_commit_logging") => {
+                self.commit_phase(e, dev(), phase)
             }
-            "jbd2_commit_locking" | "jbd2_commit_flushing" | "jbd2_commit_logging" => {
-                let j = self.journals.entry(dev()).or_default();
-                let tid = f.int("transaction").unwrap_or(0) as u64;
-                if let Some(c) = j.open.get_mut(&tid) {
-                    let at = match e.short_name() {
-                        "jbd2_commit_locking" => &mut c.locking_at,
-                        "jbd2_commit_flushing" => &mut c.flushing_at,
-                        _ => &mut c.logging_at,
-                    };
-                    *at = Some(e.ts);
-                }
-            }
-            "jbd2_end_commit" => {
-                let j = self.journals.entry(dev()).or_default();
-                let tid = f.int("transaction").unwrap_or(0) as u64;
-                if let Some(mut c) = j.open.remove(&tid) {
-                    let start = c.commit.start_ns;
-                    c.commit.total_ns = e.ts.saturating_sub(start);
-                    // Each phase lasts until the next one begins.
-                    let span = |a: Option<u64>, b: Option<u64>| match (a, b) {
-                        (Some(a), Some(b)) => b.saturating_sub(a),
-                        _ => 0,
-                    };
-                    c.commit.locking_ns = span(c.locking_at, c.flushing_at);
-                    c.commit.flushing_ns = span(c.flushing_at, c.logging_at);
-                    c.commit.logging_ns = span(c.logging_at, Some(e.ts));
-                    j.total.add(c.commit.total_ns);
-                    if c.locking_at.is_some() {
-                        j.locking.add(c.commit.locking_ns);
-                        j.flushing.add(c.commit.flushing_ns);
-                        j.logging.add(c.commit.logging_ns);
-                    }
-                    j.out.commits += 1;
-                    j.out.sync_commits += c.commit.sync as u64;
-                    j.first_commit.get_or_insert(start);
-                    j.last_commit = j.last_commit.max(start);
-                    j.writes += c.commit.journal_writes;
-                    j.flushes += c.commit.flushes;
-                    keep_largest(
-                        &mut j.out.slowest_commits,
-                        c.commit,
-                        SLOWEST_KEPT,
-                        |x| x.total_ns,
-                        |x| x.start_ns,
-                    );
-                }
-            }
-            "jbd2_run_stats" => {
-                let j = self.journals.entry(dev()).or_default();
-                let handles = f.int("handle_count").unwrap_or(0) as u64;
-                j.run_stats += 1;
-                j.handles += handles;
-                j.out.max_handles_per_commit = j.out.max_handles_per_commit.max(handles);
-                j.blocks += f.int("blocks").unwrap_or(0) as u64;
-                j.blocks_logged += f.int("blocks_logged").unwrap_or(0) as u64;
-            }
+            "jbd2_end_commit" => self.commit_end(e, dev()),
+            "jbd2_run_stats" => self.run_stats(e, dev()),
             "jbd2_handle_start" => {
                 let j = self.journals.entry(dev()).or_default();
                 let t = ext4_handle_type(f.int("type").unwrap_or(-1));
@@ -327,18 +237,7 @@ impl FsAnalysis {
             "jbd2_update_log_tail" => {
                 self.journals.entry(dev()).or_default().out.log_tail_updates += 1;
             }
-            "balance_dirty_pages" => {
-                let d = &mut self.out.dirty_throttle;
-                let pause = f.int("pause").unwrap_or(0).max(0) as u64;
-                d.events += 1;
-                d.pause_ms_total += pause;
-                d.max_pause_ms = d.max_pause_ms.max(pause);
-                d.limit_pages = f.int("limit").unwrap_or(0).max(0) as u64;
-                d.max_dirty_pages = d
-                    .max_dirty_pages
-                    .max(f.int("dirty").unwrap_or(0).max(0) as u64);
-                *self.paused_by_pid.entry(e.pid).or_default() += pause;
-            }
+            "balance_dirty_pages" => self.dirty_pause(e),
             "jbd2_lock_buffer_stall" => {
                 self.journals
                     .entry(dev())
@@ -349,6 +248,140 @@ impl FsAnalysis {
             _ => return false,
         }
         true
+    }
+
+    /// An fsync ends: its latency, overall, per thread and among the
+    /// slowest; an exit without its entry is only counted.
+    #[inline]
+    fn fsync_exit(&mut self, e: &OtherEvent, names: &ThreadNames) {
+        match self.open_fsync.remove(&e.pid) {
+            Some(_) if !names.keeps(e.pid) => {}
+            Some((d, ino, datasync, start)) if e.ts >= start => {
+                let ns = e.ts - start;
+                self.out.fsync.add(ns);
+                self.fsync_by_pid.entry(e.pid).or_default().add(ns);
+                let item = Fsync {
+                    pid: e.pid,
+                    comm: names.get(e.pid),
+                    dev: d.to_string(),
+                    ino,
+                    datasync,
+                    start_ns: start,
+                    latency_ns: ns,
+                };
+                keep_largest(
+                    &mut self.out.slowest_fsyncs,
+                    item,
+                    SLOWEST_KEPT,
+                    |x| x.latency_ns,
+                    |x| x.start_ns,
+                );
+            }
+            _ => self.out.unmatched_fsync_exits += 1,
+        }
+    }
+
+    /// A commit of `dev`'s journal opens.
+    #[inline]
+    fn commit_start(&mut self, e: &OtherEvent, dev: Dev) {
+        let f = &e.fields;
+        let j = self.journals.entry(dev).or_default();
+        let tid = f.int("transaction").unwrap_or(0) as u64;
+        j.open.insert(
+            tid,
+            OpenCommit {
+                commit: Commit {
+                    transaction: tid,
+                    sync: f.int("sync_commit").unwrap_or(0) != 0,
+                    start_ns: e.ts,
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        );
+    }
+
+    /// An open commit enters its locking, flushing or logging phase.
+    #[inline]
+    fn commit_phase(&mut self, e: &OtherEvent, dev: Dev, phase: &str) {
+        let j = self.journals.entry(dev).or_default();
+        let tid = e.fields.int("transaction").unwrap_or(0) as u64;
+        if let Some(c) = j.open.get_mut(&tid) {
+            let at = match phase {
+                "jbd2_commit_locking" => &mut c.locking_at,
+                "jbd2_commit_flushing" => &mut c.flushing_at,
+                _ => &mut c.logging_at,
+            };
+            *at = Some(e.ts);
+        }
+    }
+
+    /// A commit ends: its total and phase durations, into the journal's
+    /// distributions, counts and slowest commits.
+    #[inline]
+    fn commit_end(&mut self, e: &OtherEvent, dev: Dev) {
+        let j = self.journals.entry(dev).or_default();
+        let tid = e.fields.int("transaction").unwrap_or(0) as u64;
+        if let Some(mut c) = j.open.remove(&tid) {
+            let start = c.commit.start_ns;
+            c.commit.total_ns = e.ts.saturating_sub(start);
+            // Each phase lasts until the next one begins.
+            let span = |a: Option<u64>, b: Option<u64>| match (a, b) {
+                (Some(a), Some(b)) => b.saturating_sub(a),
+                _ => 0,
+            };
+            c.commit.locking_ns = span(c.locking_at, c.flushing_at);
+            c.commit.flushing_ns = span(c.flushing_at, c.logging_at);
+            c.commit.logging_ns = span(c.logging_at, Some(e.ts));
+            j.total.add(c.commit.total_ns);
+            if c.locking_at.is_some() {
+                j.locking.add(c.commit.locking_ns);
+                j.flushing.add(c.commit.flushing_ns);
+                j.logging.add(c.commit.logging_ns);
+            }
+            j.out.commits += 1;
+            j.out.sync_commits += c.commit.sync as u64;
+            j.first_commit.get_or_insert(start);
+            j.last_commit = j.last_commit.max(start);
+            j.writes += c.commit.journal_writes;
+            j.flushes += c.commit.flushes;
+            keep_largest(
+                &mut j.out.slowest_commits,
+                c.commit,
+                SLOWEST_KEPT,
+                |x| x.total_ns,
+                |x| x.start_ns,
+            );
+        }
+    }
+
+    /// `jbd2_run_stats`: a committed transaction's handles and blocks.
+    #[inline]
+    fn run_stats(&mut self, e: &OtherEvent, dev: Dev) {
+        let f = &e.fields;
+        let j = self.journals.entry(dev).or_default();
+        let handles = f.int("handle_count").unwrap_or(0) as u64;
+        j.run_stats += 1;
+        j.handles += handles;
+        j.out.max_handles_per_commit = j.out.max_handles_per_commit.max(handles);
+        j.blocks += f.int("blocks").unwrap_or(0) as u64;
+        j.blocks_logged += f.int("blocks_logged").unwrap_or(0) as u64;
+    }
+
+    /// `balance_dirty_pages`: a writer paused at the dirty page limit.
+    #[inline]
+    fn dirty_pause(&mut self, e: &OtherEvent) {
+        let f = &e.fields;
+        let d = &mut self.out.dirty_throttle;
+        let pause = f.int("pause").unwrap_or(0).max(0) as u64;
+        d.events += 1;
+        d.pause_ms_total += pause;
+        d.max_pause_ms = d.max_pause_ms.max(pause);
+        d.limit_pages = f.int("limit").unwrap_or(0).max(0) as u64;
+        d.max_dirty_pages = d
+            .max_dirty_pages
+            .max(f.int("dirty").unwrap_or(0).max(0) as u64);
+        *self.paused_by_pid.entry(e.pid).or_default() += pause;
     }
 
     /// Block requests queued while a commit runs on their device: the

@@ -224,168 +224,195 @@ impl Btt {
         };
         let sectors = e.sectors();
         match act {
-            Action::Queue => {
-                if e.bytes == 0 || !self.setup(e.dev, true) {
-                    return;
-                }
-                let remapper = e.dev.is_remapper();
-                let d = self.devs.get_mut(&e.dev).unwrap();
-                if d.pending.contains_key(&e.sector) {
-                    return;
-                }
-                d.pending.insert(
-                    e.sector,
-                    QueuedBio {
-                        end: e.sector + sectors,
-                        t: e.ts,
-                        pid: e.pid,
-                        g_time: UNSET,
-                        s_time: 0,
-                        i_time: UNSET,
-                        m_time: UNSET,
-                        d_time: UNSET,
-                    },
-                );
-                if remapper {
-                    update_lq(&mut d.last_q, &mut d.avgs.q2q_dm, e.ts);
-                    update_lq(&mut self.all_last_q, &mut self.all.q2q_dm, e.ts);
-                } else {
-                    update_lq(&mut d.last_q, &mut d.avgs.q2q, e.ts);
-                    update_lq(&mut self.all_last_q, &mut self.all.q2q, e.ts);
-                }
-                d.n_qs += 1;
-                d.n_act_q += 1;
-                d.writes.bios += e.rwbs.is_write() as u64;
-            }
-            Action::Remap => {
-                if !self.setup(e.dev, true) {
-                    return;
-                }
-                if let Extra::Remap {
-                    from_dev,
-                    from_sector,
-                } = e.extra
-                {
-                    let Some(up) = self.devs.get_mut(&from_dev) else {
-                        return;
-                    };
-                    if let Some(q) = find_containing(&mut up.pending, from_sector) {
-                        let dt = tdelta(q.t, e.ts);
-                        if from_dev.is_remapper() {
-                            up.avgs.q2a_dm.add(dt);
-                            self.all.q2a_dm.add(dt);
-                        } else {
-                            up.avgs.q2a.add(dt);
-                            self.all.q2a.add(dt);
-                        }
-                    }
-                }
-            }
+            Action::Queue => self.queue(e, sectors),
+            Action::Remap => self.remap(e),
             Action::GetRq
             | Action::SleepRq
             | Action::Insert
             | Action::BackMerge
-            | Action::FrontMerge => {
-                if e.bytes == 0 || !self.setup(e.dev, false) {
-                    return;
-                }
-                let d = self.devs.get_mut(&e.dev).unwrap();
-                let is_merge = matches!(act, Action::BackMerge | Action::FrontMerge);
-                if let Some(q) = find_containing(&mut d.pending, e.sector) {
-                    match act {
-                        Action::GetRq => {
-                            q.g_time = e.ts;
-                            let wait = tdelta(q.t, e.ts);
-                            d.avgs.q2g.add(wait);
-                            self.all.q2g.add(wait);
-                            if e.rwbs.is_write() {
-                                d.writes.q2g.add(wait);
-                                d.writes.over_1ms += (wait >= 1_000_000) as u64;
-                            }
-                            if q.s_time != 0 {
-                                d.avgs.s2g.add(tdelta(q.s_time, e.ts));
-                                self.all.s2g.add(tdelta(q.s_time, e.ts));
-                            }
-                        }
-                        Action::SleepRq => q.s_time = e.ts,
-                        Action::Insert => {
-                            q.i_time = e.ts;
-                            if q.g_time != UNSET {
-                                d.avgs.g2i.add(tdelta(q.g_time, e.ts));
-                                self.all.g2i.add(tdelta(q.g_time, e.ts));
-                            }
-                        }
-                        _ => {
-                            q.m_time = e.ts;
-                            d.avgs.q2m.add(tdelta(q.t, e.ts));
-                            self.all.q2m.add(tdelta(q.t, e.ts));
-                        }
-                    }
-                }
-                if is_merge && d.n_act_q != 0 {
-                    d.n_act_q -= 1;
-                }
-            }
-            Action::Issue => {
-                if e.bytes == 0 || !self.setup(e.dev, false) {
-                    return;
-                }
-                let d = self.devs.get_mut(&e.dev).unwrap();
-                if d.n_act_q != 0 {
-                    d.n_act_q -= 1;
-                }
-                d.n_ds += 1;
-                within(&d.pending, e.sector, e.sector + sectors, &mut self.scratch);
-                for &s in &self.scratch {
-                    let q = d.pending.get_mut(&s).unwrap();
-                    if q.i_time != UNSET {
-                        d.avgs.i2d.add(tdelta(q.i_time, e.ts));
-                        self.all.i2d.add(tdelta(q.i_time, e.ts));
-                    } else if q.m_time != UNSET {
-                        d.avgs.m2d.add(tdelta(q.m_time, e.ts));
-                        self.all.m2d.add(tdelta(q.m_time, e.ts));
-                    }
-                    q.d_time = e.ts;
-                }
-            }
-            Action::Complete => {
-                if e.bytes == 0 || !self.setup(e.dev, false) {
-                    return;
-                }
-                let remapper = e.dev.is_remapper();
-                let d = self.devs.get_mut(&e.dev).unwrap();
-                d.blks.add(sectors);
-                within(&d.pending, e.sector, e.sector + sectors, &mut self.scratch);
-                for &s in &self.scratch {
-                    let q = d.pending.remove(&s).unwrap();
-                    let q2c = tdelta(q.t, e.ts);
-                    let pp = self.per_pid.entry(q.pid).or_default();
-                    if remapper {
-                        d.avgs.q2c_dm.add(q2c);
-                        self.all.q2c_dm.add(q2c);
-                    } else {
-                        d.avgs.q2c.add(q2c);
-                        self.all.q2c.add(q2c);
-                        pp.0.add(q2c);
-                    }
-                    if q.d_time != UNSET {
-                        let d2c = tdelta(q.d_time, e.ts);
-                        d.avgs.d2c.add(d2c);
-                        self.all.d2c.add(d2c);
-                        pp.1.add(d2c);
-                    }
-                }
-            }
-            Action::Requeue => {
-                if !self.setup(e.dev, false) {
-                    return;
-                }
-                let d = self.devs.get_mut(&e.dev).unwrap();
-                d.n_qs += 1;
-                d.n_act_q += 1;
-            }
+            | Action::FrontMerge => self.bio_step(e, act),
+            Action::Issue => self.issue(e, sectors),
+            Action::Complete => self.complete(e, sectors),
+            Action::Requeue => self.requeue(e),
             _ => {}
         }
+    }
+
+    /// Q: a new bio to follow, unless one is pending at its start sector;
+    /// Q2Q from the device's and the overall last Q.
+    #[inline]
+    fn queue(&mut self, e: &BlockEvent, sectors: u64) {
+        if e.bytes == 0 || !self.setup(e.dev, true) {
+            return;
+        }
+        let remapper = e.dev.is_remapper();
+        let d = self.devs.get_mut(&e.dev).unwrap();
+        if d.pending.contains_key(&e.sector) {
+            return;
+        }
+        d.pending.insert(
+            e.sector,
+            QueuedBio {
+                end: e.sector + sectors,
+                t: e.ts,
+                pid: e.pid,
+                g_time: UNSET,
+                s_time: 0,
+                i_time: UNSET,
+                m_time: UNSET,
+                d_time: UNSET,
+            },
+        );
+        if remapper {
+            update_lq(&mut d.last_q, &mut d.avgs.q2q_dm, e.ts);
+            update_lq(&mut self.all_last_q, &mut self.all.q2q_dm, e.ts);
+        } else {
+            update_lq(&mut d.last_q, &mut d.avgs.q2q, e.ts);
+            update_lq(&mut self.all_last_q, &mut self.all.q2q, e.ts);
+        }
+        d.n_qs += 1;
+        d.n_act_q += 1;
+        d.writes.bios += e.rwbs.is_write() as u64;
+    }
+
+    /// A: Q2A of the bio on the device it came from.
+    #[inline]
+    fn remap(&mut self, e: &BlockEvent) {
+        if !self.setup(e.dev, true) {
+            return;
+        }
+        if let Extra::Remap {
+            from_dev,
+            from_sector,
+        } = e.extra
+        {
+            let Some(up) = self.devs.get_mut(&from_dev) else {
+                return;
+            };
+            if let Some(q) = find_containing(&mut up.pending, from_sector) {
+                let dt = tdelta(q.t, e.ts);
+                if from_dev.is_remapper() {
+                    up.avgs.q2a_dm.add(dt);
+                    self.all.q2a_dm.add(dt);
+                } else {
+                    up.avgs.q2a.add(dt);
+                    self.all.q2a.add(dt);
+                }
+            }
+        }
+    }
+
+    /// G, S, I, M and F: a step of the one queued bio that holds their
+    /// sector (Q2G, S2G, G2I, Q2M); a merge also ends an active Q.
+    #[inline]
+    fn bio_step(&mut self, e: &BlockEvent, act: Action) {
+        if e.bytes == 0 || !self.setup(e.dev, false) {
+            return;
+        }
+        let d = self.devs.get_mut(&e.dev).unwrap();
+        let is_merge = matches!(act, Action::BackMerge | Action::FrontMerge);
+        if let Some(q) = find_containing(&mut d.pending, e.sector) {
+            match act {
+                Action::GetRq => {
+                    q.g_time = e.ts;
+                    let wait = tdelta(q.t, e.ts);
+                    d.avgs.q2g.add(wait);
+                    self.all.q2g.add(wait);
+                    if e.rwbs.is_write() {
+                        d.writes.q2g.add(wait);
+                        d.writes.over_1ms += (wait >= 1_000_000) as u64;
+                    }
+                    if q.s_time != 0 {
+                        d.avgs.s2g.add(tdelta(q.s_time, e.ts));
+                        self.all.s2g.add(tdelta(q.s_time, e.ts));
+                    }
+                }
+                Action::SleepRq => q.s_time = e.ts,
+                Action::Insert => {
+                    q.i_time = e.ts;
+                    if q.g_time != UNSET {
+                        d.avgs.g2i.add(tdelta(q.g_time, e.ts));
+                        self.all.g2i.add(tdelta(q.g_time, e.ts));
+                    }
+                }
+                _ => {
+                    q.m_time = e.ts;
+                    d.avgs.q2m.add(tdelta(q.t, e.ts));
+                    self.all.q2m.add(tdelta(q.t, e.ts));
+                }
+            }
+        }
+        if is_merge && d.n_act_q != 0 {
+            d.n_act_q -= 1;
+        }
+    }
+
+    /// D: I2D (or M2D) of every pending bio within its range.
+    #[inline]
+    fn issue(&mut self, e: &BlockEvent, sectors: u64) {
+        if e.bytes == 0 || !self.setup(e.dev, false) {
+            return;
+        }
+        let d = self.devs.get_mut(&e.dev).unwrap();
+        if d.n_act_q != 0 {
+            d.n_act_q -= 1;
+        }
+        d.n_ds += 1;
+        within(&d.pending, e.sector, e.sector + sectors, &mut self.scratch);
+        for &s in &self.scratch {
+            let q = d.pending.get_mut(&s).unwrap();
+            if q.i_time != UNSET {
+                d.avgs.i2d.add(tdelta(q.i_time, e.ts));
+                self.all.i2d.add(tdelta(q.i_time, e.ts));
+            } else if q.m_time != UNSET {
+                d.avgs.m2d.add(tdelta(q.m_time, e.ts));
+                self.all.m2d.add(tdelta(q.m_time, e.ts));
+            }
+            q.d_time = e.ts;
+        }
+    }
+
+    /// C: every pending bio within its range is done: Q2C, and D2C if it
+    /// was seen issued (overall, per device and per process).
+    #[inline]
+    fn complete(&mut self, e: &BlockEvent, sectors: u64) {
+        if e.bytes == 0 || !self.setup(e.dev, false) {
+            return;
+        }
+        let remapper = e.dev.is_remapper();
+        let d = self.devs.get_mut(&e.dev).unwrap();
+        d.blks.add(sectors);
+        within(&d.pending, e.sector, e.sector + sectors, &mut self.scratch);
+        for &s in &self.scratch {
+            let q = d.pending.remove(&s).unwrap();
+            let q2c = tdelta(q.t, e.ts);
+            let pp = self.per_pid.entry(q.pid).or_default();
+            if remapper {
+                d.avgs.q2c_dm.add(q2c);
+                self.all.q2c_dm.add(q2c);
+            } else {
+                d.avgs.q2c.add(q2c);
+                self.all.q2c.add(q2c);
+                pp.0.add(q2c);
+            }
+            if q.d_time != UNSET {
+                let d2c = tdelta(q.d_time, e.ts);
+                d.avgs.d2c.add(d2c);
+                self.all.d2c.add(d2c);
+                pp.1.add(d2c);
+            }
+        }
+    }
+
+    /// R: counted as a Q again, as btt does.
+    #[inline]
+    fn requeue(&mut self, e: &BlockEvent) {
+        if !self.setup(e.dev, false) {
+            return;
+        }
+        let d = self.devs.get_mut(&e.dev).unwrap();
+        d.n_qs += 1;
+        d.n_act_q += 1;
     }
 
     /// Devices in btt's order of first appearance.

@@ -183,31 +183,7 @@ impl DeviceRequests {
                     }
                 }
             }
-            Action::BackMerge | Action::FrontMerge | Action::RqMerge => {
-                let op = op_of(e.rwbs, e.bytes);
-                self.merges.add(op, 1);
-                self.iostat.merged(e.ts, op);
-                if e.action == Action::RqMerge {
-                    // The scheduler merged this request into another: it
-                    // will never complete, and the kernel ends its
-                    // accounting here (blk_account_io_merge_request).
-                    if self.requests.remove(&e.sector).is_some() {
-                        self.iostat.io_ended(e.ts);
-                    }
-                    return;
-                }
-                self.pending.remove(&e.sector);
-                let end = e.sector + e.sectors();
-                if e.action == Action::BackMerge {
-                    if let Some((_, r)) = self.requests.range_mut(..e.sector).next_back() {
-                        r.sectors += e.sectors();
-                    }
-                } else if let Some(mut r) = self.requests.remove(&end) {
-                    r.sectors += e.sectors();
-                    r.first_q = r.first_q.min(e.ts);
-                    self.requests.insert(e.sector, r);
-                }
-            }
+            Action::BackMerge | Action::FrontMerge | Action::RqMerge => self.merge(e),
             Action::Insert | Action::Issue => {
                 let mut r = self.take_or_start(e);
                 if e.sectors() > 0 {
@@ -230,25 +206,56 @@ impl DeviceRequests {
                 self.requeues += 1;
                 self.put(e.sector, r);
             }
-            Action::Split => {
-                if let (Extra::Split { new_sector }, Some(b)) =
-                    (e.extra, self.pending.get_mut(&e.sector))
-                {
-                    let end = e.sector + b.sectors;
-                    if new_sector > e.sector && new_sector < end {
-                        b.sectors = new_sector - e.sector;
-                        let second = PendingBio {
-                            sectors: end - new_sector,
-                            ..*b
-                        };
-                        self.pending.insert(new_sector, second);
-                    }
-                }
-                self.splits += 1;
-            }
+            Action::Split => self.split(e),
             Action::Complete | Action::BioComplete => self.complete(e),
             _ => {}
         }
+    }
+
+    /// M, F: a bio merged into a request (it grows; F moves its start);
+    /// a request merged into another by the scheduler is gone.
+    #[inline]
+    fn merge(&mut self, e: &BlockEvent) {
+        let op = op_of(e.rwbs, e.bytes);
+        self.merges.add(op, 1);
+        self.iostat.merged(e.ts, op);
+        if e.action == Action::RqMerge {
+            // The scheduler merged this request into another: it
+            // will never complete, and the kernel ends its
+            // accounting here (blk_account_io_merge_request).
+            if self.requests.remove(&e.sector).is_some() {
+                self.iostat.io_ended(e.ts);
+            }
+            return;
+        }
+        self.pending.remove(&e.sector);
+        let end = e.sector + e.sectors();
+        if e.action == Action::BackMerge {
+            if let Some((_, r)) = self.requests.range_mut(..e.sector).next_back() {
+                r.sectors += e.sectors();
+            }
+        } else if let Some(mut r) = self.requests.remove(&end) {
+            r.sectors += e.sectors();
+            r.first_q = r.first_q.min(e.ts);
+            self.requests.insert(e.sector, r);
+        }
+    }
+
+    /// X: a pending bio split in two at `new_sector`.
+    #[inline]
+    fn split(&mut self, e: &BlockEvent) {
+        if let (Extra::Split { new_sector }, Some(b)) = (e.extra, self.pending.get_mut(&e.sector)) {
+            let end = e.sector + b.sectors;
+            if new_sector > e.sector && new_sector < end {
+                b.sectors = new_sector - e.sector;
+                let second = PendingBio {
+                    sectors: end - new_sector,
+                    ..*b
+                };
+                self.pending.insert(new_sector, second);
+            }
+        }
+        self.splits += 1;
     }
 
     fn complete(&mut self, e: &BlockEvent) {

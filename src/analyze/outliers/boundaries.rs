@@ -1,0 +1,172 @@
+//! Where operations begin and end: probe markers, syscalls,
+//! `ext4_sync_file`; journal commits and checkpoints. An operation that
+//! ends is added to its kind's totals and, if among the slowest, kept
+//! with its explanation.
+
+use super::inflight::ReqKey;
+use super::op::OpenOp;
+use super::summary::{add_breakdown, Breakdown, KindTotal};
+use super::touch::Touch;
+use super::OutlierAnalysis;
+use crate::analyze::names::ThreadNames;
+use crate::analyze::sched::{SchedAnalysis, ThreadView};
+use crate::analyze::top::{keep_largest, qualifies};
+use crate::model::{Dev, OtherEvent};
+use rustc_hash::FxHashMap;
+
+impl OutlierAnalysis {
+    /// Operation boundaries and journal commits.
+    pub fn add(&mut self, e: &OtherEvent, names: &ThreadNames, sched: &SchedAnalysis) {
+        let short = e.short_name();
+        match short {
+            "jbd2_checkpoint" => {
+                let d = Dev(e.fields.int("dev").unwrap_or(0) as u32);
+                self.checkpointing.insert(e.pid, d);
+            }
+            "jbd2_start_commit" | "jbd2_end_commit" => {
+                let d = Dev(e.fields.int("dev").unwrap_or(0) as u32);
+                let n = self.commits.entry(d).or_default();
+                *n = if short == "jbd2_start_commit" {
+                    *n + 1
+                } else {
+                    n.saturating_sub(1)
+                };
+            }
+            "ext4_sync_file_enter" => {
+                let d = Dev(e.fields.int("dev").unwrap_or(0) as u32);
+                self.begin("ext4_sync_file".into(), e, Some(d), names, sched);
+            }
+            "ext4_sync_file_exit" => self.end("ext4_sync_file", e, names),
+            "print" => {
+                let Some(rest) = e
+                    .fields
+                    .str("buf")
+                    .and_then(|b| b.trim_end().strip_prefix("iosleuth: "))
+                else {
+                    return;
+                };
+                let w: Vec<&str> = rest.split_whitespace().collect();
+                if w.len() >= 3 {
+                    let kind = format!("probe {}", w[0]);
+                    match w[2] {
+                        "begin" => self.begin(kind.into(), e, None, names, sched),
+                        "end" => self.end(&kind, e, names),
+                        _ => {}
+                    }
+                }
+            }
+            _ => {
+                if let Some(n) = short.strip_prefix("sys_enter_") {
+                    self.begin(format!("syscall {n}").into(), e, None, names, sched);
+                } else if let Some(n) = short.strip_prefix("sys_exit_") {
+                    self.end(&format!("syscall {n}"), e, names);
+                    // Its checkpoint, if it ran one, is over with the call.
+                    if self.checkpointing.contains_key(&e.pid) {
+                        self.before(e.ts, &Touch::Blocked);
+                        self.checkpointing.remove(&e.pid);
+                    }
+                }
+            }
+        }
+    }
+
+    fn begin(
+        &mut self,
+        kind: Box<str>,
+        e: &OtherEvent,
+        dev: Option<Dev>,
+        names: &ThreadNames,
+        sched: &SchedAnalysis,
+    ) {
+        if self.top == 0 || !names.keeps(e.pid) {
+            return;
+        }
+        // A thread in the same kind of operation twice: the first one's end
+        // was lost.
+        self.open.retain(|o| !(o.pid == e.pid && o.kind == kind));
+        // Operations inside inherit the device their parent learnt.
+        let dev = dev.or_else(|| {
+            self.open
+                .iter()
+                .rev()
+                .find(|o| o.pid == e.pid)
+                .and_then(|o| o.dev)
+        });
+        self.open.push(OpenOp {
+            kind,
+            pid: e.pid,
+            start: e.ts,
+            last: e.ts,
+            dev,
+            b: Breakdown::default(),
+            held: FxHashMap::default(),
+            waited_on: FxHashMap::default(),
+            view: ThreadView::Unknown,
+            cpu: None,
+            cpu_now: None,
+            cur_wait: None,
+            device: Vec::new(),
+        });
+        if let Some(op) = self.open.last_mut() {
+            op.refresh(sched);
+        }
+        // An fsync tells its enclosing operations which device they wait on.
+        if let Some(d) = dev {
+            for o in self.open.iter_mut().filter(|o| o.pid == e.pid) {
+                o.dev.get_or_insert(d);
+            }
+        }
+    }
+
+    fn end(&mut self, kind: &str, e: &OtherEvent, names: &ThreadNames) {
+        let Some(i) = self
+            .open
+            .iter()
+            .rposition(|o| o.pid == e.pid && &*o.kind == kind)
+        else {
+            return;
+        };
+        self.advance_one(i, e.ts);
+        let mut op = self.open.swap_remove(i);
+        op.settle();
+        let latency = e.ts.saturating_sub(op.start);
+        if !self.totals.contains_key(&*op.kind) {
+            self.totals
+                .insert(op.kind.to_string(), KindTotal::default());
+        }
+        if let Some(t) = self.totals.get_mut(&*op.kind) {
+            t.count += 1;
+            t.latency_ns += latency;
+            add_breakdown(&mut t.breakdown, &op.b);
+        }
+        // Completed requests only this operation still referred to: once
+        // it is explained they can go. (Looking at its own waits, not at
+        // every kept request, keeps this cheap with many threads.)
+        let open = &self.open;
+        let unreferenced: Vec<(ReqKey, u64)> = op
+            .waited_on
+            .keys()
+            .filter(|k| self.done.contains_key(*k))
+            .filter(|(k, at)| !open.iter().any(|o| o.waited_for(k, *at)))
+            .copied()
+            .collect();
+        if !self.by_kind.contains_key(&*op.kind) {
+            self.by_kind.insert(op.kind.to_string(), Vec::new());
+        }
+        let qualifies_now = self
+            .by_kind
+            .get(&*op.kind)
+            .is_some_and(|list| qualifies(list, self.top, latency, |o| o.latency_ns));
+        if qualifies_now {
+            let o = self.explain(op, latency, names);
+            let list = self.by_kind.entry(o.kind.clone()).or_default();
+            keep_largest(list, o, self.top, |o| o.latency_ns, |o| o.start_ns);
+        }
+        for k in unreferenced {
+            self.done.remove(&k);
+        }
+        if self.open.is_empty() {
+            self.done.clear();
+        }
+    }
+}

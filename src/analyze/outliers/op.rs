@@ -1,0 +1,122 @@
+//! One open operation: its state (thread view, device it waits on, the
+//! tallies so far) and `integrate`, which adds a stretch of time to its
+//! breakdown by what the thread and its device were doing.
+
+use super::inflight::{DevView, ReqKey};
+use super::summary::Breakdown;
+use crate::analyze::sched::{SchedAnalysis, ThreadView};
+use crate::model::Dev;
+use rustc_hash::FxHashMap;
+
+/// One operation in progress: its thread's situation as last seen, and
+/// where its time went so far.
+pub(super) struct OpenOp {
+    pub(super) kind: Box<str>,
+    pub(super) pid: u32,
+    pub(super) start: u64,
+    pub(super) last: u64,
+    pub(super) dev: Option<Dev>,
+    pub(super) b: Breakdown,
+    pub(super) held: FxHashMap<u32, (u64, crate::model::Comm, i64)>,
+    /// Time waited per request, by key and issue time (a flush after a
+    /// flush sits at the same sector 0: another request).
+    pub(super) waited_on: FxHashMap<(ReqKey, u64), u64>,
+    /// The thread's state, CPU and who runs there, as of `last`.
+    pub(super) view: ThreadView,
+    pub(super) cpu: Option<u32>,
+    pub(super) cpu_now: Option<(u32, crate::model::Comm, i64)>,
+    /// The request waited on lately, its issue time and the time so far
+    /// (moved into `waited_on` when another one comes).
+    pub(super) cur_wait: Option<(ReqKey, u64, u64)>,
+    /// Device time by class while open (the class names are static: found
+    /// by address, which is cheap on this hot path).
+    pub(super) device: Vec<(&'static str, u64)>,
+}
+
+impl OpenOp {
+    pub(super) fn waited_for(&self, k: &ReqKey, issued: u64) -> bool {
+        self.cur_wait.is_some_and(|c| c.0 == *k && c.1 == issued)
+            || self.waited_on.contains_key(&(*k, issued))
+    }
+
+    pub(super) fn refresh(&mut self, sched: &SchedAnalysis) {
+        let (view, cpu) = sched.view(self.pid);
+        self.view = view;
+        self.cpu = cpu;
+        self.cpu_now = cpu.and_then(|c| sched.on_cpu(c));
+    }
+
+    /// Moves the hot-path tallies into the breakdown.
+    pub(super) fn settle(&mut self) {
+        if let Some((k, issued, ns)) = self.cur_wait.take() {
+            *self.waited_on.entry((k, issued)).or_default() += ns;
+        }
+        for (class, ns) in self.device.drain(..) {
+            *self.b.device_ns.entry(class).or_default() += ns;
+        }
+    }
+}
+
+/// Adds the stretch since the operation's last update, classified by the
+/// thread's state and, when it is blocked, by what its device is doing.
+pub(super) fn integrate(op: &mut OpenOp, ts: u64, dev: &DevView) {
+    let dt = ts.saturating_sub(op.last);
+    if dt == 0 {
+        return;
+    }
+    op.last = ts;
+    let (view, cpu_now) = (op.view, op.cpu_now);
+    let cpu_idle = cpu_now.is_some_and(|(p, _, _)| p == 0);
+    let b = &mut op.b;
+    match view {
+        ThreadView::Running | ThreadView::Unknown => b.on_cpu_ns += dt,
+        // A CPU does not idle while a task waits on its runqueue: the
+        // switch-in went unseen (see the scheduler analysis).
+        ThreadView::Runnable if cpu_idle => b.on_cpu_ns += dt,
+        ThreadView::Runnable => {
+            b.runnable_ns += dt;
+            if let Some((p, comm, prio)) = cpu_now {
+                op.held.entry(p).or_insert((0, comm, prio)).0 += dt;
+            }
+        }
+        // Asleep by choice (a pipe, a futex, poll): not I/O.
+        ThreadView::Off(state) if state != 'D' => {
+            if cpu_idle {
+                b.cpu_idle_ns += dt;
+            }
+            b.other_wait_ns += dt;
+        }
+        ThreadView::Off(_) => {
+            if cpu_idle {
+                b.cpu_idle_ns += dt;
+            }
+            if let Some((k, issued, class)) = dev.oldest {
+                match op.device.iter_mut().find(|(c, _)| std::ptr::eq(*c, class)) {
+                    Some(x) => x.1 += dt,
+                    None => op.device.push((class, dt)),
+                }
+                match &mut op.cur_wait {
+                    Some((cur, at, ns)) if *cur == k && *at == issued => *ns += dt,
+                    cur => {
+                        if let Some((k0, i0, ns0)) = cur.replace((k, issued, dt)) {
+                            *op.waited_on.entry((k0, i0)).or_default() += ns0;
+                        }
+                    }
+                }
+            }
+            if dev.checkpoint {
+                // Blocked while the journal is being checkpointed: its
+                // writes, or the checkpoint lock, are what it waits for.
+                b.journal_space_ns += dt;
+            } else if dev.oldest.is_some() {
+                b.device_only_ns += dt;
+            } else if dev.queued {
+                b.queued_ns += dt;
+            } else if dev.commit {
+                b.journal_ns += dt;
+            } else {
+                b.other_wait_ns += dt;
+            }
+        }
+    }
+}

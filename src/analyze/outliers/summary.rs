@@ -1,0 +1,126 @@
+//! What the analysis reports: the breakdown of an operation's time, the
+//! outliers with their explanation, the per-kind totals; and the
+//! arithmetic on breakdowns (adding them up, percentages).
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Serialize, Clone, Default, PartialEq)]
+pub struct Breakdown {
+    pub on_cpu_ns: u64,
+    pub runnable_ns: u64,
+    /// Blocked while the device held a request, by the request's class.
+    pub device_ns: BTreeMap<&'static str, u64>,
+    /// Blocked while requests waited to be issued.
+    pub queued_ns: u64,
+    /// Blocked while a thread checkpointed the journal (waiting for
+    /// journal space); includes the checkpoint's own device time.
+    pub journal_space_ns: u64,
+    /// The part of `device_ns` outside checkpoints.
+    pub device_only_ns: u64,
+    /// Blocked while a journal commit ran with no request at the device.
+    pub journal_ns: u64,
+    /// Blocked or asleep on anything else.
+    pub other_wait_ns: u64,
+    /// Off CPU while its CPU sat idle.
+    pub cpu_idle_ns: u64,
+}
+
+#[derive(Debug, Serialize, Clone, PartialEq)]
+pub struct Request {
+    pub dev: String,
+    pub sector: u64,
+    pub bytes: u32,
+    pub class: &'static str,
+    /// Who queued it.
+    pub comm: String,
+    /// Issue → complete; absent when not seen.
+    pub d2c_ns: Option<u64>,
+    /// How long the operation waited while it was at the device.
+    pub overlap_ns: u64,
+}
+
+#[derive(Debug, Serialize, Clone, PartialEq)]
+pub struct Holder {
+    pub pid: u32,
+    pub comm: String,
+    pub prio: i64,
+    pub ns: u64,
+}
+
+#[derive(Debug, Serialize, Clone, PartialEq)]
+pub struct Outlier {
+    pub kind: String,
+    pub pid: u32,
+    pub comm: String,
+    pub start_ns: u64,
+    pub latency_ns: u64,
+    pub breakdown: Breakdown,
+    /// The same in percent of the latency (on_cpu, runnable, device,
+    /// queued, journal, other_wait; add up to 100).
+    pub percent: BTreeMap<&'static str, f64>,
+    /// Percent of the off-CPU time during which the CPU was idle.
+    pub cpu_idle_percent: f64,
+    /// Who held the CPU while it was runnable, longest first.
+    pub held_by: Vec<Holder>,
+    /// The request it waited for longest.
+    pub main_request: Option<Request>,
+    /// One line for a person.
+    pub summary: String,
+}
+
+#[derive(Debug, Serialize, Default)]
+pub struct OutliersSummary {
+    pub top: usize,
+    /// Per kind (`probe fsync`, `syscall fsync`, `ext4_sync_file`, …): the
+    /// slowest, slowest first.
+    pub by_kind: BTreeMap<String, Vec<Outlier>>,
+    /// Per kind, every operation's time added up, with its breakdown.
+    pub totals: BTreeMap<String, KindTotal>,
+}
+
+#[derive(Debug, Serialize, Clone, Default)]
+pub struct KindTotal {
+    pub count: u64,
+    pub latency_ns: u64,
+    pub breakdown: Breakdown,
+    /// Of all the time these operations took, in percent.
+    pub percent: BTreeMap<&'static str, f64>,
+}
+
+/// Adds one operation's breakdown to its kind's totals.
+pub(super) fn add_breakdown(to: &mut Breakdown, b: &Breakdown) {
+    to.on_cpu_ns += b.on_cpu_ns;
+    to.runnable_ns += b.runnable_ns;
+    for (k, v) in &b.device_ns {
+        *to.device_ns.entry(k).or_default() += v;
+    }
+    to.queued_ns += b.queued_ns;
+    to.journal_space_ns += b.journal_space_ns;
+    to.device_only_ns += b.device_only_ns;
+    to.journal_ns += b.journal_ns;
+    to.other_wait_ns += b.other_wait_ns;
+    to.cpu_idle_ns += b.cpu_idle_ns;
+}
+
+/// The parts of `latency` in percent, adding up to 100: on_cpu, runnable,
+/// device (outside checkpoints), journal_space, queued, journal,
+/// other_wait.
+pub(super) fn percentages(b: &Breakdown, latency: u64) -> BTreeMap<&'static str, f64> {
+    let pct = |x: u64| {
+        if latency == 0 {
+            0.0
+        } else {
+            (x as f64 * 1000.0 / latency as f64).round() / 10.0
+        }
+    };
+    BTreeMap::from([
+        ("on_cpu", pct(b.on_cpu_ns)),
+        ("runnable", pct(b.runnable_ns)),
+        ("device", pct(b.device_only_ns)),
+        ("journal_space", pct(b.journal_space_ns)),
+        ("queued", pct(b.queued_ns)),
+        ("journal", pct(b.journal_ns)),
+        ("other_wait", pct(b.other_wait_ns)),
+    ])
+}

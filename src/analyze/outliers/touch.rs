@@ -1,0 +1,77 @@
+//! Which open operations an event concerns: `touch_of`/`touch_of_block`
+//! classify an event, `touched` tests an operation against it.
+
+use super::op::OpenOp;
+use crate::analyze::sched::ThreadView;
+use crate::model::{Action, Dev, OtherEvent};
+
+/// Which open operations an event may change the situation of; between
+/// such events each operation's situation is constant, so only these are
+/// brought up to date (the rest integrate later, lazily).
+#[derive(Clone, Copy, Debug)]
+pub enum Touch {
+    /// These threads' states, and whoever waits on or for this CPU.
+    Threads { a: u32, b: u32, cpu: Option<u32> },
+    /// Commits or checkpoints: every blocked thread.
+    Blocked,
+    /// A request on this device: threads blocked on it (or on any device),
+    /// only if the event changes what their device looks like.
+    Device(Dev),
+}
+
+pub fn touch_of(e: &OtherEvent) -> Option<Touch> {
+    let f = &e.fields;
+    let pid = |k: &str| f.int(k).map(|p| p as u32).unwrap_or(u32::MAX);
+    Some(match e.short_name() {
+        "sched_switch" => Touch::Threads {
+            a: pid("prev_pid"),
+            b: pid("next_pid"),
+            cpu: Some(e.cpu),
+        },
+        "sched_waking" | "sched_wakeup" | "sched_wakeup_new" | "sched_migrate_task" => {
+            Touch::Threads {
+                a: pid("pid"),
+                b: u32::MAX,
+                cpu: None,
+            }
+        }
+        "jbd2_start_commit" | "jbd2_end_commit" | "jbd2_checkpoint" => Touch::Blocked,
+        _ => return None,
+    })
+}
+
+pub fn touch_of_block(a: Action, dev: Dev) -> Option<Touch> {
+    matches!(
+        a,
+        Action::Queue
+            | Action::Issue
+            | Action::Complete
+            | Action::BackMerge
+            | Action::FrontMerge
+            | Action::Requeue
+    )
+    .then_some(Touch::Device(dev))
+}
+
+/// Whether `t` may change what operation `op` is waiting on or for (asked
+/// of every open operation at every event that touches any).
+pub(super) fn touched(op: &OpenOp, t: &Touch) -> bool {
+    match *t {
+        Touch::Threads { a, b, cpu } => {
+            op.pid == a
+                || op.pid == b
+                || (cpu.is_some()
+                    && op.cpu == cpu
+                    && match op.view {
+                        // Who holds the CPU it waits for.
+                        ThreadView::Runnable => true,
+                        // Asleep: only whether its CPU idles, which after
+                        // a switch is whether `b` is the idle task.
+                        ThreadView::Off(_) => op.cpu_now.is_some_and(|x| x.0 == 0) != (b == 0),
+                        ThreadView::Running | ThreadView::Unknown => false,
+                    })
+        }
+        Touch::Blocked => op.view == ThreadView::Off('D'),
+        Touch::Device(d) => op.view == ThreadView::Off('D') && op.dev.is_none_or(|x| x == d),
+    }
+}
