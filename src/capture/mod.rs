@@ -1,4 +1,11 @@
-//! Live recording from the kernel (tracefs).
+//! Live recording from the kernel, the first stage of DESIGN.md's pipeline
+//! beside `ingest`: tracefs access whose every change is journalled and
+//! restored (`tracefs`, `journal`), the private-instance recorder that
+//! writes a capture directory (`recorder`, `pipe`, `symbols`, laid out as
+//! `model::capture_layout` says), the kernel's `blk` tracer (`blk_tracer`),
+//! the system snapshot (`snapshot`), the workload and Ctrl-C (`workload`),
+//! and the built-in probes. Nothing here analyses: a capture is read back
+//! through `ingest` like any other input.
 
 pub mod blk_tracer;
 pub mod instance;

@@ -1,4 +1,8 @@
-//! The lab: disks that iosleuth creates (and removes) itself.
+//! The lab: disks that iosleuth creates (and removes) itself — loop
+//! devices (`loopdev`), ext4 on them (`ext4`), a disk that stalls on purpose
+//! (`slowdisk`) — the known pathologies built on them (`scenarios`), and
+//! `lab run` (`run`): record each scenario's good and bad run, diagnose,
+//! compare, and judge whether it went as expected.
 
 pub mod ext4;
 pub mod loopdev;

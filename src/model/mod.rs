@@ -1,5 +1,8 @@
 //! The typed, time-ordered event stream that every importer produces and
-//! every analysis consumes.
+//! every analysis consumes, and the formats that more than one stage
+//! shares: the system snapshot as the later stages read it (`snapshot`),
+//! the files of a capture directory (`capture_layout`), blktrace's record
+//! (`blktrace_record`).
 
 pub mod blktrace_record;
 pub mod block;
