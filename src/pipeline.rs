@@ -69,10 +69,10 @@ pub fn analyse(paths: &[PathBuf], opts: &Options) -> Result<Analysis> {
         ));
     }
     let filter = &opts.filter;
+    // The time window's start and end come from the filter (analyze).
     let cfg = BlockConfig {
         interval_ns: ((interval * 1e9).round() as u64).max(1),
-        origin_ns: filter.from_ns,
-        end_ns: filter.to_ns,
+        ..Default::default()
     };
     let mut merged = open(paths)?;
     let snapshot = snapshot_of(paths);
