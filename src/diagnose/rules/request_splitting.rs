@@ -22,6 +22,12 @@ const MIN_SPLITS: u64 = 16;
 const MIN_SPLITS_PER_BIO: f64 = 0.1;
 /// Chosen; split-maxsectors16.cap (256 KiB bios, 16 KiB limit) gives 16.
 const CRITICAL_REQUESTS_PER_BIO: f64 = 4.0;
+/// Pieces of at least this size (512 KiB, in sectors) at a limit the
+/// hardware sets are what a large bio must become: writeback of a healthy
+/// `dd` (dd-seqwrite.cap: 1 MiB+ bios on a loop device, cut into requests
+/// of 1130 KiB on average at max_sectors_kb = max_hw_sectors_kb = 1280).
+/// Nothing to tune; the cost per command is amortized.
+const LARGE_PIECE_SECTORS: u64 = 1024;
 
 fn check(a: &Analysis) -> Verdict {
     let mut why = Vec::new();
@@ -35,6 +41,15 @@ fn check(a: &Analysis) -> Verdict {
         let hw_kb = queue_number(a, &d.device, "max_hw_sectors_kb");
         let lowered = matches!((max_kb, hw_kb), (Some(m), Some(h)) if m < h);
         let pieces = (q + x) as f64 / q.max(1) as f64;
+        let avg_sectors = d.btt_merge.as_ref().map(|m| m.blk_avg);
+        if !lowered && avg_sectors.is_some_and(|s| s >= LARGE_PIECE_SECTORS) {
+            why.push(format!(
+                "{}: {q} bios were split {x} times into requests of {} KiB on average, at the limit the hardware sets: large I/O, nothing to tune",
+                d.device,
+                avg_sectors.unwrap_or(0) / 2
+            ));
+            continue;
+        }
         let name = device_name(a, &d.device);
         let queue = queue_dir(name.as_deref(), &d.device);
         return Verdict::Fired(Finding {
