@@ -63,3 +63,92 @@ fn two_cheap_checkpoints_are_no_journal_space_finding() {
         "{why}"
     );
 }
+
+/// `dd bs=4k count=600 iflag=direct` in a cgroup with
+/// blkio.throttle.read_iops_device 200 (tests/fixtures/cgroup-iops-limit.cap,
+/// events block, syscalls, workqueue, sched): blk-throttle let most bios
+/// pass and held 29, yet the reads spent 99.5 % of their time waiting with
+/// nothing at the device. The earlier rule judged by the held bios alone:
+/// "WARNING … 29 of 600 bios (5%) … released at 0.0 MiB/s".
+#[test]
+fn a_cgroup_limit_that_stalls_the_workload_is_critical_whatever_share_of_bios_it_held() {
+    let f = findings("tests/fixtures/cgroup-iops-limit.cap");
+    assert_eq!(f[0]["id"], "cgroup_io_throttle", "{f:#?}");
+    assert_eq!(f[0]["severity"], "critical");
+    assert_eq!(f[0]["evidence"]["throttled_bios"], 29);
+    assert_eq!(f[0]["evidence"]["all_bios"], 600);
+    let waiting = f[0]["evidence"]["workload_waiting_percent"]
+        .as_f64()
+        .unwrap();
+    assert!(waiting > 99.0, "{waiting}");
+    let title = f[0]["title"].as_str().unwrap();
+    assert!(
+        title.ends_with("released at 41 KiB/s; the workload spent 99% of its time waiting with nothing at the device"),
+        "{title}"
+    );
+    // The share of the workload's time it explains travels with it.
+    assert!(
+        f[0]["evidence"]["share_of_workload_time_percent"]
+            .as_f64()
+            .unwrap()
+            > 99.0
+    );
+}
+
+/// tests/fixtures/busy-device.synthetic.txt: one 60.6 ms pwrite behind 30
+/// back-to-back 2 ms writes. device_latency_spike rightly stays silent (no
+/// one request held it), and the report used to end at "findings: none";
+/// now it says what no rule explains and where the time went.
+#[test]
+fn slow_operations_no_rule_explains_are_named_with_where_their_time_went() {
+    let f = findings("tests/fixtures/busy-device.synthetic.txt");
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0]["id"], "unexplained");
+    assert_eq!(f[0]["severity"], "info");
+    assert_eq!(
+        f[0]["title"],
+        "1 slow operation that no rule explains (slowest: syscall pwrite64 60.6 ms, 1210x its median); 99% of their time at the device"
+    );
+    assert_eq!(f[0]["evidence"]["percent_of_slow_time"]["device"], 99.0);
+    // A healthy run has none.
+    let healthy = findings("tests/fixtures/healthy-run1.cap");
+    assert!(
+        healthy.iter().all(|x| x["id"] != "unexplained"),
+        "{healthy:#?}"
+    );
+}
+
+/// Findings of one severity come in the order of the share of the
+/// workload's time their cause explains, not in the catalog's order.
+#[test]
+fn findings_are_ranked_by_the_share_of_the_workloads_time_they_explain() {
+    for cap in [
+        "tests/fixtures/rt-burner.cap",
+        "tests/fixtures/slowdev-fsync.cap",
+        "tests/fixtures/cgroup-iops-limit.cap",
+    ] {
+        let f = findings(cap);
+        let key = |x: &serde_json::Value| {
+            let sev = match x["severity"].as_str().unwrap() {
+                "critical" => 0,
+                "warning" => 1,
+                _ => 2,
+            };
+            (
+                sev,
+                -(x["evidence"]["share_of_workload_time_percent"]
+                    .as_f64()
+                    .unwrap_or(-1.0)
+                    * 10.0) as i64,
+            )
+        };
+        let keys: Vec<_> = f.iter().map(key).collect();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        assert_eq!(keys, sorted, "{cap}: {f:#?}");
+        assert!(
+            f[0]["evidence"]["share_of_workload_time_percent"].is_number(),
+            "{cap}"
+        );
+    }
+}

@@ -20,6 +20,7 @@
 //! belongs in the order) to `rules/mod.rs`. A question for the snapshot
 //! becomes a function in `rules/helpers.rs`.
 
+mod impact;
 mod rules;
 
 use crate::analyze::Analysis;
@@ -68,7 +69,11 @@ pub fn verdicts(a: &Analysis) -> Vec<(&'static str, Verdict)> {
     catalog().iter().map(|r| (r.id, (r.check)(a))).collect()
 }
 
-/// The findings, most important first (severity, then catalog order).
+/// The findings, most important first: by severity, then by the share of
+/// the workload's time the cause explains (in each finding's evidence when
+/// the capture can tell it), then in catalog order. When the workload has
+/// slow operations and no rule fired, an `unexplained` finding says where
+/// their time went.
 pub fn diagnose(a: &Analysis) -> Vec<Finding> {
     let mut out: Vec<Finding> = verdicts(a)
         .into_iter()
@@ -77,6 +82,19 @@ pub fn diagnose(a: &Analysis) -> Vec<Finding> {
             Verdict::NotFired(_) => None,
         })
         .collect();
-    out.sort_by_key(|f| f.severity);
+    let shares = impact::attach_shares(a, &mut out);
+    let mut ranked: Vec<(Finding, Option<f64>)> = out.into_iter().zip(shares).collect();
+    // Stable: equal severity and share keep the catalog's order.
+    ranked.sort_by(|(x, sx), (y, sy)| {
+        x.severity.cmp(&y.severity).then(
+            sy.unwrap_or(-1.0)
+                .partial_cmp(&sx.unwrap_or(-1.0))
+                .unwrap_or(std::cmp::Ordering::Equal),
+        )
+    });
+    let mut out: Vec<Finding> = ranked.into_iter().map(|(f, _)| f).collect();
+    if out.is_empty() {
+        out.extend(impact::unexplained(a));
+    }
     out
 }

@@ -32,7 +32,7 @@ mod op;
 mod summary;
 mod touch;
 
-pub use summary::{Breakdown, Holder, KindTotal, Outlier, OutliersSummary, Request};
+pub use summary::{add_breakdown, Breakdown, Holder, KindTotal, Outlier, OutliersSummary, Request};
 pub use touch::{touch_of, touch_of_block, Touch};
 
 use super::names::ThreadNames;

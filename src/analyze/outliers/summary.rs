@@ -89,7 +89,7 @@ pub struct KindTotal {
 }
 
 /// Adds one operation's breakdown to its kind's totals.
-pub(super) fn add_breakdown(to: &mut Breakdown, b: &Breakdown) {
+pub fn add_breakdown(to: &mut Breakdown, b: &Breakdown) {
     to.on_cpu_ns += b.on_cpu_ns;
     to.runnable_ns += b.runnable_ns;
     for (k, v) in &b.device_ns {

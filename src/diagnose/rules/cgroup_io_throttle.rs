@@ -23,6 +23,12 @@ pub const RULE: Rule = Rule {
 /// Critical when the limit held at least half of the device's bios; chosen
 /// (commit ebd9cd0 names no source); cgroup-throttled.cap: 62 % (5 of 8).
 const CRITICAL_HELD_PERCENT: f64 = 50.0;
+/// Critical too when the workload spent this share of its time blocked
+/// with no request at the device while the limit released bios: blk-throttle
+/// lets a budget's worth of bios pass at once and holds the rest, so few
+/// held bios can stall most of the time (cgroup-iops-limit.cap: 29 of 600
+/// bios held, the reads 99.5 % waiting, the throughput cut to 200 IOPS).
+const CRITICAL_WAITING_PERCENT: f64 = 50.0;
 
 fn check(a: &Analysis) -> Verdict {
     let t = &a.cgroup_throttle;
@@ -44,6 +50,10 @@ fn check(a: &Analysis) -> Verdict {
     let share = d.bios as f64 * 100.0 / all_bios.max(1) as f64;
     let secs = d.last_ns.saturating_sub(d.first_ns) as f64 / 1e9;
     let rate = (secs > 0.0).then(|| d.bytes as f64 / secs / 1024.0 / 1024.0);
+    // What the workload felt: its time blocked with nothing at the device
+    // (the breakdown's other waits), when the capture can tell.
+    let waiting = crate::diagnose::impact::workload_time(a)
+        .map(|(total, b)| b.other_wait_ns as f64 * 100.0 / total as f64);
     let limits = cgroup_limits(a, dev);
     let name = device_name(a, dev);
     let colon = dev.replace(',', ":");
@@ -60,7 +70,9 @@ fn check(a: &Analysis) -> Verdict {
     };
     Verdict::Fired(Finding {
         id: RULE.id,
-        severity: if share >= CRITICAL_HELD_PERCENT {
+        severity: if share >= CRITICAL_HELD_PERCENT
+            || waiting.is_some_and(|w| w >= CRITICAL_WAITING_PERCENT)
+        {
             Severity::Critical
         } else {
             Severity::Warning
@@ -70,9 +82,15 @@ fn check(a: &Analysis) -> Verdict {
             name.as_deref().unwrap_or(dev),
             d.bios,
             all_bios,
-            rate.map(|r| format!(", released at {r:.1} MiB/s"))
-                .unwrap_or_default()
-        ),
+            rate.map(|r| if r < 1.0 {
+                format!(", released at {:.0} KiB/s", r * 1024.0)
+            } else {
+                format!(", released at {r:.1} MiB/s")
+            })
+            .unwrap_or_default()
+        ) + &waiting
+            .map(|w| format!("; the workload spent {w:.0}% of its time waiting with nothing at the device"))
+            .unwrap_or_default(),
         evidence: json!({
             "device": dev,
             "throttled_bios": d.bios,
@@ -82,6 +100,7 @@ fn check(a: &Analysis) -> Verdict {
             "throttled_writes": d.writes,
             "released_mib_per_s": rate,
             "dispatch_runs": t.dispatch_runs,
+            "workload_waiting_percent": waiting,
             "limits": limits.iter().map(|l| json!({"cgroup": l.cgroup, "file": l.file, "line": l.line})).collect::<Vec<_>>(),
         }),
         explanation: "A bio over its cgroup's bytes or IOs per second budget is not queued: blk-throttle holds it and the kthrotld workqueue submits it when the budget allows, so the submitter waits with no request at the device (the Q event comes from a kworker running blk_throtl_dispatch_work_fn). The device is idle while the application is slow.".into(),

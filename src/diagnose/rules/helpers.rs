@@ -41,7 +41,7 @@ pub(super) fn block_device<'a>(a: &'a Analysis, dev: &str) -> Option<&'a DeviceS
 }
 
 /// The median latency of a kind of operation, from the syscall tables.
-pub(super) fn median_of(a: &Analysis, kind: &str) -> Option<u64> {
+pub(in crate::diagnose) fn median_of(a: &Analysis, kind: &str) -> Option<u64> {
     let s = &a.syscalls;
     let stats = if let Some(n) = kind.strip_prefix("syscall ") {
         s.by_name.get(n)

@@ -23,6 +23,8 @@ mod wbt_throttling;
 
 use super::Rule;
 
+pub(super) use helpers::median_of;
+
 pub static CATALOG: &[Rule] = &[
     merges_disabled::RULE,
     request_splitting::RULE,

@@ -34,7 +34,7 @@ pub fn finding(out: &mut String, f: &crate::diagnose::Finding) {
     let sev = match f.severity {
         crate::diagnose::Severity::Critical => "CRITICAL",
         crate::diagnose::Severity::Warning => "WARNING",
-        crate::diagnose::Severity::Info => "info",
+        crate::diagnose::Severity::Info => "INFO",
     };
     let _ = writeln!(out, "{sev} {}: {}", f.id, f.title);
     if let Some(m) = f.evidence.as_object() {
