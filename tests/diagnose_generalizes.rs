@@ -152,3 +152,21 @@ fn findings_are_ranked_by_the_share_of_the_workloads_time_they_explain() {
         );
     }
 }
+
+/// `cat` of a 4 MiB file with read_ahead_kb 0 (tests/fixtures/cat-readahead0.cap,
+/// events block, readahead, syscalls): cat asks for 128 KiB at a time, but
+/// with readahead off the kernel reads the one page that missed
+/// (page_cache_sync_ra forces req_count to 1), so the misses come at pages
+/// 0, 1, 2, … while the tracepoint's req_count says 32, 31, … The earlier
+/// analysis expected the next miss at index + req_count and judged 97 % of
+/// these reads random: no finding.
+#[test]
+fn a_sequential_reader_without_readahead_is_named_whatever_it_asked_for() {
+    let f = findings("tests/fixtures/cat-readahead0.cap");
+    assert_eq!(f[0]["id"], "readahead_small", "{f:#?}");
+    assert_eq!(f[0]["severity"], "critical");
+    assert_eq!(
+        f[0]["title"],
+        "loop0: 1023 of 1024 page-cache misses were sequential, read 0 KiB ahead (read_ahead_kb 0)"
+    );
+}

@@ -68,7 +68,16 @@ impl ReadaheadAnalysis {
         d.ra_pages_min = d.ra_pages_min.min(ra_pages);
         d.ra_pages_max = d.ra_pages_max.max(ra_pages);
         d.pages_read_ahead += f.int("size").unwrap_or(0).max(0) as u64;
-        let next = self.next_index.insert((dev, inode), index + count.max(1));
+        // With readahead off (ra_pages 0) a synchronous miss reads the one
+        // page it missed, whatever the reader asked for: the kernel's
+        // page_cache_sync_ra sets req_count to 1 and forces that read. The
+        // next miss of a sequential reader is then the next page.
+        let read = if sync && ra_pages == 0 {
+            1
+        } else {
+            count.max(1)
+        };
+        let next = self.next_index.insert((dev, inode), index + read);
         if sync {
             d.sync_misses += 1;
             d.pages_requested += count.max(0) as u64;
