@@ -170,3 +170,31 @@ fn a_sequential_reader_without_readahead_is_named_whatever_it_asked_for() {
         "loop0: 1023 of 1024 page-cache misses were sequential, read 0 KiB ahead (read_ahead_kb 0)"
     );
 }
+
+/// loop1 over a file on ext4 on loop0, loop1's max_sectors_kb lowered to 4,
+/// `dd bs=1M oflag=direct` to loop1 (tests/fixtures/stacked-loop-maxsectors4.cap):
+/// loop1 splits each 1 MiB bio into 256 pieces, and its worker writes them
+/// to the file as 4 KiB direct I/Os, so loop0 sees unmerged 8-sector
+/// requests and a long queue. The earlier ranking put "CRITICAL
+/// merges_disabled: loop0" first, a rival cause; the cause is loop1's limit,
+/// and loop0's symptoms are its consequences, with the chain.
+#[test]
+fn a_lower_devices_symptoms_are_consequences_of_the_cause_above_it() {
+    let f = findings("tests/fixtures/stacked-loop-maxsectors4.cap");
+    assert_eq!(f[0]["id"], "request_splitting", "{f:#?}");
+    assert_eq!(f[0]["severity"], "critical");
+    assert_eq!(f[0]["evidence"]["device"], "7,1");
+    for x in &f[1..] {
+        assert_eq!(x["severity"], "info", "{x:#}");
+        assert_eq!(x["evidence"]["device"], "7,0");
+        assert_eq!(
+            x["evidence"]["consequence_of"]["finding"],
+            "request_splitting"
+        );
+        assert_eq!(
+            x["evidence"]["consequence_of"]["chain"],
+            "loop1's file /var/tmp/iosl-m13/mnt/upper.img is on loop0"
+        );
+    }
+    assert!(f.iter().any(|x| x["id"] == "merges_disabled"), "{f:#?}");
+}

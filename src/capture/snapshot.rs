@@ -50,6 +50,9 @@ fn block_devices() -> Value {
                 "queue": files(&d.join("queue")),
                 "holders": names(d.join("holders")),
                 "slaves": names(d.join("slaves")),
+                // A loop device's file: the device under it is the one
+                // whose file system holds the file.
+                "backing_file": read(d.join("loop/backing_file")),
             }),
         );
     }

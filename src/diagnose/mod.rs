@@ -22,6 +22,7 @@
 
 mod impact;
 mod rules;
+mod stack;
 
 use crate::analyze::Analysis;
 use serde::Serialize;
@@ -82,6 +83,7 @@ pub fn diagnose(a: &Analysis) -> Vec<Finding> {
             Verdict::NotFired(_) => None,
         })
         .collect();
+    stack::mark_consequences(a, &mut out);
     let shares = impact::attach_shares(a, &mut out);
     let mut ranked: Vec<(Finding, Option<f64>)> = out.into_iter().zip(shares).collect();
     // Stable: equal severity and share keep the catalog's order.

@@ -42,6 +42,15 @@ pub struct SystemState {
     /// `sched_rt_runtime_us`, `sched_rt_period_us`, `features`.
     pub sched: BTreeMap<String, Option<String>>,
     pub kernel_threads: Vec<Thread>,
+    pub mounts: Vec<Mount>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Mount {
+    /// `/dev/loop0`, `proc`, …
+    pub device: String,
+    pub mountpoint: String,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -67,6 +76,8 @@ pub struct BlockDevice {
     /// Devices built on this one, and those it is built on.
     pub holders: Vec<String>,
     pub slaves: Vec<String>,
+    /// A loop device's backing file.
+    pub backing_file: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -108,6 +119,41 @@ impl Snapshot {
             .iter()
             .find(|(_, d)| d.dev.as_deref() == Some(dev))
             .map(|(name, d)| (name.as_str(), d))
+    }
+
+    /// The devices directly under `dev` (`MAJ,MIN`), with how each is
+    /// under it: the device-mapper or md members (`slaves`), or the device
+    /// whose file system holds a loop device's backing file (the mount
+    /// with the longest matching mount point).
+    pub fn lower_devices(&self, dev: &str) -> Vec<(String, String)> {
+        let Some((name, d)) = self.device(dev) else {
+            return Vec::new();
+        };
+        let dev_of = |n: &str| self.before.block_devices.get(n).and_then(|x| x.dev.clone());
+        let mut out: Vec<(String, String)> = d
+            .slaves
+            .iter()
+            .filter_map(|s| Some((dev_of(s)?, format!("{name} is built on {s}"))))
+            .collect();
+        if let Some(file) = &d.backing_file {
+            let under = |m: &&Mount| {
+                file.starts_with(&m.mountpoint)
+                    && (m.mountpoint == "/" || file[m.mountpoint.len()..].starts_with('/'))
+            };
+            let holder = self
+                .before
+                .mounts
+                .iter()
+                .filter(under)
+                .max_by_key(|m| m.mountpoint.len());
+            if let Some(m) = holder {
+                let lower = m.device.trim_start_matches("/dev/");
+                if let Some(ld) = dev_of(lower) {
+                    out.push((ld, format!("{name}'s file {file} is on {lower}")));
+                }
+            }
+        }
+        out
     }
 
     /// Thread names the snapshot knows: the workload's threads and the
