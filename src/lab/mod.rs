@@ -4,10 +4,12 @@
 //! `lab run` (`run`): record each scenario's good and bad run, diagnose,
 //! compare, and judge whether it went as expected.
 
+pub mod catalog;
 pub mod ext4;
 pub mod loopdev;
 pub mod run;
 pub mod scenarios;
+pub mod shapes;
 pub mod slowdisk;
 
 /// A helper program (losetup, mkfs, mount, …) in its own process group: a

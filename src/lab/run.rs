@@ -33,6 +33,10 @@ pub fn run(chosen: &[&Scenario], keep: bool, out: &mut dyn Write) -> Result<Exit
             dir: work.path.join(s.name),
             stop: interrupted,
         };
+        if let Some(why) = (s.missing)() {
+            writeln!(out, "lab {}: skipped: {why}\n", s.name)?;
+            continue;
+        }
         if !scenario(s, &lab, out)? {
             failed += 1;
         }

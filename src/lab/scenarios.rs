@@ -4,7 +4,7 @@
 //! scenario's values drop (also after Ctrl-C: the recorder stops, the
 //! scenario returns an error, the guards unwind).
 
-use super::{ext4::Ext4, loopdev::LoopDevice, slowdisk::Stall};
+use super::{catalog, ext4::Ext4, loopdev::LoopDevice, shapes, slowdisk::Stall};
 use crate::capture::tracefs::CaptureError;
 use crate::compare::Diff;
 use crate::diagnose::{Finding, Severity};
@@ -21,6 +21,13 @@ pub struct Scenario {
     pub good: &'static str,
     pub bad: &'static str,
     run: fn(&Lab) -> Result<(), CaptureError>,
+    /// What this machine lacks for the scenario (a tool, a controller),
+    /// said instead of running it.
+    pub missing: fn() -> Option<String>,
+}
+
+fn nothing_missing() -> Option<String> {
+    None
 }
 
 /// Where a scenario writes, and how it runs iosleuth.
@@ -41,7 +48,7 @@ impl Lab {
 
     /// `iosleuth record -o OUT --events EVENTS -- sh -c SCRIPT`, where the
     /// script can say `$IOSLEUTH` for this binary.
-    fn record(&self, out: &Path, events: &str, script: &str) -> Result<(), CaptureError> {
+    pub(super) fn record(&self, out: &Path, events: &str, script: &str) -> Result<(), CaptureError> {
         if (self.stop)() {
             return Err(CaptureError("interrupted".into()));
         }
@@ -78,6 +85,7 @@ pub static SCENARIOS: &[Scenario] = &[
         good: "nomerges=0",
         bad: "nomerges=2",
         run: merges,
+        missing: nothing_missing,
     },
     Scenario {
         name: "journal",
@@ -87,6 +95,7 @@ pub static SCENARIOS: &[Scenario] = &[
         good: "1 GiB journal",
         bad: "4 MiB journal",
         run: journal,
+        missing: nothing_missing,
     },
     Scenario {
         name: "rt-starvation",
@@ -96,6 +105,7 @@ pub static SCENARIOS: &[Scenario] = &[
         good: "alone",
         bad: "sharing CPU 1 with a SCHED_FIFO task (150 ms on, 250 ms off)",
         run: rt_starvation,
+        missing: nothing_missing,
     },
     Scenario {
         name: "slow-device",
@@ -105,6 +115,7 @@ pub static SCENARIOS: &[Scenario] = &[
         good: "no stalls",
         bad: "every 200th journal write held 150 ms",
         run: slow_device,
+        missing: nothing_missing,
     },
     Scenario {
         name: "healthy",
@@ -114,6 +125,127 @@ pub static SCENARIOS: &[Scenario] = &[
         good: "first run",
         bad: "second run",
         run: healthy,
+        missing: nothing_missing,
+    },
+    Scenario {
+        name: "splitting",
+        case: "request_splitting",
+        about: "256 KiB direct reads with dd on a loop device",
+        expect: Some("request_splitting"),
+        good: "max_sectors_kb default",
+        bad: "max_sectors_kb=16",
+        run: catalog::splitting,
+        missing: nothing_missing,
+    },
+    Scenario {
+        name: "readahead",
+        case: "readahead_small",
+        about: "cat of an 8 MiB file not in the page cache, on ext4",
+        expect: Some("readahead_small"),
+        good: "read_ahead_kb default",
+        bad: "read_ahead_kb=0",
+        run: catalog::readahead,
+        missing: nothing_missing,
+    },
+    Scenario {
+        name: "sync-writes",
+        case: "sync_write_amplification",
+        about: "synced writes on ext4",
+        expect: Some("sync_write_amplification"),
+        good: "16 MiB with dd conv=fsync",
+        bad: "200 appends of 4 KiB, each followed by fsync",
+        run: catalog::sync_writes,
+        missing: nothing_missing,
+    },
+    Scenario {
+        name: "dirty",
+        case: "dirty_throttling",
+        about: "48 MiB of buffered writes with dd on ext4",
+        expect: Some("dirty_throttling"),
+        good: "the machine's dirty limit",
+        bad: "vm.dirty_bytes=4 MiB (restored)",
+        run: catalog::dirty,
+        missing: nothing_missing,
+    },
+    Scenario {
+        name: "wbt",
+        case: "wbt_throttling",
+        about: "two O_DSYNC dd writers and a direct dd reader on ext4",
+        expect: Some("wbt_throttling"),
+        good: "wbt_lat_usec default",
+        bad: "wbt_lat_usec=10",
+        run: catalog::wbt,
+        missing: nothing_missing,
+    },
+    Scenario {
+        name: "cgroup",
+        case: "cgroup_io_throttle",
+        about: "600 direct 4 KiB reads with dd in a cgroup",
+        expect: Some("cgroup_io_throttle"),
+        good: "no limit",
+        bad: "blkio.throttle.read_iops_device 200",
+        run: catalog::cgroup,
+        missing: catalog::missing_blkio,
+    },
+    Scenario {
+        name: "queue",
+        case: "queue_saturation",
+        about: "fio: 32 random 64 KiB direct reads in flight",
+        expect: Some("queue_saturation"),
+        good: "nr_requests default",
+        bad: "nr_requests=4",
+        run: catalog::queue,
+        missing: catalog::missing_fio,
+    },
+    Scenario {
+        name: "io-scheduler",
+        case: "scheduler_overhead",
+        about: "fio: two random readers of unequal I/O priority",
+        expect: Some("scheduler_overhead"),
+        good: "mq-deadline",
+        bad: "bfq",
+        run: catalog::io_scheduler,
+        missing: catalog::missing_fio,
+    },
+    Scenario {
+        name: "healthy-write",
+        case: "no case",
+        about: "dd of 128 MiB through the page cache, conv=fsync",
+        expect: None,
+        good: "first run",
+        bad: "second run",
+        run: shapes::seq_write,
+        missing: nothing_missing,
+    },
+    Scenario {
+        name: "healthy-read",
+        case: "no case",
+        about: "cat of a 32 MiB file not in the page cache",
+        expect: None,
+        good: "first run",
+        bad: "second run",
+        run: shapes::seq_read,
+        missing: nothing_missing,
+    },
+    Scenario {
+        name: "healthy-random",
+        case: "no case",
+        about: "fio: random 4 KiB direct reads at depth 8",
+        expect: None,
+        good: "first run",
+        bad: "second run",
+        run: shapes::random_read,
+        missing: catalog::missing_fio,
+    },
+    Scenario {
+        name: "healthy-files",
+        case: "no case",
+        about: "2000 small files written by a shell loop, then sync",
+        expect: None,
+        good: "first run",
+        bad: "second run",
+        run: shapes::small_files,
+        missing: nothing_missing,
     },
 ];
 

@@ -1,0 +1,280 @@
+//! Lab scenarios for the rules beyond the four seed cases: each records a
+//! good run without the cause and a bad run with it, on the lab's own
+//! disks, with ordinary tools (dd, cat, sh) as the workload where they
+//! suffice and fio where a pattern needs it (random reads at a depth).
+//! Every setting changed is a guard restored on drop.
+
+use super::ext4::Ext4;
+use super::loopdev::LoopDevice;
+use super::scenarios::Lab;
+use crate::capture::tracefs::{CaptureError, Knob};
+use std::path::Path;
+
+/// A file of `mb` MiB of random data, written through the page cache and
+/// synced.
+pub(super) fn data_file(path: &Path, mb: u64) -> Result<(), CaptureError> {
+    let ok = super::helper("dd")
+        .arg("if=/dev/urandom")
+        .arg(format!("of={}", path.display()))
+        .args(["bs=1M", &format!("count={mb}"), "conv=fsync", "status=none"])
+        .status()
+        .map_err(|e| CaptureError(format!("cannot run dd: {e}")))?
+        .success();
+    if ok {
+        Ok(())
+    } else {
+        Err(CaptureError(format!("dd could not write {}", path.display())))
+    }
+}
+
+/// Drops a file's pages from the page cache, so that reading it misses.
+pub(super) fn uncache(path: &Path) -> String {
+    format!(
+        "dd if={} iflag=nocache count=0 status=none",
+        path.display()
+    )
+}
+
+/// `request_splitting`: 256 KiB direct reads of the device, under its
+/// default max_sectors_kb, then under 16.
+pub fn splitting(lab: &Lab) -> Result<(), CaptureError> {
+    let mut disk = LoopDevice::create(64, true)?;
+    let script = format!(
+        "dd if={} of=/dev/null bs=256k count=64 iflag=direct status=none",
+        disk.path.display()
+    );
+    lab.record(&lab.good(), "block", &script)?;
+    disk.set_queue("max_sectors_kb", "16")?;
+    lab.record(&lab.bad(), "block", &script)
+}
+
+/// `readahead_small`: `cat` of an 8 MiB file not in the page cache, with
+/// the device's default read_ahead_kb, then with 0.
+pub fn readahead(lab: &Lab) -> Result<(), CaptureError> {
+    let mut fs = Ext4::create(128, 4, true)?;
+    let file = fs.mnt.join("data");
+    data_file(&file, 8)?;
+    let script = format!(
+        "{} && cat {} > /dev/null",
+        uncache(&file),
+        file.display()
+    );
+    let events = "block,readahead,syscalls";
+    lab.record(&lab.good(), events, &script)?;
+    fs.disk.set_queue("read_ahead_kb", "0")?;
+    lab.record(&lab.bad(), events, &script)
+}
+
+/// `sync_write_amplification`: 16 MiB written and synced once, then 4 KiB
+/// appends each followed by fsync.
+pub fn sync_writes(lab: &Lab) -> Result<(), CaptureError> {
+    // 1 GiB (sparse): mkfs.ext4 then picks 4 KiB blocks, as on real disks
+    // (below 512 MiB it takes 1 KiB blocks, and each commit is smaller).
+    let mut fs = Ext4::create(1024, 8, true)?;
+    // A volatile write cache, as most disks have: each fsync then also
+    // sends a cache flush (the lab's other ext4 disks say write through).
+    fs.disk.set_queue("write_cache", "write back")?;
+    let events = "block,fs,syscalls";
+    let bulk = format!(
+        "dd if=/dev/zero of={}/bulk bs=1M count=16 conv=fsync status=none",
+        fs.mnt.display()
+    );
+    lab.record(&lab.good(), events, &bulk)?;
+    let small = format!(
+        "\"$IOSLEUTH\" probe fsync --append --size 4k --count 200 --path {}/small",
+        fs.mnt.display()
+    );
+    lab.record(&lab.bad(), events, &small)
+}
+
+/// vm.dirty_* set for a run and put back as found: writing dirty_bytes
+/// zeroes dirty_ratio in the kernel (and the other way round), so the
+/// guard writes back whichever of the pair was in use.
+struct DirtyLimit {
+    saved: Vec<(&'static str, String)>,
+}
+
+impl DirtyLimit {
+    fn set(bytes: u64, background_bytes: u64) -> Result<DirtyLimit, CaptureError> {
+        let vm = |k: &str| format!("/proc/sys/vm/{k}");
+        let read = |k: &str| {
+            std::fs::read_to_string(vm(k))
+                .map(|s| s.trim().to_string())
+                .map_err(|e| CaptureError(format!("cannot read {}: {e}", vm(k))))
+        };
+        let mut saved = Vec::new();
+        for (bytes_key, ratio_key) in [
+            ("dirty_bytes", "dirty_ratio"),
+            ("dirty_background_bytes", "dirty_background_ratio"),
+        ] {
+            let b = read(bytes_key)?;
+            if b != "0" {
+                saved.push((bytes_key, b));
+            } else {
+                saved.push((ratio_key, read(ratio_key)?));
+            }
+        }
+        let guard = DirtyLimit { saved };
+        for (k, v) in [
+            ("dirty_bytes", bytes),
+            ("dirty_background_bytes", background_bytes),
+        ] {
+            std::fs::write(vm(k), v.to_string())
+                .map_err(|e| CaptureError(format!("cannot write {}: {e}", vm(k))))?;
+        }
+        Ok(guard)
+    }
+}
+
+impl Drop for DirtyLimit {
+    fn drop(&mut self) {
+        for (k, v) in &self.saved {
+            let _ = std::fs::write(format!("/proc/sys/vm/{k}"), v);
+        }
+    }
+}
+
+/// `dirty_throttling`: 48 MiB of buffered writes under the machine's dirty
+/// limit, then under a 4 MiB one.
+pub fn dirty(lab: &Lab) -> Result<(), CaptureError> {
+    let fs = Ext4::create(256, 8, true)?;
+    let script = format!(
+        "rm -f {0}/f; dd if=/dev/zero of={0}/f bs=1M count=48 status=none",
+        fs.mnt.display()
+    );
+    let events = "block,writeback,syscalls,sched";
+    lab.record(&lab.good(), events, &script)?;
+    let _limit = DirtyLimit::set(4 << 20, 1 << 20)?;
+    lab.record(&lab.bad(), events, &script)
+}
+
+/// `wbt_throttling`: two O_DSYNC writers and a direct reader, with the
+/// device's default wbt target, then with a 10 µs target that every read
+/// misses, so wbt cuts the writers' depth.
+pub fn wbt(lab: &Lab) -> Result<(), CaptureError> {
+    let mut fs = Ext4::create(512, 8, true)?;
+    let file = fs.mnt.join("r");
+    data_file(&file, 16)?;
+    let m = fs.mnt.display().to_string();
+    let script = format!(
+        "rm -f {m}/w1 {m}/w2; for i in 1 2; do dd if=/dev/zero of={m}/w$i bs=1M count=100 oflag=dsync status=none & done; \
+         dd if={} of=/dev/null bs=4k count=6000 iflag=direct status=none; wait",
+        file.display()
+    );
+    let events = "block,writeback";
+    lab.record(&lab.good(), events, &script)?;
+    fs.disk.set_queue("wbt_lat_usec", "10")?;
+    lab.record(&lab.bad(), events, &script)
+}
+
+/// A cgroup (v1 blkio) made for one scenario, removed on drop.
+struct Cgroup {
+    dir: std::path::PathBuf,
+    _limit: Option<Knob>,
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        if let Some(k) = self._limit.take() {
+            let _ = k.restore();
+        }
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+const BLKIO: &str = "/sys/fs/cgroup/blkio";
+
+/// What the cgroup scenario needs that a machine may lack.
+pub fn missing_blkio() -> Option<String> {
+    (!Path::new(BLKIO).join("blkio.throttle.read_iops_device").exists()).then(|| {
+        format!("needs the cgroup v1 blkio controller mounted at {BLKIO} (this machine has none)")
+    })
+}
+
+/// What the fio scenarios need.
+pub fn missing_fio() -> Option<String> {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("fio").is_file()));
+    (!found).then(|| "needs fio (apt-get install fio)".to_string())
+}
+
+/// `cgroup_io_throttle`: 600 direct 4 KiB reads in a cgroup without a
+/// limit, then with blkio.throttle.read_iops_device 200.
+pub fn cgroup(lab: &Lab) -> Result<(), CaptureError> {
+    let fs = Ext4::create(128, 4, true)?;
+    let file = fs.mnt.join("r");
+    data_file(&file, 4)?;
+    let dev = fs
+        .disk
+        .dev()
+        .ok_or_else(|| CaptureError("the lab disk has no device number".into()))?;
+    let events = "block,syscalls,workqueue,sched";
+    for (out, limit) in [(lab.good(), None), (lab.bad(), Some(200))] {
+        let dir = Path::new(BLKIO).join(format!("iosleuth-lab-{}", crate::capture::unique_name()));
+        std::fs::create_dir(&dir)
+            .map_err(|e| CaptureError(format!("cannot create {}: {e}", dir.display())))?;
+        let mut cg = Cgroup {
+            dir: dir.clone(),
+            _limit: None,
+        };
+        if let Some(iops) = limit {
+            cg._limit = Some(Knob::set(
+                dir.join("blkio.throttle.read_iops_device"),
+                &format!("{}:{} {iops}", dev.major(), dev.minor()),
+            )?);
+        }
+        let script = format!(
+            "echo $$ > {}/cgroup.procs; exec dd if={} of=/dev/null bs=4k count=600 iflag=direct status=none",
+            dir.display(),
+            file.display()
+        );
+        lab.record(&out, events, &script)?;
+        drop(cg);
+    }
+    Ok(())
+}
+
+/// fio's random direct reads of `file` at `depth` for `secs`.
+fn fio_randread(file: &Path, bs: &str, depth: u32, secs: f64, extra: &str) -> String {
+    format!(
+        "fio --output=/dev/null --name=q --filename={} --rw=randread --bs={bs} --direct=1 --ioengine=libaio --iodepth={depth} --runtime={secs} --time_based {extra}",
+        file.display()
+    )
+}
+
+/// `queue_saturation`: 32 random 64 KiB direct reads in flight, with the
+/// device's default nr_requests, then with 4 (bios wait for a tag).
+pub fn queue(lab: &Lab) -> Result<(), CaptureError> {
+    let mut fs = Ext4::create(128, 4, true)?;
+    let file = fs.mnt.join("r");
+    data_file(&file, 32)?;
+    let script = fio_randread(&file, "64k", 32, 0.5, "");
+    lab.record(&lab.good(), "block", &script)?;
+    fs.disk.set_queue("nr_requests", "4")?;
+    lab.record(&lab.bad(), "block", &script)
+}
+
+/// `scheduler_overhead`: two random readers of unequal I/O priority under
+/// mq-deadline, then under bfq, which holds requests back to keep the
+/// service split.
+pub fn io_scheduler(lab: &Lab) -> Result<(), CaptureError> {
+    let mut fs = Ext4::create(256, 4, true)?;
+    let (a, b) = (fs.mnt.join("a"), fs.mnt.join("b"));
+    data_file(&a, 32)?;
+    data_file(&b, 32)?;
+    let script = format!(
+        "{} --prioclass=2 --prio=0 --name=b --filename={} --rw=randread --bs=16k --direct=1 --runtime=0.5 --time_based --prioclass=2 --prio=7",
+        fio_randread(&a, "16k", 1, 0.5, ""),
+        b.display()
+    );
+    let events = "block:block_bio_queue,block:block_getrq,block:block_rq_insert,block:block_rq_issue,block:block_rq_complete";
+    fs.disk.set_queue("scheduler", "mq-deadline")?;
+    lab.record(&lab.good(), events, &script)?;
+    fs.disk.set_queue("scheduler", "bfq")?;
+    lab.record(&lab.bad(), events, &script)
+}

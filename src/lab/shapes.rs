@@ -1,0 +1,65 @@
+//! Healthy runs of common shapes, each recorded twice on one setup: a
+//! buffered sequential writer, a reader of a file not in the page cache,
+//! random direct reads, many small files. None may give a critical
+//! finding, and the two runs may differ in no setting.
+
+use super::catalog::{data_file, uncache};
+use super::ext4::Ext4;
+use super::scenarios::Lab;
+use crate::capture::tracefs::CaptureError;
+
+const EVENTS: &str = "all";
+
+fn twice(lab: &Lab, script: &str) -> Result<(), CaptureError> {
+    lab.record(&lab.good(), EVENTS, script)?;
+    lab.record(&lab.bad(), EVENTS, script)
+}
+
+/// `dd bs=1M count=128 conv=fsync` through the page cache.
+pub fn seq_write(lab: &Lab) -> Result<(), CaptureError> {
+    let fs = Ext4::create(512, 16, true)?;
+    twice(
+        lab,
+        &format!(
+            "rm -f {0}/f; dd if=/dev/zero of={0}/f bs=1M count=128 conv=fsync status=none",
+            fs.mnt.display()
+        ),
+    )
+}
+
+/// `cat` of a 32 MiB file that is not in the page cache.
+pub fn seq_read(lab: &Lab) -> Result<(), CaptureError> {
+    let fs = Ext4::create(256, 8, true)?;
+    let file = fs.mnt.join("data");
+    data_file(&file, 32)?;
+    twice(
+        lab,
+        &format!("{} && cat {} > /dev/null", uncache(&file), file.display()),
+    )
+}
+
+/// Random 4 KiB direct reads at depth 8 (fio).
+pub fn random_read(lab: &Lab) -> Result<(), CaptureError> {
+    let fs = Ext4::create(256, 8, true)?;
+    let file = fs.mnt.join("data");
+    data_file(&file, 64)?;
+    twice(
+        lab,
+        &format!(
+            "fio --output=/dev/null --name=r --filename={} --rw=randread --bs=4k --direct=1 --ioengine=libaio --iodepth=8 --runtime=1 --time_based",
+            file.display()
+        ),
+    )
+}
+
+/// 2000 small files written by a shell loop, then `sync`.
+pub fn small_files(lab: &Lab) -> Result<(), CaptureError> {
+    let fs = Ext4::create(256, 16, true)?;
+    twice(
+        lab,
+        &format!(
+            "d={}/tree; rm -rf $d; mkdir $d && cd $d && i=0; while [ $i -lt 2000 ]; do echo \"file $i\" > f$i; i=$((i+1)); done; sync",
+            fs.mnt.display()
+        ),
+    )
+}
