@@ -156,9 +156,11 @@ pub fn wbt(lab: &Lab) -> Result<(), CaptureError> {
     let file = fs.mnt.join("r");
     data_file(&file, 16)?;
     let m = fs.mnt.display().to_string();
+    // The writers go on until the reader is done (about 1.5 s): wbt
+    // judges read latency over 100 ms windows.
     let script = format!(
-        "rm -f {m}/w1 {m}/w2; for i in 1 2; do dd if=/dev/zero of={m}/w$i bs=1M count=100 oflag=dsync status=none & done; \
-         dd if={} of=/dev/null bs=4k count=6000 iflag=direct status=none; wait",
+        "rm -f {m}/w1 {m}/w2 {m}/stop; for i in 1 2; do (while [ ! -e {m}/stop ]; do dd if=/dev/zero of={m}/w$i bs=1M count=32 oflag=dsync status=none; done) & done; \
+         i=0; while [ $i -lt 10 ]; do dd if={} of=/dev/null bs=4k iflag=direct status=none; i=$((i+1)); done; touch {m}/stop; wait",
         file.display()
     );
     let events = "block,writeback";
