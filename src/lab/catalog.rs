@@ -23,16 +23,16 @@ pub(super) fn data_file(path: &Path, mb: u64) -> Result<(), CaptureError> {
     if ok {
         Ok(())
     } else {
-        Err(CaptureError(format!("dd could not write {}", path.display())))
+        Err(CaptureError(format!(
+            "dd could not write {}",
+            path.display()
+        )))
     }
 }
 
 /// Drops a file's pages from the page cache, so that reading it misses.
 pub(super) fn uncache(path: &Path) -> String {
-    format!(
-        "dd if={} iflag=nocache count=0 status=none",
-        path.display()
-    )
+    format!("dd if={} iflag=nocache count=0 status=none", path.display())
 }
 
 /// `request_splitting`: 256 KiB direct reads of the device, under its
@@ -54,11 +54,7 @@ pub fn readahead(lab: &Lab) -> Result<(), CaptureError> {
     let mut fs = Ext4::create(128, 4, true)?;
     let file = fs.mnt.join("data");
     data_file(&file, 8)?;
-    let script = format!(
-        "{} && cat {} > /dev/null",
-        uncache(&file),
-        file.display()
-    );
+    let script = format!("{} && cat {} > /dev/null", uncache(&file), file.display());
     let events = "block,readahead,syscalls";
     lab.record(&lab.good(), events, &script)?;
     fs.disk.set_queue("read_ahead_kb", "0")?;
@@ -193,7 +189,10 @@ const BLKIO: &str = "/sys/fs/cgroup/blkio";
 
 /// What the cgroup scenario needs that a machine may lack.
 pub fn missing_blkio() -> Option<String> {
-    (!Path::new(BLKIO).join("blkio.throttle.read_iops_device").exists()).then(|| {
+    (!Path::new(BLKIO)
+        .join("blkio.throttle.read_iops_device")
+        .exists())
+    .then(|| {
         format!("needs the cgroup v1 blkio controller mounted at {BLKIO} (this machine has none)")
     })
 }

@@ -48,7 +48,12 @@ impl Lab {
 
     /// `iosleuth record -o OUT --events EVENTS -- sh -c SCRIPT`, where the
     /// script can say `$IOSLEUTH` for this binary.
-    pub(super) fn record(&self, out: &Path, events: &str, script: &str) -> Result<(), CaptureError> {
+    pub(super) fn record(
+        &self,
+        out: &Path,
+        events: &str,
+        script: &str,
+    ) -> Result<(), CaptureError> {
         if (self.stop)() {
             return Err(CaptureError("interrupted".into()));
         }
@@ -261,13 +266,15 @@ impl Scenario {
     }
 
     /// The good run has no critical finding; the bad run's top finding is
-    /// the expected one, or, for two healthy runs of one setup, it has no
+    /// the expected one and the good run does not have it, or, for two healthy runs of one setup, it has no
     /// critical finding either and no setting differs.
     pub fn as_expected(&self, good: &[Finding], bad: &[Finding], diff: &Diff) -> bool {
         let no_critical = |f: &[Finding]| f.iter().all(|x| x.severity != Severity::Critical);
         no_critical(good)
             && match self.expect {
-                Some(id) => bad.first().is_some_and(|f| f.id == id),
+                Some(id) => {
+                    bad.first().is_some_and(|f| f.id == id) && good.iter().all(|f| f.id != id)
+                }
                 None => diff.settings.is_empty() && no_critical(bad),
             }
     }
@@ -352,4 +359,24 @@ fn healthy(lab: &Lab) -> Result<(), CaptureError> {
     let events = "block,fs,sched,syscalls";
     lab.record(&lab.good(), events, &script)?;
     lab.record(&lab.bad(), events, &script)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lab covers the whole catalog: each rule is the expected top
+    /// finding of one scenario's bad run.
+    #[test]
+    fn every_rule_has_a_scenario() {
+        for rule in crate::diagnose::catalog() {
+            assert!(
+                SCENARIOS.iter().any(|s| s.expect == Some(rule.id)),
+                "no lab scenario for {}",
+                rule.id
+            );
+        }
+        let healthy = SCENARIOS.iter().filter(|s| s.expect.is_none()).count();
+        assert!(healthy >= 5, "{healthy} healthy scenarios");
+    }
 }
