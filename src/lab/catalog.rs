@@ -145,7 +145,7 @@ pub fn dirty(lab: &Lab) -> Result<(), CaptureError> {
 }
 
 /// `wbt_throttling`: two O_DSYNC writers and a direct reader, with the
-/// device's default wbt target, then with a 10 µs target that every read
+/// device's default wbt target, then with a 1 µs target that every read
 /// misses, so wbt cuts the writers' depth.
 pub fn wbt(lab: &Lab) -> Result<(), CaptureError> {
     let mut fs = Ext4::create(512, 8, true)?;
@@ -161,7 +161,7 @@ pub fn wbt(lab: &Lab) -> Result<(), CaptureError> {
     );
     let events = "block,writeback";
     lab.record(&lab.good(), events, &script)?;
-    fs.disk.set_queue("wbt_lat_usec", "10")?;
+    fs.disk.set_queue("wbt_lat_usec", "1")?;
     lab.record(&lab.bad(), events, &script)
 }
 

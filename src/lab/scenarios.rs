@@ -178,7 +178,7 @@ pub static SCENARIOS: &[Scenario] = &[
         about: "two O_DSYNC dd writers and a direct dd reader on ext4",
         expect: Some("wbt_throttling"),
         good: "wbt_lat_usec default",
-        bad: "wbt_lat_usec=10",
+        bad: "wbt_lat_usec=1",
         run: catalog::wbt,
         missing: nothing_missing,
     },
