@@ -253,7 +253,7 @@ impl Btt {
         d.pending.insert(
             e.sector,
             QueuedBio {
-                end: e.sector + sectors,
+                end: e.sector.saturating_add(sectors),
                 t: e.ts,
                 pid: e.pid,
                 g_time: UNSET,
@@ -358,7 +358,12 @@ impl Btt {
             d.n_act_q -= 1;
         }
         d.n_ds += 1;
-        within(&d.pending, e.sector, e.sector + sectors, &mut self.scratch);
+        within(
+            &d.pending,
+            e.sector,
+            e.sector.saturating_add(sectors),
+            &mut self.scratch,
+        );
         for &s in &self.scratch {
             let q = d.pending.get_mut(&s).unwrap();
             if q.i_time != UNSET {
@@ -382,7 +387,12 @@ impl Btt {
         let remapper = e.dev.is_remapper();
         let d = self.devs.get_mut(&e.dev).unwrap();
         d.blks.add(sectors);
-        within(&d.pending, e.sector, e.sector + sectors, &mut self.scratch);
+        within(
+            &d.pending,
+            e.sector,
+            e.sector.saturating_add(sectors),
+            &mut self.scratch,
+        );
         for &s in &self.scratch {
             let q = d.pending.remove(&s).unwrap();
             let q2c = tdelta(q.t, e.ts);

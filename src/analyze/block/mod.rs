@@ -213,7 +213,7 @@ impl BlockAnalysis {
                 }
             }
             b.0 = false;
-            s.0 = e.sector + (e.bytes as u64 >> 9);
+            s.0 = e.sector.saturating_add(e.bytes as u64 >> 9);
             let p = self.processes.entry(e.pid).or_default();
             if !e.comm.is_empty() {
                 p.comm = e.comm;

@@ -229,7 +229,7 @@ impl DeviceRequests {
             return;
         }
         self.pending.remove(&e.sector);
-        let end = e.sector + e.sectors();
+        let end = e.sector.saturating_add(e.sectors());
         if e.action == Action::BackMerge {
             if let Some((_, r)) = self.requests.range_mut(..e.sector).next_back() {
                 r.sectors += e.sectors();
@@ -245,7 +245,7 @@ impl DeviceRequests {
     #[inline]
     fn split(&mut self, e: &BlockEvent) {
         if let (Extra::Split { new_sector }, Some(b)) = (e.extra, self.pending.get_mut(&e.sector)) {
-            let end = e.sector + b.sectors;
+            let end = e.sector.saturating_add(b.sectors);
             if new_sector > e.sector && new_sector < end {
                 b.sectors = new_sector - e.sector;
                 let second = PendingBio {
@@ -302,7 +302,7 @@ impl DeviceRequests {
             self.iostat.sectors_done(e.ts, r.op, done);
             self.bytes_completed.add(r.op, done * 512);
             r.sectors -= done;
-            self.requests.insert(e.sector + done, r);
+            self.requests.insert(e.sector.saturating_add(done), r);
             return;
         }
         let sectors = if done > 0 { done } else { r.sectors };

@@ -156,7 +156,7 @@ impl OutlierAnalysis {
                 self.forget(key);
                 // The request now starts at this bio.
                 if b.action == Action::FrontMerge {
-                    let old = (b.dev, b.sector + (b.bytes as u64 >> 9));
+                    let old = (b.dev, b.sector.saturating_add(b.bytes as u64 >> 9));
                     if let Some(r) = self.queued.remove(&old) {
                         if let Some(at) = r.issued_at {
                             let d = self.devs.entry(b.dev).or_default();
