@@ -12,7 +12,7 @@ struct Outcome {
     stderr: String,
 }
 
-fn run(args: &[&str]) -> Outcome {
+fn outcome(args: &[&str]) -> Outcome {
     let o = iosleuth().args(args).output().unwrap();
     Outcome {
         code: o.status.code().expect("exited, not killed by a signal"),
@@ -29,7 +29,7 @@ fn check_refuses_thresholds_that_are_not_percentages() {
     // D2C p99 0.117 -> 0.366 ms: +212 %, which NaN called "no worse".
     for bad in ["NaN", "inf", "-inf", "-5"] {
         let arg = format!("--threshold={bad}");
-        let o = run(&["check", &arg, QD1, QSAT]);
+        let o = outcome(&["check", &arg, QD1, QSAT]);
         assert_eq!(o.code, 128, "{bad}: {}{}", o.stdout, o.stderr);
         assert!(o.stdout.is_empty(), "{bad}: no verdict: {}", o.stdout);
         assert!(
@@ -39,9 +39,9 @@ fn check_refuses_thresholds_that_are_not_percentages() {
             o.stderr
         );
     }
-    let o = run(&["check", "--threshold", "10", QD1, QSAT]);
+    let o = outcome(&["check", "--threshold", "10", QD1, QSAT]);
     assert_eq!(o.code, 1, "{}", o.stderr);
-    let o = run(&["check", "--threshold", "0", QD1, QD1]);
+    let o = outcome(&["check", "--threshold", "0", QD1, QD1]);
     assert_eq!(o.code, 0, "{}", o.stderr);
 }
 
@@ -49,7 +49,7 @@ fn check_refuses_thresholds_that_are_not_percentages() {
 /// and above abort. A broken `check` command line must abort.
 #[test]
 fn check_usage_errors_abort_a_bisect() {
-    let o = run(&["check", QD1]);
+    let o = outcome(&["check", QD1]);
     assert_eq!(o.code, 128, "{}", o.stderr);
     assert!(
         o.stderr
@@ -57,25 +57,175 @@ fn check_usage_errors_abort_a_bisect() {
         "{}",
         o.stderr
     );
-    let o = run(&["check", QD1, QSAT, QSAT]);
+    let o = outcome(&["check", QD1, QSAT, QSAT]);
     assert_eq!(o.code, 128, "{}", o.stderr);
-    let o = run(&["check", "--bogus", QD1, QSAT]);
+    let o = outcome(&["check", "--bogus", QD1, QSAT]);
     assert_eq!(o.code, 128, "{}", o.stderr);
     assert!(
         o.stderr.contains("unexpected argument '--bogus'"),
         "{}",
         o.stderr
     );
-    let o = run(&["check"]);
+    let o = outcome(&["check"]);
     assert_eq!(o.code, 128, "{}", o.stderr);
     // Unreadable input is still "cannot tell" (skip this commit).
-    let o = run(&["check", QD1, "tests/fixtures/no-such.cap"]);
+    let o = outcome(&["check", QD1, "tests/fixtures/no-such.cap"]);
     assert_eq!(o.code, 125, "{}", o.stderr);
     // Other commands' usage errors keep exit 2; help is a success.
-    assert_eq!(run(&["diff", "--bogus", QD1, QSAT]).code, 2);
-    assert_eq!(run(&["report", "--bogus", QD1]).code, 2);
-    assert_eq!(run(&["check", "--help"]).code, 0);
-    let help = run(&["check", "--help"]).stdout;
+    assert_eq!(outcome(&["diff", "--bogus", QD1, QSAT]).code, 2);
+    assert_eq!(outcome(&["report", "--bogus", QD1]).code, 2);
+    assert_eq!(outcome(&["check", "--help"]).code, 0);
+    let help = outcome(&["check", "--help"]).stdout;
     assert!(help.contains("128"), "{help}");
     assert!(Path::new(QD1).exists());
+}
+
+const NOMERGES0_BLK: &str = "tests/fixtures/loop-seqread-nomerges0.blk";
+const NOMERGES2_BLK: &str = "tests/fixtures/loop-seqread-nomerges2.blk";
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+fn export(dir: &Path, extra: &[&str], inputs: &[&str]) -> Outcome {
+    let d = dir.to_str().unwrap();
+    let mut args = vec!["export", "--blktrace", d];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(inputs);
+    outcome(&args)
+}
+
+/// Exporting into a directory that held another export overwrote the
+/// same names and left the others, which `report DIR` then merged in.
+#[test]
+fn export_refuses_a_directory_with_files_unless_forced() {
+    let tmp = tempdir();
+    let dir = tmp.path().join("bt");
+    let o = export(&dir, &[], &[NOMERGES0_BLK]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let first = names_in(&dir);
+    // A stale file of another export (another device, another CPU).
+    std::fs::write(dir.join("sdz.blktrace.3"), b"").unwrap();
+    std::fs::write(dir.join("notes.txt"), b"mine").unwrap();
+    let before: Vec<Vec<u8>> = first
+        .iter()
+        .map(|n| std::fs::read(dir.join(n)).unwrap())
+        .collect();
+    let o = export(&dir, &[], &[NOMERGES2_BLK]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("the directory is not empty (4 entries: ")
+            && o.stderr
+                .contains("give --force to replace its blktrace files"),
+        "{}",
+        o.stderr
+    );
+    // Untouched: nothing overwritten, nothing added.
+    let after: Vec<Vec<u8>> = first
+        .iter()
+        .map(|n| std::fs::read(dir.join(n)).unwrap())
+        .collect();
+    assert_eq!(before, after);
+    assert_eq!(names_in(&dir).len(), 4);
+    // --force: the stale blktrace file goes, other files stay, and the
+    // directory reports the second run alone.
+    let o = export(&dir, &["--force"], &[NOMERGES2_BLK]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(
+            "warning: --force: removed 1 blktrace file that this export did not replace from"
+        ) && o.stderr.contains("(sdz.blktrace.3)"),
+        "{}",
+        o.stderr
+    );
+    assert!(dir.join("notes.txt").exists());
+    assert!(!dir.join("sdz.blktrace.3").exists());
+    let exported = json_report(&[&dir], &[]);
+    let direct = json_report(&[NOMERGES2_BLK], &[]);
+    assert_eq!(exported["devices"][0]["btt"], direct["devices"][0]["btt"]);
+    assert_eq!(
+        exported["devices"][0]["actions"],
+        direct["devices"][0]["actions"]
+    );
+}
+
+/// Nothing is left behind on error: not a half-written file, not the
+/// directory export created.
+#[test]
+fn export_leaves_nothing_behind_on_error() {
+    let tmp = tempdir();
+    let dir = tmp.path().join("new/bt");
+    // No block events (a scheduler-only capture).
+    let o = export(&dir, &[], &["tests/fixtures/rt-burner.cap"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("nothing written"), "{}", o.stderr);
+    assert!(
+        !tmp.path().join("new").exists(),
+        "{:?}",
+        names_in(tmp.path())
+    );
+    // An input that is not a trace.
+    let o = export(&dir, &[], &["Cargo.toml"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(!tmp.path().join("new").exists());
+    // An existing empty directory stays, empty.
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = export(&dir, &[], &["Cargo.toml"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(names_in(&dir).is_empty(), "{:?}", names_in(&dir));
+    // A file is not a directory.
+    let o = export(Path::new(NOMERGES0_BLK), &[], &[NOMERGES0_BLK]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("exists and is not a directory"),
+        "{}",
+        o.stderr
+    );
+}
+
+/// One record with a corrupt CPU number made export create a file for
+/// every CPU up to it (757,774 files). CPUs of 8192 or more (the kernel's
+/// largest NR_CPUS) are left out and counted.
+#[test]
+fn export_skips_records_with_an_impossible_cpu_number() {
+    let tmp = tempdir();
+    let good = tmp.path().join("good");
+    let o = export(&good, &[], &[NOMERGES2_BLK]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    // The per-CPU file with records; corrupt the CPU of its first record
+    // that is not a process note.
+    let name = names_in(&good)
+        .into_iter()
+        .max_by_key(|n| std::fs::metadata(good.join(n)).unwrap().len())
+        .unwrap();
+    let mut bytes = std::fs::read(good.join(&name)).unwrap();
+    let mut at = 0;
+    loop {
+        let action = u32::from_le_bytes(bytes[at + 28..at + 32].try_into().unwrap());
+        let pdu = u16::from_le_bytes([bytes[at + 46], bytes[at + 47]]) as usize;
+        if action & (1 << 26) == 0 {
+            bytes[at + 40..at + 44].copy_from_slice(&757_773u32.to_le_bytes());
+            break;
+        }
+        at += 48 + pdu;
+    }
+    let bad_dir = tmp.path().join("bad");
+    std::fs::create_dir(&bad_dir).unwrap();
+    std::fs::write(bad_dir.join(&name), &bytes).unwrap();
+    let out = tmp.path().join("out");
+    let o = export(&out, &[], &[bad_dir.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(
+            "warning: 1 block events have a CPU number of 8192 or more, more than any kernel's NR_CPUS allows (corrupt records), and were left out"
+        ),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(names_in(&out), names_in(&good));
 }
