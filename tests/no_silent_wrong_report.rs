@@ -229,3 +229,120 @@ fn export_skips_records_with_an_impossible_cpu_number() {
     );
     assert_eq!(names_in(&out), names_in(&good));
 }
+
+const TRACEPOINTS: &str = "tests/fixtures/loop-seqread-nomerges0.tracepoints.txt";
+const PERF_SCRIPT: &str = "tests/fixtures/loop-seqread-nomerges0.perf-script.txt";
+const BLKPARSE: &str = "tests/fixtures/loop-seqread-nomerges0.blkparse.txt";
+const RUN1: &str = "tests/fixtures/healthy-run1.cap";
+const RUN2: &str = "tests/fixtures/healthy-run2.cap";
+
+/// The tracepoint text and the perf script of one recording: every
+/// request was counted twice.
+#[test]
+fn one_run_in_two_formats_is_refused() {
+    let o = outcome(&["report", TRACEPOINTS, PERF_SCRIPT]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stdout.is_empty(), "{}", o.stdout);
+    assert!(
+        o.stderr.contains(&format!(
+            "iosleuth: {TRACEPOINTS} and {PERF_SCRIPT} are one run recorded twice (the same block events: "
+        )) && o.stderr.contains("with the clocks 5.631 ms apart")
+            && o.stderr.contains(
+                "merged, every request would count twice; give only one of them"
+            ),
+        "{}",
+        o.stderr
+    );
+    // blkparse text starts its clock at 0; the blk tracer's binary file.
+    let o = outcome(&["report", "--format", "json", NOMERGES0_BLK, BLKPARSE]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("are one run recorded twice"),
+        "{}",
+        o.stderr
+    );
+    // export too, before writing anything.
+    let tmp = tempdir();
+    let dir = tmp.path().join("bt");
+    let o = export(&dir, &[], &[TRACEPOINTS, PERF_SCRIPT]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("are one run recorded twice"),
+        "{}",
+        o.stderr
+    );
+    assert!(!dir.exists());
+}
+
+/// One file named twice is read once (as the same path always was).
+#[test]
+fn one_file_named_twice_is_read_once() {
+    let once = json_report(&[TRACEPOINTS], &[]);
+    let dotted = format!("./{TRACEPOINTS}");
+    let o = outcome(&["report", "--format", "json", TRACEPOINTS, &dotted]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let twice: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(twice["events"], once["events"]);
+    assert_eq!(twice["devices"], once["devices"]);
+}
+
+/// Two parts of one recording (its CPUs in two files) are one trace: no
+/// refusal, no warning.
+#[test]
+fn parts_of_one_recording_merge_quietly() {
+    let tmp = tempdir();
+    let text = std::fs::read_to_string(TRACEPOINTS).unwrap();
+    let (cpu0, cpu1): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| l.contains("[000]"));
+    let (a, b) = (tmp.path().join("cpu0.txt"), tmp.path().join("cpu1.txt"));
+    std::fs::write(&a, cpu0.join("\n") + "\n").unwrap();
+    std::fs::write(&b, cpu1.join("\n") + "\n").unwrap();
+    let o = outcome(&[
+        "report",
+        "--format",
+        "json",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!o.stderr.contains("warning"), "{}", o.stderr);
+    let merged: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let whole = json_report(&[TRACEPOINTS], &[]);
+    assert_eq!(merged["devices"], whole["devices"]);
+}
+
+/// Two captures given to one report were merged without a word.
+#[test]
+fn different_recordings_in_one_report_are_named() {
+    let o = outcome(&["report", RUN1, RUN2]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let want = format!(
+        "iosleuth: warning: the inputs are 2 different recordings (made at times that do not overlap), merged as one trace: {RUN1} (26857.728..26858.151 s by its snapshot), {RUN2} (26858.179..26858.623 s by its snapshot); every figure mixes them (to compare runs: iosleuth diff)"
+    );
+    assert!(o.stderr.contains(&want), "{}", o.stderr);
+    // In JSON too, first among the warnings.
+    let j = json_report(&[RUN1, RUN2], &[]);
+    assert!(
+        j["warnings"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("the inputs are 2 different recordings"),
+        "{:#}",
+        j["warnings"]
+    );
+    // Text traces without a snapshot: by their events' times.
+    let o = outcome(&[
+        "report",
+        TRACEPOINTS,
+        "tests/fixtures/loop-seqread-nomerges2.tracepoints.txt",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("the inputs are 2 different recordings (made at times that do not overlap)"),
+        "{}",
+        o.stderr
+    );
+    // One capture alone: nothing to say.
+    let o = outcome(&["report", RUN1]);
+    assert!(!o.stderr.contains("different recordings"), "{}", o.stderr);
+}

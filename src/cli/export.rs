@@ -46,7 +46,9 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
     };
     // Process names may come at the end (the blk tracer's notes): read them
     // first so that every file names its processes from the start.
-    let names: std::collections::HashMap<u32, String> = crate::pipeline::open(&args.inputs)?
+    // That pass also tells what the inputs are: one run twice is refused.
+    let (first, tap) = crate::pipeline::open_marked(&args.inputs)?;
+    let names: std::collections::HashMap<u32, String> = first
         .take_while(|_| !interrupted())
         .filter_map(|e| match e {
             Event::ProcessName { pid, comm } => Some((pid, comm.to_string())),
@@ -55,6 +57,11 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
         .collect();
     if interrupted() {
         return Err(stopped());
+    }
+    let inputs = tap.inputs();
+    inputs.refuse_one_run_twice()?;
+    if let Some(w) = inputs.different_recordings() {
+        super::warn(&w);
     }
     let merged = crate::pipeline::open(&args.inputs)?.take_while(|_| !interrupted());
     let written = |e: std::io::Error| Error::failed(format!("writing {}: {e}", dir.display()));
