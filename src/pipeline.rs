@@ -11,7 +11,7 @@ use crate::model::snapshot::Snapshot;
 use std::path::{Path, PathBuf};
 
 mod provenance;
-pub use provenance::{Inputs, Tap};
+pub use provenance::{comparison_warnings, Inputs, Tap};
 
 /// How to read and analyse the inputs.
 #[derive(Clone, Debug)]
@@ -36,7 +36,7 @@ impl Default for Options {
 }
 
 /// One run: its analysis, the findings of the rule catalog, and what its
-/// inputs were.
+/// inputs were (for [`comparison_warnings`]).
 pub struct Run {
     pub analysis: Analysis,
     pub findings: Vec<Finding>,

@@ -235,6 +235,7 @@ const PERF_SCRIPT: &str = "tests/fixtures/loop-seqread-nomerges0.perf-script.txt
 const BLKPARSE: &str = "tests/fixtures/loop-seqread-nomerges0.blkparse.txt";
 const RUN1: &str = "tests/fixtures/healthy-run1.cap";
 const RUN2: &str = "tests/fixtures/healthy-run2.cap";
+const RT: &str = "tests/fixtures/rt-burner.cap";
 
 /// The tracepoint text and the perf script of one recording: every
 /// request was counted twice.
@@ -345,4 +346,82 @@ fn different_recordings_in_one_report_are_named() {
     // One capture alone: nothing to say.
     let o = outcome(&["report", RUN1]);
     assert!(!o.stderr.contains("different recordings"), "{}", o.stderr);
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn diff_and_check_of_one_run_with_itself_say_so() {
+    let o = outcome(&["diff", RUN1, RUN1]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "iosleuth: warning: baseline {RUN1} and candidate {RUN1} are the same run (the same file): no difference between them is a change of the system"
+        )),
+        "{}",
+        o.stderr
+    );
+    let o = outcome(&["check", RUN1, RUN1]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("are the same run (the same file)"),
+        "{}",
+        o.stderr
+    );
+    // A copy: identical content.
+    let tmp = tempdir();
+    let copy = tmp.path().join("copy.cap");
+    copy_dir(Path::new(RT), &copy);
+    let o = outcome(&["diff", RT, copy.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("are the same run (identical content: "),
+        "{}",
+        o.stderr
+    );
+    // The same recording in two formats.
+    let o = outcome(&["check", TRACEPOINTS, PERF_SCRIPT]);
+    assert!(
+        o.stderr.contains(&format!(
+            "baseline {TRACEPOINTS} and candidate {PERF_SCRIPT} are the same run (the same block events: "
+        )),
+        "{}",
+        o.stderr
+    );
+    // Two runs of one setup are not one run.
+    let o = outcome(&["diff", RUN1, RUN2]);
+    assert!(!o.stderr.contains("same run"), "{}", o.stderr);
+}
+
+#[test]
+fn diff_of_unrelated_inputs_says_there_is_nothing_to_compare() {
+    let o = outcome(&["diff", RT, NOMERGES0_BLK]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(
+            "iosleuth: warning: nothing to compare: the baseline and the candidate have no device, probe operation or journal in common (baseline: probe burst; candidate: device 7,0)"
+        ),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stdout.contains(
+            "verdict: nothing to compare: the two sides have no figure in common (no device, probe operation or journal in both)"
+        ),
+        "{}",
+        o.stdout
+    );
+    // Related runs: no such warning.
+    let o = outcome(&["diff", QD1, QSAT]);
+    assert!(!o.stderr.contains("nothing to compare"), "{}", o.stderr);
 }

@@ -7,7 +7,7 @@ use super::args::SidesArgs;
 use crate::analyze::{Analysis, Filter};
 use crate::compare::Check;
 use crate::error::{Error, ExitStatus, Result};
-use crate::pipeline::Options;
+use crate::pipeline::{Inputs, Options};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
@@ -44,15 +44,20 @@ fn parse_threshold(s: &str) -> std::result::Result<f64, String> {
 
 /// The headline figures need no outlier breakdowns (top 0), the costliest
 /// analysis with many threads.
-fn analyses(paths: &[PathBuf]) -> Result<Vec<Analysis>> {
+fn analyses(paths: &[PathBuf]) -> Result<Vec<(Analysis, Inputs)>> {
     let opts = Options {
         filter: Filter::default(),
         interval_s: 1.0,
     };
     paths
         .iter()
-        .map(|p| crate::pipeline::analyse(std::slice::from_ref(p), &opts))
+        .map(|p| crate::pipeline::read(std::slice::from_ref(p), &opts))
         .collect()
+}
+
+/// What `comparison_warnings` takes.
+fn sides(runs: &[(Analysis, Inputs)]) -> Vec<(&Analysis, &Inputs)> {
+    runs.iter().map(|(a, i)| (a, i)).collect()
 }
 
 pub fn run(args: CheckArgs) -> Result<ExitStatus> {
@@ -74,7 +79,13 @@ pub fn run(args: CheckArgs) -> Result<ExitStatus> {
         Ok(x) => x,
         Err(e) => return said(e),
     };
-    let (a, b): (Vec<&Analysis>, Vec<&Analysis>) = (a.iter().collect(), b.iter().collect());
+    for w in crate::pipeline::comparison_warnings(&sides(&a), &sides(&b)) {
+        super::warn(&w);
+    }
+    let (a, b): (Vec<&Analysis>, Vec<&Analysis>) = (
+        a.iter().map(|r| &r.0).collect(),
+        b.iter().map(|r| &r.0).collect(),
+    );
     let (status, line) =
         match crate::compare::check_runs(&a, &b, args.metric.as_deref(), args.threshold) {
             Check::Good(l) => (ExitStatus::SUCCESS, format!("good: {l}")),

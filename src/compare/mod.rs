@@ -256,7 +256,11 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
             }
         }
     }
-    if verdict.is_empty() {
+    if verdict.is_empty() && figures.is_empty() {
+        verdict =
+            "nothing to compare: the two sides have no figure in common (no device, probe operation or journal in both)"
+                .into();
+    } else if verdict.is_empty() {
         verdict =
             "no difference that matters: no new finding, no setting changed, no figure changed significantly"
                 .into();

@@ -1,6 +1,7 @@
 //! What the inputs are, beyond their format: two recordings of one run
 //! (the same block events in two formats, which would count every request
-//! twice), or different recordings merged into one trace.
+//! twice), different recordings merged into one trace, or the same run on
+//! both sides of a comparison.
 //!
 //! Each source is wrapped so that its events leave marks on the record of
 //! the input (the path on the command line) it came from, as they stream
@@ -9,6 +10,7 @@
 //! sample, a map update. Constant work per event and [`SAMPLE`] entries
 //! per input, whatever the trace's length.
 
+use crate::analyze::Analysis;
 use crate::error::{Error, Result};
 use crate::ingest::{self, Source, SourceStats};
 use crate::model::{BlockEvent, Event};
@@ -432,6 +434,65 @@ impl Inputs {
             described.join(", ")
         ))
     }
+}
+
+/// The subjects of a run's figures: devices, probe operations, journals.
+fn subjects(a: &Analysis) -> BTreeSet<String> {
+    let mut s = BTreeSet::new();
+    s.extend(
+        a.block
+            .devices
+            .iter()
+            .map(|d| format!("device {}", d.device)),
+    );
+    s.extend(a.syscalls.operations.keys().map(|o| format!("probe {o}")));
+    s.extend(a.fs.journals.keys().map(|j| format!("journal {j}")));
+    s
+}
+
+/// What `diff` and `check` should say about their two sides: a run that is
+/// on both (the comparison can only find nothing), or two sides with no
+/// device, probe operation or journal in common (nothing to compare).
+pub fn comparison_warnings(
+    base: &[(&Analysis, &Inputs)],
+    cand: &[(&Analysis, &Inputs)],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (_, bi) in base {
+        for (_, ci) in cand {
+            let same =
+                bi.0.iter()
+                    .find_map(|b| ci.0.iter().find_map(|c| Some((b, c, b.same_run_as(c)?))));
+            if let Some((b, c, why)) = same {
+                out.push(format!(
+                    "baseline {} and candidate {} are the same run ({why}): no difference between them is a change of the system",
+                    b.path.display(),
+                    c.path.display()
+                ));
+            }
+        }
+    }
+    let every = |side: &[(&Analysis, &Inputs)]| -> BTreeSet<String> {
+        let mut it = side.iter().map(|(a, _)| subjects(a));
+        let first = it.next().unwrap_or_default();
+        it.fold(first, |acc, s| acc.intersection(&s).cloned().collect())
+    };
+    let (sb, sc) = (every(base), every(cand));
+    if sb.intersection(&sc).next().is_none() {
+        let list = |s: &BTreeSet<String>| {
+            if s.is_empty() {
+                "none".to_string()
+            } else {
+                s.iter().cloned().collect::<Vec<_>>().join(", ")
+            }
+        };
+        out.push(format!(
+            "nothing to compare: the baseline and the candidate have no device, probe operation or journal in common (baseline: {}; candidate: {})",
+            list(&sb),
+            list(&sc)
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
