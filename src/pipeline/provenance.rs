@@ -247,7 +247,8 @@ impl Recording {
     fn of(path: &Path, m: &Marks) -> Option<Recording> {
         use crate::model::capture_layout::{snapshot_beside, SNAPSHOT};
         // The snapshot's document as written (a capture's, or the one
-        // `record --blk` writes beside its file); only two fields are read.
+        // `record --blk` writes beside its file): only its times, kernel
+        // and CPUs are read, not the typed whole.
         let raw: Option<serde_json::Value> = std::fs::read_to_string(path.join(SNAPSHOT))
             .or_else(|_| std::fs::read_to_string(snapshot_beside(path)))
             .ok()
