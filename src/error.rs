@@ -2,7 +2,8 @@
 //! prints it once and maps it to the exit code the README documents:
 //! 0 success, 1 failure, 2 unusable input or arguments, 130 interrupted
 //! (`check` answers 1 or 125 and `record` passes on the workload's status
-//! through [`ExitStatus`], which is not an error).
+//! through [`ExitStatus`], which is not an error; `check`'s own usage
+//! errors exit 128, see [`ExitStatus::CHECK_USAGE`]).
 
 use std::fmt;
 use std::io;
@@ -17,6 +18,13 @@ impl ExitStatus {
     pub const REGRESSED: ExitStatus = ExitStatus(1);
     /// `check`: cannot tell (git bisect's "skip").
     pub const CANNOT_TELL: ExitStatus = ExitStatus(125);
+    /// `check` called wrongly (bad arguments, a wrong number of paths).
+    /// `git bisect run` counts 1–127 except 125 as "bad", 125 as "skip",
+    /// and aborts on anything else: 2 would mark every commit bad and
+    /// bisect to a wrong answer, 125 would skip them all. 128 is the first
+    /// code that aborts, is no signal's (130 is 128 + SIGINT), and is what
+    /// git's own fatal errors (`die()`) exit with.
+    pub const CHECK_USAGE: ExitStatus = ExitStatus(128);
     /// Stopped by SIGINT, SIGTERM or SIGHUP after cleaning up (128 + SIGINT).
     pub const INTERRUPTED: ExitStatus = ExitStatus(130);
 }
@@ -34,6 +42,10 @@ pub enum Error {
     Output(io::Error),
     /// Bad arguments that clap already explained: exit 2, nothing more to say.
     Usage,
+    /// `check` called wrongly: exit [`ExitStatus::CHECK_USAGE`] (128), which
+    /// aborts `git bisect run` instead of marking the commit bad. The
+    /// message, or `None` when clap already explained.
+    CheckUsage(Option<String>),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -55,6 +67,7 @@ impl Error {
             Error::Output(e) if is_broken_pipe(e) => 0,
             Error::Output(_) => 1,
             Error::Usage => 2,
+            Error::CheckUsage(_) => ExitStatus::CHECK_USAGE.0,
         }
     }
 
@@ -63,7 +76,7 @@ impl Error {
     pub fn is_quiet(&self) -> bool {
         match self {
             Error::Output(e) => is_broken_pipe(e),
-            Error::Usage => true,
+            Error::Usage | Error::CheckUsage(None) => true,
             _ => false,
         }
     }
@@ -87,9 +100,12 @@ fn is_broken_pipe(e: &io::Error) -> bool {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::BadInput(m) | Error::Failed(m) | Error::Interrupted(m) => f.write_str(m),
+            Error::BadInput(m)
+            | Error::Failed(m)
+            | Error::Interrupted(m)
+            | Error::CheckUsage(Some(m)) => f.write_str(m),
             Error::Output(e) => write!(f, "writing the output: {e}"),
-            Error::Usage => f.write_str("bad arguments"),
+            Error::Usage | Error::CheckUsage(None) => f.write_str("bad arguments"),
         }
     }
 }
@@ -126,6 +142,11 @@ mod tests {
         assert_eq!(Error::bad_input("x").exit_code(), 2);
         assert_eq!(Error::failed("x").exit_code(), 1);
         assert_eq!(Error::Interrupted("x".into()).exit_code(), 130);
+        assert_eq!(Error::Usage.exit_code(), 2);
+        // `check`'s usage errors abort a bisect (git: 1-127 but 125 = bad).
+        assert_eq!(Error::CheckUsage(None).exit_code(), 128);
+        assert!(Error::CheckUsage(None).is_quiet());
+        assert!(!Error::CheckUsage(Some("x".into())).is_quiet());
         let pipe = io::Error::from(io::ErrorKind::BrokenPipe);
         assert_eq!(Error::from(pipe).exit_code(), 0);
         assert!(Error::from(io::Error::from(io::ErrorKind::BrokenPipe)).is_quiet());

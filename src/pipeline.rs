@@ -10,6 +10,9 @@ use crate::ingest::{self, Merger, Source};
 use crate::model::snapshot::Snapshot;
 use std::path::{Path, PathBuf};
 
+mod provenance;
+pub use provenance::{comparison_warnings, Inputs, Tap};
+
 /// How to read and analyse the inputs.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -32,10 +35,12 @@ impl Default for Options {
     }
 }
 
-/// One run: its analysis and the findings of the rule catalog.
+/// One run: its analysis, the findings of the rule catalog, and what its
+/// inputs were (for [`comparison_warnings`]).
 pub struct Run {
     pub analysis: Analysis,
     pub findings: Vec<Finding>,
+    pub inputs: Inputs,
 }
 
 /// Every input opened and merged by time, as blkparse merges per-CPU files.
@@ -45,6 +50,17 @@ pub fn open(paths: &[PathBuf]) -> Result<Merger> {
         return Err(Error::bad_input("no input files to read"));
     }
     Ok(Merger::new(sources))
+}
+
+/// Like [`open`], each source marked with its input: once the stream is
+/// read, [`Tap::inputs`] tells what the inputs were (one run twice,
+/// different recordings).
+pub fn open_marked(paths: &[PathBuf]) -> Result<(Merger, Tap)> {
+    let (sources, tap) = provenance::open(paths)?;
+    if sources.is_empty() {
+        return Err(Error::bad_input("no input files to read"));
+    }
+    Ok((Merger::new(sources), tap))
 }
 
 /// The system snapshot of the first input that carries one (a capture
@@ -62,6 +78,13 @@ pub fn snapshot_of(paths: &[PathBuf]) -> Option<Snapshot> {
 /// Reads and analyses `paths` as one trace. Fails with a message naming
 /// the files when nothing usable is left.
 pub fn analyse(paths: &[PathBuf], opts: &Options) -> Result<Analysis> {
+    read(paths, opts).map(|(a, _)| a)
+}
+
+/// [`analyse`], with what the inputs were. Refuses two inputs that are one
+/// run recorded twice (every request would count twice) and warns, first,
+/// when the inputs are different recordings merged as one trace.
+pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
     let interval = opts.interval_s;
     if interval.is_nan() || interval <= 0.0 || !interval.is_finite() {
         return Err(Error::bad_input(
@@ -74,7 +97,7 @@ pub fn analyse(paths: &[PathBuf], opts: &Options) -> Result<Analysis> {
         interval_ns: ((interval * 1e9).round() as u64).max(1),
         ..Default::default()
     };
-    let mut merged = open(paths)?;
+    let (mut merged, tap) = open_marked(paths)?;
     let snapshot = snapshot_of(paths);
     // Thread names the snapshot knows (the workload's threads, kernel
     // threads with their workqueue), for threads the trace never names.
@@ -85,10 +108,15 @@ pub fn analyse(paths: &[PathBuf], opts: &Options) -> Result<Analysis> {
     let mut a = analyze::analyze_with_names(&mut merged, filter, cfg, &known);
     account_for_sources(&mut a, merged.sources());
     a.snapshot = snapshot;
+    let inputs = tap.inputs();
     if a.events == 0 {
         return Err(nothing_usable(&a, filter));
     }
-    Ok(a)
+    inputs.refuse_one_run_twice()?;
+    if let Some(w) = inputs.different_recordings() {
+        a.warnings.insert(0, w);
+    }
+    Ok((a, inputs))
 }
 
 /// The inputs' summaries, and what they could not read first among the
@@ -138,7 +166,11 @@ fn nothing_usable(a: &Analysis, filter: &Filter) -> Error {
 
 /// One run, analysed with `opts` and diagnosed.
 pub fn diagnosed(path: &Path, opts: &Options) -> Result<Run> {
-    let analysis = analyse(&[path.to_path_buf()], opts)?;
+    let (analysis, inputs) = read(&[path.to_path_buf()], opts)?;
     let findings = diagnose::diagnose(&analysis);
-    Ok(Run { analysis, findings })
+    Ok(Run {
+        analysis,
+        findings,
+        inputs,
+    })
 }

@@ -232,9 +232,10 @@ fn check_with_several_runs_a_side_counts_only_ranges_that_do_not_overlap() {
         text.contains("the ranges overlap, not a significant change"),
         "{text}"
     );
-    // One path without `--` cannot be split into two sides.
+    // One path without `--` cannot be split into two sides: a usage
+    // error, which aborts a bisect (128) instead of skipping the commit.
     let out = iosleuth().args(["check", one]).output().unwrap();
-    assert_eq!(out.status.code(), Some(125));
+    assert_eq!(out.status.code(), Some(128));
 }
 
 /// tests/fixtures/split-maxsectors16.cap: `iosleuth record --events block`

@@ -1,12 +1,13 @@
 //! `iosleuth check GOOD BAD` (or `GOOD... -- BAD...`): exit 0 when the
 //! candidate is no worse, 1 when it regressed, 125 when it cannot tell —
-//! what `git bisect run` expects.
+//! what `git bisect run` expects — and 128 when called wrongly, which
+//! aborts the bisect ([`ExitStatus::CHECK_USAGE`]).
 
 use super::args::SidesArgs;
 use crate::analyze::{Analysis, Filter};
 use crate::compare::Check;
 use crate::error::{Error, ExitStatus, Result};
-use crate::pipeline::Options;
+use crate::pipeline::{Inputs, Options};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
@@ -19,22 +20,44 @@ pub struct CheckArgs {
     /// the first device's D2C p99).
     #[arg(long)]
     metric: Option<String>,
-    /// How much worse, in percent, counts as a regression.
-    #[arg(long, default_value = "10")]
+    /// How much worse, in percent, counts as a regression (a number of 0
+    /// or more).
+    #[arg(long, default_value = "10", value_parser = parse_threshold)]
     threshold: f64,
+}
+
+/// A percentage of 0 or more. NaN compares false with everything (a
+/// +15,000 % regression would be "no worse"), an infinite one never fires
+/// and a negative one fires on an improvement: all refused.
+fn parse_threshold(s: &str) -> std::result::Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("not a number: {s:?}"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!(
+            "expected a percentage of 0 or more, such as 10; got {s:?}"
+        ));
+    }
+    Ok(v)
 }
 
 /// The headline figures need no outlier breakdowns (top 0), the costliest
 /// analysis with many threads.
-fn analyses(paths: &[PathBuf]) -> Result<Vec<Analysis>> {
+fn analyses(paths: &[PathBuf]) -> Result<Vec<(Analysis, Inputs)>> {
     let opts = Options {
         filter: Filter::default(),
         interval_s: 1.0,
     };
     paths
         .iter()
-        .map(|p| crate::pipeline::analyse(std::slice::from_ref(p), &opts))
+        .map(|p| crate::pipeline::read(std::slice::from_ref(p), &opts))
         .collect()
+}
+
+/// What `comparison_warnings` takes.
+fn sides(runs: &[(Analysis, Inputs)]) -> Vec<(&Analysis, &Inputs)> {
+    runs.iter().map(|(a, i)| (a, i)).collect()
 }
 
 pub fn run(args: CheckArgs) -> Result<ExitStatus> {
@@ -46,15 +69,23 @@ pub fn run(args: CheckArgs) -> Result<ExitStatus> {
         eprintln!("iosleuth: {e}");
         Ok(ExitStatus::CANNOT_TELL)
     };
-    let (base, cand) = match args.sides.split("check") {
-        Ok(s) => s,
-        Err(e) => return said(e),
-    };
+    // A wrong number of paths is a usage error: it must abort a bisect,
+    // not skip (125) or fail (2, "bad") every commit.
+    let (base, cand) = args
+        .sides
+        .split("check")
+        .map_err(|e| Error::CheckUsage(Some(e.to_string())))?;
     let (a, b) = match super::args::both(analyses(&base), analyses(&cand)) {
         Ok(x) => x,
         Err(e) => return said(e),
     };
-    let (a, b): (Vec<&Analysis>, Vec<&Analysis>) = (a.iter().collect(), b.iter().collect());
+    for w in crate::pipeline::comparison_warnings(&sides(&a), &sides(&b)) {
+        super::warn(&w);
+    }
+    let (a, b): (Vec<&Analysis>, Vec<&Analysis>) = (
+        a.iter().map(|r| &r.0).collect(),
+        b.iter().map(|r| &r.0).collect(),
+    );
     let (status, line) =
         match crate::compare::check_runs(&a, &b, args.metric.as_deref(), args.threshold) {
             Check::Good(l) => (ExitStatus::SUCCESS, format!("good: {l}")),
@@ -63,4 +94,21 @@ pub fn run(args: CheckArgs) -> Result<ExitStatus> {
         };
     writeln!(std::io::stdout().lock(), "{line}")?;
     Ok(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds() {
+        assert_eq!(parse_threshold("10"), Ok(10.0));
+        assert_eq!(parse_threshold("0"), Ok(0.0));
+        assert_eq!(parse_threshold("2.5"), Ok(2.5));
+        for bad in [
+            "NaN", "nan", "inf", "-inf", "infinity", "-1", "-0.5", "x", "",
+        ] {
+            assert!(parse_threshold(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -34,6 +34,9 @@ fn runs(paths: &[PathBuf]) -> Result<Vec<Run>> {
 pub fn run(args: DiffArgs) -> Result<ExitStatus> {
     let (base, cand) = args.sides.split("diff")?;
     let (base, cand) = super::args::both(runs(&base), runs(&cand))?;
+    for w in pipeline::comparison_warnings(&sides(&base), &sides(&cand)) {
+        super::warn(&w);
+    }
     let d = crate::compare::diff_runs(&pairs(&base), &pairs(&cand));
     std::io::stdout()
         .lock()
@@ -46,4 +49,10 @@ pub fn pairs(runs: &[Run]) -> Vec<(&crate::analyze::Analysis, &[crate::diagnose:
     runs.iter()
         .map(|r| (&r.analysis, r.findings.as_slice()))
         .collect()
+}
+
+/// What [`pipeline::comparison_warnings`] takes: each run's analysis with
+/// what its inputs were.
+fn sides(runs: &[Run]) -> Vec<(&crate::analyze::Analysis, &pipeline::Inputs)> {
+    runs.iter().map(|r| (&r.analysis, &r.inputs)).collect()
 }

@@ -1,38 +1,80 @@
 //! `iosleuth export --blktrace DIR`: per-CPU blktrace files for blkparse,
-//! btt, iowatcher and seekwatcher.
+//! btt, iowatcher and seekwatcher, written all or nothing.
 
+use crate::capture::workload::{install_signal_handlers, interrupted};
 use crate::error::{Error, ExitStatus, Result};
 use crate::model::Event;
+use crate::report::blktrace::{Target, TargetError, MAX_CPUS};
 use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct ExportArgs {
-    /// Directory for per-CPU blktrace files (NAME.blktrace.CPU).
+    /// Directory for per-CPU blktrace files (NAME.blktrace.CPU): a new or
+    /// empty one, unless --force.
     #[arg(long, value_name = "DIR")]
     blktrace: PathBuf,
+    /// Write into a DIR that holds files: its blktrace files are replaced,
+    /// or removed when this export has none of that name (`report DIR`
+    /// would merge them in); other files stay.
+    #[arg(long)]
+    force: bool,
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
 }
 
 pub fn run(args: ExportArgs) -> Result<ExitStatus> {
     let dir = &args.blktrace;
+    let target = Target::prepare(dir, args.force).map_err(|e| {
+        let msg = format!("{}: {e}", dir.display());
+        match e {
+            TargetError::NotEmpty(..) => Error::bad_input(format!(
+                "{msg}; export writes into a new or empty directory, or give --force to replace its blktrace files"
+            )),
+            TargetError::NotADirectory => Error::bad_input(msg),
+            TargetError::Io(_) => Error::failed(msg),
+        }
+    })?;
+    // From here on, Ctrl-C stops at the next event and `target` removes
+    // what was written; so does any error on the way.
+    install_signal_handlers();
+    let stopped = || {
+        Error::Interrupted(format!(
+            "interrupted; nothing was written to {}",
+            dir.display()
+        ))
+    };
     // Process names may come at the end (the blk tracer's notes): read them
     // first so that every file names its processes from the start.
-    let names: std::collections::HashMap<u32, String> = crate::pipeline::open(&args.inputs)?
+    // That pass also tells what the inputs are: one run twice is refused.
+    let (first, tap) = crate::pipeline::open_marked(&args.inputs)?;
+    let names: std::collections::HashMap<u32, String> = first
+        .take_while(|_| !interrupted())
         .filter_map(|e| match e {
             Event::ProcessName { pid, comm } => Some((pid, comm.to_string())),
             _ => None,
         })
         .collect();
-    let merged = crate::pipeline::open(&args.inputs)?;
-    let sum = crate::report::blktrace::export(merged, dir, names)
-        .map_err(|e| Error::failed(format!("writing {}: {e}", dir.display())))?;
+    if interrupted() {
+        return Err(stopped());
+    }
+    let inputs = tap.inputs();
+    inputs.refuse_one_run_twice()?;
+    if let Some(w) = inputs.different_recordings() {
+        super::warn(&w);
+    }
+    let merged = crate::pipeline::open(&args.inputs)?.take_while(|_| !interrupted());
+    let written = |e: std::io::Error| Error::failed(format!("writing {}: {e}", dir.display()));
+    let sum = crate::report::blktrace::export(merged, &target, names).map_err(written)?;
+    if interrupted() {
+        return Err(stopped());
+    }
     if sum.records == 0 {
         return Err(Error::bad_input(
             "no block events that blktrace can represent in the inputs; nothing written",
         ));
     }
+    let removed = target.commit(&sum).map_err(written)?;
     eprintln!(
         "iosleuth: wrote {} records to {} files in {} (read with: blkparse -D {} -i NAME -d out.bin; btt -i out.bin)",
         sum.records,
@@ -40,10 +82,35 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
         dir.display(),
         dir.display()
     );
+    if !removed.is_empty() {
+        let names: Vec<String> = removed
+            .iter()
+            .take(3)
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        super::warn(&format!(
+            "--force: removed {} blktrace {} that this export did not replace from {} ({}{})",
+            removed.len(),
+            if removed.len() == 1 { "file" } else { "files" },
+            dir.display(),
+            names.join(", "),
+            if removed.len() > names.len() {
+                ", ..."
+            } else {
+                ""
+            }
+        ));
+    }
     if sum.skipped > 0 {
         super::warn(&format!(
             "{} events have no blktrace equivalent and were left out",
             sum.skipped
+        ));
+    }
+    if sum.bad_cpu > 0 {
+        super::warn(&format!(
+            "{} block events have a CPU number of {MAX_CPUS} or more, more than any kernel's NR_CPUS allows (corrupt records), and were left out",
+            sum.bad_cpu
         ));
     }
     Ok(ExitStatus::SUCCESS)

@@ -14,7 +14,7 @@ mod record;
 mod report;
 
 use crate::error::{Error, ExitStatus, Result};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
 #[command(name = "iosleuth", version, about = "Find out why Linux I/O got slow", long_about = None)]
@@ -52,6 +52,12 @@ enum Cmd {
     ///
     /// `check GOOD BAD`, or several runs a side: `check GOOD... -- BAD...`
     /// (means compared; a change counts only when the ranges do not overlap).
+    ///
+    /// Exit codes: 0 no worse (git bisect: good); 1 regressed by more than
+    /// the threshold (bad); 125 cannot tell: a figure missing on one side,
+    /// an unreadable input (skip); 128 `check` itself was called wrongly:
+    /// bad arguments or a wrong number of paths (aborts the bisect, which
+    /// would otherwise count every commit bad).
     Check(check::CheckArgs),
     /// Reproductions of the known pathologies on disks iosleuth makes (and
     /// removes) itself.
@@ -64,13 +70,14 @@ enum Cmd {
 
 /// Parses the command line and runs the command.
 pub fn run() -> Result<ExitStatus> {
-    let cli = match Cli::try_parse() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
         Err(e) => {
             // clap prints usage errors and --help/--version itself.
             let _ = e.print();
             return if e.use_stderr() {
-                Err(Error::Usage)
+                Err(usage_error(&args))
             } else {
                 Ok(ExitStatus::SUCCESS)
             };
@@ -85,6 +92,22 @@ pub fn run() -> Result<ExitStatus> {
         Cmd::Check(a) => check::run(a),
         Cmd::Lab(a) => lab::run(a),
         Cmd::Record(a) => record::run(a),
+    }
+}
+
+/// The error for arguments clap rejected, by subcommand: `check`'s
+/// usage errors must abort `git bisect run` (128), every other command's
+/// exit 2. The subcommand is the first argument: `iosleuth` itself takes
+/// no option before it but --help and --version.
+fn usage_error(args: &[std::ffi::OsString]) -> Error {
+    let named = args.get(1).and_then(|a| a.to_str()).and_then(|a| {
+        Cli::command()
+            .find_subcommand(a)
+            .map(|c| c.get_name().to_string())
+    });
+    match named.as_deref() {
+        Some("check") => Error::CheckUsage(None),
+        _ => Error::Usage,
     }
 }
 

@@ -256,7 +256,11 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
             }
         }
     }
-    if verdict.is_empty() {
+    if verdict.is_empty() && figures.is_empty() {
+        verdict =
+            "nothing to compare: the two sides have no figure in common (no device, probe operation or journal in both)"
+                .into();
+    } else if verdict.is_empty() {
         verdict =
             "no difference that matters: no new finding, no setting changed, no figure changed significantly"
                 .into();
@@ -297,6 +301,12 @@ pub fn check_runs(
     if base.is_empty() || cand.is_empty() {
         return Check::CannotTell("no runs to compare".into());
     };
+    // NaN compares false with every change: it would call anything good.
+    if !threshold_pct.is_finite() || threshold_pct < 0.0 {
+        return Check::CannotTell(format!(
+            "the threshold must be a percentage of 0 or more, not {threshold_pct}"
+        ));
+    }
     let ha: Vec<_> = base.iter().map(|a| headline(a)).collect();
     let hb: Vec<_> = cand.iter().map(|a| headline(a)).collect();
     let name = match metric {

@@ -1,40 +1,249 @@
 //! Writes events as blktrace's per-CPU files (`NAME.blktrace.CPU`), so that
 //! blkparse, btt, iowatcher and seekwatcher can read captures made with the
 //! `blk` tracer or with tracepoints.
+//!
+//! All or nothing: a [`Target`] writes the files under a hidden staging
+//! directory inside the target and moves them into place only when every
+//! one is complete ([`Target::commit`]). Dropped without a commit (an
+//! error, an interrupt, a panic), it removes what it made, the target
+//! directory too when it created it. A directory that already holds files
+//! is refused unless the caller forces it: old `NAME.blktrace.N` files of
+//! another export would be merged by a later `report DIR`.
+//!
+//! Bounded by the input: a record costs at most one file and its bytes
+//! in memory until they are written (see [`MAX_CPUS`] for the files
+//! blkparse needs below a record's CPU).
 
 use crate::model::blktrace_record::{encode, process_note};
 use crate::model::{Action, Dev, Event};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+
+/// CPU numbers a record may have: 0 to 8191. The kernel's NR_CPUS is at
+/// most 8192 (CONFIG_NR_CPUS ends at 8192 on x86-64 with MAXSMP and on
+/// powerpc, 4096 on arm64), so a larger number is a corrupt record.
+/// blkparse reads `NAME.blktrace.0`, `.1`, … until one is missing, so a
+/// device needs a file for every CPU up to its highest: one corrupt CPU
+/// number (757,773) made 757,774 files. Records above the bound are left
+/// out and counted ([`ExportSummary::bad_cpu`]); a device then has at most
+/// 8192 files.
+pub const MAX_CPUS: u32 = 8192;
+
+/// A file's records stay in memory up to this many bytes, then are
+/// appended to it (opened for that write only, so the number of files is
+/// not limited by the open-file limit).
+const FLUSH_BYTES: usize = 1 << 20;
+/// All files' pending records together: past this, every buffer is written.
+const PENDING_BYTES: usize = 32 << 20;
 
 #[derive(Debug, Default)]
 pub struct ExportSummary {
+    /// Where the files will be once committed, sorted.
     pub files: Vec<PathBuf>,
     pub records: u64,
+    /// Events without a blktrace equivalent.
     pub skipped: u64,
+    /// Records with a CPU number of [`MAX_CPUS`] or more, left out.
+    pub bad_cpu: u64,
 }
 
+/// Why a directory cannot be exported into.
+#[derive(Debug)]
+pub enum TargetError {
+    /// It holds files (how many, and the first few names) and the caller
+    /// did not force it.
+    NotEmpty(usize, Vec<String>),
+    NotADirectory,
+    Io(io::Error),
+}
+
+impl std::fmt::Display for TargetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TargetError::NotEmpty(n, first) => write!(
+                f,
+                "the directory is not empty ({n} {}: {}{})",
+                if *n == 1 { "entry" } else { "entries" },
+                first.join(", "),
+                if *n > first.len() { ", ..." } else { "" }
+            ),
+            TargetError::NotADirectory => f.write_str("exists and is not a directory"),
+            TargetError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<io::Error> for TargetError {
+    fn from(e: io::Error) -> TargetError {
+        TargetError::Io(e)
+    }
+}
+
+/// The directory an export writes into; see the module's documentation.
+#[derive(Debug)]
+pub struct Target {
+    dir: PathBuf,
+    staging: PathBuf,
+    /// Directories this export created, outermost first.
+    created: Vec<PathBuf>,
+    /// With `force`: the blktrace files `dir` held (replaced, or removed at
+    /// commit when this export has no file of that name).
+    old: Vec<PathBuf>,
+    committed: bool,
+}
+
+/// `NAME.blktrace.N`, the files `report DIR` reads.
+fn is_blktrace_file(name: &str) -> bool {
+    name.rsplit_once(".blktrace.")
+        .is_some_and(|(_, cpu)| cpu.parse::<u32>().is_ok())
+}
+
+impl Target {
+    /// Creates `dir` (and missing parents) or checks that it is empty;
+    /// with `force` an existing directory may hold files.
+    pub fn prepare(dir: &Path, force: bool) -> Result<Target, TargetError> {
+        let mut old = Vec::new();
+        let mut created = Vec::new();
+        match std::fs::metadata(dir) {
+            Ok(m) if !m.is_dir() => return Err(TargetError::NotADirectory),
+            Ok(_) => {
+                let mut names: Vec<String> = std::fs::read_dir(dir)?
+                    .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+                    .collect::<io::Result<_>>()?;
+                if !names.is_empty() && !force {
+                    names.sort();
+                    let n = names.len();
+                    names.truncate(3);
+                    return Err(TargetError::NotEmpty(n, names));
+                }
+                old = names
+                    .iter()
+                    .filter(|n| is_blktrace_file(n))
+                    .map(|n| dir.join(n))
+                    .collect();
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // Remember every level that did not exist, to remove it again.
+                let mut p = dir;
+                while !p.as_os_str().is_empty() && std::fs::symlink_metadata(p).is_err() {
+                    created.push(p.to_path_buf());
+                    match p.parent() {
+                        Some(up) => p = up,
+                        None => break,
+                    }
+                }
+                created.reverse();
+                std::fs::create_dir_all(dir)?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+        let mut t = Target {
+            dir: dir.to_path_buf(),
+            staging: PathBuf::new(),
+            created,
+            old,
+            committed: false,
+        };
+        // From here on, dropping `t` undoes what was made.
+        for n in 0.. {
+            let s = dir.join(format!(".iosleuth-export-{}-{n}", std::process::id()));
+            match std::fs::create_dir(&s) {
+                Ok(()) => {
+                    t.staging = s;
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 100 => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(t)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Moves the written files into place and, with `force`, removes the
+    /// blktrace files of an earlier export that this one did not replace
+    /// (a later `report DIR` would merge them in). Returns those removed.
+    pub fn commit(mut self, sum: &ExportSummary) -> io::Result<Vec<PathBuf>> {
+        for f in &sum.files {
+            let name = f.file_name().expect("a file name");
+            std::fs::rename(self.staging.join(name), f)?;
+        }
+        let written: HashSet<&PathBuf> = sum.files.iter().collect();
+        let mut removed = Vec::new();
+        for f in &self.old {
+            if !written.contains(f) {
+                std::fs::remove_file(f)?;
+                removed.push(f.clone());
+            }
+        }
+        std::fs::remove_dir(&self.staging)?;
+        self.committed = true;
+        Ok(removed)
+    }
+
+    fn staged(&self, name: &str) -> PathBuf {
+        self.staging.join(name)
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        if self.committed {
+            return;
+        }
+        if !self.staging.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir_all(&self.staging);
+        }
+        // Innermost first; remove_dir leaves a directory someone else
+        // filled meanwhile.
+        for d in self.created.iter().rev() {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
+/// One output file: its records not yet written, and its sequence number.
 struct Writer {
-    file: BufWriter<File>,
+    name: String,
+    pending: Vec<u8>,
     seq: u32,
 }
 
-/// Writes the block events of `events` into `dir`, one file per device and
-/// CPU. `known_names` (pid → name) names processes whose names the stream
-/// only gives later, or never.
+/// Appends a file's pending records (creating it on the first write).
+fn flush(target: &Target, w: &mut Writer) -> io::Result<()> {
+    if w.pending.is_empty() {
+        return Ok(());
+    }
+    let mut f = File::options()
+        .create(true)
+        .append(true)
+        .open(target.staged(&w.name))?;
+    f.write_all(&w.pending)?;
+    // Its memory goes too: an idle file keeps nothing.
+    w.pending = Vec::new();
+    Ok(())
+}
+
+/// Writes the block events of `events` into `target`'s staging directory,
+/// one file per device and CPU; [`Target::commit`] moves them into place.
+/// `known_names` (pid → name) names processes whose names the stream only
+/// gives later, or never.
 pub fn export(
     events: impl Iterator<Item = Event>,
-    dir: &Path,
+    target: &Target,
     known_names: HashMap<u32, String>,
-) -> std::io::Result<ExportSummary> {
-    std::fs::create_dir_all(dir)?;
+) -> io::Result<ExportSummary> {
     let mut writers: HashMap<(Dev, u32), Writer> = HashMap::new();
     let mut names: HashMap<Dev, String> = HashMap::new();
     let mut comms: HashMap<u32, String> = known_names;
     let mut noted: HashSet<(Dev, u32)> = HashSet::new();
     let mut sum = ExportSummary::default();
+    let mut pending = 0usize;
     for ev in events {
         let e = match ev {
             Event::Block(b) => b,
@@ -51,20 +260,23 @@ pub fn export(
             sum.skipped += 1;
             continue;
         }
+        if e.cpu >= MAX_CPUS {
+            sum.bad_cpu += 1;
+            continue;
+        }
         let key = (e.dev, e.cpu);
-        let w = match writers.entry(key) {
-            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-            std::collections::hash_map::Entry::Vacant(v) => {
-                let name = names.entry(e.dev).or_insert_with(|| {
-                    crate::model::blktrace_record::device_name(e.dev)
-                        .unwrap_or_else(|| format!("dev{}_{}", e.dev.major(), e.dev.minor()))
-                });
-                let path = dir.join(format!("{name}.blktrace.{}", e.cpu));
-                let file = BufWriter::with_capacity(1 << 20, File::create(&path)?);
-                sum.files.push(path);
-                v.insert(Writer { file, seq: 0 })
+        let w = writers.entry(key).or_insert_with(|| {
+            let name = names.entry(e.dev).or_insert_with(|| {
+                crate::model::blktrace_record::device_name(e.dev)
+                    .unwrap_or_else(|| format!("dev{}_{}", e.dev.major(), e.dev.minor()))
+            });
+            Writer {
+                name: format!("{name}.blktrace.{}", e.cpu),
+                pending: Vec::new(),
+                seq: 0,
             }
-        };
+        });
+        let before = w.pending.len();
         if noted.insert((e.dev, e.pid)) {
             let comm = comms.get(&e.pid).cloned().unwrap_or_else(|| {
                 if e.comm.is_empty() {
@@ -74,14 +286,31 @@ pub fn export(
                 }
             });
             w.seq += 1;
-            w.file
-                .write_all(&process_note(e.pid, &comm, e.ts, e.dev, e.cpu, w.seq))?;
+            w.pending
+                .extend_from_slice(&process_note(e.pid, &comm, e.ts, e.dev, e.cpu, w.seq));
         }
         w.seq += 1;
         if let Some(rec) = encode(&e, w.seq) {
-            w.file.write_all(&rec)?;
+            w.pending.extend_from_slice(&rec);
             sum.records += 1;
         }
+        pending += w.pending.len() - before;
+        if w.pending.len() >= FLUSH_BYTES {
+            pending -= w.pending.len();
+            flush(target, w)?;
+        }
+        if pending >= PENDING_BYTES {
+            for w in writers.values_mut() {
+                flush(target, w)?;
+            }
+            pending = 0;
+        }
+    }
+    for w in writers.values_mut() {
+        flush(target, w)?;
+    }
+    for w in writers.values() {
+        sum.files.push(target.dir.join(&w.name));
     }
     // blkparse reads CPUs 0..N until a file is missing: fill the gaps.
     let mut max_cpu: HashMap<Dev, u32> = HashMap::new();
@@ -92,15 +321,102 @@ pub fn export(
     for (dev, max) in max_cpu {
         for cpu in 0..max {
             if !writers.contains_key(&(dev, cpu)) {
-                let p = dir.join(format!("{}.blktrace.{cpu}", names[&dev]));
-                File::create(&p)?;
-                sum.files.push(p);
+                let name = format!("{}.blktrace.{cpu}", names[&dev]);
+                File::create(target.staged(&name))?;
+                sum.files.push(target.dir.join(name));
             }
         }
     }
-    for (_, mut w) in writers {
-        w.file.flush()?;
-    }
     sum.files.sort();
     Ok(sum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::BlockEvent;
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "iosleuth-blktrace-test-{}-{name}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    fn queue(ts: u64, cpu: u32) -> Event {
+        let mut b = BlockEvent::for_test(ts, Action::Queue, ts, 8, crate::model::Rwbs::READ);
+        b.dev = Dev::new(7, 0);
+        b.cpu = cpu;
+        Event::Block(b)
+    }
+
+    #[test]
+    fn a_corrupt_cpu_number_costs_no_files() {
+        let root = tmp("cpu");
+        let dir = root.join("a/b");
+        let t = Target::prepare(&dir, false).unwrap();
+        let events = vec![
+            queue(1, 1),
+            queue(2, 757_773),
+            queue(3, MAX_CPUS),
+            queue(4, 0),
+        ];
+        let sum = export(events.into_iter(), &t, HashMap::new()).unwrap();
+        assert_eq!((sum.records, sum.bad_cpu), (2, 2));
+        assert_eq!(sum.files.len(), 2);
+        t.commit(&sum).unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(names.iter().all(|n| is_blktrace_file(n)), "{names:?}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn dropped_without_commit_leaves_nothing() {
+        let root = tmp("drop");
+        let dir = root.join("x/y");
+        let t = Target::prepare(&dir, false).unwrap();
+        export(vec![queue(1, 3)].into_iter(), &t, HashMap::new()).unwrap();
+        drop(t);
+        assert!(!root.exists(), "{root:?} is left behind");
+        // An existing directory stays, empty again.
+        std::fs::create_dir_all(&dir).unwrap();
+        let t = Target::prepare(&dir, false).unwrap();
+        export(vec![queue(1, 3)].into_iter(), &t, HashMap::new()).unwrap();
+        drop(t);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_directory_with_files_needs_force_which_removes_old_blktrace_files() {
+        let root = tmp("force");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(root.join("old.blktrace.0"), b"x").unwrap();
+        std::fs::write(root.join("notes.txt"), b"keep").unwrap();
+        match Target::prepare(&root, false) {
+            Err(TargetError::NotEmpty(2, names)) => {
+                assert_eq!(names, ["notes.txt", "old.blktrace.0"])
+            }
+            other => panic!("{other:?}"),
+        }
+        let t = Target::prepare(&root, true).unwrap();
+        let sum = export(vec![queue(1, 0)].into_iter(), &t, HashMap::new()).unwrap();
+        let removed = t.commit(&sum).unwrap();
+        assert_eq!(removed, [root.join("old.blktrace.0")]);
+        assert!(root.join("notes.txt").exists());
+        assert_eq!(std::fs::read_dir(&root).unwrap().count(), 2);
+        std::fs::write(root.join("f"), b"").unwrap();
+        assert!(matches!(
+            Target::prepare(&root.join("f"), true),
+            Err(TargetError::NotADirectory)
+        ));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }
