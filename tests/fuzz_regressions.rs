@@ -235,7 +235,6 @@ fn capture_bio_at_the_last_sectors() {
 /// a file is missing", src/report/blktrace.rs): half a billion files from
 /// 48 bytes.
 #[test]
-#[ignore = "fuzz finding: export creates an empty file for every CPU below the highest CPU number of a record (516489216 from one 48-byte record); fix pending"]
 fn export_of_a_record_on_a_huge_cpu_number() {
     let d = tempdir();
     let input = d.path().join("in.blktrace");
