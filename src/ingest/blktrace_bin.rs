@@ -125,7 +125,7 @@ impl BlktraceSource {
             let h = text_header_len(input.avail());
             for line in input.avail()[..h].split(|&c| c == b'\n') {
                 if let Some(n) = lost_in(line) {
-                    stats.lost_events += n;
+                    stats.lost_events = stats.lost_events.saturating_add(n);
                     stats.lost_reports.push((None, n));
                 }
             }
@@ -188,7 +188,7 @@ impl BlktraceSource {
             .unwrap_or(rest.len());
         match lost_in(&rest[..end]) {
             Some(n) => {
-                self.stats.lost_events += n;
+                self.stats.lost_events = self.stats.lost_events.saturating_add(n);
                 self.stats.lost_reports.push((self.last_ts, n));
                 self.input.consume(end);
                 true
