@@ -17,6 +17,15 @@ pub struct ExportArgs {
 
 pub fn run(args: ExportArgs) -> Result<ExitStatus> {
     let dir = &args.blktrace;
+    if args
+        .inputs
+        .iter()
+        .any(|p| crate::ingest::files::is_stdin(p))
+    {
+        return Err(Error::bad_input(
+            "export reads its inputs twice (process names first) and cannot read standard input (`-`): save the trace to a file first",
+        ));
+    }
     // Process names may come at the end (the blk tracer's notes): read them
     // first so that every file names its processes from the start.
     let names: std::collections::HashMap<u32, String> = crate::pipeline::open(&args.inputs)?
