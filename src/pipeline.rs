@@ -48,15 +48,32 @@ pub fn open(paths: &[PathBuf]) -> Result<Merger> {
 }
 
 /// The system snapshot of the first input that carries one (a capture
-/// directory's, or the one `record --blk` writes beside its file).
-pub fn snapshot_of(paths: &[PathBuf]) -> Option<Snapshot> {
+/// directory's, or the one `record --blk` writes beside its file), and a
+/// warning for each snapshot that is there but cannot be read (the report
+/// then goes without the settings it holds).
+pub fn snapshot_of(paths: &[PathBuf]) -> (Option<Snapshot>, Vec<String>) {
     use crate::model::capture_layout::{snapshot_beside, SNAPSHOT};
-    paths.iter().find_map(|p| {
-        let text = std::fs::read_to_string(p.join(SNAPSHOT))
-            .or_else(|_| std::fs::read_to_string(snapshot_beside(p)))
-            .ok()?;
-        Snapshot::parse(&text)
-    })
+    /// A snapshot is a few hundred KiB; more is not one.
+    const LIMIT: u64 = 256 << 20;
+    let mut warnings = Vec::new();
+    let candidates = paths
+        .iter()
+        .filter(|p| !ingest::files::is_stdin(p))
+        .flat_map(|p| [p.join(SNAPSHOT), snapshot_beside(p)]);
+    for file in candidates {
+        // No snapshot is no problem: most traces come without one.
+        if std::fs::symlink_metadata(&file).is_err() {
+            continue;
+        }
+        match ingest::files::read_small(&file, LIMIT).and_then(|t| Snapshot::read(&t)) {
+            Ok(s) => return (Some(s), warnings),
+            Err(e) => warnings.push(format!(
+                "{}: unreadable snapshot, ignored ({e}); the report goes without the system's settings",
+                file.display()
+            )),
+        }
+    }
+    (None, warnings)
 }
 
 /// Reads and analyses `paths` as one trace. Fails with a message naming
@@ -75,7 +92,7 @@ pub fn analyse(paths: &[PathBuf], opts: &Options) -> Result<Analysis> {
         ..Default::default()
     };
     let mut merged = open(paths)?;
-    let snapshot = snapshot_of(paths);
+    let (snapshot, snapshot_warnings) = snapshot_of(paths);
     // Thread names the snapshot knows (the workload's threads, kernel
     // threads with their workqueue), for threads the trace never names.
     let known = snapshot
@@ -84,6 +101,7 @@ pub fn analyse(paths: &[PathBuf], opts: &Options) -> Result<Analysis> {
         .unwrap_or_default();
     let mut a = analyze::analyze_with_names(&mut merged, filter, cfg, &known);
     account_for_sources(&mut a, merged.sources());
+    a.warnings.extend(snapshot_warnings);
     a.snapshot = snapshot;
     if a.events == 0 {
         return Err(nothing_usable(&a, filter));

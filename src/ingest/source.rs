@@ -43,6 +43,8 @@ pub struct SourceStats {
     /// overruns reported in the trace), with the time they were reported at.
     pub lost_events: u64,
     pub lost_reports: Vec<(Option<u64>, u64)>,
+    /// Other problems, each a whole message that names its file.
+    pub notes: Vec<String>,
 }
 
 impl SourceStats {
@@ -105,5 +107,6 @@ pub fn warnings_for(source: &dyn Source) -> Vec<String> {
     if let Some(cut) = &s.cut_short {
         out.push(format!("{}: {}", source.path().display(), cut));
     }
+    out.extend(s.notes.iter().cloned());
     out
 }
