@@ -6,7 +6,7 @@
 use crate::analyze::{self, block::BlockConfig, Analysis, Filter, InputSummary};
 use crate::diagnose::{self, Finding};
 use crate::error::{Error, Result};
-use crate::ingest::{self, Merger, Source};
+use crate::ingest::{self, Merger};
 use crate::model::snapshot::Snapshot;
 use std::path::{Path, PathBuf};
 
@@ -100,7 +100,7 @@ pub fn analyse(paths: &[PathBuf], opts: &Options) -> Result<Analysis> {
         .map(Snapshot::thread_names)
         .unwrap_or_default();
     let mut a = analyze::analyze_with_names(&mut merged, filter, cfg, &known);
-    account_for_sources(&mut a, merged.sources());
+    account_for_sources(&mut a, &merged);
     a.warnings.extend(snapshot_warnings);
     a.snapshot = snapshot;
     if a.events == 0 {
@@ -111,10 +111,8 @@ pub fn analyse(paths: &[PathBuf], opts: &Options) -> Result<Analysis> {
 
 /// The inputs' summaries, and what they could not read first among the
 /// warnings.
-fn account_for_sources(a: &mut Analysis, sources: &[Box<dyn Source>]) {
-    let mut warnings = Vec::new();
-    for s in sources {
-        warnings.extend(ingest::warnings_for(s.as_ref()));
+fn account_for_sources(a: &mut Analysis, merged: &Merger) {
+    for s in merged.sources() {
         let st = s.stats();
         a.inputs.push(InputSummary {
             path: s.path().display().to_string(),
@@ -124,7 +122,7 @@ fn account_for_sources(a: &mut Analysis, sources: &[Box<dyn Source>]) {
             lost_events: st.lost_events,
         });
     }
-    a.warnings.splice(0..0, warnings);
+    a.warnings.splice(0..0, merged.warnings());
 }
 
 fn nothing_usable(a: &Analysis, filter: &Filter) -> Error {

@@ -4,7 +4,7 @@
 
 use super::reader::Chunked;
 use super::ring_buffer::{page_info, PageRecords};
-use super::source::{InputError, Source, SourceStats};
+use super::source::{InputError, Position, Source, SourceStats};
 use super::tracefs_format::{
     parse_format, parse_header_page, read_int, read_str, EventFormat, Field, FieldKind, PageHeader,
 };
@@ -479,6 +479,7 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
             pending: std::collections::VecDeque::new(),
             stats,
             last_ts: None,
+            page_at: 0,
         });
     }
     match out.first_mut() {
@@ -512,6 +513,8 @@ pub struct RawCpuSource {
     pending: std::collections::VecDeque<Event>,
     stats: SourceStats,
     last_ts: Option<u64>,
+    /// File offset of the page the pending events come from.
+    page_at: u64,
 }
 
 impl RawCpuSource {
@@ -547,6 +550,7 @@ impl RawCpuSource {
                 self.stats.lost_reports.push((Some(info.base_ts), n.max(1)));
             }
         }
+        self.page_at = at;
         let mut recs = PageRecords::new(page, self.decoder.page, &info);
         for (ts, rec) in recs.by_ref() {
             match self.decoder.decode(ts, self.cpu, rec) {
@@ -586,5 +590,8 @@ impl Source for RawCpuSource {
     }
     fn stats(&self) -> &SourceStats {
         &self.stats
+    }
+    fn position(&self) -> Position {
+        Position::Page(self.page_at)
     }
 }

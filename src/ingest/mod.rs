@@ -12,10 +12,11 @@ pub mod source;
 pub mod text_fields;
 pub mod text_line;
 pub mod text_source;
+pub mod time_order;
 pub mod tracefs_format;
 
 pub use merge::Merger;
-pub use source::{warnings_for, InputError, Source, SourceStats};
+pub use source::{warnings_for, InputError, Position, Source, SourceStats};
 
 use reader::Chunked;
 use std::path::{Path, PathBuf};

@@ -56,6 +56,30 @@ impl SourceStats {
     }
 }
 
+/// Where in its file an event was read, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Position {
+    /// A text line, counted from 1.
+    Line(u64),
+    /// A binary record starting at this byte.
+    Record(u64),
+    /// A ring-buffer page starting at this byte.
+    Page(u64),
+    /// The n-th event of the source, counted from 1.
+    Event(u64),
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Position::Line(n) => write!(f, "line {n}"),
+            Position::Record(b) => write!(f, "record at byte {b}"),
+            Position::Page(b) => write!(f, "an event of the page at byte {b}"),
+            Position::Event(n) => write!(f, "event {n}"),
+        }
+    }
+}
+
 /// A stream of events from one input (one file, or one per-CPU file).
 /// Events come out in the source's own order, which is time order for every
 /// format iosleuth reads.
@@ -66,6 +90,10 @@ pub trait Source {
     /// A short name of the format, e.g. `blktrace` or `ftrace text`.
     fn format(&self) -> &'static str;
     fn stats(&self) -> &SourceStats;
+    /// Where the event `next_event` returned last was read.
+    fn position(&self) -> Position {
+        Position::Event(self.stats().events)
+    }
 }
 
 /// Turns a source's counters into the warnings a user should see.

@@ -4,7 +4,7 @@
 
 use super::block_text::{parse_blk_action, parse_tracepoint, Context};
 use super::reader::Chunked;
-use super::source::{Source, SourceStats};
+use super::source::{Position, Source, SourceStats};
 use super::text_fields::{parse_ftrace_syscall, parse_payload};
 use super::text_line::{parse_header, parse_timestamp, parse_u32, split_event, trim, trim_start};
 use crate::model::{Action, BlockEvent, Comm, Dev, Event, OtherEvent};
@@ -352,6 +352,9 @@ impl Source for TextSource {
     }
     fn stats(&self) -> &SourceStats {
         &self.stats
+    }
+    fn position(&self) -> Position {
+        Position::Line(self.line_no)
     }
 }
 
