@@ -43,7 +43,8 @@ pub fn run(args: CheckArgs) -> Result<ExitStatus> {
         if e.is_quiet() {
             return Err(e);
         }
-        eprintln!("iosleuth: {e}");
+        let msg = e.to_string();
+        eprintln!("iosleuth: {}", crate::report::escape::escape_lines(&msg));
         Ok(ExitStatus::CANNOT_TELL)
     };
     let (base, cand) = match args.sides.split("check") {
@@ -61,6 +62,6 @@ pub fn run(args: CheckArgs) -> Result<ExitStatus> {
             Check::Regressed(l) => (ExitStatus::REGRESSED, format!("regressed: {l}")),
             Check::CannotTell(why) => (ExitStatus::CANNOT_TELL, format!("cannot tell: {why}")),
         };
-    writeln!(std::io::stdout().lock(), "{line}")?;
+    writeln!(std::io::stdout().lock(), "{}", crate::report::escape(&line))?;
     Ok(status)
 }

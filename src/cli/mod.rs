@@ -88,7 +88,8 @@ pub fn run() -> Result<ExitStatus> {
     }
 }
 
-/// What the user should know but does not stop the command.
+/// What the user should know but does not stop the command. Warnings
+/// quote traces: printed escaped.
 fn warn(w: &str) {
-    eprintln!("iosleuth: warning: {w}");
+    eprintln!("iosleuth: warning: {}", crate::report::escape(w));
 }

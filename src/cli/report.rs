@@ -57,9 +57,12 @@ fn explain(a: &Analysis, id: &str) -> Result<String> {
     for r in rules {
         match (r.check)(a) {
             Verdict::Fired(f) => report::text::finding(&mut out, &f),
-            Verdict::NotFired(why) => {
-                out.push_str(&format!("{}: not found ({}): {why}\n", r.id, r.looks_for))
-            }
+            Verdict::NotFired(why) => out.push_str(&format!(
+                "{}: not found ({}): {}\n",
+                r.id,
+                r.looks_for,
+                report::escape(&why)
+            )),
         }
     }
     Ok(out)
