@@ -12,7 +12,8 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// Trace files, or directories of blktrace files.
+    /// Trace files, directories of blktrace files, captures, or `-` for
+    /// standard input.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
