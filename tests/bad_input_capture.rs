@@ -355,3 +355,43 @@ fn a_capture_without_its_manifest_says_so() {
         o.stderr
     );
 }
+
+#[test]
+fn format_files_that_are_not_regular_are_refused_not_waited_on() {
+    let d = tempdir();
+    let cap = copy_capture("fsync-4k.cap", d.path());
+    let hp = cap.join("formats/header_page");
+    std::fs::remove_file(&hp).unwrap();
+    mkfifo(&hp);
+    let o = report(&cap, false);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("formats/header_page: is a FIFO (named pipe), not a regular file"),
+        "{}",
+        o.stderr
+    );
+    let cap = copy_capture("fsync-4k.cap", &d.path().join("2"));
+    let f = cap.join("formats/events/block/block_rq_issue/format");
+    std::fs::remove_file(&f).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &f).unwrap();
+    let o = report(&cap, false);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("block_rq_issue/format: is a character device, not a regular file"),
+        "{}",
+        o.stderr
+    );
+    // symbols.json is optional: unreadable, it is a warning.
+    let cap = copy_capture("fsync-4k.cap", &d.path().join("3"));
+    std::fs::write(cap.join("symbols.json"), b"{\"0xffff\": ").unwrap();
+    let o = report(&cap, false);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("symbols.json: unreadable (EOF while parsing"),
+        "{}",
+        o.stderr
+    );
+}

@@ -268,7 +268,10 @@ fn load_formats(dir: &Path) -> Result<(Vec<EventFormat>, PageHeader), InputError
     let page = match super::files::read_small(&header_page, SMALL_FILE) {
         Ok(t) => parse_header_page(&t)
             .ok_or_else(|| InputError::new(&header_page, "cannot parse header_page"))?,
-        Err(e) => return Err(InputError::new(&header_page, format!("missing: {e}"))),
+        Err(e) if !header_page.exists() => {
+            return Err(InputError::new(&header_page, format!("missing: {e}")))
+        }
+        Err(e) => return Err(InputError::new(&header_page, e)),
     };
     let mut formats = Vec::new();
     let events = dir.join(layout::EVENT_FORMATS);
