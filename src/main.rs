@@ -8,7 +8,8 @@ fn main() {
         Ok(status) => status.0,
         Err(e) => {
             if !e.is_quiet() {
-                eprintln!("iosleuth: {e}");
+                let msg = e.to_string();
+                eprintln!("iosleuth: {}", iosleuth::report::escape::escape_lines(&msg));
             }
             e.exit_code()
         }

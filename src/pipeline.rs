@@ -6,7 +6,7 @@
 use crate::analyze::{self, block::BlockConfig, Analysis, Filter, InputSummary};
 use crate::diagnose::{self, Finding};
 use crate::error::{Error, Result};
-use crate::ingest::{self, Merger, Source};
+use crate::ingest::{self, Merger};
 use crate::model::snapshot::Snapshot;
 use std::path::{Path, PathBuf};
 
@@ -64,15 +64,32 @@ pub fn open_marked(paths: &[PathBuf]) -> Result<(Merger, Tap)> {
 }
 
 /// The system snapshot of the first input that carries one (a capture
-/// directory's, or the one `record --blk` writes beside its file).
-pub fn snapshot_of(paths: &[PathBuf]) -> Option<Snapshot> {
+/// directory's, or the one `record --blk` writes beside its file), and a
+/// warning for each snapshot that is there but cannot be read (the report
+/// then goes without the settings it holds).
+pub fn snapshot_of(paths: &[PathBuf]) -> (Option<Snapshot>, Vec<String>) {
     use crate::model::capture_layout::{snapshot_beside, SNAPSHOT};
-    paths.iter().find_map(|p| {
-        let text = std::fs::read_to_string(p.join(SNAPSHOT))
-            .or_else(|_| std::fs::read_to_string(snapshot_beside(p)))
-            .ok()?;
-        Snapshot::parse(&text)
-    })
+    /// A snapshot is a few hundred KiB; more is not one.
+    const LIMIT: u64 = 256 << 20;
+    let mut warnings = Vec::new();
+    let candidates = paths
+        .iter()
+        .filter(|p| !ingest::files::is_stdin(p))
+        .flat_map(|p| [p.join(SNAPSHOT), snapshot_beside(p)]);
+    for file in candidates {
+        // No snapshot is no problem: most traces come without one.
+        if std::fs::symlink_metadata(&file).is_err() {
+            continue;
+        }
+        match ingest::files::read_small(&file, LIMIT).and_then(|t| Snapshot::read(&t)) {
+            Ok(s) => return (Some(s), warnings),
+            Err(e) => warnings.push(format!(
+                "{}: unreadable snapshot, ignored ({e}); the report goes without the system's settings",
+                file.display()
+            )),
+        }
+    }
+    (None, warnings)
 }
 
 /// Reads and analyses `paths` as one trace. Fails with a message naming
@@ -98,7 +115,7 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         ..Default::default()
     };
     let (mut merged, tap) = open_marked(paths)?;
-    let snapshot = snapshot_of(paths);
+    let (snapshot, snapshot_warnings) = snapshot_of(paths);
     // Thread names the snapshot knows (the workload's threads, kernel
     // threads with their workqueue), for threads the trace never names.
     let known = snapshot
@@ -106,7 +123,8 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         .map(Snapshot::thread_names)
         .unwrap_or_default();
     let mut a = analyze::analyze_with_names(&mut merged, filter, cfg, &known);
-    account_for_sources(&mut a, merged.sources());
+    account_for_sources(&mut a, &merged);
+    a.warnings.extend(snapshot_warnings);
     a.snapshot = snapshot;
     let inputs = tap.inputs();
     if a.events == 0 {
@@ -121,10 +139,8 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
 
 /// The inputs' summaries, and what they could not read first among the
 /// warnings.
-fn account_for_sources(a: &mut Analysis, sources: &[Box<dyn Source>]) {
-    let mut warnings = Vec::new();
-    for s in sources {
-        warnings.extend(ingest::warnings_for(s.as_ref()));
+fn account_for_sources(a: &mut Analysis, merged: &Merger) {
+    for s in merged.sources() {
         let st = s.stats();
         a.inputs.push(InputSummary {
             path: s.path().display().to_string(),
@@ -134,7 +150,7 @@ fn account_for_sources(a: &mut Analysis, sources: &[Box<dyn Source>]) {
             lost_events: st.lost_events,
         });
     }
-    a.warnings.splice(0..0, warnings);
+    a.warnings.splice(0..0, merged.warnings());
 }
 
 fn nothing_usable(a: &Analysis, filter: &Filter) -> Error {

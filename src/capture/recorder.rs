@@ -370,8 +370,8 @@ impl Recorder {
             self.journal.close();
         }
         let manifest = serde_json::json!({
-            "format": "iosleuth-capture",
-            "version": 1,
+            "format": layout::FORMAT,
+            "version": layout::VERSION,
             "page_size": page_size(),
             "clock": self.clock,
             "cpus": self.readers.iter().map(|(c, _)| c).collect::<Vec<_>>(),

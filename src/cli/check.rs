@@ -66,7 +66,8 @@ pub fn run(args: CheckArgs) -> Result<ExitStatus> {
         if e.is_quiet() {
             return Err(e);
         }
-        eprintln!("iosleuth: {e}");
+        let msg = e.to_string();
+        eprintln!("iosleuth: {}", crate::report::escape::escape_lines(&msg));
         Ok(ExitStatus::CANNOT_TELL)
     };
     // A wrong number of paths is a usage error: it must abort a bisect,
@@ -92,7 +93,7 @@ pub fn run(args: CheckArgs) -> Result<ExitStatus> {
             Check::Regressed(l) => (ExitStatus::REGRESSED, format!("regressed: {l}")),
             Check::CannotTell(why) => (ExitStatus::CANNOT_TELL, format!("cannot tell: {why}")),
         };
-    writeln!(std::io::stdout().lock(), "{line}")?;
+    writeln!(std::io::stdout().lock(), "{}", crate::report::escape(&line))?;
     Ok(status)
 }
 

@@ -60,10 +60,8 @@ pub fn run(args: DumpArgs) -> Result<ExitStatus> {
         }
     }
     out.flush()?;
-    for s in merged.sources() {
-        for w in crate::ingest::warnings_for(s.as_ref()) {
-            super::warn(&w);
-        }
+    for w in merged.warnings() {
+        super::warn(&w);
     }
     if n == 0 && args.limit != Some(0) {
         let names: Vec<String> = args.paths.iter().map(|p| p.display().to_string()).collect();

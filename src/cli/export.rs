@@ -25,6 +25,15 @@ pub struct ExportArgs {
 
 pub fn run(args: ExportArgs) -> Result<ExitStatus> {
     let dir = &args.blktrace;
+    if args
+        .inputs
+        .iter()
+        .any(|p| crate::ingest::files::is_stdin(p))
+    {
+        return Err(Error::bad_input(
+            "export reads its inputs twice (process names first) and cannot read standard input (`-`): save the trace to a file first",
+        ));
+    }
     let target = Target::prepare(dir, args.force).map_err(|e| {
         let msg = format!("{}: {e}", dir.display());
         match e {

@@ -111,7 +111,8 @@ fn usage_error(args: &[std::ffi::OsString]) -> Error {
     }
 }
 
-/// What the user should know but does not stop the command.
+/// What the user should know but does not stop the command. Warnings
+/// quote traces: printed escaped.
 fn warn(w: &str) {
-    eprintln!("iosleuth: warning: {w}");
+    eprintln!("iosleuth: warning: {}", crate::report::escape(w));
 }

@@ -12,7 +12,8 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// Trace files, or directories of blktrace files.
+    /// Trace files, directories of blktrace files, captures, or `-` for
+    /// standard input.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
@@ -57,9 +58,12 @@ fn explain(a: &Analysis, id: &str) -> Result<String> {
     for r in rules {
         match (r.check)(a) {
             Verdict::Fired(f) => report::text::finding(&mut out, &f),
-            Verdict::NotFired(why) => {
-                out.push_str(&format!("{}: not found ({}): {why}\n", r.id, r.looks_for))
-            }
+            Verdict::NotFired(why) => out.push_str(&format!(
+                "{}: not found ({}): {}\n",
+                r.id,
+                r.looks_for,
+                report::escape(&why)
+            )),
         }
     }
     Ok(out)

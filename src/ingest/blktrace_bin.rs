@@ -9,7 +9,7 @@
 //!   kernel overwrites `magic`/`sequence`/`time` of the record it copies.
 
 use super::reader::Chunked;
-use super::source::{InputError, Source, SourceStats};
+use super::source::{InputError, Position, Source, SourceStats};
 use crate::model::{block::tc, Action, BlockEvent, Comm, Dev, Event, Extra, Rwbs};
 use std::path::{Path, PathBuf};
 
@@ -90,6 +90,8 @@ pub struct BlktraceSource {
     stats: SourceStats,
     done: bool,
     last_ts: Option<u64>,
+    /// Offset of the record returned last.
+    last_at: u64,
 }
 
 fn u16_of(b: &[u8], at: usize, little: bool) -> u16 {
@@ -125,7 +127,7 @@ impl BlktraceSource {
             let h = text_header_len(input.avail());
             for line in input.avail()[..h].split(|&c| c == b'\n') {
                 if let Some(n) = lost_in(line) {
-                    stats.lost_events += n;
+                    stats.lost_events = stats.lost_events.saturating_add(n);
                     stats.lost_reports.push((None, n));
                 }
             }
@@ -167,6 +169,7 @@ impl BlktraceSource {
             stats,
             done: false,
             last_ts: None,
+            last_at: 0,
         })
     }
 
@@ -188,7 +191,7 @@ impl BlktraceSource {
             .unwrap_or(rest.len());
         match lost_in(&rest[..end]) {
             Some(n) => {
-                self.stats.lost_events += n;
+                self.stats.lost_events = self.stats.lost_events.saturating_add(n);
                 self.stats.lost_reports.push((self.last_ts, n));
                 self.input.consume(end);
                 true
@@ -360,6 +363,7 @@ impl Source for BlktraceSource {
             self.input.consume(total);
             if let Some(ev) = ev {
                 self.stats.events += 1;
+                self.last_at = at;
                 if let Event::Block(b) = &ev {
                     self.last_ts = Some(b.ts);
                 }
@@ -378,5 +382,8 @@ impl Source for BlktraceSource {
     }
     fn stats(&self) -> &SourceStats {
         &self.stats
+    }
+    fn position(&self) -> Position {
+        Position::Record(self.last_at)
     }
 }

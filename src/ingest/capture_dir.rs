@@ -4,7 +4,7 @@
 
 use super::reader::Chunked;
 use super::ring_buffer::{page_info, PageRecords};
-use super::source::{InputError, Source, SourceStats};
+use super::source::{InputError, Position, Source, SourceStats};
 use super::tracefs_format::{
     parse_format, parse_header_page, read_int, read_str, EventFormat, Field, FieldKind, PageHeader,
 };
@@ -255,13 +255,23 @@ fn decode_fields(rec: &[u8], layout: &[(Arc<str>, Field)]) -> Fields {
     out
 }
 
+/// The largest manifest, format file, header_page or symbols file read.
+const SMALL_FILE: u64 = 16 << 20;
+
+fn read_capture_file(path: &Path) -> Result<String, InputError> {
+    super::files::read_small(path, SMALL_FILE).map_err(|e| InputError::new(path, e))
+}
+
 /// Reads every `format` file under `dir/formats/events`.
 fn load_formats(dir: &Path) -> Result<(Vec<EventFormat>, PageHeader), InputError> {
     let header_page = dir.join(layout::HEADER_PAGE);
-    let page = match std::fs::read_to_string(&header_page) {
+    let page = match super::files::read_small(&header_page, SMALL_FILE) {
         Ok(t) => parse_header_page(&t)
             .ok_or_else(|| InputError::new(&header_page, "cannot parse header_page"))?,
-        Err(e) => return Err(InputError::new(&header_page, format!("missing: {e}"))),
+        Err(e) if !header_page.exists() => {
+            return Err(InputError::new(&header_page, format!("missing: {e}")))
+        }
+        Err(e) => return Err(InputError::new(&header_page, e)),
     };
     let mut formats = Vec::new();
     let events = dir.join(layout::EVENT_FORMATS);
@@ -275,27 +285,102 @@ fn load_formats(dir: &Path) -> Result<(Vec<EventFormat>, PageHeader), InputError
             .flatten()
         {
             let p = ev.path().join("format");
-            if let Ok(text) = std::fs::read_to_string(&p) {
-                match parse_format(&sys_name, &text) {
-                    Some(f) => formats.push(f),
-                    None => return Err(InputError::new(&p, "cannot parse this format file")),
-                }
+            if !p.exists() {
+                continue;
+            }
+            let text = read_capture_file(&p)?;
+            match parse_format(&sys_name, &text) {
+                Some(f) => formats.push(f),
+                None => return Err(InputError::new(&p, "cannot parse this format file")),
             }
         }
     }
     Ok((formats, page))
 }
 
-/// Opens every per-CPU file of a capture directory as a source.
+/// Checks the manifest's format, version and page size; returns the page
+/// size (4096 when the manifest does not say).
+fn check_manifest(path: &Path, m: &serde_json::Value) -> Result<usize, InputError> {
+    if !m.is_object() {
+        return Err(InputError::new(
+            path,
+            "not a capture manifest: not a JSON object",
+        ));
+    }
+    let known = format!(
+        "this iosleuth reads \"{}\" version {}",
+        layout::FORMAT,
+        layout::VERSION
+    );
+    match m.get("format") {
+        None => {}
+        Some(serde_json::Value::String(f)) if f == layout::FORMAT => {}
+        Some(other) => {
+            return Err(InputError::new(
+                path,
+                format!("format {other} is not an iosleuth capture's ({known})"),
+            ))
+        }
+    }
+    match m.get("version") {
+        None => {}
+        Some(v) if v.as_u64() == Some(layout::VERSION) => {}
+        Some(other) => {
+            return Err(InputError::new(
+                path,
+                format!("capture format version {other} is not supported ({known})"),
+            ))
+        }
+    }
+    match m.get("page_size") {
+        None => Ok(4096),
+        Some(v) => match v.as_u64() {
+            Some(n) if n.is_power_of_two() && layout::PAGE_SIZES.contains(&n) => Ok(n as usize),
+            _ => Err(InputError::new(
+                path,
+                format!(
+                    "page_size {v} is not a ring-buffer page size (a power of two from {} to {})",
+                    layout::PAGE_SIZES.start(),
+                    layout::PAGE_SIZES.end()
+                ),
+            )),
+        },
+    }
+}
+
+/// The header page must fit in a page: the commit word (4 or 8 bytes)
+/// before the data, the data starting inside the page.
+fn check_page_header(dir: &Path, page: PageHeader, page_size: usize) -> Result<(), InputError> {
+    let ok = matches!(page.commit_size, 4 | 8)
+        && page
+            .commit_offset
+            .checked_add(page.commit_size)
+            .is_some_and(|end| end <= page.data_offset)
+        && page.data_offset < page_size;
+    if ok {
+        return Ok(());
+    }
+    Err(InputError::new(
+        &dir.join(layout::HEADER_PAGE),
+        format!(
+            "describes an impossible page: commit word at byte {} ({} bytes), data at byte {}, in pages of {page_size} bytes",
+            page.commit_offset, page.commit_size, page.data_offset
+        ),
+    ))
+}
+
+/// Opens every per-CPU file of a capture directory as a source. A CPU the
+/// manifest lists whose file is missing, not a regular file, or empty
+/// although the kernel handed out its events, is a warning (its events are
+/// missing); no readable file at all is an error.
 pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
     let manifest_path = dir.join(MANIFEST);
-    let manifest: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(&manifest_path)
-            .map_err(|e| InputError::new(&manifest_path, format!("cannot read: {e}")))?,
-    )
-    .map_err(|e| InputError::new(&manifest_path, format!("not a capture manifest: {e}")))?;
-    let page_size = manifest["page_size"].as_u64().unwrap_or(4096) as usize;
+    let manifest: serde_json::Value = serde_json::from_str(&read_capture_file(&manifest_path)?)
+        .map_err(|e| InputError::new(&manifest_path, format!("not a capture manifest: {e}")))?;
+    let page_size = check_manifest(&manifest_path, &manifest)?;
     let (formats, page) = load_formats(dir)?;
+    check_page_header(dir, page, page_size)?;
+    let mut notes = Vec::new();
     let mut decoder = Decoder::new(&formats, page);
     decoder.skip_tids = manifest["recorder_tids"]
         .as_array()
@@ -306,17 +391,28 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
                 .collect()
         })
         .unwrap_or_default();
-    if let Ok(text) = std::fs::read_to_string(dir.join(SYMBOLS)) {
-        let map: HashMap<String, String> = serde_json::from_str(&text).unwrap_or_default();
-        decoder.symbols = map
-            .into_iter()
-            .filter_map(|(k, v)| {
-                Some((
-                    u64::from_str_radix(k.trim_start_matches("0x"), 16).ok()?,
-                    v.into(),
-                ))
-            })
-            .collect();
+    let symbols_path = dir.join(SYMBOLS);
+    if symbols_path.exists() {
+        let map: Result<HashMap<String, String>, String> = read_capture_file(&symbols_path)
+            .map_err(|e| e.problem)
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()));
+        match map {
+            Ok(map) => {
+                decoder.symbols = map
+                    .into_iter()
+                    .filter_map(|(k, v)| {
+                        Some((
+                            u64::from_str_radix(k.trim_start_matches("0x"), 16).ok()?,
+                            v.into(),
+                        ))
+                    })
+                    .collect()
+            }
+            Err(e) => notes.push(format!(
+                "{}: unreadable ({e}); work functions are shown as addresses",
+                symbols_path.display()
+            )),
+        }
     }
     let decoder = Arc::new(decoder);
     let mut cpus: Vec<(u32, PathBuf)> = std::fs::read_dir(dir)
@@ -329,26 +425,54 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
         })
         .collect();
     cpus.sort();
-    if cpus.is_empty() {
+    // CPUs the manifest lists whose file is not there at all.
+    if let Some(listed) = manifest["cpus"].as_array() {
+        for cpu in listed.iter().filter_map(|c| c.as_u64()) {
+            if !cpus.iter().any(|(c, _)| u64::from(*c) == cpu) {
+                notes.push(format!(
+                    "{}: missing, although the manifest lists CPU {cpu}: that CPU's events are not in this report",
+                    dir.join(format!("cpu{cpu}.raw")).display()
+                ));
+            }
+        }
+    }
+    if cpus.is_empty() && notes.is_empty() {
         return Err(InputError::new(dir, "capture has no cpuN.raw files"));
     }
-    let mut out: Vec<Box<dyn Source>> = Vec::new();
+    let mut out: Vec<RawCpuSource> = Vec::new();
     for (cpu, path) in cpus {
-        let f = std::fs::File::open(&path)
-            .map_err(|e| InputError::new(&path, format!("cannot open: {e}")))?;
+        let f = super::files::open_checked(&path).and_then(|(f, m)| match m.is_file() {
+            true => Ok((f, m)),
+            false => Err(super::files::not_regular(&m)),
+        });
+        let (f, meta) = match f {
+            Ok(x) => x,
+            Err(e) => {
+                notes.push(format!(
+                    "{}: {e}; CPU {cpu}'s events were skipped",
+                    path.display()
+                ));
+                continue;
+            }
+        };
         // The kernel's own per-CPU counters, read when recording stopped:
         // the authoritative count of events lost on this CPU.
         let counters = &manifest["ring_buffer_stats"][cpu.to_string()];
-        let lost = ["overrun", "dropped events"]
-            .iter()
-            .map(|k| counters[*k].as_f64().unwrap_or(0.0) as u64)
-            .sum::<u64>();
+        let count = |k: &str| counters[k].as_f64().unwrap_or(0.0) as u64;
+        let lost = count("overrun").saturating_add(count("dropped events"));
+        let handed_out = count("read events");
+        if meta.len() == 0 && handed_out > 0 {
+            notes.push(format!(
+                "{}: empty, although the kernel handed {handed_out} events of CPU {cpu} to the recorder: they are not in this report",
+                path.display()
+            ));
+        }
         let mut stats = SourceStats::default();
         if lost > 0 {
             stats.lost_events = lost;
             stats.lost_reports.push((None, lost));
         }
-        out.push(Box::new(RawCpuSource {
+        out.push(RawCpuSource {
             counted_by_kernel: lost > 0,
             path,
             cpu,
@@ -358,9 +482,26 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
             pending: std::collections::VecDeque::new(),
             stats,
             last_ts: None,
-        }));
+            page_at: 0,
+        });
     }
-    Ok(out)
+    match out.first_mut() {
+        // The capture's problems are said once, with its first CPU's.
+        Some(first) => first.stats.notes = notes,
+        None => {
+            return Err(InputError::new(
+                dir,
+                format!(
+                    "capture has no readable cpuN.raw file: {}",
+                    notes.join("; ")
+                ),
+            ))
+        }
+    }
+    Ok(out
+        .into_iter()
+        .map(|s| Box::new(s) as Box<dyn Source>)
+        .collect())
 }
 
 /// The raw ring-buffer pages of one CPU.
@@ -375,6 +516,8 @@ pub struct RawCpuSource {
     pending: std::collections::VecDeque<Event>,
     stats: SourceStats,
     last_ts: Option<u64>,
+    /// File offset of the page the pending events come from.
+    page_at: u64,
 }
 
 impl RawCpuSource {
@@ -406,10 +549,11 @@ impl RawCpuSource {
                 // Already counted: keep only when it happened.
                 self.stats.lost_reports.push((Some(info.base_ts), n));
             } else {
-                self.stats.lost_events += n.max(1);
+                self.stats.lost_events = self.stats.lost_events.saturating_add(n.max(1));
                 self.stats.lost_reports.push((Some(info.base_ts), n.max(1)));
             }
         }
+        self.page_at = at;
         let mut recs = PageRecords::new(page, self.decoder.page, &info);
         for (ts, rec) in recs.by_ref() {
             match self.decoder.decode(ts, self.cpu, rec) {
@@ -449,5 +593,8 @@ impl Source for RawCpuSource {
     }
     fn stats(&self) -> &SourceStats {
         &self.stats
+    }
+    fn position(&self) -> Position {
+        Position::Page(self.page_at)
     }
 }

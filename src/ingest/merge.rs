@@ -5,11 +5,14 @@
 //! algorithm the very sequence btt sees after `blkparse -d`.
 
 use super::source::Source;
+use super::time_order::{time_and_cpu, TimeGuard};
 use crate::model::Event;
 use std::collections::VecDeque;
 
 pub struct Merger {
     sources: Vec<Box<dyn Source>>,
+    /// Each source's timeline kept honest (time_order.rs).
+    guards: Vec<TimeGuard>,
     heads: Vec<Option<(u64, Event)>>,
     /// Streams with a head, ordered by head time (blkparse's `ms_head` list).
     order: Vec<usize>,
@@ -22,6 +25,7 @@ impl Merger {
         let n = sources.len();
         let mut m = Merger {
             sources,
+            guards: (0..n).map(|_| TimeGuard::new()).collect(),
             heads: (0..n).map(|_| None).collect(),
             order: Vec::with_capacity(n),
             untimed: VecDeque::new(),
@@ -38,9 +42,42 @@ impl Merger {
         &self.sources
     }
 
-    /// Reads the next timed event of stream `i` into its head.
+    /// What the user should know about each source, in order: what it
+    /// could not decode or lost (`warnings_for`), and the events skipped
+    /// for being out of time.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (s, g) in self.sources.iter().zip(&self.guards) {
+            out.extend(super::warnings_for(s.as_ref()));
+            out.extend(g.warnings(s.path()));
+        }
+        out
+    }
+
+    /// Reads the next timed event of stream `i` into its head, through
+    /// the stream's time guard (time_order.rs; its common case inline).
     fn prime(&mut self, i: usize) -> bool {
-        while let Some(ev) = self.sources[i].next_event() {
+        loop {
+            let guard = &mut self.guards[i];
+            let ev = if guard.calm() {
+                let Some(ev) = self.sources[i].next_event() else {
+                    break;
+                };
+                if let Some((ts, cpu)) = time_and_cpu(&ev) {
+                    if guard.in_order(ts, cpu) {
+                        self.heads[i] = Some((ts, ev));
+                        return true;
+                    }
+                    guard.defer(ev, self.sources[i].position());
+                    continue;
+                }
+                ev
+            } else {
+                match guard.next_judged(self.sources[i].as_mut()) {
+                    Some(ev) => ev,
+                    None => break,
+                }
+            };
             match ev.ts() {
                 Some(ts) => {
                     self.heads[i] = Some((ts, ev));

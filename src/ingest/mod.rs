@@ -4,6 +4,7 @@
 pub mod blktrace_bin;
 pub mod block_text;
 pub mod capture_dir;
+pub mod files;
 pub mod merge;
 pub mod reader;
 pub mod ring_buffer;
@@ -11,13 +12,13 @@ pub mod source;
 pub mod text_fields;
 pub mod text_line;
 pub mod text_source;
+pub mod time_order;
 pub mod tracefs_format;
 
 pub use merge::Merger;
-pub use source::{warnings_for, InputError, Source, SourceStats};
+pub use source::{warnings_for, InputError, Position, Source, SourceStats};
 
 use reader::Chunked;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 /// `NAME.blktrace.N` → (`NAME`, N)
@@ -34,6 +35,11 @@ fn expand(path: &Path) -> Result<Vec<PathBuf>, InputError> {
         std::fs::metadata(path).map_err(|e| InputError::new(path, format!("cannot open: {e}")))?;
     let (dir, only_stem) = if meta.is_dir() {
         (path.to_path_buf(), None)
+    } else if !meta.is_file() {
+        return Err(InputError::new(
+            path,
+            format!("{}: {}", files::not_regular(&meta), files::READ_INSTEAD),
+        ));
     } else if let Some((stem, _)) = blktrace_cpu_file(path) {
         (
             path.parent()
@@ -58,6 +64,15 @@ fn expand(path: &Path) -> Result<Vec<PathBuf>, InputError> {
         })
         .collect();
     if found.is_empty() {
+        if let Some(what) = crate::model::capture_layout::looks_like_capture(&dir) {
+            return Err(InputError::new(
+                path,
+                format!(
+                    "looks like an iosleuth capture ({what}) but its manifest {} is missing: without it the raw pages cannot be decoded",
+                    crate::model::capture_layout::MANIFEST
+                ),
+            ));
+        }
         return Err(InputError::new(
             path,
             "no blktrace files (NAME.blktrace.CPU) in this directory",
@@ -68,16 +83,30 @@ fn expand(path: &Path) -> Result<Vec<PathBuf>, InputError> {
 }
 
 /// Opens one file, detecting its format from its content. The file is
-/// then read as a stream.
+/// then read as a stream. Anything but a regular file is refused: a FIFO
+/// or a device would block or never end.
 pub fn open_file(path: &Path) -> Result<Box<dyn Source>, InputError> {
-    let f = File::open(path).map_err(|e| InputError::new(path, format!("cannot open: {e}")))?;
-    if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+    let (f, meta) = files::open_checked(path).map_err(|e| InputError::new(path, e))?;
+    if meta.is_dir() {
         return Err(InputError::new(
             path,
             "is a directory without blktrace files",
         ));
     }
+    if !meta.is_file() {
+        return Err(InputError::new(
+            path,
+            format!("{}: {}", files::not_regular(&meta), files::READ_INSTEAD),
+        ));
+    }
     open_input(path, Chunked::from_file(f))
+}
+
+/// Standard input (`-`), detected like any file: a pipe or a redirected file.
+pub fn open_stdin() -> Result<Box<dyn Source>, InputError> {
+    let name = files::stdin_path();
+    let f = files::open_stdin().map_err(|e| InputError::new(&name, e))?;
+    open_input(&name, Chunked::from_file(f))
 }
 
 /// Like `open_file`, for bytes already in memory (`path` names them in
@@ -154,6 +183,10 @@ pub fn open_inputs(paths: &[PathBuf]) -> Result<Vec<Box<dyn Source>>, InputError
     let mut sources = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for p in paths {
+        if files::is_stdin(p) {
+            sources.push(open_stdin()?);
+            continue;
+        }
         // A capture directory of `iosleuth record`.
         if crate::model::capture_layout::is_capture(p) {
             sources.extend(capture_dir::open_capture(p)?);
@@ -164,7 +197,7 @@ pub fn open_inputs(paths: &[PathBuf]) -> Result<Vec<Box<dyn Source>>, InputError
                 let meta = std::fs::metadata(&f)
                     .map_err(|e| InputError::new(&f, format!("cannot open: {e}")))?;
                 // blkparse skips empty per-CPU files (a CPU that saw nothing).
-                if meta.len() == 0 && blktrace_cpu_file(&f).is_some() {
+                if meta.is_file() && meta.len() == 0 && blktrace_cpu_file(&f).is_some() {
                     continue;
                 }
                 sources.push(open_file(&f)?);

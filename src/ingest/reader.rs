@@ -6,6 +6,13 @@ use std::io::Read;
 
 const CHUNK: usize = 4 << 20;
 
+/// The longest line `next_line` returns: a longer one is skipped, so that
+/// a file without newlines cannot make the window grow without end.
+pub const MAX_LINE: usize = CHUNK;
+
+/// How much of a line too long to read `next_line` keeps, to show it.
+const LONG_HEAD: usize = 120;
+
 /// A file (or an in-memory buffer) read forward through a sliding window.
 pub struct Chunked {
     file: Option<File>,
@@ -16,6 +23,8 @@ pub struct Chunked {
     /// File offset of `buf[0]`.
     base: u64,
     error: Option<std::io::Error>,
+    /// The start of the last line too long to read.
+    long_head: Vec<u8>,
 }
 
 impl Chunked {
@@ -28,6 +37,7 @@ impl Chunked {
             eof: false,
             base: 0,
             error: None,
+            long_head: Vec::new(),
         }
     }
 
@@ -41,6 +51,7 @@ impl Chunked {
             eof: true,
             base: 0,
             error: None,
+            long_head: Vec::new(),
         }
     }
 
@@ -93,27 +104,49 @@ impl Chunked {
         self.base + self.pos as u64
     }
 
-    /// The next line without its newline, or `None` at the end.
-    pub fn next_line(&mut self) -> Option<(&[u8], u64)> {
+    /// The next line without its newline, or `None` at the end. A line
+    /// longer than `MAX_LINE` is skipped whole: then the flag is set and
+    /// the bytes are only its start.
+    pub fn next_line(&mut self) -> Option<(&[u8], bool)> {
         let mut want = 256;
         loop {
             let have = self.ensure(want);
             if have == 0 {
                 return None;
             }
-            let at = self.offset();
             if let Some(nl) = memchr::memchr(b'\n', self.avail()) {
                 let start = self.pos;
                 self.pos += nl + 1;
-                return Some((&self.buf[start..start + nl], at));
+                return Some((&self.buf[start..start + nl], false));
             }
             if self.eof {
                 let start = self.pos;
                 self.pos = self.len;
-                return Some((&self.buf[start..self.len], at));
+                return Some((&self.buf[start..self.len], false));
+            }
+            if have >= MAX_LINE {
+                let head = &self.buf[self.pos..self.pos + LONG_HEAD.min(have)];
+                self.long_head.clear();
+                self.long_head.extend_from_slice(head);
+                self.skip_past_newline();
+                return Some((&self.long_head, true));
             }
             // A line longer than what is buffered: read more.
-            want = have * 2 + CHUNK;
+            want = MAX_LINE;
+        }
+    }
+
+    /// Discards everything up to and including the next newline.
+    fn skip_past_newline(&mut self) {
+        loop {
+            if let Some(nl) = memchr::memchr(b'\n', self.avail()) {
+                self.consume(nl + 1);
+                return;
+            }
+            self.pos = self.len;
+            if self.eof || self.ensure(CHUNK) == 0 {
+                return;
+            }
         }
     }
 

@@ -31,20 +31,20 @@ pub struct PageInfo {
 
 pub fn page_info(page: &[u8], hdr: PageHeader) -> Option<PageInfo> {
     let base_ts = u64::from_le_bytes(page.get(0..8)?.try_into().ok()?);
-    let cb = page.get(hdr.commit_offset..hdr.commit_offset + hdr.commit_size)?;
+    let cb = page.get(hdr.commit_offset..hdr.commit_offset.checked_add(hdr.commit_size)?)?;
     let commit = match hdr.commit_size {
         8 => u64::from_le_bytes(cb.try_into().ok()?),
         4 => u32::from_le_bytes(cb.try_into().ok()?) as u64,
         _ => return None,
     };
     let data_len = (commit & !(MISSED_EVENTS | MISSED_STORED) & 0xffff_ffff) as usize;
-    if hdr.data_offset + data_len > page.len() {
+    if hdr.data_offset.checked_add(data_len)? > page.len() {
         return None;
     }
     let missed = commit & MISSED_EVENTS != 0;
     let missed_count = if commit & MISSED_STORED != 0 {
         let at = hdr.data_offset + data_len;
-        page.get(at..at + 8)
+        page.get(at..at.checked_add(8)?)
             .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
     } else {
         None

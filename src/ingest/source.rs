@@ -43,6 +43,8 @@ pub struct SourceStats {
     /// overruns reported in the trace), with the time they were reported at.
     pub lost_events: u64,
     pub lost_reports: Vec<(Option<u64>, u64)>,
+    /// Other problems, each a whole message that names its file.
+    pub notes: Vec<String>,
 }
 
 impl SourceStats {
@@ -51,6 +53,30 @@ impl SourceStats {
             self.first_skipped = Some(at());
         }
         self.skipped += 1;
+    }
+}
+
+/// Where in its file an event was read, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Position {
+    /// A text line, counted from 1.
+    Line(u64),
+    /// A binary record starting at this byte.
+    Record(u64),
+    /// A ring-buffer page starting at this byte.
+    Page(u64),
+    /// The n-th event of the source, counted from 1.
+    Event(u64),
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Position::Line(n) => write!(f, "line {n}"),
+            Position::Record(b) => write!(f, "record at byte {b}"),
+            Position::Page(b) => write!(f, "an event of the page at byte {b}"),
+            Position::Event(n) => write!(f, "event {n}"),
+        }
     }
 }
 
@@ -64,6 +90,10 @@ pub trait Source {
     /// A short name of the format, e.g. `blktrace` or `ftrace text`.
     fn format(&self) -> &'static str;
     fn stats(&self) -> &SourceStats;
+    /// Where the event `next_event` returned last was read.
+    fn position(&self) -> Position {
+        Position::Event(self.stats().events)
+    }
 }
 
 /// Turns a source's counters into the warnings a user should see.
@@ -105,5 +135,6 @@ pub fn warnings_for(source: &dyn Source) -> Vec<String> {
     if let Some(cut) = &s.cut_short {
         out.push(format!("{}: {}", source.path().display(), cut));
     }
+    out.extend(s.notes.iter().cloned());
     out
 }

@@ -59,6 +59,7 @@ pub fn parse_i32(b: &[u8]) -> Option<i32> {
 
 /// Parses `SECONDS.FRACTION` (any number of fraction digits up to 9) into
 /// nanoseconds.
+#[inline]
 pub fn parse_timestamp(b: &[u8]) -> Option<u64> {
     let dot = memchr::memchr(b'.', b);
     let (secs, frac) = match dot {

@@ -4,7 +4,7 @@
 
 use super::block_text::{parse_blk_action, parse_tracepoint, Context};
 use super::reader::Chunked;
-use super::source::{Source, SourceStats};
+use super::source::{Position, Source, SourceStats};
 use super::text_fields::{parse_ftrace_syscall, parse_payload};
 use super::text_line::{parse_header, parse_timestamp, parse_u32, split_event, trim, trim_start};
 use crate::model::{Action, BlockEvent, Comm, Dev, Event, OtherEvent};
@@ -294,8 +294,19 @@ impl TextSource {
 
 impl TextSource {
     fn next_from(&mut self, input: &mut Chunked) -> Option<Event> {
-        while let Some((raw, _)) = input.next_line() {
+        while let Some((raw, too_long)) = input.next_line() {
             self.line_no += 1;
+            if too_long {
+                let no = self.line_no;
+                let shown = String::from_utf8_lossy(raw).into_owned();
+                self.stats.skip(|| {
+                    format!(
+                        "line {no}: longer than {} MiB, skipped whole (it starts {shown:?})",
+                        super::reader::MAX_LINE >> 20
+                    )
+                });
+                continue;
+            }
             let line = normalize(raw);
             let line = &*line;
             match self.classify(line) {
@@ -308,7 +319,7 @@ impl TextSource {
                 }
                 Line::Ignore => {}
                 Line::Lost(ts, n) => {
-                    self.stats.lost_events += n;
+                    self.stats.lost_events = self.stats.lost_events.saturating_add(n);
                     self.stats.lost_reports.push((ts, n));
                 }
                 Line::Bad => {
@@ -341,6 +352,9 @@ impl Source for TextSource {
     }
     fn stats(&self) -> &SourceStats {
         &self.stats
+    }
+    fn position(&self) -> Position {
+        Position::Line(self.line_no)
     }
 }
 

@@ -72,6 +72,11 @@ fn parse_field(f: &str) -> Option<Field> {
             signed = v == "1";
         }
     }
+    // A record lives in one ring-buffer page: no field lies beyond 1 MiB.
+    const LIMIT: usize = 1 << 20;
+    if offset.is_some_and(|o| o > LIMIT) || size.is_some_and(|s| s > LIMIT) {
+        return None;
+    }
     // The name is the last word of the declaration, without `[N]`.
     let last = decl.split_whitespace().last()?;
     let name = last.split('[').next()?.to_string();
@@ -101,7 +106,7 @@ impl EventFormat {
 /// Reads a field of a record as an unsigned integer (sign-extended when
 /// the field is signed and narrower than 64 bits).
 pub fn read_int(rec: &[u8], f: &Field) -> Option<u64> {
-    let b = rec.get(f.offset..f.offset + f.size)?;
+    let b = rec.get(f.offset..f.offset.checked_add(f.size)?)?;
     let v = match f.size {
         1 => b[0] as u64,
         2 => u16::from_le_bytes([b[0], b[1]]) as u64,
@@ -120,14 +125,18 @@ pub fn read_int(rec: &[u8], f: &Field) -> Option<u64> {
 /// Reads a `char name[N]` or `__data_loc char[]` field as bytes up to NUL.
 pub fn read_str<'a>(rec: &'a [u8], f: &Field) -> Option<&'a [u8]> {
     let b = if f.data_loc {
-        let loc = u32::from_le_bytes(rec.get(f.offset..f.offset + 4)?.try_into().ok()?);
+        let loc = u32::from_le_bytes(
+            rec.get(f.offset..f.offset.checked_add(4)?)?
+                .try_into()
+                .ok()?,
+        );
         let (off, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
         rec.get(off..off + len)?
     } else if f.size == 0 {
         // `char buf[]` (ftrace:print): the rest of the record.
         rec.get(f.offset..)?
     } else {
-        rec.get(f.offset..f.offset + f.size)?
+        rec.get(f.offset..f.offset.checked_add(f.size)?)?
     };
     Some(&b[..memchr::memchr(0, b).unwrap_or(b.len())])
 }

@@ -15,6 +15,13 @@
 use std::path::{Path, PathBuf};
 
 pub const MANIFEST: &str = "iosleuth-capture.json";
+/// The manifest's `format`, and the `version` of the layout described here
+/// (a manifest without them is version 1, the first layout).
+pub const FORMAT: &str = "iosleuth-capture";
+pub const VERSION: u64 = 1;
+/// The sizes of a ring-buffer page that a manifest may give (`page_size`):
+/// the kernel's page size, a power of two.
+pub const PAGE_SIZES: std::ops::RangeInclusive<u64> = 4096..=(1 << 20);
 /// The system snapshot of a capture: `{before, workload, after}`.
 pub const SNAPSHOT: &str = "snapshot.json";
 /// Kernel symbols of the addresses the capture holds: `{"0xffff…": name}`.
@@ -49,6 +56,23 @@ pub fn snapshot_beside(trace: &Path) -> PathBuf {
 /// A directory is a capture when it has a manifest.
 pub fn is_capture(dir: &Path) -> bool {
     dir.join(MANIFEST).exists()
+}
+
+/// What makes a directory without a manifest look like a capture (its
+/// `cpuN.raw` files or its `formats/`), if anything does.
+pub fn looks_like_capture(dir: &Path) -> Option<String> {
+    let raw = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| cpu_of_file(&e.file_name().to_string_lossy()).is_some())
+        .count();
+    let formats = dir.join(HEADER_PAGE).exists() || dir.join(EVENT_FORMATS).is_dir();
+    match (raw, formats) {
+        (0, false) => None,
+        (0, true) => Some("it has formats/".into()),
+        (n, false) => Some(format!("it has {n} cpuN.raw files")),
+        (n, true) => Some(format!("it has {n} cpuN.raw files and formats/")),
+    }
 }
 
 #[cfg(test)]

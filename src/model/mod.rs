@@ -35,6 +35,15 @@ impl Event {
             Event::ProcessName { .. } => None,
         }
     }
+
+    /// The CPU the event happened on; `None` for events outside the timeline.
+    pub fn cpu(&self) -> Option<u32> {
+        match self {
+            Event::Block(b) => Some(b.cpu),
+            Event::Other(o) => Some(o.cpu),
+            Event::ProcessName { .. } => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -102,8 +102,16 @@ impl Snapshot {
     /// Reads a snapshot document; none when it is not JSON or not shaped
     /// like one.
     pub fn parse(text: &str) -> Option<Snapshot> {
-        let raw: Value = serde_json::from_str(text).ok()?;
-        Snapshot::from_value(raw)
+        Snapshot::read(text).ok()
+    }
+
+    /// Like `parse`, saying what is wrong with a document that is not one.
+    pub fn read(text: &str) -> Result<Snapshot, String> {
+        let raw: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let mut s: Snapshot = serde_json::from_value(raw.clone())
+            .map_err(|e| format!("not shaped like a snapshot: {e}"))?;
+        s.raw = raw;
+        Ok(s)
     }
 
     pub fn from_value(raw: Value) -> Option<Snapshot> {

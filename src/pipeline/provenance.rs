@@ -178,6 +178,9 @@ impl Source for Marked {
     fn stats(&self) -> &SourceStats {
         self.inner.stats()
     }
+    fn position(&self) -> crate::ingest::source::Position {
+        self.inner.position()
+    }
 }
 
 /// The inputs being read; [`Tap::inputs`] once the stream is drained.
@@ -249,8 +252,11 @@ impl Recording {
         // The snapshot's document as written (a capture's, or the one
         // `record --blk` writes beside its file): only its times, kernel
         // and CPUs are read, not the typed whole.
-        let raw: Option<serde_json::Value> = std::fs::read_to_string(path.join(SNAPSHOT))
-            .or_else(|_| std::fs::read_to_string(snapshot_beside(path)))
+        // Read as the pipeline reads it: regular files only (a FIFO named
+        // snapshot.json must not block), bounded in size.
+        let read = |p: &Path| crate::ingest::files::read_small(p, 256 << 20);
+        let raw: Option<serde_json::Value> = read(&path.join(SNAPSHOT))
+            .or_else(|_| read(&snapshot_beside(path)))
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok());
         let raw = raw.as_ref();

@@ -3,6 +3,7 @@
 //! findings of one side only, and the verdict.
 
 use crate::compare::Diff;
+use crate::report::escape::{join_escaped, Esc};
 
 pub fn render(d: &Diff) -> String {
     use std::fmt::Write;
@@ -16,7 +17,7 @@ pub fn render(d: &Diff) -> String {
         let _ = writeln!(
             out,
             "{:<40} {:>14.3} {:>14.3} {:>9}{}",
-            f.name,
+            Esc(&f.name),
             f.baseline,
             f.candidate,
             f.change_pct
@@ -43,23 +44,29 @@ pub fn render(d: &Diff) -> String {
     if !d.settings.is_empty() {
         let _ = writeln!(out, "\nsettings that differ:");
         for s in &d.settings {
-            let _ = writeln!(out, "  {}: {} -> {}", s.name, s.baseline, s.candidate);
+            let _ = writeln!(
+                out,
+                "  {}: {} -> {}",
+                Esc(&s.name),
+                Esc(&s.baseline),
+                Esc(&s.candidate)
+            );
         }
     }
     if !d.only_in_candidate.is_empty() {
         let _ = writeln!(
             out,
             "\nfindings only in the candidate: {}",
-            d.only_in_candidate.join(", ")
+            join_escaped(&d.only_in_candidate, ", ")
         );
     }
     if !d.only_in_baseline.is_empty() {
         let _ = writeln!(
             out,
             "findings only in the baseline: {}",
-            d.only_in_baseline.join(", ")
+            join_escaped(&d.only_in_baseline, ", ")
         );
     }
-    let _ = writeln!(out, "\nverdict: {}", d.verdict);
+    let _ = writeln!(out, "\nverdict: {}", Esc(&d.verdict));
     out
 }

@@ -1,8 +1,10 @@
 //! `iosleuth dump`: every decoded event as one line, in time order, the
 //! way `perf script` and `trace-cmd report` print them, so that a person
-//! (or a test) can see exactly what iosleuth read.
+//! (or a test) can see exactly what iosleuth read. Names and text fields
+//! come from the trace: printed escaped (report/escape.rs).
 
 use crate::model::{Event, OtherEvent, Value};
+use crate::report::escape::Esc;
 use std::fmt::Write;
 
 /// One event as text; `None` for events outside the timeline.
@@ -17,7 +19,7 @@ pub fn line(ev: &Event) -> Option<String> {
                 b.ts % 1_000_000_000,
                 b.cpu,
                 b.pid,
-                b.comm.as_str(),
+                Esc(b.comm.as_str()),
                 b.action.letter(),
                 b.dev,
                 b.rwbs,
@@ -77,10 +79,13 @@ fn other(s: &mut String, o: &OtherEvent) {
         o.ts % 1_000_000_000,
         o.cpu,
         o.pid,
-        o.comm.as_str(),
-        o.name
+        Esc(o.comm.as_str()),
+        Esc(&o.name)
     );
-    if !o.fields.is_empty() {
-        let _ = write!(s, " {}", o.fields);
+    for (n, v) in &o.fields.0 {
+        let _ = match v {
+            Value::Int(x) => write!(s, " {}={x}", Esc(n)),
+            Value::Str(x) => write!(s, " {}={}", Esc(n), Esc(x)),
+        };
     }
 }

@@ -6,12 +6,14 @@
 pub mod blktrace;
 pub mod diff_text;
 pub mod dump;
+pub mod escape;
 pub mod json;
 pub mod text;
 
 use crate::analyze::Analysis;
 use crate::compare::Diff;
 use crate::diagnose::Finding;
+pub use escape::{escape, Esc};
 
 /// The formats of `report`, `diff` and `dump` (`--format`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]

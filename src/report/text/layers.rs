@@ -22,7 +22,7 @@ pub(super) fn call_table(
         let _ = writeln!(
             out,
             "{:<24} {:>9} {:>11.3} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
-            name,
+            Esc(name),
             s.count,
             ms(s.total_ns),
             l.p50 as f64 / 1e3,
@@ -33,7 +33,7 @@ pub(super) fn call_table(
     }
     out.push('\n');
     for (name, s) in rows {
-        let _ = writeln!(out, "{name}:");
+        let _ = writeln!(out, "{}:", Esc(name));
         out.push_str(&s.hist_us.render("usecs"));
         out.push('\n');
     }
@@ -53,9 +53,9 @@ pub(super) fn syscalls(out: &mut String, s: &crate::analyze::syscalls::SyscallSu
                 out,
                 "  {:>12.3} ms  {:<16} {:>8} {:<16} at {}{}",
                 ms(c.latency_ns),
-                c.name,
+                Esc(&c.name),
                 c.pid,
-                c.comm,
+                Esc(&c.comm),
                 secs(c.start_ns),
                 c.ret.map(|r| format!(" = {r}")).unwrap_or_default()
             );
@@ -80,7 +80,7 @@ pub(super) fn outliers(out: &mut String, o: &crate::analyze::outliers::OutliersS
         "==================== Outliers: where the time of the slowest operations went ====================\n"
     );
     for (kind, list) in kinds {
-        let _ = writeln!(out, "{kind} (slowest {}):", list.len());
+        let _ = writeln!(out, "{} (slowest {}):", Esc(kind), list.len());
         if let Some(t) = o.totals.get(kind.as_str()) {
             let mut parts: Vec<(&str, f64)> = t
                 .percent
@@ -103,9 +103,9 @@ pub(super) fn outliers(out: &mut String, o: &crate::analyze::outliers::OutliersS
                 out,
                 "  {:>8} {:<16} at {}  {}",
                 x.pid,
-                x.comm,
+                Esc(&x.comm),
                 secs(x.start_ns),
-                x.summary
+                Esc(&x.summary)
             );
         }
         out.push('\n');
@@ -130,8 +130,8 @@ pub(super) fn filesystem(out: &mut String, f: &crate::analyze::fs::FsSummary) {
                 "  {:>12.3} ms  {:>8} {:<16} dev {} ino {}{} at {}",
                 ms(c.latency_ns),
                 c.pid,
-                c.comm,
-                c.dev,
+                Esc(&c.comm),
+                Esc(&c.dev),
                 c.ino,
                 if c.datasync { " (datasync)" } else { "" },
                 secs(c.start_ns)
@@ -148,7 +148,8 @@ pub(super) fn filesystem(out: &mut String, f: &crate::analyze::fs::FsSummary) {
 fn journal(out: &mut String, dev: &str, j: &crate::analyze::fs::JournalSummary) {
     let _ = writeln!(
         out,
-        "==================== Journal {dev} (jbd2) ====================\n"
+        "==================== Journal {} (jbd2) ====================\n",
+        Esc(dev)
     );
     let _ = writeln!(
         out,
@@ -195,13 +196,13 @@ fn journal(out: &mut String, dev: &str, j: &crate::analyze::fs::JournalSummary) 
         c.passes, c.transactions, c.written, c.dropped, j.log_tail_updates, j.lock_buffer_stalls
     );
     for (who, n) in &c.by_process {
-        let _ = writeln!(out, "  checkpointed by {who}: {n}");
+        let _ = writeln!(out, "  checkpointed by {}: {n}", Esc(who));
     }
     if !j.handle_starts.is_empty() {
         let list: Vec<String> = j
             .handle_starts
             .iter()
-            .map(|(t, n)| format!("{t} {n}"))
+            .map(|(t, n)| format!("{} {n}", Esc(t)))
             .collect();
         let _ = writeln!(out, "handle starts by type: {}", list.join(", "));
     }

@@ -5,6 +5,7 @@ use crate::analyze::block::btt::{Interval, Intervals};
 use crate::analyze::block::DeviceSummary;
 use crate::analyze::histogram::Percentiles;
 use crate::analyze::Analysis;
+use crate::report::escape::{escape, join_escaped, Esc};
 use std::fmt::Write;
 
 mod block;
@@ -29,24 +30,28 @@ pub(super) fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
-/// One finding, as a person reads it.
+/// One finding, as a person reads it. Titles, evidence and advice quote
+/// the trace (process and device names): printed escaped.
 pub fn finding(out: &mut String, f: &crate::diagnose::Finding) {
     let sev = match f.severity {
         crate::diagnose::Severity::Critical => "CRITICAL",
         crate::diagnose::Severity::Warning => "WARNING",
         crate::diagnose::Severity::Info => "INFO",
     };
-    let _ = writeln!(out, "{sev} {}: {}", f.id, f.title);
+    let _ = writeln!(out, "{sev} {}: {}", f.id, Esc(&f.title));
     if let Some(m) = f.evidence.as_object() {
         let parts: Vec<String> = m
             .iter()
             .filter(|(_, v)| !v.is_null() && !v.is_object() && !v.is_array())
-            .map(|(k, v)| format!("{k}={}", v.to_string().trim_matches('"')))
+            .map(|(k, v)| {
+                let v = v.to_string();
+                format!("{}={}", Esc(k), Esc(v.trim_matches('"')))
+            })
             .collect();
         let _ = writeln!(out, "  evidence: {}", parts.join(" "));
     }
-    let _ = writeln!(out, "  why: {}", f.explanation);
-    let _ = writeln!(out, "  try: {}", f.workaround);
+    let _ = writeln!(out, "  why: {}", Esc(&f.explanation));
+    let _ = writeln!(out, "  try: {}", Esc(&f.workaround));
 }
 
 fn findings(out: &mut String, fs: &[crate::diagnose::Finding]) {
@@ -78,7 +83,13 @@ pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
         a.span.last_ns.saturating_sub(a.span.first_ns) as f64 / 1e9
     );
     for i in &a.inputs {
-        let _ = writeln!(out, "  {} ({}, {} events)", i.path, i.format, i.events);
+        let _ = writeln!(
+            out,
+            "  {} ({}, {} events)",
+            Esc(&i.path),
+            i.format,
+            i.events
+        );
     }
     out.push('\n');
     findings(&mut out, found);
@@ -86,7 +97,7 @@ pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
     if !b.stack.is_empty() {
         let _ = writeln!(out, "device stack (from remaps):");
         for chain in &b.stack {
-            let _ = writeln!(out, "  {}", chain.join(" -> "));
+            let _ = writeln!(out, "  {}", join_escaped(chain, " -> "));
         }
         out.push('\n');
     }
@@ -116,7 +127,7 @@ pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
                 out,
                 "{:>8} {:<16} {:>9} {:>10.1} {:>10.1} {:>12.1} {:>12.1}",
                 p.pid,
-                p.comm,
+                Esc(&p.comm),
                 p.bios_queued.total(),
                 p.bytes_queued.read as f64 / 1048576.0,
                 p.bytes_queued.write as f64 / 1048576.0,
@@ -136,14 +147,14 @@ pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
     if !a.unknown_events.is_empty() {
         let _ = writeln!(out, "events not analysed yet:");
         for (n, c) in &a.unknown_events {
-            let _ = writeln!(out, "  {n:<40} {c:>10}");
+            let _ = writeln!(out, "  {:<40} {c:>10}", Esc(n));
         }
         out.push('\n');
     }
     if !a.warnings.is_empty() {
         let _ = writeln!(out, "\nwarnings:");
         for w in &a.warnings {
-            let _ = writeln!(out, "  - {w}");
+            let _ = writeln!(out, "  - {}", escape(w));
         }
     }
     out

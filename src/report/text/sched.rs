@@ -29,7 +29,7 @@ pub(super) fn sched(out: &mut String, s: &crate::analyze::sched::SchedSummary) {
             out,
             "{:>8} {:<16} {:<10} {:>5} {:>8} {:>11.3} {:>11.3} {:>11.3} {:>11.3}",
             t.pid,
-            t.comm,
+            Esc(&t.comm),
             t.kind,
             t.prio,
             t.switches,
@@ -49,7 +49,7 @@ pub(super) fn sched(out: &mut String, s: &crate::analyze::sched::SchedSummary) {
                 .map(|h| {
                     format!(
                         "{} ({}, {} prio {}) {:.3} ms",
-                        h.comm,
+                        Esc(&h.comm),
                         h.pid,
                         h.policy,
                         h.prio,
@@ -61,7 +61,7 @@ pub(super) fn sched(out: &mut String, s: &crate::analyze::sched::SchedSummary) {
                 out,
                 "  {:>10.3} ms  {} ({}) on CPU {} at {}: {}",
                 ms(w.wait_ns),
-                w.comm,
+                Esc(&w.comm),
                 w.pid,
                 w.cpu,
                 secs(w.start_ns),
@@ -120,7 +120,7 @@ pub(super) fn interrupts(
             let _ = writeln!(
                 out,
                 "{:<10} {:>10} {:>12.3} {:>10.1} {:>10.1}",
-                v,
+                Esc(v),
                 s.count,
                 ms(s.time_ns),
                 s.avg_us(),
@@ -141,7 +141,7 @@ pub(super) fn interrupts(
                 out,
                 "{:>5} {:<24} {:>10} {:>12.3} {:>10.1} {:>10.1}",
                 h.irq,
-                h.name,
+                Esc(&h.name),
                 s.count,
                 ms(s.time_ns),
                 s.avg_us(),
@@ -161,7 +161,7 @@ pub(super) fn interrupts(
             let _ = writeln!(
                 out,
                 "  {:<14} {:>8}  ran {:.3} ms in {} runs, waited up to {:.3} ms for its CPU",
-                t.comm,
+                Esc(&t.comm),
                 t.pid,
                 ms(t.runtime_ns),
                 t.switches,
@@ -199,13 +199,13 @@ pub(super) fn workqueues(out: &mut String, w: &crate::analyze::workqueue::Workqu
         let _ = writeln!(
             out,
             "{:<34} {:>8} {:>11.3} {:>10.1} {:>12} {:>12}  {}",
-            f.function,
+            Esc(&f.function),
             f.runs,
             ms(f.run_time_ns),
             f.max_run_ns as f64 / 1e3,
             p50,
             max,
-            f.workers.join(", ")
+            join_escaped(&f.workers, ", ")
         );
     }
     out.push('\n');
@@ -227,8 +227,8 @@ pub(super) fn gaps(out: &mut String, g: &crate::analyze::gaps::GapsSummary) {
                 cpu,
                 ms(x.gap_ns),
                 secs(x.start_ns),
-                x.before,
-                x.after
+                Esc(&x.before),
+                Esc(&x.after)
             );
         }
     }
@@ -237,11 +237,11 @@ pub(super) fn gaps(out: &mut String, g: &crate::analyze::gaps::GapsSummary) {
             out,
             "  {:>7} {:<16} {:>10.3} ms at {}  between {} and {}",
             t.pid,
-            t.comm,
+            Esc(&t.comm),
             ms(t.gap.gap_ns),
             secs(t.gap.start_ns),
-            t.gap.before,
-            t.gap.after
+            Esc(&t.gap.before),
+            Esc(&t.gap.after)
         );
     }
     out.push('\n');

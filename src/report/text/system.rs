@@ -1,4 +1,5 @@
-//! The settings of the snapshot that matter for the reported devices.
+//! The settings of the snapshot that matter for the reported devices. The
+//! snapshot comes with the capture: its strings are printed escaped.
 
 use super::*;
 
@@ -13,18 +14,20 @@ pub(super) fn snapshot(out: &mut String, a: &Analysis) {
     if let Some(r) = &b.kernel.release {
         let _ = writeln!(
             out,
-            "kernel {r}, CPUs {}",
-            b.cpus.online.as_deref().unwrap_or("?")
+            "kernel {}, CPUs {}",
+            Esc(r),
+            Esc(b.cpus.online.as_deref().unwrap_or("?"))
         );
     }
     for d in &a.block.devices {
         let Some((name, info)) = s.device(&d.device) else {
             continue;
         };
-        let get = |k: &str| info.setting(k).unwrap_or_else(|| "-".into());
+        let get = |k: &str| escape(&info.setting(k).unwrap_or_else(|| "-".into())).into_owned();
         let _ = writeln!(
             out,
-            "{name} ({}): scheduler {}, nomerges {}, max_sectors_kb {}, read_ahead_kb {}, nr_requests {}, rotational {}, wbt_lat_usec {}, write_cache {}",
+            "{} ({}): scheduler {}, nomerges {}, max_sectors_kb {}, read_ahead_kb {}, nr_requests {}, rotational {}, wbt_lat_usec {}, write_cache {}",
+            Esc(name),
             d.device,
             get("scheduler"),
             get("nomerges"),
@@ -37,12 +40,23 @@ pub(super) fn snapshot(out: &mut String, a: &Analysis) {
         );
         for (list, label) in [(&info.holders, "used by"), (&info.slaves, "built on")] {
             if !list.is_empty() {
-                let _ = writeln!(out, "  {label}: {}", list.join(", "));
+                let _ = writeln!(out, "  {label}: {}", join_escaped(list, ", "));
             }
         }
     }
-    let vm = |k: &str| b.vm.get(k).cloned().flatten();
-    let sched = |k: &str| b.sched.get(k).cloned().flatten();
+    let vm = |k: &str| {
+        b.vm.get(k)
+            .cloned()
+            .flatten()
+            .map(|v| escape(&v).into_owned())
+    };
+    let sched = |k: &str| {
+        b.sched
+            .get(k)
+            .cloned()
+            .flatten()
+            .map(|v| escape(&v).into_owned())
+    };
     let _ = writeln!(
         out,
         "vm.dirty_ratio {}, dirty_background_ratio {}, dirty_bytes {}; sched_rt_runtime_us {} of {}",
@@ -59,11 +73,11 @@ pub(super) fn snapshot(out: &mut String, a: &Analysis) {
             out,
             "workload thread {} {}: {} rt_priority {}, nice {}, CPUs {}",
             or_null(t.tid.map(|v| v as i64)),
-            t.comm.as_deref().unwrap_or(""),
-            t.policy.as_deref().unwrap_or(""),
+            Esc(t.comm.as_deref().unwrap_or("")),
+            Esc(t.policy.as_deref().unwrap_or("")),
             or_null(t.rt_priority),
             or_null(t.nice),
-            t.cpus_allowed.as_deref().unwrap_or("?")
+            Esc(t.cpus_allowed.as_deref().unwrap_or("?"))
         );
     }
     out.push('\n');
