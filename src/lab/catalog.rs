@@ -248,16 +248,27 @@ fn fio_randread(file: &Path, bs: &str, depth: u32, secs: f64, extra: &str) -> St
     )
 }
 
-/// `queue_saturation`: 32 random 64 KiB direct reads in flight, with the
-/// device's default nr_requests, then with 4 (bios wait for a tag).
+/// `queue_saturation`: on a queue of 4 tags (nr_requests 4), random 64 KiB
+/// direct reads one at a time, then 32 in flight (bios wait for a tag).
 pub fn queue(lab: &Lab) -> Result<(), CaptureError> {
-    let mut fs = Ext4::create(128, 4, true)?;
+    let mut fs = Ext4::create(256, 4, true)?;
     let file = fs.mnt.join("r");
-    data_file(&file, 32)?;
-    let script = fio_randread(&file, "64k", 32, 0.5, "");
-    lab.record(&lab.good(), "block", &script)?;
+    data_file(&file, 64)?;
+    // A second of reads keeps the device busy through the whole trace.
+    // The good run reads one at a time (32 in flight on the default queue
+    // is itself a busy queue, a true warning); the bad one keeps 32 in
+    // flight on a queue of 4 tags.
     fs.disk.set_queue("nr_requests", "4")?;
-    lab.record(&lab.bad(), "block", &script)
+    lab.record(
+        &lab.good(),
+        "block",
+        &fio_randread(&file, "64k", 1, 1.0, "--norandommap"),
+    )?;
+    lab.record(
+        &lab.bad(),
+        "block",
+        &fio_randread(&file, "64k", 32, 1.0, "--norandommap"),
+    )
 }
 
 /// `scheduler_overhead`: two random readers of unequal I/O priority under

@@ -195,10 +195,10 @@ pub static SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "queue",
         case: "queue_saturation",
-        about: "fio: 32 random 64 KiB direct reads in flight",
+        about: "fio: random 64 KiB direct reads on a queue of nr_requests=4",
         expect: Some("queue_saturation"),
-        good: "nr_requests default",
-        bad: "nr_requests=4",
+        good: "one read at a time",
+        bad: "32 reads in flight",
         run: catalog::queue,
         missing: catalog::missing_fio,
     },
