@@ -109,5 +109,5 @@ fuzz_target!(|data: &[u8]| {
     if !cpu1.is_empty() {
         write(&dir, &cpu_file(1), cpu1);
     }
-    iosleuth_fuzz::pipeline(&[dir]);
+    iosleuth_fuzz::pipeline(&[dir], true);
 });

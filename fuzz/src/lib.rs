@@ -16,7 +16,7 @@ pub const FIXTURE_CAPTURE: &str = concat!(
 /// Splits `data` into `n` parts: each but the last is a 4-byte
 /// little-endian length and that many bytes (clamped to what is left); the
 /// last part is the rest. Parts past the end of the input are empty.
-/// `scripts/fuzz-seeds` writes seeds in the same shape.
+/// `scripts/fuzz` writes the seeds of such targets in the same shape.
 pub fn split(mut data: &[u8], n: usize) -> Vec<&[u8]> {
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
@@ -56,31 +56,23 @@ pub fn drain(mut src: Box<dyn Source>) -> (Vec<Event>, Vec<String>) {
     (events, warnings)
 }
 
-/// Analysis, diagnosis and both renderings of a stream of events.
-pub fn analyse_events(events: Vec<Event>) {
-    use iosleuth::analyze::{analyze, block::BlockConfig, Filter};
-    let filter = Filter {
-        top: 5,
-        ..Default::default()
-    };
-    let a = analyze(events.into_iter(), &filter, BlockConfig::default());
-    render(&a);
-}
-
-/// Diagnosis and both renderings of an analysis.
-pub fn render(a: &iosleuth::analyze::Analysis) {
+/// Diagnosis and the text rendering of an analysis, and the JSON one when
+/// `json` is set.
+pub fn render(a: &iosleuth::analyze::Analysis, json: bool) {
     use iosleuth::report::Format;
     let findings = iosleuth::diagnose::diagnose(a);
     let _ = Format::Text.report(a, &findings);
-    let _ = Format::Json.report(a, &findings);
+    if json {
+        let _ = Format::Json.report(a, &findings);
+    }
 }
 
 /// The full pipeline on files (open, merge, analyse, diagnose, render), as
 /// `iosleuth report` runs it. An input error is a fine outcome.
-pub fn pipeline(paths: &[PathBuf]) {
+pub fn pipeline(paths: &[PathBuf], json: bool) {
     let opts = iosleuth::pipeline::Options::default();
     if let Ok(a) = iosleuth::pipeline::analyse(paths, &opts) {
-        render(&a);
+        render(&a, json);
     }
 }
 
