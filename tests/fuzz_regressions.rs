@@ -18,24 +18,23 @@ fn fuzz_input(name: &str) -> Vec<u8> {
     std::fs::read(Path::new("tests/fixtures/fuzz").join(name)).unwrap()
 }
 
-/// The split of `iosleuth_fuzz::split` (fuzz/src/lib.rs): `n` parts, each
-/// but the last a 4-byte little-endian length and that many bytes, the last
-/// the rest.
-fn split(mut data: &[u8], n: usize) -> Vec<&[u8]> {
+/// The split of `iosleuth_fuzz::split` (fuzz/src/lib.rs): `n` parts
+/// separated by `\n--part--\n`, the last one the rest, missing ones empty.
+fn split(data: &[u8], n: usize) -> Vec<&[u8]> {
+    const SEPARATOR: &[u8] = b"\n--part--\n";
     let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        if i + 1 == n {
-            out.push(data);
-            break;
+    let mut rest = data;
+    while out.len() + 1 < n {
+        match rest.windows(SEPARATOR.len()).position(|w| w == SEPARATOR) {
+            Some(at) => {
+                out.push(&rest[..at]);
+                rest = &rest[at + SEPARATOR.len()..];
+            }
+            None => break,
         }
-        if data.len() < 4 {
-            out.push(&data[..0]);
-            continue;
-        }
-        let len = (u32::from_le_bytes(data[..4].try_into().unwrap()) as usize).min(data.len() - 4);
-        out.push(&data[4..4 + len]);
-        data = &data[4 + len..];
     }
+    out.push(rest);
+    out.resize(n, &[]);
     out
 }
 

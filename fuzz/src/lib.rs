@@ -13,27 +13,29 @@ pub const FIXTURE_CAPTURE: &str = concat!(
     "/../tests/fixtures/fsync-4k.cap"
 );
 
-/// Splits `data` into `n` parts: each but the last is a 4-byte
-/// little-endian length and that many bytes (clamped to what is left); the
-/// last part is the rest. Parts past the end of the input are empty.
-/// `scripts/fuzz` writes the seeds of such targets in the same shape.
-pub fn split(mut data: &[u8], n: usize) -> Vec<&[u8]> {
+/// What separates the parts of an input that holds several files.
+pub const SEPARATOR: &[u8] = b"\n--part--\n";
+
+/// Splits `data` into `n` parts at `SEPARATOR`: the last part is the rest
+/// (separators and all: it is binary), parts past the end are empty. A
+/// separator rather than length prefixes, so that inserting or deleting
+/// bytes in one part (a manifest's number, a format file's line) leaves
+/// the others whole. `scripts/fuzz` writes the seeds of such targets in the
+/// same shape, and fuzz/dicts/ offer the separator to the mutator.
+pub fn split(data: &[u8], n: usize) -> Vec<&[u8]> {
     let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        if i + 1 == n {
-            out.push(data);
-            break;
+    let mut rest = data;
+    while out.len() + 1 < n {
+        match rest.windows(SEPARATOR.len()).position(|w| w == SEPARATOR) {
+            Some(at) => {
+                out.push(&rest[..at]);
+                rest = &rest[at + SEPARATOR.len()..];
+            }
+            None => break,
         }
-        if data.len() < 4 {
-            out.push(&data[..0]);
-            continue;
-        }
-        let len = u32::from_le_bytes(data[..4].try_into().unwrap()) as usize;
-        let rest = &data[4..];
-        let len = len.min(rest.len());
-        out.push(&rest[..len]);
-        data = &rest[len..];
     }
+    out.push(rest);
+    out.resize(n, &[]);
     out
 }
 
