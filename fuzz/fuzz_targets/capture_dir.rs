@@ -20,12 +20,15 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
+/// An event system of the fixture: its name, directory, and events (name,
+/// directory).
+type System = (String, PathBuf, Vec<(String, PathBuf)>);
+
 struct Fixture {
     manifest: Vec<u8>,
     header_page: Vec<u8>,
     header_event: Vec<u8>,
-    /// System name → its directory, and its event directories.
-    systems: Vec<(String, PathBuf, Vec<(String, PathBuf)>)>,
+    systems: Vec<System>,
 }
 
 static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {

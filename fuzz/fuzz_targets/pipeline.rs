@@ -10,5 +10,5 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let dir = iosleuth_fuzz::scratch("pipeline");
     let p = iosleuth_fuzz::write(&dir, "input.trace", data);
-    iosleuth_fuzz::pipeline(&[p], data.len() % 8 == 0);
+    iosleuth_fuzz::pipeline(&[p], data.len().is_multiple_of(8));
 });
