@@ -18,24 +18,23 @@ fn fuzz_input(name: &str) -> Vec<u8> {
     std::fs::read(Path::new("tests/fixtures/fuzz").join(name)).unwrap()
 }
 
-/// The split of `iosleuth_fuzz::split` (fuzz/src/lib.rs): `n` parts, each
-/// but the last a 4-byte little-endian length and that many bytes, the last
-/// the rest.
-fn split(mut data: &[u8], n: usize) -> Vec<&[u8]> {
+/// The split of `iosleuth_fuzz::split` (fuzz/src/lib.rs): `n` parts
+/// separated by `\n--part--\n`, the last one the rest, missing ones empty.
+fn split(data: &[u8], n: usize) -> Vec<&[u8]> {
+    const SEPARATOR: &[u8] = b"\n--part--\n";
     let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        if i + 1 == n {
-            out.push(data);
-            break;
+    let mut rest = data;
+    while out.len() + 1 < n {
+        match rest.windows(SEPARATOR.len()).position(|w| w == SEPARATOR) {
+            Some(at) => {
+                out.push(&rest[..at]);
+                rest = &rest[at + SEPARATOR.len()..];
+            }
+            None => break,
         }
-        if data.len() < 4 {
-            out.push(&data[..0]);
-            continue;
-        }
-        let len = (u32::from_le_bytes(data[..4].try_into().unwrap()) as usize).min(data.len() - 4);
-        out.push(&data[4..4 + len]);
-        data = &data[4 + len..];
     }
+    out.push(rest);
+    out.resize(n, &[]);
     out
 }
 
@@ -218,16 +217,112 @@ fn assert_export_bounded(input: &Path, max_files: usize) {
 
 // --- findings -------------------------------------------------------------
 
-/// capture_dir: a bio queued at a sector near 2^64 (here 0xffffffffffffff..,
-/// as a damaged page or a bogus tracepoint gives) ends past u64::MAX;
-/// btt's `QueuedBio { end: e.sector + sectors }` (src/analyze/block/btt.rs)
-/// overflowed: a panic in a debug build, a wrapped end in a release build.
-/// Fixed: sector ends saturate (btt, requests, sequential bios).
+/// capture_dir: a bio queued (block_bio_queue) or completed
+/// (block_rq_complete) at a sector near 2^64, as a damaged page gives,
+/// ends past u64::MAX: btt's `e.sector + sectors` overflows, in `queue`
+/// (src/analyze/block/btt.rs:256) and in `complete` (btt.rs:385). A panic
+/// in a debug build, a wrapped range in a release build.
 #[test]
 fn capture_bio_at_the_last_sectors() {
+    for name in [
+        "capture_dir-bio-at-last-sector.bin",
+        "capture_dir-bio-complete-at-last-sector.bin",
+    ] {
+        let d = tempdir();
+        let cap = capture_from(&fuzz_input(name), d.path());
+        assert_report_copes(&cap, "run.cap");
+    }
+    // The same from a 48-byte blktrace file: one Q at sector 2^64 - 1.
     let d = tempdir();
-    let cap = capture_from(&fuzz_input("capture_dir-bio-at-last-sector.bin"), d.path());
+    let p = d.path().join("q.blktrace");
+    std::fs::write(&p, fuzz_input("pipeline-queue-at-last-sector.blktrace")).unwrap();
+    assert_report_copes(&p, "q.blktrace");
+}
+
+/// capture_dir: a page whose base timestamp is near 2^64 and whose record
+/// adds a delta: `self.ts += delta` in `PageRecords::next`
+/// (src/ingest/ring_buffer.rs:135) overflows.
+#[test]
+fn capture_page_timestamp_near_the_end_of_time() {
+    let d = tempdir();
+    let cap = capture_from(
+        &fuzz_input("capture_dir-page-timestamp-overflow.bin"),
+        d.path(),
+    );
     assert_report_copes(&cap, "run.cap");
+}
+
+/// Latencies between timestamps far apart overflow their sum,
+/// `self.total_ns += t` in btt's `Stats::add` (src/analyze/block/btt.rs:39):
+/// from a capture (pages on two CPUs, one near 0 and one near 2^64), and
+/// from four records of the blk tracer's binary output with two damaged
+/// timestamp bytes (found first by tests/fuzz_parsers.rs's
+/// damaged_blk_tracer_capture, which fails now and then on it in a debug
+/// build; minimized by record).
+#[test]
+fn latencies_summing_past_u64() {
+    let d = tempdir();
+    let cap = capture_from(&fuzz_input("capture_dir-btt-total-overflow.bin"), d.path());
+    assert_report_copes(&cap, "run.cap");
+    let p = d.path().join("damaged.blk");
+    std::fs::write(&p, fuzz_input("blk-tracer-latency-sum-overflow.blk")).unwrap();
+    assert_report_copes(&p, "damaged.blk");
+}
+
+/// What the `tracefs_format` target runs (fuzz/fuzz_targets/tracefs_format.rs):
+/// parts [system, format text, header_page text (empty: the default), one
+/// record, one ring-buffer page]; parse, read every field of the record,
+/// decode it, then every record of the page.
+fn tracefs_format_target(data: &[u8]) {
+    use iosleuth::ingest::capture_dir::Decoder;
+    use iosleuth::ingest::ring_buffer::{page_info, PageRecords};
+    use iosleuth::ingest::tracefs_format::{
+        parse_format, parse_header_page, read_int, read_str, PageHeader,
+    };
+    let parts = split(data, 5);
+    let system = String::from_utf8_lossy(parts[0]);
+    let format = String::from_utf8_lossy(parts[1]);
+    let header = String::from_utf8_lossy(parts[2]);
+    let (record, page) = (parts[3], parts[4]);
+    let hdr = match header.is_empty() {
+        true => PageHeader::default(),
+        false => match parse_header_page(&header) {
+            Some(h) => h,
+            None => return,
+        },
+    };
+    let formats: Vec<_> = parse_format(&system, &format).into_iter().collect();
+    for f in &formats {
+        for field in &f.fields {
+            let _ = read_int(record, field);
+            let _ = read_str(record, field);
+        }
+    }
+    let decoder = Decoder::new(&formats, hdr);
+    let _ = decoder.decode(1, 0, record);
+    if let Some(info) = page_info(page, hdr) {
+        for (ts, rec) in PageRecords::new(page, hdr, &info) {
+            let _ = decoder.decode(ts, 0, rec);
+        }
+    }
+}
+
+/// tracefs_format: a field `offset:3; size:18446744073709551615` makes
+/// `read_int` compute `f.offset + f.size` (src/ingest/tracefs_format.rs:104),
+/// which overflows; a format file of a capture can say so.
+#[test]
+fn format_field_size_near_u64_max() {
+    tracefs_format_target(&fuzz_input("tracefs_format-offset-plus-size-overflow.bin"));
+}
+
+/// tracefs_format: ring-buffer timestamps overflow in `PageRecords::next`:
+/// a time extension (`self.ts += v`, src/ingest/ring_buffer.rs:117) and a
+/// small record's delta (`self.ts += delta`, ring_buffer.rs:146) on a page
+/// whose base timestamp is near 2^64.
+#[test]
+fn page_timestamps_near_u64_max() {
+    tracefs_format_target(&fuzz_input("tracefs_format-time-extend-overflow.bin"));
+    tracefs_format_target(&fuzz_input("tracefs_format-record-delta-overflow.bin"));
 }
 
 /// export: one blktrace record on CPU 516489216 makes export fill the gaps
@@ -240,4 +335,26 @@ fn export_of_a_record_on_a_huge_cpu_number() {
     let input = d.path().join("in.blktrace");
     std::fs::write(&input, fuzz_input("export-cpu-516489216.blktrace")).unwrap();
     assert_export_bounded(&input, 64);
+}
+
+// --- seeds ----------------------------------------------------------------
+
+/// The small seeds committed for the fuzz targets (plain blktrace in both
+/// byte orders, the blk tracer's binary after its text header, the blk
+/// tracer's text) are real traces: each reports cleanly.
+#[test]
+fn committed_fuzz_seeds_report_cleanly() {
+    for dir in ["fuzz/seeds/blktrace", "fuzz/seeds/text_ftrace"] {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let o = iosleuth().arg("report").arg(e.path()).output().unwrap();
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            let stdout = String::from_utf8_lossy(&o.stdout);
+            assert_eq!(o.status.code(), Some(0), "{}: {stderr}", e.path().display());
+            assert!(
+                stdout.contains("Device 7,0") && !stderr.contains("skipped"),
+                "{}: {stderr}",
+                e.path().display()
+            );
+        }
+    }
 }

@@ -20,12 +20,15 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
+/// An event system of the fixture: its name, directory, and events (name,
+/// directory).
+type System = (String, PathBuf, Vec<(String, PathBuf)>);
+
 struct Fixture {
     manifest: Vec<u8>,
     header_page: Vec<u8>,
     header_event: Vec<u8>,
-    /// System name → its directory, and its event directories.
-    systems: Vec<(String, PathBuf, Vec<(String, PathBuf)>)>,
+    systems: Vec<System>,
 }
 
 static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
@@ -109,5 +112,5 @@ fuzz_target!(|data: &[u8]| {
     if !cpu1.is_empty() {
         write(&dir, &cpu_file(1), cpu1);
     }
-    iosleuth_fuzz::pipeline(&[dir]);
+    iosleuth_fuzz::pipeline(&[dir], true);
 });

@@ -71,7 +71,7 @@ fuzz_target!(
         return;
     }
     // What export wrote, iosleuth reads back: every record a block event.
-    let sources = open_inputs(&[dir.clone()]).expect("iosleuth reads the files it exported");
+    let sources = open_inputs(std::slice::from_ref(&dir)).expect("iosleuth reads the files it exported");
     let mut block = 0u64;
     for src in sources {
         let (evs, warnings) = iosleuth_fuzz::drain(src);

@@ -13,27 +13,29 @@ pub const FIXTURE_CAPTURE: &str = concat!(
     "/../tests/fixtures/fsync-4k.cap"
 );
 
-/// Splits `data` into `n` parts: each but the last is a 4-byte
-/// little-endian length and that many bytes (clamped to what is left); the
-/// last part is the rest. Parts past the end of the input are empty.
-/// `scripts/fuzz-seeds` writes seeds in the same shape.
-pub fn split(mut data: &[u8], n: usize) -> Vec<&[u8]> {
+/// What separates the parts of an input that holds several files.
+pub const SEPARATOR: &[u8] = b"\n--part--\n";
+
+/// Splits `data` into `n` parts at `SEPARATOR`: the last part is the rest
+/// (separators and all: it is binary), parts past the end are empty. A
+/// separator rather than length prefixes, so that inserting or deleting
+/// bytes in one part (a manifest's number, a format file's line) leaves
+/// the others whole. `scripts/fuzz` writes the seeds of such targets in the
+/// same shape, and fuzz/dicts/ offer the separator to the mutator.
+pub fn split(data: &[u8], n: usize) -> Vec<&[u8]> {
     let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        if i + 1 == n {
-            out.push(data);
-            break;
+    let mut rest = data;
+    while out.len() + 1 < n {
+        match rest.windows(SEPARATOR.len()).position(|w| w == SEPARATOR) {
+            Some(at) => {
+                out.push(&rest[..at]);
+                rest = &rest[at + SEPARATOR.len()..];
+            }
+            None => break,
         }
-        if data.len() < 4 {
-            out.push(&data[..0]);
-            continue;
-        }
-        let len = u32::from_le_bytes(data[..4].try_into().unwrap()) as usize;
-        let rest = &data[4..];
-        let len = len.min(rest.len());
-        out.push(&rest[..len]);
-        data = &rest[len..];
     }
+    out.push(rest);
+    out.resize(n, &[]);
     out
 }
 
@@ -56,31 +58,23 @@ pub fn drain(mut src: Box<dyn Source>) -> (Vec<Event>, Vec<String>) {
     (events, warnings)
 }
 
-/// Analysis, diagnosis and both renderings of a stream of events.
-pub fn analyse_events(events: Vec<Event>) {
-    use iosleuth::analyze::{analyze, block::BlockConfig, Filter};
-    let filter = Filter {
-        top: 5,
-        ..Default::default()
-    };
-    let a = analyze(events.into_iter(), &filter, BlockConfig::default());
-    render(&a);
-}
-
-/// Diagnosis and both renderings of an analysis.
-pub fn render(a: &iosleuth::analyze::Analysis) {
+/// Diagnosis and the text rendering of an analysis, and the JSON one when
+/// `json` is set.
+pub fn render(a: &iosleuth::analyze::Analysis, json: bool) {
     use iosleuth::report::Format;
     let findings = iosleuth::diagnose::diagnose(a);
     let _ = Format::Text.report(a, &findings);
-    let _ = Format::Json.report(a, &findings);
+    if json {
+        let _ = Format::Json.report(a, &findings);
+    }
 }
 
 /// The full pipeline on files (open, merge, analyse, diagnose, render), as
 /// `iosleuth report` runs it. An input error is a fine outcome.
-pub fn pipeline(paths: &[PathBuf]) {
+pub fn pipeline(paths: &[PathBuf], json: bool) {
     let opts = iosleuth::pipeline::Options::default();
     if let Ok(a) = iosleuth::pipeline::analyse(paths, &opts) {
-        render(&a);
+        render(&a, json);
     }
 }
 
