@@ -369,6 +369,67 @@ fn check_page_header(dir: &Path, page: PageHeader, page_size: usize) -> Result<(
     ))
 }
 
+/// `symbols.json`: names of the kernel addresses the capture holds; an
+/// unreadable one is said in `notes` (work functions stay addresses).
+fn load_symbols(dir: &Path, notes: &mut Vec<String>) -> HashMap<u64, Box<str>> {
+    let symbols_path = dir.join(SYMBOLS);
+    if !symbols_path.exists() {
+        return HashMap::new();
+    }
+    let map: Result<HashMap<String, String>, String> = read_capture_file(&symbols_path)
+        .map_err(|e| e.problem)
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()));
+    match map {
+        Ok(map) => map
+            .into_iter()
+            .filter_map(|(k, v)| {
+                Some((
+                    u64::from_str_radix(k.trim_start_matches("0x"), 16).ok()?,
+                    v.into(),
+                ))
+            })
+            .collect(),
+        Err(e) => {
+            notes.push(format!(
+                "{}: unreadable ({e}); work functions are shown as addresses",
+                symbols_path.display()
+            ));
+            HashMap::new()
+        }
+    }
+}
+
+/// The capture's `cpuN.raw` files by CPU; the CPUs the manifest lists
+/// whose file is not there at all are said in `notes`.
+fn cpu_files(
+    dir: &Path,
+    manifest: &serde_json::Value,
+    notes: &mut Vec<String>,
+) -> Result<Vec<(u32, PathBuf)>, InputError> {
+    let mut cpus: Vec<(u32, PathBuf)> = std::fs::read_dir(dir)
+        .map_err(|e| InputError::new(dir, format!("cannot list: {e}")))?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let cpu = layout::cpu_of_file(&name)?;
+            Some((cpu, e.path()))
+        })
+        .collect();
+    cpus.sort();
+    // CPUs the manifest lists whose file is not there at all.
+    if let Some(listed) = manifest["cpus"].as_array() {
+        for cpu in listed.iter().filter_map(|c| c.as_u64()) {
+            if !cpus.iter().any(|(c, _)| u64::from(*c) == cpu) {
+                notes.push(format!(
+                    "{}: missing, although the manifest lists CPU {cpu}: that CPU's events are not in this report",
+                    dir.join(format!("cpu{cpu}.raw")).display()
+                ));
+            }
+        }
+    }
+    Ok(cpus)
+}
+
 /// Opens every per-CPU file of a capture directory as a source. A CPU the
 /// manifest lists whose file is missing, not a regular file, or empty
 /// although the kernel handed out its events, is a warning (its events are
@@ -391,51 +452,9 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
                 .collect()
         })
         .unwrap_or_default();
-    let symbols_path = dir.join(SYMBOLS);
-    if symbols_path.exists() {
-        let map: Result<HashMap<String, String>, String> = read_capture_file(&symbols_path)
-            .map_err(|e| e.problem)
-            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()));
-        match map {
-            Ok(map) => {
-                decoder.symbols = map
-                    .into_iter()
-                    .filter_map(|(k, v)| {
-                        Some((
-                            u64::from_str_radix(k.trim_start_matches("0x"), 16).ok()?,
-                            v.into(),
-                        ))
-                    })
-                    .collect()
-            }
-            Err(e) => notes.push(format!(
-                "{}: unreadable ({e}); work functions are shown as addresses",
-                symbols_path.display()
-            )),
-        }
-    }
+    decoder.symbols = load_symbols(dir, &mut notes);
     let decoder = Arc::new(decoder);
-    let mut cpus: Vec<(u32, PathBuf)> = std::fs::read_dir(dir)
-        .map_err(|e| InputError::new(dir, format!("cannot list: {e}")))?
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let cpu = layout::cpu_of_file(&name)?;
-            Some((cpu, e.path()))
-        })
-        .collect();
-    cpus.sort();
-    // CPUs the manifest lists whose file is not there at all.
-    if let Some(listed) = manifest["cpus"].as_array() {
-        for cpu in listed.iter().filter_map(|c| c.as_u64()) {
-            if !cpus.iter().any(|(c, _)| u64::from(*c) == cpu) {
-                notes.push(format!(
-                    "{}: missing, although the manifest lists CPU {cpu}: that CPU's events are not in this report",
-                    dir.join(format!("cpu{cpu}.raw")).display()
-                ));
-            }
-        }
-    }
+    let cpus = cpu_files(dir, &manifest, &mut notes)?;
     if cpus.is_empty() && notes.is_empty() {
         return Err(InputError::new(dir, "capture has no cpuN.raw files"));
     }
