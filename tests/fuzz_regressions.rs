@@ -110,14 +110,28 @@ struct Outcome {
     killed: Option<String>,
 }
 
-/// Runs iosleuth with `args`; kills it after `limit`, or as soon as
-/// `watch` (polled every 50 ms) says so, and tells why.
+/// Runs iosleuth with `args`, its address space limited to 8 GiB (an input
+/// that makes it allocate more fails it, rather than the machine); kills
+/// it after `limit`, or as soon as `watch` (polled every 50 ms) says so,
+/// and tells why.
 fn run_bounded(
     args: &[&std::ffi::OsStr],
     limit: Duration,
     watch: impl Fn() -> Option<String>,
 ) -> Outcome {
+    use std::os::unix::process::CommandExt;
     let mut cmd: Command = iosleuth();
+    // SAFETY: setrlimit is async-signal-safe; the closure touches nothing else.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 8 << 30,
+                rlim_max: 8 << 30,
+            };
+            libc::setrlimit(libc::RLIMIT_AS, &lim);
+            Ok(())
+        });
+    }
     let mut child = cmd
         .args(args)
         .stdout(Stdio::null())
@@ -335,6 +349,28 @@ fn export_of_a_record_on_a_huge_cpu_number() {
     let input = d.path().join("in.blktrace");
     std::fs::write(&input, fuzz_input("export-cpu-516489216.blktrace")).unwrap();
     assert_export_bounded(&input, 64);
+}
+
+/// Found reading the code while writing the capture_dir target (the fuzzer
+/// did not reach it in its runs): a manifest's `page_size` is trusted, and
+/// `Chunked::ensure(page_size)` (src/ingest/reader.rs) allocates and zeroes
+/// a buffer of that size, so `"page_size": 1099511627776` aborts on a failed
+/// 1 TiB allocation (and a few GiB would be allocated and zeroed for real).
+#[test]
+#[ignore = "review finding: a capture manifest's page_size is allocated as-is (1 TiB: abort in Chunked::ensure); fix pending"]
+fn capture_manifest_with_a_huge_page_size() {
+    let d = tempdir();
+    let cap = d.path().join("run.cap");
+    copy_tree(Path::new("tests/fixtures/fsync-4k.cap"), &cap);
+    let m = cap.join("iosleuth-capture.json");
+    let text = std::fs::read_to_string(&m).unwrap();
+    assert!(text.contains("\"page_size\": 4096"));
+    std::fs::write(
+        &m,
+        text.replace("\"page_size\": 4096", "\"page_size\": 1099511627776"),
+    )
+    .unwrap();
+    assert_report_copes(&cap, "run.cap");
 }
 
 // --- seeds ----------------------------------------------------------------
