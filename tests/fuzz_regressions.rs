@@ -357,7 +357,6 @@ fn export_of_a_record_on_a_huge_cpu_number() {
 /// a buffer of that size, so `"page_size": 1099511627776` aborts on a failed
 /// 1 TiB allocation (and a few GiB would be allocated and zeroed for real).
 #[test]
-#[ignore = "review finding: a capture manifest's page_size is allocated as-is (1 TiB: abort in Chunked::ensure); fix pending"]
 fn capture_manifest_with_a_huge_page_size() {
     let d = tempdir();
     let cap = d.path().join("run.cap");
