@@ -6,17 +6,6 @@ mod common;
 
 use common::*;
 
-fn findings(path: &str) -> Vec<serde_json::Value> {
-    json_report(&[path], &[])["findings"]
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
-fn explain(path: &str, id: &str) -> String {
-    run(iosleuth().arg("report").arg(path).args(["--explain", id]))
-}
-
 const NOMERGES2: &str = "tests/fixtures/loop-seqread-nomerges2.blk";
 const NOMERGES0: &str = "tests/fixtures/loop-seqread-nomerges0.blk";
 const SLOWDEV: &str = "tests/fixtures/slowdev-fsync.cap";

@@ -5,17 +5,6 @@ mod common;
 
 use common::*;
 
-fn findings(path: &str) -> Vec<serde_json::Value> {
-    json_report(&[path], &[])["findings"]
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
-fn explain(path: &str, id: &str) -> String {
-    run(iosleuth().arg("report").arg(path).args(["--explain", id]))
-}
-
 /// `dd if=/dev/zero of=F bs=1M count=256 conv=fsync` on ext4 over a loop
 /// device (tests/fixtures/dd-seqwrite.cap, recorded with every event set):
 /// writeback sends bios of 1 MiB and more; the loop device cuts them at its

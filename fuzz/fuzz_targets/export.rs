@@ -61,10 +61,17 @@ fuzz_target!(
     }
 
     let dir = iosleuth_fuzz::scratch("export").join("out");
-    let sum = match iosleuth::report::blktrace::export(events.into_iter(), &dir, names) {
+    let _ = std::fs::remove_dir_all(&dir);
+    let Ok(target) = iosleuth::report::blktrace::Target::prepare(&dir, false) else {
+        return;
+    };
+    let sum = match iosleuth::report::blktrace::export(events.into_iter(), &target, names) {
         Ok(s) => s,
         Err(_) => return,
     };
+    if target.commit(&sum).is_err() {
+        return;
+    }
     let on_disk = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
     assert_eq!(on_disk, sum.files.len(), "files reported vs. files written");
     if sum.records == 0 {

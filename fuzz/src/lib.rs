@@ -101,3 +101,15 @@ pub fn limit_file_size(bytes: u64) {
         libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
     }
 }
+
+/// One text format's target: detection runs, then the bytes are read as
+/// `format` (given, not detected) and drained.
+pub fn text_target(data: &[u8], format: iosleuth::ingest::text_source::TextFormat) {
+    let _ = iosleuth::ingest::text_source::detect(data);
+    let src = iosleuth::ingest::text_source::TextSource::new(
+        std::path::Path::new("fuzz.txt"),
+        iosleuth::ingest::reader::Chunked::from_vec(data.to_vec()),
+        format,
+    );
+    let _ = drain(Box::new(src));
+}

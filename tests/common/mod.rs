@@ -361,3 +361,16 @@ pub fn save_fixture(cap: &Path, name: &str) {
         run(Command::new("cp").arg("-r").arg(cap).arg(&to));
     }
 }
+
+/// `report --format json`'s findings of one input.
+pub fn findings(path: &str) -> Vec<serde_json::Value> {
+    json_report(&[path], &[])["findings"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// `report --explain ID` of one input.
+pub fn explain(path: &str, id: &str) -> String {
+    run(iosleuth().arg("report").arg(path).args(["--explain", id]))
+}
