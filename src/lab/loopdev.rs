@@ -4,6 +4,10 @@
 use crate::capture::tracefs::{CaptureError, Knob};
 use std::path::{Path, PathBuf};
 
+/// The block layer's default cap on a request (`BLK_DEF_MAX_SECTORS_CAP`,
+/// 2560 sectors) in KiB.
+const DEFAULT_MAX_SECTORS_KB: u64 = 1280;
+
 pub struct LoopDevice {
     /// `/dev/loopN`
     pub path: PathBuf,
@@ -77,13 +81,45 @@ impl LoopDevice {
         }
         let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        Ok(LoopDevice {
+        let mut dev = LoopDevice {
             path,
             name,
             knobs: Vec::new(),
             backing,
             dir,
             slow,
+        };
+        dev.reset_stale_limits()?;
+        Ok(dev)
+    }
+
+    /// A loop device keeps the `max_sectors_kb` someone wrote to it across
+    /// detach and attach (the kernel stores it as a user limit): a `4` left
+    /// by an earlier experiment stops every merge on the next device with
+    /// that number. Start from the kernel's default (writing 0, since
+    /// Linux 6.13; older kernels take the hardware limit), restored on drop.
+    fn reset_stale_limits(&mut self) -> Result<(), CaptureError> {
+        let queue = |knob: &str| {
+            std::fs::read_to_string(format!("/sys/block/{}/queue/{knob}", self.name))
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+        };
+        let (Some(now), Some(hw)) = (queue("max_sectors_kb"), queue("max_hw_sectors_kb")) else {
+            return Ok(());
+        };
+        if now >= hw.min(DEFAULT_MAX_SECTORS_KB) {
+            return Ok(());
+        }
+        eprintln!(
+            "note: {} had max_sectors_kb={now} left from an earlier use; \
+             using the kernel default for this run (put back on exit)",
+            self.name
+        );
+        self.set_queue("max_sectors_kb", "0").or_else(|_| {
+            self.set_queue(
+                "max_sectors_kb",
+                &hw.min(DEFAULT_MAX_SECTORS_KB).to_string(),
+            )
         })
     }
 
