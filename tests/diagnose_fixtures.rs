@@ -579,3 +579,43 @@ fn diff_says_when_nothing_explains_a_change() {
         "{verdict}"
     );
 }
+
+#[test]
+fn diff_says_where_the_added_time_went_when_no_rule_explains_it() {
+    // The fsync probe alone, then sharing both CPUs with two ordinary CPU
+    // burners (scripts/make-fixtures-diff): the loop device's worker waits
+    // for a CPU, which the probe sees as time at the device. No rule
+    // claims it; `unexplained` is no cause for the verdict.
+    let (alone, hogs) = (
+        "tests/fixtures/cpu-contention-alone.cap",
+        "tests/fixtures/cpu-contention-hogs.cap",
+    );
+    let j: serde_json::Value = serde_json::from_str(&run(
+        iosleuth().args(["diff", "--format", "json", alone, hogs])
+    ))
+    .unwrap();
+    let t = &j["time_shift"];
+    assert_eq!(t["kinds"], serde_json::json!(["probe fsync"]), "{t:#}");
+    assert_eq!(t["baseline_ms_per_op"], 0.039);
+    assert_eq!(t["candidate_ms_per_op"], 0.93);
+    assert_eq!(t["parts"][0]["part"], "device", "{t:#}");
+    assert_eq!(t["parts"][0]["percent_of_added"], 84.6);
+    assert_eq!(t["parts"][1]["part"], "journal");
+    let verdict = j["verdict"].as_str().unwrap();
+    assert!(
+        verdict.starts_with("biggest change: 7,0 D2C p99 ms 0.041 -> 3.924 (+9391%), which no finding or setting explains")
+            && verdict.ends_with("; the 0.891 ms per operation the candidate added was spent mostly at the device (+0.754 ms, 85%)"),
+        "{verdict}"
+    );
+    let text = run(iosleuth().args(["diff", alone, hogs]));
+    assert!(
+        text.contains("where the time per operation went (probe fsync):"),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(
+            |l| l.split_whitespace().collect::<Vec<_>>() == ["device", "0.030", "0.784", "85%"]
+        ),
+        "{text}"
+    );
+}

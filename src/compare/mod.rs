@@ -2,6 +2,10 @@
 //! with their change, the settings that differ between the two snapshots,
 //! and the findings present in one and not the other.
 
+mod time_shift;
+
+pub use time_shift::{PartShift, TimeShift};
+
 use crate::analyze::Analysis;
 use crate::diagnose::Finding;
 use crate::model::snapshot::Snapshot;
@@ -38,6 +42,8 @@ pub struct Diff {
     pub settings: Vec<Setting>,
     pub only_in_baseline: Vec<String>,
     pub only_in_candidate: Vec<String>,
+    /// The workload's time per operation on each side and where it grew.
+    pub time_shift: Option<TimeShift>,
     /// The difference that explains the change, in one line.
     pub verdict: String,
 }
@@ -215,19 +221,51 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
     let (ia, ib) = (ids(fa), ids(fb));
     let only_in_baseline: Vec<String> = ia.iter().filter(|i| !ib.contains(i)).cloned().collect();
     let only_in_candidate: Vec<String> = ib.iter().filter(|i| !ia.contains(i)).cloned().collect();
+    let base_runs: Vec<&Analysis> = base.iter().map(|(a, _)| *a).collect();
+    let cand_runs: Vec<&Analysis> = cand.iter().map(|(a, _)| *a).collect();
+    let time_shift = time_shift::time_shift(&base_runs, &cand_runs);
+    // `unexplained` names no cause: it does not explain a change.
+    let new_finding = fb
+        .iter()
+        .filter(|f| f.id != "unexplained")
+        .find(|f| only_in_candidate.contains(&f.id.to_string()));
+    let verdict = verdict(
+        &figures,
+        new_finding,
+        settings.first(),
+        time_shift.as_ref(),
+        several,
+    );
+    Diff {
+        figures,
+        settings,
+        only_in_baseline,
+        only_in_candidate,
+        time_shift,
+        verdict,
+    }
+}
+
+/// The difference that explains the change, in one line: a finding the
+/// candidate has, a setting that changed, the biggest significant change;
+/// when nothing explains it, where the added time went.
+fn verdict(
+    figures: &[Figure],
+    new_finding: Option<&Finding>,
+    setting: Option<&Setting>,
+    shift: Option<&TimeShift>,
+    several: bool,
+) -> String {
     let biggest = figures
         .iter()
         .filter(|f| f.significant)
         .filter_map(|f| f.change_pct.map(|c| (c, f)))
         .max_by(|x, y| x.0.abs().total_cmp(&y.0.abs()));
     let mut verdict = String::new();
-    if let Some(f) = fb
-        .iter()
-        .find(|f| only_in_candidate.contains(&f.id.to_string()))
-    {
+    if let Some(f) = new_finding {
         verdict.push_str(&format!("the candidate has {}: {}", f.id, f.title));
     }
-    if let Some(s) = settings.first() {
+    if let Some(s) = setting {
         if !verdict.is_empty() {
             verdict.push_str("; ");
         }
@@ -237,9 +275,7 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
         ));
     }
     if let Some((c, f)) = biggest {
-        // Nothing in the trace or the settings explains it; a time of one
-        // run a side may be noise: say so.
-        let unexplained = verdict.is_empty() && !several;
+        let unexplained = verdict.is_empty();
         if !verdict.is_empty() {
             verdict.push_str("; ");
         }
@@ -249,10 +285,14 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
         ));
         if unexplained {
             verdict.push_str(", which no finding or setting explains");
-            if f.name.ends_with(" ms") {
+            // A time of one run a side may be noise: say so.
+            if !several && f.name.ends_with(" ms") {
                 verdict.push_str(
                     ": with one run a side a time may move by run-to-run noise alone (compare three or more runs a side: BASELINE... -- CANDIDATE...)",
                 );
+            }
+            if let Some(where_) = shift.and_then(TimeShift::sentence) {
+                verdict.push_str(&format!("; {where_}"));
             }
         }
     }
@@ -265,13 +305,7 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
             "no difference that matters: no new finding, no setting changed, no figure changed significantly"
                 .into();
     }
-    Diff {
-        figures,
-        settings,
-        only_in_baseline,
-        only_in_candidate,
-        verdict,
-    }
+    verdict
 }
 
 /// Whether a larger value of a headline figure is worse.

@@ -13,7 +13,7 @@
 //! needs scheduler events: without them there is no share.
 
 use super::{Finding, Severity};
-use crate::analyze::outliers::{Breakdown, Outlier};
+use crate::analyze::outliers::{self, describe_part, Breakdown, Outlier};
 use crate::analyze::Analysis;
 use serde_json::json;
 
@@ -41,40 +41,102 @@ impl Part {
     }
 }
 
-/// The parts of the workload's time each rule's cause produces.
-fn parts_of(id: &str) -> &'static [Part] {
+/// The parts of the workload's time each rule's cause produces, and
+/// whether their time measures the cause (only it puts time there, in the
+/// run where it fired) or only bounds it (the device's and the queue's
+/// time: the work is needed anyway; the cause makes it larger).
+fn parts_of(id: &str) -> (&'static [Part], Measure) {
     match id {
-        "journal_space_stall" => &[Part::JournalSpace],
-        "rt_starvation" => &[Part::Runnable],
-        "device_latency_spike" => &[Part::Device],
+        "journal_space_stall" => (&[Part::JournalSpace], Measure::Measured),
+        // A thread can wait runnable outside any operation the trace
+        // follows (before its first syscall, in user code): the share
+        // counts only what happened inside them.
+        "rt_starvation" => (&[Part::Runnable], Measure::AtLeast),
         // Held before the device: waiting with no request there.
-        "cgroup_io_throttle" | "dirty_throttling" => &[Part::OtherWait],
-        "wbt_throttling" => &[Part::OtherWait, Part::Queued],
-        "queue_saturation" | "scheduler_overhead" => &[Part::Queued],
+        "cgroup_io_throttle" | "dirty_throttling" => (&[Part::OtherWait], Measure::Measured),
+        "device_latency_spike" => (&[Part::Device], Measure::Bound),
+        "wbt_throttling" => (&[Part::OtherWait, Part::Queued], Measure::Bound),
+        "queue_saturation" | "scheduler_overhead" => (&[Part::Queued], Measure::Bound),
         // Journal writes and flushes per sync: commits and the device.
-        "sync_write_amplification" => &[Part::Device, Part::Queued, Part::Journal],
+        "sync_write_amplification" => {
+            (&[Part::Device, Part::Queued, Part::Journal], Measure::Bound)
+        }
         // Causes that make the device do more or smaller work: the time at
         // the device and queued for it (an upper bound of what they cost).
-        _ => &[Part::Device, Part::Queued],
+        _ => (&[Part::Device, Part::Queued], Measure::Bound),
     }
 }
 
-/// The kinds of operations that make up the workload's time.
-fn workload_kinds(a: &Analysis) -> Vec<&str> {
-    let totals = &a.outliers.totals;
-    let probes: Vec<&str> = totals
-        .keys()
-        .map(String::as_str)
-        .filter(|k| k.starts_with("probe "))
-        .collect();
-    if !probes.is_empty() {
-        return probes;
+#[derive(Clone, Copy, PartialEq)]
+enum Measure {
+    /// Only this cause puts time in these parts.
+    Measured,
+    /// The parts hold the cause's time and other time: at most this much.
+    Bound,
+    /// The cause also costs time the parts do not see: at least this much.
+    AtLeast,
+}
+
+/// A cause that explains less than this share of the workload's time is
+/// not critical, whatever its own numbers say: even the upper bound of
+/// what it cost is small (DESIGN: severity follows the lost time).
+const CRITICAL_MIN_SHARE_PERCENT: f64 = 5.0;
+/// Below this share a finding is context, not a problem to fix: `info`.
+const WARNING_MIN_SHARE_PERCENT: f64 = 1.0;
+/// A measured share this large is critical: a fifth of the workload's
+/// time spent waiting on one cause (the lab's journal and RT runs show
+/// 11–31 %, a 70x cgroup limit 99 %).
+const CRITICAL_MEASURED_SHARE_PERCENT: f64 = 20.0;
+
+/// Severity follows the share of the workload's time the cause explains,
+/// when the capture can tell it: a critical explaining little becomes a
+/// warning, a warning explaining almost nothing an info; a measured share
+/// of a fifth or more makes a warning critical. A share that only counts
+/// part of what the cause cost (`AtLeast`) never lowers a severity. The
+/// evidence says why the severity moved. Findings marked as another's
+/// consequence stay.
+pub fn calibrate_severity(findings: &mut [Finding], shares: &[Option<f64>]) {
+    for (f, share) in findings.iter_mut().zip(shares) {
+        let Some(share) = *share else { continue };
+        let (_, measure) = parts_of(f.id);
+        let to = match f.severity {
+            Severity::Critical
+                if measure != Measure::AtLeast && share < CRITICAL_MIN_SHARE_PERCENT =>
+            {
+                Severity::Warning
+            }
+            Severity::Warning
+                if measure != Measure::AtLeast && share < WARNING_MIN_SHARE_PERCENT =>
+            {
+                Severity::Info
+            }
+            Severity::Warning
+                if measure != Measure::Bound && share >= CRITICAL_MEASURED_SHARE_PERCENT =>
+            {
+                Severity::Critical
+            }
+            _ => continue,
+        };
+        if let Some(e) = f.evidence.as_object_mut() {
+            e.insert(
+                "severity_from_share".into(),
+                json!(format!(
+                    "{} by the rule's own numbers, {} because it explains {share}% of the workload's time",
+                    severity_name(f.severity),
+                    severity_name(to)
+                )),
+            );
+        }
+        f.severity = to;
     }
-    totals
-        .keys()
-        .map(String::as_str)
-        .filter(|k| k.starts_with("syscall "))
-        .collect()
+}
+
+fn severity_name(s: Severity) -> &'static str {
+    match s {
+        Severity::Critical => "critical",
+        Severity::Warning => "warning",
+        Severity::Info => "info",
+    }
 }
 
 /// The workload's time and its breakdown, when the capture can tell.
@@ -82,14 +144,8 @@ pub(in crate::diagnose) fn workload_time(a: &Analysis) -> Option<(u64, Breakdown
     if a.sched.switches == 0 {
         return None;
     }
-    let mut total = 0;
-    let mut b = Breakdown::default();
-    for k in workload_kinds(a) {
-        let t = &a.outliers.totals[k];
-        total += t.latency_ns;
-        crate::analyze::outliers::add_breakdown(&mut b, &t.breakdown);
-    }
-    (total > 0).then_some((total, b))
+    let w = outliers::workload_time(&a.outliers, None);
+    (w.latency_ns > 0).then_some((w.latency_ns, w.breakdown))
 }
 
 /// The share of the workload's time, in percent, that the finding's
@@ -101,7 +157,7 @@ pub fn attach_shares(a: &Analysis, findings: &mut [Finding]) -> Vec<Option<f64>>
     findings
         .iter_mut()
         .map(|f| {
-            let ns: u64 = parts_of(f.id).iter().map(|p| p.ns(&b)).sum();
+            let ns: u64 = parts_of(f.id).0.iter().map(|p| p.ns(&b)).sum();
             let share = (ns as f64 * 1000.0 / total as f64).round() / 10.0;
             if let Some(e) = f.evidence.as_object_mut() {
                 e.insert("share_of_workload_time_percent".into(), json!(share));
@@ -121,7 +177,7 @@ const SLOW_MIN_NS: u64 = 5_000_000;
 /// look next. An `info`: it names no cause.
 pub fn unexplained(a: &Analysis) -> Option<Finding> {
     let mut slow: Vec<(&str, &Outlier, u64)> = Vec::new();
-    for kind in workload_kinds(a) {
+    for kind in outliers::workload_kinds(&a.outliers) {
         let Some(median) = super::rules::median_of(a, kind) else {
             continue;
         };
@@ -138,18 +194,10 @@ pub fn unexplained(a: &Analysis) -> Option<Finding> {
     let total: u64 = slow.iter().map(|(_, o, _)| o.latency_ns).sum();
     let mut b = Breakdown::default();
     for (_, o, _) in &slow {
-        crate::analyze::outliers::add_breakdown(&mut b, &o.breakdown);
+        outliers::add_breakdown(&mut b, &o.breakdown);
     }
     let pct = |ns: u64| (ns as f64 * 1000.0 / total.max(1) as f64).round() / 10.0;
-    let parts = [
-        ("device", b.device_only_ns),
-        ("queued", b.queued_ns),
-        ("journal_space", b.journal_space_ns),
-        ("journal", b.journal_ns),
-        ("runnable", b.runnable_ns),
-        ("on_cpu", b.on_cpu_ns),
-        ("other_wait", b.other_wait_ns),
-    ];
+    let parts = b.parts();
     let (top, top_ns) = parts.iter().max_by_key(|(_, ns)| *ns).copied()?;
     let ms = |ns: u64| (ns as f64 / 1e4).round() / 100.0;
     Some(Finding {
@@ -164,19 +212,7 @@ pub fn unexplained(a: &Analysis) -> Option<Finding> {
             if !measured {
                 "the capture has no scheduler events to tell where their time went (record the sched set)".to_string()
             } else {
-                format!(
-                    "{}% of their time {}",
-                    pct(top_ns),
-                    match top {
-                        "device" => "at the device",
-                        "queued" => "queued for the device",
-                        "journal_space" => "waiting for journal space",
-                        "journal" => "waiting for a journal commit",
-                        "runnable" => "runnable, waiting for a CPU",
-                        "on_cpu" => "running on a CPU",
-                        _ => "blocked on something else (locks, sleeps, pipes)",
-                    }
-                )
+                format!("{}% of their time {}", pct(top_ns), describe_part(top))
             }
         ),
         evidence: json!({
@@ -192,4 +228,89 @@ pub fn unexplained(a: &Analysis) -> Option<Finding> {
         ),
         workaround: "look at the slowest operations in `iosleuth report` (their breakdown and the request or CPU holder they waited for); record the missing event sets (`--events all`) if a layer is not in the capture".into(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(id: &'static str, severity: Severity) -> Finding {
+        Finding {
+            id,
+            severity,
+            title: String::new(),
+            evidence: json!({}),
+            explanation: String::new(),
+            workaround: String::new(),
+        }
+    }
+
+    fn calibrated(id: &'static str, severity: Severity, share: Option<f64>) -> Finding {
+        let mut v = vec![finding(id, severity)];
+        calibrate_severity(&mut v, &[share]);
+        v.pop().unwrap()
+    }
+
+    #[test]
+    fn a_critical_that_explains_little_is_a_warning() {
+        let f = calibrated("merges_disabled", Severity::Critical, Some(3.2));
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(
+            f.evidence["severity_from_share"],
+            "critical by the rule's own numbers, warning because it explains 3.2% of the workload's time"
+        );
+        assert_eq!(
+            calibrated("journal_space_stall", Severity::Critical, Some(5.0)).severity,
+            Severity::Critical
+        );
+    }
+
+    #[test]
+    fn a_share_that_misses_part_of_the_cost_never_lowers_severity() {
+        // The lab's victim waited 85 ms before its first syscall: 0.5 %
+        // of its syscalls' time, yet most of its run.
+        assert_eq!(
+            calibrated("rt_starvation", Severity::Critical, Some(0.5)).severity,
+            Severity::Critical
+        );
+    }
+
+    #[test]
+    fn a_warning_that_explains_almost_nothing_is_info() {
+        let f = calibrated("queue_saturation", Severity::Warning, Some(0.4));
+        assert_eq!(f.severity, Severity::Info);
+        assert_eq!(
+            calibrated("queue_saturation", Severity::Warning, Some(1.0)).severity,
+            Severity::Warning
+        );
+    }
+
+    #[test]
+    fn only_a_measured_share_makes_a_warning_critical() {
+        // Time at the device bounds what smaller requests cost; a pause
+        // for dirty pages is the cause's own time.
+        assert_eq!(
+            calibrated("request_splitting", Severity::Warning, Some(90.0)).severity,
+            Severity::Warning
+        );
+        assert_eq!(
+            calibrated("dirty_throttling", Severity::Warning, Some(20.0)).severity,
+            Severity::Critical
+        );
+        assert_eq!(
+            calibrated("dirty_throttling", Severity::Warning, Some(19.9)).severity,
+            Severity::Warning
+        );
+    }
+
+    #[test]
+    fn no_share_no_change_and_consequences_stay_info() {
+        let f = calibrated("merges_disabled", Severity::Critical, None);
+        assert_eq!(f.severity, Severity::Critical);
+        assert!(f.evidence.get("severity_from_share").is_none());
+        assert_eq!(
+            calibrated("cgroup_io_throttle", Severity::Info, Some(99.0)).severity,
+            Severity::Info
+        );
+    }
 }

@@ -72,7 +72,8 @@ pub fn verdicts(a: &Analysis) -> Vec<(&'static str, Verdict)> {
 
 /// The findings, most important first: by severity, then by the share of
 /// the workload's time the cause explains (in each finding's evidence when
-/// the capture can tell it), then in catalog order. When the workload has
+/// the capture can tell it; the severity follows it too), then in catalog
+/// order. When the workload has
 /// slow operations and no rule fired, an `unexplained` finding says where
 /// their time went.
 pub fn diagnose(a: &Analysis) -> Vec<Finding> {
@@ -85,6 +86,7 @@ pub fn diagnose(a: &Analysis) -> Vec<Finding> {
         .collect();
     stack::mark_consequences(a, &mut out);
     let shares = impact::attach_shares(a, &mut out);
+    impact::calibrate_severity(&mut out, &shares);
     let mut ranked: Vec<(Finding, Option<f64>)> = out.into_iter().zip(shares).collect();
     // Stable: equal severity and share keep the catalog's order.
     ranked.sort_by(|(x, sx), (y, sy)| {

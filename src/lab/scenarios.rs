@@ -165,7 +165,7 @@ pub static SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "dirty",
         case: "dirty_throttling",
-        about: "48 MiB of buffered writes with dd on ext4",
+        about: "160 MiB of buffered writes with dd on ext4",
         expect: Some("dirty_throttling"),
         good: "the machine's dirty limit",
         bad: "vm.dirty_bytes=4 MiB (restored)",

@@ -1,8 +1,9 @@
 //! The diff of two sides of runs, as a person reads it: the figures with
-//! their change (`*` where it counts), the settings that differ, the
-//! findings of one side only, and the verdict.
+//! their change (`*` where it counts), where each side's time per
+//! operation went, the settings that differ, the findings of one side
+//! only, and the verdict.
 
-use crate::compare::Diff;
+use crate::compare::{Diff, TimeShift};
 use crate::report::escape::{join_escaped, Esc};
 
 pub fn render(d: &Diff) -> String {
@@ -41,6 +42,11 @@ pub fn render(d: &Diff) -> String {
             }
         );
     }
+    // Only when the candidate's operations take longer: then it says
+    // where to look.
+    if let Some(t) = d.time_shift.as_ref().filter(|t| t.sentence().is_some()) {
+        render_time_shift(&mut out, t);
+    }
     if !d.settings.is_empty() {
         let _ = writeln!(out, "\nsettings that differ:");
         for s in &d.settings {
@@ -69,4 +75,40 @@ pub fn render(d: &Diff) -> String {
     }
     let _ = writeln!(out, "\nverdict: {}", Esc(&d.verdict));
     out
+}
+
+/// The workload's time per operation by part, largest growth first; parts
+/// that are zero on both sides are left out.
+fn render_time_shift(out: &mut String, t: &TimeShift) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        out,
+        "\nwhere the time per operation went ({}):",
+        join_escaped(&t.kinds, ", ")
+    );
+    let _ = writeln!(
+        out,
+        "  {:<38} {:>14} {:>14} {:>9}",
+        "PART (ms per operation)", "baseline", "candidate", "of added"
+    );
+    let _ = writeln!(
+        out,
+        "  {:<38} {:>14.3} {:>14.3}",
+        "all", t.baseline_ms_per_op, t.candidate_ms_per_op
+    );
+    for p in &t.parts {
+        if p.baseline_ms_per_op == 0.0 && p.candidate_ms_per_op == 0.0 {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "  {:<38} {:>14.3} {:>14.3} {:>9}",
+            p.part,
+            p.baseline_ms_per_op,
+            p.candidate_ms_per_op,
+            p.percent_of_added
+                .map(|x| format!("{x:.0}%"))
+                .unwrap_or_else(|| "-".into())
+        );
+    }
 }

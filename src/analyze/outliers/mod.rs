@@ -22,6 +22,7 @@
 //!   checkpoints;
 //! - `explain`: an ended operation as an `Outlier` with its summary line;
 //! - `summary`: the reported types and the arithmetic on breakdowns;
+//! - `workload`: the workload's time, which findings take shares of;
 //! - here: the analysis' state and the hooks around each event (`before`,
 //!   `after_block`, `after`) that integrate the operations it touches.
 
@@ -31,9 +32,13 @@ mod inflight;
 mod op;
 mod summary;
 mod touch;
+mod workload;
 
-pub use summary::{add_breakdown, Breakdown, Holder, KindTotal, Outlier, OutliersSummary, Request};
+pub use summary::{
+    add_breakdown, describe_part, Breakdown, Holder, KindTotal, Outlier, OutliersSummary, Request,
+};
 pub use touch::{touch_of, touch_of_block, Touch};
+pub use workload::{workload_kinds, workload_time, WorkloadTime};
 
 use super::names::ThreadNames;
 use super::sched::{SchedAnalysis, ThreadView};

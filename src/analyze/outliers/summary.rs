@@ -88,6 +88,36 @@ pub struct KindTotal {
     pub percent: BTreeMap<&'static str, f64>,
 }
 
+impl Breakdown {
+    /// The parts that add up to an operation's time, by the names reports
+    /// use: on_cpu, runnable, device (outside checkpoints), journal_space,
+    /// queued, journal, other_wait.
+    pub fn parts(&self) -> [(&'static str, u64); 7] {
+        [
+            ("on_cpu", self.on_cpu_ns),
+            ("runnable", self.runnable_ns),
+            ("device", self.device_only_ns),
+            ("journal_space", self.journal_space_ns),
+            ("queued", self.queued_ns),
+            ("journal", self.journal_ns),
+            ("other_wait", self.other_wait_ns),
+        ]
+    }
+}
+
+/// Where a part of the breakdown says the time went, for a sentence.
+pub fn describe_part(name: &str) -> &'static str {
+    match name {
+        "device" => "at the device",
+        "queued" => "queued for the device",
+        "journal_space" => "waiting for journal space",
+        "journal" => "waiting for a journal commit",
+        "runnable" => "runnable, waiting for a CPU",
+        "on_cpu" => "running on a CPU",
+        _ => "blocked on something else (locks, sleeps, pipes)",
+    }
+}
+
 /// Adds one operation's breakdown to its kind's totals.
 pub fn add_breakdown(to: &mut Breakdown, b: &Breakdown) {
     to.on_cpu_ns += b.on_cpu_ns;
@@ -114,13 +144,5 @@ pub(super) fn percentages(b: &Breakdown, latency: u64) -> BTreeMap<&'static str,
             (x as f64 * 1000.0 / latency as f64).round() / 10.0
         }
     };
-    BTreeMap::from([
-        ("on_cpu", pct(b.on_cpu_ns)),
-        ("runnable", pct(b.runnable_ns)),
-        ("device", pct(b.device_only_ns)),
-        ("journal_space", pct(b.journal_space_ns)),
-        ("queued", pct(b.queued_ns)),
-        ("journal", pct(b.journal_ns)),
-        ("other_wait", pct(b.other_wait_ns)),
-    ])
+    b.parts().into_iter().map(|(n, ns)| (n, pct(ns))).collect()
 }

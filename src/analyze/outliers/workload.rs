@@ -1,0 +1,46 @@
+//! The workload's time: the operations the trace follows from begin to end
+//! (the probe's marked operations when there are any, else every syscall),
+//! their count, their total time and its breakdown. Diagnosis takes a
+//! cause's share of it; `diff` compares it between two runs.
+
+use super::summary::{add_breakdown, Breakdown, OutliersSummary};
+
+#[derive(Debug, Clone, Default)]
+pub struct WorkloadTime {
+    /// The operation kinds it sums, e.g. `probe read` or `syscall fsync`.
+    pub kinds: Vec<String>,
+    pub count: u64,
+    pub latency_ns: u64,
+    pub breakdown: Breakdown,
+}
+
+/// The kinds of operations that make up the workload's time.
+pub fn workload_kinds(o: &OutliersSummary) -> Vec<&str> {
+    let of = |prefix: &str| -> Vec<&str> {
+        o.totals
+            .keys()
+            .map(String::as_str)
+            .filter(|k| k.starts_with(prefix))
+            .collect()
+    };
+    let probes = of("probe ");
+    if probes.is_empty() {
+        of("syscall ")
+    } else {
+        probes
+    }
+}
+
+/// The workload's time over `kinds` (all of them: `None`).
+pub fn workload_time(o: &OutliersSummary, kinds: Option<&[&str]>) -> WorkloadTime {
+    let all = workload_kinds(o);
+    let mut w = WorkloadTime::default();
+    for k in kinds.unwrap_or(&all) {
+        let Some(t) = o.totals.get(*k) else { continue };
+        w.kinds.push(k.to_string());
+        w.count += t.count;
+        w.latency_ns += t.latency_ns;
+        add_breakdown(&mut w.breakdown, &t.breakdown);
+    }
+    w
+}
