@@ -63,33 +63,37 @@ pub fn open_marked(paths: &[PathBuf]) -> Result<(Merger, Tap)> {
     Ok((Merger::new(sources), tap))
 }
 
-/// The system snapshot of the first input that carries one (a capture
-/// directory's, or the one `record --blk` writes beside its file), and a
-/// warning for each snapshot that is there but cannot be read (the report
-/// then goes without the settings it holds).
-pub fn snapshot_of(paths: &[PathBuf]) -> (Option<Snapshot>, Vec<String>) {
+/// Each input's system snapshot (a capture directory's, or the one
+/// `record --blk` writes beside its file), and a warning for each snapshot
+/// that is there but cannot be read (the report then goes without the
+/// settings it holds). Read once: the report takes the first input's that
+/// has one, provenance each input's times and system.
+pub fn snapshots_of(paths: &[PathBuf]) -> (Vec<Option<Snapshot>>, Vec<String>) {
     use crate::model::capture_layout::{snapshot_beside, SNAPSHOT};
     /// A snapshot is a few hundred KiB; more is not one.
     const LIMIT: u64 = 256 << 20;
     let mut warnings = Vec::new();
-    let candidates = paths
-        .iter()
-        .filter(|p| !ingest::files::is_stdin(p))
-        .flat_map(|p| [p.join(SNAPSHOT), snapshot_beside(p)]);
-    for file in candidates {
-        // No snapshot is no problem: most traces come without one.
-        if std::fs::symlink_metadata(&file).is_err() {
-            continue;
+    let mut of_path = |p: &PathBuf| -> Option<Snapshot> {
+        if ingest::files::is_stdin(p) {
+            return None;
         }
-        match ingest::files::read_small(&file, LIMIT).and_then(|t| Snapshot::read(&t)) {
-            Ok(s) => return (Some(s), warnings),
-            Err(e) => warnings.push(format!(
-                "{}: unreadable snapshot, ignored ({e}); the report goes without the system's settings",
-                file.display()
-            )),
+        for file in [p.join(SNAPSHOT), snapshot_beside(p)] {
+            // No snapshot is no problem: most traces come without one.
+            if std::fs::symlink_metadata(&file).is_err() {
+                continue;
+            }
+            match ingest::files::read_small(&file, LIMIT).and_then(|t| Snapshot::read(&t)) {
+                Ok(s) => return Some(s),
+                Err(e) => warnings.push(format!(
+                    "{}: unreadable snapshot, ignored ({e}); the report goes without the system's settings",
+                    file.display()
+                )),
+            }
         }
-    }
-    (None, warnings)
+        None
+    };
+    let snapshots = paths.iter().map(&mut of_path).collect();
+    (snapshots, warnings)
 }
 
 /// Reads and analyses `paths` as one trace. Fails with a message naming
@@ -115,18 +119,20 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         ..Default::default()
     };
     let (mut merged, tap) = open_marked(paths)?;
-    let (snapshot, snapshot_warnings) = snapshot_of(paths);
+    let (snapshots, snapshot_warnings) = snapshots_of(paths);
     // Thread names the snapshot knows (the workload's threads, kernel
     // threads with their workqueue), for threads the trace never names.
-    let known = snapshot
-        .as_ref()
+    let known = snapshots
+        .iter()
+        .flatten()
+        .next()
         .map(Snapshot::thread_names)
         .unwrap_or_default();
     let mut a = analyze::analyze_with_names(&mut merged, filter, cfg, &known);
     account_for_sources(&mut a, &merged);
     a.warnings.extend(snapshot_warnings);
-    a.snapshot = snapshot;
-    let inputs = tap.inputs();
+    let inputs = tap.inputs(&snapshots);
+    a.snapshot = snapshots.into_iter().flatten().next();
     if a.events == 0 {
         return Err(nothing_usable(&a, filter));
     }

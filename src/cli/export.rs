@@ -67,7 +67,9 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
     if interrupted() {
         return Err(stopped());
     }
-    let inputs = tap.inputs();
+    // Snapshots only date the inputs here: one that cannot be read is
+    // left out without a word, as export writes no settings.
+    let inputs = tap.inputs(&crate::pipeline::snapshots_of(&args.inputs).0);
     inputs.refuse_one_run_twice()?;
     if let Some(w) = inputs.different_recordings() {
         super::warn(&w);

@@ -16,6 +16,9 @@ use std::collections::BTreeMap;
 pub struct Snapshot {
     /// Settings before the workload started.
     pub before: SystemState,
+    /// When the snapshot after the workload was taken (its settings are
+    /// not read).
+    pub after: Taken,
     /// The workload's threads and cgroup, sampled while it ran.
     pub workload: Workload,
     /// The document as recorded, for output.
@@ -26,6 +29,8 @@ pub struct Snapshot {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct SystemState {
+    /// `CLOCK_MONOTONIC` when it was taken: the trace's clock (`mono`).
+    pub taken_at_mono_ns: Option<u64>,
     pub kernel: Kernel,
     pub cpus: Cpus,
     /// By device name (`loop0`).
@@ -57,12 +62,20 @@ pub struct Mount {
 #[serde(default)]
 pub struct Kernel {
     pub release: Option<String>,
+    pub version: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct Cpus {
     pub online: Option<String>,
+    pub model: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Taken {
+    pub taken_at_mono_ns: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -108,14 +121,14 @@ impl Snapshot {
     /// Like `parse`, saying what is wrong with a document that is not one.
     pub fn read(text: &str) -> Result<Snapshot, String> {
         let raw: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-        let mut s: Snapshot = serde_json::from_value(raw.clone())
-            .map_err(|e| format!("not shaped like a snapshot: {e}"))?;
+        let mut s =
+            Snapshot::deserialize(&raw).map_err(|e| format!("not shaped like a snapshot: {e}"))?;
         s.raw = raw;
         Ok(s)
     }
 
     pub fn from_value(raw: Value) -> Option<Snapshot> {
-        let mut s: Snapshot = serde_json::from_value(raw.clone()).ok()?;
+        let mut s = Snapshot::deserialize(&raw).ok()?;
         s.raw = raw;
         Some(s)
     }

@@ -13,6 +13,7 @@
 use crate::analyze::Analysis;
 use crate::error::{Error, Result};
 use crate::ingest::{self, Source, SourceStats};
+use crate::model::snapshot::Snapshot;
 use crate::model::{BlockEvent, Event};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -212,15 +213,17 @@ pub fn open(paths: &[PathBuf]) -> Result<(Vec<Box<dyn Source>>, Tap)> {
 }
 
 impl Tap {
-    /// What each input held, once its events have been read.
-    pub fn inputs(self) -> Inputs {
+    /// What each input held, once its events have been read; `snapshots`
+    /// are the inputs' own, in the same order.
+    pub fn inputs(self, snapshots: &[Option<Snapshot>]) -> Inputs {
         Inputs(
             self.inputs
                 .into_iter()
-                .map(|(path, m)| {
+                .zip(snapshots.iter().chain(std::iter::repeat(&None)))
+                .map(|((path, m), snapshot)| {
                     let m = std::mem::take(&mut *m.borrow_mut());
                     Input {
-                        recording: Recording::of(&path, &m),
+                        recording: Recording::of(snapshot.as_ref(), &m),
                         canonical: std::fs::canonicalize(&path).ok(),
                         path,
                         events: m.events,
@@ -247,39 +250,24 @@ struct Recording {
 }
 
 impl Recording {
-    fn of(path: &Path, m: &Marks) -> Option<Recording> {
-        use crate::model::capture_layout::{snapshot_beside, SNAPSHOT};
-        // The snapshot's document as written (a capture's, or the one
-        // `record --blk` writes beside its file): only its times, kernel
-        // and CPUs are read, not the typed whole.
-        // Read as the pipeline reads it: regular files only (a FIFO named
-        // snapshot.json must not block), bounded in size.
-        let read = |p: &Path| crate::ingest::files::read_small(p, 256 << 20);
-        let raw: Option<serde_json::Value> = read(&path.join(SNAPSHOT))
-            .or_else(|_| read(&snapshot_beside(path)))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok());
-        let raw = raw.as_ref();
-        let at = |when: &str| raw.and_then(|r| r.get(when)?.get("taken_at_mono_ns")?.as_u64());
+    fn of(snapshot: Option<&Snapshot>, m: &Marks) -> Option<Recording> {
         // The machine as far as the snapshot tells: kernel and CPUs.
-        let system = raw.and_then(|r| {
-            let b = r.get("before")?;
-            let part = |o: &str, f: &str| {
-                b.get(o)
-                    .and_then(|v| v.get(f))
-                    .and_then(|v| v.as_str())
-                    .unwrap_or("")
-            };
-            let s = format!(
+        let system = snapshot.map(|s| {
+            let b = &s.before;
+            let part = |v: &Option<String>| v.clone().unwrap_or_default();
+            format!(
                 "kernel {} {}, CPUs {} {}",
-                part("kernel", "release"),
-                part("kernel", "version"),
-                part("cpus", "online"),
-                part("cpus", "model")
-            );
-            Some(s.trim().to_string())
+                part(&b.kernel.release),
+                part(&b.kernel.version),
+                part(&b.cpus.online),
+                part(&b.cpus.model)
+            )
+            .trim()
+            .to_string()
         });
-        let (from_ns, to_ns, from_snapshot) = match (at("before"), at("after")) {
+        let before = snapshot.and_then(|s| s.before.taken_at_mono_ns);
+        let after = snapshot.and_then(|s| s.after.taken_at_mono_ns);
+        let (from_ns, to_ns, from_snapshot) = match (before, after) {
             (Some(a), Some(b)) if a <= b => (a, b, true),
             _ => (m.first_ns?, m.last_ns?, false),
         };
