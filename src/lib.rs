@@ -14,6 +14,8 @@ pub mod cli;
 pub mod compare;
 pub mod diagnose;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz_input;
 pub mod ingest;
 pub mod lab;
 pub mod model;

@@ -62,20 +62,8 @@ fn report(dir: &Path, json: bool) -> Outcome {
 
 /// A copy of a committed capture in a temporary directory.
 fn copy_capture(name: &str, into: &Path) -> PathBuf {
-    fn copy(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap() {
-            let e = e.unwrap();
-            let t = to.join(e.file_name());
-            if e.file_type().unwrap().is_dir() {
-                copy(&e.path(), &t);
-            } else {
-                std::fs::copy(e.path(), &t).unwrap();
-            }
-        }
-    }
     let to = into.join(name);
-    copy(&Path::new("tests/fixtures").join(name), &to);
+    copy_dir(&Path::new("tests/fixtures").join(name), &to);
     to
 }
 

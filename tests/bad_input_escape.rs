@@ -13,19 +13,6 @@ use std::path::{Path, PathBuf};
 const EVIL: &[u8] = b"i\x1b[2J\nC!\x00";
 const SHOWN: &str = "i\\x1b[2J\\nC!";
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let t = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &t);
-        } else {
-            std::fs::copy(e.path(), &t).unwrap();
-        }
-    }
-}
-
 /// rt-burner.cap with every `iosleuth` comm (the victim and the RT burner)
 /// replaced by `EVIL` (same length, NUL-terminated in its char[16]).
 fn evil_capture(dir: &Path) -> PathBuf {

@@ -233,19 +233,6 @@ fn a_capture_page_out_of_time_is_skipped() {
     );
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let t = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &t);
-        } else {
-            std::fs::copy(e.path(), &t).unwrap();
-        }
-    }
-}
-
 /// Every committed fixture is in time order: none gets a new warning.
 #[test]
 fn committed_fixtures_skip_nothing() {

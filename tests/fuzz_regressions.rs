@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{iosleuth, tempdir};
+use common::{copy_dir, iosleuth, tempdir};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -18,88 +18,10 @@ fn fuzz_input(name: &str) -> Vec<u8> {
     std::fs::read(Path::new("tests/fixtures/fuzz").join(name)).unwrap()
 }
 
-/// The split of `iosleuth_fuzz::split` (fuzz/src/lib.rs): `n` parts
-/// separated by `\n--part--\n`, the last one the rest, missing ones empty.
-fn split(data: &[u8], n: usize) -> Vec<&[u8]> {
-    const SEPARATOR: &[u8] = b"\n--part--\n";
-    let mut out = Vec::with_capacity(n);
-    let mut rest = data;
-    while out.len() + 1 < n {
-        match rest.windows(SEPARATOR.len()).position(|w| w == SEPARATOR) {
-            Some(at) => {
-                out.push(&rest[..at]);
-                rest = &rest[at + SEPARATOR.len()..];
-            }
-            None => break,
-        }
-    }
-    out.push(rest);
-    out.resize(n, &[]);
-    out
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
-
-/// The capture directory the `capture_dir` target builds from an input
-/// (fuzz/fuzz_targets/capture_dir.rs): parts [manifest, snapshot,
-/// header_page, format (first byte picks the system), symbols, cpu0.raw,
-/// cpu1.raw]; an empty manifest or header_page is fsync-4k.cap's, whose
-/// format files are always there.
+/// The capture directory the `capture_dir` target builds from an input.
 fn capture_from(data: &[u8], dir: &Path) -> PathBuf {
-    let fixture = Path::new("tests/fixtures/fsync-4k.cap");
-    let p = split(data, 7);
-    let cap = dir.join("run.cap");
-    copy_tree(&fixture.join("formats"), &cap.join("formats"));
-    let or = |part: &[u8], real: &str| match part.is_empty() {
-        true => std::fs::read(fixture.join(real)).unwrap(),
-        false => part.to_vec(),
-    };
-    std::fs::write(
-        cap.join("iosleuth-capture.json"),
-        or(p[0], "iosleuth-capture.json"),
-    )
-    .unwrap();
-    if !p[1].is_empty() {
-        std::fs::write(cap.join("snapshot.json"), p[1]).unwrap();
-    }
-    std::fs::write(
-        cap.join("formats/header_page"),
-        or(p[2], "formats/header_page"),
-    )
-    .unwrap();
-    if let Some((&pick, text)) = p[3].split_first() {
-        let mut systems: Vec<String> = std::fs::read_dir(fixture.join("formats/events"))
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        systems.sort();
-        let sys = systems
-            .get(pick as usize % (systems.len() + 1))
-            .map(String::as_str)
-            .unwrap_or("fuzz");
-        let d = cap.join("formats/events").join(sys).join("fuzzed");
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join("format"), text).unwrap();
-    }
-    if !p[4].is_empty() {
-        std::fs::write(cap.join("symbols.json"), p[4]).unwrap();
-    }
-    std::fs::write(cap.join("cpu0.raw"), p[5]).unwrap();
-    if !p[6].is_empty() {
-        std::fs::write(cap.join("cpu1.raw"), p[6]).unwrap();
-    }
-    cap
+    iosleuth::fuzz_input::write_capture(data, dir, Path::new("tests/fixtures/fsync-4k.cap"))
+        .unwrap()
 }
 
 struct Outcome {
@@ -283,42 +205,9 @@ fn latencies_summing_past_u64() {
     assert_report_copes(&p, "damaged.blk");
 }
 
-/// What the `tracefs_format` target runs (fuzz/fuzz_targets/tracefs_format.rs):
-/// parts [system, format text, header_page text (empty: the default), one
-/// record, one ring-buffer page]; parse, read every field of the record,
-/// decode it, then every record of the page.
+/// What the `tracefs_format` target runs.
 fn tracefs_format_target(data: &[u8]) {
-    use iosleuth::ingest::capture_dir::Decoder;
-    use iosleuth::ingest::ring_buffer::{page_info, PageRecords};
-    use iosleuth::ingest::tracefs_format::{
-        parse_format, parse_header_page, read_int, read_str, PageHeader,
-    };
-    let parts = split(data, 5);
-    let system = String::from_utf8_lossy(parts[0]);
-    let format = String::from_utf8_lossy(parts[1]);
-    let header = String::from_utf8_lossy(parts[2]);
-    let (record, page) = (parts[3], parts[4]);
-    let hdr = match header.is_empty() {
-        true => PageHeader::default(),
-        false => match parse_header_page(&header) {
-            Some(h) => h,
-            None => return,
-        },
-    };
-    let formats: Vec<_> = parse_format(&system, &format).into_iter().collect();
-    for f in &formats {
-        for field in &f.fields {
-            let _ = read_int(record, field);
-            let _ = read_str(record, field);
-        }
-    }
-    let decoder = Decoder::new(&formats, hdr);
-    let _ = decoder.decode(1, 0, record);
-    if let Some(info) = page_info(page, hdr) {
-        for (ts, rec) in PageRecords::new(page, hdr, &info) {
-            let _ = decoder.decode(ts, 0, rec);
-        }
-    }
+    iosleuth::fuzz_input::tracefs_format(data)
 }
 
 /// tracefs_format: a field `offset:3; size:18446744073709551615` makes
@@ -360,7 +249,7 @@ fn export_of_a_record_on_a_huge_cpu_number() {
 fn capture_manifest_with_a_huge_page_size() {
     let d = tempdir();
     let cap = d.path().join("run.cap");
-    copy_tree(Path::new("tests/fixtures/fsync-4k.cap"), &cap);
+    copy_dir(Path::new("tests/fixtures/fsync-4k.cap"), &cap);
     let m = cap.join("iosleuth-capture.json");
     let text = std::fs::read_to_string(&m).unwrap();
     assert!(text.contains("\"page_size\": 4096"));

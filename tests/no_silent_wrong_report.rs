@@ -348,18 +348,6 @@ fn different_recordings_in_one_report_are_named() {
     assert!(!o.stderr.contains("different recordings"), "{}", o.stderr);
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
-
 #[test]
 fn diff_and_check_of_one_run_with_itself_say_so() {
     let o = outcome(&["diff", RUN1, RUN1]);

@@ -13,31 +13,7 @@ pub const FIXTURE_CAPTURE: &str = concat!(
     "/../tests/fixtures/fsync-4k.cap"
 );
 
-/// What separates the parts of an input that holds several files.
-pub const SEPARATOR: &[u8] = b"\n--part--\n";
-
-/// Splits `data` into `n` parts at `SEPARATOR`: the last part is the rest
-/// (separators and all: it is binary), parts past the end are empty. A
-/// separator rather than length prefixes, so that inserting or deleting
-/// bytes in one part (a manifest's number, a format file's line) leaves
-/// the others whole. `scripts/fuzz` writes the seeds of such targets in the
-/// same shape, and fuzz/dicts/ offer the separator to the mutator.
-pub fn split(data: &[u8], n: usize) -> Vec<&[u8]> {
-    let mut out = Vec::with_capacity(n);
-    let mut rest = data;
-    while out.len() + 1 < n {
-        match rest.windows(SEPARATOR.len()).position(|w| w == SEPARATOR) {
-            Some(at) => {
-                out.push(&rest[..at]);
-                rest = &rest[at + SEPARATOR.len()..];
-            }
-            None => break,
-        }
-    }
-    out.push(rest);
-    out.resize(n, &[]);
-    out
-}
+pub use iosleuth::fuzz_input::{split, SEPARATOR};
 
 /// A scratch directory of this process, emptied on every call.
 pub fn scratch(name: &str) -> PathBuf {

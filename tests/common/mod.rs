@@ -374,3 +374,17 @@ pub fn findings(path: &str) -> Vec<serde_json::Value> {
 pub fn explain(path: &str, id: &str) -> String {
     run(iosleuth().arg("report").arg(path).args(["--explain", id]))
 }
+
+/// Copies a directory tree (a capture) file by file.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let t = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &t);
+        } else {
+            std::fs::copy(e.path(), &t).unwrap();
+        }
+    }
+}
