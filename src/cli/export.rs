@@ -4,9 +4,10 @@
 use crate::capture::workload::{install_signal_handlers, interrupted};
 use crate::error::{Error, ExitStatus, Result};
 use crate::model::Event;
-use crate::report::blktrace::{Target, TargetError, MAX_CPUS};
+use crate::report::blktrace::{ExportSummary, Target, TargetError, MAX_CPUS};
 use clap::Args;
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub struct ExportArgs {
@@ -34,16 +35,7 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
             "export reads its inputs twice (process names first) and cannot read standard input (`-`): save the trace to a file first",
         ));
     }
-    let target = Target::prepare(dir, args.force).map_err(|e| {
-        let msg = format!("{}: {e}", dir.display());
-        match e {
-            TargetError::NotEmpty(..) => Error::bad_input(format!(
-                "{msg}; export writes into a new or empty directory, or give --force to replace its blktrace files"
-            )),
-            TargetError::NotADirectory => Error::bad_input(msg),
-            TargetError::Io(_) => Error::failed(msg),
-        }
-    })?;
+    let target = prepare_target(dir, args.force)?;
     // From here on, Ctrl-C stops at the next event and `target` removes
     // what was written; so does any error on the way.
     install_signal_handlers();
@@ -53,26 +45,9 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
             dir.display()
         ))
     };
-    // Process names may come at the end (the blk tracer's notes): read them
-    // first so that every file names its processes from the start.
-    // That pass also tells what the inputs are: one run twice is refused.
-    let (first, tap) = crate::pipeline::open_marked(&args.inputs)?;
-    let names: std::collections::HashMap<u32, String> = first
-        .take_while(|_| !interrupted())
-        .filter_map(|e| match e {
-            Event::ProcessName { pid, comm } => Some((pid, comm.to_string())),
-            _ => None,
-        })
-        .collect();
+    let names = first_pass(&args.inputs)?;
     if interrupted() {
         return Err(stopped());
-    }
-    // Snapshots only date the inputs here: one that cannot be read is
-    // left out without a word, as export writes no settings.
-    let inputs = tap.inputs(&crate::pipeline::snapshots_of(&args.inputs).0);
-    inputs.refuse_one_run_twice()?;
-    if let Some(w) = inputs.different_recordings() {
-        super::warn(&w);
     }
     let merged = crate::pipeline::open(&args.inputs)?.take_while(|_| !interrupted());
     let written = |e: std::io::Error| Error::failed(format!("writing {}: {e}", dir.display()));
@@ -86,6 +61,53 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
         ));
     }
     let removed = target.commit(&sum).map_err(written)?;
+    say_what_was_written(dir, &sum, &removed);
+    Ok(ExitStatus::SUCCESS)
+}
+
+/// The target directory, new or empty (or with `--force`, whatever
+/// blktrace files it holds, replaced on commit).
+fn prepare_target(dir: &Path, force: bool) -> Result<Target> {
+    Target::prepare(dir, force).map_err(|e| {
+        let msg = format!("{}: {e}", dir.display());
+        match e {
+            TargetError::NotEmpty(..) => Error::bad_input(format!(
+                "{msg}; export writes into a new or empty directory, or give --force to replace its blktrace files"
+            )),
+            TargetError::NotADirectory => Error::bad_input(msg),
+            TargetError::Io(_) => Error::failed(msg),
+        }
+    })
+}
+
+/// Process names may come at the end (the blk tracer's notes): a first
+/// pass reads them so that every file names its processes from the start.
+/// It also tells what the inputs are: one run twice is refused, different
+/// recordings merged get a warning. Stops early on Ctrl-C.
+fn first_pass(inputs: &[PathBuf]) -> Result<HashMap<u32, String>> {
+    let (first, tap) = crate::pipeline::open_marked(inputs)?;
+    let names = first
+        .take_while(|_| !interrupted())
+        .filter_map(|e| match e {
+            Event::ProcessName { pid, comm } => Some((pid, comm.to_string())),
+            _ => None,
+        })
+        .collect();
+    if interrupted() {
+        return Ok(names);
+    }
+    // Snapshots only date the inputs here: one that cannot be read is
+    // left out without a word, as export writes no settings.
+    let inputs = tap.inputs(&crate::pipeline::snapshots_of(inputs).0);
+    inputs.refuse_one_run_twice()?;
+    if let Some(w) = inputs.different_recordings() {
+        super::warn(&w);
+    }
+    Ok(names)
+}
+
+/// What was written, what `--force` removed, and what was left out.
+fn say_what_was_written(dir: &Path, sum: &ExportSummary, removed: &[PathBuf]) {
     eprintln!(
         "iosleuth: wrote {} records to {} files in {} (read with: blkparse -D {} -i NAME -d out.bin; btt -i out.bin)",
         sum.records,
@@ -124,5 +146,4 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
             sum.bad_cpu
         ));
     }
-    Ok(ExitStatus::SUCCESS)
 }

@@ -9,6 +9,8 @@
 //! (nothing to merge: see readahead_small).
 
 use super::helpers::{device_name, not_any, queue_dir, queue_setting};
+use crate::analyze::block::btt::MergeInfo;
+use crate::analyze::block::DeviceSummary;
 use crate::analyze::Analysis;
 use crate::diagnose::{Finding, Rule, Severity, Verdict};
 use serde_json::json;
@@ -45,104 +47,112 @@ const SMALL_REQUEST_SECTORS: u64 = 128;
 fn check(a: &Analysis) -> Verdict {
     let mut why = Vec::new();
     for d in &a.block.devices {
-        let q = d.actions.queued;
-        let Some(m) = &d.btt_merge else {
-            why.push(format!(
-                "{}: the trace holds no queued bios (Q), only {} completions: merging cannot be judged (record block_bio_queue and block_rq_issue)",
-                d.device,
-                d.actions.completed
-            ));
-            continue;
-        };
-        if q < MIN_BIOS {
-            why.push(format!(
-                "{}: only {q} {} queued (at least {MIN_BIOS} are needed to judge merging)",
-                d.device,
-                if q == 1 { "bio" } else { "bios" }
-            ));
-            continue;
+        match unmerged(d) {
+            Ok((m, seq)) => return Verdict::Fired(finding(a, d, m, seq)),
+            Err(reason) => why.push(reason),
         }
-        let seq = d.sequential_bios as f64 / q as f64;
-        if seq < MIN_SEQUENTIAL {
-            why.push(format!(
-                "{}: {:.0}% of bios are sequential: little to merge",
-                d.device,
-                seq * 100.0
-            ));
-            continue;
-        }
-        let together = d.back_to_back_sequential_bios as f64 / q as f64;
-        if together < MIN_QUEUED_TOGETHER {
-            why.push(format!(
-                "{}: {:.0}% of bios are sequential but only {:.0}% were queued before the previous one completed: one bio at a time, nothing to merge (a synchronous reader: see readahead_small)",
-                d.device,
-                seq * 100.0,
-                together * 100.0
-            ));
-            continue;
-        }
-        if m.ratio > MAX_BIOS_PER_REQUEST {
-            why.push(format!(
-                "{}: sequential bios do merge ({:.1} bios per request)",
-                d.device, m.ratio
-            ));
-            continue;
-        }
-        if m.blk_avg >= SMALL_REQUEST_SECTORS {
-            why.push(format!(
-                "{}: bios were not merged, but requests average {} KiB: already large, nothing for merging to gain (large bios cut to the queue's limit are request_splitting's to judge)",
-                d.device,
-                m.blk_avg / 2
-            ));
-            continue;
-        }
-        let nomerges = queue_setting(a, &d.device, "nomerges");
-        let name = device_name(a, &d.device);
-        // nomerges 1 and 2 are the kernel's "merging (partly) off": the
-        // cause. With 0 the setting is not it, and iosleuth cannot tell
-        // what stopped the merges: a warning. Without a snapshot, strong
-        // evidence alone is critical (case 1's btrace).
-        let strong = seq > CRITICAL_SEQUENTIAL && m.ratio < CRITICAL_BIOS_PER_REQUEST;
-        let severity = match nomerges.as_deref() {
-            Some("1") | Some("2") => Severity::Critical,
-            None if strong => Severity::Critical,
-            _ => Severity::Warning,
-        };
-        let queue = queue_dir(name.as_deref(), &d.device);
-        return Verdict::Fired(Finding {
-            id: RULE.id,
-            severity,
-            title: format!(
-                "{}: {:.0}% of bios are sequential but each became its own {}-sector request",
-                name.as_deref().unwrap_or(&d.device),
-                seq * 100.0,
-                m.blk_avg
-            ),
-            evidence: json!({
-                "device": d.device,
-                "bios_queued": q,
-                "sequential_bios": d.sequential_bios,
-                "requests_issued": m.issued,
-                "bios_per_request": m.ratio,
-                "avg_request_sectors": m.blk_avg,
-                "nomerges": nomerges,
-            }),
-            explanation: format!(
-                "Adjacent bios normally merge into large requests (case 1: 32 bios of 8 sectors became one of 256). Here {q} bios became {} requests of {} sectors on average, so the device gets {:.0}x more commands than it would with merging{}.",
-                m.issued,
-                m.blk_avg,
-                CASE1_MERGED_SECTORS / m.blk_avg.max(1) as f64,
-                match nomerges.as_deref() {
-                    Some("2") => "; the device's nomerges is 2 (all merging off)",
-                    Some("1") => "; the device's nomerges is 1 (only simple merges)",
-                    Some(_) => "; nomerges is 0, so look at the submitter (each bio in its own plug, or a stacked device that does not merge)",
-                    None => "",
-                }
-            ),
-            workaround: format!("echo 0 > {queue}/nomerges"),
-        });
     }
     not_any(why, "no block requests in the trace")
+}
+
+/// The device's merge figures and its share of sequential bios when small
+/// sequential bios, queued together, were not merged; else why not.
+fn unmerged(d: &DeviceSummary) -> Result<(&MergeInfo, f64), String> {
+    let q = d.actions.queued;
+    let Some(m) = &d.btt_merge else {
+        return Err(format!(
+            "{}: the trace holds no queued bios (Q), only {} completions: merging cannot be judged (record block_bio_queue and block_rq_issue)",
+            d.device,
+            d.actions.completed
+        ));
+    };
+    if q < MIN_BIOS {
+        return Err(format!(
+            "{}: only {q} {} queued (at least {MIN_BIOS} are needed to judge merging)",
+            d.device,
+            if q == 1 { "bio" } else { "bios" }
+        ));
+    }
+    let seq = d.sequential_bios as f64 / q as f64;
+    if seq < MIN_SEQUENTIAL {
+        return Err(format!(
+            "{}: {:.0}% of bios are sequential: little to merge",
+            d.device,
+            seq * 100.0
+        ));
+    }
+    let together = d.back_to_back_sequential_bios as f64 / q as f64;
+    if together < MIN_QUEUED_TOGETHER {
+        return Err(format!(
+            "{}: {:.0}% of bios are sequential but only {:.0}% were queued before the previous one completed: one bio at a time, nothing to merge (a synchronous reader: see readahead_small)",
+            d.device,
+            seq * 100.0,
+            together * 100.0
+        ));
+    }
+    if m.ratio > MAX_BIOS_PER_REQUEST {
+        return Err(format!(
+            "{}: sequential bios do merge ({:.1} bios per request)",
+            d.device, m.ratio
+        ));
+    }
+    if m.blk_avg >= SMALL_REQUEST_SECTORS {
+        return Err(format!(
+            "{}: bios were not merged, but requests average {} KiB: already large, nothing for merging to gain (large bios cut to the queue's limit are request_splitting's to judge)",
+            d.device,
+            m.blk_avg / 2
+        ));
+    }
+    Ok((m, seq))
+}
+
+fn finding(a: &Analysis, d: &DeviceSummary, m: &MergeInfo, seq: f64) -> Finding {
+    let q = d.actions.queued;
+    let nomerges = queue_setting(a, &d.device, "nomerges");
+    let name = device_name(a, &d.device);
+    // nomerges 1 and 2 are the kernel's "merging (partly) off": the
+    // cause. With 0 the setting is not it, and iosleuth cannot tell
+    // what stopped the merges: a warning. Without a snapshot, strong
+    // evidence alone is critical (case 1's btrace).
+    let strong = seq > CRITICAL_SEQUENTIAL && m.ratio < CRITICAL_BIOS_PER_REQUEST;
+    let severity = match nomerges.as_deref() {
+        Some("1") | Some("2") => Severity::Critical,
+        None if strong => Severity::Critical,
+        _ => Severity::Warning,
+    };
+    let queue = queue_dir(name.as_deref(), &d.device);
+    Finding {
+        id: RULE.id,
+        severity,
+        title: format!(
+            "{}: {:.0}% of bios are sequential but each became its own {}-sector request",
+            name.as_deref().unwrap_or(&d.device),
+            seq * 100.0,
+            m.blk_avg
+        ),
+        evidence: json!({
+            "device": d.device,
+            "bios_queued": q,
+            "sequential_bios": d.sequential_bios,
+            "requests_issued": m.issued,
+            "bios_per_request": m.ratio,
+            "avg_request_sectors": m.blk_avg,
+            "nomerges": nomerges,
+        }),
+        explanation: format!(
+            "Adjacent bios normally merge into large requests (case 1: 32 bios of 8 sectors became one of 256). Here {q} bios became {} requests of {} sectors on average, so the device gets {:.0}x more commands than it would with merging{}.",
+            m.issued,
+            m.blk_avg,
+            CASE1_MERGED_SECTORS / m.blk_avg.max(1) as f64,
+            match nomerges.as_deref() {
+                Some("2") => "; the device's nomerges is 2 (all merging off)",
+                Some("1") => "; the device's nomerges is 1 (only simple merges)",
+                Some(_) => "; nomerges is 0, so look at the submitter (each bio in its own plug, or a stacked device that does not merge)",
+                None => "",
+            }
+        ),
+        workaround: format!("echo 0 > {queue}/nomerges"),
+    }
 }
 
 #[cfg(test)]
