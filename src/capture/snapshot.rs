@@ -53,8 +53,29 @@ fn block_devices() -> Value {
                 // A loop device's file: the device under it is the one
                 // whose file system holds the file.
                 "backing_file": read(d.join("loop/backing_file")),
+                // Mounts and holders name partitions (`vda1`) and
+                // device-mapper names (`/dev/mapper/NAME`); the block
+                // trace names the disk and `dm-N`.
+                "partitions": partitions(&d),
+                "dm_name": read(d.join("dm/name")),
             }),
         );
+    }
+    Value::Object(m)
+}
+
+/// A disk's partitions (`/sys/block/DISK/PART/partition` exists): name →
+/// `{"dev": "MAJ,MIN"}`.
+fn partitions(disk: &Path) -> Value {
+    let mut m = Map::new();
+    for name in names(disk) {
+        let p = disk.join(&name);
+        if p.join("partition").is_file() {
+            m.insert(
+                name,
+                json!({"dev": read(p.join("dev")).map(|s| s.replace(':', ","))}),
+            );
+        }
     }
     Value::Object(m)
 }

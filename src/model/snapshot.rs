@@ -91,6 +91,17 @@ pub struct BlockDevice {
     pub slaves: Vec<String>,
     /// A loop device's backing file.
     pub backing_file: Option<String>,
+    /// The disk's partitions by name (`vda1`), each with its `dev`.
+    pub partitions: BTreeMap<String, Partition>,
+    /// A device-mapper device's name (`/dev/mapper/NAME`).
+    pub dm_name: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct Partition {
+    /// `MAJ,MIN`.
+    pub dev: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -145,16 +156,20 @@ impl Snapshot {
     /// The devices directly under `dev` (`MAJ,MIN`), with how each is
     /// under it: the device-mapper or md members (`slaves`), or the device
     /// whose file system holds a loop device's backing file (the mount
-    /// with the longest matching mount point).
+    /// with the longest matching mount point). A partition stands for its
+    /// disk: the block layer remaps its bios there, and the trace's
+    /// requests are the disk's.
     pub fn lower_devices(&self, dev: &str) -> Vec<(String, String)> {
         let Some((name, d)) = self.device(dev) else {
             return Vec::new();
         };
-        let dev_of = |n: &str| self.before.block_devices.get(n).and_then(|x| x.dev.clone());
         let mut out: Vec<(String, String)> = d
             .slaves
             .iter()
-            .filter_map(|s| Some((dev_of(s)?, format!("{name} is built on {s}"))))
+            .filter_map(|s| {
+                let (ld, on) = self.disk_of(s)?;
+                Some((ld, format!("{name} is built on {on}")))
+            })
             .collect();
         if let Some(file) = &d.backing_file {
             let under = |m: &&Mount| {
@@ -167,14 +182,30 @@ impl Snapshot {
                 .iter()
                 .filter(under)
                 .max_by_key(|m| m.mountpoint.len());
-            if let Some(m) = holder {
-                let lower = m.device.trim_start_matches("/dev/");
-                if let Some(ld) = dev_of(lower) {
-                    out.push((ld, format!("{name}'s file {file} is on {lower}")));
-                }
+            if let Some((ld, on)) = holder.and_then(|m| self.disk_of(&m.device)) {
+                out.push((ld, format!("{name}'s file {file} is on {on}")));
             }
         }
         out
+    }
+
+    /// The `MAJ,MIN` whose requests carry the I/O of a device named as
+    /// mounts and `slaves` name it (`/dev/vda1`, `vda`, `/dev/mapper/vg-lv`,
+    /// `dm-0`), and how to say it.
+    fn disk_of(&self, named: &str) -> Option<(String, String)> {
+        let devs = &self.before.block_devices;
+        let name = named.trim_start_matches("/dev/");
+        if let Some(d) = devs.get(name) {
+            return Some((d.dev.clone()?, name.to_string()));
+        }
+        if let Some(dm) = name.strip_prefix("mapper/") {
+            let (n, d) = devs
+                .iter()
+                .find(|(_, d)| d.dm_name.as_deref() == Some(dm))?;
+            return Some((d.dev.clone()?, format!("{n} ({named})")));
+        }
+        let (disk, d) = devs.iter().find(|(_, d)| d.partitions.contains_key(name))?;
+        Some((d.dev.clone()?, format!("{name}, a partition of {disk}")))
     }
 
     /// Thread names the snapshot knows: the workload's threads and the
@@ -252,5 +283,51 @@ mod tests {
         assert!(empty.before.block_devices.is_empty());
         assert_eq!(current_value("mq-deadline [bfq] none"), "bfq");
         assert_eq!(current_value(" 2\n"), "2");
+    }
+
+    /// Partitions and device-mapper names, which these VMs' kernel cannot
+    /// make (no partition table support, no dm): a hand-written snapshot of
+    /// a disk with two partitions, ext4 on vda1 holding a loop device's
+    /// file, and dm-0 (`/dev/mapper/vg-data`) built on vda2 with a second
+    /// loop device's file on it.
+    #[test]
+    fn a_partition_or_a_mapper_name_stands_for_the_device_the_trace_names() {
+        let s = Snapshot::from_value(serde_json::json!({
+            "before": {
+                "block_devices": {
+                    "vda": {"dev": "254,0", "partitions": {
+                        "vda1": {"dev": "254,1"}, "vda2": {"dev": "254,2"}}},
+                    "dm-0": {"dev": "253,0", "dm_name": "vg-data", "slaves": ["vda2"]},
+                    "loop0": {"dev": "7,0", "backing_file": "/srv/a/disk.img"},
+                    "loop1": {"dev": "7,1", "backing_file": "/data/b.img"}
+                },
+                "mounts": [
+                    {"device": "/dev/vda1", "mountpoint": "/srv"},
+                    {"device": "/dev/mapper/vg-data", "mountpoint": "/data"}
+                ]
+            }
+        }))
+        .unwrap();
+        assert_eq!(
+            s.lower_devices("7,0"),
+            vec![(
+                "254,0".to_string(),
+                "loop0's file /srv/a/disk.img is on vda1, a partition of vda".to_string()
+            )]
+        );
+        assert_eq!(
+            s.lower_devices("7,1"),
+            vec![(
+                "253,0".to_string(),
+                "loop1's file /data/b.img is on dm-0 (/dev/mapper/vg-data)".to_string()
+            )]
+        );
+        assert_eq!(
+            s.lower_devices("253,0"),
+            vec![(
+                "254,0".to_string(),
+                "dm-0 is built on vda2, a partition of vda".to_string()
+            )]
+        );
     }
 }
