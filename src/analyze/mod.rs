@@ -11,6 +11,7 @@ pub mod names;
 pub mod outliers;
 pub mod readahead;
 pub mod sched;
+pub mod stacks;
 pub mod syscalls;
 pub mod top;
 pub mod wbt;
@@ -88,6 +89,8 @@ pub struct Analysis {
     pub readahead: readahead::ReadaheadSummary,
     /// Bios held back by cgroup I/O limits.
     pub cgroup_throttle: blkthrottle::ThrottleSummary,
+    /// Off-CPU time by kernel stack (`record --stacks`).
+    pub stacks: stacks::StacksSummary,
     /// Events iosleuth does not analyse yet, by name.
     pub unknown_events: BTreeMap<String, u64>,
     pub warnings: Vec<String>,
@@ -120,6 +123,7 @@ pub fn analyze_with_names(
             Event::Block(b) => all.block(&b),
             Event::ProcessName { pid, comm } => all.blk.process_name(pid, comm),
             Event::Other(o) => all.other(&o),
+            Event::Stack(k) => all.stack(&k),
         }
     }
     all.finish()
@@ -139,6 +143,7 @@ struct Analyses<'f> {
     readahead: readahead::ReadaheadAnalysis,
     throttle: blkthrottle::ThrottleAnalysis,
     outliers: outliers::OutlierAnalysis,
+    stacks: stacks::StackAnalysis,
     names: names::ThreadNames,
     /// Events no analysis used, by name.
     unknown: BTreeMap<String, u64>,
@@ -175,6 +180,7 @@ impl<'f> Analyses<'f> {
             readahead: readahead::ReadaheadAnalysis::new(),
             throttle: blkthrottle::ThrottleAnalysis::new(),
             outliers: outliers::OutlierAnalysis::new(filter.top),
+            stacks: stacks::StackAnalysis::new(),
             names,
             unknown: BTreeMap::new(),
             events: 0,
@@ -230,6 +236,7 @@ impl<'f> Analyses<'f> {
             | self.wbt.add(o)
             | self.readahead.add(o);
         self.throttle.add(o);
+        self.stacks.add(o, names);
         // After the scheduler: an operation's end is integrated with the
         // state the scheduler analysis holds.
         self.outliers.add(o, names, &self.sched);
@@ -245,6 +252,15 @@ impl<'f> Analyses<'f> {
                 self.unknown.insert(o.name.to_string(), 1);
             }
         }
+    }
+
+    fn stack(&mut self, k: &crate::model::StackEvent) {
+        if !self.filter.keeps_time(k.ts) {
+            return;
+        }
+        self.events += 1;
+        self.span.add(k.ts);
+        self.stacks.stack(k);
     }
 
     fn finish(self) -> Analysis {
@@ -280,6 +296,7 @@ impl<'f> Analyses<'f> {
             wbt: self.wbt.finish(span.last_ns),
             readahead: self.readahead.finish(),
             cgroup_throttle: self.throttle.finish(),
+            stacks: self.stacks.finish(),
             unknown_events: self.unknown,
             warnings,
             snapshot: None,

@@ -184,7 +184,14 @@ pub struct RecordOptions {
     pub events: Vec<&'static str>,
     pub buffer_kb: u64,
     pub clock: String,
+    /// The kernel stack of every switch away from a CPU while blocked.
+    pub off_cpu_stacks: bool,
 }
+
+/// The trigger that writes a blocked thread's kernel stack after its
+/// `sched_switch`: `prev_state` 1 (S) or 2 (D), as bcc's offcputime
+/// counts by default. It lives in the private instance and goes with it.
+pub const OFF_CPU_TRIGGER: &str = "stacktrace if prev_state & 3";
 
 pub struct Recorder {
     instance: PathBuf,
@@ -192,6 +199,8 @@ pub struct Recorder {
     readers: Vec<(u32, PipeReader)>,
     enabled: Vec<&'static str>,
     pub missing: Vec<&'static str>,
+    /// The stack triggers set, for the manifest.
+    triggers: Vec<String>,
     clock: String,
     stopped: bool,
     own_tids: Vec<u32>,
@@ -222,6 +231,7 @@ impl Recorder {
             readers: Vec::new(),
             enabled: Vec::new(),
             missing: Vec::new(),
+            triggers: Vec::new(),
             clock: opts.clock.clone(),
             stopped: false,
             own_tids: Vec::new(),
@@ -253,13 +263,23 @@ impl Recorder {
             std::fs::create_dir_all(&fdir)?;
             std::fs::copy(dir.join("format"), fdir.join("format"))?;
         }
-        // trace_marker writes are recorded whatever is enabled: keep the
-        // format that decodes them.
-        let print = i.join("events/ftrace/print/format");
-        if print.exists() {
-            let fdir = out.join(EVENT_FORMATS).join("ftrace/print");
-            std::fs::create_dir_all(&fdir)?;
-            std::fs::copy(&print, fdir.join("format"))?;
+        // trace_marker writes are recorded whatever is enabled, stack
+        // traces when a trigger asks: keep the formats that decode them.
+        let mut internal = vec!["ftrace/print"];
+        if opts.off_cpu_stacks {
+            let trigger = i.join("events/sched/sched_switch/trigger");
+            write(&trigger, OFF_CPU_TRIGGER)?;
+            r.triggers
+                .push(format!("sched/sched_switch: {OFF_CPU_TRIGGER}"));
+            internal.push("ftrace/kernel_stack");
+        }
+        for ev in internal {
+            let format = i.join("events").join(ev).join("format");
+            if format.exists() {
+                let fdir = out.join(EVENT_FORMATS).join(ev);
+                std::fs::create_dir_all(&fdir)?;
+                std::fs::copy(&format, fdir.join("format"))?;
+            }
         }
         if r.enabled.is_empty() {
             return Err(CaptureError(
@@ -377,6 +397,7 @@ impl Recorder {
             "cpus": self.readers.iter().map(|(c, _)| c).collect::<Vec<_>>(),
             "events": self.enabled,
             "missing_events": self.missing,
+            "triggers": self.triggers,
             "recorder_tids": self.own_tids,
             "ring_buffer_stats": stats,
         });
@@ -392,9 +413,9 @@ impl Recorder {
             self.out.join(MANIFEST),
             serde_json::to_string_pretty(&manifest).unwrap_or_default(),
         )?;
-        if self.enabled.iter().any(|e| e.starts_with("workqueue")) {
-            // Work functions are addresses in the ring buffer: name them
-            // while this machine's symbols are at hand.
+        if self.enabled.iter().any(|e| e.starts_with("workqueue")) || !self.triggers.is_empty() {
+            // Work functions and stack frames are addresses in the ring
+            // buffer: name them while this machine's symbols are at hand.
             let _ = super::symbols::write_for_capture(&self.out);
         }
         removed

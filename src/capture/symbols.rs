@@ -1,5 +1,6 @@
 //! Kernel symbols for the addresses a capture holds as numbers (the work
-//! functions of workqueue events): resolved with /proc/kallsyms when
+//! functions of workqueue events, the frames of kernel stacks): only
+//! those, not the whole 5 MB table, resolved with /proc/kallsyms when
 //! recording stops and stored in the capture (`symbols.json`), so that the
 //! capture stays self-describing on another machine.
 
@@ -44,12 +45,21 @@ pub fn write_for_capture(dir: &Path) -> std::io::Result<usize> {
     if let Ok(sources) = open_capture(dir) {
         for mut s in sources {
             while let Some(e) = s.next_event() {
-                if let Event::Other(o) = e {
-                    for (k, v) in &o.fields.0 {
-                        if let (true, Value::Int(a)) = (ADDRESS_FIELDS.contains(&&**k), v) {
-                            addrs.insert(*a as u64);
+                match e {
+                    Event::Other(o) => {
+                        for (k, v) in &o.fields.0 {
+                            if let (true, Value::Int(a)) = (ADDRESS_FIELDS.contains(&&**k), v) {
+                                addrs.insert(*a as u64);
+                            }
                         }
                     }
+                    // Unresolved frames come as hex (no symbols.json yet).
+                    Event::Stack(k) => addrs.extend(
+                        k.frames
+                            .iter()
+                            .filter_map(|f| u64::from_str_radix(f.strip_prefix("0x")?, 16).ok()),
+                    ),
+                    _ => {}
                 }
             }
         }

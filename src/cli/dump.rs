@@ -35,6 +35,9 @@ fn wanted(only: &[String], ev: &Event) -> bool {
                 .any(|w| w.strip_prefix("block:").unwrap_or(w) == letter)
         }
         Event::Other(o) => only.iter().any(|w| **w == *o.name || w == o.short_name()),
+        Event::Stack(_) => only
+            .iter()
+            .any(|w| *w == "kernel_stack" || *w == "ftrace:kernel_stack"),
         Event::ProcessName { .. } => false,
     }
 }

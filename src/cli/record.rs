@@ -32,6 +32,12 @@ pub struct RecordArgs {
     /// Write the tracer's text lines instead of binary records.
     #[arg(long)]
     text: bool,
+    /// Also record where threads block: the kernel stack of every switch
+    /// away from a CPU while not runnable (a `stacktrace` trigger on
+    /// sched_switch in the private instance; adds the sched events), for
+    /// `report --format folded --off-cpu` and `flamegraph --off-cpu`.
+    #[arg(long)]
+    stacks: bool,
     /// Per-CPU ring buffer size.
     #[arg(long, default_value = "16384")]
     buffer_kb: u64,
@@ -86,12 +92,16 @@ fn record_capture(output: &Path, args: &RecordArgs) -> Result<i32> {
             "recording needs root (tracefs is root-only): run it with sudo",
         ));
     }
-    let events = expand_sets(&args.events).map_err(Error::BadInput)?;
+    let mut events = expand_sets(&args.events).map_err(Error::BadInput)?;
+    if args.stacks && !events.contains(&"sched/sched_switch") {
+        events.push("sched/sched_switch");
+    }
     workload::install_signal_handlers();
     let opts = RecordOptions {
         events,
         buffer_kb: args.buffer_kb,
         clock: "mono".into(),
+        off_cpu_stacks: args.stacks,
     };
     let mut rec = Recorder::start(&opts, output).map_err(|e| Error::bad_input(e.0))?;
     if !rec.missing.is_empty() {

@@ -17,7 +17,11 @@ pub struct ReportArgs {
     #[arg(required = true)]
     paths: Vec<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
-    format: Format,
+    format: ReportFormat,
+    /// With --format folded: blocked (off-CPU) time per kernel stack, in
+    /// microseconds, from a capture recorded with --stacks.
+    #[arg(long)]
+    off_cpu: bool,
     #[command(flatten)]
     filter: FilterArgs,
     /// Say what rule ID (or `all`) found, or why it did not fire.
@@ -25,16 +29,36 @@ pub struct ReportArgs {
     explain: Option<String>,
 }
 
+/// What `report` prints.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ReportFormat {
+    Text,
+    Json,
+    // Folded stacks for flame graphs (FlameGraph, inferno, speedscope).
+    Folded,
+}
+
 pub fn run(args: ReportArgs) -> Result<ExitStatus> {
+    if args.off_cpu && args.format != ReportFormat::Folded {
+        return Err(Error::bad_input(
+            "--off-cpu goes with --format folded (or `iosleuth flamegraph --off-cpu`)",
+        ));
+    }
     let a = crate::pipeline::analyse(&args.paths, &args.filter.options())?;
     for w in &a.warnings {
         super::warn(w);
     }
-    let out = match &args.explain {
-        Some(id) => explain(&a, id)?,
-        None => {
+    let out = match (&args.explain, args.format) {
+        (Some(id), _) => explain(&a, id)?,
+        (None, ReportFormat::Folded) => folded(&a, &args.paths, args.off_cpu)?,
+        (None, f) => {
             let found = crate::diagnose::diagnose(&a);
-            args.format.report(&a, &found)
+            let f = if f == ReportFormat::Json {
+                Format::Json
+            } else {
+                Format::Text
+            };
+            f.report(&a, &found)
         }
     };
     std::io::stdout().lock().write_all(out.as_bytes())?;
@@ -67,4 +91,29 @@ fn explain(a: &Analysis, id: &str) -> Result<String> {
         }
     }
     Ok(out)
+}
+
+/// `--format folded`: off-CPU stacks with `--off-cpu`; on-CPU samples are
+/// not recorded yet.
+fn folded(a: &Analysis, paths: &[PathBuf], off_cpu: bool) -> Result<String> {
+    let inputs = || {
+        paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !off_cpu {
+        return Err(Error::bad_input(format!(
+            "{}: no on-CPU samples (iosleuth records off-CPU stacks only so far): give --off-cpu for blocked time per stack",
+            inputs()
+        )));
+    }
+    if a.stacks.stacks == 0 {
+        return Err(Error::bad_input(format!(
+            "{}: no kernel stacks in the trace (record with `iosleuth record --stacks`)",
+            inputs()
+        )));
+    }
+    Ok(report::folded::off_cpu(a))
 }

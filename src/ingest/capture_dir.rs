@@ -8,7 +8,9 @@ use super::source::{InputError, Position, Source, SourceStats};
 use super::tracefs_format::{
     parse_format, parse_header_page, read_int, read_str, EventFormat, Field, FieldKind, PageHeader,
 };
-use crate::model::{Action, BlockEvent, Comm, Dev, Event, Extra, Fields, OtherEvent, Rwbs, Value};
+use crate::model::{
+    Action, BlockEvent, Comm, Dev, Event, Extra, Fields, OtherEvent, Rwbs, StackEvent, Value,
+};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -37,7 +39,16 @@ struct BlockFields {
 enum Kind {
     Block(Action, Box<BlockFields>),
     Other(Arc<str>, Arc<[(Arc<str>, Field)]>),
+    /// ftrace's `kernel_stack`: `size` return addresses from `caller`.
+    Stack {
+        size: Field,
+        caller: Field,
+    },
 }
+
+/// More frames than a kernel stack trace holds (`FTRACE_STACK_ENTRIES`,
+/// 512 per CPU context); a larger `size` is a damaged record.
+const MAX_STACK_FRAMES: usize = 512;
 
 /// Turns raw records into events, by the format of their event id.
 #[derive(Debug)]
@@ -53,8 +64,9 @@ pub struct Decoder {
     /// switch, a wakeup, an interrupt): kept for the recorder's threads
     /// too, or the scheduler analysis would lose who ran on a CPU.
     scheduling: std::collections::HashSet<u16>,
-    /// Names of kernel addresses (work functions), from `symbols.json`.
-    symbols: HashMap<u64, Box<str>>,
+    /// Names of kernel addresses (work functions, stack frames), from
+    /// `symbols.json`.
+    symbols: HashMap<u64, Arc<str>>,
     pub page: PageHeader,
 }
 
@@ -94,8 +106,12 @@ impl Decoder {
             let action = (f.system == "block")
                 .then(|| Action::from_tracepoint(&f.name))
                 .flatten();
-            let kind = match action {
-                Some(a) => {
+            let stack = (f.system == "ftrace" && f.name == "kernel_stack")
+                .then(|| Some((f.field("size")?.clone(), f.field("caller")?.clone())))
+                .flatten();
+            let kind = match (action, stack) {
+                (_, Some((size, caller))) => Kind::Stack { size, caller },
+                (Some(a), None) => {
                     let g = |n: &str| f.field(n).cloned();
                     Kind::Block(
                         a,
@@ -114,7 +130,7 @@ impl Decoder {
                         }),
                     )
                 }
-                None => Kind::Other(
+                (None, None) => Kind::Other(
                     format!("{}:{}", f.system, f.name).into(),
                     f.fields
                         .iter()
@@ -138,6 +154,27 @@ impl Decoder {
             symbols: HashMap::new(),
             page,
         }
+    }
+
+    /// A stack record's return addresses as names: the symbol's name and
+    /// offset, or the address in hex where `symbols.json` has none. The
+    /// record holds `size` of them, however many `caller[8]` says: the
+    /// kernel sizes the record to the stack.
+    fn frames(&self, rec: &[u8], size: &Field, caller: &Field) -> Arc<[Arc<str>]> {
+        let n = (read_int(rec, size).unwrap_or(0) as usize).min(MAX_STACK_FRAMES);
+        let word = 8;
+        let from = caller.offset;
+        let available = rec.len().saturating_sub(from) / word;
+        (0..n.min(available))
+            .map(|i| {
+                let at = from + i * word;
+                let addr = u64::from_le_bytes(rec[at..at + word].try_into().unwrap_or([0; 8]));
+                self.symbols
+                    .get(&addr)
+                    .cloned()
+                    .unwrap_or_else(|| format!("{addr:#x}").into())
+            })
+            .collect()
     }
 
     /// Decodes one record; `None` for an id without a format.
@@ -169,7 +206,7 @@ impl Decoder {
                     for (k, v) in &mut fields.0 {
                         if let (true, Value::Int(a)) = (ADDRESS_FIELDS.contains(&&**k), &*v) {
                             if let Some(n) = self.symbols.get(&(*a as u64)) {
-                                *v = Value::Str(n.clone());
+                                *v = Value::Str((**n).into());
                             }
                         }
                     }
@@ -183,6 +220,12 @@ impl Decoder {
                     fields,
                 }))
             }
+            Kind::Stack { size, caller } => Some(Event::Stack(StackEvent {
+                ts,
+                cpu,
+                pid,
+                frames: self.frames(rec, size, caller),
+            })),
             Kind::Block(action, f) => {
                 let int = |x: &Option<Field>| x.as_ref().and_then(|x| read_int(rec, x));
                 let nr = int(&f.nr_sector).unwrap_or(0) as u32;
@@ -371,7 +414,7 @@ fn check_page_header(dir: &Path, page: PageHeader, page_size: usize) -> Result<(
 
 /// `symbols.json`: names of the kernel addresses the capture holds; an
 /// unreadable one is said in `notes` (work functions stay addresses).
-fn load_symbols(dir: &Path, notes: &mut Vec<String>) -> HashMap<u64, Box<str>> {
+fn load_symbols(dir: &Path, notes: &mut Vec<String>) -> HashMap<u64, Arc<str>> {
     let symbols_path = dir.join(SYMBOLS);
     if !symbols_path.exists() {
         return HashMap::new();

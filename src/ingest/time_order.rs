@@ -104,6 +104,7 @@ pub fn time_and_cpu(ev: &Event) -> Option<(u64, u32)> {
     match ev {
         Event::Block(b) => Some((b.ts, b.cpu)),
         Event::Other(o) => Some((o.ts, o.cpu)),
+        Event::Stack(k) => Some((k.ts, k.cpu)),
         Event::ProcessName { .. } => None,
     }
 }

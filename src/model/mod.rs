@@ -24,6 +24,9 @@ pub enum Event {
     },
     /// An event iosleuth does not decode yet; kept so that it can be counted.
     Other(OtherEvent),
+    /// A kernel call chain the tracer wrote right after an event (the
+    /// `stacktrace` trigger, ftrace's `<stack trace>`).
+    Stack(StackEvent),
 }
 
 impl Event {
@@ -32,6 +35,7 @@ impl Event {
         match self {
             Event::Block(b) => Some(b.ts),
             Event::Other(o) => Some(o.ts),
+            Event::Stack(k) => Some(k.ts),
             Event::ProcessName { .. } => None,
         }
     }
@@ -41,6 +45,7 @@ impl Event {
         match self {
             Event::Block(b) => Some(b.cpu),
             Event::Other(o) => Some(o.cpu),
+            Event::Stack(k) => Some(k.cpu),
             Event::ProcessName { .. } => None,
         }
     }
@@ -57,6 +62,16 @@ pub struct OtherEvent {
     /// The task's name where the source prints it (text headers).
     pub comm: Comm,
     pub fields: Fields,
+}
+
+/// A kernel stack: the task it was taken in and its frames, innermost
+/// first, as names (`[unknown]` where no symbol was known).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StackEvent {
+    pub ts: u64,
+    pub cpu: u32,
+    pub pid: u32,
+    pub frames: std::sync::Arc<[std::sync::Arc<str>]>,
 }
 
 impl OtherEvent {

@@ -31,6 +31,20 @@ pub fn line(ev: &Event) -> Option<String> {
             }
         }
         Event::Other(o) => other(&mut s, o),
+        Event::Stack(k) => {
+            let _ = write!(
+                s,
+                "{:>6}.{:09} [{:03}] {:>7} {:<16} ftrace:kernel_stack",
+                k.ts / 1_000_000_000,
+                k.ts % 1_000_000_000,
+                k.cpu,
+                k.pid,
+                ""
+            );
+            for f in k.frames.iter() {
+                let _ = write!(s, " => {}", Esc(f));
+            }
+        }
         Event::ProcessName { .. } => return None,
     }
     Some(s)
@@ -67,6 +81,10 @@ pub fn json(ev: &Event) -> Option<serde_json::Value> {
                 "event": &*o.name, "fields": fields,
             })
         }
+        Event::Stack(k) => json!({
+            "ts": k.ts, "cpu": k.cpu, "pid": k.pid, "event": "ftrace:kernel_stack",
+            "fields": {"frames": k.frames.iter().map(|f| &**f).collect::<Vec<&str>>()},
+        }),
         Event::ProcessName { .. } => return None,
     })
 }

@@ -1,0 +1,180 @@
+//! Where threads blocked: off-CPU time by kernel stack, as bcc's
+//! `offcputime` measures it. A thread that leaves its CPU while not
+//! runnable (`sched_switch` with `prev_state` S or D) starts an off-CPU
+//! stretch, which ends when `sched_switch` puts it back on a CPU; the
+//! stack is the one the tracer wrote right after that switch on the same
+//! CPU (the `stacktrace` trigger of `record --stacks`). Each stretch adds
+//! its time to its stack, folded as FlameGraph reads it: `comm;outermost;
+//! …;innermost`.
+
+use super::sched::task_state;
+use crate::model::{OtherEvent, StackEvent};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::sync::Arc;
+
+/// A stack's frames, innermost first.
+type Frames = Arc<[Arc<str>]>;
+
+/// A thread off its CPU since `since`, and the stack it blocked in once
+/// the tracer has written it.
+struct Blocked {
+    since: u64,
+    comm: Arc<str>,
+    stack: Option<Frames>,
+}
+
+#[derive(Default)]
+pub struct StackAnalysis {
+    /// By thread: blocked now.
+    blocked: FxHashMap<u32, Blocked>,
+    /// By CPU: the thread whose switch away the next stack belongs to.
+    awaiting_stack: FxHashMap<u32, u32>,
+    /// Off-CPU time by (comm, stack).
+    off_cpu: FxHashMap<(Arc<str>, Frames), u64>,
+    stacks: u64,
+    without_stack_ns: u64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct StacksSummary {
+    /// Kernel stacks in the trace.
+    pub stacks: u64,
+    /// Off-CPU time with a known stack, and the time of blocked stretches
+    /// whose stack the trace did not hold.
+    pub off_cpu_ns: u64,
+    pub off_cpu_without_stack_ns: u64,
+    /// Folded stacks (`comm;outermost;…;innermost`) with their off-CPU
+    /// time, largest first.
+    #[serde(skip)]
+    pub off_cpu: Vec<(String, u64)>,
+}
+
+/// Frames of the tracer itself at the inner end of a stack taken inside a
+/// tracepoint: not where the thread blocked.
+fn tracer_frame(name: &str) -> bool {
+    name.starts_with("trace_event_raw_event_")
+        || name.starts_with("__traceiter_")
+        || name.starts_with("perf_trace_")
+        || name.starts_with("trace_")
+        || name.starts_with("event_trigger")
+        || name.starts_with("__trace_stack")
+        || name.starts_with("stacktrace_trigger")
+}
+
+/// `name` without its `+0x1c` offset; an address no symbol covers is
+/// `[unknown]`, as perf shows it.
+fn function(frame: &str) -> &str {
+    if frame.starts_with("0x") {
+        return "[unknown]";
+    }
+    frame.split_once('+').map_or(frame, |(f, _)| f)
+}
+
+/// The folded line of a stack: `comm;outermost;…;innermost`, tracer
+/// frames and offsets dropped.
+pub fn fold(comm: &str, frames: &[Arc<str>]) -> String {
+    let inner = frames
+        .iter()
+        .position(|f| !tracer_frame(f))
+        .unwrap_or(frames.len());
+    let mut s = String::from(comm.replace(';', ":").trim());
+    for f in frames[inner..].iter().rev() {
+        s.push(';');
+        s.push_str(function(f));
+    }
+    s
+}
+
+impl StackAnalysis {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A scheduler event: blocked stretches start and end here (of the
+    /// threads `names` keeps).
+    pub fn add(&mut self, o: &OtherEvent, names: &super::names::ThreadNames) {
+        if o.short_name() != "sched_switch" {
+            return;
+        }
+        let f = &o.fields;
+        let (Some(prev), Some(next)) = (f.int("prev_pid"), f.int("next_pid")) else {
+            return;
+        };
+        let (prev, next) = (prev as u32, next as u32);
+        if let Some(b) = self.blocked.remove(&next) {
+            let ns = o.ts.saturating_sub(b.since);
+            match b.stack {
+                Some(stack) => *self.off_cpu.entry((b.comm, stack)).or_default() += ns,
+                None => self.without_stack_ns += ns,
+            }
+        }
+        self.awaiting_stack.remove(&o.cpu);
+        let comm = f.str("prev_comm").unwrap_or("");
+        if prev != 0
+            && matches!(task_state(f.get("prev_state")), 'S' | 'D')
+            && names.keeps_named(prev, comm)
+        {
+            let comm: Arc<str> = comm.into();
+            self.blocked.insert(
+                prev,
+                Blocked {
+                    since: o.ts,
+                    comm,
+                    stack: None,
+                },
+            );
+            self.awaiting_stack.insert(o.cpu, prev);
+        }
+    }
+
+    pub fn stack(&mut self, k: &StackEvent) {
+        self.stacks += 1;
+        if self.awaiting_stack.get(&k.cpu) == Some(&k.pid) {
+            self.awaiting_stack.remove(&k.cpu);
+            if let Some(b) = self.blocked.get_mut(&k.pid) {
+                b.stack = Some(k.frames.clone());
+            }
+        }
+    }
+
+    pub fn finish(self) -> StacksSummary {
+        let mut folded: FxHashMap<String, u64> = FxHashMap::default();
+        for ((comm, stack), ns) in self.off_cpu {
+            *folded.entry(fold(&comm, &stack)).or_default() += ns;
+        }
+        let mut off_cpu: Vec<(String, u64)> = folded.into_iter().collect();
+        off_cpu.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        StacksSummary {
+            stacks: self.stacks,
+            off_cpu_ns: off_cpu.iter().map(|(_, ns)| ns).sum(),
+            off_cpu_without_stack_ns: self.without_stack_ns,
+            off_cpu,
+        }
+    }
+}
+
+impl StacksSummary {
+    /// Each function's share of the off-CPU time, in percent: the time of
+    /// the stacks it is in (once per stack, however deep), like a flame
+    /// graph's frame width. Largest first.
+    pub fn off_cpu_functions(&self) -> Vec<(String, f64)> {
+        let mut by: FxHashMap<&str, u64> = FxHashMap::default();
+        for (line, ns) in &self.off_cpu {
+            let mut seen: Vec<&str> = Vec::new();
+            for f in line.split(';').skip(1) {
+                if !seen.contains(&f) {
+                    seen.push(f);
+                    *by.entry(f).or_default() += ns;
+                }
+            }
+        }
+        let total = self.off_cpu_ns.max(1) as f64;
+        let mut v: Vec<(String, f64)> = by
+            .into_iter()
+            .map(|(f, ns)| (f.to_string(), ns as f64 * 100.0 / total))
+            .collect();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v
+    }
+}
