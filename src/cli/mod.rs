@@ -8,6 +8,7 @@ mod check;
 mod diff;
 mod dump;
 mod export;
+mod flamegraph;
 mod lab;
 mod probe;
 mod record;
@@ -38,6 +39,9 @@ enum Cmd {
     /// Convert traces into files that blkparse, btt, iowatcher and
     /// seekwatcher read.
     Export(export::ExportArgs),
+    /// Draw a flame graph (interactive SVG) of where threads blocked:
+    /// `flamegraph CAPTURE -o out.svg --off-cpu`.
+    Flamegraph(flamegraph::FlamegraphArgs),
     /// Built-in workloads that time each operation (and mark it in the
     /// trace when run under `iosleuth record`).
     Probe(probe::ProbeArgs),
@@ -87,6 +91,7 @@ pub fn run() -> Result<ExitStatus> {
         Cmd::Report(a) => report::run(a),
         Cmd::Dump(a) => dump::run(a),
         Cmd::Export(a) => export::run(a),
+        Cmd::Flamegraph(a) => flamegraph::run(a),
         Cmd::Probe(a) => probe::run(a),
         Cmd::Diff(a) => diff::run(a),
         Cmd::Check(a) => check::run(a),

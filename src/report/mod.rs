@@ -7,6 +7,7 @@ pub mod blktrace;
 pub mod diff_text;
 pub mod dump;
 pub mod escape;
+pub mod flamegraph;
 pub mod folded;
 pub mod json;
 pub mod text;

@@ -1,0 +1,61 @@
+//! `iosleuth flamegraph CAPTURE -o out.svg --off-cpu`: a flame graph of
+//! where the threads blocked, as an interactive SVG.
+
+use super::args::FilterArgs;
+use crate::error::{Error, ExitStatus, Result};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct FlamegraphArgs {
+    /// Captures recorded with `iosleuth record --stacks` (or any trace
+    /// with kernel stacks after sched_switch).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// The SVG to write.
+    #[arg(short, long, value_name = "SVG")]
+    output: PathBuf,
+    /// Blocked (off-CPU) time per kernel stack. Required: on-CPU samples
+    /// are not recorded yet.
+    #[arg(long)]
+    off_cpu: bool,
+    #[command(flatten)]
+    filter: FilterArgs,
+}
+
+pub fn run(args: FlamegraphArgs) -> Result<ExitStatus> {
+    let inputs = args
+        .paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if !args.off_cpu {
+        return Err(Error::bad_input(format!(
+            "{inputs}: no on-CPU samples (iosleuth records off-CPU stacks only so far): give --off-cpu"
+        )));
+    }
+    let a = crate::pipeline::analyse(&args.paths, &args.filter.options())?;
+    for w in &a.warnings {
+        super::warn(w);
+    }
+    if a.stacks.stacks == 0 {
+        return Err(Error::bad_input(format!(
+            "{inputs}: no kernel stacks in the trace (record with `iosleuth record --stacks`)"
+        )));
+    }
+    let subtitle = format!(
+        "{inputs}: {:.1} ms blocked with a known stack",
+        a.stacks.off_cpu_ns as f64 / 1e6
+    );
+    let svg = crate::report::flamegraph::off_cpu_svg(&a, &subtitle)
+        .map_err(|e| Error::failed(format!("drawing the flame graph: {e}")))?;
+    std::fs::write(&args.output, svg)
+        .map_err(|e| Error::failed(format!("writing {}: {e}", args.output.display())))?;
+    eprintln!(
+        "iosleuth: wrote {} ({} stacks)",
+        args.output.display(),
+        a.stacks.off_cpu.len()
+    );
+    Ok(ExitStatus::SUCCESS)
+}
