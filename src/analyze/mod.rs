@@ -89,7 +89,9 @@ pub struct Analysis {
     pub readahead: readahead::ReadaheadSummary,
     /// Bios held back by cgroup I/O limits.
     pub cgroup_throttle: blkthrottle::ThrottleSummary,
-    /// Off-CPU time by kernel stack (`record --stacks`).
+    /// Off-CPU time by kernel stack (`record --stacks`); in JSON as
+    /// `off_cpu` (report::json).
+    #[serde(skip)]
     pub stacks: stacks::StacksSummary,
     /// Events iosleuth does not analyse yet, by name.
     pub unknown_events: BTreeMap<String, u64>,

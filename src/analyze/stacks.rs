@@ -10,7 +10,6 @@
 use super::sched::task_state;
 use crate::model::{OtherEvent, StackEvent};
 use rustc_hash::FxHashMap;
-use serde::Serialize;
 use std::sync::Arc;
 
 /// A stack's frames, innermost first.
@@ -36,7 +35,7 @@ pub struct StackAnalysis {
     without_stack_ns: u64,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default)]
 pub struct StacksSummary {
     /// Kernel stacks in the trace.
     pub stacks: u64,
@@ -46,7 +45,6 @@ pub struct StacksSummary {
     pub off_cpu_without_stack_ns: u64,
     /// Folded stacks (`comm;outermost;…;innermost`) with their off-CPU
     /// time, largest first.
-    #[serde(skip)]
     pub off_cpu: Vec<(String, u64)>,
 }
 
@@ -176,5 +174,70 @@ impl StacksSummary {
             .collect();
         v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(names: &[&str]) -> Vec<Arc<str>> {
+        names.iter().map(|n| Arc::from(*n)).collect()
+    }
+
+    #[test]
+    fn folds_outermost_first_without_the_tracer_offsets_or_addresses() {
+        let f = frames(&[
+            "trace_event_raw_event_sched_switch+0x145",
+            "__traceiter_sched_switch+0x41",
+            "__schedule+0x628",
+            "schedule+0x23",
+            "add_transaction_credits+0x2d1",
+            "0xffffffffc0123456",
+            "do_syscall_64+0x71",
+        ]);
+        assert_eq!(
+            fold("kworker/u8:1;x", &f),
+            "kworker/u8:1:x;do_syscall_64;[unknown];add_transaction_credits;schedule;__schedule"
+        );
+    }
+
+    #[test]
+    fn blocked_time_runs_from_switch_out_to_switch_in() {
+        use crate::model::{Comm, Fields, OtherEvent, Value};
+        let switch = |ts: u64, prev: i64, state: &str, next: i64| {
+            let mut fields = Fields::default();
+            fields.push("prev_comm".into(), Value::Str("w".into()));
+            fields.push("prev_pid".into(), Value::Int(prev));
+            fields.push("prev_state".into(), Value::Str(state.into()));
+            fields.push("next_pid".into(), Value::Int(next));
+            OtherEvent {
+                ts,
+                cpu: 0,
+                pid: prev as u32,
+                name: "sched:sched_switch".into(),
+                comm: Comm::default(),
+                fields,
+            }
+        };
+        let names = crate::analyze::names::ThreadNames::default();
+        let mut s = StackAnalysis::new();
+        s.add(&switch(1_000, 7, "D", 0), &names);
+        s.stack(&StackEvent {
+            ts: 1_001,
+            cpu: 0,
+            pid: 7,
+            frames: frames(&["schedule+0x1", "io_schedule+0x2"]).into(),
+        });
+        // Preempted (R): not blocked, no stretch.
+        s.add(&switch(2_000, 8, "R", 0), &names);
+        s.add(&switch(5_000, 0, "R", 7), &names);
+        s.add(&switch(6_000, 0, "R", 8), &names);
+        let sum = s.finish();
+        assert_eq!(
+            sum.off_cpu,
+            vec![("w;io_schedule;schedule".to_string(), 4_000)]
+        );
+        assert_eq!(sum.off_cpu_without_stack_ns, 0);
     }
 }

@@ -2,7 +2,7 @@
 //! and findings side by side, and a verdict.
 
 use super::args::SidesArgs;
-use crate::error::{ExitStatus, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::pipeline::{self, Options, Run};
 use crate::report::Format;
 use clap::Args;
@@ -15,6 +15,10 @@ pub struct DiffArgs {
     sides: SidesArgs,
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    /// Also write a differential off-CPU flame graph (red: blocked time
+    /// grew, blue: shrank) of captures recorded with --stacks.
+    #[arg(long, value_name = "SVG")]
+    flamegraph: Option<PathBuf>,
 }
 
 /// Each run analysed and diagnosed on its own; its warnings said.
@@ -32,16 +36,52 @@ fn runs(paths: &[PathBuf]) -> Result<Vec<Run>> {
 }
 
 pub fn run(args: DiffArgs) -> Result<ExitStatus> {
-    let (base, cand) = args.sides.split("diff")?;
-    let (base, cand) = super::args::both(runs(&base), runs(&cand))?;
+    let (base_paths, cand_paths) = args.sides.split("diff")?;
+    let (base, cand) = super::args::both(runs(&base_paths), runs(&cand_paths))?;
     for w in pipeline::comparison_warnings(&sides(&base), &sides(&cand)) {
         super::warn(&w);
     }
     let d = crate::compare::diff_runs(&pairs(&base), &pairs(&cand));
+    if let Some(svg) = &args.flamegraph {
+        let paths: Vec<&PathBuf> = base_paths.iter().chain(&cand_paths).collect();
+        differential_flamegraph(svg, &base, &cand, &paths)?;
+    }
     std::io::stdout()
         .lock()
         .write_all(args.format.diff(&d).as_bytes())?;
     Ok(ExitStatus::SUCCESS)
+}
+
+/// `--flamegraph SVG`: refused when a side has no stacks.
+fn differential_flamegraph(
+    svg: &std::path::Path,
+    base: &[Run],
+    cand: &[Run],
+    paths: &[&PathBuf],
+) -> Result<()> {
+    let b: Vec<&crate::analyze::Analysis> = base.iter().map(|r| &r.analysis).collect();
+    let c: Vec<&crate::analyze::Analysis> = cand.iter().map(|r| &r.analysis).collect();
+    if let Some((_, p)) = base
+        .iter()
+        .chain(cand)
+        .zip(paths)
+        .find(|(r, _)| r.analysis.stacks.off_cpu_ns == 0)
+    {
+        return Err(Error::bad_input(format!(
+            "{}: no kernel stacks for a flame graph (record with `iosleuth record --stacks`)",
+            p.display()
+        )));
+    }
+    let bytes = crate::report::flamegraph::differential_off_cpu_svg(
+        &b,
+        &c,
+        "red: blocked longer in the candidate, blue: shorter (baseline scaled to the candidate's total)",
+    )
+    .map_err(|e| Error::failed(format!("drawing the flame graph: {e}")))?;
+    std::fs::write(svg, bytes)
+        .map_err(|e| Error::failed(format!("writing {}: {e}", svg.display())))?;
+    eprintln!("iosleuth: wrote {}", svg.display());
+    Ok(())
 }
 
 /// What compare takes: each run's analysis with its findings.

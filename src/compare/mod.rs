@@ -2,8 +2,10 @@
 //! with their change, the settings that differ between the two snapshots,
 //! and the findings present in one and not the other.
 
+mod functions;
 mod time_shift;
 
+pub use functions::FunctionShift;
 pub use time_shift::{PartShift, TimeShift};
 
 use crate::analyze::Analysis;
@@ -44,6 +46,9 @@ pub struct Diff {
     pub only_in_candidate: Vec<String>,
     /// The workload's time per operation on each side and where it grew.
     pub time_shift: Option<TimeShift>,
+    /// Kernel functions whose share of the blocked time changed most
+    /// (captures recorded with --stacks).
+    pub off_cpu_functions: Option<Vec<FunctionShift>>,
     /// The difference that explains the change, in one line.
     pub verdict: String,
 }
@@ -224,6 +229,7 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
     let base_runs: Vec<&Analysis> = base.iter().map(|(a, _)| *a).collect();
     let cand_runs: Vec<&Analysis> = cand.iter().map(|(a, _)| *a).collect();
     let time_shift = time_shift::time_shift(&base_runs, &cand_runs);
+    let off_cpu_functions = functions::off_cpu_functions(&base_runs, &cand_runs);
     // `unexplained` names no cause: it does not explain a change.
     let new_finding = fb
         .iter()
@@ -242,6 +248,7 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
         only_in_baseline,
         only_in_candidate,
         time_shift,
+        off_cpu_functions,
         verdict,
     }
 }

@@ -3,7 +3,7 @@
 //! operation went, the settings that differ, the findings of one side
 //! only, and the verdict.
 
-use crate::compare::{Diff, TimeShift};
+use crate::compare::{Diff, FunctionShift, TimeShift};
 use crate::report::escape::{join_escaped, Esc};
 
 pub fn render(d: &Diff) -> String {
@@ -46,6 +46,9 @@ pub fn render(d: &Diff) -> String {
     // where to look.
     if let Some(t) = d.time_shift.as_ref().filter(|t| t.sentence().is_some()) {
         render_time_shift(&mut out, t);
+    }
+    if let Some(rows) = &d.off_cpu_functions {
+        render_functions(&mut out, rows);
     }
     if !d.settings.is_empty() {
         let _ = writeln!(out, "\nsettings that differ:");
@@ -109,6 +112,27 @@ fn render_time_shift(out: &mut String, t: &TimeShift) {
             p.percent_of_added
                 .map(|x| format!("{x:.0}%"))
                 .unwrap_or_else(|| "-".into())
+        );
+    }
+}
+
+/// Blocked time by kernel function, as `perf diff` prints a profile:
+/// Baseline and Delta (`*` where it counts).
+fn render_functions(out: &mut String, rows: &[FunctionShift]) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        out,
+        "\nblocked (off-CPU) time by kernel function, percent of each side's blocked time:"
+    );
+    let _ = writeln!(out, "  {:>9} {:>9}  FUNCTION", "baseline", "delta");
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "  {:>8.2}% {:>+8.2}%  {}{}",
+            r.baseline_percent,
+            r.delta_points,
+            Esc(&r.function),
+            if r.significant { "  *" } else { "" }
         );
     }
 }

@@ -4,16 +4,19 @@
 use crate::analyze::Analysis;
 use inferno::flamegraph::{self, color::BasicPalette, Options, Palette};
 
-/// The off-CPU flame graph: frame widths are blocked time (µs), in the
-/// blue "io" palette flamegraph.pl uses for off-CPU graphs.
-pub fn off_cpu_svg(a: &Analysis, subtitle: &str) -> std::io::Result<Vec<u8>> {
-    let lines: Vec<String> = a
-        .stacks
+/// Folded off-CPU lines in µs (`stack COUNT`); stacks under a µs left out.
+fn off_cpu_lines(a: &Analysis) -> impl Iterator<Item = String> + '_ {
+    a.stacks
         .off_cpu
         .iter()
         .filter(|(_, ns)| *ns >= 1000)
         .map(|(stack, ns)| format!("{stack} {}", ns / 1000))
-        .collect();
+}
+
+/// The off-CPU flame graph: frame widths are blocked time (µs), in the
+/// blue "io" palette flamegraph.pl uses for off-CPU graphs.
+pub fn off_cpu_svg(a: &Analysis, subtitle: &str) -> std::io::Result<Vec<u8>> {
+    let lines: Vec<String> = off_cpu_lines(a).collect();
     let mut opts = Options::default();
     opts.title = "Off-CPU Time Flame Graph".into();
     opts.subtitle = Some(subtitle.into());
@@ -22,5 +25,72 @@ pub fn off_cpu_svg(a: &Analysis, subtitle: &str) -> std::io::Result<Vec<u8>> {
     let mut svg = Vec::new();
     flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), &mut svg)
         .map_err(std::io::Error::other)?;
+    Ok(svg)
+}
+
+/// The scheduler's own frames at the inner end of a blocked stack
+/// (`…;io_schedule;schedule;__schedule`): every stack ends in them.
+const SCHEDULER_FRAMES: &[&str] = &[
+    "__schedule",
+    "schedule",
+    "schedule_timeout",
+    "schedule_hrtimeout_range",
+    "schedule_hrtimeout_range_clock",
+    "schedule_preempt_disabled",
+    "io_schedule",
+    "io_schedule_timeout",
+];
+
+/// A folded line (`stack COUNT`) without the scheduler frames at its inner
+/// end. A differential flame graph colours only the frame a stack ends
+/// in (difffolded.pl and inferno alike): with every stack ending in
+/// `__schedule`, nothing else would show its change. Cut there, the frame
+/// that waited (add_transaction_credits, jbd2_log_wait_commit) ends it.
+fn without_scheduler_leaf(line: &str) -> String {
+    let Some((stack, count)) = line.rsplit_once(' ') else {
+        return line.to_string();
+    };
+    let mut frames: Vec<&str> = stack.split(';').collect();
+    while frames.len() > 2 && frames.last().is_some_and(|f| SCHEDULER_FRAMES.contains(f)) {
+        frames.pop();
+    }
+    format!("{} {count}", frames.join(";"))
+}
+
+/// The differential off-CPU flame graph, as difffolded.pl + flamegraph.pl
+/// draw it: the candidate's stacks, red where a frame's blocked time grew
+/// against the baseline, blue where it shrank. The baseline is scaled to
+/// the candidate's total first (difffolded -n), so that colours show the
+/// change of shape, not of length. Several runs a side add up. The
+/// scheduler's frames are cut from the inner end (see
+/// [`without_scheduler_leaf`]).
+pub fn differential_off_cpu_svg(
+    base: &[&Analysis],
+    cand: &[&Analysis],
+    subtitle: &str,
+) -> std::io::Result<Vec<u8>> {
+    let folded = |side: &[&Analysis]| -> Vec<u8> {
+        let mut text = String::new();
+        for a in side {
+            for l in off_cpu_lines(a) {
+                text.push_str(&without_scheduler_leaf(&l));
+                text.push('\n');
+            }
+        }
+        text.into_bytes()
+    };
+    let mut lines = Vec::new();
+    let opts = inferno::differential::Options {
+        normalize: true,
+        strip_hex: false,
+    };
+    inferno::differential::from_readers(opts, &folded(base)[..], &folded(cand)[..], &mut lines)?;
+    let text = String::from_utf8_lossy(&lines);
+    let mut opts = Options::default();
+    opts.title = "Differential Off-CPU Flame Graph".into();
+    opts.subtitle = Some(subtitle.into());
+    opts.count_name = "us".into();
+    let mut svg = Vec::new();
+    flamegraph::from_lines(&mut opts, text.lines(), &mut svg).map_err(std::io::Error::other)?;
     Ok(svg)
 }

@@ -32,10 +32,32 @@ pub fn to_value(a: &Analysis, findings: &[Finding]) -> Value {
         "wbt": a.wbt,
         "readahead": a.readahead,
         "cgroup_throttle": a.cgroup_throttle,
+        "off_cpu": off_cpu(a),
         "unknown_events": a.unknown_events,
         "warnings": a.warnings,
         "findings": findings,
         "snapshot": a.snapshot,
+    })
+}
+
+/// Rows of the off-CPU stacks and functions in the JSON report (all of
+/// them: `report --format folded --off-cpu`).
+const OFF_CPU_TOP: usize = 20;
+
+/// Blocked time by kernel stack (`record --stacks`): totals, the largest
+/// stacks and each function's share.
+fn off_cpu(a: &Analysis) -> Value {
+    let s = &a.stacks;
+    json!({
+        "kernel_stacks": s.stacks,
+        "total_ns": s.off_cpu_ns,
+        "without_stack_ns": s.off_cpu_without_stack_ns,
+        "top_stacks": s.off_cpu.iter().take(OFF_CPU_TOP)
+            .map(|(stack, ns)| json!({"stack": stack, "ns": ns}))
+            .collect::<Vec<_>>(),
+        "functions": s.off_cpu_functions().into_iter().take(OFF_CPU_TOP)
+            .map(|(f, pct)| json!({"function": f, "percent": (pct * 100.0).round() / 100.0}))
+            .collect::<Vec<_>>(),
     })
 }
 

@@ -1,0 +1,89 @@
+//! Which kernel functions' share of the blocked (off-CPU) time changed
+//! between the two sides, as `perf diff` shows a profile's Baseline and
+//! Delta: a function's share is the blocked time of the stacks it is in
+//! over all blocked time with a stack, each side's runs averaged.
+
+use crate::analyze::Analysis;
+use serde::Serialize;
+
+#[derive(Debug, Serialize, Clone)]
+pub struct FunctionShift {
+    pub function: String,
+    /// Percent of the side's blocked time, mean over its runs.
+    pub baseline_percent: f64,
+    pub candidate_percent: f64,
+    /// Candidate minus baseline, in percentage points.
+    pub delta_points: f64,
+    pub baseline_range: (f64, f64),
+    pub candidate_range: (f64, f64),
+    /// With several runs a side: the ranges do not overlap (as for the
+    /// other figures); with one: it moved by at least
+    /// `MIN_DELTA_POINTS`.
+    pub significant: bool,
+}
+
+/// With one run a side, a function whose share moved less than this many
+/// percentage points is not called a change: the stacks of two runs of one
+/// workload differ by a few points (stacks-journal fixtures: the writers'
+/// top stacks move by 1–3 points between runs).
+const MIN_DELTA_POINTS: f64 = 5.0;
+/// Rows in the table.
+const TOP: usize = 20;
+
+/// The functions whose share changed most, largest change first; `None`
+/// when a side has no stacks.
+pub fn off_cpu_functions(base: &[&Analysis], cand: &[&Analysis]) -> Option<Vec<FunctionShift>> {
+    let with_stacks = |side: &[&Analysis]| side.iter().all(|a| a.stacks.off_cpu_ns > 0);
+    if base.is_empty() || cand.is_empty() || !with_stacks(base) || !with_stacks(cand) {
+        return None;
+    }
+    let shares = |side: &[&Analysis]| -> Vec<std::collections::HashMap<String, f64>> {
+        side.iter()
+            .map(|a| a.stacks.off_cpu_functions().into_iter().collect())
+            .collect()
+    };
+    let (sb, sc) = (shares(base), shares(cand));
+    let mut names: Vec<&String> = sb.iter().chain(&sc).flat_map(|m| m.keys()).collect();
+    names.sort();
+    names.dedup();
+    let stats = |side: &[std::collections::HashMap<String, f64>], f: &str| {
+        let v: Vec<f64> = side
+            .iter()
+            .map(|m| m.get(f).copied().unwrap_or(0.0))
+            .collect();
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (mean, lo, hi)
+    };
+    let several = base.len() > 1 && cand.len() > 1;
+    let round = |x: f64| (x * 100.0).round() / 100.0;
+    let mut rows: Vec<FunctionShift> = names
+        .into_iter()
+        .map(|f| {
+            let (x, xl, xh) = stats(&sb, f);
+            let (y, yl, yh) = stats(&sc, f);
+            FunctionShift {
+                function: f.clone(),
+                baseline_percent: round(x),
+                candidate_percent: round(y),
+                delta_points: round(y - x),
+                baseline_range: (round(xl), round(xh)),
+                candidate_range: (round(yl), round(yh)),
+                significant: if several {
+                    xh < yl || yh < xl
+                } else {
+                    (y - x).abs() >= MIN_DELTA_POINTS
+                },
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.delta_points
+            .abs()
+            .total_cmp(&a.delta_points.abs())
+            .then_with(|| a.function.cmp(&b.function))
+    });
+    rows.truncate(TOP);
+    Some(rows)
+}

@@ -1,0 +1,154 @@
+//! Off-CPU stacks on real captures (scripts/make-fixtures-stacks): 64
+//! random writers with fsync on ext4 under a 1 GiB journal and under a
+//! 4 MiB one (case 2), recorded with `record --stacks`. Case 2's proof
+//! was the writers' time under add_transaction_credits; these tests ask
+//! the folded output, the flame graphs and `diff` for it.
+
+mod common;
+
+use common::*;
+
+const GOOD: &str = "tests/fixtures/stacks-journal-1024m.cap";
+const BAD: &str = "tests/fixtures/stacks-journal-4m.cap";
+
+fn folded(cap: &str) -> Vec<(String, u64)> {
+    run(iosleuth().args(["report", "--format", "folded", "--off-cpu", cap]))
+        .lines()
+        .map(|l| {
+            let (stack, n) = l.rsplit_once(' ').expect("STACK COUNT");
+            (stack.to_string(), n.parse().expect("a count in µs"))
+        })
+        .collect()
+}
+
+/// Percent of the probe threads' blocked time in stacks through `function`.
+fn share_under(lines: &[(String, u64)], function: &str) -> f64 {
+    let writers: Vec<&(String, u64)> = lines
+        .iter()
+        .filter(|(s, _)| s.starts_with("iosleuth;"))
+        .collect();
+    let all: u64 = writers.iter().map(|(_, n)| n).sum();
+    let under: u64 = writers
+        .iter()
+        .filter(|(s, _)| s.split(';').any(|f| f == function))
+        .map(|(_, n)| n)
+        .sum();
+    under as f64 * 100.0 / all as f64
+}
+
+#[test]
+fn folded_off_cpu_stacks_put_the_writers_under_add_transaction_credits_with_a_small_journal() {
+    let (good, bad) = (folded(GOOD), folded(BAD));
+    // Stacks read outermost first, comm first, scheduler last, offsets
+    // and the tracer's own frames gone.
+    let top = &bad[0].0;
+    assert!(
+        top.starts_with("iosleuth;entry_SYSCALL_64_after_hwframe;do_syscall_64;"),
+        "{top}"
+    );
+    assert!(top.ends_with(";schedule;__schedule"), "{top}");
+    assert!(bad
+        .iter()
+        .all(|(s, _)| !s.contains('+') && !s.contains("trace_event_raw")));
+    let (g, b) = (
+        share_under(&good, "add_transaction_credits"),
+        share_under(&bad, "add_transaction_credits"),
+    );
+    assert!(b > 30.0 && g < 2.0, "4 MiB journal {b:.1}%, 1 GiB {g:.1}%");
+    // The counts are the report's off-CPU time, in µs.
+    let j: serde_json::Value =
+        serde_json::from_str(&run(iosleuth().args(["report", "--format", "json", BAD]))).unwrap();
+    let total_us = j["off_cpu"]["total_ns"].as_u64().unwrap() / 1000;
+    // Every blocked stack ends in the scheduler; the journal wait is in a
+    // third of them (kernel threads' stacks count too).
+    let functions = j["off_cpu"]["functions"].as_array().unwrap();
+    assert_eq!(functions[0]["function"], "__schedule");
+    assert_eq!(functions[0]["percent"], 100.0);
+    let atc = functions
+        .iter()
+        .find(|f| f["function"] == "add_transaction_credits")
+        .unwrap_or_else(|| panic!("{functions:#?}"));
+    assert!(atc["percent"].as_f64().unwrap() > 30.0, "{atc}");
+    let sum: u64 = bad.iter().map(|(_, n)| n).sum();
+    assert!(
+        total_us.abs_diff(sum) <= bad.len() as u64,
+        "{total_us} vs {sum}"
+    );
+}
+
+#[test]
+fn a_flame_graph_of_the_blocked_time_is_an_svg_with_the_functions() {
+    let d = tempdir();
+    let svg = d.path().join("off.svg");
+    run(iosleuth()
+        .args(["flamegraph", "--off-cpu", BAD, "-o"])
+        .arg(&svg));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<?xml"), "{}", &text[..100]);
+    assert!(text.contains("Off-CPU Time Flame Graph"));
+    assert!(
+        text.contains("<title>add_transaction_credits ("),
+        "no frame for it"
+    );
+}
+
+#[test]
+fn diff_ranks_the_journal_space_wait_first_and_draws_it_red() {
+    let j: serde_json::Value = serde_json::from_str(&run(
+        iosleuth().args(["diff", "--format", "json", GOOD, BAD])
+    ))
+    .unwrap();
+    let top = &j["off_cpu_functions"][0];
+    assert_eq!(
+        top["function"], "add_transaction_credits",
+        "{:#}",
+        j["off_cpu_functions"]
+    );
+    assert!(top["delta_points"].as_f64().unwrap() > 30.0, "{top:#}");
+    assert_eq!(top["significant"], true);
+    let d = tempdir();
+    let svg = d.path().join("diff.svg");
+    let text = run(iosleuth()
+        .args(["diff", GOOD, BAD, "--flamegraph"])
+        .arg(&svg));
+    let row = text
+        .lines()
+        .find(|l| l.contains("add_transaction_credits"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        row.trim_start().starts_with("0.19%") && row.ends_with("*"),
+        "{row}"
+    );
+    // Red (grew): the frame that waited ends its stacks, with a + delta.
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    let title = svg
+        .split("<title>")
+        .find(|t| t.starts_with("add_transaction_credits ("))
+        .unwrap();
+    assert!(title.contains("; +"), "{}", &title[..80]);
+}
+
+#[test]
+fn without_stacks_folded_and_flame_graphs_say_what_to_record() {
+    let plain = "tests/fixtures/fsync-4k.cap";
+    for args in [
+        vec!["report", "--format", "folded", "--off-cpu", plain],
+        vec!["flamegraph", "--off-cpu", plain, "-o", "/dev/null"],
+        vec!["diff", plain, BAD, "--flamegraph", "/dev/null"],
+    ] {
+        let o = iosleuth().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(plain) && err.contains("record --stacks"),
+            "{args:?}: {err}"
+        );
+    }
+    // On-CPU samples are not recorded yet: said, not an empty output.
+    let o = iosleuth()
+        .args(["report", "--format", "folded", BAD])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--off-cpu"));
+}
