@@ -197,3 +197,69 @@ fn lab_run_all_names_each_cause_and_cleans_up_also_after_ctrl_c() {
     );
     assert_eq!(state(), before, "the lab left something behind");
 }
+
+/// Case 2's proof in the lab: the journal scenario records the writers'
+/// kernel stacks; the diff's function table puts the journal-space wait
+/// first among what grew, and `--keep` leaves off-CPU flame graphs (each
+/// run's and the differential one) where it grows red.
+#[test]
+fn lab_journal_shows_the_journal_space_wait_in_stacks_and_flame_graphs() {
+    if !live() {
+        return;
+    }
+    let out = run(iosleuth().args(["lab", "run", "journal", "--keep"]));
+    let kept = out
+        .lines()
+        .find_map(|l| l.strip_prefix("captures kept in "))
+        .unwrap_or_else(|| panic!("{out}"))
+        .to_string();
+    let _cleanup = RemoveOnDrop(std::path::PathBuf::from(&kept));
+    let table = out
+        .split("blocked (off-CPU) time by kernel function")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no function table: {out}"));
+    // The first row that grew: add_transaction_credits or a frame of its
+    // path (they tie), or the checkpoint wait below it.
+    let grew = table
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.trim().is_empty())
+        .find(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .is_some_and(|d| d.starts_with('+'))
+        })
+        .unwrap_or_else(|| panic!("{table}"));
+    let journal_path = [
+        "add_transaction_credits",
+        "jbd2__journal_start",
+        "start_this_handle",
+        "__jbd2_log_wait_for_space",
+    ];
+    assert!(journal_path.iter().any(|f| grew.contains(f)), "{grew}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains("add_transaction_credits") && l.ends_with('*')),
+        "{table}"
+    );
+    let dir = std::path::Path::new(&kept).join("journal");
+    let bad = std::fs::read_to_string(dir.join("bad-off-cpu.svg")).unwrap();
+    assert!(bad.contains("<title>add_transaction_credits ("));
+    let diff = std::fs::read_to_string(dir.join("diff-off-cpu.svg")).unwrap();
+    let title = diff
+        .split("<title>")
+        .filter(|t| t.starts_with("add_transaction_credits ("))
+        .max_by_key(|t| t.len())
+        .unwrap_or_else(|| panic!("no add_transaction_credits frame"));
+    assert!(title.contains("; +"), "{}", &title[..title.len().min(80)]);
+}
+
+/// Removes a directory the test was told about, also when it fails.
+struct RemoveOnDrop(std::path::PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

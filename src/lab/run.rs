@@ -32,6 +32,7 @@ pub fn run(chosen: &[&Scenario], keep: bool, out: &mut dyn Write) -> Result<Exit
             exe: exe.clone(),
             dir: work.path.join(s.name),
             stop: interrupted,
+            keep,
         };
         if let Some(why) = (s.missing)() {
             writeln!(out, "lab {}: skipped: {why}\n", s.name)?;
@@ -85,6 +86,9 @@ fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<bool> {
         "diff (good -> bad):\n{}",
         crate::report::diff_text::render(&d)
     )?;
+    if lab.keep {
+        flame_graphs(lab, &good, &bad, out)?;
+    }
     let as_expected = s.as_expected(&good.findings, &bad.findings, &d);
     writeln!(
         out,
@@ -103,6 +107,32 @@ fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<bool> {
     )?;
     out.flush()?;
     Ok(as_expected)
+}
+
+/// Beside kept captures recorded with stacks: each run's off-CPU flame
+/// graph and the differential one.
+fn flame_graphs(lab: &Lab, good: &Run, bad: &Run, out: &mut dyn Write) -> Result<()> {
+    use crate::report::flamegraph::{differential_off_cpu_svg, off_cpu_svg};
+    let (g, b) = (&good.analysis, &bad.analysis);
+    if g.stacks.off_cpu_ns == 0 || b.stacks.off_cpu_ns == 0 {
+        return Ok(());
+    }
+    let svgs = [
+        ("good-off-cpu.svg", off_cpu_svg(g, "good run")),
+        ("bad-off-cpu.svg", off_cpu_svg(b, "bad run")),
+        (
+            "diff-off-cpu.svg",
+            differential_off_cpu_svg(&[g], &[b], "red: blocked longer in the bad run"),
+        ),
+    ];
+    for (name, svg) in svgs {
+        let path = lab.dir.join(name);
+        match svg.and_then(|bytes| std::fs::write(&path, bytes)) {
+            Ok(()) => writeln!(out, "flame graph: {}", path.display())?,
+            Err(e) => eprintln!("iosleuth: {}: {e}", path.display()),
+        }
+    }
+    Ok(())
 }
 
 /// A lab run, analysed; a failure is said, as the lab goes on.

@@ -36,6 +36,8 @@ pub struct Lab {
     pub dir: PathBuf,
     /// True once the user asked to stop (Ctrl-C): no new recording starts.
     pub stop: fn() -> bool,
+    /// `lab run --keep`: the captures stay, with their flame graphs.
+    pub keep: bool,
 }
 
 impl Lab {
@@ -54,6 +56,17 @@ impl Lab {
         events: &str,
         script: &str,
     ) -> Result<(), CaptureError> {
+        self.record_with(out, events, &[], script)
+    }
+
+    /// [`Lab::record`] with more options for `record` (`--stacks`).
+    pub(super) fn record_with(
+        &self,
+        out: &Path,
+        events: &str,
+        options: &[&str],
+        script: &str,
+    ) -> Result<(), CaptureError> {
         if (self.stop)() {
             return Err(CaptureError("interrupted".into()));
         }
@@ -62,7 +75,9 @@ impl Lab {
             .arg("record")
             .arg("-o")
             .arg(out)
-            .args(["--events", events, "--", "sh", "-c", script])
+            .args(["--events", events])
+            .args(options)
+            .args(["--", "sh", "-c", script])
             .env("IOSLEUTH", &self.exe)
             .output()
             .map_err(|e| CaptureError(format!("cannot run {}: {e}", self.exe.display())))?;
@@ -303,12 +318,15 @@ fn journal(lab: &Lab) -> Result<(), CaptureError> {
         )
     };
     let events = "block,fs,sched,syscalls";
+    // With the writers' kernel stacks: case 2's proof was their time
+    // under add_transaction_credits.
+    let stacks = ["--stacks"];
     {
         let fs = Ext4::create(2560, 1024, true)?;
-        lab.record(&lab.good(), events, &script(&fs))?;
+        lab.record_with(&lab.good(), events, &stacks, &script(&fs))?;
     }
     let fs = Ext4::create(2560, 4, true)?;
-    lab.record(&lab.bad(), events, &script(&fs))
+    lab.record_with(&lab.bad(), events, &stacks, &script(&fs))
 }
 
 fn fsync_script(fs: &Ext4, count: u32, pin: Option<usize>) -> String {
