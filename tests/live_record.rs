@@ -376,3 +376,63 @@ fn blk_tracer_recording_keeps_the_settings_beside_it() {
         "{text}"
     );
 }
+
+/// `record --stacks` around a writer that waits for its fsyncs: its
+/// blocked time comes out folded by kernel stack, the frames named from
+/// the capture's own symbols.json (only the addresses it holds), and the
+/// trigger goes with the private instance: the top-level sched_switch
+/// keeps its triggers as they were.
+#[test]
+fn record_stacks_folds_blocked_time_and_leaves_no_trigger() {
+    if !live() {
+        return;
+    }
+    let top_trigger = || {
+        std::fs::read_to_string("/sys/kernel/tracing/events/sched/sched_switch/trigger").unwrap()
+    };
+    let before = top_trigger();
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    let file = dir.path().join("f");
+    let mut rec = iosleuth();
+    rec.arg("record")
+        .arg("-o")
+        .arg(&cap)
+        .args(["--events", "syscalls", "--stacks", "--"]);
+    rec.arg("dd")
+        .arg("if=/dev/zero")
+        .arg(format!("of={}", file.display()))
+        .args(["bs=4k", "count=100", "oflag=dsync", "status=none"]);
+    run(&mut rec);
+    assert_eq!(top_trigger(), before);
+    assert!(
+        leftover_instances().is_empty(),
+        "{:?}",
+        leftover_instances()
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cap.join("iosleuth-capture.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        manifest["triggers"][0],
+        "sched/sched_switch: stacktrace if prev_state & 3"
+    );
+    let symbols: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(cap.join("symbols.json")).unwrap()).unwrap();
+    assert!(
+        symbols.len() > 10 && symbols.len() < 5000,
+        "{} symbols",
+        symbols.len()
+    );
+    let folded = run(iosleuth()
+        .args(["report", "--format", "folded", "--off-cpu"])
+        .arg(&cap));
+    let dd: Vec<&str> = folded.lines().filter(|l| l.starts_with("dd;")).collect();
+    assert!(
+        dd.iter()
+            .any(|l| l.contains(";ext4_sync_file;") || l.contains(";vfs_write;")),
+        "{folded}"
+    );
+    let unknown = folded.lines().filter(|l| l.contains("[unknown]")).count();
+    assert_eq!(unknown, 0, "{folded}");
+}
