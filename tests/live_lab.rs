@@ -243,16 +243,28 @@ fn lab_journal_shows_the_journal_space_wait_in_stacks_and_flame_graphs() {
             .any(|l| l.contains("add_transaction_credits") && l.ends_with('*')),
         "{table}"
     );
+    // The finding cites the stacks: the writers' blocked time there.
+    let title = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("CRITICAL journal_space_stall"))
+        .unwrap_or_else(|| panic!("{out}"));
+    let pct: f64 = title
+        .split("; ")
+        .find_map(|p| p.strip_suffix("% of their blocked time was under add_transaction_credits or __jbd2_log_wait_for_space"))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{title}"));
+    assert!(pct > 20.0, "{title}");
     let dir = std::path::Path::new(&kept).join("journal");
     let bad = std::fs::read_to_string(dir.join("bad-off-cpu.svg")).unwrap();
     assert!(bad.contains("<title>add_transaction_credits ("));
     let diff = std::fs::read_to_string(dir.join("diff-off-cpu.svg")).unwrap();
-    let title = diff
-        .split("<title>")
-        .filter(|t| t.starts_with("add_transaction_credits ("))
-        .max_by_key(|t| t.len())
-        .unwrap_or_else(|| panic!("no add_transaction_credits frame"));
-    assert!(title.contains("; +"), "{}", &title[..title.len().min(80)]);
+    // Where it ends a stack (it waited there itself), it grew.
+    assert!(
+        diff.split("<title>")
+            .filter(|t| t.starts_with("add_transaction_credits ("))
+            .any(|t| t.split("</title>").next().unwrap_or("").contains("; +")),
+        "no add_transaction_credits frame that grew"
+    );
 }
 
 /// Removes a directory the test was told about, also when it fails.

@@ -153,6 +153,25 @@ impl StackAnalysis {
 }
 
 impl StacksSummary {
+    /// The percent of the blocked time of ordinary threads (not kernel
+    /// threads: `thread_kind` "task") whose stacks pass through one of
+    /// `functions`, or `None` when those threads blocked with no stack.
+    pub fn task_share_under(&self, functions: &[&str]) -> Option<f64> {
+        let (mut all, mut under) = (0u64, 0u64);
+        for (line, ns) in &self.off_cpu {
+            let mut frames = line.split(';');
+            let comm = frames.next().unwrap_or("");
+            if super::sched::thread_kind(comm, 1) != "task" {
+                continue;
+            }
+            all += ns;
+            if frames.any(|f| functions.contains(&f)) {
+                under += ns;
+            }
+        }
+        (all > 0).then(|| under as f64 * 100.0 / all as f64)
+    }
+
     /// Each function's share of the off-CPU time, in percent: the time of
     /// the stacks it is in (once per stack, however deep), like a flame
     /// graph's frame width. Largest first.
@@ -239,5 +258,10 @@ mod tests {
             vec![("w;io_schedule;schedule".to_string(), 4_000)]
         );
         assert_eq!(sum.off_cpu_without_stack_ns, 0);
+        assert_eq!(sum.task_share_under(&["io_schedule"]), Some(100.0));
+        assert_eq!(
+            sum.task_share_under(&["add_transaction_credits"]),
+            Some(0.0)
+        );
     }
 }
