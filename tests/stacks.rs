@@ -152,3 +152,31 @@ fn without_stacks_folded_and_flame_graphs_say_what_to_record() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--off-cpu"));
 }
+
+/// ftrace's own text (`cat trace` of an instance with the same trigger,
+/// around `dd oflag=dsync`): each `<stack trace>` and its `=> function`
+/// lines are one stack, read like the capture's.
+#[test]
+fn ftrace_text_stacks_read_like_the_capture() {
+    let text = "tests/fixtures/ftrace-stacks.txt";
+    let raw = std::fs::read_to_string(text).unwrap();
+    let dumped = run(iosleuth().args(["dump", "--format", "json", text]));
+    let stacks: Vec<serde_json::Value> = dumped
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &serde_json::Value| e["event"] == "ftrace:kernel_stack")
+        .collect();
+    assert_eq!(stacks.len(), raw.matches("<stack trace>").count());
+    assert_eq!(stacks.len(), 155);
+    assert_eq!(
+        stacks[0]["fields"]["frames"][0],
+        "trace_event_raw_event_sched_switch"
+    );
+    let folded = folded(text);
+    assert!(
+        folded
+            .iter()
+            .any(|(s, _)| s.starts_with("dd;") && s.contains(";ext4_sync_file;")),
+        "{folded:?}"
+    );
+}

@@ -7,7 +7,7 @@ use super::reader::Chunked;
 use super::source::{Position, Source, SourceStats};
 use super::text_fields::{parse_ftrace_syscall, parse_payload};
 use super::text_line::{parse_header, parse_timestamp, parse_u32, split_event, trim, trim_start};
-use crate::model::{Action, BlockEvent, Comm, Dev, Event, OtherEvent};
+use crate::model::{Action, BlockEvent, Comm, Dev, Event, OtherEvent, StackEvent};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -34,6 +34,13 @@ impl TextFormat {
 /// What one line turned out to be.
 enum Line {
     Event(Event),
+    /// ftrace's `<stack trace>` (trace-cmd: `kernel_stack: <stack trace >`):
+    /// its frames follow, one `=> function` line each.
+    StackStart {
+        ts: u64,
+        cpu: u32,
+        pid: u32,
+    },
     /// Comments, headers, summaries: nothing to count.
     Ignore,
     Lost(Option<u64>, u64),
@@ -156,7 +163,15 @@ pub struct TextSource {
     last_ts: Option<u64>,
     in_summary: bool,
     names: HashMap<Vec<u8>, Arc<str>>,
+    /// A stack whose frame lines are being read, and its frames so far.
+    stack: Option<(StackEvent, Vec<Arc<str>>)>,
+    /// An event read while ending a stack, returned next.
+    queued: Option<Event>,
 }
+
+/// Frames of a text stack beyond this are a damaged input (the kernel
+/// writes at most 512).
+const MAX_TEXT_FRAMES: usize = 512;
 
 impl TextSource {
     pub fn new(path: &Path, input: Chunked, format: TextFormat) -> TextSource {
@@ -169,7 +184,32 @@ impl TextSource {
             last_ts: None,
             in_summary: false,
             names: HashMap::new(),
+            stack: None,
+            queued: None,
         }
+    }
+
+    /// A `=> function` line of the stack being read: its frame (the name,
+    /// without trace-cmd's `(ffffffff…)` address). Whether it was one.
+    fn stack_frame(&mut self, line: &[u8]) -> bool {
+        let t = trim(line);
+        let Some(rest) = t.strip_prefix(b"=>") else {
+            return false;
+        };
+        let name = trim(rest)
+            .split(|c| c.is_ascii_whitespace())
+            .next()
+            .unwrap_or(b"");
+        if name.is_empty() || self.stack.is_none() {
+            return self.stack.is_some();
+        }
+        let frame = self.intern(name);
+        if let Some((_, frames)) = &mut self.stack {
+            if frames.len() < MAX_TEXT_FRAMES {
+                frames.push(frame);
+            }
+        }
+        true
     }
 
     fn intern(&mut self, name: &[u8]) -> Arc<str> {
@@ -236,6 +276,17 @@ impl TextSource {
             return Line::Bad;
         };
         let rest_t = trim_start(rest);
+        let stack_payload = rest_t
+            .strip_prefix(b"kernel_stack:")
+            .map(trim_start)
+            .unwrap_or(rest_t);
+        if stack_payload.starts_with(b"<stack trace") {
+            return Line::StackStart {
+                ts: h.ts,
+                cpu: h.cpu,
+                pid: h.pid,
+            };
+        }
         // The `blk` tracer prints `MAJ,MIN ACTION RWBS ...` with no event name.
         if let Some(sp) = rest_t.iter().position(|c| c.is_ascii_whitespace()) {
             if let Some(dev) = Dev::parse_bytes(&rest_t[..sp]) {
@@ -294,6 +345,9 @@ impl TextSource {
 
 impl TextSource {
     fn next_from(&mut self, input: &mut Chunked) -> Option<Event> {
+        if let Some(ev) = self.queued.take() {
+            return Some(ev);
+        }
         while let Some((raw, too_long)) = input.next_line() {
             self.line_no += 1;
             if too_long {
@@ -309,31 +363,68 @@ impl TextSource {
             }
             let line = normalize(raw);
             let line = &*line;
-            match self.classify(line) {
-                Line::Event(ev) => {
-                    if let Some(ts) = ev.ts() {
-                        self.last_ts = Some(ts);
-                    }
-                    self.stats.events += 1;
-                    return Some(ev);
+            if self.stack.is_some() && self.stack_frame(line) {
+                continue;
+            }
+            // Any other line ends the stack being read: it comes first.
+            let ended = self.stack.take().map(finished_stack);
+            let ev = match self.classify(line) {
+                Line::Event(ev) => Some(ev),
+                Line::StackStart { ts, cpu, pid } => {
+                    let k = StackEvent {
+                        ts,
+                        cpu,
+                        pid,
+                        frames: Arc::from(Vec::new()),
+                    };
+                    self.stack = Some((k, Vec::new()));
+                    None
                 }
-                Line::Ignore => {}
+                Line::Ignore => None,
                 Line::Lost(ts, n) => {
                     self.stats.lost_events = self.stats.lost_events.saturating_add(n);
                     self.stats.lost_reports.push((ts, n));
+                    None
                 }
                 Line::Bad => {
                     let no = self.line_no;
                     let shown = String::from_utf8_lossy(&line[..line.len().min(120)]).into_owned();
                     self.stats.skip(|| format!("line {no}: {shown:?}"));
+                    None
                 }
+            };
+            let (first, then) = match (ended, ev) {
+                (Some(k), ev) => (Some(k), ev),
+                (None, ev) => (ev, None),
+            };
+            self.queued = then;
+            if let Some(ev) = first {
+                if let Some(ts) = ev.ts() {
+                    self.last_ts = Some(ts);
+                }
+                self.stats.events += 1;
+                if let Some(q) = &self.queued {
+                    if let Some(ts) = q.ts() {
+                        self.last_ts = Some(ts);
+                    }
+                    self.stats.events += 1;
+                }
+                return Some(ev);
             }
         }
         if let Some(e) = input.take_error() {
             self.stats.cut_short = Some(format!("read error after line {}: {e}", self.line_no));
         }
-        None
+        self.stack.take().map(|k| {
+            self.stats.events += 1;
+            finished_stack(k)
+        })
     }
+}
+
+fn finished_stack((mut k, frames): (StackEvent, Vec<Arc<str>>)) -> Event {
+    k.frames = frames.into();
+    Event::Stack(k)
 }
 
 impl Source for TextSource {
