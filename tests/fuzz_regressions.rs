@@ -282,3 +282,38 @@ fn committed_fuzz_seeds_report_cleanly() {
         }
     }
 }
+
+/// The capture_dir target's kernel-stack seed (scripts/fuzz): the stack
+/// capture's first pages with ftrace/kernel_stack's format put into the
+/// fixture's `ftrace` system decode into stacks, so the fuzzer starts
+/// inside the stack decoder.
+#[test]
+fn the_kernel_stack_seed_reaches_the_stack_decoder() {
+    let st = Path::new("tests/fixtures/stacks-journal-4m.cap");
+    let mut systems: Vec<String> = std::fs::read_dir("tests/fixtures/fsync-4k.cap/formats/events")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    systems.sort();
+    let pick = systems.iter().position(|s| s == "ftrace").unwrap() as u8;
+    let mut format = vec![pick];
+    format.extend(std::fs::read(st.join("formats/events/ftrace/kernel_stack/format")).unwrap());
+    let cpu0 = &std::fs::read(st.join("cpu0.raw")).unwrap()[..12288];
+    let symbols = std::fs::read(st.join("symbols.json")).unwrap();
+    let sep = iosleuth::fuzz_input::SEPARATOR;
+    let parts: [&[u8]; 6] = [b"", b"", b"", &format, &symbols, cpu0];
+    let data = parts.join(sep);
+    let d = tempdir();
+    let cap = capture_from(&data, d.path());
+    let out = iosleuth().arg("dump").arg(&cap).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .filter(|l| l.contains("ftrace:kernel_stack => "))
+            .count()
+            > 10,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
