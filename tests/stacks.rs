@@ -180,3 +180,37 @@ fn ftrace_text_stacks_read_like_the_capture() {
         "{folded:?}"
     );
 }
+
+/// A slow operation's breakdown names the stack it spent most blocked
+/// time in: under a 4 MiB journal every one of the five slowest writes
+/// waited most in add_transaction_credits (case 2's D-state stacks), under
+/// a 1 GiB journal in jbd2_log_wait_commit (an fsync waiting for its
+/// commit, as it should).
+#[test]
+fn a_slow_operation_shows_the_stack_it_blocked_in() {
+    for (cap, waited_in) in [
+        (BAD, "add_transaction_credits"),
+        (GOOD, "jbd2_log_wait_commit"),
+    ] {
+        let j: serde_json::Value =
+            serde_json::from_str(&run(iosleuth().args(["report", "--format", "json", cap])))
+                .unwrap();
+        let slowest = j["outliers"]["by_kind"]["probe randwrite"]
+            .as_array()
+            .unwrap();
+        assert_eq!(slowest.len(), 5);
+        for op in slowest {
+            let b = &op["blocked_in"];
+            assert_eq!(b["frames"][0], waited_in, "{cap}: {b:#}");
+            let share = b["ns"].as_f64().unwrap() / op["latency_ns"].as_f64().unwrap();
+            assert!(share > 0.5, "{cap}: {share}");
+        }
+    }
+    let text = run(iosleuth().args(["report", BAD]));
+    assert!(
+        text.contains(
+            " in add_transaction_credits <- start_this_handle <- jbd2__journal_start <- "
+        ),
+        "{text}"
+    );
+}

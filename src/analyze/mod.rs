@@ -267,6 +267,7 @@ impl<'f> Analyses<'f> {
 
     fn finish(self) -> Analysis {
         let (span, names) = (self.span, &self.names);
+        let stacks = self.stacks.finish();
         let block = self.blk.finish();
         let mut warnings: Vec<String> = block.warnings.clone();
         if !self.unknown.is_empty() {
@@ -288,7 +289,15 @@ impl<'f> Analyses<'f> {
             irq: self
                 .irq
                 .finish(span.last_ns.saturating_sub(span.first_ns) as f64 / 1e9),
-            outliers: self.outliers.finish(names),
+            outliers: {
+                let mut o = self.outliers.finish(names);
+                // Where each slow operation blocked most, by stack.
+                for x in o.by_kind.values_mut().flatten() {
+                    x.blocked_in =
+                        stacks.most_blocked_in(x.pid, x.start_ns, x.start_ns + x.latency_ns);
+                }
+                o
+            },
             sched: {
                 let mut s = self.sched.finish();
                 s.threads.retain(|t| names.keeps_named(t.pid, &t.comm));
@@ -298,7 +307,7 @@ impl<'f> Analyses<'f> {
             wbt: self.wbt.finish(span.last_ns),
             readahead: self.readahead.finish(),
             cgroup_throttle: self.throttle.finish(),
-            stacks: self.stacks.finish(),
+            stacks,
             unknown_events: self.unknown,
             warnings,
             snapshot: None,

@@ -23,6 +23,21 @@ struct Blocked {
     stack: Option<Frames>,
 }
 
+/// Blocked stretches shorter than this are not kept for the outliers: a
+/// slow operation is milliseconds, and the many shortest would cost
+/// memory for little of its time.
+const MIN_KEPT_STRETCH_NS: u64 = 50_000;
+/// At most this many stretches are kept (about 100 MB).
+const MAX_KEPT_STRETCHES: usize = 2_000_000;
+
+/// One blocked stretch of a thread, with its stack.
+#[derive(Debug, Clone)]
+pub struct Stretch {
+    pub from_ns: u64,
+    pub to_ns: u64,
+    pub frames: Frames,
+}
+
 #[derive(Default)]
 pub struct StackAnalysis {
     /// By thread: blocked now.
@@ -33,6 +48,9 @@ pub struct StackAnalysis {
     off_cpu: FxHashMap<(Arc<str>, Frames), u64>,
     stacks: u64,
     without_stack_ns: u64,
+    /// By thread: its long blocked stretches, in time order.
+    stretches: FxHashMap<u32, Vec<Stretch>>,
+    kept: usize,
 }
 
 #[derive(Debug, Default)]
@@ -46,6 +64,9 @@ pub struct StacksSummary {
     /// Folded stacks (`comm;outermost;…;innermost`) with their off-CPU
     /// time, largest first.
     pub off_cpu: Vec<(String, u64)>,
+    /// By thread: blocked stretches of a millisecond or more, in time
+    /// order, for the outliers (`longest_blocked_in`).
+    pub stretches: FxHashMap<u32, Vec<Stretch>>,
 }
 
 /// Frames of the tracer itself at the inner end of a stack taken inside a
@@ -103,7 +124,17 @@ impl StackAnalysis {
         if let Some(b) = self.blocked.remove(&next) {
             let ns = o.ts.saturating_sub(b.since);
             match b.stack {
-                Some(stack) => *self.off_cpu.entry((b.comm, stack)).or_default() += ns,
+                Some(stack) => {
+                    if ns >= MIN_KEPT_STRETCH_NS && self.kept < MAX_KEPT_STRETCHES {
+                        self.kept += 1;
+                        self.stretches.entry(next).or_default().push(Stretch {
+                            from_ns: b.since,
+                            to_ns: o.ts,
+                            frames: stack.clone(),
+                        });
+                    }
+                    *self.off_cpu.entry((b.comm, stack)).or_default() += ns
+                }
                 None => self.without_stack_ns += ns,
             }
         }
@@ -148,11 +179,70 @@ impl StackAnalysis {
             off_cpu_ns: off_cpu.iter().map(|(_, ns)| ns).sum(),
             off_cpu_without_stack_ns: self.without_stack_ns,
             off_cpu,
+            stretches: self.stretches,
         }
     }
 }
 
+/// The scheduler's own frames at the inner end of a blocked stack
+/// (`…;io_schedule;schedule;__schedule`): every blocked stack ends in
+/// them; where the thread waited is the frame before.
+pub const SCHEDULER_FRAMES: &[&str] = &[
+    "__schedule",
+    "schedule",
+    "schedule_timeout",
+    "schedule_hrtimeout_range",
+    "schedule_hrtimeout_range_clock",
+    "schedule_preempt_disabled",
+    "io_schedule",
+    "io_schedule_timeout",
+];
+
+/// Where an operation spent most of its blocked time: that stack's time
+/// within the operation (stretches of 50 µs or more) and the stack,
+/// innermost first, without the tracer's and the scheduler's frames.
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+pub struct BlockedIn {
+    pub ns: u64,
+    pub stretches: u32,
+    pub frames: Vec<String>,
+}
+
 impl StacksSummary {
+    /// The stack thread `pid` spent most blocked time in within
+    /// `from..to` (the parts of its stretches inside it), when stacks were
+    /// recorded.
+    pub fn most_blocked_in(&self, pid: u32, from: u64, to: u64) -> Option<BlockedIn> {
+        let list = self.stretches.get(&pid)?;
+        let first = list.partition_point(|s| s.to_ns <= from);
+        let mut by: Vec<(&Frames, u64, u32)> = Vec::new();
+        for s in list[first..].iter().take_while(|s| s.from_ns < to) {
+            let ns = s.to_ns.min(to) - s.from_ns.max(from);
+            match by
+                .iter_mut()
+                .find(|(f, _, _)| Arc::ptr_eq(f, &s.frames) || **f == s.frames)
+            {
+                Some(e) => {
+                    e.1 += ns;
+                    e.2 += 1;
+                }
+                None => by.push((&s.frames, ns, 1)),
+            }
+        }
+        let (frames, ns, stretches) = by.into_iter().max_by_key(|(_, ns, _)| *ns)?;
+        let frames = frames
+            .iter()
+            .map(|f| function(f))
+            .skip_while(|f| tracer_frame(f) || SCHEDULER_FRAMES.contains(f))
+            .map(String::from)
+            .collect();
+        Some(BlockedIn {
+            ns,
+            stretches,
+            frames,
+        })
+    }
+
     /// The percent of the blocked time of ordinary threads (not kernel
     /// threads: `thread_kind` "task") whose stacks pass through one of
     /// `functions`, or `None` when those threads blocked with no stack.

@@ -1,6 +1,7 @@
 //! Flame graphs as interactive SVG (search, zoom, a title per frame, like
 //! flamegraph.pl), drawn by the inferno crate from the folded stacks.
 
+use crate::analyze::stacks::SCHEDULER_FRAMES;
 use crate::analyze::Analysis;
 use inferno::flamegraph::{self, color::BasicPalette, Options, Palette};
 
@@ -27,19 +28,6 @@ pub fn off_cpu_svg(a: &Analysis, subtitle: &str) -> std::io::Result<Vec<u8>> {
         .map_err(std::io::Error::other)?;
     Ok(svg)
 }
-
-/// The scheduler's own frames at the inner end of a blocked stack
-/// (`…;io_schedule;schedule;__schedule`): every stack ends in them.
-const SCHEDULER_FRAMES: &[&str] = &[
-    "__schedule",
-    "schedule",
-    "schedule_timeout",
-    "schedule_hrtimeout_range",
-    "schedule_hrtimeout_range_clock",
-    "schedule_preempt_disabled",
-    "io_schedule",
-    "io_schedule_timeout",
-];
 
 /// A folded line (`stack COUNT`) without the scheduler frames at its inner
 /// end. A differential flame graph colours only the frame a stack ends

@@ -86,6 +86,8 @@ impl OutlierAnalysis {
             cpu_idle_percent,
             held_by,
             main_request,
+            // Filled in when the analysis ends, from the stacks.
+            blocked_in: None,
             summary,
         }
     }

@@ -65,6 +65,8 @@ pub struct Outlier {
     pub held_by: Vec<Holder>,
     /// The request it waited for longest.
     pub main_request: Option<Request>,
+    /// The kernel stack it spent most blocked time in (`record --stacks`).
+    pub blocked_in: Option<crate::analyze::stacks::BlockedIn>,
     /// One line for a person.
     pub summary: String,
 }

@@ -107,6 +107,9 @@ pub(super) fn outliers(out: &mut String, o: &crate::analyze::outliers::OutliersS
                 secs(x.start_ns),
                 Esc(&x.summary)
             );
+            if let Some(b) = &x.blocked_in {
+                let _ = writeln!(out, "           {}", Esc(&blocked_in(b)));
+            }
         }
         out.push('\n');
     }
@@ -225,4 +228,20 @@ fn journal(out: &mut String, dev: &str, j: &crate::analyze::fs::JournalSummary) 
         }
     }
     out.push('\n');
+}
+
+/// `blocked 12.3 ms (4 times) in add_transaction_credits <-
+/// start_this_handle <- …` (innermost first, the first six frames).
+fn blocked_in(b: &crate::analyze::stacks::BlockedIn) -> String {
+    let mut frames: Vec<&str> = b.frames.iter().take(6).map(String::as_str).collect();
+    if b.frames.len() > 6 {
+        frames.push("…");
+    }
+    format!(
+        "blocked {:.2} ms ({} {}) in {}",
+        b.ns as f64 / 1e6,
+        b.stretches,
+        if b.stretches == 1 { "time" } else { "times" },
+        frames.join(" <- ")
+    )
 }
