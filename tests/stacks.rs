@@ -214,3 +214,65 @@ fn a_slow_operation_shows_the_stack_it_blocked_in() {
         "{text}"
     );
 }
+
+/// On-CPU samples (perf_event_open at 99 Hz, kernel call chains, the
+/// trace's clock): `dd if=/dev/urandom` runs in the kernel's ChaCha
+/// generator (tests/fixtures/oncpu-urandom.cap).
+#[test]
+fn on_cpu_samples_fold_and_draw_where_the_cpu_ran() {
+    let cap = "tests/fixtures/oncpu-urandom.cap";
+    let lines = folded_on_cpu(cap);
+    let dd: u64 = lines
+        .iter()
+        .filter(|(s, _)| s.starts_with("dd;"))
+        .map(|(_, n)| n)
+        .sum();
+    let in_rng: u64 = lines
+        .iter()
+        .filter(|(s, _)| s.starts_with("dd;") && s.contains(";get_random_bytes_user"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(
+        dd >= 20 && in_rng * 10 >= dd * 9,
+        "{in_rng} of {dd}: {lines:?}"
+    );
+    let top = &lines.iter().find(|(s, _)| s.starts_with("dd;")).unwrap().0;
+    assert_eq!(
+        top,
+        "dd;entry_SYSCALL_64_after_hwframe;do_syscall_64;ksys_read;vfs_read;get_random_bytes_user;chacha_block_generic;chacha_permute"
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&run(iosleuth().args(["report", "--format", "json", cap]))).unwrap();
+    let all: u64 = lines.iter().map(|(_, n)| n).sum();
+    assert_eq!(j["on_cpu"]["samples"], all);
+    // The samples lie inside the recording: same clock as the trace.
+    let dumped = run(iosleuth().args(["dump", "--format", "json", cap]));
+    let (first, last) = (
+        j["span"]["first_ns"].as_u64().unwrap(),
+        j["span"]["last_ns"].as_u64().unwrap(),
+    );
+    let sample_ts: Vec<u64> = dumped
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["event"] == "perf:cpu-clock")
+        .map(|e| e["ts"].as_u64().unwrap())
+        .collect();
+    assert!(!sample_ts.is_empty());
+    assert!(sample_ts.iter().all(|t| (first..=last).contains(t)));
+    assert!(last - first < 10_000_000_000, "{first}..{last}");
+    let d = tempdir();
+    let svg = d.path().join("on.svg");
+    run(iosleuth().args(["flamegraph", cap, "-o"]).arg(&svg));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains(">Flame Graph<") && text.contains("<title>chacha_permute ("));
+}
+
+fn folded_on_cpu(cap: &str) -> Vec<(String, u64)> {
+    run(iosleuth().args(["report", "--format", "folded", cap]))
+        .lines()
+        .map(|l| {
+            let (stack, n) = l.rsplit_once(' ').expect("STACK COUNT");
+            (stack.to_string(), n.parse().expect("a count"))
+        })
+        .collect()
+}

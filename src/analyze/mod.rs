@@ -262,12 +262,12 @@ impl<'f> Analyses<'f> {
         }
         self.events += 1;
         self.span.add(k.ts);
-        self.stacks.stack(k);
+        self.stacks.stack(k, &self.names);
     }
 
     fn finish(self) -> Analysis {
         let (span, names) = (self.span, &self.names);
-        let stacks = self.stacks.finish();
+        let stacks = self.stacks.finish(names);
         let block = self.blk.finish();
         let mut warnings: Vec<String> = block.warnings.clone();
         if !self.unknown.is_empty() {

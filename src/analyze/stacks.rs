@@ -51,6 +51,9 @@ pub struct StackAnalysis {
     /// By thread: its long blocked stretches, in time order.
     stretches: FxHashMap<u32, Vec<Stretch>>,
     kept: usize,
+    /// On-CPU samples by (thread, stack).
+    on_cpu: FxHashMap<(u32, Frames), u64>,
+    samples: u64,
 }
 
 #[derive(Debug, Default)]
@@ -64,8 +67,12 @@ pub struct StacksSummary {
     /// Folded stacks (`comm;outermost;…;innermost`) with their off-CPU
     /// time, largest first.
     pub off_cpu: Vec<(String, u64)>,
-    /// By thread: blocked stretches of a millisecond or more, in time
-    /// order, for the outliers (`longest_blocked_in`).
+    /// On-CPU samples (`record --stacks`), and their folded stacks
+    /// (`comm;outermost;…;innermost`) with their counts, largest first.
+    pub samples: u64,
+    pub on_cpu: Vec<(String, u64)>,
+    /// By thread: blocked stretches of 50 µs or more, in time order, for
+    /// the outliers (`most_blocked_in`).
     pub stretches: FxHashMap<u32, Vec<Stretch>>,
 }
 
@@ -157,7 +164,14 @@ impl StackAnalysis {
         }
     }
 
-    pub fn stack(&mut self, k: &StackEvent) {
+    pub fn stack(&mut self, k: &StackEvent, names: &super::names::ThreadNames) {
+        if k.sampled {
+            if names.keeps(k.pid) {
+                self.samples += 1;
+                *self.on_cpu.entry((k.pid, k.frames.clone())).or_default() += 1;
+            }
+            return;
+        }
         self.stacks += 1;
         if self.awaiting_stack.get(&k.cpu) == Some(&k.pid) {
             self.awaiting_stack.remove(&k.cpu);
@@ -167,14 +181,31 @@ impl StackAnalysis {
         }
     }
 
-    pub fn finish(self) -> StacksSummary {
+    pub fn finish(self, names: &super::names::ThreadNames) -> StacksSummary {
+        let sorted = |folded: FxHashMap<String, u64>| {
+            let mut v: Vec<(String, u64)> = folded.into_iter().collect();
+            v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            v
+        };
         let mut folded: FxHashMap<String, u64> = FxHashMap::default();
         for ((comm, stack), ns) in self.off_cpu {
             *folded.entry(fold(&comm, &stack)).or_default() += ns;
         }
-        let mut off_cpu: Vec<(String, u64)> = folded.into_iter().collect();
-        off_cpu.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let off_cpu = sorted(folded);
+        let mut folded: FxHashMap<String, u64> = FxHashMap::default();
+        for ((pid, stack), n) in self.on_cpu {
+            // The idle task is pid 0 on every CPU: perf names it swapper.
+            let comm = match (pid, names.get(pid)) {
+                (0, _) => "swapper".to_string(),
+                (_, c) if c.is_empty() => format!("pid {pid}"),
+                (_, c) => c,
+            };
+            *folded.entry(fold(&comm, &stack)).or_default() += n;
+        }
+        let on_cpu = sorted(folded);
         StacksSummary {
+            samples: self.samples,
+            on_cpu,
             stacks: self.stacks,
             off_cpu_ns: off_cpu.iter().map(|(_, ns)| ns).sum(),
             off_cpu_without_stack_ns: self.without_stack_ns,
@@ -266,24 +297,35 @@ impl StacksSummary {
     /// the stacks it is in (once per stack, however deep), like a flame
     /// graph's frame width. Largest first.
     pub fn off_cpu_functions(&self) -> Vec<(String, f64)> {
-        let mut by: FxHashMap<&str, u64> = FxHashMap::default();
-        for (line, ns) in &self.off_cpu {
-            let mut seen: Vec<&str> = Vec::new();
-            for f in line.split(';').skip(1) {
-                if !seen.contains(&f) {
-                    seen.push(f);
-                    *by.entry(f).or_default() += ns;
-                }
+        function_shares(&self.off_cpu)
+    }
+
+    /// The same of the on-CPU samples.
+    pub fn on_cpu_functions(&self) -> Vec<(String, f64)> {
+        function_shares(&self.on_cpu)
+    }
+}
+
+/// Each function's share of folded stacks' counts, in percent, largest
+/// first.
+fn function_shares(folded: &[(String, u64)]) -> Vec<(String, f64)> {
+    let mut by: FxHashMap<&str, u64> = FxHashMap::default();
+    for (line, n) in folded {
+        let mut seen: Vec<&str> = Vec::new();
+        for f in line.split(';').skip(1) {
+            if !seen.contains(&f) {
+                seen.push(f);
+                *by.entry(f).or_default() += n;
             }
         }
-        let total = self.off_cpu_ns.max(1) as f64;
-        let mut v: Vec<(String, f64)> = by
-            .into_iter()
-            .map(|(f, ns)| (f.to_string(), ns as f64 * 100.0 / total))
-            .collect();
-        v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        v
     }
+    let total = folded.iter().map(|(_, n)| n).sum::<u64>().max(1) as f64;
+    let mut v: Vec<(String, f64)> = by
+        .into_iter()
+        .map(|(f, n)| (f.to_string(), n as f64 * 100.0 / total))
+        .collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v
 }
 
 #[cfg(test)]
@@ -332,17 +374,21 @@ mod tests {
         let names = crate::analyze::names::ThreadNames::default();
         let mut s = StackAnalysis::new();
         s.add(&switch(1_000, 7, "D", 0), &names);
-        s.stack(&StackEvent {
-            ts: 1_001,
-            cpu: 0,
-            pid: 7,
-            frames: frames(&["schedule+0x1", "io_schedule+0x2"]).into(),
-        });
+        s.stack(
+            &StackEvent {
+                ts: 1_001,
+                cpu: 0,
+                pid: 7,
+                frames: frames(&["schedule+0x1", "io_schedule+0x2"]).into(),
+                sampled: false,
+            },
+            &names,
+        );
         // Preempted (R): not blocked, no stretch.
         s.add(&switch(2_000, 8, "R", 0), &names);
         s.add(&switch(5_000, 0, "R", 7), &names);
         s.add(&switch(6_000, 0, "R", 8), &names);
-        let sum = s.finish();
+        let sum = s.finish(&names);
         assert_eq!(
             sum.off_cpu,
             vec![("w;io_schedule;schedule".to_string(), 4_000)]

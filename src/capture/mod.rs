@@ -13,6 +13,7 @@ pub mod journal;
 pub mod pipe;
 pub mod probe;
 pub mod recorder;
+pub mod sampler;
 pub mod snapshot;
 pub mod symbols;
 pub mod tracefs;

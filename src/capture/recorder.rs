@@ -186,6 +186,9 @@ pub struct RecordOptions {
     pub clock: String,
     /// The kernel stack of every switch away from a CPU while blocked.
     pub off_cpu_stacks: bool,
+    /// On-CPU samples of every CPU at this frequency (Hz), with kernel
+    /// call chains.
+    pub sample_freq: Option<u64>,
 }
 
 /// The trigger that writes a blocked thread's kernel stack after its
@@ -201,6 +204,7 @@ pub struct Recorder {
     pub missing: Vec<&'static str>,
     /// The stack triggers set, for the manifest.
     triggers: Vec<String>,
+    sampler: Option<(u64, super::sampler::Sampler)>,
     clock: String,
     stopped: bool,
     own_tids: Vec<u32>,
@@ -232,6 +236,7 @@ impl Recorder {
             enabled: Vec::new(),
             missing: Vec::new(),
             triggers: Vec::new(),
+            sampler: None,
             clock: opts.clock.clone(),
             stopped: false,
             own_tids: Vec::new(),
@@ -308,6 +313,14 @@ impl Recorder {
             .flatten()
             .filter_map(|e| e.file_name().to_str()?.parse().ok())
             .collect();
+        if let Some(freq) = opts.sample_freq {
+            let cpus: Vec<u32> = r.readers.iter().map(|(c, _)| *c).collect();
+            let dir = r.out.clone();
+            let sampler = super::sampler::Sampler::start(&cpus, freq, |cpu| {
+                File::create(dir.join(layout::samples_file(cpu)))
+            })?;
+            r.sampler = Some((freq, sampler));
+        }
         write(&i.join("tracing_on"), "1")?;
         Ok(r)
     }
@@ -360,6 +373,18 @@ impl Recorder {
         }
         self.stopped = true;
         let _ = write(&self.instance.join("tracing_on"), "0");
+        let samples = self.sampler.take().map(|(freq, s)| {
+            let lost = s.lost.clone();
+            let written = s.stop();
+            serde_json::json!({
+                "freq_hz": freq,
+                "sample_type": super::sampler::SAMPLE_TYPE,
+                "bytes": written.as_ref().ok(),
+                "error": written.as_ref().err().map(|e| e.to_string()),
+                "lost": lost.load(std::sync::atomic::Ordering::Relaxed),
+                "user_frames": false,
+            })
+        });
         let mut bytes = 0;
         let mut result = Ok(());
         for (_, r) in &mut self.readers {
@@ -398,6 +423,7 @@ impl Recorder {
             "events": self.enabled,
             "missing_events": self.missing,
             "triggers": self.triggers,
+            "samples": samples,
             "recorder_tids": self.own_tids,
             "ring_buffer_stats": stats,
         });
@@ -413,7 +439,10 @@ impl Recorder {
             self.out.join(MANIFEST),
             serde_json::to_string_pretty(&manifest).unwrap_or_default(),
         )?;
-        if self.enabled.iter().any(|e| e.starts_with("workqueue")) || !self.triggers.is_empty() {
+        if self.enabled.iter().any(|e| e.starts_with("workqueue"))
+            || !self.triggers.is_empty()
+            || samples.is_some()
+        {
             // Work functions and stack frames are addresses in the ring
             // buffer: name them while this machine's symbols are at hand.
             let _ = super::symbols::write_for_capture(&self.out);

@@ -35,9 +35,13 @@ fn wanted(only: &[String], ev: &Event) -> bool {
                 .any(|w| w.strip_prefix("block:").unwrap_or(w) == letter)
         }
         Event::Other(o) => only.iter().any(|w| **w == *o.name || w == o.short_name()),
-        Event::Stack(_) => only
-            .iter()
-            .any(|w| *w == "kernel_stack" || *w == "ftrace:kernel_stack"),
+        Event::Stack(k) => {
+            let names: &[&str] = match k.sampled {
+                true => &["cpu-clock", "perf:cpu-clock"],
+                false => &["kernel_stack", "ftrace:kernel_stack"],
+            };
+            only.iter().any(|w| names.contains(&&**w))
+        }
         Event::ProcessName { .. } => false,
     }
 }

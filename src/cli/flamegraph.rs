@@ -1,5 +1,6 @@
-//! `iosleuth flamegraph CAPTURE -o out.svg --off-cpu`: a flame graph of
-//! where the threads blocked, as an interactive SVG.
+//! `iosleuth flamegraph CAPTURE -o out.svg [--off-cpu]`: a flame graph of
+//! where the CPUs ran (samples) or where the threads blocked, as an
+//! interactive SVG.
 
 use super::args::FilterArgs;
 use crate::error::{Error, ExitStatus, Result};
@@ -15,8 +16,7 @@ pub struct FlamegraphArgs {
     /// The SVG to write.
     #[arg(short, long, value_name = "SVG")]
     output: PathBuf,
-    /// Blocked (off-CPU) time per kernel stack. Required: on-CPU samples
-    /// are not recorded yet.
+    /// Blocked (off-CPU) time per kernel stack instead of on-CPU samples.
     #[arg(long)]
     off_cpu: bool,
     #[command(flatten)]
@@ -30,32 +30,35 @@ pub fn run(args: FlamegraphArgs) -> Result<ExitStatus> {
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(", ");
-    if !args.off_cpu {
-        return Err(Error::bad_input(format!(
-            "{inputs}: no on-CPU samples (iosleuth records off-CPU stacks only so far): give --off-cpu"
-        )));
-    }
     let a = crate::pipeline::analyse(&args.paths, &args.filter.options())?;
     for w in &a.warnings {
         super::warn(w);
     }
-    if a.stacks.stacks == 0 {
+    let (missing, what) = match args.off_cpu {
+        true => (a.stacks.stacks == 0, "kernel stacks"),
+        false => (
+            a.stacks.samples == 0,
+            "on-CPU samples (--off-cpu draws blocked time)",
+        ),
+    };
+    if missing {
         return Err(Error::bad_input(format!(
-            "{inputs}: no kernel stacks in the trace (record with `iosleuth record --stacks`)"
+            "{inputs}: no {what} in the trace (record with `iosleuth record --stacks`)"
         )));
     }
-    let subtitle = format!(
-        "{inputs}: {:.1} ms blocked with a known stack",
-        a.stacks.off_cpu_ns as f64 / 1e6
-    );
-    let svg = crate::report::flamegraph::off_cpu_svg(&a, &subtitle)
-        .map_err(|e| Error::failed(format!("drawing the flame graph: {e}")))?;
+    let svg = if args.off_cpu {
+        let subtitle = format!(
+            "{inputs}: {:.1} ms blocked with a known stack",
+            a.stacks.off_cpu_ns as f64 / 1e6
+        );
+        crate::report::flamegraph::off_cpu_svg(&a, &subtitle)
+    } else {
+        let subtitle = format!("{inputs}: {} samples", a.stacks.samples);
+        crate::report::flamegraph::on_cpu_svg(&a, &subtitle)
+    }
+    .map_err(|e| Error::failed(format!("drawing the flame graph: {e}")))?;
     std::fs::write(&args.output, svg)
         .map_err(|e| Error::failed(format!("writing {}: {e}", args.output.display())))?;
-    eprintln!(
-        "iosleuth: wrote {} ({} stacks)",
-        args.output.display(),
-        a.stacks.off_cpu.len()
-    );
+    eprintln!("iosleuth: wrote {}", args.output.display());
     Ok(ExitStatus::SUCCESS)
 }

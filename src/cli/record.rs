@@ -32,12 +32,16 @@ pub struct RecordArgs {
     /// Write the tracer's text lines instead of binary records.
     #[arg(long)]
     text: bool,
-    /// Also record where threads block: the kernel stack of every switch
-    /// away from a CPU while not runnable (a `stacktrace` trigger on
-    /// sched_switch in the private instance; adds the sched events), for
-    /// `report --format folded --off-cpu` and `flamegraph --off-cpu`.
+    /// Also record kernel stacks: on-CPU samples of every CPU (--freq,
+    /// through perf_event_open) and where threads block (the stack of
+    /// every switch away from a CPU while not runnable: a `stacktrace`
+    /// trigger on sched_switch in the private instance; adds the sched
+    /// events), for `report --format folded [--off-cpu]` and `flamegraph`.
     #[arg(long)]
     stacks: bool,
+    /// On-CPU sampling frequency of --stacks (Hz), as perf's -F.
+    #[arg(long, default_value = "99", value_parser = clap::value_parser!(u64).range(1..=10000))]
+    freq: u64,
     /// Per-CPU ring buffer size.
     #[arg(long, default_value = "16384")]
     buffer_kb: u64,
@@ -102,6 +106,7 @@ fn record_capture(output: &Path, args: &RecordArgs) -> Result<i32> {
         buffer_kb: args.buffer_kb,
         clock: "mono".into(),
         off_cpu_stacks: args.stacks,
+        sample_freq: args.stacks.then_some(args.freq),
     };
     let mut rec = Recorder::start(&opts, output).map_err(|e| Error::bad_input(e.0))?;
     if !rec.missing.is_empty() {

@@ -93,8 +93,7 @@ fn explain(a: &Analysis, id: &str) -> Result<String> {
     Ok(out)
 }
 
-/// `--format folded`: off-CPU stacks with `--off-cpu`; on-CPU samples are
-/// not recorded yet.
+/// `--format folded`: on-CPU samples, or blocked time with `--off-cpu`.
 fn folded(a: &Analysis, paths: &[PathBuf], off_cpu: bool) -> Result<String> {
     let inputs = || {
         paths
@@ -103,17 +102,20 @@ fn folded(a: &Analysis, paths: &[PathBuf], off_cpu: bool) -> Result<String> {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    if !off_cpu {
-        return Err(Error::bad_input(format!(
-            "{}: no on-CPU samples (iosleuth records off-CPU stacks only so far): give --off-cpu for blocked time per stack",
-            inputs()
-        )));
-    }
-    if a.stacks.stacks == 0 {
+    if off_cpu && a.stacks.stacks == 0 {
         return Err(Error::bad_input(format!(
             "{}: no kernel stacks in the trace (record with `iosleuth record --stacks`)",
             inputs()
         )));
     }
-    Ok(report::folded::off_cpu(a))
+    if !off_cpu && a.stacks.samples == 0 {
+        return Err(Error::bad_input(format!(
+            "{}: no on-CPU samples in the trace (record with `iosleuth record --stacks`; --off-cpu for blocked time)",
+            inputs()
+        )));
+    }
+    Ok(match off_cpu {
+        true => report::folded::off_cpu(a),
+        false => report::folded::on_cpu(a),
+    })
 }

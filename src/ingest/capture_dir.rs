@@ -169,12 +169,22 @@ impl Decoder {
             .map(|i| {
                 let at = from + i * word;
                 let addr = u64::from_le_bytes(rec[at..at + word].try_into().unwrap_or([0; 8]));
-                self.symbols
-                    .get(&addr)
-                    .cloned()
-                    .unwrap_or_else(|| format!("{addr:#x}").into())
+                self.frame_name(addr)
             })
             .collect()
+    }
+
+    /// A thread of the recorder itself (its samples are its own footprint).
+    pub fn is_recorder(&self, tid: u32) -> bool {
+        self.skip_tids.contains(&tid)
+    }
+
+    /// A kernel address's name from `symbols.json`, or the address in hex.
+    pub fn frame_name(&self, addr: u64) -> Arc<str> {
+        self.symbols
+            .get(&addr)
+            .cloned()
+            .unwrap_or_else(|| format!("{addr:#x}").into())
     }
 
     /// Decodes one record; `None` for an id without a format.
@@ -225,6 +235,7 @@ impl Decoder {
                 cpu,
                 pid,
                 frames: self.frames(rec, size, caller),
+                sampled: false,
             })),
             Kind::Block(action, f) => {
                 let int = |x: &Option<Field>| x.as_ref().and_then(|x| read_int(rec, x));
@@ -547,6 +558,7 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
             page_at: 0,
         });
     }
+    let samples = sample_sources(dir, &manifest, &decoder, &mut notes);
     match out.first_mut() {
         // The capture's problems are said once, with its first CPU's.
         Some(first) => first.stats.notes = notes,
@@ -563,7 +575,58 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
     Ok(out
         .into_iter()
         .map(|s| Box::new(s) as Box<dyn Source>)
+        .chain(samples)
         .collect())
+}
+
+/// The on-CPU samples of `record --stacks` (`samples-cpuN.perf`), when the
+/// manifest says they hold what the decoder reads.
+fn sample_sources(
+    dir: &Path,
+    manifest: &serde_json::Value,
+    decoder: &Arc<Decoder>,
+    notes: &mut Vec<String>,
+) -> Vec<Box<dyn Source>> {
+    use super::perf_samples::{SampleSource, SAMPLE_TYPE};
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<(u32, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let cpu = layout::cpu_of_samples_file(e.file_name().to_str()?)?;
+            Some((cpu, e.path()))
+        })
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Vec::new();
+    }
+    let sample_type = manifest["samples"]["sample_type"].as_u64();
+    if sample_type != Some(SAMPLE_TYPE) {
+        notes.push(format!(
+            "{}: on-CPU samples of an unknown layout (sample_type {sample_type:?}, this iosleuth reads {SAMPLE_TYPE}) were skipped",
+            dir.display()
+        ));
+        return Vec::new();
+    }
+    let mut out: Vec<Box<dyn Source>> = Vec::new();
+    for (_, path) in files {
+        match super::files::open_checked(&path) {
+            Ok((f, m)) if m.is_file() => out.push(Box::new(SampleSource::new(
+                path,
+                Chunked::from_file(f),
+                decoder.clone(),
+            ))),
+            Ok((_, m)) => notes.push(format!(
+                "{}: {}; its samples were skipped",
+                path.display(),
+                super::files::not_regular(&m)
+            )),
+            Err(e) => notes.push(format!("{}: {e}; its samples were skipped", path.display())),
+        }
+    }
+    out
 }
 
 /// The raw ring-buffer pages of one CPU.

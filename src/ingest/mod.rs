@@ -6,6 +6,7 @@ pub mod block_text;
 pub mod capture_dir;
 pub mod files;
 pub mod merge;
+pub mod perf_samples;
 pub mod reader;
 pub mod ring_buffer;
 pub mod source;

@@ -376,6 +376,7 @@ impl TextSource {
                         cpu,
                         pid,
                         frames: Arc::from(Vec::new()),
+                        sampled: false,
                     };
                     self.stack = Some((k, Vec::new()));
                     None

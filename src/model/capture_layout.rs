@@ -35,6 +35,20 @@ pub const EVENT_FORMATS: &str = "formats/events";
 /// functions), resolved into `symbols.json` when recording stops.
 pub const ADDRESS_FIELDS: [&str; 1] = ["function"];
 
+/// `samples-cpuN.perf`: CPU N's on-CPU samples, the kernel's perf records
+/// as its ring buffer held them (`record --stacks`).
+pub fn samples_file(cpu: u32) -> String {
+    format!("samples-cpu{cpu}.perf")
+}
+
+/// The CPU of a `samples-cpuN.perf` file name.
+pub fn cpu_of_samples_file(name: &str) -> Option<u32> {
+    name.strip_prefix("samples-cpu")?
+        .strip_suffix(".perf")?
+        .parse()
+        .ok()
+}
+
 /// `cpuN.raw`: CPU N's ring-buffer pages.
 pub fn cpu_file(cpu: u32) -> String {
     format!("cpu{cpu}.raw")

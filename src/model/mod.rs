@@ -72,6 +72,9 @@ pub struct StackEvent {
     pub cpu: u32,
     pub pid: u32,
     pub frames: std::sync::Arc<[std::sync::Arc<str>]>,
+    /// An on-CPU sample (perf_event_open) rather than a stack the tracer
+    /// wrote after an event (the thread was then switching away).
+    pub sampled: bool,
 }
 
 impl OtherEvent {

@@ -34,12 +34,13 @@ pub fn line(ev: &Event) -> Option<String> {
         Event::Stack(k) => {
             let _ = write!(
                 s,
-                "{:>6}.{:09} [{:03}] {:>7} {:<16} ftrace:kernel_stack",
+                "{:>6}.{:09} [{:03}] {:>7} {:<16} {}",
                 k.ts / 1_000_000_000,
                 k.ts % 1_000_000_000,
                 k.cpu,
                 k.pid,
-                ""
+                "",
+                stack_event_name(k)
             );
             for f in k.frames.iter() {
                 let _ = write!(s, " => {}", Esc(f));
@@ -82,7 +83,7 @@ pub fn json(ev: &Event) -> Option<serde_json::Value> {
             })
         }
         Event::Stack(k) => json!({
-            "ts": k.ts, "cpu": k.cpu, "pid": k.pid, "event": "ftrace:kernel_stack",
+            "ts": k.ts, "cpu": k.cpu, "pid": k.pid, "event": stack_event_name(k),
             "fields": {"frames": k.frames.iter().map(|f| &**f).collect::<Vec<&str>>()},
         }),
         Event::ProcessName { .. } => return None,
@@ -105,5 +106,14 @@ fn other(s: &mut String, o: &OtherEvent) {
             Value::Int(x) => write!(s, " {}={x}", Esc(n)),
             Value::Str(x) => write!(s, " {}={}", Esc(n), Esc(x)),
         };
+    }
+}
+
+/// A sample is perf's cpu-clock event; a stack after an event is ftrace's.
+fn stack_event_name(k: &crate::model::StackEvent) -> &'static str {
+    if k.sampled {
+        "perf:cpu-clock"
+    } else {
+        "ftrace:kernel_stack"
     }
 }

@@ -5,6 +5,25 @@ use crate::analyze::stacks::SCHEDULER_FRAMES;
 use crate::analyze::Analysis;
 use inferno::flamegraph::{self, color::BasicPalette, Options, Palette};
 
+/// The on-CPU flame graph: frame widths are samples, in the "hot"
+/// palette of flamegraph.pl.
+pub fn on_cpu_svg(a: &Analysis, subtitle: &str) -> std::io::Result<Vec<u8>> {
+    let lines: Vec<String> = a
+        .stacks
+        .on_cpu
+        .iter()
+        .map(|(stack, n)| format!("{stack} {n}"))
+        .collect();
+    let mut opts = Options::default();
+    opts.title = "Flame Graph".into();
+    opts.subtitle = Some(subtitle.into());
+    opts.count_name = "samples".into();
+    let mut svg = Vec::new();
+    flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), &mut svg)
+        .map_err(std::io::Error::other)?;
+    Ok(svg)
+}
+
 /// Folded off-CPU lines in µs (`stack COUNT`); stacks under a µs left out.
 fn off_cpu_lines(a: &Analysis) -> impl Iterator<Item = String> + '_ {
     a.stacks

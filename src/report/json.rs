@@ -33,6 +33,7 @@ pub fn to_value(a: &Analysis, findings: &[Finding]) -> Value {
         "readahead": a.readahead,
         "cgroup_throttle": a.cgroup_throttle,
         "off_cpu": off_cpu(a),
+        "on_cpu": on_cpu(a),
         "unknown_events": a.unknown_events,
         "warnings": a.warnings,
         "findings": findings,
@@ -56,6 +57,20 @@ fn off_cpu(a: &Analysis) -> Value {
             .map(|(stack, ns)| json!({"stack": stack, "ns": ns}))
             .collect::<Vec<_>>(),
         "functions": s.off_cpu_functions().into_iter().take(OFF_CPU_TOP)
+            .map(|(f, pct)| json!({"function": f, "percent": (pct * 100.0).round() / 100.0}))
+            .collect::<Vec<_>>(),
+    })
+}
+
+/// On-CPU samples by kernel stack (`record --stacks`).
+fn on_cpu(a: &Analysis) -> Value {
+    let s = &a.stacks;
+    json!({
+        "samples": s.samples,
+        "top_stacks": s.on_cpu.iter().take(OFF_CPU_TOP)
+            .map(|(stack, n)| json!({"stack": stack, "samples": n}))
+            .collect::<Vec<_>>(),
+        "functions": s.on_cpu_functions().into_iter().take(OFF_CPU_TOP)
             .map(|(f, pct)| json!({"function": f, "percent": (pct * 100.0).round() / 100.0}))
             .collect::<Vec<_>>(),
     })

@@ -1,0 +1,258 @@
+//! On-CPU sampling of every CPU, as `perf record -F 99 -a -g` does it but
+//! without the perf binary: one `perf_event_open` CPU-clock event per CPU,
+//! sampling at a frequency, with the kernel call chain; its mmap ring
+//! buffer is drained by a thread into `samples-cpuN.perf` in the capture:
+//! the kernel's records as they are (the layout of perf.data's records),
+//! decoded by `ingest::perf_samples`. Time stamps are CLOCK_MONOTONIC, the
+//! trace's clock, so samples and events line up.
+//!
+//! User-space frames are not recorded (`exclude_callchain_user`): a
+//! sample taken in user space is folded as `[user]`.
+
+use super::tracefs::CaptureError;
+use std::fs::File;
+use std::io::Write;
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The sample fields recorded, in `perf_event_attr.sample_type` bits: IP,
+/// TID, TIME, CALLCHAIN, CPU. The decoder reads this value from the
+/// manifest and refuses others.
+pub const SAMPLE_TYPE: u64 = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 5) | (1 << 7);
+/// Data pages of each CPU's ring buffer (a power of two): 256 KiB holds
+/// over a second of 99 Hz samples with deep stacks; the reader drains it
+/// every 50 ms.
+const DATA_PAGES: usize = 64;
+
+/// `perf_event_attr` as the kernel reads it (PERF_ATTR_SIZE_VER5, 112
+/// bytes), written field by field at the offsets of
+/// include/uapi/linux/perf_event.h.
+fn attr(freq: u64) -> [u8; 112] {
+    let mut a = [0u8; 112];
+    let put32 =
+        |a: &mut [u8; 112], at: usize, v: u32| a[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+    let put64 =
+        |a: &mut [u8; 112], at: usize, v: u64| a[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+    put32(&mut a, 0, 1); // type: PERF_TYPE_SOFTWARE
+    put32(&mut a, 4, 112); // size
+    put64(&mut a, 8, 0); // config: PERF_COUNT_SW_CPU_CLOCK
+    put64(&mut a, 16, freq); // sample_freq
+    put64(&mut a, 24, SAMPLE_TYPE);
+    // flags: disabled (0), freq (10), exclude_callchain_user (22),
+    // use_clockid (25).
+    put64(&mut a, 40, (1 << 0) | (1 << 10) | (1 << 22) | (1 << 25));
+    put32(&mut a, 92, libc::CLOCK_MONOTONIC as u32); // clockid
+    a
+}
+
+const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
+
+/// One CPU's event, its ring buffer and the thread draining it.
+struct CpuSampler {
+    fd: libc::c_int,
+    map: *mut libc::c_void,
+    map_len: usize,
+}
+
+// SAFETY: the mapping is read and its tail written only by the drain
+// thread; the other holder only issues ioctls on the fd, and the mapping
+// is unmapped when the last holder drops it, after the thread ended.
+unsafe impl Send for CpuSampler {}
+unsafe impl Sync for CpuSampler {}
+
+pub struct Sampler {
+    cpus: Vec<(u32, Arc<CpuSampler>)>,
+    threads: Vec<JoinHandle<std::io::Result<u64>>>,
+    stop: Arc<AtomicBool>,
+    pub lost: Arc<AtomicU64>,
+}
+
+impl Sampler {
+    /// Opens and maps one sampling event per CPU in `cpus`, starts their
+    /// drain threads (writing `out(cpu)`) and enables them.
+    pub fn start(
+        cpus: &[u32],
+        freq: u64,
+        out: impl Fn(u32) -> std::io::Result<File>,
+    ) -> Result<Sampler, CaptureError> {
+        let page = page_size();
+        let mut s = Sampler {
+            cpus: Vec::new(),
+            threads: Vec::new(),
+            stop: Arc::new(AtomicBool::new(false)),
+            lost: Arc::new(AtomicU64::new(0)),
+        };
+        let a = attr(freq);
+        for &cpu in cpus {
+            // SAFETY: perf_event_open with a valid attr buffer of its size.
+            let fd = unsafe {
+                libc::syscall(
+                    libc::SYS_perf_event_open,
+                    a.as_ptr(),
+                    -1i32,
+                    cpu as i32,
+                    -1i32,
+                    PERF_FLAG_FD_CLOEXEC,
+                )
+            } as libc::c_int;
+            if fd < 0 {
+                let e = std::io::Error::last_os_error();
+                return Err(CaptureError(format!(
+                    "perf_event_open (CPU clock sampling) on CPU {cpu}: {e} (needs root, or kernel.perf_event_paranoid <= 0)"
+                )));
+            }
+            let map_len = (1 + DATA_PAGES) * page;
+            // SAFETY: mapping the event's ring buffer, as perf does.
+            let map = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    map_len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    fd,
+                    0,
+                )
+            };
+            if map == libc::MAP_FAILED {
+                let e = std::io::Error::last_os_error();
+                unsafe { libc::close(fd) };
+                return Err(CaptureError(format!(
+                    "mmap of the sampling buffer of CPU {cpu}: {e}"
+                )));
+            }
+            let c = Arc::new(CpuSampler { fd, map, map_len });
+            s.cpus.push((cpu, c.clone()));
+            let file =
+                out(cpu).map_err(|e| CaptureError(format!("samples file of CPU {cpu}: {e}")))?;
+            let (stop, lost) = (s.stop.clone(), s.lost.clone());
+            s.threads.push(std::thread::spawn(move || {
+                drain(&c, file, &stop, &lost, page)
+            }));
+        }
+        for (_, c) in &s.cpus {
+            // SAFETY: an ioctl on our own perf event fd.
+            unsafe { libc::ioctl(c.fd, PERF_EVENT_IOC_ENABLE, 0) };
+        }
+        Ok(s)
+    }
+
+    /// Disables the events, drains what is left and closes everything;
+    /// returns the bytes written.
+    pub fn stop(mut self) -> std::io::Result<u64> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> std::io::Result<u64> {
+        for (_, c) in &self.cpus {
+            unsafe { libc::ioctl(c.fd, PERF_EVENT_IOC_DISABLE, 0) };
+        }
+        self.stop.store(true, Ordering::Release);
+        let mut bytes = 0;
+        let mut result = Ok(());
+        for t in self.threads.drain(..) {
+            match t.join() {
+                Ok(Ok(n)) => bytes += n,
+                Ok(Err(e)) => result = Err(e),
+                Err(_) => result = Err(std::io::Error::other("sample reader panicked")),
+            }
+        }
+        self.cpus.clear();
+        result.map(|_| bytes)
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+impl Drop for CpuSampler {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping and fd, no longer used by any thread.
+        unsafe {
+            libc::munmap(self.map, self.map_len);
+            libc::close(self.fd);
+        }
+    }
+}
+
+fn page_size() -> usize {
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 {
+        n as usize
+    } else {
+        4096
+    }
+}
+
+/// Copies the ring buffer's records to `out` until `stop` and the buffer
+/// is empty; counts PERF_RECORD_LOST.
+fn drain(
+    c: &CpuSampler,
+    mut out: File,
+    stop: &AtomicBool,
+    lost: &AtomicU64,
+    page: usize,
+) -> std::io::Result<u64> {
+    let base = c.map as *mut u8;
+    // perf_event_mmap_page: data_head at 1024, data_tail at 1032.
+    let head_ptr = unsafe { base.add(1024) } as *const u64;
+    let tail_ptr = unsafe { base.add(1032) } as *mut u64;
+    let data = unsafe { base.add(page) };
+    let size = DATA_PAGES * page;
+    let mut written = 0u64;
+    let mut buf = Vec::with_capacity(size);
+    loop {
+        let stopping = stop.load(Ordering::Acquire);
+        // SAFETY: the kernel writes data_head; read it once, then fence so
+        // that the data it covers is seen (perf's own protocol).
+        let head = unsafe { std::ptr::read_volatile(head_ptr) };
+        fence(Ordering::Acquire);
+        let tail = unsafe { std::ptr::read_volatile(tail_ptr) };
+        if head > tail {
+            let len = ((head - tail) as usize).min(size);
+            let from = (tail as usize) % size;
+            buf.clear();
+            // SAFETY: both ranges lie inside the data pages.
+            unsafe {
+                let first = len.min(size - from);
+                buf.extend_from_slice(std::slice::from_raw_parts(data.add(from), first));
+                buf.extend_from_slice(std::slice::from_raw_parts(data, len - first));
+            }
+            count_lost(&buf, lost);
+            out.write_all(&buf)?;
+            written += buf.len() as u64;
+            fence(Ordering::Release);
+            unsafe { std::ptr::write_volatile(tail_ptr, tail + len as u64) };
+            continue;
+        }
+        if stopping {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    out.flush()?;
+    Ok(written)
+}
+
+/// Adds the counts of PERF_RECORD_LOST records in `buf` to `lost`.
+fn count_lost(buf: &[u8], lost: &AtomicU64) {
+    let mut at = 0;
+    while at + 8 <= buf.len() {
+        let kind = u32::from_ne_bytes(buf[at..at + 4].try_into().unwrap());
+        let size = u16::from_ne_bytes(buf[at + 6..at + 8].try_into().unwrap()) as usize;
+        if size < 8 {
+            break;
+        }
+        if kind == 2 && at + 24 <= buf.len() {
+            let n = u64::from_ne_bytes(buf[at + 16..at + 24].try_into().unwrap());
+            lost.fetch_add(n, Ordering::Relaxed);
+        }
+        at += size;
+    }
+}

@@ -1,0 +1,139 @@
+//! On-CPU samples of a capture (`samples-cpuN.perf`, written by
+//! `capture::sampler`): the kernel's perf records as the ring buffer held
+//! them, `perf_event_header` then the fields of `sample_type`. Samples
+//! (PERF_RECORD_SAMPLE) become stacks, their kernel frames named from the
+//! capture's symbols; lost-record counts are said.
+
+use super::capture_dir::Decoder;
+use super::reader::Chunked;
+use super::source::{Source, SourceStats};
+use crate::model::{Event, StackEvent};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What `capture::sampler` records: IP, TID, TIME, CALLCHAIN, CPU.
+pub const SAMPLE_TYPE: u64 = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 5) | (1 << 7);
+const RECORD_LOST: u32 = 2;
+const RECORD_SAMPLE: u32 = 9;
+/// Call-chain entries at or above this are context markers
+/// (PERF_CONTEXT_KERNEL, _USER, …), not addresses.
+const CONTEXT_MAX: u64 = -4095i64 as u64;
+/// Kernel addresses start here on x86-64 and arm64 (the upper half).
+const KERNEL_START: u64 = 0xffff_8000_0000_0000;
+/// Longer chains are damaged (the kernel's perf_event_max_stack is 127 by
+/// default, at most 65535 frames by its sysctl's range).
+const MAX_FRAMES: u64 = 65_535;
+
+pub struct SampleSource {
+    path: PathBuf,
+    input: Chunked,
+    decoder: Arc<Decoder>,
+    user: Arc<str>,
+    stats: SourceStats,
+}
+
+impl SampleSource {
+    pub fn new(path: PathBuf, input: Chunked, decoder: Arc<Decoder>) -> SampleSource {
+        SampleSource {
+            path,
+            input,
+            decoder,
+            user: Arc::from("[user]"),
+            stats: SourceStats::default(),
+        }
+    }
+
+    /// One PERF_RECORD_SAMPLE's body as a stack: frames innermost first;
+    /// a sample taken in user space (no kernel frame) is `[user]`.
+    fn sample(&self, body: &[u8]) -> Option<StackEvent> {
+        let u64_at = |at: usize| Some(u64::from_ne_bytes(body.get(at..at + 8)?.try_into().ok()?));
+        let u32_at = |at: usize| Some(u32::from_ne_bytes(body.get(at..at + 4)?.try_into().ok()?));
+        let ip = u64_at(0)?;
+        let tid = u32_at(12)?;
+        let ts = u64_at(16)?;
+        let cpu = u32_at(24)?;
+        let nr = u64_at(32)?;
+        if nr > MAX_FRAMES || 40 + nr as usize * 8 > body.len() {
+            return None;
+        }
+        let mut frames: Vec<Arc<str>> = (0..nr as usize)
+            .filter_map(|i| u64_at(40 + i * 8))
+            .filter(|a| *a < CONTEXT_MAX && *a >= KERNEL_START)
+            .map(|a| self.decoder.frame_name(a))
+            .collect();
+        if frames.is_empty() {
+            frames.push(if ip >= KERNEL_START {
+                self.decoder.frame_name(ip)
+            } else {
+                self.user.clone()
+            });
+        }
+        Some(StackEvent {
+            ts,
+            cpu,
+            pid: tid,
+            frames: frames.into(),
+            sampled: true,
+        })
+    }
+}
+
+impl Source for SampleSource {
+    fn next_event(&mut self) -> Option<Event> {
+        loop {
+            if self.input.ensure(8) < 8 {
+                if self.input.ensure(1) > 0 {
+                    self.stats.cut_short = Some(format!(
+                        "truncated record header at byte {}",
+                        self.input.offset()
+                    ));
+                }
+                return None;
+            }
+            let head = &self.input.avail()[..8];
+            let kind = u32::from_ne_bytes(head[0..4].try_into().unwrap());
+            let size = u16::from_ne_bytes(head[6..8].try_into().unwrap()) as usize;
+            let at = self.input.offset();
+            if size < 8 {
+                self.stats.cut_short = Some(format!("record at byte {at} claims {size} bytes"));
+                return None;
+            }
+            if self.input.ensure(size) < size {
+                self.stats.cut_short = Some(format!("truncated record at byte {at}"));
+                return None;
+            }
+            let rec = self.input.avail()[8..size].to_vec();
+            self.input.consume(size);
+            match kind {
+                RECORD_SAMPLE => match self.sample(&rec) {
+                    // The recorder's own threads: its footprint, as in
+                    // the trace.
+                    Some(k) if self.decoder.is_recorder(k.pid) => {}
+                    Some(k) => {
+                        self.stats.events += 1;
+                        return Some(Event::Stack(k));
+                    }
+                    None => self.stats.skip(|| format!("sample record at byte {at}")),
+                },
+                RECORD_LOST => {
+                    let n = rec
+                        .get(8..16)
+                        .map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap()));
+                    self.stats.lost_events = self.stats.lost_events.saturating_add(n);
+                    self.stats.lost_reports.push((None, n));
+                }
+                // Throttle, unthrottle and the like: nothing to analyse.
+                _ => {}
+            }
+        }
+    }
+    fn path(&self) -> &Path {
+        &self.path
+    }
+    fn format(&self) -> &'static str {
+        "iosleuth capture (perf samples)"
+    }
+    fn stats(&self) -> &SourceStats {
+        &self.stats
+    }
+}
