@@ -387,9 +387,11 @@ fn record_stacks_folds_blocked_time_and_leaves_no_trigger() {
     if !live() {
         return;
     }
-    let top_trigger = || {
-        std::fs::read_to_string("/sys/kernel/tracing/events/sched/sched_switch/trigger").unwrap()
-    };
+    // Held open (mounted if it was not) for the whole test, so that the
+    // top-level trigger can be read before and after.
+    let tracefs = iosleuth::capture::tracefs::Tracefs::open().unwrap();
+    let trigger_file = tracefs.root.join("events/sched/sched_switch/trigger");
+    let top_trigger = || std::fs::read_to_string(&trigger_file).unwrap();
     let before = top_trigger();
     let dir = tempdir();
     let cap = dir.path().join("cap");
@@ -435,4 +437,8 @@ fn record_stacks_folds_blocked_time_and_leaves_no_trigger() {
     );
     let unknown = folded.lines().filter(|l| l.contains("[unknown]")).count();
     assert_eq!(unknown, 0, "{folded}");
+    // And on-CPU samples of the same run, with their lost count (none).
+    assert_eq!(manifest["samples"]["freq_hz"], 99);
+    assert_eq!(manifest["samples"]["lost"], 0);
+    assert!(cap.join("samples-cpu0.perf").is_file());
 }
