@@ -276,3 +276,26 @@ fn folded_on_cpu(cap: &str) -> Vec<(String, u64)> {
         })
         .collect()
 }
+
+/// `diff` compares on-CPU samples by function too, when both sides have
+/// them: a run against itself moves nothing; captures without samples get
+/// no table.
+#[test]
+fn diff_compares_on_cpu_samples_when_both_sides_have_them() {
+    let cap = "tests/fixtures/oncpu-urandom.cap";
+    let j: serde_json::Value =
+        serde_json::from_str(&run(iosleuth().args(["diff", "--format", "json", cap, cap])))
+            .unwrap();
+    let rows = j["on_cpu_functions"].as_array().unwrap();
+    assert!(rows
+        .iter()
+        .any(|r| r["function"] == "get_random_bytes_user"));
+    assert!(rows
+        .iter()
+        .all(|r| r["delta_points"] == 0.0 && r["significant"] == false));
+    let j: serde_json::Value = serde_json::from_str(&run(
+        iosleuth().args(["diff", "--format", "json", GOOD, BAD])
+    ))
+    .unwrap();
+    assert!(j["on_cpu_functions"].is_null());
+}

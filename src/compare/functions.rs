@@ -1,7 +1,7 @@
-//! Which kernel functions' share of the blocked (off-CPU) time changed
-//! between the two sides, as `perf diff` shows a profile's Baseline and
-//! Delta: a function's share is the blocked time of the stacks it is in
-//! over all blocked time with a stack, each side's runs averaged.
+//! Which kernel functions' share of the blocked (off-CPU) time, and of the
+//! on-CPU samples, changed between the two sides, as `perf diff` shows a
+//! profile's Baseline and Delta: a function's share is the time (samples)
+//! of the stacks it is in over all of it, each side's runs averaged.
 
 use crate::analyze::Analysis;
 use serde::Serialize;
@@ -30,19 +30,35 @@ const MIN_DELTA_POINTS: f64 = 5.0;
 /// Rows in the table.
 const TOP: usize = 20;
 
-/// The functions whose share changed most, largest change first; `None`
-/// when a side has no stacks.
+/// The functions whose share of the blocked time changed most, largest
+/// change first; `None` when a side has no off-CPU stacks.
 pub fn off_cpu_functions(base: &[&Analysis], cand: &[&Analysis]) -> Option<Vec<FunctionShift>> {
-    let with_stacks = |side: &[&Analysis]| side.iter().all(|a| a.stacks.off_cpu_ns > 0);
-    if base.is_empty() || cand.is_empty() || !with_stacks(base) || !with_stacks(cand) {
-        return None;
-    }
-    let shares = |side: &[&Analysis]| -> Vec<std::collections::HashMap<String, f64>> {
+    shifts(base, cand, |a| {
+        (a.stacks.off_cpu_ns > 0).then(|| a.stacks.off_cpu_functions())
+    })
+}
+
+/// The same of the on-CPU samples; `None` when a side has none.
+pub fn on_cpu_functions(base: &[&Analysis], cand: &[&Analysis]) -> Option<Vec<FunctionShift>> {
+    shifts(base, cand, |a| {
+        (a.stacks.samples > 0).then(|| a.stacks.on_cpu_functions())
+    })
+}
+
+fn shifts(
+    base: &[&Analysis],
+    cand: &[&Analysis],
+    of: impl Fn(&Analysis) -> Option<Vec<(String, f64)>>,
+) -> Option<Vec<FunctionShift>> {
+    let shares = |side: &[&Analysis]| -> Option<Vec<std::collections::HashMap<String, f64>>> {
         side.iter()
-            .map(|a| a.stacks.off_cpu_functions().into_iter().collect())
+            .map(|a| of(a).map(|v| v.into_iter().collect()))
             .collect()
     };
-    let (sb, sc) = (shares(base), shares(cand));
+    if base.is_empty() || cand.is_empty() {
+        return None;
+    }
+    let (sb, sc) = (shares(base)?, shares(cand)?);
     let mut names: Vec<&String> = sb.iter().chain(&sc).flat_map(|m| m.keys()).collect();
     names.sort();
     names.dedup();

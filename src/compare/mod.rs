@@ -46,9 +46,10 @@ pub struct Diff {
     pub only_in_candidate: Vec<String>,
     /// The workload's time per operation on each side and where it grew.
     pub time_shift: Option<TimeShift>,
-    /// Kernel functions whose share of the blocked time changed most
-    /// (captures recorded with --stacks).
+    /// Kernel functions whose share of the blocked time, and of the on-CPU
+    /// samples, changed most (captures recorded with --stacks).
     pub off_cpu_functions: Option<Vec<FunctionShift>>,
+    pub on_cpu_functions: Option<Vec<FunctionShift>>,
     /// The difference that explains the change, in one line.
     pub verdict: String,
 }
@@ -230,6 +231,7 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
     let cand_runs: Vec<&Analysis> = cand.iter().map(|(a, _)| *a).collect();
     let time_shift = time_shift::time_shift(&base_runs, &cand_runs);
     let off_cpu_functions = functions::off_cpu_functions(&base_runs, &cand_runs);
+    let on_cpu_functions = functions::on_cpu_functions(&base_runs, &cand_runs);
     // `unexplained` names no cause: it does not explain a change.
     let new_finding = fb
         .iter()
@@ -249,6 +251,7 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
         only_in_candidate,
         time_shift,
         off_cpu_functions,
+        on_cpu_functions,
         verdict,
     }
 }

@@ -47,8 +47,19 @@ pub fn render(d: &Diff) -> String {
     if let Some(t) = d.time_shift.as_ref().filter(|t| t.sentence().is_some()) {
         render_time_shift(&mut out, t);
     }
+    if let Some(rows) = &d.on_cpu_functions {
+        render_functions(
+            &mut out,
+            "on-CPU samples by kernel function, percent of each side's samples",
+            rows,
+        );
+    }
     if let Some(rows) = &d.off_cpu_functions {
-        render_functions(&mut out, rows);
+        render_functions(
+            &mut out,
+            "blocked (off-CPU) time by kernel function, percent of each side's blocked time",
+            rows,
+        );
     }
     if !d.settings.is_empty() {
         let _ = writeln!(out, "\nsettings that differ:");
@@ -116,14 +127,11 @@ fn render_time_shift(out: &mut String, t: &TimeShift) {
     }
 }
 
-/// Blocked time by kernel function, as `perf diff` prints a profile:
-/// Baseline and Delta (`*` where it counts).
-fn render_functions(out: &mut String, rows: &[FunctionShift]) {
+/// Samples or blocked time by kernel function, as `perf diff` prints a
+/// profile: Baseline and Delta (`*` where it counts).
+fn render_functions(out: &mut String, title: &str, rows: &[FunctionShift]) {
     use std::fmt::Write;
-    let _ = writeln!(
-        out,
-        "\nblocked (off-CPU) time by kernel function, percent of each side's blocked time:"
-    );
+    let _ = writeln!(out, "\n{title}:");
     let _ = writeln!(out, "  {:>9} {:>9}  FUNCTION", "baseline", "delta");
     for r in rows {
         let _ = writeln!(
