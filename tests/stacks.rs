@@ -299,3 +299,34 @@ fn diff_compares_on_cpu_samples_when_both_sides_have_them() {
     .unwrap();
     assert!(j["on_cpu_functions"].is_null());
 }
+
+/// `perf record -g -a -F 499` around `dd oflag=dsync` (and whatever else
+/// ran: the VM's fuzzer), printed by `perf script`
+/// (tests/fixtures/perf-record-g.perf-script.txt): iosleuth's folded
+/// stacks equal inferno-collapse-perf's on the same text, stack by stack
+/// and count by count (its `collapse::perf` is the binary's code).
+#[test]
+fn perf_script_samples_fold_as_inferno_collapse_perf_does() {
+    use inferno::collapse::Collapse;
+    let text = "tests/fixtures/perf-record-g.perf-script.txt";
+    let mut expected = Vec::new();
+    inferno::collapse::perf::Folder::default()
+        .collapse(
+            std::io::BufReader::new(std::fs::File::open(text).unwrap()),
+            &mut expected,
+        )
+        .unwrap();
+    let parse = |folded: &str| -> std::collections::BTreeMap<String, u64> {
+        folded
+            .lines()
+            .map(|l| {
+                let (s, n) = l.rsplit_once(' ').unwrap();
+                (s.to_string(), n.parse().unwrap())
+            })
+            .collect()
+    };
+    let expected = parse(&String::from_utf8(expected).unwrap());
+    let ours = parse(&run(iosleuth().args(["report", "--format", "folded", text])));
+    assert!(expected.len() > 20, "{expected:?}");
+    assert_eq!(ours, expected);
+}

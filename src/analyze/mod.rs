@@ -262,6 +262,9 @@ impl<'f> Analyses<'f> {
         }
         self.events += 1;
         self.span.add(k.ts);
+        if !k.comm.is_empty() {
+            self.names.learn_block(k.pid, k.comm);
+        }
         self.stacks.stack(k, &self.names);
     }
 

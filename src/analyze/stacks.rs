@@ -94,7 +94,10 @@ fn function(frame: &str) -> &str {
     if frame.starts_with("0x") {
         return "[unknown]";
     }
-    frame.split_once('+').map_or(frame, |(f, _)| f)
+    match frame.rfind("+0x") {
+        Some(at) if frame[at + 3..].bytes().all(|c| c.is_ascii_hexdigit()) => &frame[..at],
+        _ => frame,
+    }
 }
 
 /// The folded line of a stack: `comm;outermost;…;innermost`, tracer
@@ -104,7 +107,8 @@ pub fn fold(comm: &str, frames: &[Arc<str>]) -> String {
         .iter()
         .position(|f| !tracer_frame(f))
         .unwrap_or(frames.len());
-    let mut s = String::from(comm.replace(';', ":").trim());
+    // Spaces in a comm become `_`, as the collapsers write it.
+    let mut s = comm.trim().replace(';', ":").replace(' ', "_");
     for f in frames[inner..].iter().rev() {
         s.push(';');
         s.push_str(function(f));
@@ -166,9 +170,10 @@ impl StackAnalysis {
 
     pub fn stack(&mut self, k: &StackEvent, names: &super::names::ThreadNames) {
         if k.sampled {
-            if names.keeps(k.pid) {
+            // A sample with no frame folds to nothing (as the collapsers).
+            if names.keeps(k.pid) && !k.frames.is_empty() {
                 self.samples += 1;
-                *self.on_cpu.entry((k.pid, k.frames.clone())).or_default() += 1;
+                *self.on_cpu.entry((k.pid, k.frames.clone())).or_default() += k.weight;
             }
             return;
         }
@@ -381,6 +386,8 @@ mod tests {
                 pid: 7,
                 frames: frames(&["schedule+0x1", "io_schedule+0x2"]).into(),
                 sampled: false,
+                weight: 1,
+                comm: Default::default(),
             },
             &names,
         );

@@ -236,6 +236,8 @@ impl Decoder {
                 pid,
                 frames: self.frames(rec, size, caller),
                 sampled: false,
+                weight: 1,
+                comm: Default::default(),
             })),
             Kind::Block(action, f) => {
                 let int = |x: &Option<Field>| x.as_ref().and_then(|x| read_int(rec, x));

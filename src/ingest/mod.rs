@@ -7,6 +7,7 @@ pub mod capture_dir;
 pub mod files;
 pub mod merge;
 pub mod perf_samples;
+pub mod perf_script_stack;
 pub mod reader;
 pub mod ring_buffer;
 pub mod source;

@@ -74,6 +74,8 @@ impl SampleSource {
             pid: tid,
             frames: frames.into(),
             sampled: true,
+            weight: 1,
+            comm: Default::default(),
         })
     }
 }

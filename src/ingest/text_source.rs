@@ -3,6 +3,7 @@
 //! default output.
 
 use super::block_text::{parse_blk_action, parse_tracepoint, Context};
+use super::perf_script_stack;
 use super::reader::Chunked;
 use super::source::{Position, Source, SourceStats};
 use super::text_fields::{parse_ftrace_syscall, parse_payload};
@@ -40,6 +41,8 @@ enum Line {
         ts: u64,
         cpu: u32,
         pid: u32,
+        /// A perf sample (its frames are `pc function (module)` lines).
+        sampled: Option<u64>,
     },
     /// Comments, headers, summaries: nothing to count.
     Ignore,
@@ -85,6 +88,10 @@ pub fn detect(data: &[u8]) -> Option<TextFormat> {
         }
         if parse_blkparse_line(line).is_some() {
             blkparse += 1;
+        } else if perf_sample(line) {
+            // A sample of `perf record` (`comm tid [cpu] time: period
+            // cpu-clock:`), with or without its CPU.
+            perf += 1;
         } else if let Some((h, rest)) = parse_header(line) {
             let named = split_event(rest).map(|(n, _)| memchr::memchr(b':', n).is_some());
             if !h.dashed && named == Some(true) {
@@ -104,6 +111,14 @@ pub fn detect(data: &[u8]) -> Option<TextFormat> {
     } else {
         Some(TextFormat::Ftrace)
     }
+}
+
+/// Whether a line is a perf script sample of a sampling event.
+fn perf_sample(line: &[u8]) -> bool {
+    std::str::from_utf8(line)
+        .ok()
+        .and_then(perf_script_stack::parse_sample_header)
+        .is_some_and(|h| perf_script_stack::is_sampling_event(h.event))
 }
 
 /// `259,0    1       13     0.002545516  1579  A   R 280576 + 512 <- (252,0) 278528`
@@ -167,6 +182,9 @@ pub struct TextSource {
     stack: Option<(StackEvent, Vec<Arc<str>>)>,
     /// An event read while ending a stack, returned next.
     queued: Option<Event>,
+    /// The thread and comm of the perf sample being read: its name is
+    /// handed on as a ProcessName event.
+    sample_comm: Option<(u32, String)>,
 }
 
 /// Frames of a text stack beyond this are a damaged input (the kernel
@@ -186,12 +204,27 @@ impl TextSource {
             names: HashMap::new(),
             stack: None,
             queued: None,
+            sample_comm: None,
         }
     }
 
     /// A `=> function` line of the stack being read: its frame (the name,
     /// without trace-cmd's `(ffffffff…)` address). Whether it was one.
     fn stack_frame(&mut self, line: &[u8]) -> bool {
+        if self.stack.as_ref().is_some_and(|(k, _)| k.sampled) {
+            if !perf_script_stack::is_frame_line(line) {
+                return false;
+            }
+            let frame = std::str::from_utf8(line)
+                .ok()
+                .and_then(perf_script_stack::parse_frame);
+            if let (Some(f), Some((_, frames))) = (frame, &mut self.stack) {
+                if frames.len() < MAX_TEXT_FRAMES {
+                    frames.push(Arc::from(f));
+                }
+            }
+            return true;
+        }
         let t = trim(line);
         let Some(rest) = t.strip_prefix(b"=>") else {
             return false;
@@ -232,6 +265,7 @@ impl TextSource {
         }
         match self.format {
             TextFormat::Blkparse => self.classify_blkparse(t),
+            TextFormat::PerfScript => self.classify_perf_line(line),
             _ => self.classify_tracepoint_line(line),
         }
     }
@@ -263,6 +297,32 @@ impl TextSource {
         Line::Bad
     }
 
+    /// perf script: a sample of a sampling event (cpu-clock, cycles, …)
+    /// starts a stack whose frame lines follow; the frames of any other
+    /// event are passed over; tracepoint lines as ftrace's.
+    fn classify_perf_line(&mut self, line: &[u8]) -> Line {
+        if perf_script_stack::is_frame_line(line) {
+            return Line::Ignore;
+        }
+        if let Some(h) = std::str::from_utf8(line)
+            .ok()
+            .and_then(perf_script_stack::parse_sample_header)
+            .filter(|h| perf_script_stack::is_sampling_event(h.event))
+        {
+            let comm = h.comm.to_string();
+            let tid = h.tid;
+            let k = Line::StackStart {
+                ts: h.ts,
+                cpu: h.cpu.unwrap_or(0),
+                pid: tid,
+                sampled: Some(h.period.unwrap_or(1)),
+            };
+            self.sample_comm = Some((tid, comm));
+            return k;
+        }
+        self.classify_tracepoint_line(line)
+    }
+
     fn classify_tracepoint_line(&mut self, line: &[u8]) -> Line {
         let t = trim(line);
         // trace-cmd's preamble and per-CPU notes.
@@ -285,6 +345,7 @@ impl TextSource {
                 ts: h.ts,
                 cpu: h.cpu,
                 pid: h.pid,
+                sampled: None,
             };
         }
         // The `blk` tracer prints `MAJ,MIN ACTION RWBS ...` with no event name.
@@ -370,13 +431,25 @@ impl TextSource {
             let ended = self.stack.take().map(finished_stack);
             let ev = match self.classify(line) {
                 Line::Event(ev) => Some(ev),
-                Line::StackStart { ts, cpu, pid } => {
+                Line::StackStart {
+                    ts,
+                    cpu,
+                    pid,
+                    sampled,
+                } => {
                     let k = StackEvent {
                         ts,
                         cpu,
                         pid,
                         frames: Arc::from(Vec::new()),
-                        sampled: false,
+                        sampled: sampled.is_some(),
+                        weight: sampled.unwrap_or(1),
+                        comm: self
+                            .sample_comm
+                            .take()
+                            .filter(|(tid, _)| *tid == pid)
+                            .map(|(_, c)| Comm::new(c.as_bytes()))
+                            .unwrap_or_default(),
                     };
                     self.stack = Some((k, Vec::new()));
                     None

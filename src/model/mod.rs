@@ -75,6 +75,11 @@ pub struct StackEvent {
     /// An on-CPU sample (perf_event_open) rather than a stack the tracer
     /// wrote after an event (the thread was then switching away).
     pub sampled: bool,
+    /// What a sample weighs: its period where the source gives one (perf
+    /// script: CPU-clock ns, cycles), else 1.
+    pub weight: u64,
+    /// The task's name where the source prints it (perf script).
+    pub comm: Comm,
 }
 
 impl OtherEvent {
