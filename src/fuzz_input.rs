@@ -77,14 +77,16 @@ pub fn tracefs_format(data: &[u8]) {
 
 /// Builds `dir/run.cap` from parts [manifest, snapshot.json,
 /// formats/header_page, one format file (its first byte picks the
-/// system), symbols.json, cpu0.raw, cpu1.raw] over the capture `fixture`:
-/// an empty manifest or header_page is the fixture's, whose format files
-/// are always there (linked; the fuzzed one is added beside them), so that
-/// decoding gets deep; an empty snapshot, symbols or cpu1.raw is left out.
+/// system), symbols.json, cpu0.raw, cpu1.raw, samples-cpu0.perf] over the
+/// capture `fixture`: an empty manifest or header_page is the fixture's,
+/// whose format files are always there (linked; the fuzzed one is added
+/// beside them), so that decoding gets deep; an empty snapshot, symbols,
+/// cpu1.raw or samples file is left out. With samples and the fixture's
+/// manifest, the manifest says they are in the layout iosleuth reads.
 pub fn write_capture(data: &[u8], dir: &Path, fixture: &Path) -> io::Result<PathBuf> {
-    let p = split(data, 7);
-    let (manifest, snapshot, header_page, format, symbols, cpu0, cpu1) =
-        (p[0], p[1], p[2], p[3], p[4], p[5], p[6]);
+    let p = split(data, 8);
+    let (manifest, snapshot, header_page, format, symbols, cpu0, cpu1, samples) =
+        (p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]);
     let fixture = fixture.canonicalize()?;
     let cap = dir.join("run.cap");
     let write = |name: &str, bytes: &[u8]| -> io::Result<()> {
@@ -100,7 +102,15 @@ pub fn write_capture(data: &[u8], dir: &Path, fixture: &Path) -> io::Result<Path
             false => Ok(part.to_vec()),
         }
     };
-    write(MANIFEST, &or(manifest, MANIFEST)?)?;
+    let mut manifest = or(manifest, MANIFEST)?;
+    if p[0].is_empty() && !samples.is_empty() {
+        if let Ok(mut m) = serde_json::from_slice::<serde_json::Value>(&manifest) {
+            m["samples"] =
+                serde_json::json!({"sample_type": crate::ingest::perf_samples::SAMPLE_TYPE});
+            manifest = serde_json::to_vec(&m).unwrap_or(manifest);
+        }
+    }
+    write(MANIFEST, &manifest)?;
     if !snapshot.is_empty() {
         write(SNAPSHOT, snapshot)?;
     }
@@ -142,6 +152,9 @@ pub fn write_capture(data: &[u8], dir: &Path, fixture: &Path) -> io::Result<Path
     write(&cpu_file(0), cpu0)?;
     if !cpu1.is_empty() {
         write(&cpu_file(1), cpu1)?;
+    }
+    if !samples.is_empty() {
+        write(&crate::model::capture_layout::samples_file(0), samples)?;
     }
     Ok(cap)
 }

@@ -317,3 +317,36 @@ fn the_kernel_stack_seed_reaches_the_stack_decoder() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The capture_dir target's samples seed: perf records beside the
+/// fixture's pages reach the sample decoder (the fixture's manifest then
+/// names their layout); the same records cut in the middle of one give a
+/// warning naming the file, and the samples before it are kept.
+#[test]
+fn the_samples_seed_reaches_the_sample_decoder_and_a_cut_record_is_said() {
+    let oc = Path::new("tests/fixtures/oncpu-urandom.cap");
+    let fx = Path::new("tests/fixtures/fsync-4k.cap");
+    let samples = std::fs::read(oc.join("samples-cpu0.perf")).unwrap();
+    let symbols = std::fs::read(oc.join("symbols.json")).unwrap();
+    let cpu0 = &std::fs::read(fx.join("cpu0.raw")).unwrap()[..12288];
+    let sep = iosleuth::fuzz_input::SEPARATOR;
+    let count = |samples: &[u8]| -> (usize, String) {
+        let parts: [&[u8]; 8] = [b"", b"", b"", b"", &symbols, cpu0, b"", samples];
+        let d = tempdir();
+        let cap = capture_from(&parts.join(sep), d.path());
+        let out = iosleuth().args(["dump"]).arg(&cap).output().unwrap();
+        let n = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains("perf:cpu-clock => "))
+            .count();
+        (n, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (whole, _) = count(&samples);
+    assert!(whole > 10, "{whole}");
+    let (cut, err) = count(&samples[..samples.len() - 5]);
+    assert_eq!(cut, whole - 1);
+    assert!(
+        err.contains("samples-cpu0.perf") && err.contains("truncated record"),
+        "{err}"
+    );
+}

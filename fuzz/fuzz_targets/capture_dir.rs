@@ -4,7 +4,8 @@
 //!
 //! Input: parts split by `iosleuth::fuzz_input::split` —
 //! [manifest, snapshot.json, formats/header_page, one format file (its
-//!  first byte picks the system), symbols.json, cpu0.raw, cpu1.raw].
+//!  first byte picks the system), symbols.json, cpu0.raw, cpu1.raw,
+//!  samples-cpu0.perf].
 //! An empty manifest or header_page is the committed fixture's
 //! (tests/fixtures/fsync-4k.cap), whose format files are always there (the
 //! fuzzed one is added beside them), so that decoding gets deep; an empty
