@@ -11,14 +11,23 @@ use common::*;
 const GOOD: &str = "tests/fixtures/stacks-journal-1024m.cap";
 const BAD: &str = "tests/fixtures/stacks-journal-4m.cap";
 
-fn folded(cap: &str) -> Vec<(String, u64)> {
-    run(iosleuth().args(["report", "--format", "folded", "--off-cpu", cap]))
+/// `report --format folded [--off-cpu]` as (stack, count) lines.
+fn folded_by(args: &[&str]) -> Vec<(String, u64)> {
+    run(iosleuth().args(["report", "--format", "folded"]).args(args))
         .lines()
         .map(|l| {
             let (stack, n) = l.rsplit_once(' ').expect("STACK COUNT");
-            (stack.to_string(), n.parse().expect("a count in µs"))
+            (stack.to_string(), n.parse().expect("a count"))
         })
         .collect()
+}
+
+fn folded(cap: &str) -> Vec<(String, u64)> {
+    folded_by(&["--off-cpu", cap])
+}
+
+fn folded_on_cpu(cap: &str) -> Vec<(String, u64)> {
+    folded_by(&[cap])
 }
 
 /// Percent of the probe threads' blocked time in stacks through `function`.
@@ -265,16 +274,6 @@ fn on_cpu_samples_fold_and_draw_where_the_cpu_ran() {
     run(iosleuth().args(["flamegraph", cap, "-o"]).arg(&svg));
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.contains(">Flame Graph<") && text.contains("<title>chacha_permute ("));
-}
-
-fn folded_on_cpu(cap: &str) -> Vec<(String, u64)> {
-    run(iosleuth().args(["report", "--format", "folded", cap]))
-        .lines()
-        .map(|l| {
-            let (stack, n) = l.rsplit_once(' ').expect("STACK COUNT");
-            (stack.to_string(), n.parse().expect("a count"))
-        })
-        .collect()
 }
 
 /// `diff` compares on-CPU samples by function too, when both sides have

@@ -453,7 +453,8 @@ impl Recorder {
     }
 }
 
-fn page_size() -> usize {
+/// The machine's page size: ring-buffer pages and perf mmap pages.
+pub(crate) fn page_size() -> usize {
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if n > 0 {
         n as usize

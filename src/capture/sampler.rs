@@ -79,7 +79,7 @@ impl Sampler {
         freq: u64,
         out: impl Fn(u32) -> std::io::Result<File>,
     ) -> Result<Sampler, CaptureError> {
-        let page = page_size();
+        let page = super::recorder::page_size();
         let mut s = Sampler {
             cpus: Vec::new(),
             threads: Vec::new(),
@@ -178,15 +178,6 @@ impl Drop for CpuSampler {
             libc::munmap(self.map, self.map_len);
             libc::close(self.fd);
         }
-    }
-}
-
-fn page_size() -> usize {
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if n > 0 {
-        n as usize
-    } else {
-        4096
     }
 }
 

@@ -53,12 +53,8 @@ fn off_cpu(a: &Analysis) -> Value {
         "kernel_stacks": s.stacks,
         "total_ns": s.off_cpu_ns,
         "without_stack_ns": s.off_cpu_without_stack_ns,
-        "top_stacks": s.off_cpu.iter().take(OFF_CPU_TOP)
-            .map(|(stack, ns)| json!({"stack": stack, "ns": ns}))
-            .collect::<Vec<_>>(),
-        "functions": s.off_cpu_functions().into_iter().take(OFF_CPU_TOP)
-            .map(|(f, pct)| json!({"function": f, "percent": (pct * 100.0).round() / 100.0}))
-            .collect::<Vec<_>>(),
+        "top_stacks": top_stacks(&s.off_cpu, "ns"),
+        "functions": functions(s.off_cpu_functions()),
     })
 }
 
@@ -67,13 +63,27 @@ fn on_cpu(a: &Analysis) -> Value {
     let s = &a.stacks;
     json!({
         "samples": s.samples,
-        "top_stacks": s.on_cpu.iter().take(OFF_CPU_TOP)
-            .map(|(stack, n)| json!({"stack": stack, "samples": n}))
-            .collect::<Vec<_>>(),
-        "functions": s.on_cpu_functions().into_iter().take(OFF_CPU_TOP)
-            .map(|(f, pct)| json!({"function": f, "percent": (pct * 100.0).round() / 100.0}))
-            .collect::<Vec<_>>(),
+        "top_stacks": top_stacks(&s.on_cpu, "samples"),
+        "functions": functions(s.on_cpu_functions()),
     })
+}
+
+/// The largest folded stacks as `{stack, UNIT: count}`.
+fn top_stacks(folded: &[(String, u64)], unit: &str) -> Vec<Value> {
+    folded
+        .iter()
+        .take(OFF_CPU_TOP)
+        .map(|(stack, n)| json!({"stack": stack, unit: n}))
+        .collect()
+}
+
+/// The largest function shares as `{function, percent}`.
+fn functions(shares: Vec<(String, f64)>) -> Vec<Value> {
+    shares
+        .into_iter()
+        .take(OFF_CPU_TOP)
+        .map(|(f, pct)| json!({"function": f, "percent": (pct * 100.0).round() / 100.0}))
+        .collect()
 }
 
 pub fn render(a: &Analysis, findings: &[Finding]) -> String {
