@@ -329,3 +329,31 @@ fn perf_script_samples_fold_as_inferno_collapse_perf_does() {
     assert!(expected.len() > 20, "{expected:?}");
     assert_eq!(ours, expected);
 }
+
+/// A capture with stacks whose symbols.json is gone still reads, with a
+/// warning naming the capture; the frames fold as [unknown].
+#[test]
+fn stacks_without_symbols_are_unknown_frames_with_a_warning() {
+    let d = tempdir();
+    let cap = d.path().join("oncpu.cap");
+    copy_dir(
+        std::path::Path::new("tests/fixtures/oncpu-urandom.cap"),
+        &cap,
+    );
+    std::fs::remove_file(cap.join("symbols.json")).unwrap();
+    let o = iosleuth()
+        .args(["report", "--format", "folded"])
+        .arg(&cap)
+        .output()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("oncpu.cap") && err.contains("no symbols.json"),
+        "{err}"
+    );
+    assert!(out.lines().any(|l| l.starts_with("dd;[unknown]")), "{out}");
+}

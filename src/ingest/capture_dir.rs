@@ -509,6 +509,18 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
         })
         .unwrap_or_default();
     decoder.symbols = load_symbols(dir, &mut notes);
+    // Stacks are addresses in the ring buffer and the samples: without
+    // the capture's symbols every frame is [unknown].
+    let has_stacks = manifest["triggers"]
+        .as_array()
+        .is_some_and(|t| !t.is_empty())
+        || manifest["samples"].is_object();
+    if has_stacks && decoder.symbols.is_empty() && !dir.join(SYMBOLS).exists() {
+        notes.push(format!(
+            "{}: the capture holds kernel stacks but no {SYMBOLS}: their frames are shown as [unknown] (the recorder could not read /proc/kallsyms, or the file was removed)",
+            dir.display()
+        ));
+    }
     let decoder = Arc::new(decoder);
     let cpus = cpu_files(dir, &manifest, &mut notes)?;
     if cpus.is_empty() && notes.is_empty() {
