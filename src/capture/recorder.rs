@@ -268,24 +268,7 @@ impl Recorder {
             std::fs::create_dir_all(&fdir)?;
             std::fs::copy(dir.join("format"), fdir.join("format"))?;
         }
-        // trace_marker writes are recorded whatever is enabled, stack
-        // traces when a trigger asks: keep the formats that decode them.
-        let mut internal = vec!["ftrace/print"];
-        if opts.off_cpu_stacks {
-            let trigger = i.join("events/sched/sched_switch/trigger");
-            write(&trigger, OFF_CPU_TRIGGER)?;
-            r.triggers
-                .push(format!("sched/sched_switch: {OFF_CPU_TRIGGER}"));
-            internal.push("ftrace/kernel_stack");
-        }
-        for ev in internal {
-            let format = i.join("events").join(ev).join("format");
-            if format.exists() {
-                let fdir = out.join(EVENT_FORMATS).join(ev);
-                std::fs::create_dir_all(&fdir)?;
-                std::fs::copy(&format, fdir.join("format"))?;
-            }
-        }
+        r.stack_trigger_and_internal_formats(opts.off_cpu_stacks)?;
         if r.enabled.is_empty() {
             return Err(CaptureError(
                 "none of the requested events exists on this kernel".into(),
@@ -323,6 +306,35 @@ impl Recorder {
         }
         write(&i.join("tracing_on"), "1")?;
         Ok(r)
+    }
+
+    /// The off-CPU stack trigger when asked, and the formats of the
+    /// tracer's own records: trace_marker writes are recorded whatever is
+    /// enabled, stack traces when a trigger asks.
+    fn stack_trigger_and_internal_formats(
+        &mut self,
+        off_cpu_stacks: bool,
+    ) -> Result<(), CaptureError> {
+        let i = self.instance.clone();
+        let mut internal = vec!["ftrace/print"];
+        if off_cpu_stacks {
+            write(
+                &i.join("events/sched/sched_switch/trigger"),
+                OFF_CPU_TRIGGER,
+            )?;
+            self.triggers
+                .push(format!("sched/sched_switch: {OFF_CPU_TRIGGER}"));
+            internal.push("ftrace/kernel_stack");
+        }
+        for ev in internal {
+            let format = i.join("events").join(ev).join("format");
+            if format.exists() {
+                let fdir = self.out.join(EVENT_FORMATS).join(ev);
+                std::fs::create_dir_all(&fdir)?;
+                std::fs::copy(&format, fdir.join("format"))?;
+            }
+        }
+        Ok(())
     }
 
     /// `12.3 MB, 4.1 MB/s, 0 lost` for the progress line.

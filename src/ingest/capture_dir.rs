@@ -509,18 +509,7 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
         })
         .unwrap_or_default();
     decoder.symbols = load_symbols(dir, &mut notes);
-    // Stacks are addresses in the ring buffer and the samples: without
-    // the capture's symbols every frame is [unknown].
-    let has_stacks = manifest["triggers"]
-        .as_array()
-        .is_some_and(|t| !t.is_empty())
-        || manifest["samples"].is_object();
-    if has_stacks && decoder.symbols.is_empty() && !dir.join(SYMBOLS).exists() {
-        notes.push(format!(
-            "{}: the capture holds kernel stacks but no {SYMBOLS}: their frames are shown as [unknown] (the recorder could not read /proc/kallsyms, or the file was removed)",
-            dir.display()
-        ));
-    }
+    notes.extend(stacks_without_symbols(dir, &manifest, &decoder));
     let decoder = Arc::new(decoder);
     let cpus = cpu_files(dir, &manifest, &mut notes)?;
     if cpus.is_empty() && notes.is_empty() {
@@ -591,6 +580,25 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
         .map(|s| Box::new(s) as Box<dyn Source>)
         .chain(samples)
         .collect())
+}
+
+/// Stacks are addresses in the ring buffer and the samples: without the
+/// capture's symbols every frame is [unknown]; say so.
+fn stacks_without_symbols(
+    dir: &Path,
+    manifest: &serde_json::Value,
+    decoder: &Decoder,
+) -> Option<String> {
+    let has_stacks = manifest["triggers"]
+        .as_array()
+        .is_some_and(|t| !t.is_empty())
+        || manifest["samples"].is_object();
+    (has_stacks && decoder.symbols.is_empty() && !dir.join(SYMBOLS).exists()).then(|| {
+        format!(
+            "{}: the capture holds kernel stacks but no {SYMBOLS}: their frames are shown as [unknown] (the recorder could not read /proc/kallsyms, or the file was removed)",
+            dir.display()
+        )
+    })
 }
 
 /// The on-CPU samples of `record --stacks` (`samples-cpuN.perf`), when the
