@@ -9,8 +9,8 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct FlamegraphArgs {
-    /// Captures recorded with `iosleuth record --stacks` (or any trace
-    /// with kernel stacks after sched_switch).
+    /// Captures recorded with `iosleuth record --stacks`, `perf script`
+    /// output of `perf record -g`, or ftrace text with stack traces.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
     /// The SVG to write.

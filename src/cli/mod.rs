@@ -39,8 +39,8 @@ enum Cmd {
     /// Convert traces into files that blkparse, btt, iowatcher and
     /// seekwatcher read.
     Export(export::ExportArgs),
-    /// Draw a flame graph (interactive SVG) of where threads blocked:
-    /// `flamegraph CAPTURE -o out.svg --off-cpu`.
+    /// Draw a flame graph (interactive SVG) of where the CPUs ran, or with
+    /// --off-cpu where threads blocked: `flamegraph CAPTURE -o out.svg`.
     Flamegraph(flamegraph::FlamegraphArgs),
     /// Built-in workloads that time each operation (and mark it in the
     /// trace when run under `iosleuth record`).
