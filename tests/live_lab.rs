@@ -7,6 +7,17 @@ mod common;
 
 use common::*;
 
+/// The tests here run `lab` on the machine's loop devices and mounts and
+/// compare the machine before and after: one at a time, or one would see
+/// the other's devices as left behind.
+static ONE_LAB_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_lab_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_LAB_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Loop devices, our mounts, lab directories, and recording journals of
 /// sessions that did not end cleanly.
 fn state() -> (String, String, usize, usize) {
@@ -85,6 +96,7 @@ fn lab_run_all_names_each_cause_and_cleans_up_also_after_ctrl_c() {
     if !live() {
         return;
     }
+    let _one = one_lab_at_a_time();
     interrupt_lab("slow-device", std::time::Duration::from_millis(100));
     interrupt_lab("journal", std::time::Duration::from_millis(2500));
     // `lab run merges | head -1`: the reader goes away; the lab still
@@ -207,6 +219,7 @@ fn lab_journal_shows_the_journal_space_wait_in_stacks_and_flame_graphs() {
     if !live() {
         return;
     }
+    let _one = one_lab_at_a_time();
     let out = run(iosleuth().args(["lab", "run", "journal", "--keep"]));
     let kept = out
         .lines()
