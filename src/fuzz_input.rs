@@ -106,7 +106,7 @@ pub fn write_capture(data: &[u8], dir: &Path, fixture: &Path) -> io::Result<Path
     if p[0].is_empty() && !samples.is_empty() {
         if let Ok(mut m) = serde_json::from_slice::<serde_json::Value>(&manifest) {
             m["samples"] =
-                serde_json::json!({"sample_type": crate::ingest::perf_samples::SAMPLE_TYPE});
+                serde_json::json!({"sample_type": crate::model::perf_record::SAMPLE_TYPE});
             manifest = serde_json::to_vec(&m).unwrap_or(manifest);
         }
     }

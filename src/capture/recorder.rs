@@ -390,7 +390,7 @@ impl Recorder {
             let written = s.stop();
             serde_json::json!({
                 "freq_hz": freq,
-                "sample_type": super::sampler::SAMPLE_TYPE,
+                "sample_type": crate::model::perf_record::SAMPLE_TYPE,
                 "bytes": written.as_ref().ok(),
                 "error": written.as_ref().err().map(|e| e.to_string()),
                 "lost": lost.load(std::sync::atomic::Ordering::Relaxed),

@@ -17,10 +17,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// The sample fields recorded, in `perf_event_attr.sample_type` bits: IP,
-/// TID, TIME, CALLCHAIN, CPU. The decoder reads this value from the
-/// manifest and refuses others.
-pub const SAMPLE_TYPE: u64 = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 5) | (1 << 7);
+use crate::model::perf_record::{self, SAMPLE_TYPE};
+
 /// Data pages of each CPU's ring buffer (a power of two): 256 KiB holds
 /// over a second of 99 Hz samples with deep stacks; the reader drains it
 /// every 50 ms.
@@ -234,16 +232,19 @@ fn drain(
 /// Adds the counts of PERF_RECORD_LOST records in `buf` to `lost`.
 fn count_lost(buf: &[u8], lost: &AtomicU64) {
     let mut at = 0;
-    while at + 8 <= buf.len() {
-        let kind = u32::from_ne_bytes(buf[at..at + 4].try_into().unwrap());
-        let size = u16::from_ne_bytes(buf[at + 6..at + 8].try_into().unwrap()) as usize;
-        if size < 8 {
+    while let Some((kind, size)) = perf_record::header(&buf[at..]) {
+        if size < perf_record::HEADER_LEN {
             break;
         }
-        if kind == 2 && at + 24 <= buf.len() {
-            let n = u64::from_ne_bytes(buf[at + 16..at + 24].try_into().unwrap());
-            lost.fetch_add(n, Ordering::Relaxed);
+        if kind == perf_record::RECORD_LOST {
+            let body = buf
+                .get(at + perf_record::HEADER_LEN..at + size)
+                .unwrap_or(&[]);
+            lost.fetch_add(perf_record::lost(body).unwrap_or(0), Ordering::Relaxed);
         }
         at += size;
+        if at >= buf.len() {
+            break;
+        }
     }
 }

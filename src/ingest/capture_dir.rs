@@ -609,7 +609,8 @@ fn sample_sources(
     decoder: &Arc<Decoder>,
     notes: &mut Vec<String>,
 ) -> Vec<Box<dyn Source>> {
-    use super::perf_samples::{SampleSource, SAMPLE_TYPE};
+    use super::perf_samples::SampleSource;
+    use crate::model::perf_record::SAMPLE_TYPE;
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };

@@ -7,14 +7,11 @@
 use super::capture_dir::Decoder;
 use super::reader::Chunked;
 use super::source::{Source, SourceStats};
+use crate::model::perf_record::{self, HEADER_LEN, RECORD_LOST, RECORD_SAMPLE};
 use crate::model::{Event, StackEvent};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// What `capture::sampler` records: IP, TID, TIME, CALLCHAIN, CPU.
-pub const SAMPLE_TYPE: u64 = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 5) | (1 << 7);
-const RECORD_LOST: u32 = 2;
-const RECORD_SAMPLE: u32 = 9;
 /// Call-chain entries at or above this are context markers
 /// (PERF_CONTEXT_KERNEL, _USER, …), not addresses.
 const CONTEXT_MAX: u64 = -4095i64 as u64;
@@ -83,7 +80,7 @@ impl SampleSource {
 impl Source for SampleSource {
     fn next_event(&mut self) -> Option<Event> {
         loop {
-            if self.input.ensure(8) < 8 {
+            if self.input.ensure(HEADER_LEN) < HEADER_LEN {
                 if self.input.ensure(1) > 0 {
                     self.stats.cut_short = Some(format!(
                         "truncated record header at byte {}",
@@ -92,11 +89,9 @@ impl Source for SampleSource {
                 }
                 return None;
             }
-            let head = &self.input.avail()[..8];
-            let kind = u32::from_ne_bytes(head[0..4].try_into().unwrap());
-            let size = u16::from_ne_bytes(head[6..8].try_into().unwrap()) as usize;
+            let (kind, size) = perf_record::header(self.input.avail())?;
             let at = self.input.offset();
-            if size < 8 {
+            if size < HEADER_LEN {
                 self.stats.cut_short = Some(format!("record at byte {at} claims {size} bytes"));
                 return None;
             }
@@ -104,7 +99,7 @@ impl Source for SampleSource {
                 self.stats.cut_short = Some(format!("truncated record at byte {at}"));
                 return None;
             }
-            let rec = self.input.avail()[8..size].to_vec();
+            let rec = self.input.avail()[HEADER_LEN..size].to_vec();
             self.input.consume(size);
             match kind {
                 RECORD_SAMPLE => match self.sample(&rec) {
@@ -118,9 +113,7 @@ impl Source for SampleSource {
                     None => self.stats.skip(|| format!("sample record at byte {at}")),
                 },
                 RECORD_LOST => {
-                    let n = rec
-                        .get(8..16)
-                        .map_or(0, |b| u64::from_ne_bytes(b.try_into().unwrap()));
+                    let n = perf_record::lost(&rec).unwrap_or(0);
                     self.stats.lost_events = self.stats.lost_events.saturating_add(n);
                     self.stats.lost_reports.push((None, n));
                 }
