@@ -457,21 +457,26 @@ fn load_symbols(dir: &Path, notes: &mut Vec<String>) -> HashMap<u64, Arc<str>> {
 
 /// The capture's `cpuN.raw` files by CPU; the CPUs the manifest lists
 /// whose file is not there at all are said in `notes`.
+/// The files of `dir` whose name `cpu_of` reads a CPU number from, by CPU.
+fn per_cpu_files(
+    dir: &Path,
+    cpu_of: fn(&str) -> Option<u32>,
+) -> std::io::Result<Vec<(u32, PathBuf)>> {
+    let mut files: Vec<(u32, PathBuf)> = std::fs::read_dir(dir)?
+        .flatten()
+        .filter_map(|e| Some((cpu_of(&e.file_name().to_string_lossy())?, e.path())))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
 fn cpu_files(
     dir: &Path,
     manifest: &serde_json::Value,
     notes: &mut Vec<String>,
 ) -> Result<Vec<(u32, PathBuf)>, InputError> {
-    let mut cpus: Vec<(u32, PathBuf)> = std::fs::read_dir(dir)
-        .map_err(|e| InputError::new(dir, format!("cannot list: {e}")))?
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let cpu = layout::cpu_of_file(&name)?;
-            Some((cpu, e.path()))
-        })
-        .collect();
-    cpus.sort();
+    let cpus = per_cpu_files(dir, layout::cpu_of_file)
+        .map_err(|e| InputError::new(dir, format!("cannot list: {e}")))?;
     // CPUs the manifest lists whose file is not there at all.
     if let Some(listed) = manifest["cpus"].as_array() {
         for cpu in listed.iter().filter_map(|c| c.as_u64()) {
@@ -517,11 +522,7 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
     }
     let mut out: Vec<RawCpuSource> = Vec::new();
     for (cpu, path) in cpus {
-        let f = super::files::open_checked(&path).and_then(|(f, m)| match m.is_file() {
-            true => Ok((f, m)),
-            false => Err(super::files::not_regular(&m)),
-        });
-        let (f, meta) = match f {
+        let (f, meta) = match super::files::open_regular(&path) {
             Ok(x) => x,
             Err(e) => {
                 notes.push(format!(
@@ -611,17 +612,7 @@ fn sample_sources(
 ) -> Vec<Box<dyn Source>> {
     use super::perf_samples::SampleSource;
     use crate::model::perf_record::SAMPLE_TYPE;
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut files: Vec<(u32, PathBuf)> = entries
-        .flatten()
-        .filter_map(|e| {
-            let cpu = layout::cpu_of_samples_file(e.file_name().to_str()?)?;
-            Some((cpu, e.path()))
-        })
-        .collect();
-    files.sort();
+    let files = per_cpu_files(dir, layout::cpu_of_samples_file).unwrap_or_default();
     if files.is_empty() {
         return Vec::new();
     }
@@ -635,17 +626,12 @@ fn sample_sources(
     }
     let mut out: Vec<Box<dyn Source>> = Vec::new();
     for (_, path) in files {
-        match super::files::open_checked(&path) {
-            Ok((f, m)) if m.is_file() => out.push(Box::new(SampleSource::new(
+        match super::files::open_regular(&path) {
+            Ok((f, _)) => out.push(Box::new(SampleSource::new(
                 path,
                 Chunked::from_file(f),
                 decoder.clone(),
             ))),
-            Ok((_, m)) => notes.push(format!(
-                "{}: {}; its samples were skipped",
-                path.display(),
-                super::files::not_regular(&m)
-            )),
             Err(e) => notes.push(format!("{}: {e}; its samples were skipped", path.display())),
         }
     }

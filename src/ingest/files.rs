@@ -59,13 +59,19 @@ pub fn open_checked(path: &Path) -> Result<(File, Metadata), String> {
     Ok((f, m))
 }
 
-/// Reads a small regular file whole (a manifest, a format file, a
-/// snapshot), refusing one larger than `limit` bytes.
-pub fn read_small(path: &Path, limit: u64) -> Result<String, String> {
+/// [`open_checked`], refusing what is not a regular file.
+pub fn open_regular(path: &Path) -> Result<(File, Metadata), String> {
     let (f, m) = open_checked(path)?;
     if !m.is_file() {
         return Err(not_regular(&m));
     }
+    Ok((f, m))
+}
+
+/// Reads a small regular file whole (a manifest, a format file, a
+/// snapshot), refusing one larger than `limit` bytes.
+pub fn read_small(path: &Path, limit: u64) -> Result<String, String> {
+    let (f, m) = open_regular(path)?;
     if m.len() > limit {
         return Err(format!(
             "is {} bytes, more than the {limit} such a file can have",
