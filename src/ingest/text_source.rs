@@ -41,8 +41,11 @@ enum Line {
         ts: u64,
         cpu: u32,
         pid: u32,
-        /// A perf sample (its frames are `pc function (module)` lines).
+        /// A perf sample (its frames are `pc function (module)` lines):
+        /// its weight.
         sampled: Option<u64>,
+        /// The task's name where the line prints it apart (perf script).
+        comm: Comm,
     },
     /// Comments, headers, summaries: nothing to count.
     Ignore,
@@ -182,9 +185,6 @@ pub struct TextSource {
     stack: Option<(StackEvent, Vec<Arc<str>>)>,
     /// An event read while ending a stack, returned next.
     queued: Option<Event>,
-    /// The thread and comm of the perf sample being read: its name is
-    /// handed on as a ProcessName event.
-    sample_comm: Option<(u32, String)>,
 }
 
 /// Frames of a text stack beyond this are a damaged input (the kernel
@@ -204,42 +204,37 @@ impl TextSource {
             names: HashMap::new(),
             stack: None,
             queued: None,
-            sample_comm: None,
         }
     }
 
-    /// A `=> function` line of the stack being read: its frame (the name,
-    /// without trace-cmd's `(ffffffff…)` address). Whether it was one.
+    /// A frame line of the stack being read: ftrace's `=> function`
+    /// (without trace-cmd's `(ffffffff…)` address), or perf's `pc function
+    /// (module)` for a sample. Whether it was one.
     fn stack_frame(&mut self, line: &[u8]) -> bool {
-        if self.stack.as_ref().is_some_and(|(k, _)| k.sampled) {
+        let Some((k, _)) = &self.stack else {
+            return false;
+        };
+        let frame = if k.sampled {
             if !perf_script_stack::is_frame_line(line) {
                 return false;
             }
-            let frame = std::str::from_utf8(line)
+            std::str::from_utf8(line)
                 .ok()
-                .and_then(perf_script_stack::parse_frame);
-            if let (Some(f), Some((_, frames))) = (frame, &mut self.stack) {
-                if frames.len() < MAX_TEXT_FRAMES {
-                    frames.push(Arc::from(f));
-                }
-            }
-            return true;
-        }
-        let t = trim(line);
-        let Some(rest) = t.strip_prefix(b"=>") else {
-            return false;
+                .and_then(perf_script_stack::parse_frame)
+                .map(Arc::from)
+        } else {
+            let Some(rest) = trim(line).strip_prefix(b"=>") else {
+                return false;
+            };
+            let name = trim(rest)
+                .split(|c| c.is_ascii_whitespace())
+                .next()
+                .unwrap_or(b"");
+            (!name.is_empty()).then(|| self.intern(name))
         };
-        let name = trim(rest)
-            .split(|c| c.is_ascii_whitespace())
-            .next()
-            .unwrap_or(b"");
-        if name.is_empty() || self.stack.is_none() {
-            return self.stack.is_some();
-        }
-        let frame = self.intern(name);
-        if let Some((_, frames)) = &mut self.stack {
+        if let (Some(f), Some((_, frames))) = (frame, &mut self.stack) {
             if frames.len() < MAX_TEXT_FRAMES {
-                frames.push(frame);
+                frames.push(f);
             }
         }
         true
@@ -309,16 +304,13 @@ impl TextSource {
             .and_then(perf_script_stack::parse_sample_header)
             .filter(|h| perf_script_stack::is_sampling_event(h.event))
         {
-            let comm = h.comm.to_string();
-            let tid = h.tid;
-            let k = Line::StackStart {
+            return Line::StackStart {
                 ts: h.ts,
                 cpu: h.cpu.unwrap_or(0),
-                pid: tid,
+                pid: h.tid,
                 sampled: Some(h.period.unwrap_or(1)),
+                comm: Comm::new(h.comm.as_bytes()),
             };
-            self.sample_comm = Some((tid, comm));
-            return k;
         }
         self.classify_tracepoint_line(line)
     }
@@ -346,6 +338,7 @@ impl TextSource {
                 cpu: h.cpu,
                 pid: h.pid,
                 sampled: None,
+                comm: Comm::default(),
             };
         }
         // The `blk` tracer prints `MAJ,MIN ACTION RWBS ...` with no event name.
@@ -424,7 +417,7 @@ impl TextSource {
             }
             let line = normalize(raw);
             let line = &*line;
-            if self.stack.is_some() && self.stack_frame(line) {
+            if self.stack_frame(line) {
                 continue;
             }
             // Any other line ends the stack being read: it comes first.
@@ -436,6 +429,7 @@ impl TextSource {
                     cpu,
                     pid,
                     sampled,
+                    comm,
                 } => {
                     let k = StackEvent {
                         ts,
@@ -444,12 +438,7 @@ impl TextSource {
                         frames: Arc::from(Vec::new()),
                         sampled: sampled.is_some(),
                         weight: sampled.unwrap_or(1),
-                        comm: self
-                            .sample_comm
-                            .take()
-                            .filter(|(tid, _)| *tid == pid)
-                            .map(|(_, c)| Comm::new(c.as_bytes()))
-                            .unwrap_or_default(),
+                        comm,
                     };
                     self.stack = Some((k, Vec::new()));
                     None
