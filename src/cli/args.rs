@@ -115,6 +115,15 @@ fn parse_range(s: &str) -> std::result::Result<Range, String> {
     Ok((bound(a)?, bound(b)?))
 }
 
+/// The inputs as a message names them: `a.cap, b.cap`.
+pub fn named(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

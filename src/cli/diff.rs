@@ -72,16 +72,12 @@ fn differential_flamegraph(
             p.display()
         )));
     }
-    let bytes = crate::report::flamegraph::differential_off_cpu_svg(
+    let drawn = crate::report::flamegraph::differential_off_cpu_svg(
         &b,
         &c,
         "red: blocked longer in the candidate, blue: shorter (baseline scaled to the candidate's total)",
-    )
-    .map_err(|e| Error::failed(format!("drawing the flame graph: {e}")))?;
-    std::fs::write(svg, bytes)
-        .map_err(|e| Error::failed(format!("writing {}: {e}", svg.display())))?;
-    eprintln!("iosleuth: wrote {}", svg.display());
-    Ok(())
+    );
+    super::stacks::write_svg(svg, drawn)
 }
 
 /// What compare takes: each run's analysis with its findings.

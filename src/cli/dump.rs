@@ -71,10 +71,9 @@ pub fn run(args: DumpArgs) -> Result<ExitStatus> {
         super::warn(&w);
     }
     if n == 0 && args.limit != Some(0) {
-        let names: Vec<String> = args.paths.iter().map(|p| p.display().to_string()).collect();
         return Err(Error::bad_input(format!(
             "no events to print in {}",
-            names.join(", ")
+            super::args::named(&args.paths)
         )));
     }
     Ok(ExitStatus::SUCCESS)

@@ -3,7 +3,7 @@
 //! interactive SVG.
 
 use super::args::FilterArgs;
-use crate::error::{Error, ExitStatus, Result};
+use crate::error::{ExitStatus, Result};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -24,29 +24,13 @@ pub struct FlamegraphArgs {
 }
 
 pub fn run(args: FlamegraphArgs) -> Result<ExitStatus> {
-    let inputs = args
-        .paths
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
     let a = crate::pipeline::analyse(&args.paths, &args.filter.options())?;
     for w in &a.warnings {
         super::warn(w);
     }
-    let (missing, what) = match args.off_cpu {
-        true => (a.stacks.stacks == 0, "kernel stacks"),
-        false => (
-            a.stacks.samples == 0,
-            "on-CPU samples (--off-cpu draws blocked time)",
-        ),
-    };
-    if missing {
-        return Err(Error::bad_input(format!(
-            "{inputs}: no {what} in the trace (record with `iosleuth record --stacks`)"
-        )));
-    }
-    let svg = if args.off_cpu {
+    super::stacks::require(&a, &args.paths, args.off_cpu)?;
+    let inputs = super::args::named(&args.paths);
+    let drawn = if args.off_cpu {
         let subtitle = format!(
             "{inputs}: {:.1} ms blocked with a known stack",
             a.stacks.off_cpu_ns as f64 / 1e6
@@ -55,10 +39,7 @@ pub fn run(args: FlamegraphArgs) -> Result<ExitStatus> {
     } else {
         let subtitle = format!("{inputs}: {} samples", a.stacks.samples);
         crate::report::flamegraph::on_cpu_svg(&a, &subtitle)
-    }
-    .map_err(|e| Error::failed(format!("drawing the flame graph: {e}")))?;
-    std::fs::write(&args.output, svg)
-        .map_err(|e| Error::failed(format!("writing {}: {e}", args.output.display())))?;
-    eprintln!("iosleuth: wrote {}", args.output.display());
+    };
+    super::stacks::write_svg(&args.output, drawn)?;
     Ok(ExitStatus::SUCCESS)
 }

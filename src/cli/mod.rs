@@ -13,6 +13,7 @@ mod lab;
 mod probe;
 mod record;
 mod report;
+mod stacks;
 
 use crate::error::{Error, ExitStatus, Result};
 use clap::{CommandFactory, Parser, Subcommand};

@@ -95,27 +95,9 @@ fn explain(a: &Analysis, id: &str) -> Result<String> {
 
 /// `--format folded`: on-CPU samples, or blocked time with `--off-cpu`.
 fn folded(a: &Analysis, paths: &[PathBuf], off_cpu: bool) -> Result<String> {
-    let inputs = || {
-        paths
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    if off_cpu && a.stacks.stacks == 0 {
-        return Err(Error::bad_input(format!(
-            "{}: no kernel stacks in the trace (record with `iosleuth record --stacks`)",
-            inputs()
-        )));
-    }
-    if !off_cpu && a.stacks.samples == 0 {
-        return Err(Error::bad_input(format!(
-            "{}: no on-CPU samples in the trace (record with `iosleuth record --stacks`; --off-cpu for blocked time)",
-            inputs()
-        )));
-    }
+    super::stacks::require(a, paths, off_cpu)?;
     Ok(match off_cpu {
-        true => report::folded::off_cpu(a),
-        false => report::folded::on_cpu(a),
+        true => report::folded::text(report::folded::off_cpu_lines(a)),
+        false => report::folded::text(report::folded::on_cpu_lines(a)),
     })
 }

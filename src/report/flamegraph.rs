@@ -1,67 +1,71 @@
 //! Flame graphs as interactive SVG (search, zoom, a title per frame, like
 //! flamegraph.pl), drawn by the inferno crate from the folded stacks.
 
+use super::folded::{off_cpu_lines, on_cpu_lines};
 use crate::analyze::stacks::SCHEDULER_FRAMES;
 use crate::analyze::Analysis;
 use inferno::flamegraph::{self, color::BasicPalette, Options, Palette};
 
-/// The on-CPU flame graph: frame widths are samples, in the "hot"
-/// palette of flamegraph.pl.
-pub fn on_cpu_svg(a: &Analysis, subtitle: &str) -> std::io::Result<Vec<u8>> {
-    let lines: Vec<String> = a
-        .stacks
-        .on_cpu
-        .iter()
-        .map(|(stack, n)| format!("{stack} {n}"))
-        .collect();
+/// Draws folded lines (`stack COUNT`, or `stack BEFORE AFTER` for a
+/// differential graph).
+fn draw<'a>(
+    title: &str,
+    subtitle: &str,
+    count_name: &str,
+    palette: Option<Palette>,
+    lines: impl IntoIterator<Item = &'a str>,
+) -> std::io::Result<Vec<u8>> {
     let mut opts = Options::default();
-    opts.title = "Flame Graph".into();
+    opts.title = title.into();
     opts.subtitle = Some(subtitle.into());
-    opts.count_name = "samples".into();
+    opts.count_name = count_name.into();
+    if let Some(p) = palette {
+        opts.colors = p;
+    }
     let mut svg = Vec::new();
-    flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), &mut svg)
-        .map_err(std::io::Error::other)?;
+    flamegraph::from_lines(&mut opts, lines, &mut svg).map_err(std::io::Error::other)?;
     Ok(svg)
 }
 
-/// Folded off-CPU lines in µs (`stack COUNT`); stacks under a µs left out.
-fn off_cpu_lines(a: &Analysis) -> impl Iterator<Item = String> + '_ {
-    a.stacks
-        .off_cpu
-        .iter()
-        .filter(|(_, ns)| *ns >= 1000)
-        .map(|(stack, ns)| format!("{stack} {}", ns / 1000))
+/// The on-CPU flame graph: frame widths are samples, in the "hot"
+/// palette of flamegraph.pl.
+pub fn on_cpu_svg(a: &Analysis, subtitle: &str) -> std::io::Result<Vec<u8>> {
+    let lines: Vec<String> = on_cpu_lines(a).map(|(s, n)| format!("{s} {n}")).collect();
+    draw(
+        "Flame Graph",
+        subtitle,
+        "samples",
+        None,
+        lines.iter().map(String::as_str),
+    )
 }
 
 /// The off-CPU flame graph: frame widths are blocked time (µs), in the
 /// blue "io" palette flamegraph.pl uses for off-CPU graphs.
 pub fn off_cpu_svg(a: &Analysis, subtitle: &str) -> std::io::Result<Vec<u8>> {
-    let lines: Vec<String> = off_cpu_lines(a).collect();
-    let mut opts = Options::default();
-    opts.title = "Off-CPU Time Flame Graph".into();
-    opts.subtitle = Some(subtitle.into());
-    opts.count_name = "us".into();
-    opts.colors = Palette::Basic(BasicPalette::Io);
-    let mut svg = Vec::new();
-    flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), &mut svg)
-        .map_err(std::io::Error::other)?;
-    Ok(svg)
+    let lines: Vec<String> = off_cpu_lines(a)
+        .map(|(s, us)| format!("{s} {us}"))
+        .collect();
+    draw(
+        "Off-CPU Time Flame Graph",
+        subtitle,
+        "us",
+        Some(Palette::Basic(BasicPalette::Io)),
+        lines.iter().map(String::as_str),
+    )
 }
 
-/// A folded line (`stack COUNT`) without the scheduler frames at its inner
-/// end. A differential flame graph colours only the frame a stack ends
-/// in (difffolded.pl and inferno alike): with every stack ending in
+/// A folded stack without the scheduler frames at its inner end. A
+/// differential flame graph colours only the frame a stack ends in
+/// (difffolded.pl and inferno alike): with every stack ending in
 /// `__schedule`, nothing else would show its change. Cut there, the frame
 /// that waited (add_transaction_credits, jbd2_log_wait_commit) ends it.
-fn without_scheduler_leaf(line: &str) -> String {
-    let Some((stack, count)) = line.rsplit_once(' ') else {
-        return line.to_string();
-    };
+fn without_scheduler_leaf(stack: &str) -> String {
     let mut frames: Vec<&str> = stack.split(';').collect();
     while frames.len() > 2 && frames.last().is_some_and(|f| SCHEDULER_FRAMES.contains(f)) {
         frames.pop();
     }
-    format!("{} {count}", frames.join(";"))
+    frames.join(";")
 }
 
 /// The differential off-CPU flame graph, as difffolded.pl + flamegraph.pl
@@ -79,9 +83,8 @@ pub fn differential_off_cpu_svg(
     let folded = |side: &[&Analysis]| -> Vec<u8> {
         let mut text = String::new();
         for a in side {
-            for l in off_cpu_lines(a) {
-                text.push_str(&without_scheduler_leaf(&l));
-                text.push('\n');
+            for (stack, us) in off_cpu_lines(a) {
+                text.push_str(&format!("{} {us}\n", without_scheduler_leaf(stack)));
             }
         }
         text.into_bytes()
@@ -93,11 +96,11 @@ pub fn differential_off_cpu_svg(
     };
     inferno::differential::from_readers(opts, &folded(base)[..], &folded(cand)[..], &mut lines)?;
     let text = String::from_utf8_lossy(&lines);
-    let mut opts = Options::default();
-    opts.title = "Differential Off-CPU Flame Graph".into();
-    opts.subtitle = Some(subtitle.into());
-    opts.count_name = "us".into();
-    let mut svg = Vec::new();
-    flamegraph::from_lines(&mut opts, text.lines(), &mut svg).map_err(std::io::Error::other)?;
-    Ok(svg)
+    draw(
+        "Differential Off-CPU Flame Graph",
+        subtitle,
+        "us",
+        None,
+        text.lines(),
+    )
 }
