@@ -62,15 +62,13 @@ fn shifts(
     let mut names: Vec<&String> = sb.iter().chain(&sc).flat_map(|m| m.keys()).collect();
     names.sort();
     names.dedup();
+    // A run whose stacks never pass through a function has 0 % of it.
     let stats = |side: &[std::collections::HashMap<String, f64>], f: &str| {
         let v: Vec<f64> = side
             .iter()
             .map(|m| m.get(f).copied().unwrap_or(0.0))
             .collect();
-        let mean = v.iter().sum::<f64>() / v.len() as f64;
-        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (mean, lo, hi)
+        super::mean_and_range(&v)
     };
     let several = base.len() > 1 && cand.len() > 1;
     let round = |x: f64| (x * 100.0).round() / 100.0;
@@ -87,7 +85,7 @@ fn shifts(
                 baseline_range: (round(xl), round(xh)),
                 candidate_range: (round(yl), round(yh)),
                 significant: if several {
-                    xh < yl || yh < xl
+                    super::ranges_apart((xl, xh), (yl, yh))
                 } else {
                     (y - x).abs() >= MIN_DELTA_POINTS
                 },

@@ -171,10 +171,21 @@ fn stats(runs: &[Vec<(String, f64)>], name: &str) -> Option<(f64, f64, f64)> {
         .iter()
         .map(|h| h.iter().find(|(n, _)| n == name).map(|x| x.1))
         .collect::<Option<Vec<f64>>>()?;
+    Some(mean_and_range(&v))
+}
+
+/// Mean, lowest and highest of values over runs (at least one).
+pub(super) fn mean_and_range(v: &[f64]) -> (f64, f64, f64) {
     let mean = v.iter().sum::<f64>() / v.len() as f64;
     let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Some((mean, lo, hi))
+    (mean, lo, hi)
+}
+
+/// The kernel test robot's rule for several runs a side: a change counts
+/// only when the two sides' ranges do not overlap.
+pub(super) fn ranges_apart((xl, xh): (f64, f64), (yl, yh): (f64, f64)) -> bool {
+    xh < yl || yh < xl
 }
 
 /// One run a side.
@@ -194,7 +205,7 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
             continue;
         };
         let significant = if several {
-            xh < yl || yh < xl
+            ranges_apart((xl, xh), (yl, yh))
         } else {
             matters(name, x, y)
         };
@@ -388,7 +399,7 @@ pub fn check_runs(
         -change
     };
     let several = base.len() > 1 && cand.len() > 1;
-    let overlap = several && !(xh < yl || yh < xl);
+    let overlap = several && !ranges_apart((xl, xh), (yl, yh));
     let mut line = format!("{name}: {x:.3} -> {y:.3} ({change:+.1}%, threshold {threshold_pct}%)");
     if several {
         line.push_str(&format!(

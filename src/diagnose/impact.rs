@@ -122,20 +122,12 @@ pub fn calibrate_severity(findings: &mut [Finding], shares: &[Option<f64>]) {
                 "severity_from_share".into(),
                 json!(format!(
                     "{} by the rule's own numbers, {} because it explains {share}% of the workload's time",
-                    severity_name(f.severity),
-                    severity_name(to)
+                    f.severity.name(),
+                    to.name()
                 )),
             );
         }
         f.severity = to;
-    }
-}
-
-fn severity_name(s: Severity) -> &'static str {
-    match s {
-        Severity::Critical => "critical",
-        Severity::Warning => "warning",
-        Severity::Info => "info",
     }
 }
 

@@ -36,6 +36,17 @@ pub enum Severity {
     Info,
 }
 
+impl Severity {
+    /// As JSON writes it: `critical`, `warning`, `info`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Critical => "critical",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
 #[derive(Debug, Serialize, Clone)]
 pub struct Finding {
     pub id: &'static str,

@@ -33,11 +33,7 @@ pub(super) fn ms(ns: u64) -> f64 {
 /// One finding, as a person reads it. Titles, evidence and advice quote
 /// the trace (process and device names): printed escaped.
 pub fn finding(out: &mut String, f: &crate::diagnose::Finding) {
-    let sev = match f.severity {
-        crate::diagnose::Severity::Critical => "CRITICAL",
-        crate::diagnose::Severity::Warning => "WARNING",
-        crate::diagnose::Severity::Info => "INFO",
-    };
+    let sev = f.severity.name().to_ascii_uppercase();
     let _ = writeln!(out, "{sev} {}: {}", f.id, Esc(&f.title));
     if let Some(m) = f.evidence.as_object() {
         let parts: Vec<String> = m
