@@ -79,8 +79,8 @@ pub struct StacksSummary {
 /// Frames of the tracer itself at the inner end of a stack taken inside a
 /// tracepoint: not where the thread blocked.
 fn tracer_frame(name: &str) -> bool {
-    name.starts_with("trace_event_raw_event_")
-        || name.starts_with("__traceiter_")
+    // `trace_` covers trace_event_raw_event_*.
+    name.starts_with("__traceiter_")
         || name.starts_with("perf_trace_")
         || name.starts_with("trace_")
         || name.starts_with("event_trigger")
@@ -187,27 +187,20 @@ impl StackAnalysis {
     }
 
     pub fn finish(self, names: &super::names::ThreadNames) -> StacksSummary {
-        let sorted = |folded: FxHashMap<String, u64>| {
-            let mut v: Vec<(String, u64)> = folded.into_iter().collect();
-            v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-            v
-        };
-        let mut folded: FxHashMap<String, u64> = FxHashMap::default();
-        for ((comm, stack), ns) in self.off_cpu {
-            *folded.entry(fold(&comm, &stack)).or_default() += ns;
-        }
-        let off_cpu = sorted(folded);
-        let mut folded: FxHashMap<String, u64> = FxHashMap::default();
-        for ((pid, stack), n) in self.on_cpu {
+        let off_cpu = folded(
+            self.off_cpu
+                .into_iter()
+                .map(|((comm, stack), ns)| (comm.to_string(), stack, ns)),
+        );
+        let on_cpu = folded(self.on_cpu.into_iter().map(|((pid, stack), n)| {
             // The idle task is pid 0 on every CPU: perf names it swapper.
             let comm = match (pid, names.get(pid)) {
                 (0, _) => "swapper".to_string(),
                 (_, c) if c.is_empty() => format!("pid {pid}"),
                 (_, c) => c,
             };
-            *folded.entry(fold(&comm, &stack)).or_default() += n;
-        }
-        let on_cpu = sorted(folded);
+            (comm, stack, n)
+        }));
         StacksSummary {
             samples: self.samples,
             on_cpu,
@@ -218,6 +211,17 @@ impl StackAnalysis {
             stretches: self.stretches,
         }
     }
+}
+
+/// Stacks of (comm, frames) folded and added up by line, largest first.
+fn folded(stacks: impl Iterator<Item = (String, Frames, u64)>) -> Vec<(String, u64)> {
+    let mut by: FxHashMap<String, u64> = FxHashMap::default();
+    for (comm, frames, n) in stacks {
+        *by.entry(fold(&comm, &frames)).or_default() += n;
+    }
+    let mut v: Vec<(String, u64)> = by.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v
 }
 
 /// The scheduler's own frames at the inner end of a blocked stack
