@@ -12,14 +12,10 @@ pub fn line(ev: &Event) -> Option<String> {
     let mut s = String::new();
     match ev {
         Event::Block(b) => {
+            head(&mut s, b.ts, b.cpu, b.pid, b.comm.as_str());
             let _ = write!(
                 s,
-                "{:>6}.{:09} [{:03}] {:>7} {:<16} block:{} dev={} rwbs={} sector={} bytes={}",
-                b.ts / 1_000_000_000,
-                b.ts % 1_000_000_000,
-                b.cpu,
-                b.pid,
-                Esc(b.comm.as_str()),
+                "block:{} dev={} rwbs={} sector={} bytes={}",
                 b.action.letter(),
                 b.dev,
                 b.rwbs,
@@ -32,16 +28,8 @@ pub fn line(ev: &Event) -> Option<String> {
         }
         Event::Other(o) => other(&mut s, o),
         Event::Stack(k) => {
-            let _ = write!(
-                s,
-                "{:>6}.{:09} [{:03}] {:>7} {:<16} {}",
-                k.ts / 1_000_000_000,
-                k.ts % 1_000_000_000,
-                k.cpu,
-                k.pid,
-                "",
-                stack_event_name(k)
-            );
+            head(&mut s, k.ts, k.cpu, k.pid, "");
+            s.push_str(stack_event_name(k));
             for f in k.frames.iter() {
                 let _ = write!(s, " => {}", Esc(f));
             }
@@ -91,22 +79,27 @@ pub fn json(ev: &Event) -> Option<serde_json::Value> {
 }
 
 fn other(s: &mut String, o: &OtherEvent) {
-    let _ = write!(
-        s,
-        "{:>6}.{:09} [{:03}] {:>7} {:<16} {}:",
-        o.ts / 1_000_000_000,
-        o.ts % 1_000_000_000,
-        o.cpu,
-        o.pid,
-        Esc(o.comm.as_str()),
-        Esc(&o.name)
-    );
+    head(s, o.ts, o.cpu, o.pid, o.comm.as_str());
+    let _ = write!(s, "{}:", Esc(&o.name));
     for (n, v) in &o.fields.0 {
         let _ = match v {
             Value::Int(x) => write!(s, " {}={x}", Esc(n)),
             Value::Str(x) => write!(s, " {}={}", Esc(n), Esc(x)),
         };
     }
+}
+
+/// The columns every line starts with: time, CPU, thread, comm (escaped).
+fn head(s: &mut String, ts: u64, cpu: u32, pid: u32, comm: &str) {
+    let _ = write!(
+        s,
+        "{:>6}.{:09} [{:03}] {:>7} {:<16} ",
+        ts / 1_000_000_000,
+        ts % 1_000_000_000,
+        cpu,
+        pid,
+        Esc(comm)
+    );
 }
 
 /// A sample is perf's cpu-clock event; a stack after an event is ftrace's.
