@@ -117,10 +117,14 @@ fn count_files(dir: &Path) -> usize {
     std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0)
 }
 
-/// `iosleuth export --blktrace OUT INPUT`: no panic, and no more files
-/// than `max_files` (watched while it runs: killed past it).
-fn assert_export_bounded(input: &Path, max_files: usize) {
-    let out = input.parent().unwrap().join("out");
+/// `iosleuth export --blktrace OUT INPUT` of the committed fuzz input
+/// `name` (tests/fixtures/fuzz/): no panic, exit 0 or 2, and no more files
+/// than `max_files` (watched while it runs: killed past it, or after 60 s).
+fn assert_export_bounded(name: &str, max_files: usize) {
+    let d = tempdir();
+    let input = &d.path().join("in.blktrace");
+    std::fs::write(input, fuzz_input(name)).unwrap();
+    let out = d.path().join("out");
     let o = run_bounded(
         &[
             std::ffi::OsStr::new("export"),
@@ -234,10 +238,7 @@ fn page_timestamps_near_u64_max() {
 /// 48 bytes.
 #[test]
 fn export_of_a_record_on_a_huge_cpu_number() {
-    let d = tempdir();
-    let input = d.path().join("in.blktrace");
-    std::fs::write(&input, fuzz_input("export-cpu-516489216.blktrace")).unwrap();
-    assert_export_bounded(&input, 64);
+    assert_export_bounded("export-cpu-516489216.blktrace", 64);
 }
 
 /// export, this session's run (97 inputs, all of this kind): one record
@@ -247,10 +248,7 @@ fn export_of_a_record_on_a_huge_cpu_number() {
 /// files of the real CPUs and warns about the one record.
 #[test]
 fn export_of_a_huge_cpu_among_real_ones_writes_only_the_real_ones() {
-    let d = tempdir();
-    let input = d.path().join("in.blktrace");
-    std::fs::write(&input, fuzz_input("export-huge-cpu-among-others.blktrace")).unwrap();
-    assert_export_bounded(&input, 66);
+    assert_export_bounded("export-huge-cpu-among-others.blktrace", 66);
 }
 
 /// Found reading the code while writing the capture_dir target (the fuzzer
