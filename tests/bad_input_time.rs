@@ -127,29 +127,28 @@ fn a_blktrace_record_far_ahead_is_skipped() {
     assert!(o.json["span"]["seconds"].as_f64().unwrap() < 1.0);
 }
 
-fn text_with(f: impl Fn(usize, &str) -> String) -> String {
+/// `dir/name`: the fixture text with each line (numbered from 1) as `f`
+/// makes it.
+fn text_with(dir: &Path, name: &str, f: impl Fn(usize, &str) -> String) -> PathBuf {
     let text = std::fs::read_to_string(TEXT).unwrap();
     let mut out = String::new();
     for (i, l) in text.lines().enumerate() {
         out.push_str(&f(i + 1, l));
         out.push('\n');
     }
-    out
+    let p = dir.join(name);
+    std::fs::write(&p, out).unwrap();
+    p
 }
 
 #[test]
 fn ftrace_lines_out_of_time_are_skipped() {
     let d = tempdir();
     let good = report(Path::new(TEXT));
-    let p = d.path().join("back.txt");
-    std::fs::write(
-        &p,
-        text_with(|n, l| match n {
-            300 => l.replacen(" 4780.3", " 4779.3", 1),
-            _ => l.to_string(),
-        }),
-    )
-    .unwrap();
+    let p = text_with(d.path(), "back.txt", |n, l| match n {
+        300 => l.replacen(" 4780.3", " 4779.3", 1),
+        _ => l.to_string(),
+    });
     let o = report(&p);
     assert!(
         o.stderr.contains("back.txt: skipped 1 event whose time went backwards, earlier than events before them (first: line 300 at 4779.300534 s, 0.999996 s before an earlier event of CPU 0): damaged timestamps or a file out of order"),
@@ -157,15 +156,10 @@ fn ftrace_lines_out_of_time_are_skipped() {
         o.stderr
     );
     assert_eq!(o.json["events"], good.json["events"].as_u64().unwrap() - 1);
-    let p = d.path().join("far.txt");
-    std::fs::write(
-        &p,
-        text_with(|n, l| match n {
-            300 => l.replacen(" 4780.3", " 99999999.3", 1),
-            _ => l.to_string(),
-        }),
-    )
-    .unwrap();
+    let p = text_with(d.path(), "far.txt", |n, l| match n {
+        300 => l.replacen(" 4780.3", " 99999999.3", 1),
+        _ => l.to_string(),
+    });
     let o = report(&p);
     assert!(
         o.stderr.contains("far.txt: skipped 1 event far out of time with the events around them (first: line 300 at 99999999.300534 s, 99995219.000004 s after the event before it): a damaged timestamp"),
@@ -179,15 +173,10 @@ fn ftrace_lines_out_of_time_are_skipped() {
 #[test]
 fn a_pause_is_kept() {
     let d = tempdir();
-    let p = d.path().join("pause.txt");
-    std::fs::write(
-        &p,
-        text_with(|n, l| match n {
-            300.. => l.replacen(" 4780.", " 4980.", 1),
-            _ => l.to_string(),
-        }),
-    )
-    .unwrap();
+    let p = text_with(d.path(), "pause.txt", |n, l| match n {
+        300.. => l.replacen(" 4780.", " 4980.", 1),
+        _ => l.to_string(),
+    });
     let good = report(Path::new(TEXT));
     let o = report(&p);
     assert_eq!(o.code, 0);
