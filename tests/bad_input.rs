@@ -6,12 +6,6 @@ mod common;
 use common::*;
 use std::path::{Path, PathBuf};
 
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 fn report(paths: &[&Path], json: bool) -> Outcome {
     let mut c = iosleuth();
     c.arg("report");
@@ -21,12 +15,7 @@ fn report(paths: &[&Path], json: bool) -> Outcome {
     for p in paths {
         c.arg(p);
     }
-    let o = c.output().unwrap();
-    Outcome {
-        code: o.status.code().expect("exited, not killed by a signal"),
-        stdout: String::from_utf8_lossy(&o.stdout).into(),
-        stderr: String::from_utf8_lossy(&o.stderr).into(),
-    }
+    outcome_of(&mut c)
 }
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {

@@ -6,14 +6,6 @@ mod common;
 
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::{Duration, Instant};
-
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
 
 /// `iosleuth report [--format json] DIR`, failing the test after 60 s.
 fn report(dir: &Path, json: bool) -> Outcome {
@@ -22,42 +14,7 @@ fn report(dir: &Path, json: bool) -> Outcome {
     if json {
         c.args(["--format", "json"]);
     }
-    let mut child = c
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Drain the pipes on threads, so a large report cannot block the child.
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let t_out = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        std::io::Read::read_to_end(&mut out, &mut s).unwrap();
-        s
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        std::io::Read::read_to_end(&mut err, &mut s).unwrap();
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("report {} still runs after 60 s", dir.display());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Outcome {
-        code: status.code().expect("exited, not killed by a signal"),
-        stdout: String::from_utf8_lossy(&t_out.join().unwrap()).into(),
-        stderr: String::from_utf8_lossy(&t_err.join().unwrap()).into(),
-    }
+    outcome_bounded(c.arg(dir), None)
 }
 
 /// A copy of a committed capture in a temporary directory.

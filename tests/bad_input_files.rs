@@ -4,54 +4,11 @@
 mod common;
 
 use common::*;
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `cmd` (stdin from `input` when given), failing the test if it takes
-/// more than 60 s: what this file tests used to hang.
-fn run_bounded(cmd: &mut Command, input: Option<Vec<u8>>) -> Outcome {
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    cmd.stdin(if input.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    });
-    let mut child = cmd.spawn().unwrap();
-    let writer = input.map(|bytes| {
-        let mut stdin = child.stdin.take().unwrap();
-        std::thread::spawn(move || {
-            let _ = stdin.write_all(&bytes);
-        })
-    });
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("{cmd:?} still runs after 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if let Some(w) = writer {
-        w.join().unwrap();
-    }
-    let o = child.wait_with_output().unwrap();
-    Outcome {
-        code: o.status.code().expect("exited, not killed by a signal"),
-        stdout: String::from_utf8_lossy(&o.stdout).into(),
-        stderr: String::from_utf8_lossy(&o.stderr).into(),
-    }
-}
+use std::process::Stdio;
 
 fn report(args: &[&str], path: &Path) -> Outcome {
-    run_bounded(iosleuth().arg("report").args(args).arg(path), None)
+    outcome_bounded(iosleuth().arg("report").args(args).arg(path), None)
 }
 
 fn mkfifo(p: &Path) {
@@ -109,7 +66,7 @@ fn dash_reads_standard_input_from_a_pipe() {
         "loop-seqread-nomerges0.blk",
     ] {
         let path = Path::new("tests/fixtures").join(name);
-        let o = run_bounded(
+        let o = outcome_bounded(
             iosleuth().args(["report", "--format", "json", "-"]),
             Some(std::fs::read(&path).unwrap()),
         );
@@ -135,7 +92,7 @@ fn dash_reads_standard_input_from_a_pipe() {
 #[test]
 fn export_refuses_standard_input() {
     let d = tempdir();
-    let o = run_bounded(
+    let o = outcome_bounded(
         iosleuth()
             .args(["export", "--blktrace"])
             .arg(d.path().join("out"))

@@ -6,21 +6,6 @@ mod common;
 use common::*;
 use std::path::Path;
 
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn outcome(args: &[&str]) -> Outcome {
-    let o = iosleuth().args(args).output().unwrap();
-    Outcome {
-        code: o.status.code().expect("exited, not killed by a signal"),
-        stdout: String::from_utf8_lossy(&o.stdout).into(),
-        stderr: String::from_utf8_lossy(&o.stderr).into(),
-    }
-}
-
 const QD1: &str = "tests/fixtures/queue-depth1.cap";
 const QSAT: &str = "tests/fixtures/queue-saturated.cap";
 

@@ -145,21 +145,19 @@ fn without_stacks_folded_and_flame_graphs_say_what_to_record() {
         vec!["flamegraph", "--off-cpu", plain, "-o", "/dev/null"],
         vec!["diff", plain, BAD, "--flamegraph", "/dev/null"],
     ] {
-        let o = iosleuth().args(&args).output().unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let o = outcome(&args);
+        let err = &o.stderr;
+        assert_eq!(o.code, 2, "{args:?}: {err}");
         assert!(
             err.contains(plain) && err.contains("record --stacks"),
             "{args:?}: {err}"
         );
     }
-    // On-CPU samples are not recorded yet: said, not an empty output.
-    let o = iosleuth()
-        .args(["report", "--format", "folded", BAD])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--off-cpu"));
+    // A capture with off-CPU stacks but no samples (recorded before
+    // sampling existed): said, not an empty output.
+    let o = outcome(&["report", "--format", "folded", BAD]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("--off-cpu"));
 }
 
 /// ftrace's own text (`cat trace` of an instance with the same trigger,

@@ -388,3 +388,78 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// How a command ended: its exit code and what it printed.
+pub struct Outcome {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Outcome {
+    fn of(status: std::process::ExitStatus, stdout: &[u8], stderr: &[u8]) -> Outcome {
+        Outcome {
+            code: status.code().expect("exited, not killed by a signal"),
+            stdout: String::from_utf8_lossy(stdout).into(),
+            stderr: String::from_utf8_lossy(stderr).into(),
+        }
+    }
+}
+
+/// `iosleuth ARGS`, whatever its exit code.
+pub fn outcome(args: &[&str]) -> Outcome {
+    outcome_of(iosleuth().args(args))
+}
+
+/// Runs `cmd` to its end, whatever its exit code.
+pub fn outcome_of(cmd: &mut Command) -> Outcome {
+    let o = cmd.output().unwrap();
+    Outcome::of(o.status, &o.stdout, &o.stderr)
+}
+
+/// Runs `cmd` (its standard input `input` when given, else nothing),
+/// failing the test if it still runs after 60 s: what the bad-input tests
+/// feed it used to hang. Its output is drained meanwhile, so that a large
+/// report cannot block it on a full pipe.
+pub fn outcome_bounded(cmd: &mut Command, input: Option<Vec<u8>>) -> Outcome {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(if input.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    let mut child = cmd.spawn().unwrap();
+    let writer = input.map(|bytes| {
+        let mut stdin = child.stdin.take().unwrap();
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&bytes);
+        })
+    });
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            r.read_to_end(&mut s).unwrap();
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("{cmd:?} still runs after 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    if let Some(w) = writer {
+        w.join().unwrap();
+    }
+    Outcome::of(status, &out.join().unwrap(), &err.join().unwrap())
+}
