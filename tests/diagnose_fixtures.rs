@@ -31,44 +31,35 @@ fn merges_disabled_on_case1_capture_not_when_bios_merge() {
     assert!(findings(NOMERGES0)
         .iter()
         .all(|x| x["id"] != "merges_disabled"));
-    let why = explain(NOMERGES0, "merges_disabled");
-    assert!(
-        why.contains("sequential bios do merge (64.0 bios per request)"),
-        "{why}"
+    assert_explains(
+        NOMERGES0,
+        "merges_disabled",
+        "sequential bios do merge (64.0 bios per request)",
     );
     // Random I/O (the slow-device fsyncs) has nothing to merge.
-    let why = explain(SLOWDEV, "merges_disabled");
-    assert!(
-        why.contains("% of bios are sequential: little to merge"),
-        "{why}"
+    assert_explains(
+        SLOWDEV,
+        "merges_disabled",
+        "% of bios are sequential: little to merge",
     );
 }
 
 #[test]
 fn merges_disabled_on_the_article_excerpt_says_what_is_missing() {
-    let why = explain(
+    assert_explains(
         "tests/fixtures/seeds/case1-perf-script.txt",
         "merges_disabled",
+        "259,1: the trace holds no queued bios (Q), only 3 completions",
     );
-    assert!(
-        why.contains("259,1: the trace holds no queued bios (Q), only 3 completions"),
-        "{why}"
-    );
-    let why = explain(
+    assert_explains(
         "tests/fixtures/seeds/case1-btrace-snapshot.txt",
         "merges_disabled",
+        "259,0: only 2 bios queued (at least 64 are needed",
     );
-    assert!(
-        why.contains("259,0: only 2 bios queued (at least 64 are needed"),
-        "{why}"
-    );
-    let why = explain(
+    assert_explains(
         "tests/fixtures/seeds/case1-btrace-standard.txt",
         "merges_disabled",
-    );
-    assert!(
-        why.contains("259,0: only 1 bio queued (at least 64 are needed"),
-        "{why}"
+        "259,0: only 1 bio queued (at least 64 are needed",
     );
 }
 
@@ -86,8 +77,7 @@ fn device_latency_spike_on_case4_lab_capture_not_on_cpu_starvation() {
     assert!(findings(RT)
         .iter()
         .all(|x| x["id"] != "device_latency_spike"));
-    let why = explain(RT, "device_latency_spike");
-    assert!(why.contains("was 0% device time"), "{why}");
+    assert_explains(RT, "device_latency_spike", "was 0% device time");
     // In case 4 one journal write held the fsync.
     assert!(
         e["request"]["overlap_ns"].as_u64().unwrap() * 2 > e["latency_ns"].as_u64().unwrap(),
@@ -101,11 +91,7 @@ fn device_latency_spike_not_for_a_busy_device_of_short_requests() {
     // No cause named: only what no rule explains (diagnose_generalizes.rs).
     let f = findings(cap);
     assert!(f.iter().all(|x| x["id"] == "unexplained"), "{f:#?}");
-    let why = explain(cap, "device_latency_spike");
-    assert!(
-        why.contains("slowest syscall pwrite64 (60.6 ms) was 99% device time, but no one request held it: the longest it waited for covers 2 ms (3%)"),
-        "{why}"
-    );
+    assert_explains(cap, "device_latency_spike", "slowest syscall pwrite64 (60.6 ms) was 99% device time, but no one request held it: the longest it waited for covers 2 ms (3%)");
 }
 
 #[test]
@@ -119,8 +105,7 @@ fn rt_starvation_on_case3_lab_capture_not_on_a_slow_device() {
     assert_eq!(e["sched_rt_runtime_us"], "950000");
     // The slow device's fsyncs waited, but blocked, not runnable.
     assert!(findings(SLOWDEV).iter().all(|x| x["id"] != "rt_starvation"));
-    let why = explain(SLOWDEV, "rt_starvation");
-    assert!(why.contains("(normal, prio 120)"), "{why}");
+    assert_explains(SLOWDEV, "rt_starvation", "(normal, prio 120)");
 }
 
 #[test]
@@ -135,8 +120,11 @@ fn journal_space_stall_on_case2_small_journal_not_on_the_large_one() {
         .contains("transactions"));
     // The same writers with a 1 GiB journal commit as often, never stall.
     assert!(findings(JOURNAL_LARGE).is_empty());
-    let why = explain(JOURNAL_LARGE, "journal_space_stall");
-    assert!(why.contains("no checkpoint by a writer thread"), "{why}");
+    assert_explains(
+        JOURNAL_LARGE,
+        "journal_space_stall",
+        "no checkpoint by a writer thread",
+    );
 }
 
 #[test]
@@ -247,8 +235,11 @@ fn request_splitting_on_a_lowered_max_sectors_kb_not_on_small_io() {
         .unwrap()
         .starts_with("echo 1280 > /sys/block/loop"));
     // 4 KiB reads never exceed the limit: no splits, nothing said.
-    let why = explain(NOMERGES2, "request_splitting");
-    assert!(why.contains("7,0: 0 splits of 512 queued bios"), "{why}");
+    assert_explains(
+        NOMERGES2,
+        "request_splitting",
+        "7,0: 0 splits of 512 queued bios",
+    );
 }
 
 /// tests/fixtures/dirty-{throttle,none}.cap: `iosleuth record --events
@@ -268,10 +259,16 @@ fn dirty_throttling_with_a_low_dirty_limit_not_with_the_default() {
         .unwrap()
         .keys()
         .any(|k| k.starts_with("dd (")));
-    let why = explain("tests/fixtures/dirty-none.cap", "dirty_throttling");
-    assert!(why.contains("writers were paused 0 ms in all"), "{why}");
-    let why = explain(NOMERGES2, "dirty_throttling");
-    assert!(why.contains("no writeback events in the trace"), "{why}");
+    assert_explains(
+        "tests/fixtures/dirty-none.cap",
+        "dirty_throttling",
+        "writers were paused 0 ms in all",
+    );
+    assert_explains(
+        NOMERGES2,
+        "dirty_throttling",
+        "no writeback events in the trace",
+    );
 }
 
 /// tests/fixtures/rt-short-bursts.cap: `iosleuth record --events sched`
@@ -373,10 +370,10 @@ fn wbt_throttling_with_a_target_below_read_latency_not_with_the_default() {
     // but never below its default depth.
     let d = "tests/fixtures/wbt-default.cap";
     assert!(finding(&findings(d), "wbt_throttling").is_none());
-    let why = explain(d, "wbt_throttling");
-    assert!(
-        why.contains("7,0: wbt stepped down 0 ms (0% of the trace; highest step 0"),
-        "{why}"
+    assert_explains(
+        d,
+        "wbt_throttling",
+        "7,0: wbt stepped down 0 ms (0% of the trace; highest step 0",
     );
 }
 
@@ -444,10 +441,10 @@ fn scheduler_overhead_under_bfq_not_under_mq_deadline() {
         .contains("echo 0 > /sys/block/loop0/queue/iosched/slice_idle"));
     let dl = "tests/fixtures/sched-mq-deadline.cap";
     assert!(finding(&findings(dl), "scheduler_overhead").is_none());
-    let why = explain(dl, "scheduler_overhead");
-    assert!(
-        why.contains("% of their time in the scheduler (mq-deadline)"),
-        "{why}"
+    assert_explains(
+        dl,
+        "scheduler_overhead",
+        "% of their time in the scheduler (mq-deadline)",
     );
 }
 

@@ -24,16 +24,12 @@ fn a_healthy_buffered_sequential_writer_is_not_a_merging_or_splitting_problem() 
     for id in ["merges_disabled", "request_splitting"] {
         assert!(f.iter().all(|x| x["id"] != id), "{id} fired: {f:#?}");
     }
-    let why = explain(cap, "merges_disabled");
-    assert!(
-        why.contains("254,0: bios were not merged, but requests average 1083 KiB: already large"),
-        "{why}"
+    assert_explains(
+        cap,
+        "merges_disabled",
+        "254,0: bios were not merged, but requests average 1083 KiB: already large",
     );
-    let why = explain(cap, "request_splitting");
-    assert!(
-        why.contains("7,0: 49 bios were split 192 times into requests of 1130 KiB on average, at the limit the hardware sets"),
-        "{why}"
-    );
+    assert_explains(cap, "request_splitting", "7,0: 49 bios were split 192 times into requests of 1130 KiB on average, at the limit the hardware sets");
 }
 
 /// A write+fsync loop on ext4 with a 4 MiB journal, mostly full before the
@@ -46,11 +42,7 @@ fn two_cheap_checkpoints_are_no_journal_space_finding() {
     let cap = "tests/fixtures/journal-few-checkpoints.cap";
     let f = findings(cap);
     assert!(f.iter().all(|x| x["id"] != "journal_space_stall"), "{f:#?}");
-    let why = explain(cap, "journal_space_stall");
-    assert!(
-        why.contains("journal 7,0: writer threads checkpointed it 2 times, 0.2% of their write and fsync time (below 1%: not what slows them)"),
-        "{why}"
-    );
+    assert_explains(cap, "journal_space_stall", "journal 7,0: writer threads checkpointed it 2 times, 0.2% of their write and fsync time (below 1%: not what slows them)");
 }
 
 /// `dd bs=4k count=600 iflag=direct` in a cgroup with

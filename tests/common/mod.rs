@@ -375,6 +375,12 @@ pub fn explain(path: &str, id: &str) -> String {
     run(iosleuth().arg("report").arg(path).args(["--explain", id]))
 }
 
+/// Asserts that `report PATH --explain ID` says `expected`.
+pub fn assert_explains(path: &str, id: &str, expected: &str) {
+    let why = explain(path, id);
+    assert!(why.contains(expected), "{why}");
+}
+
 /// Copies a directory tree (a capture) file by file.
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
