@@ -246,7 +246,7 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
     // `unexplained` names no cause: it does not explain a change.
     let new_finding = fb
         .iter()
-        .filter(|f| f.id != "unexplained")
+        .filter(|f| f.id != crate::diagnose::UNEXPLAINED)
         .find(|f| only_in_candidate.contains(&f.id.to_string()));
     let verdict = verdict(
         &figures,

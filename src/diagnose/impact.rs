@@ -159,6 +159,9 @@ pub fn attach_shares(a: &Analysis, findings: &mut [Finding]) -> Vec<Option<f64>>
         .collect()
 }
 
+/// The id of the finding that names no cause, only where slow time went.
+pub const UNEXPLAINED: &str = "unexplained";
+
 /// Slow operations: at least this many times their kind's median…
 const SLOW_TIMES_MEDIAN: u64 = 10;
 /// …and at least this long (shorter ones are scheduling noise to a user).
@@ -193,7 +196,7 @@ pub fn unexplained(a: &Analysis) -> Option<Finding> {
     let (top, top_ns) = parts.iter().max_by_key(|(_, ns)| *ns).copied()?;
     let ms = |ns: u64| (ns as f64 / 1e4).round() / 100.0;
     Some(Finding {
-        id: "unexplained",
+        id: UNEXPLAINED,
         severity: Severity::Info,
         title: format!(
             "{} slow operation{} that no rule explains (slowest: {kind} {} ms, {}x its median); {}",

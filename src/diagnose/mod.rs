@@ -21,6 +21,8 @@
 //! becomes a function in `rules/helpers.rs`.
 
 mod impact;
+
+pub use impact::UNEXPLAINED;
 mod rules;
 mod stack;
 
