@@ -178,43 +178,35 @@ mod tests {
 
     #[test]
     fn frames_as_the_collapsers_name_them() {
-        assert_eq!(
-            parse_frame("\tffffffff81bc0859 chacha_permute+0xe9 ([kernel.kallsyms])").as_deref(),
-            Some("chacha_permute")
-        );
-        assert_eq!(
-            parse_frame("\t    f82ad read+0xd (/usr/lib/x86_64-linux-gnu/libc.so.6)").as_deref(),
-            Some("read")
-        );
-        assert_eq!(
-            parse_frame("\t7f53389994d0 [unknown] (/usr/lib/libfoo.so)").as_deref(),
-            Some("[libfoo.so]")
-        );
-        assert_eq!(
-            parse_frame("\t           0 [unknown] ([unknown])").as_deref(),
-            Some("[unknown]")
-        );
-        assert_eq!(
-            parse_frame("\t4a1b operator+ (/bin/x)").as_deref(),
-            Some("operator+")
-        );
-        assert_eq!(
-            parse_frame("\t4a1b ns::f(int, char) (/bin/x)").as_deref(),
-            Some("ns::f")
-        );
-        assert_eq!(
-            parse_frame("\t4a1b net/http.(*Client).Do (/bin/x)").as_deref(),
-            Some("net/http.(*Client).Do")
-        );
-        assert_eq!(
-            parse_frame("\t4a1b ns::(anonymous namespace)::g() (/bin/x)").as_deref(),
-            Some("ns::(anonymous namespace)::g")
-        );
-        // A function that starts with `(` is skipped, as the collapsers do.
-        assert_eq!(
-            parse_frame("\t4a1b (anonymous namespace)::g() (/bin/x)"),
-            None
-        );
+        for (line, named) in [
+            (
+                "\tffffffff81bc0859 chacha_permute+0xe9 ([kernel.kallsyms])",
+                Some("chacha_permute"),
+            ),
+            (
+                "\t    f82ad read+0xd (/usr/lib/x86_64-linux-gnu/libc.so.6)",
+                Some("read"),
+            ),
+            (
+                "\t7f53389994d0 [unknown] (/usr/lib/libfoo.so)",
+                Some("[libfoo.so]"),
+            ),
+            ("\t           0 [unknown] ([unknown])", Some("[unknown]")),
+            ("\t4a1b operator+ (/bin/x)", Some("operator+")),
+            ("\t4a1b ns::f(int, char) (/bin/x)", Some("ns::f")),
+            (
+                "\t4a1b net/http.(*Client).Do (/bin/x)",
+                Some("net/http.(*Client).Do"),
+            ),
+            (
+                "\t4a1b ns::(anonymous namespace)::g() (/bin/x)",
+                Some("ns::(anonymous namespace)::g"),
+            ),
+            // A function that starts with `(` is skipped, as the collapsers do.
+            ("\t4a1b (anonymous namespace)::g() (/bin/x)", None),
+        ] {
+            assert_eq!(parse_frame(line).as_deref(), named, "{line}");
+        }
         assert!(is_frame_line(b"\t           0 [unknown] ([unknown])"));
         assert!(!is_frame_line(b"dd 17659 15667.995033: 1 cpu-clock:"));
     }
