@@ -112,7 +112,11 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
             "--interval must be a positive number of seconds",
         ));
     }
-    let filter = &opts.filter;
+    let mut filter = opts.filter.clone();
+    if filter.functions.is_empty() {
+        filter.functions = recorded_functions(paths);
+    }
+    let filter = &filter;
     // The time window's start and end come from the filter (analyze).
     let cfg = BlockConfig {
         interval_ns: ((interval * 1e9).round() as u64).max(1),
@@ -141,6 +145,28 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         a.warnings.insert(0, w);
     }
     Ok((a, inputs))
+}
+
+/// The functions the captures among `paths` were recorded to measure
+/// (`record --func`, the manifest's `functions`), in order, once each.
+fn recorded_functions(paths: &[PathBuf]) -> Vec<String> {
+    use crate::model::capture_layout::{is_capture, MANIFEST};
+    let mut out: Vec<String> = Vec::new();
+    for p in paths.iter().filter(|p| is_capture(p)) {
+        // An unreadable manifest is the capture reader's to report.
+        let Ok(text) = ingest::files::read_small(&p.join(MANIFEST), 1 << 20) else {
+            continue;
+        };
+        let Ok(m) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        for f in m["functions"].as_array().into_iter().flatten() {
+            if let Some(f) = f.as_str().filter(|f| !out.iter().any(|o| o == f)) {
+                out.push(f.to_string());
+            }
+        }
+    }
+    out
 }
 
 /// The inputs' summaries, and what they could not read first among the

@@ -4,6 +4,7 @@
 pub mod blkthrottle;
 pub mod block;
 pub mod fs;
+pub mod functions;
 pub mod gaps;
 pub mod histogram;
 pub mod irq;
@@ -34,6 +35,8 @@ pub struct Filter {
     /// Only these threads (by id or name) in the per-thread results.
     pub pids: Vec<u32>,
     pub comms: Vec<String>,
+    /// Kernel functions whose latency to measure (`analyze::functions`).
+    pub functions: Vec<String>,
 }
 
 impl Filter {
@@ -89,6 +92,8 @@ pub struct Analysis {
     pub readahead: readahead::ReadaheadSummary,
     /// Bios held back by cgroup I/O limits.
     pub cgroup_throttle: blkthrottle::ThrottleSummary,
+    /// Latency of the kernel functions asked for (`--func`).
+    pub functions: Vec<functions::FunctionLatency>,
     /// Off-CPU time by kernel stack (`record --stacks`); in JSON as
     /// `off_cpu` (report::json).
     #[serde(skip)]
@@ -146,6 +151,7 @@ struct Analyses<'f> {
     throttle: blkthrottle::ThrottleAnalysis,
     outliers: outliers::OutlierAnalysis,
     stacks: stacks::StackAnalysis,
+    functions: functions::FunctionAnalysis,
     names: names::ThreadNames,
     /// Events no analysis used, by name.
     unknown: BTreeMap<String, u64>,
@@ -183,6 +189,7 @@ impl<'f> Analyses<'f> {
             throttle: blkthrottle::ThrottleAnalysis::new(),
             outliers: outliers::OutlierAnalysis::new(filter.top),
             stacks: stacks::StackAnalysis::new(),
+            functions: functions::FunctionAnalysis::new(&filter.functions),
             names,
             unknown: BTreeMap::new(),
             events: 0,
@@ -238,7 +245,11 @@ impl<'f> Analyses<'f> {
             | self.wbt.add(o)
             | self.readahead.add(o);
         self.throttle.add(o);
-        self.stacks.add(o, names);
+        self.functions.add(o, names);
+        if let Some((pid, ns, frames)) = self.stacks.add(o, names) {
+            let named = frames.iter().map(|f| stacks::function(f));
+            self.functions.blocked(pid, ns, named);
+        }
         // After the scheduler: an operation's end is integrated with the
         // state the scheduler analysis holds.
         self.outliers.add(o, names, &self.sched);
@@ -310,6 +321,7 @@ impl<'f> Analyses<'f> {
             wbt: self.wbt.finish(span.last_ns),
             readahead: self.readahead.finish(),
             cgroup_throttle: self.throttle.finish(),
+            functions: self.functions.finish(names),
             stacks,
             unknown_events: self.unknown,
             warnings,

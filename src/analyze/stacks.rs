@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 /// A stack's frames, innermost first.
-type Frames = Arc<[Arc<str>]>;
+pub type Frames = Arc<[Arc<str>]>;
 
 /// A thread off its CPU since `since`, and the stack it blocked in once
 /// the tracer has written it.
@@ -90,7 +90,7 @@ fn tracer_frame(name: &str) -> bool {
 
 /// `name` without its `+0x1c` offset; an address no symbol covers is
 /// `[unknown]`, as perf shows it.
-fn function(frame: &str) -> &str {
+pub fn function(frame: &str) -> &str {
     if frame.starts_with("0x") {
         return "[unknown]";
     }
@@ -122,15 +122,21 @@ impl StackAnalysis {
     }
 
     /// A scheduler event: blocked stretches start and end here (of the
-    /// threads `names` keeps).
-    pub fn add(&mut self, o: &OtherEvent, names: &super::names::ThreadNames) {
+    /// threads `names` keeps). Returns the stretch that ended, when it has
+    /// a stack: (thread, off-CPU ns, stack).
+    pub fn add(
+        &mut self,
+        o: &OtherEvent,
+        names: &super::names::ThreadNames,
+    ) -> Option<(u32, u64, Frames)> {
         if o.short_name() != "sched_switch" {
-            return;
+            return None;
         }
         let f = &o.fields;
         let (Some(prev), Some(next)) = (f.int("prev_pid"), f.int("next_pid")) else {
-            return;
+            return None;
         };
+        let mut ended = None;
         let (prev, next) = (prev as u32, next as u32);
         if let Some(b) = self.blocked.remove(&next) {
             let ns = o.ts.saturating_sub(b.since);
@@ -144,6 +150,7 @@ impl StackAnalysis {
                             frames: stack.clone(),
                         });
                     }
+                    ended = Some((next, ns, stack.clone()));
                     *self.off_cpu.entry((b.comm, stack)).or_default() += ns
                 }
                 None => self.without_stack_ns += ns,
@@ -166,6 +173,7 @@ impl StackAnalysis {
             );
             self.awaiting_stack.insert(o.cpu, prev);
         }
+        ended
     }
 
     pub fn stack(&mut self, k: &StackEvent, names: &super::names::ThreadNames) {

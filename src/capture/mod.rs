@@ -8,6 +8,7 @@
 //! through `ingest` like any other input.
 
 pub mod blk_tracer;
+pub mod functions;
 pub mod instance;
 pub mod journal;
 pub mod pipe;

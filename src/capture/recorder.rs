@@ -189,6 +189,8 @@ pub struct RecordOptions {
     /// On-CPU samples of every CPU at this frequency (Hz), with kernel
     /// call chains.
     pub sample_freq: Option<u64>,
+    /// Kernel functions to measure (`record --func`), for the manifest.
+    pub functions: Vec<String>,
 }
 
 /// The trigger that writes a blocked thread's kernel stack after its
@@ -204,6 +206,7 @@ pub struct Recorder {
     pub missing: Vec<&'static str>,
     /// The stack triggers set, for the manifest.
     triggers: Vec<String>,
+    functions: Vec<String>,
     sampler: Option<(u64, super::sampler::Sampler)>,
     clock: String,
     stopped: bool,
@@ -236,6 +239,7 @@ impl Recorder {
             enabled: Vec::new(),
             missing: Vec::new(),
             triggers: Vec::new(),
+            functions: opts.functions.clone(),
             sampler: None,
             clock: opts.clock.clone(),
             stopped: false,
@@ -435,6 +439,7 @@ impl Recorder {
             "events": self.enabled,
             "missing_events": self.missing,
             "triggers": self.triggers,
+            "functions": self.functions,
             "samples": samples,
             "recorder_tids": self.own_tids,
             "ring_buffer_stats": stats,

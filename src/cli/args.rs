@@ -28,6 +28,13 @@ pub struct FilterArgs {
     /// Only threads with these names (comma-separated, exact).
     #[arg(long, value_delimiter = ',')]
     pub comm: Vec<String>,
+    /// Kernel functions whose latency to show (comma-separated): every
+    /// call where the function has entry and return tracepoints in the
+    /// trace, else the time threads blocked with it on their stack (a
+    /// capture recorded with --stacks). A capture recorded with `--func`
+    /// shows its functions without this.
+    #[arg(long = "func", value_delimiter = ',', value_name = "FUNCTIONS")]
+    pub functions: Vec<String>,
 }
 
 impl FilterArgs {
@@ -42,6 +49,7 @@ impl FilterArgs {
                 top: self.top,
                 pids: self.pid,
                 comms: self.comm,
+                functions: self.functions,
             },
             interval_s: self.interval,
         }

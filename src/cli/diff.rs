@@ -19,14 +19,18 @@ pub struct DiffArgs {
     /// grew, blue: shrank) of captures recorded with --stacks.
     #[arg(long, value_name = "SVG")]
     flamegraph: Option<PathBuf>,
+    /// Kernel functions whose latency to compare (see `report --func`);
+    /// captures recorded with --func compare theirs without this.
+    #[arg(long = "func", value_delimiter = ',', value_name = "FUNCTIONS")]
+    functions: Vec<String>,
 }
 
 /// Each run analysed and diagnosed on its own; its warnings said.
-fn runs(paths: &[PathBuf]) -> Result<Vec<Run>> {
+fn runs(paths: &[PathBuf], opts: &Options) -> Result<Vec<Run>> {
     paths
         .iter()
         .map(|p| {
-            let r = pipeline::diagnosed(p, &Options::default())?;
+            let r = pipeline::diagnosed(p, opts)?;
             for w in &r.analysis.warnings {
                 super::warn(w);
             }
@@ -37,7 +41,9 @@ fn runs(paths: &[PathBuf]) -> Result<Vec<Run>> {
 
 pub fn run(args: DiffArgs) -> Result<ExitStatus> {
     let (base_paths, cand_paths) = args.sides.split("diff")?;
-    let (base, cand) = super::args::both(runs(&base_paths), runs(&cand_paths))?;
+    let mut opts = Options::default();
+    opts.filter.functions = args.functions.clone();
+    let (base, cand) = super::args::both(runs(&base_paths, &opts), runs(&cand_paths, &opts))?;
     for w in pipeline::comparison_warnings(&sides(&base), &sides(&cand)) {
         super::warn(&w);
     }

@@ -39,6 +39,14 @@ pub struct RecordArgs {
     /// events), for `report --format folded [--off-cpu]` and `flamegraph`.
     #[arg(long)]
     stacks: bool,
+    /// Kernel functions whose latency to measure (comma-separated), shown
+    /// by `report` as funclatency's histograms: every call, through the
+    /// function's entry and return tracepoints where it has them
+    /// (ext4_sync_file, ext4_writepages, …); any other function, by the
+    /// time threads blocked inside it (adds the off-CPU stacks of
+    /// --stacks). An unknown name stops before the workload starts.
+    #[arg(long = "func", value_delimiter = ',', value_name = "FUNCTIONS")]
+    functions: Vec<String>,
     /// On-CPU sampling frequency of --stacks (Hz), as perf's -F.
     #[arg(long, default_value = "99", value_parser = clap::value_parser!(u64).range(1..=10000))]
     freq: u64,
@@ -97,7 +105,10 @@ fn record_capture(output: &Path, args: &RecordArgs) -> Result<i32> {
         ));
     }
     let mut events = expand_sets(&args.events).map_err(Error::BadInput)?;
-    if args.stacks && !events.contains(&"sched/sched_switch") {
+    let (brackets, blocked) = plan_functions(&args.functions)?;
+    events.extend(brackets);
+    let off_cpu_stacks = args.stacks || blocked;
+    if off_cpu_stacks && !events.contains(&"sched/sched_switch") {
         events.push("sched/sched_switch");
     }
     workload::install_signal_handlers();
@@ -105,8 +116,9 @@ fn record_capture(output: &Path, args: &RecordArgs) -> Result<i32> {
         events,
         buffer_kb: args.buffer_kb,
         clock: "mono".into(),
-        off_cpu_stacks: args.stacks,
+        off_cpu_stacks,
         sample_freq: args.stacks.then_some(args.freq),
+        functions: args.functions.clone(),
     };
     let mut rec = Recorder::start(&opts, output).map_err(|e| Error::bad_input(e.0))?;
     if !rec.missing.is_empty() {
@@ -137,6 +149,34 @@ fn record_capture(output: &Path, args: &RecordArgs) -> Result<i32> {
         output.display()
     );
     Ok(status)
+}
+
+/// `--func`: the entry and return tracepoints to add, and whether any
+/// function is measured from off-CPU stacks (each said on stderr).
+fn plan_functions(functions: &[String]) -> Result<(Vec<&'static str>, bool)> {
+    use crate::capture::functions::{plan, Plan};
+    if functions.is_empty() {
+        return Ok((Vec::new(), false));
+    }
+    let tracefs = Tracefs::open().map_err(|e| Error::bad_input(e.0))?;
+    let kallsyms = std::fs::read_to_string("/proc/kallsyms")
+        .map_err(|e| Error::bad_input(format!("--func: cannot read /proc/kallsyms: {e}")))?;
+    let (mut events, mut blocked) = (Vec::new(), false);
+    for (name, p) in plan(functions, &tracefs.root, &kallsyms).map_err(Error::BadInput)? {
+        match p {
+            Plan::Calls { entry, exit } => {
+                eprintln!("iosleuth: --func {name}: every call, from {entry} to {exit}");
+                events.extend(expand_sets(&format!("{entry},{exit}")).map_err(Error::BadInput)?);
+            }
+            Plan::Blocked => {
+                blocked = true;
+                eprintln!(
+                    "iosleuth: --func {name}: no entry/return tracepoints; measured where threads block inside it (off-CPU stacks)"
+                );
+            }
+        }
+    }
+    Ok((events, blocked))
 }
 
 /// The kernel's `blk` tracer (what blktrace records) into one file, the

@@ -22,6 +22,9 @@ pub struct ReportArgs {
     /// microseconds, from a capture recorded with --stacks.
     #[arg(long)]
     off_cpu: bool,
+    /// With --func: each function's latency by thread too (funclatency -P).
+    #[arg(long)]
+    by_process: bool,
     #[command(flatten)]
     filter: FilterArgs,
     /// Say what rule ID (or `all`) found, or why it did not fire.
@@ -44,7 +47,12 @@ pub fn run(args: ReportArgs) -> Result<ExitStatus> {
             "--off-cpu goes with --format folded (or `iosleuth flamegraph --off-cpu`)",
         ));
     }
-    let a = crate::pipeline::analyse(&args.paths, &args.filter.options())?;
+    let mut a = crate::pipeline::analyse(&args.paths, &args.filter.options())?;
+    if !args.by_process {
+        for f in &mut a.functions {
+            f.by_process.clear();
+        }
+    }
     for w in &a.warnings {
         super::warn(w);
     }

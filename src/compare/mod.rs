@@ -90,6 +90,22 @@ pub fn headline(a: &Analysis) -> Vec<(String, f64)> {
     if let Some(w) = a.sched.long_waits.first() {
         v.push(("longest runqueue wait ms".into(), w.wait_ns as f64 / 1e6));
     }
+    for f in &a.functions {
+        let t = &f.all;
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let (count, per, last) = match f.method {
+            "calls" => ("calls count", "avg ms", ("max ms", ms(t.max_ns))),
+            _ => (
+                "blocks count",
+                "blocked avg ms",
+                ("blocked total ms", ms(t.total_ns)),
+            ),
+        };
+        let name = &f.name;
+        v.push((format!("function {name} {count}"), t.count as f64));
+        v.push((format!("function {name} {per}"), ms(t.avg_ns())));
+        v.push((format!("function {name} {}", last.0), last.1));
+    }
     v
 }
 
@@ -277,9 +293,11 @@ fn verdict(
     shift: Option<&TimeShift>,
     several: bool,
 ) -> String {
+    // Function latencies (`--func`) are evidence of where, not the
+    // workload's change: the verdict names the latter.
     let biggest = figures
         .iter()
-        .filter(|f| f.significant)
+        .filter(|f| f.significant && !f.name.starts_with("function "))
         .filter_map(|f| f.change_pct.map(|c| (c, f)))
         .max_by(|x, y| x.0.abs().total_cmp(&y.0.abs()));
     let mut verdict = String::new();

@@ -8,6 +8,7 @@ pub mod blktrace_record;
 pub mod block;
 pub mod capture_layout;
 pub mod fields;
+pub mod function_brackets;
 pub mod perf_record;
 pub mod snapshot;
 

@@ -9,15 +9,23 @@ use crate::report::escape::{join_escaped, Esc};
 pub fn render(d: &Diff) -> String {
     use std::fmt::Write;
     let mut out = String::new();
+    // As wide as the longest name (function names are long).
+    let w = d
+        .figures
+        .iter()
+        .map(|f| Esc(&f.name).to_string().chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(40);
     let _ = writeln!(
         out,
-        "{:<40} {:>14} {:>14} {:>9}",
+        "{:<w$} {:>14} {:>14} {:>9}",
         "FIGURE", "baseline", "candidate", "change"
     );
     for f in &d.figures {
         let _ = writeln!(
             out,
-            "{:<40} {:>14.3} {:>14.3} {:>9}{}",
+            "{:<w$} {:>14.3} {:>14.3} {:>9}{}",
             Esc(&f.name),
             f.baseline,
             f.candidate,

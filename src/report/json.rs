@@ -32,6 +32,7 @@ pub fn to_value(a: &Analysis, findings: &[Finding]) -> Value {
         "wbt": a.wbt,
         "readahead": a.readahead,
         "cgroup_throttle": a.cgroup_throttle,
+        "functions": a.functions,
         "off_cpu": off_cpu(a),
         "on_cpu": on_cpu(a),
         "unknown_events": a.unknown_events,

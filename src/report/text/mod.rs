@@ -9,11 +9,13 @@ use crate::report::escape::{escape, join_escaped, Esc};
 use std::fmt::Write;
 
 mod block;
+mod functions;
 mod layers;
 mod sched;
 mod system;
 
 use block::*;
+use functions::*;
 use layers::*;
 use sched::*;
 use system::*;
@@ -136,6 +138,7 @@ pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
     outliers(&mut out, &a.outliers);
     syscalls(&mut out, &a.syscalls);
     filesystem(&mut out, &a.fs);
+    functions(&mut out, &a.functions);
     sched(&mut out, &a.sched);
     interrupts(&mut out, &a.irq, &a.sched);
     workqueues(&mut out, &a.workqueue);
