@@ -267,7 +267,29 @@ fn lab_journal_shows_the_journal_space_wait_in_stacks_and_flame_graphs() {
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("{title}"));
     assert!(pct > 20.0, "{title}");
+    // --func: the writers' blocked time inside add_transaction_credits
+    // grew (case 2's funclatency), and ext4_sync_file is timed per call.
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("function add_transaction_credits blocked total ms"))
+        .unwrap_or_else(|| panic!("{out}"));
+    let v: Vec<f64> = row
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(
+        v.len() >= 2 && v[1] > 2.0 * v[0] && row.ends_with('*'),
+        "{row}"
+    );
     let dir = std::path::Path::new(&kept).join("journal");
+    let rep = json_report(&[dir.join("bad.cap")], &[]);
+    let f = rep["functions"].as_array().unwrap();
+    assert_eq!(f[0]["name"], "add_transaction_credits");
+    assert_eq!(
+        (&f[1]["name"], &f[1]["method"]),
+        (&"ext4_sync_file".into(), &"calls".into())
+    );
+    assert!(f[1]["count"].as_u64().unwrap() > 100, "{}", f[1]);
     let bad = std::fs::read_to_string(dir.join("bad-off-cpu.svg")).unwrap();
     assert!(bad.contains("<title>add_transaction_credits ("));
     let diff = std::fs::read_to_string(dir.join("diff-off-cpu.svg")).unwrap();

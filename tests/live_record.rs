@@ -442,3 +442,89 @@ fn record_stacks_folds_blocked_time_and_leaves_no_trigger() {
     assert_eq!(manifest["samples"]["lost"], 0);
     assert!(cap.join("samples-cpu0.perf").is_file());
 }
+
+/// `record --func`: ext4_sync_file timed call by call through its own
+/// tracepoints (one per fsync of the probe), file_write_and_wait_range where
+/// the probe blocked in it; an unknown name stops before the workload.
+#[test]
+fn record_func_times_each_call_or_each_blocked_stretch() {
+    if !live() {
+        return;
+    }
+    let dir = tempdir();
+    let (cap, file) = (dir.path().join("cap"), dir.path().join("probe.dat"));
+    let mut rec = iosleuth();
+    rec.arg("record").arg("-o").arg(&cap).args([
+        "--events",
+        "syscalls",
+        "--func",
+        "ext4_sync_file,file_write_and_wait_range",
+        "--",
+    ]);
+    rec.arg(env!("CARGO_BIN_EXE_iosleuth"))
+        .args(["probe", "fsync", "--size", "8k", "--count", "40", "--path"])
+        .arg(&file);
+    let out = run(&mut rec);
+    assert!(out.contains("write+fsync: 40 operations"), "{out}");
+    assert!(leftover_instances().is_empty());
+    let rep = json_report(&[&cap], &["--comm", "iosleuth"]);
+    let functions = rep["functions"].as_array().unwrap();
+    let names: Vec<&str> = functions
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ext4_sync_file", "file_write_and_wait_range"]);
+    let fsync_ns = rep["syscalls"]["operations"]["fsync"]["total_ns"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{}", rep["syscalls"]));
+    if fstype_of(dir.path()) == "ext4" {
+        let sync = &functions[0];
+        assert_eq!(sync["method"], "calls");
+        assert_eq!(sync["count"], 40, "{sync}");
+        let hist: u64 = sync["histogram"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(hist, 40);
+        // Inside each operation's fsync.
+        assert!(sync["total_ns"].as_u64().unwrap() <= fsync_ns, "{sync}");
+        let wait = &functions[1];
+        assert_eq!(wait["method"], "blocked");
+        let n = wait["count"].as_u64().unwrap();
+        assert!((1..=80).contains(&n), "{wait}");
+        assert!(wait["total_ns"].as_u64().unwrap() <= fsync_ns, "{wait}");
+    } else {
+        eprintln!("the temporary directory is not on ext4: ext4_sync_file not checked");
+    }
+    let text = run(iosleuth().arg("report").arg(&cap).arg("--by-process"));
+    assert!(
+        text.contains("ext4_sync_file (calls, entry to return): count ")
+            && text.contains("usecs               : count     distribution"),
+        "{text}"
+    );
+
+    // Unknown: exit 2 naming it, nothing recorded or run.
+    let (never, marker) = (dir.path().join("never"), dir.path().join("ran"));
+    let o = iosleuth()
+        .arg("record")
+        .arg("-o")
+        .arg(&never)
+        .args([
+            "--func",
+            "ext4_sync_file,no_such_function_anywhere",
+            "--",
+            "touch",
+        ])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no kernel function \"no_such_function_anywhere\" in /proc/kallsyms"),
+        "{err}"
+    );
+    assert!(!never.exists() && !marker.exists());
+}

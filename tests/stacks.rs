@@ -355,3 +355,59 @@ fn stacks_without_symbols_are_unknown_frames_with_a_warning() {
     );
     assert!(out.lines().any(|l| l.starts_with("dd;[unknown]")), "{out}");
 }
+
+/// `--func` on the same captures: the blocked time inside
+/// add_transaction_credits equals the off-CPU time of the folded stacks
+/// through it (the same stretches, counted once each), and grows with
+/// the small journal; ext4_sync_file, which has entry and return
+/// tracepoints, is timed per call and agrees with the fsync spans.
+#[test]
+fn func_latency_is_the_blocked_time_inside_the_function_or_every_call() {
+    let func = |cap: &str, f: &str| {
+        let rep = json_report(&[cap], &["--func", f]);
+        rep["functions"][0].clone()
+    };
+    let (good, bad) = (
+        func(GOOD, "add_transaction_credits"),
+        func(BAD, "add_transaction_credits"),
+    );
+    assert_eq!(bad["method"], "blocked");
+    let total = |v: &serde_json::Value| v["total_ns"].as_u64().unwrap();
+    assert!(total(&bad) > 50 * total(&good), "{good} {bad}");
+    // The folded stacks are in µs, rounded per stack.
+    let folded_us: u64 = folded(BAD)
+        .iter()
+        .filter(|(s, _)| s.split(';').any(|f| f == "add_transaction_credits"))
+        .map(|(_, n)| n)
+        .sum();
+    let us = total(&bad) / 1000;
+    assert!(
+        us.abs_diff(folded_us) <= us / 100 + 1,
+        "{us} vs {folded_us}"
+    );
+    let text = run(iosleuth().args(["report", "--func", "add_transaction_credits", BAD]));
+    assert!(
+        text.contains("add_transaction_credits (time blocked inside it, per blocked stretch (off-CPU stacks)): count "),
+        "{text}"
+    );
+
+    let calls = func("tests/fixtures/fsync-4k.cap", "ext4_sync_file");
+    let rep = json_report(&["tests/fixtures/fsync-4k.cap"], &[]);
+    assert_eq!(calls["method"], "calls");
+    assert_eq!(calls["count"], rep["fs"]["fsync"]["count"]);
+    assert_eq!(calls["total_ns"], rep["fs"]["fsync"]["total_ns"]);
+
+    // diff compares them; a capture recorded without --func has none.
+    let d = run(iosleuth().args(["diff", "--func", "add_transaction_credits", GOOD, BAD]));
+    assert!(
+        d.lines().any(
+            |l| l.starts_with("function add_transaction_credits blocked total ms")
+                && l.ends_with('*')
+        ),
+        "{d}"
+    );
+    assert!(json_report(&[GOOD], &[])["functions"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+}

@@ -320,7 +320,11 @@ fn journal(lab: &Lab) -> Result<(), CaptureError> {
     let events = "block,fs,sched,syscalls";
     // With the writers' kernel stacks: case 2's proof was their time
     // under add_transaction_credits.
-    let stacks = ["--stacks"];
+    let stacks = [
+        "--stacks",
+        "--func",
+        "add_transaction_credits,ext4_sync_file",
+    ];
     {
         let fs = Ext4::create(2560, 1024, true)?;
         lab.record_with(&lab.good(), events, &stacks, &script(&fs))?;
