@@ -164,3 +164,33 @@ fn case4_ftrace_sched_excerpt() {
         .count();
     assert_eq!(switches, 6);
 }
+
+/// Case 4's proof: the journal write's 269 ms were between
+/// mmc_request_start and mmc_request_done. The excerpt with the article's
+/// line wrapping undone (each event on one line, as ftrace writes it):
+/// the MMC command (cmd_arg 0x47fd98 = sector 4717976) is the request the
+/// block layer issued 26 µs earlier, and its D2C splits at the device.
+#[test]
+fn case4_mmc_command_splits_the_journal_write_at_the_device() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iosleuth"))
+        .args(["report", "--format", "json"])
+        .arg(Path::new("tests/fixtures/seeds").join("case4-ftrace-block-mmc-joined.txt"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let rep: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let d = &rep["driver"];
+    assert_eq!(d["devices"][0]["device"], "179,0");
+    assert_eq!(d["devices"][0]["driver"], "mmc");
+    assert_eq!(d["devices"][0]["commands"], 1);
+    let c = &d["slowest"][0];
+    assert_eq!(
+        (&c["sector"], &c["bytes"], &c["command"]),
+        (&4717976.into(), &4096.into(), &"cmd_opcode=25".into())
+    );
+    assert_eq!(c["device_ns"], 474_492_701_000u64 - 474_223_072_000);
+    assert_eq!(c["before_device_ns"], 26_000);
+    assert_eq!(d["unmatched_commands"], 0);
+    // No longer "not analysed".
+    assert!(rep["unknown_events"].as_object().unwrap().is_empty());
+}

@@ -3,6 +3,7 @@
 
 pub mod blkthrottle;
 pub mod block;
+pub mod driver;
 pub mod fs;
 pub mod functions;
 pub mod gaps;
@@ -92,6 +93,8 @@ pub struct Analysis {
     pub readahead: readahead::ReadaheadSummary,
     /// Bios held back by cgroup I/O limits.
     pub cgroup_throttle: blkthrottle::ThrottleSummary,
+    /// Driver commands (mmc, nvme, scsi events) matched to requests.
+    pub driver: driver::DriverSummary,
     /// Latency of the kernel functions asked for (`--func`).
     pub functions: Vec<functions::FunctionLatency>,
     /// Off-CPU time by kernel stack (`record --stacks`); in JSON as
@@ -152,6 +155,7 @@ struct Analyses<'f> {
     outliers: outliers::OutlierAnalysis,
     stacks: stacks::StackAnalysis,
     functions: functions::FunctionAnalysis,
+    driver: driver::DriverAnalysis,
     names: names::ThreadNames,
     /// Events no analysis used, by name.
     unknown: BTreeMap<String, u64>,
@@ -190,6 +194,7 @@ impl<'f> Analyses<'f> {
             outliers: outliers::OutlierAnalysis::new(filter.top),
             stacks: stacks::StackAnalysis::new(),
             functions: functions::FunctionAnalysis::new(&filter.functions),
+            driver: driver::DriverAnalysis::new(),
             names,
             unknown: BTreeMap::new(),
             events: 0,
@@ -221,6 +226,7 @@ impl<'f> Analyses<'f> {
         self.blk.add(b);
         self.fs.block(b);
         self.throttle.block(b);
+        self.driver.block(b);
     }
 
     fn other(&mut self, o: &crate::model::OtherEvent) {
@@ -243,7 +249,8 @@ impl<'f> Analyses<'f> {
             | self.irq.add(o)
             | self.wq.add(o)
             | self.wbt.add(o)
-            | self.readahead.add(o);
+            | self.readahead.add(o)
+            | self.driver.add(o);
         self.throttle.add(o);
         self.functions.add(o, names);
         if let Some((pid, ns, frames)) = self.stacks.add(o, names) {
@@ -322,6 +329,7 @@ impl<'f> Analyses<'f> {
             readahead: self.readahead.finish(),
             cgroup_throttle: self.throttle.finish(),
             functions: self.functions.finish(names),
+            driver: self.driver.finish(),
             stacks,
             unknown_events: self.unknown,
             warnings,

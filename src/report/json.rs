@@ -33,6 +33,7 @@ pub fn to_value(a: &Analysis, findings: &[Finding]) -> Value {
         "readahead": a.readahead,
         "cgroup_throttle": a.cgroup_throttle,
         "functions": a.functions,
+        "driver": a.driver,
         "off_cpu": off_cpu(a),
         "on_cpu": on_cpu(a),
         "unknown_events": a.unknown_events,

@@ -245,3 +245,63 @@ fn blocked_in(b: &crate::analyze::stacks::BlockedIn) -> String {
         frames.join(" <- ")
     )
 }
+
+/// Driver commands matched to their requests: D2C split at the device.
+pub(super) fn driver(out: &mut String, d: &crate::analyze::driver::DriverSummary) {
+    if d.devices.is_empty() && d.unmatched_commands == 0 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "==================== Below the block layer (driver events) ====================\n"
+    );
+    let p = |x: &crate::analyze::histogram::Percentiles| {
+        format!(
+            "p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+            x.p50 as f64 / 1e6,
+            x.p99 as f64 / 1e6,
+            x.max as f64 / 1e6
+        )
+    };
+    for dev in &d.devices {
+        let driver = dev
+            .driver
+            .map(|d| format!("{d:?}").to_lowercase())
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{} ({driver}): {} requests with a driver command",
+            Esc(&dev.device),
+            dev.commands
+        );
+        let _ = writeln!(out, "  issue -> driver start:  {}", p(&dev.before_device));
+        let _ = writeln!(out, "  in the device:          {}", p(&dev.in_device));
+        if dev.after_device.count > 0 {
+            let _ = writeln!(out, "  device end -> complete: {}", p(&dev.after_device));
+        }
+    }
+    if !d.slowest.is_empty() {
+        let _ = writeln!(out, "\nlongest in the device:");
+        for c in &d.slowest {
+            let _ = writeln!(
+                out,
+                "  {} sector {} + {} ({}): {:.3} ms in the device, {:.3} ms after the issue at {}",
+                Esc(&c.device),
+                c.sector,
+                c.bytes / 512,
+                Esc(&c.command),
+                c.device_ns as f64 / 1e6,
+                c.before_device_ns as f64 / 1e6,
+                super::secs(c.issue_ns)
+            );
+        }
+    }
+    if d.unmatched_commands > 0 || d.ends_without_start > 0 {
+        let _ = writeln!(
+            out,
+            "  ({} commands without a request at their sector, {} ends without a start)",
+            d.unmatched_commands, d.ends_without_start
+        );
+    }
+    out.push('\n');
+}

@@ -135,6 +135,7 @@ pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
         }
         out.push('\n');
     }
+    driver(&mut out, &a.driver);
     outliers(&mut out, &a.outliers);
     syscalls(&mut out, &a.syscalls);
     filesystem(&mut out, &a.fs);
