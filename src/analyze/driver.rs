@@ -291,7 +291,13 @@ const MMC_DATA_OPCODES: [i64; 4] = [17, 18, 24, 25];
 /// The MMC host an event names (`name` in binary captures; the text's
 /// `mmc0:` prefix is not a field, and one host is one queue then).
 fn mmc_host(o: &OtherEvent) -> String {
-    format!("mmc {}", o.fields.str("name").unwrap_or(""))
+    // With command queueing several requests are out at once, by tag.
+    let f = &o.fields;
+    format!(
+        "mmc {} {}",
+        f.str("name").unwrap_or(""),
+        f.int("tag").unwrap_or(0)
+    )
 }
 
 fn nvme_key(o: &OtherEvent) -> Option<String> {
@@ -331,12 +337,16 @@ fn started(name: &str, o: &OtherEvent) -> Option<Started> {
         "mmc_request_start" => {
             let op = f.int("cmd_opcode")?;
             let arg = f.int("cmd_arg")?;
+            // `blk_addr` (newer kernels) is the sector; else the argument:
+            // high-capacity cards address 512-byte blocks, others bytes.
+            let sectors = match f.int("blk_addr") {
+                Some(b) => vec![b as u64],
+                None => vec![arg as u64, arg as u64 / 512],
+            };
             (MMC_DATA_OPCODES.contains(&op)).then(|| Started {
                 driver: Driver::Mmc,
                 key: mmc_host(o),
-                // High-capacity cards address 512-byte blocks; standard
-                // ones bytes.
-                sectors: vec![arg as u64, arg as u64 / 512],
+                sectors,
                 what: format!("cmd_opcode={op}"),
             })
         }
