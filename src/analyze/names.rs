@@ -69,6 +69,11 @@ impl ThreadNames {
             .unwrap_or_default()
     }
 
+    /// The thread's name as known now.
+    pub fn comm(&self, pid: u32) -> Option<Comm> {
+        self.comms.get(&pid).copied()
+    }
+
     /// `comm (pid)`, the key of per-process tables.
     pub fn process(&self, pid: u32) -> String {
         format!("{} ({pid})", self.get(pid))

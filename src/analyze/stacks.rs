@@ -52,7 +52,9 @@ pub struct StackAnalysis {
     stretches: FxHashMap<u32, Vec<Stretch>>,
     kept: usize,
     /// On-CPU samples by (thread, stack).
-    on_cpu: FxHashMap<(u32, Frames), u64>,
+    /// On-CPU samples by (thread, its name when sampled, stack): a thread
+    /// that execs changes name, and perf names each sample as it was.
+    on_cpu: FxHashMap<(u32, Option<crate::model::Comm>, Frames), u64>,
     samples: u64,
 }
 
@@ -181,7 +183,8 @@ impl StackAnalysis {
             // A sample with no frame folds to nothing (as the collapsers).
             if names.keeps(k.pid) && !k.frames.is_empty() {
                 self.samples += 1;
-                *self.on_cpu.entry((k.pid, k.frames.clone())).or_default() += k.weight;
+                let key = (k.pid, names.comm(k.pid), k.frames.clone());
+                *self.on_cpu.entry(key).or_default() += k.weight;
             }
             return;
         }
@@ -200,12 +203,16 @@ impl StackAnalysis {
                 .into_iter()
                 .map(|((comm, stack), ns)| (comm.to_string(), stack, ns)),
         );
-        let on_cpu = folded(self.on_cpu.into_iter().map(|((pid, stack), n)| {
+        let on_cpu = folded(self.on_cpu.into_iter().map(|((pid, then, stack), n)| {
             // The idle task is pid 0 on every CPU: perf names it swapper.
-            let comm = match (pid, names.get(pid)) {
+            // A thread not named yet when sampled takes its last name.
+            let comm = match (pid, then.map(|c| c.as_str().to_string())) {
                 (0, _) => "swapper".to_string(),
-                (_, c) if c.is_empty() => format!("pid {pid}"),
-                (_, c) => c,
+                (_, Some(c)) => c,
+                (_, None) => match names.get(pid) {
+                    c if c.is_empty() => format!("pid {pid}"),
+                    c => c,
+                },
             };
             (comm, stack, n)
         }));

@@ -6,37 +6,10 @@
 
 use crate::ingest::capture_dir::open_capture;
 use crate::model::capture_layout::{ADDRESS_FIELDS, SYMBOLS};
+use crate::model::kallsyms::KernelSymbols;
 use crate::model::{Event, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-
-/// Text symbols of /proc/kallsyms, sorted by address.
-fn kallsyms() -> Vec<(u64, String)> {
-    let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-    let mut v: Vec<(u64, String)> = text
-        .lines()
-        .filter_map(|l| {
-            let mut w = l.split_whitespace();
-            let addr = u64::from_str_radix(w.next()?, 16).ok()?;
-            let kind = w.next()?;
-            let name = w.next()?;
-            (addr != 0 && matches!(kind, "t" | "T")).then(|| (addr, name.to_string()))
-        })
-        .collect();
-    v.sort();
-    v
-}
-
-/// `name` for a symbol's start, `name+0x10` inside it.
-fn resolve(table: &[(u64, String)], addr: u64) -> Option<String> {
-    let i = table.partition_point(|(a, _)| *a <= addr).checked_sub(1)?;
-    let (start, name) = &table[i];
-    Some(if *start == addr {
-        name.clone()
-    } else {
-        format!("{name}+{:#x}", addr - start)
-    })
-}
 
 /// Reads the capture in `dir`, resolves every address field it holds and
 /// writes `symbols.json`. Returns how many were resolved.
@@ -67,7 +40,7 @@ pub fn write_for_capture(dir: &Path) -> std::io::Result<usize> {
     if addrs.is_empty() {
         return Ok(0);
     }
-    let table = kallsyms();
+    let table = KernelSymbols::of_this_machine();
     if table.is_empty() {
         // kptr_restrict shows every address as 0 (or the file is not
         // readable): nothing to name; the reader then says so.
@@ -75,24 +48,11 @@ pub fn write_for_capture(dir: &Path) -> std::io::Result<usize> {
     }
     let names: BTreeMap<String, String> = addrs
         .into_iter()
-        .filter_map(|a| Some((format!("{a:#x}"), resolve(&table, a)?)))
+        .filter_map(|a| Some((format!("{a:#x}"), table.resolve(a)?)))
         .collect();
     std::fs::write(
         dir.join(SYMBOLS),
         serde_json::to_string_pretty(&names).unwrap_or_default(),
     )?;
     Ok(names.len())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn exact_and_inside() {
-        let t = vec![(0x100, "a".to_string()), (0x200, "b".to_string())];
-        assert_eq!(resolve(&t, 0x100).as_deref(), Some("a"));
-        assert_eq!(resolve(&t, 0x210).as_deref(), Some("b+0x10"));
-        assert_eq!(resolve(&t, 0x50), None);
-    }
 }

@@ -4,8 +4,10 @@
 pub mod blktrace_bin;
 pub mod block_text;
 pub mod capture_dir;
+pub mod elf_symbols;
 pub mod files;
 pub mod merge;
+pub mod perf_data;
 pub mod perf_samples;
 pub mod perf_script_stack;
 pub mod reader;
@@ -135,6 +137,12 @@ struct InputFormat {
 type Opened = Result<Box<dyn Source>, InputError>;
 
 static FORMATS: &[InputFormat] = &[
+    InputFormat {
+        name: "perf.data (perf record)",
+        sniff: perf_data::detect,
+        // Read by path: the crate seeks.
+        open: |path, _| Ok(Box::new(perf_data::PerfDataSource::open(path)?)),
+    },
     InputFormat {
         name: "blktrace binary (blktrace files, blkparse -d, the blk tracer's binary output)",
         sniff: |head| blktrace_bin::detect(head).is_some(),

@@ -9,6 +9,7 @@ pub mod block;
 pub mod capture_layout;
 pub mod fields;
 pub mod function_brackets;
+pub mod kallsyms;
 pub mod perf_record;
 pub mod snapshot;
 

@@ -1,0 +1,377 @@
+//! `perf record` files (perf.data), read with the linux-perf-data crate
+//! rather than through `perf script`: each sample's call chain becomes a
+//! stack, weighted by its period, its frames named as `perf script`
+//! names them and as the collapsers then shorten them (the same
+//! `perf_script_stack::parse_frame`), so that `report perf.data --format
+//! folded` equals `perf script | inferno-collapse-perf`.
+//!
+//! Names come from this machine, as perf's do: kernel addresses from
+//! /proc/kallsyms (moved by the difference between the `_text` the file
+//! recorded and today's, as perf relocates across reboots), user
+//! addresses through the process's mappings (its MMAP records, inherited
+//! on fork, replaced where a new one overlaps) and the binary's symbols (`elf_symbols`).
+//! Tracepoint samples (`perf record -e block:…`) are counted as not
+//! decoded.
+
+use super::elf_symbols::ElfSymbols;
+use super::perf_script_stack::parse_frame;
+use super::source::{InputError, Source, SourceStats};
+use crate::model::kallsyms::KernelSymbols;
+use crate::model::{Comm, Event, StackEvent};
+use linux_perf_data::linux_perf_event_reader::{EventRecord, RecordType};
+use linux_perf_data::{PerfFileReader, PerfFileRecord};
+use rustc_hash::FxHashMap;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Call-chain entries at or above this are context markers.
+const CONTEXT_MAX: u64 = -4095i64 as u64;
+/// PERF_CONTEXT_KERNEL and PERF_CONTEXT_USER: the entries after them are
+/// kernel, or user-space, addresses.
+const CONTEXT_KERNEL: u64 = -128i64 as u64;
+const CONTEXT_USER: u64 = -512i64 as u64;
+/// Kernel addresses start here on x86-64 and arm64.
+const KERNEL_START: u64 = 0xffff_8000_0000_0000;
+
+/// Whether the first bytes are a perf.data file's (`PERFILE2`).
+pub fn detect(head: &[u8]) -> bool {
+    head.starts_with(b"PERFILE2")
+}
+
+#[derive(Clone)]
+struct Mapping {
+    start: u64,
+    end: u64,
+    pgoff: u64,
+    path: Arc<str>,
+}
+
+pub struct PerfDataSource {
+    path: PathBuf,
+    reader: PerfFileReader<BufReader<std::fs::File>>,
+    stats: SourceStats,
+    namer: Namer,
+    tracepoint_samples: u64,
+}
+
+/// What names a sample's thread and frames, learnt from the records so far.
+#[derive(Default)]
+struct Namer {
+    comms: FxHashMap<u32, Comm>,
+    /// By process: its executable mappings, newest last.
+    maps: FxHashMap<u32, Vec<Mapping>>,
+    binaries: FxHashMap<Arc<str>, Option<ElfSymbols>>,
+    /// The build id of each binary the recording saw, by path.
+    build_ids: FxHashMap<Vec<u8>, Vec<u8>>,
+    kernel: Option<KernelSymbols>,
+    /// The file's `_text` (its kernel MMAP record's page offset).
+    recorded_text: Option<u64>,
+}
+
+/// The file's sections lie inside it: the crate allocates what a section
+/// header claims before reading it, so a damaged header is refused here.
+fn check_sections(path: &Path, f: &mut std::fs::File) -> Result<(), InputError> {
+    let bad = |what: String| InputError::new(path, format!("not a usable perf.data file: {what}"));
+    let len = f
+        .metadata()
+        .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?
+        .len();
+    let mut h = [0u8; 104];
+    f.read_exact(&mut h)
+        .map_err(|_| bad(format!("{len} bytes, shorter than perf's 104-byte header")))?;
+    let u64_at = |at: usize| u64::from_le_bytes(h[at..at + 8].try_into().unwrap());
+    for (name, at) in [("attributes", 24), ("data", 40), ("event types", 56)] {
+        let (off, size) = (u64_at(at), u64_at(at + 8));
+        if off.checked_add(size).is_none_or(|end| end > len) {
+            return Err(bad(format!(
+                "its {name} section ({size} bytes at {off}) runs past the end of the {len}-byte file (truncated?)"
+            )));
+        }
+    }
+    // The feature sections' table follows the data.
+    let features: u32 = h[72..104].iter().map(|b| b.count_ones()).sum();
+    let table = u64_at(40) + u64_at(48);
+    let mut t = vec![0u8; features as usize * 16];
+    f.seek(SeekFrom::Start(table))
+        .and_then(|_| f.read_exact(&mut t))
+        .map_err(|_| bad("its feature sections' table is cut off (truncated?)".into()))?;
+    for c in t.chunks(16) {
+        let off = u64::from_le_bytes(c[..8].try_into().unwrap());
+        let size = u64::from_le_bytes(c[8..].try_into().unwrap());
+        if off.checked_add(size).is_none_or(|end| end > len) {
+            return Err(bad(format!(
+                "a feature section ({size} bytes at {off}) runs past the end of the {len}-byte file (truncated?)"
+            )));
+        }
+    }
+    f.seek(SeekFrom::Start(0))
+        .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
+    Ok(())
+}
+
+impl PerfDataSource {
+    pub fn open(path: &Path) -> Result<PerfDataSource, InputError> {
+        let mut f = std::fs::File::open(path)
+            .map_err(|e| InputError::new(path, format!("cannot open: {e}")))?;
+        check_sections(path, &mut f)?;
+        let reader = PerfFileReader::parse_file(BufReader::new(f))
+            .map_err(|e| InputError::new(path, format!("not a usable perf.data file: {e}")))?;
+        let build_ids = build_ids(&reader.perf_file);
+        Ok(PerfDataSource {
+            path: path.to_path_buf(),
+            reader,
+            stats: SourceStats::default(),
+            namer: Namer {
+                build_ids,
+                ..Default::default()
+            },
+            tracepoint_samples: 0,
+        })
+    }
+}
+
+/// Each binary's build id as `perf record` wrote them (its HEADER_BUILD_ID).
+fn build_ids(f: &linux_perf_data::PerfFile) -> FxHashMap<Vec<u8>, Vec<u8>> {
+    f.build_ids()
+        .unwrap_or_default()
+        .into_values()
+        .map(|i| (i.path, i.build_id))
+        .collect()
+}
+
+impl Namer {
+    /// A kernel frame as perf script prints it: `name+0x1c`, or
+    /// `[unknown]` in `[kernel.kallsyms]`.
+    fn kernel_frame(&mut self, addr: u64) -> String {
+        let k = self
+            .kernel
+            .get_or_insert_with(KernelSymbols::of_this_machine);
+        // Today's address of what the file recorded at `addr`.
+        let moved = match (self.recorded_text, k.address_of("_text")) {
+            (Some(then), Some(now)) => addr.wrapping_add(now.wrapping_sub(then)),
+            _ => addr,
+        };
+        match k.lookup(moved) {
+            Some((name, off)) => format!("\t{addr:x} {name}+{off:#x} ([kernel.kallsyms])"),
+            None => format!("\t{addr:x} [unknown] ([kernel.kallsyms])"),
+        }
+    }
+
+    fn user_frame(&mut self, pid: u32, addr: u64) -> String {
+        let Some(m) = self
+            .maps
+            .get(&pid)
+            .and_then(|v| v.iter().rev().find(|m| addr >= m.start && addr < m.end))
+            .cloned()
+        else {
+            return format!("\t{addr:x} [unknown] ([unknown])");
+        };
+        let build_ids = &self.build_ids;
+        let syms = self.binaries.entry(m.path.clone()).or_insert_with(|| {
+            let id = build_ids.get(m.path.as_bytes()).map(Vec::as_slice);
+            ElfSymbols::load(Path::new(&*m.path), id)
+        });
+        let offset = addr - m.start + m.pgoff;
+        match syms.as_ref().and_then(|s| s.at_file_offset(offset)) {
+            Some(name) => format!("\t{addr:x} {}+0x0 ({})", demangle(name), m.path),
+            None => format!("\t{addr:x} [unknown] ({})", m.path),
+        }
+    }
+
+    /// The frames of a call chain, innermost first. Whether an address
+    /// is the kernel's or user space's is the chain's context markers'
+    /// to say (a user stack walked by frame pointers can hold any value).
+    fn frames(&mut self, pid: u32, chain: &[u64], ip: u64, kernel_ip: bool) -> Vec<Arc<str>> {
+        let mut lines = Vec::new();
+        if chain.is_empty() {
+            lines.push(if kernel_ip {
+                self.kernel_frame(ip)
+            } else {
+                self.user_frame(pid, ip)
+            });
+        }
+        let mut kernel = kernel_ip;
+        for &a in chain {
+            match a {
+                CONTEXT_KERNEL => kernel = true,
+                CONTEXT_USER => kernel = false,
+                a if a >= CONTEXT_MAX => {}
+                a if kernel => lines.push(self.kernel_frame(a)),
+                a => lines.push(self.user_frame(pid, a)),
+            }
+        }
+        lines
+            .iter()
+            .filter_map(|l| parse_frame(l))
+            .map(Arc::from)
+            .collect()
+    }
+
+    fn mapping(&mut self, pid: i32, start: u64, len: u64, pgoff: u64, path: &[u8], exec: bool) {
+        let path = String::from_utf8_lossy(path).into_owned();
+        if path.starts_with("[kernel.kallsyms]") {
+            self.recorded_text = Some(pgoff);
+            return;
+        }
+        if !exec || pid < 0 {
+            return;
+        }
+        let v = self.maps.entry(pid as u32).or_default();
+        let end = start.saturating_add(len);
+        v.retain(|m| m.end <= start || m.start >= end);
+        v.push(Mapping {
+            start,
+            end,
+            pgoff,
+            path: path.into(),
+        });
+    }
+}
+
+/// A symbol as perf prints it by default: Rust (legacy and v0) without
+/// its hash, C++ without its parameters, anything else as it is.
+fn demangle(name: &str) -> String {
+    if let Ok(d) = rustc_demangle::try_demangle(name) {
+        return format!("{d:#}");
+    }
+    if name.starts_with("_Z") {
+        let opts = cpp_demangle::DemangleOptions::new().no_params();
+        if let Ok(d) = cpp_demangle::Symbol::new(name).and_then(|s| {
+            s.demangle_with_options(&opts)
+                .map_err(|_| cpp_demangle::error::Error::UnexpectedEnd)
+        }) {
+            return d;
+        }
+    }
+    name.to_string()
+}
+
+impl Source for PerfDataSource {
+    fn next_event(&mut self) -> Option<Event> {
+        loop {
+            let rec = match self
+                .reader
+                .record_iter
+                .next_record(&mut self.reader.perf_file)
+            {
+                Ok(Some(r)) => r,
+                Ok(None) => {
+                    if self.tracepoint_samples > 0 {
+                        self.stats.notes.push(format!(
+                            "{}: {} tracepoint samples (perf record -e SYSTEM:EVENT) are not decoded yet; only the sampled call chains are read",
+                            self.path.display(),
+                            std::mem::take(&mut self.tracepoint_samples)
+                        ));
+                    }
+                    return None;
+                }
+                Err(e) => {
+                    self.stats.cut_short = Some(format!("stopped reading: {e}"));
+                    return None;
+                }
+            };
+            let PerfFileRecord::EventRecord { record, .. } = rec else {
+                continue;
+            };
+            if record.record_type == RecordType::LOST {
+                if let Ok(EventRecord::Lost(l)) = record.parse() {
+                    self.stats.lost_events = self.stats.lost_events.saturating_add(l.count);
+                    self.stats.lost_reports.push((None, l.count));
+                }
+                continue;
+            }
+            let parsed = match record.parse() {
+                Ok(p) => p,
+                Err(_) => {
+                    self.stats
+                        .skip(|| format!("a {:?} record", record.record_type));
+                    continue;
+                }
+            };
+            match parsed {
+                EventRecord::Comm(c) => {
+                    // On exec perf keeps the old mappings until new ones
+                    // overlap them (samples inside execve still name the
+                    // old program's frames).
+                    let name: Vec<u8> = c.name.as_slice().to_vec();
+                    self.namer.comms.insert(c.tid as u32, Comm::new(&name));
+                }
+                EventRecord::Fork(f) => {
+                    if let Some(c) = self.namer.comms.get(&(f.ptid as u32)).copied() {
+                        self.namer.comms.insert(f.tid as u32, c);
+                    }
+                    if f.pid != f.ppid {
+                        if let Some(m) = self.namer.maps.get(&(f.ppid as u32)).cloned() {
+                            self.namer.maps.insert(f.pid as u32, m);
+                        }
+                    }
+                }
+                EventRecord::Mmap(m) => {
+                    let path = m.path.as_slice().to_vec();
+                    self.namer.mapping(
+                        m.pid,
+                        m.address,
+                        m.length,
+                        m.page_offset,
+                        &path,
+                        m.is_executable,
+                    )
+                }
+                EventRecord::Mmap2(m) => {
+                    let path = m.path.as_slice().to_vec();
+                    let exec = m.protection & libc::PROT_EXEC as u32 != 0;
+                    self.namer
+                        .mapping(m.pid, m.address, m.length, m.page_offset, &path, exec)
+                }
+                EventRecord::Sample(s) => {
+                    if s.raw.is_some() {
+                        self.tracepoint_samples += 1;
+                        continue;
+                    }
+                    let (Some(tid), Some(ip)) = (s.tid, s.ip) else {
+                        self.stats
+                            .skip(|| "a sample without thread or address".into());
+                        continue;
+                    };
+                    let pid = s.pid.unwrap_or(tid) as u32;
+                    let chain: Vec<u64> = s
+                        .callchain
+                        .map(|c| (0..c.len()).filter_map(|i| c.get(i)).collect())
+                        .unwrap_or_default();
+                    let kernel_ip = ip >= KERNEL_START;
+                    let frames = self.namer.frames(pid, &chain, ip, kernel_ip);
+                    let tid = tid as u32;
+                    let comm = match self.namer.comms.get(&tid) {
+                        Some(c) => *c,
+                        None if tid == 0 => Comm::new(b"swapper"),
+                        None => Comm::new(format!(":{tid}").as_bytes()),
+                    };
+                    self.stats.events += 1;
+                    return Some(Event::Stack(StackEvent {
+                        ts: s.timestamp.unwrap_or(0),
+                        cpu: s.cpu.unwrap_or(0),
+                        pid: tid,
+                        frames: frames.into(),
+                        sampled: true,
+                        weight: s.period.unwrap_or(1),
+                        comm,
+                    }));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn format(&self) -> &'static str {
+        "perf.data"
+    }
+
+    fn stats(&self) -> &SourceStats {
+        &self.stats
+    }
+}

@@ -1,0 +1,80 @@
+//! The kernel's function symbols as /proc/kallsyms lists them, for naming
+//! kernel addresses the way perf does: a symbol covers the addresses up
+//! to the next one (kallsyms gives no sizes); `T`/`t` and weak `W`/`w`
+//! symbols count, as perf's `symbol_type__filter` keeps them.
+
+/// Function symbols sorted by address.
+#[derive(Debug, Default, Clone)]
+pub struct KernelSymbols {
+    table: Vec<(u64, String)>,
+}
+
+impl KernelSymbols {
+    pub fn parse(text: &str) -> KernelSymbols {
+        let mut table: Vec<(u64, String)> = text
+            .lines()
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                let addr = u64::from_str_radix(w.next()?, 16).ok()?;
+                let kind = w.next()?;
+                let name = w.next()?;
+                (addr != 0 && matches!(kind, "t" | "T" | "w" | "W"))
+                    .then(|| (addr, name.to_string()))
+            })
+            .collect();
+        table.sort();
+        KernelSymbols { table }
+    }
+
+    /// This machine's, or none when /proc/kallsyms cannot be read or
+    /// hides its addresses (kptr_restrict shows them all as 0).
+    pub fn of_this_machine() -> KernelSymbols {
+        KernelSymbols::parse(&std::fs::read_to_string("/proc/kallsyms").unwrap_or_default())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// The symbol `addr` is in and the offset into it.
+    pub fn lookup(&self, addr: u64) -> Option<(&str, u64)> {
+        let i = self
+            .table
+            .partition_point(|(a, _)| *a <= addr)
+            .checked_sub(1)?;
+        let (start, name) = &self.table[i];
+        Some((name, addr - start))
+    }
+
+    /// `name` for a symbol's start, `name+0x10` inside it.
+    pub fn resolve(&self, addr: u64) -> Option<String> {
+        let (name, off) = self.lookup(addr)?;
+        Some(if off == 0 {
+            name.to_string()
+        } else {
+            format!("{name}+{off:#x}")
+        })
+    }
+
+    /// The address of a symbol (`_text`, for the kernel's relocation).
+    pub fn address_of(&self, name: &str) -> Option<u64> {
+        self.table.iter().find(|(_, n)| n == name).map(|(a, _)| *a)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_inside_and_before_the_first() {
+        let k = KernelSymbols::parse(
+            "0000000000000200 T b\n0000000000000100 t a\n0000000000000180 D data\n0000000000000000 T hidden\n",
+        );
+        assert_eq!(k.resolve(0x100).as_deref(), Some("a"));
+        assert_eq!(k.resolve(0x190).as_deref(), Some("a+0x90"));
+        assert_eq!(k.resolve(0x210).as_deref(), Some("b+0x10"));
+        assert_eq!(k.resolve(0x50), None);
+        assert_eq!(k.address_of("b"), Some(0x200));
+    }
+}
