@@ -43,7 +43,8 @@ impl ElfSymbols {
     /// The binary at `path`, or `None` when it cannot be read as ELF.
     /// With the build id the recording saw, the file must have it: perf's
     /// build-id cache (`~/.debug/.build-id/xx/yyyy/elf`, the copy `perf
-    /// record` kept) first, then `path` unless it was rebuilt since.
+    /// record` kept; the only copy of the vDSO) first, then `path` unless
+    /// it was rebuilt since.
     pub fn load(path: &Path, build_id: Option<&[u8]>) -> Option<ElfSymbols> {
         let hex: Option<String> = build_id
             .filter(|id| id.len() > 1)
@@ -61,9 +62,10 @@ impl ElfSymbols {
             (Some(want), Some(has)) => want.starts_with(has) || has.starts_with(want),
             _ => true,
         };
+        // The cache keeps a binary as `elf`, the vDSO as `vdso`.
         let candidates = cache
             .iter()
-            .map(|c| c.join("elf"))
+            .flat_map(|c| [c.join("elf"), c.join("vdso")])
             .chain([path.to_path_buf()]);
         let data = candidates
             .filter_map(|c| std::fs::read(c).ok())

@@ -31,6 +31,8 @@ const CONTEXT_MAX: u64 = -4095i64 as u64;
 /// kernel, or user-space, addresses.
 const CONTEXT_KERNEL: u64 = -128i64 as u64;
 const CONTEXT_USER: u64 = -512i64 as u64;
+/// PERF_CONTEXT_HV: hypervisor frames follow (perf names none).
+const CONTEXT_HV: u64 = -32i64 as u64;
 /// Kernel addresses start here on x86-64 and arm64.
 const KERNEL_START: u64 = 0xffff_8000_0000_0000;
 
@@ -53,6 +55,7 @@ pub struct PerfDataSource {
     stats: SourceStats,
     namer: Namer,
     tracepoint_samples: u64,
+    orphan_samples: u64,
 }
 
 /// What names a sample's thread and frames, learnt from the records so far.
@@ -127,6 +130,7 @@ impl PerfDataSource {
                 ..Default::default()
             },
             tracepoint_samples: 0,
+            orphan_samples: 0,
         })
     }
 }
@@ -196,7 +200,10 @@ impl Namer {
             match a {
                 CONTEXT_KERNEL => kernel = true,
                 CONTEXT_USER => kernel = false,
-                a if a >= CONTEXT_MAX => {}
+                CONTEXT_HV => {}
+                // perf drops a chain with any other marker ("invalid
+                // callchain context"): the sample then has no stack.
+                a if a >= CONTEXT_MAX => return Vec::new(),
                 a if kernel => lines.push(self.kernel_frame(a)),
                 a => lines.push(self.user_frame(pid, a)),
             }
@@ -217,6 +224,19 @@ impl Namer {
         if !exec || pid < 0 {
             return;
         }
+        // Anonymous executable memory (JIT code) is named after the map
+        // file a JIT writes for perf, as perf names it.
+        let anonymous = path == "//anon"
+            || path.starts_with("/dev/zero")
+            || path.starts_with("/anon_hugepage")
+            || path.starts_with("[stack")
+            || path.starts_with("/SYSV")
+            || path == "[heap]";
+        let path = if anonymous {
+            format!("/tmp/perf-{pid}.map")
+        } else {
+            path
+        };
         let v = self.maps.entry(pid as u32).or_default();
         let end = start.saturating_add(len);
         v.retain(|m| m.end <= start || m.start >= end);
@@ -241,10 +261,46 @@ fn demangle(name: &str) -> String {
             s.demangle_with_options(&opts)
                 .map_err(|_| cpp_demangle::error::Error::UnexpectedEnd)
         }) {
-            return d;
+            return integer_literals_as_libiberty(&d);
         }
     }
     name.to_string()
+}
+
+/// Template arguments that are integers as GNU's demangler (perf's)
+/// writes them: `1335398ul`, where cpp_demangle writes `(unsigned
+/// long)1335398`.
+fn integer_literals_as_libiberty(d: &str) -> String {
+    const SUFFIXES: [(&str, &str); 6] = [
+        ("(unsigned long long)", "ull"),
+        ("(long long)", "ll"),
+        ("(unsigned long)", "ul"),
+        ("(long)", "l"),
+        ("(unsigned int)", "u"),
+        ("(int)", ""),
+    ];
+    let mut out = String::with_capacity(d.len());
+    let mut rest = d;
+    'scan: while !rest.is_empty() {
+        for (cast, suffix) in SUFFIXES {
+            if let Some(after) = rest.strip_prefix(cast) {
+                let digits = after
+                    .bytes()
+                    .take_while(|c| c.is_ascii_digit() || *c == b'-')
+                    .count();
+                if digits > 0 {
+                    out.push_str(&after[..digits]);
+                    out.push_str(suffix);
+                    rest = &after[digits..];
+                    continue 'scan;
+                }
+            }
+        }
+        let c = rest.chars().next().unwrap_or(' ');
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
 }
 
 impl Source for PerfDataSource {
@@ -262,6 +318,13 @@ impl Source for PerfDataSource {
                             "{}: {} tracepoint samples (perf record -e SYSTEM:EVENT) are not decoded yet; only the sampled call chains are read",
                             self.path.display(),
                             std::mem::take(&mut self.tracepoint_samples)
+                        ));
+                    }
+                    if self.orphan_samples > 0 {
+                        self.stats.notes.push(format!(
+                            "{}: {} samples of tasks that had exited (pid -1) are left out, as perf script | inferno-collapse-perf leaves them",
+                            self.path.display(),
+                            std::mem::take(&mut self.orphan_samples)
                         ));
                     }
                     return None;
@@ -334,6 +397,12 @@ impl Source for PerfDataSource {
                             .skip(|| "a sample without thread or address".into());
                         continue;
                     };
+                    if tid < 0 {
+                        // A task already gone (pid -1): perf script names
+                        // it `:-1`, which the collapsers do not read.
+                        self.orphan_samples += 1;
+                        continue;
+                    }
                     let pid = s.pid.unwrap_or(tid) as u32;
                     let chain: Vec<u64> = s
                         .callchain
@@ -373,5 +442,43 @@ impl Source for PerfDataSource {
 
     fn stats(&self) -> &SourceStats {
         &self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_as_perf_demangles_them() {
+        assert_eq!(
+            demangle("_ZN8iosleuth6ingest5merge6Merger5prime17hbf946f9c219207e9E.llvm.6084931058377092873"),
+            "iosleuth::ingest::merge::Merger::prime"
+        );
+        assert_eq!(demangle("_ZN3foo3barEi"), "foo::bar");
+        assert_eq!(
+            integer_literals_as_libiberty("A<B<(unsigned long)1335398, C>, (int)3, (long)-2>::f"),
+            "A<B<1335398ul, C>, 3, -2l>::f"
+        );
+        assert_eq!(demangle("read"), "read");
+    }
+
+    #[test]
+    fn truncated_and_damaged_headers_are_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("perf.data");
+        let mut h = b"PERFILE2".to_vec();
+        h.extend([0u8; 8]);
+        std::fs::write(&p, &h).unwrap();
+        let e = PerfDataSource::open(&p).err().unwrap().to_string();
+        assert!(e.contains("shorter than perf's 104-byte header"), "{e}");
+        let mut h = b"PERFILE2".to_vec();
+        h.resize(104, 0);
+        // A data section of 1 TiB.
+        h[40..48].copy_from_slice(&104u64.to_le_bytes());
+        h[48..56].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        std::fs::write(&p, &h).unwrap();
+        let e = PerfDataSource::open(&p).err().unwrap().to_string();
+        assert!(e.contains("data section") && e.contains("truncated"), "{e}");
     }
 }

@@ -1,7 +1,8 @@
 //! The kernel's function symbols as /proc/kallsyms lists them, for naming
 //! kernel addresses the way perf does: a symbol covers the addresses up
 //! to the next one (kallsyms gives no sizes); `T`/`t` and weak `W`/`w`
-//! symbols count, as perf's `symbol_type__filter` keeps them.
+//! symbols count, as perf's `symbol_type__filter` keeps them; of aliases
+//! at one address (`memcpy`, `__pi_memcpy`) the last listed.
 
 /// Function symbols sorted by address.
 #[derive(Debug, Default, Clone)]
@@ -22,7 +23,9 @@ impl KernelSymbols {
                     .then(|| (addr, name.to_string()))
             })
             .collect();
-        table.sort();
+        // Stable: of several symbols at one address the last listed is
+        // the one perf names (its fixup gives that one the length).
+        table.sort_by_key(|(a, _)| *a);
         KernelSymbols { table }
     }
 
@@ -76,5 +79,7 @@ mod tests {
         assert_eq!(k.resolve(0x210).as_deref(), Some("b+0x10"));
         assert_eq!(k.resolve(0x50), None);
         assert_eq!(k.address_of("b"), Some(0x200));
+        let aliases = KernelSymbols::parse("10 T memcpy\n10 T __pi_memcpy\n20 T next\n");
+        assert_eq!(aliases.resolve(0x18).as_deref(), Some("__pi_memcpy+0x8"));
     }
 }

@@ -15,7 +15,7 @@ fn missing_capability() -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
         return Some("root".into());
     }
-    for tool in ["losetup", "fio", "blkparse", "btt", "iostat"] {
+    for tool in ["losetup", "fio", "blkparse", "btt", "iostat", "perf"] {
         if Command::new("sh")
             .arg("-c")
             .arg(format!("command -v {tool}"))

@@ -1,0 +1,82 @@
+//! Live: a perf.data file that `perf record -g -a` wrote on this machine
+//! folds, read directly, to what `perf script | inferno-collapse-perf`
+//! makes of it, stack by stack and count by count (kernel and user
+//! frames, demangled names, PLT stubs, threads that exec).
+
+mod common;
+
+use common::*;
+use std::process::Command;
+
+/// Folded lines sorted, for comparing.
+fn sorted(text: &str) -> Vec<String> {
+    let mut v: Vec<String> = text.lines().map(String::from).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn perf_data_folds_as_perf_script_and_inferno_collapse_perf() {
+    if !live() {
+        return;
+    }
+    let dir = tempdir();
+    let data = dir.path().join("perf.data");
+    // perf keeps copies of the binaries it saw in $HOME/.debug: a home
+    // of the test's own leaves the machine's cache as it was, and both
+    // readers see the same copies.
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let mut rec = Command::new("perf");
+    rec.env("HOME", &home)
+        .args(["record", "-q", "-g", "-a", "-F", "999", "-o"])
+        .arg(&data)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "dd if=/dev/urandom of=/dev/null bs=64k count=2000 status=none; \
+             ls -R /usr/lib >/dev/null; gzip -c /usr/bin/perf >/dev/null; \
+             perl -e 'my %h; $h{$_} = $_ for 1..100000'; \
+             python3 -c 'import json; [json.dumps(list(range(500))) for _ in range(500)]'",
+        ]);
+    run(&mut rec);
+    let script = run(Command::new("perf")
+        .env("HOME", &home)
+        .args(["script", "-i"])
+        .arg(&data));
+    let mut collapsed = Vec::new();
+    {
+        use inferno::collapse::Collapse;
+        inferno::collapse::perf::Folder::default()
+            .collapse(script.as_bytes(), &mut collapsed)
+            .unwrap();
+    }
+    let theirs = sorted(&String::from_utf8(collapsed).unwrap());
+    let ours = sorted(&run(iosleuth()
+        .env("HOME", &home)
+        .args(["report", "--format", "folded"])
+        .arg(&data)));
+    assert!(theirs.len() > 20, "{theirs:?}");
+    let differ: Vec<String> = ours
+        .iter()
+        .filter(|l| !theirs.contains(l))
+        .chain(theirs.iter().filter(|l| !ours.contains(l)))
+        .cloned()
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "{} of {} stacks differ:\n{}",
+        differ.len(),
+        theirs.len(),
+        differ.join("\n")
+    );
+    // Both sides of the stacks are there: user frames, then the kernel's
+    // from the system call in.
+    assert!(
+        ours.iter().any(|l| l.starts_with("dd;")
+            && l.contains(";entry_SYSCALL_64")
+            && !l.starts_with("dd;entry_SYSCALL_64")),
+        "{ours:?}"
+    );
+}
