@@ -84,6 +84,20 @@ fn check_sections(path: &Path, f: &mut std::fs::File) -> Result<(), InputError> 
     f.read_exact(&mut h)
         .map_err(|_| bad(format!("{len} bytes, shorter than perf's 104-byte header")))?;
     let u64_at = |at: usize| u64::from_le_bytes(h[at..at + 8].try_into().unwrap());
+    // perf.data's header is 104 bytes; an attribute entry is a
+    // perf_event_attr (64 bytes or more) and its ids' section.
+    if u64_at(8) != 104 {
+        return Err(bad(format!(
+            "its header claims {} bytes, not 104",
+            u64_at(8)
+        )));
+    }
+    let (attr_size, attrs) = (u64_at(16), u64_at(32));
+    if !(64 + 16..=4096).contains(&attr_size) || attrs % attr_size != 0 {
+        return Err(bad(format!(
+            "its attributes are {attrs} bytes of {attr_size}-byte entries"
+        )));
+    }
     for (name, at) in [("attributes", 24), ("data", 40), ("event types", 56)] {
         let (off, size) = (u64_at(at), u64_at(at + 8));
         if off.checked_add(size).is_none_or(|end| end > len) {
@@ -118,7 +132,8 @@ impl PerfDataSource {
         let mut f = std::fs::File::open(path)
             .map_err(|e| InputError::new(path, format!("cannot open: {e}")))?;
         check_sections(path, &mut f)?;
-        let reader = PerfFileReader::parse_file(BufReader::new(f))
+        let reader = quietly(|| PerfFileReader::parse_file(BufReader::new(f)))
+            .unwrap_or(Err(linux_perf_data::Error::NoAttributes))
             .map_err(|e| InputError::new(path, format!("not a usable perf.data file: {e}")))?;
         let build_ids = build_ids(&reader.perf_file);
         Ok(PerfDataSource {
@@ -133,6 +148,16 @@ impl PerfDataSource {
             orphan_samples: 0,
         })
     }
+}
+
+/// Runs `f`, turning a panic inside the perf.data crate (a damaged file
+/// it did not check) into `None`, without the panic's message.
+fn quietly<T>(f: impl FnOnce() -> T) -> Option<T> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok();
+    std::panic::set_hook(hook);
+    r
 }
 
 /// Each binary's build id as `perf record` wrote them (its HEADER_BUILD_ID).
