@@ -499,6 +499,8 @@ mod tests {
         assert!(e.contains("shorter than perf's 104-byte header"), "{e}");
         let mut h = b"PERFILE2".to_vec();
         h.resize(104, 0);
+        h[8..16].copy_from_slice(&104u64.to_le_bytes());
+        h[16..24].copy_from_slice(&136u64.to_le_bytes());
         // A data section of 1 TiB.
         h[40..48].copy_from_slice(&104u64.to_le_bytes());
         h[48..56].copy_from_slice(&(1u64 << 40).to_le_bytes());
