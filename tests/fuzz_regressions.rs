@@ -361,3 +361,17 @@ fn the_samples_seed_reaches_the_sample_decoder_and_a_cut_record_is_said() {
         "{err}"
     );
 }
+
+/// perf.data files whose event description claims billions of events, or
+/// whose events' ids lie outside the file: the perf.data crate allocated
+/// what they claimed and the process aborted. Refused by name now.
+#[test]
+fn perf_data_with_impossible_counts() {
+    for name in [
+        "perf_data-event-desc-huge-count.data",
+        "perf_data-ids-outside-the-file.data",
+    ] {
+        let path = Path::new("tests/fixtures/fuzz").join(name);
+        assert_report_copes(&path, name);
+    }
+}
