@@ -154,7 +154,7 @@ fn check_attributes(
     attr_size: u64,
     inside: &dyn Fn(u64, u64) -> bool,
 ) -> Result<(), String> {
-    if !(64 + 16..=4096).contains(&attr_size) || attrs.len() as u64 % attr_size != 0 {
+    if !(64 + 16..=4096).contains(&attr_size) || !(attrs.len() as u64).is_multiple_of(attr_size) {
         return Err(format!(
             "its attributes are {} bytes of {attr_size}-byte entries",
             attrs.len()
