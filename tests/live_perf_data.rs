@@ -80,3 +80,65 @@ fn perf_data_folds_as_perf_script_and_inferno_collapse_perf() {
         "{ours:?}"
     );
 }
+
+/// Tracepoints recorded with `perf record -e`: the perf.data file, read
+/// directly through the format files perf stores in it, gives the report
+/// that `perf script --ns` text of the same file gives (every event, the
+/// same requests and latencies). The text of a task named `dd` (all hex
+/// digits) was once taken for a call chain's frames and dropped.
+#[test]
+fn perf_data_tracepoints_read_as_perf_script_text_of_them() {
+    if !live() {
+        return;
+    }
+    let dir = tempdir();
+    let (data, text, out) = (
+        dir.path().join("perf.data"),
+        dir.path().join("perf.txt"),
+        dir.path().join("written"),
+    );
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    run(Command::new("perf")
+        .env("HOME", &home)
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "block:*",
+            "-e",
+            "sched:sched_switch",
+            "-a",
+            "-o",
+        ])
+        .arg(&data)
+        .args([
+            "--",
+            "dd",
+            "if=/dev/zero",
+            "bs=4k",
+            "count=200",
+            "oflag=direct,dsync",
+            "status=none",
+        ])
+        .arg(format!("of={}", out.display())));
+    let script = run(Command::new("perf")
+        .env("HOME", &home)
+        .args(["script", "--ns", "-i"])
+        .arg(&data));
+    std::fs::write(&text, script).unwrap();
+    let (a, b) = (json_report(&[&data], &[]), json_report(&[&text], &[]));
+    assert_eq!(a["inputs"][0]["format"], "perf.data");
+    assert_eq!(a["events"], b["events"]);
+    assert!(a["events"].as_u64().unwrap() > 1000, "{}", a["events"]);
+    assert_eq!(a["devices"], b["devices"]);
+    assert_eq!(a["unknown_events"], b["unknown_events"]);
+    assert_eq!(a["sched"]["threads"], b["sched"]["threads"]);
+    let writes: u64 = a["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["completed"]["write"].as_u64().unwrap())
+        .sum();
+    assert!(writes >= 200, "{}", a["devices"]);
+}

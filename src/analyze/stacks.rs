@@ -102,13 +102,27 @@ pub fn function(frame: &str) -> &str {
     }
 }
 
-/// The folded line of a stack: `comm;outermost;…;innermost`, tracer
-/// frames and offsets dropped.
-pub fn fold(comm: &str, frames: &[Arc<str>]) -> String {
-    let inner = frames
-        .iter()
-        .position(|f| !tracer_frame(f))
-        .unwrap_or(frames.len());
+/// Which frames a folded line keeps.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Taken {
+    /// By the tracer inside a tracepoint (the off-CPU trigger): its own
+    /// frames at the inner end are dropped.
+    ByTracer,
+    /// By a sampling interrupt: every frame is where the CPU was,
+    /// `perf_trace_*` included when the task was tracing.
+    Sampled,
+}
+
+/// The folded line of a stack: `comm;outermost;…;innermost`, offsets
+/// dropped (and the tracer's frames of a stack it took).
+pub fn fold(comm: &str, frames: &[Arc<str>], taken: Taken) -> String {
+    let inner = match taken {
+        Taken::ByTracer => frames
+            .iter()
+            .position(|f| !tracer_frame(f))
+            .unwrap_or(frames.len()),
+        Taken::Sampled => 0,
+    };
     // Spaces in a comm become `_`, as the collapsers write it.
     let mut s = comm.trim().replace(';', ":").replace(' ', "_");
     for f in frames[inner..].iter().rev() {
@@ -202,20 +216,24 @@ impl StackAnalysis {
             self.off_cpu
                 .into_iter()
                 .map(|((comm, stack), ns)| (comm.to_string(), stack, ns)),
+            Taken::ByTracer,
         );
-        let on_cpu = folded(self.on_cpu.into_iter().map(|((pid, then, stack), n)| {
-            // The idle task is pid 0 on every CPU: perf names it swapper.
-            // A thread not named yet when sampled takes its last name.
-            let comm = match (pid, then.map(|c| c.as_str().to_string())) {
-                (0, _) => "swapper".to_string(),
-                (_, Some(c)) => c,
-                (_, None) => match names.get(pid) {
-                    c if c.is_empty() => format!("pid {pid}"),
-                    c => c,
-                },
-            };
-            (comm, stack, n)
-        }));
+        let on_cpu = folded(
+            self.on_cpu.into_iter().map(|((pid, then, stack), n)| {
+                // The idle task is pid 0 on every CPU: perf names it swapper.
+                // A thread not named yet when sampled takes its last name.
+                let comm = match (pid, then.map(|c| c.as_str().to_string())) {
+                    (0, _) => "swapper".to_string(),
+                    (_, Some(c)) => c,
+                    (_, None) => match names.get(pid) {
+                        c if c.is_empty() => format!("pid {pid}"),
+                        c => c,
+                    },
+                };
+                (comm, stack, n)
+            }),
+            Taken::Sampled,
+        );
         StacksSummary {
             samples: self.samples,
             on_cpu,
@@ -229,10 +247,10 @@ impl StackAnalysis {
 }
 
 /// Stacks of (comm, frames) folded and added up by line, largest first.
-fn folded(stacks: impl Iterator<Item = (String, Frames, u64)>) -> Vec<(String, u64)> {
+fn folded(stacks: impl Iterator<Item = (String, Frames, u64)>, taken: Taken) -> Vec<(String, u64)> {
     let mut by: FxHashMap<String, u64> = FxHashMap::default();
     for (comm, frames, n) in stacks {
-        *by.entry(fold(&comm, &frames)).or_default() += n;
+        *by.entry(fold(&comm, &frames, taken)).or_default() += n;
     }
     let mut v: Vec<(String, u64)> = by.into_iter().collect();
     v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
@@ -372,7 +390,7 @@ mod tests {
             "do_syscall_64+0x71",
         ]);
         assert_eq!(
-            fold("kworker/u8:1;x", &f),
+            fold("kworker/u8:1;x", &f, Taken::ByTracer),
             "kworker/u8:1:x;do_syscall_64;[unknown];add_transaction_credits;schedule;__schedule"
         );
     }

@@ -231,20 +231,20 @@ fn plt_stubs(file: &object::File) -> Vec<Sym> {
         }
         let info = u64::from_le_bytes(r[8..16].try_into().unwrap());
         let index = object::SymbolIndex((info >> 32) as usize);
-        if let Some(name) = dynsym
+        // A relocation without a symbol (IRELATIVE: an ifunc's stub) is
+        // `@plt` to perf.
+        let name = dynsym
             .symbol_by_index(index)
             .ok()
             .and_then(|s| s.name().ok().map(str::to_string))
-            .filter(|n| !n.is_empty())
-        {
-            out.push(Sym {
-                start: at,
-                end: at + ENTRY,
-                name: format!("{name}@plt"),
-                weak: false,
-                global: true,
-            });
-        }
+            .unwrap_or_default();
+        out.push(Sym {
+            start: at,
+            end: at + ENTRY,
+            name: format!("{name}@plt"),
+            weak: false,
+            global: true,
+        });
         at += ENTRY;
     }
     out

@@ -10,6 +10,7 @@ pub mod merge;
 pub mod perf_data;
 pub mod perf_samples;
 pub mod perf_script_stack;
+pub mod perf_tracing_data;
 pub mod reader;
 pub mod ring_buffer;
 pub mod source;

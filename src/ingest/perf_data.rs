@@ -10,16 +10,18 @@
 //! recorded and today's, as perf relocates across reboots), user
 //! addresses through the process's mappings (its MMAP records, inherited
 //! on fork, replaced where a new one overlaps) and the binary's symbols (`elf_symbols`).
-//! Tracepoint samples (`perf record -e block:…`) are counted as not
-//! decoded.
+//! Tracepoint samples (`perf record -e block:…`) are decoded by the
+//! format files perf stores in the file (`perf_tracing_data`), as the
+//! events of a capture are.
 
+use super::capture_dir::Decoder;
 use super::elf_symbols::ElfSymbols;
 use super::perf_script_stack::parse_frame;
 use super::source::{InputError, Source, SourceStats};
 use crate::model::kallsyms::KernelSymbols;
 use crate::model::{Comm, Event, StackEvent};
 use linux_perf_data::linux_perf_event_reader::{EventRecord, RecordType};
-use linux_perf_data::{PerfFileReader, PerfFileRecord};
+use linux_perf_data::{Feature, PerfFileReader, PerfFileRecord};
 use rustc_hash::FxHashMap;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -54,6 +56,8 @@ pub struct PerfDataSource {
     reader: PerfFileReader<BufReader<std::fs::File>>,
     stats: SourceStats,
     namer: Namer,
+    /// Decodes tracepoint samples by the formats the file carries.
+    decoder: Option<Decoder>,
     tracepoint_samples: u64,
     orphan_samples: u64,
 }
@@ -212,10 +216,25 @@ impl PerfDataSource {
             .unwrap_or(Err(linux_perf_data::Error::NoAttributes))
             .map_err(|e| InputError::new(path, format!("not a usable perf.data file: {e}")))?;
         let build_ids = build_ids(&reader.perf_file);
+        let mut stats = SourceStats::default();
+        let decoder = match reader.perf_file.feature_section_data(Feature::TRACING_DATA) {
+            None => None,
+            Some(d) => match super::perf_tracing_data::parse(d) {
+                Ok((formats, page)) => Some(Decoder::new(&formats, page)),
+                Err(e) => {
+                    stats.notes.push(format!(
+                        "{}: tracepoint samples left out: {e}",
+                        path.display()
+                    ));
+                    None
+                }
+            },
+        };
         Ok(PerfDataSource {
             path: path.to_path_buf(),
             reader,
-            stats: SourceStats::default(),
+            stats,
+            decoder,
             namer: Namer {
                 build_ids,
                 ..Default::default()
@@ -357,7 +376,9 @@ fn demangle(name: &str) -> String {
         return format!("{d:#}");
     }
     if name.starts_with("_Z") {
-        let opts = cpp_demangle::DemangleOptions::new().no_params();
+        let opts = cpp_demangle::DemangleOptions::new()
+            .no_params()
+            .no_return_type();
         if let Ok(d) = cpp_demangle::Symbol::new(name).and_then(|s| {
             s.demangle_with_options(&opts)
                 .map_err(|_| cpp_demangle::error::Error::UnexpectedEnd)
@@ -416,7 +437,7 @@ impl Source for PerfDataSource {
                 Ok(None) => {
                     if self.tracepoint_samples > 0 {
                         self.stats.notes.push(format!(
-                            "{}: {} tracepoint samples (perf record -e SYSTEM:EVENT) are not decoded yet; only the sampled call chains are read",
+                            "{}: {} tracepoint samples could not be decoded (no format for their event in the file's tracing data)",
                             self.path.display(),
                             std::mem::take(&mut self.tracepoint_samples)
                         ));
@@ -489,8 +510,28 @@ impl Source for PerfDataSource {
                         .mapping(m.pid, m.address, m.length, m.page_offset, &path, exec)
                 }
                 EventRecord::Sample(s) => {
-                    if s.raw.is_some() {
-                        self.tracepoint_samples += 1;
+                    if let Some(raw) = &s.raw {
+                        let ts = s.timestamp.unwrap_or(0);
+                        let cpu = s.cpu.unwrap_or(0);
+                        let comm = s
+                            .tid
+                            .and_then(|t| self.namer.comms.get(&(t as u32)).copied());
+                        let decoded = self
+                            .decoder
+                            .as_ref()
+                            .and_then(|d| d.decode(ts, cpu, &raw.as_slice()));
+                        match decoded {
+                            Some(mut ev) => {
+                                // perf names a sample's task as its
+                                // thread was named then.
+                                if let (Event::Other(o), Some(c)) = (&mut ev, comm) {
+                                    o.comm = c;
+                                }
+                                self.stats.events += 1;
+                                return Some(ev);
+                            }
+                            None => self.tracepoint_samples += 1,
+                        }
                         continue;
                     }
                     let (Some(tid), Some(ip)) = (s.tid, s.ip) else {

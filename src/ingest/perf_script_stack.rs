@@ -133,15 +133,26 @@ fn without_parameters(func: &str) -> &str {
     func
 }
 
-/// Whether a line is a frame line of a call chain (indented, a hex pc).
+/// Whether a line is a frame line of a call chain: indented, a hex pc,
+/// ending in `(dso)`. An event line of a task whose name is all hex
+/// digits (`dd`, `cc`) is indented too: its `12345.678901:` time stamp
+/// tells it apart.
 pub fn is_frame_line(line: &[u8]) -> bool {
+    let is_time = |w: &[u8]| {
+        w.strip_suffix(b":").is_some_and(|t| {
+            let mut parts = t.splitn(2, |&c| c == b'.');
+            let (a, b) = (parts.next().unwrap_or(b""), parts.next().unwrap_or(b""));
+            !a.is_empty() && !b.is_empty() && a.iter().chain(b).all(u8::is_ascii_digit)
+        })
+    };
     matches!(line.first(), Some(b' ' | b'\t'))
         && line
             .iter()
             .skip_while(|c| c.is_ascii_whitespace())
             .take_while(|c| !c.is_ascii_whitespace())
             .all(|c| c.is_ascii_hexdigit())
-        && line.iter().any(|c| !c.is_ascii_whitespace())
+        && line.trim_ascii_end().ends_with(b")")
+        && !line.split(|c| c.is_ascii_whitespace()).any(is_time)
 }
 
 #[cfg(test)]
@@ -209,5 +220,12 @@ mod tests {
         }
         assert!(is_frame_line(b"\t           0 [unknown] ([unknown])"));
         assert!(!is_frame_line(b"dd 17659 15667.995033: 1 cpu-clock:"));
+        // A task named in hex digits, its name right-aligned.
+        assert!(!is_frame_line(
+            b"              dd 12633 [001] 25563.433864407:   block:block_rq_issue: 254,0 RA 4096 () 12580512 + 8 0x2,0,4 [dd]"
+        ));
+        assert!(!is_frame_line(
+            b"              cc 7 [000] 1.000000: nvme:nvme_setup_cmd: nvme0: cmd=(nvme_cmd_read slba=1)"
+        ));
     }
 }
