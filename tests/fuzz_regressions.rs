@@ -364,12 +364,15 @@ fn the_samples_seed_reaches_the_sample_decoder_and_a_cut_record_is_said() {
 
 /// perf.data files whose event description claims billions of events, or
 /// whose events' ids lie outside the file: the perf.data crate allocated
-/// what they claimed and the process aborted. Refused by name now.
+/// what they claimed and the process aborted. Refused by name now. And a
+/// sample whose call chain's length overflows when multiplied (a panic in
+/// builds that check overflow, such as the fuzzer's): a skipped record.
 #[test]
 fn perf_data_with_impossible_counts() {
     for name in [
         "perf_data-event-desc-huge-count.data",
         "perf_data-ids-outside-the-file.data",
+        "perf_data-callchain-length-overflow.data",
     ] {
         let path = Path::new("tests/fixtures/fuzz").join(name);
         assert_report_copes(&path, name);

@@ -466,9 +466,12 @@ impl Source for PerfDataSource {
                 }
                 continue;
             }
-            let parsed = match record.parse() {
-                Ok(p) => p,
-                Err(_) => {
+            // The crate multiplies a damaged call chain's length unchecked
+            // (a panic where overflow is checked): a damaged record either way.
+            let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| record.parse()));
+            let parsed = match parsed {
+                Ok(Ok(p)) => p,
+                _ => {
                     self.stats
                         .skip(|| format!("a {:?} record", record.record_type));
                     continue;
