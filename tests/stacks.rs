@@ -458,3 +458,30 @@ fn perf_data_is_read_directly_and_damage_is_named() {
     let e = damaged("bad-records.data", &|b| b[5000..5100].fill(0xff));
     assert!(e.contains("stopped reading"), "{e}");
 }
+
+/// The text report names where the blocked writers waited (the last frame
+/// before the scheduler's) and where the CPU was, largest share first.
+#[test]
+fn text_report_names_where_threads_waited_and_where_the_cpu_was() {
+    let text = run(iosleuth().args(["report", BAD]));
+    let section = text
+        .split("where the threads waited\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"));
+    let first: Vec<&str> = section.lines().take(2).collect();
+    assert!(
+        first
+            .iter()
+            .any(|l| l.ends_with(" add_transaction_credits")),
+        "{first:?}"
+    );
+    let pct = |l: &str| l.trim().split('%').next().unwrap().parse::<f64>().unwrap();
+    assert!(pct(first[0]) >= pct(first[1]));
+    let text = run(iosleuth().args(["report", "tests/fixtures/perf-record-g.data"]));
+    let cpu = text.split("where the CPU was\n").nth(1).unwrap();
+    // dd from /dev/urandom: the CPU was in the ChaCha generator.
+    assert!(
+        cpu.lines().take(3).any(|l| l.ends_with(" chacha_permute")),
+        "{cpu}"
+    );
+}

@@ -12,12 +12,14 @@ mod block;
 mod functions;
 mod layers;
 mod sched;
+mod stacks;
 mod system;
 
 use block::*;
 use functions::*;
 use layers::*;
 use sched::*;
+use stacks::*;
 use system::*;
 
 pub(super) fn secs(ns: u64) -> String {
@@ -140,6 +142,7 @@ pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
     syscalls(&mut out, &a.syscalls);
     filesystem(&mut out, &a.fs);
     functions(&mut out, &a.functions);
+    stacks(&mut out, &a.stacks);
     sched(&mut out, &a.sched);
     interrupts(&mut out, &a.irq, &a.sched);
     workqueues(&mut out, &a.workqueue);
