@@ -369,6 +369,45 @@ impl Namer {
     }
 }
 
+/// Whether a sample's call chain (its `nr` and the addresses) fits in
+/// the record, for the sample layouts whose fields before it have fixed
+/// sizes (all but PERF_SAMPLE_READ); the crate would multiply `nr`
+/// unchecked.
+fn callchain_fits(r: &linux_perf_data::linux_perf_event_reader::RawEventRecord) -> bool {
+    use linux_perf_data::linux_perf_event_reader::SampleFormat as F;
+    let f = r.parse_info.sample_format;
+    if !f.contains(F::CALLCHAIN) || f.contains(F::READ) {
+        return true;
+    }
+    let before = [
+        F::IDENTIFIER,
+        F::IP,
+        F::TID,
+        F::TIME,
+        F::ADDR,
+        F::ID,
+        F::STREAM_ID,
+        F::CPU,
+        F::PERIOD,
+    ]
+    .iter()
+    .filter(|x| f.contains(**x))
+    .count()
+        * 8;
+    let data = r.data.as_slice();
+    let Some(nr) = data.get(before..before + 8) else {
+        return false;
+    };
+    let nr: [u8; 8] = nr.try_into().unwrap();
+    let nr = match r.parse_info.endian {
+        linux_perf_data::Endianness::LittleEndian => u64::from_le_bytes(nr),
+        linux_perf_data::Endianness::BigEndian => u64::from_be_bytes(nr),
+    };
+    nr.checked_mul(8)
+        .and_then(|b| b.checked_add(before as u64 + 8))
+        .is_some_and(|end| end <= data.len() as u64)
+}
+
 /// A symbol as perf prints it by default: Rust (legacy and v0) without
 /// its hash, C++ without its parameters, anything else as it is.
 fn demangle(name: &str) -> String {
@@ -464,6 +503,11 @@ impl Source for PerfDataSource {
                     self.stats.lost_events = self.stats.lost_events.saturating_add(l.count);
                     self.stats.lost_reports.push((None, l.count));
                 }
+                continue;
+            }
+            if record.record_type == RecordType::SAMPLE && !callchain_fits(&record) {
+                self.stats
+                    .skip(|| "a sample whose call chain is longer than its record".into());
                 continue;
             }
             // The crate multiplies a damaged call chain's length unchecked
