@@ -366,13 +366,16 @@ fn the_samples_seed_reaches_the_sample_decoder_and_a_cut_record_is_said() {
 /// whose events' ids lie outside the file: the perf.data crate allocated
 /// what they claimed and the process aborted. Refused by name now. And a
 /// sample whose call chain's length overflows when multiplied (a panic in
-/// builds that check overflow, such as the fuzzer's): a skipped record.
+/// builds that check overflow, such as the fuzzer's), and an MMAP2 record
+/// whose build id claims more than 20 bytes (the crate asserts): skipped
+/// records.
 #[test]
 fn perf_data_with_impossible_counts() {
     for name in [
         "perf_data-event-desc-huge-count.data",
         "perf_data-ids-outside-the-file.data",
         "perf_data-callchain-length-overflow.data",
+        "perf_data-mmap2-build-id-too-long.data",
     ] {
         let path = Path::new("tests/fixtures/fuzz").join(name);
         assert_report_copes(&path, name);

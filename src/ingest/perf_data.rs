@@ -408,6 +408,14 @@ fn callchain_fits(r: &linux_perf_data::linux_perf_event_reader::RawEventRecord) 
         .is_some_and(|end| end <= data.len() as u64)
 }
 
+/// An MMAP2 record that carries a build id (PERF_RECORD_MISC_MMAP_BUILD_ID)
+/// gives its length in the byte after pid, tid, address, length and
+/// offset: at most 20, which the crate asserts.
+fn build_id_fits(r: &linux_perf_data::linux_perf_event_reader::RawEventRecord) -> bool {
+    const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
+    r.misc & MISC_MMAP_BUILD_ID == 0 || r.data.as_slice().get(32).is_some_and(|&n| n <= 20)
+}
+
 /// A symbol as perf prints it by default: Rust (legacy and v0) without
 /// its hash, C++ without its parameters, anything else as it is.
 fn demangle(name: &str) -> String {
@@ -508,6 +516,11 @@ impl Source for PerfDataSource {
             if record.record_type == RecordType::SAMPLE && !callchain_fits(&record) {
                 self.stats
                     .skip(|| "a sample whose call chain is longer than its record".into());
+                continue;
+            }
+            if record.record_type == RecordType::MMAP2 && !build_id_fits(&record) {
+                self.stats
+                    .skip(|| "an MMAP2 record with a build id over 20 bytes".into());
                 continue;
             }
             // The crate multiplies a damaged call chain's length unchecked
