@@ -74,6 +74,14 @@ struct Namer {
     kernel: Option<KernelSymbols>,
     /// The file's `_text` (its kernel MMAP record's page offset).
     recorded_text: Option<u64>,
+    /// Today's `_text` minus the file's, once known.
+    kernel_shift: Option<u64>,
+    /// Frame names already made: by kernel address, and by binary (its
+    /// path's address, kept alive by the mappings) and file offset.
+    kernel_names: FxHashMap<u64, Option<Arc<str>>>,
+    user_names: FxHashMap<(usize, u64), Option<Arc<str>>>,
+    /// Every mapped file's path, once.
+    paths: FxHashMap<String, Arc<str>>,
 }
 
 /// The feature bit of HEADER_EVENT_DESC (perf's `enum perf_header_feat`).
@@ -265,51 +273,68 @@ fn build_ids(f: &linux_perf_data::PerfFile) -> FxHashMap<Vec<u8>, Vec<u8>> {
 }
 
 impl Namer {
-    /// A kernel frame as perf script prints it: `name+0x1c`, or
-    /// `[unknown]` in `[kernel.kallsyms]`.
-    fn kernel_frame(&mut self, addr: u64) -> String {
+    /// A kernel frame's name as the collapsers write it (`name`, or
+    /// `[unknown]`), from perf script's line for it; named once per address.
+    fn kernel_frame(&mut self, addr: u64) -> Option<Arc<str>> {
+        if let Some(n) = self.kernel_names.get(&addr) {
+            return n.clone();
+        }
         let k = self
             .kernel
             .get_or_insert_with(KernelSymbols::of_this_machine);
         // Today's address of what the file recorded at `addr`.
-        let moved = match (self.recorded_text, k.address_of("_text")) {
-            (Some(then), Some(now)) => addr.wrapping_add(now.wrapping_sub(then)),
-            _ => addr,
-        };
-        match k.lookup(moved) {
+        let shift = *self.kernel_shift.get_or_insert_with(|| {
+            match (self.recorded_text, k.address_of("_text")) {
+                (Some(then), Some(now)) => now.wrapping_sub(then),
+                _ => 0,
+            }
+        });
+        let line = match k.lookup(addr.wrapping_add(shift)) {
             Some((name, off)) => format!("\t{addr:x} {name}+{off:#x} ([kernel.kallsyms])"),
             None => format!("\t{addr:x} [unknown] ([kernel.kallsyms])"),
-        }
+        };
+        let n: Option<Arc<str>> = parse_frame(&line).map(Arc::from);
+        self.kernel_names.insert(addr, n.clone());
+        n
     }
 
-    fn user_frame(&mut self, pid: u32, addr: u64) -> String {
+    /// A user frame's name, through the process's mapping at `addr`;
+    /// named once per binary and offset.
+    fn user_frame(&mut self, pid: u32, addr: u64) -> Option<Arc<str>> {
         let Some(m) = self
             .maps
             .get(&pid)
             .and_then(|v| v.iter().rev().find(|m| addr >= m.start && addr < m.end))
             .cloned()
         else {
-            return format!("\t{addr:x} [unknown] ([unknown])");
+            return parse_frame(&format!("\t{addr:x} [unknown] ([unknown])")).map(Arc::from);
         };
+        let offset = addr - m.start + m.pgoff;
+        let key = (Arc::as_ptr(&m.path) as *const u8 as usize, offset);
+        if let Some(n) = self.user_names.get(&key) {
+            return n.clone();
+        }
         let build_ids = &self.build_ids;
         let syms = self.binaries.entry(m.path.clone()).or_insert_with(|| {
             let id = build_ids.get(m.path.as_bytes()).map(Vec::as_slice);
             ElfSymbols::load(Path::new(&*m.path), id)
         });
-        let offset = addr - m.start + m.pgoff;
-        match syms.as_ref().and_then(|s| s.at_file_offset(offset)) {
+        let line = match syms.as_ref().and_then(|s| s.at_file_offset(offset)) {
             Some(name) => format!("\t{addr:x} {}+0x0 ({})", demangle(name), m.path),
             None => format!("\t{addr:x} [unknown] ({})", m.path),
-        }
+        };
+        let n: Option<Arc<str>> = parse_frame(&line).map(Arc::from);
+        self.user_names.insert(key, n.clone());
+        n
     }
 
     /// The frames of a call chain, innermost first. Whether an address
     /// is the kernel's or user space's is the chain's context markers'
     /// to say (a user stack walked by frame pointers can hold any value).
     fn frames(&mut self, pid: u32, chain: &[u64], ip: u64, kernel_ip: bool) -> Vec<Arc<str>> {
-        let mut lines = Vec::new();
+        let mut out = Vec::with_capacity(chain.len());
         if chain.is_empty() {
-            lines.push(if kernel_ip {
+            out.extend(if kernel_ip {
                 self.kernel_frame(ip)
             } else {
                 self.user_frame(pid, ip)
@@ -324,15 +349,11 @@ impl Namer {
                 // perf drops a chain with any other marker ("invalid
                 // callchain context"): the sample then has no stack.
                 a if a >= CONTEXT_MAX => return Vec::new(),
-                a if kernel => lines.push(self.kernel_frame(a)),
-                a => lines.push(self.user_frame(pid, a)),
+                a if kernel => out.extend(self.kernel_frame(a)),
+                a => out.extend(self.user_frame(pid, a)),
             }
         }
-        lines
-            .iter()
-            .filter_map(|l| parse_frame(l))
-            .map(Arc::from)
-            .collect()
+        out
     }
 
     fn mapping(&mut self, pid: i32, start: u64, len: u64, pgoff: u64, path: &[u8], exec: bool) {
@@ -357,6 +378,13 @@ impl Namer {
         } else {
             path
         };
+        // One Arc per path for the whole file: the frame-name cache keys
+        // on its address.
+        let path = self
+            .paths
+            .entry(path)
+            .or_insert_with_key(|p| Arc::from(p.as_str()))
+            .clone();
         let v = self.maps.entry(pid as u32).or_default();
         let end = start.saturating_add(len);
         v.retain(|m| m.end <= start || m.start >= end);
@@ -364,7 +392,7 @@ impl Namer {
             start,
             end,
             pgoff,
-            path: path.into(),
+            path,
         });
     }
 }
