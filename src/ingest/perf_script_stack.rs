@@ -113,6 +113,9 @@ pub fn parse_frame(line: &str) -> Option<String> {
 /// template or lambda (`<`, `{`, `[`), a Go method's `.(`, and C++'s
 /// `(anonymous namespace)` stay.
 fn without_parameters(func: &str) -> &str {
+    if !func.contains('(') {
+        return func;
+    }
     let mut depth = 0i32;
     let mut after_dot = None;
     for (i, c) in func.char_indices() {
@@ -135,24 +138,19 @@ fn without_parameters(func: &str) -> &str {
 
 /// Whether a line is a frame line of a call chain: indented, a hex pc,
 /// ending in `(dso)`. An event line of a task whose name is all hex
-/// digits (`dd`, `cc`) is indented too: its `12345.678901:` time stamp
-/// tells it apart.
+/// digits (`dd`, `cc`) is indented too: what follows its name is a
+/// number (the thread id, or the time stamp), never a symbol's name.
 pub fn is_frame_line(line: &[u8]) -> bool {
-    let is_time = |w: &[u8]| {
-        w.strip_suffix(b":").is_some_and(|t| {
-            let mut parts = t.splitn(2, |&c| c == b'.');
-            let (a, b) = (parts.next().unwrap_or(b""), parts.next().unwrap_or(b""));
-            !a.is_empty() && !b.is_empty() && a.iter().chain(b).all(u8::is_ascii_digit)
-        })
-    };
-    matches!(line.first(), Some(b' ' | b'\t'))
-        && line
-            .iter()
-            .skip_while(|c| c.is_ascii_whitespace())
-            .take_while(|c| !c.is_ascii_whitespace())
-            .all(|c| c.is_ascii_hexdigit())
-        && line.trim_ascii_end().ends_with(b")")
-        && !line.split(|c| c.is_ascii_whitespace()).any(is_time)
+    if !matches!(line.first(), Some(b' ' | b'\t')) || !line.trim_ascii_end().ends_with(b")") {
+        return false;
+    }
+    let rest = line.trim_ascii_start();
+    let pc = rest.iter().take_while(|c| !c.is_ascii_whitespace()).count();
+    if pc == 0 || !rest[..pc].iter().all(u8::is_ascii_hexdigit) {
+        return false;
+    }
+    let next = rest[pc..].trim_ascii_start();
+    !next.first().is_some_and(u8::is_ascii_digit)
 }
 
 #[cfg(test)]
