@@ -58,7 +58,7 @@ pub fn render(d: &Diff) -> String {
     if let Some(rows) = &d.on_cpu_functions {
         render_functions(
             &mut out,
-            "on-CPU samples by kernel function, percent of each side's samples",
+            "on-CPU samples by function, percent of each side's samples",
             rows,
         );
     }
