@@ -91,6 +91,9 @@ fn perf_data_tracepoints_read_as_perf_script_text_of_them() {
     if !live() {
         return;
     }
+    // perf mounts tracefs for -e tracepoints and leaves it mounted: held
+    // open here, it is unmounted after the test if it was not mounted.
+    let _tracefs = iosleuth::capture::tracefs::Tracefs::open().unwrap();
     let dir = tempdir();
     let (data, text, out) = (
         dir.path().join("perf.data"),
