@@ -346,6 +346,17 @@ impl StacksSummary {
     pub fn on_cpu_functions(&self) -> Vec<(String, f64)> {
         function_shares(&self.on_cpu)
     }
+
+    /// Where the CPU was: each function the samples end in, its share.
+    pub fn on_cpu_ends(&self) -> Vec<(String, f64)> {
+        end_shares(&self.on_cpu, &[])
+    }
+
+    /// Where blocked threads waited: the function before the scheduler's
+    /// frames at the inner end of each stack, its share of the time.
+    pub fn off_cpu_ends(&self) -> Vec<(String, f64)> {
+        end_shares(&self.off_cpu, SCHEDULER_FRAMES)
+    }
 }
 
 /// Each function's share of folded stacks' counts, in percent, largest
@@ -361,6 +372,27 @@ fn function_shares(folded: &[(String, u64)]) -> Vec<(String, f64)> {
             }
         }
     }
+    percent_of(by, folded)
+}
+
+/// Each innermost function's share of folded stacks' counts (perf
+/// report's "Self"), the frames in `skip` at the inner end passed over,
+/// in percent, largest first.
+fn end_shares(folded: &[(String, u64)], skip: &[&str]) -> Vec<(String, f64)> {
+    let mut by: FxHashMap<&str, u64> = FxHashMap::default();
+    for (line, n) in folded {
+        let mut frames = line.split(';').skip(1).collect::<Vec<_>>();
+        while frames.len() > 1 && frames.last().is_some_and(|f| skip.contains(f)) {
+            frames.pop();
+        }
+        *by.entry(frames.last().copied().unwrap_or("")).or_default() += n;
+    }
+    percent_of(by, folded)
+}
+
+/// Counts by function as percent of all the folded stacks' counts,
+/// largest first.
+fn percent_of(by: FxHashMap<&str, u64>, folded: &[(String, u64)]) -> Vec<(String, f64)> {
     let total = folded.iter().map(|(_, n)| n).sum::<u64>().max(1) as f64;
     let mut v: Vec<(String, f64)> = by
         .into_iter()
