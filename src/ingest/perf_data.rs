@@ -19,6 +19,9 @@ use super::elf_symbols::ElfSymbols;
 use super::perf_script_stack::parse_frame;
 use super::source::{InputError, Source, SourceStats};
 use crate::model::kallsyms::KernelSymbols;
+use crate::model::perf_record::{
+    CONTEXT_HV, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER, KERNEL_START,
+};
 use crate::model::{Comm, Event, StackEvent};
 use linux_perf_data::linux_perf_event_reader::{EventRecord, RecordType};
 use linux_perf_data::{Feature, PerfFileReader, PerfFileRecord};
@@ -26,17 +29,6 @@ use rustc_hash::FxHashMap;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// Call-chain entries at or above this are context markers.
-const CONTEXT_MAX: u64 = -4095i64 as u64;
-/// PERF_CONTEXT_KERNEL and PERF_CONTEXT_USER: the entries after them are
-/// kernel, or user-space, addresses.
-const CONTEXT_KERNEL: u64 = -128i64 as u64;
-const CONTEXT_USER: u64 = -512i64 as u64;
-/// PERF_CONTEXT_HV: hypervisor frames follow (perf names none).
-const CONTEXT_HV: u64 = -32i64 as u64;
-/// Kernel addresses start here on x86-64 and arm64.
-const KERNEL_START: u64 = 0xffff_8000_0000_0000;
 
 /// Whether the first bytes are a perf.data file's (`PERFILE2`).
 pub fn detect(head: &[u8]) -> bool {
@@ -567,8 +559,8 @@ impl Source for PerfDataSource {
                     // On exec perf keeps the old mappings until new ones
                     // overlap them (samples inside execve still name the
                     // old program's frames).
-                    let name: Vec<u8> = c.name.as_slice().to_vec();
-                    self.namer.comms.insert(c.tid as u32, Comm::new(&name));
+                    let name = Comm::new(&c.name.as_slice());
+                    self.namer.comms.insert(c.tid as u32, name);
                 }
                 EventRecord::Fork(f) => {
                     if let Some(c) = self.namer.comms.get(&(f.ptid as u32)).copied() {
@@ -580,20 +572,17 @@ impl Source for PerfDataSource {
                         }
                     }
                 }
-                EventRecord::Mmap(m) => {
-                    let path = m.path.as_slice().to_vec();
-                    self.namer.mapping(
-                        m.pid,
-                        m.address,
-                        m.length,
-                        m.page_offset,
-                        &path,
-                        m.is_executable,
-                    )
-                }
+                EventRecord::Mmap(m) => self.namer.mapping(
+                    m.pid,
+                    m.address,
+                    m.length,
+                    m.page_offset,
+                    &m.path.as_slice(),
+                    m.is_executable,
+                ),
                 EventRecord::Mmap2(m) => {
-                    let path = m.path.as_slice().to_vec();
                     let exec = m.protection & libc::PROT_EXEC as u32 != 0;
+                    let path = m.path.as_slice();
                     self.namer
                         .mapping(m.pid, m.address, m.length, m.page_offset, &path, exec)
                 }

@@ -7,16 +7,13 @@
 use super::capture_dir::Decoder;
 use super::reader::Chunked;
 use super::source::{Source, SourceStats};
-use crate::model::perf_record::{self, HEADER_LEN, RECORD_LOST, RECORD_SAMPLE};
+use crate::model::perf_record::{
+    self, CONTEXT_MAX, HEADER_LEN, KERNEL_START, RECORD_LOST, RECORD_SAMPLE,
+};
 use crate::model::{Event, StackEvent};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Call-chain entries at or above this are context markers
-/// (PERF_CONTEXT_KERNEL, _USER, …), not addresses.
-const CONTEXT_MAX: u64 = -4095i64 as u64;
-/// Kernel addresses start here on x86-64 and arm64 (the upper half).
-const KERNEL_START: u64 = 0xffff_8000_0000_0000;
 /// Longer chains are damaged (the kernel's perf_event_max_stack is 127 by
 /// default, at most 65535 frames by its sysctl's range).
 const MAX_FRAMES: u64 = 65_535;
