@@ -17,6 +17,7 @@
 //! command unmatched: counted, never guessed.
 
 use super::histogram::{LatencyDist, Percentiles};
+use super::top::keep_largest;
 use crate::model::{Action, BlockEvent, Dev, OtherEvent};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -240,13 +241,13 @@ impl DriverAnalysis {
             before_device_ns,
             device_ns,
         };
-        if self.slowest.len() < SLOWEST
-            || self.slowest.last().is_some_and(|l| l.device_ns < device_ns)
-        {
-            self.slowest.push(cmd);
-            self.slowest.sort_by_key(|c| std::cmp::Reverse(c.device_ns));
-            self.slowest.truncate(SLOWEST);
-        }
+        keep_largest(
+            &mut self.slowest,
+            cmd,
+            SLOWEST,
+            |c| c.device_ns,
+            |c| c.start_ns,
+        );
         true
     }
 
@@ -331,6 +332,15 @@ fn lba_sectors(lba: i64) -> Vec<u64> {
     vec![lba, lba.saturating_mul(8)]
 }
 
+/// The command as the text names it (`cmd=(nvme_cmd_write …` gives
+/// `nvme_cmd_write`), or its opcode where the trace has only numbers.
+fn command_name(o: &OtherEvent, field: &str) -> String {
+    let f = &o.fields;
+    f.str(field)
+        .map(|c| c.trim_start_matches('(').to_string())
+        .unwrap_or_else(|| format!("opcode={}", f.int("opcode").unwrap_or(-1)))
+}
+
 fn started(name: &str, o: &OtherEvent) -> Option<Started> {
     let f = &o.fields;
     match name {
@@ -354,19 +364,13 @@ fn started(name: &str, o: &OtherEvent) -> Option<Started> {
             driver: Driver::Nvme,
             key: nvme_key(o)?,
             sectors: f.int("slba").map(lba_sectors).unwrap_or_default(),
-            what: f
-                .str("cmd")
-                .map(|c| c.trim_start_matches('(').to_string())
-                .unwrap_or_else(|| format!("opcode={}", f.int("opcode").unwrap_or(-1))),
+            what: command_name(o, "cmd"),
         }),
         "scsi_dispatch_cmd_start" => Some(Started {
             driver: Driver::Scsi,
             key: scsi_key(o)?,
             sectors: f.int("lba").map(lba_sectors).unwrap_or_default(),
-            what: f
-                .str("cmnd")
-                .map(|c| c.trim_start_matches('(').to_string())
-                .unwrap_or_else(|| format!("opcode={}", f.int("opcode").unwrap_or(-1))),
+            what: command_name(o, "cmnd"),
         }),
         _ => None,
     }
