@@ -29,8 +29,7 @@ const SLOWEST: usize = 5;
 /// its requests must not grow without end).
 const MAX_IN_FLIGHT: usize = 1 << 20;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Driver {
     Mmc,
     Nvme,
@@ -38,6 +37,15 @@ pub enum Driver {
 }
 
 impl Driver {
+    /// Its one spelling, in the text and in JSON (`mmc`, `nvme`, `scsi`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Driver::Mmc => "mmc",
+            Driver::Nvme => "nvme",
+            Driver::Scsi => "scsi",
+        }
+    }
+
     /// Whether a disk of this major number is driven by it: mmcblk 179,
     /// NVMe namespaces on the extended major 259, sd 8, 65–71, 128–135.
     fn drives(self, major: u32) -> bool {
@@ -46,6 +54,12 @@ impl Driver {
             Driver::Nvme => major == 259,
             Driver::Scsi => matches!(major, 8 | 65..=71 | 128..=135),
         }
+    }
+}
+
+impl Serialize for Driver {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
 }
 

@@ -258,16 +258,13 @@ pub(super) fn driver(out: &mut String, d: &crate::analyze::driver::DriverSummary
     let p = |x: &crate::analyze::histogram::Percentiles| {
         format!(
             "p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
-            x.p50 as f64 / 1e6,
-            x.p99 as f64 / 1e6,
-            x.max as f64 / 1e6
+            ms(x.p50),
+            ms(x.p99),
+            ms(x.max)
         )
     };
     for dev in &d.devices {
-        let driver = dev
-            .driver
-            .map(|d| format!("{d:?}").to_lowercase())
-            .unwrap_or_default();
+        let driver = dev.driver.map_or("", |d| d.name());
         let _ = writeln!(
             out,
             "{} ({driver}): {} requests with a driver command",
@@ -290,9 +287,9 @@ pub(super) fn driver(out: &mut String, d: &crate::analyze::driver::DriverSummary
                 c.sector,
                 c.bytes / 512,
                 Esc(&c.command),
-                c.device_ns as f64 / 1e6,
-                c.before_device_ns as f64 / 1e6,
-                super::secs(c.issue_ns)
+                ms(c.device_ns),
+                ms(c.before_device_ns),
+                secs(c.issue_ns)
             );
         }
     }
