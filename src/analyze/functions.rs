@@ -22,7 +22,6 @@ use crate::model::function_brackets::BRACKETS;
 use crate::model::OtherEvent;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// Count, time and log2 histogram of one function's latencies.
 #[derive(Debug, Default, Clone, Serialize, PartialEq)]
@@ -160,20 +159,21 @@ impl FunctionAnalysis {
                 (None, None) if bracketed => ("calls", Seen::default()),
                 (None, None) => ("blocked", Seen::default()),
             };
-            let mut by: BTreeMap<String, Tally> = BTreeMap::new();
-            for (pid, t) in seen.by_thread {
-                let e = by.entry(names.process(pid)).or_default();
-                e.count += t.count;
-                e.total_ns += t.total_ns;
-                e.max_ns = e.max_ns.max(t.max_ns);
-                e.histogram.merge(&t.histogram);
-                e.histogram_us.merge(&t.histogram_us);
-            }
-            let mut by_process: Vec<ProcessLatency> = by
+            // `comm (tid)` names one thread: nothing to add up.
+            let mut by_process: Vec<ProcessLatency> = seen
+                .by_thread
                 .into_iter()
-                .map(|(process, tally)| ProcessLatency { process, tally })
+                .map(|(pid, tally)| ProcessLatency {
+                    process: names.process(pid),
+                    tally,
+                })
                 .collect();
-            by_process.sort_by_key(|p| std::cmp::Reverse(p.tally.total_ns));
+            by_process.sort_by(|a, b| {
+                b.tally
+                    .total_ns
+                    .cmp(&a.tally.total_ns)
+                    .then_with(|| a.process.cmp(&b.process))
+            });
             out.push(FunctionLatency {
                 name: name.clone(),
                 method,
