@@ -10,6 +10,7 @@
 //! are refused), so they are not used.
 
 use crate::model::function_brackets::brackets_of;
+use crate::model::kallsyms::is_function_type;
 use std::path::Path;
 
 /// How one function is measured.
@@ -41,15 +42,9 @@ pub fn plan(
             continue;
         }
         if let Some((entry, exit)) = brackets_of(name) {
-            let has = |e: &str| tracefs.join("events").join(e.replace(':', "/")).is_dir();
+            let has = |e: &str| tracefs.join("events").join(e).is_dir();
             if has(&entry) && has(&exit) {
-                out.push((
-                    name.clone(),
-                    Plan::Calls {
-                        entry: entry.replace(':', "/"),
-                        exit: exit.replace(':', "/"),
-                    },
-                ));
+                out.push((name.clone(), Plan::Calls { entry, exit }));
                 continue;
             }
         }
@@ -68,7 +63,7 @@ pub fn plan(
 fn is_text_symbol(kallsyms: &str, name: &str) -> bool {
     kallsyms.lines().any(|l| {
         let mut w = l.split_whitespace().skip(1);
-        matches!(w.next(), Some("t" | "T" | "w" | "W")) && w.next() == Some(name)
+        w.next().is_some_and(is_function_type) && w.next() == Some(name)
     })
 }
 

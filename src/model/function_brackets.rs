@@ -39,10 +39,11 @@ pub const BRACKETS: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// The entry and return tracepoints (`ext4:…`) of a function that has them.
+/// The entry and return tracepoints of a function that has them, as
+/// tracefs names their directories (`ext4/…`).
 pub fn brackets_of(function: &str) -> Option<(String, String)> {
     BRACKETS
         .iter()
         .find(|(f, _, _)| *f == function)
-        .map(|(_, enter, exit)| (format!("ext4:{enter}"), format!("ext4:{exit}")))
+        .map(|(_, enter, exit)| (format!("ext4/{enter}"), format!("ext4/{exit}")))
 }

@@ -4,6 +4,11 @@
 //! symbols count, as perf's `symbol_type__filter` keeps them; of aliases
 //! at one address (`memcpy`, `__pi_memcpy`) the last listed.
 
+/// Whether a kallsyms type letter is a function's (text, or weak).
+pub fn is_function_type(kind: &str) -> bool {
+    matches!(kind, "t" | "T" | "w" | "W")
+}
+
 /// Function symbols sorted by address.
 #[derive(Debug, Default, Clone)]
 pub struct KernelSymbols {
@@ -19,8 +24,7 @@ impl KernelSymbols {
                 let addr = u64::from_str_radix(w.next()?, 16).ok()?;
                 let kind = w.next()?;
                 let name = w.next()?;
-                (addr != 0 && matches!(kind, "t" | "T" | "w" | "W"))
-                    .then(|| (addr, name.to_string()))
+                (addr != 0 && is_function_type(kind)).then(|| (addr, name.to_string()))
             })
             .collect();
         // Stable: of several symbols at one address the last listed is
