@@ -79,7 +79,8 @@ pub fn parse(d: &[u8]) -> Result<(Vec<EventFormat>, PageHeader), String> {
         at: MAGIC.len(),
         big: false,
     };
-    let version = c.string()?.to_string();
+    // The version ("0.6") only changes what follows the formats.
+    let _version = c.string()?;
     c.big = c.take(1)?[0] != 0;
     let _long_size = c.take(1)?;
     let _page_size = c.u32()?;
@@ -111,7 +112,6 @@ pub fn parse(d: &[u8]) -> Result<(Vec<EventFormat>, PageHeader), String> {
         }
     }
     // kallsyms, printk formats and (0.6) saved cmdlines follow: not needed.
-    let _ = version;
     Ok((formats, page))
 }
 
