@@ -46,6 +46,13 @@ impl Driver {
         }
     }
 
+    /// Whether any of them drives a disk of this major number.
+    fn any_drives(major: u32) -> bool {
+        [Driver::Mmc, Driver::Nvme, Driver::Scsi]
+            .iter()
+            .any(|d| d.drives(major))
+    }
+
     /// Whether a disk of this major number is driven by it: mmcblk 179,
     /// NVMe namespaces on the extended major 259, sd 8, 65–71, 128–135.
     fn drives(self, major: u32) -> bool {
@@ -163,7 +170,11 @@ impl DriverAnalysis {
 
     pub fn block(&mut self, b: &BlockEvent) {
         match b.action {
-            Action::Issue if self.in_flight_count < MAX_IN_FLIGHT => {
+            // Only disks a driver here drives can match a command: the
+            // loop and virtio disks of most traces cost nothing.
+            Action::Issue
+                if self.in_flight_count < MAX_IN_FLIGHT && Driver::any_drives(b.dev.major()) =>
+            {
                 let v = self.in_flight.entry(b.sector).or_default();
                 v.retain(|(d, _)| *d != b.dev);
                 v.push((
