@@ -113,6 +113,10 @@ impl FunctionAnalysis {
 
     /// An entry or return tracepoint of a wanted function.
     pub fn add(&mut self, o: &OtherEvent, names: &ThreadNames) {
+        // Most reports ask for no function: no lookup per event then.
+        if self.events.is_empty() {
+            return;
+        }
         let Some(&(i, is_entry)) = self.events.get(o.short_name()) else {
             return;
         };
