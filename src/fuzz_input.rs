@@ -82,7 +82,8 @@ pub fn tracefs_format(data: &[u8]) {
 /// whose format files are always there (linked; the fuzzed one is added
 /// beside them), so that decoding gets deep; an empty snapshot, symbols,
 /// cpu1.raw or samples file is left out. With samples and the fixture's
-/// manifest, the manifest says they are in the layout iosleuth reads.
+/// manifest, the manifest says they are in the layout iosleuth reads,
+/// with user frames (their side-band records are read too).
 pub fn write_capture(data: &[u8], dir: &Path, fixture: &Path) -> io::Result<PathBuf> {
     let p = split(data, 8);
     let (manifest, snapshot, header_page, format, symbols, cpu0, cpu1, samples) =
@@ -105,8 +106,7 @@ pub fn write_capture(data: &[u8], dir: &Path, fixture: &Path) -> io::Result<Path
     let mut manifest = or(manifest, MANIFEST)?;
     if p[0].is_empty() && !samples.is_empty() {
         if let Ok(mut m) = serde_json::from_slice::<serde_json::Value>(&manifest) {
-            m["samples"] =
-                serde_json::json!({"sample_type": crate::model::perf_record::SAMPLE_TYPE});
+            m["samples"] = serde_json::json!({"sample_type": crate::model::perf_record::SAMPLE_TYPE, "user_frames": true});
             manifest = serde_json::to_vec(&m).unwrap_or(manifest);
         }
     }

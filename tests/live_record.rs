@@ -443,6 +443,59 @@ fn record_stacks_folds_blocked_time_and_leaves_no_trigger() {
     assert!(cap.join("samples-cpu0.perf").is_file());
 }
 
+/// `record --stacks` names user-space frames: a Python loop that reads
+/// the clock shows the interpreter's functions (from the python3
+/// binary's symbols, through the mappings the capture recorded) and the
+/// vDSO's clock_gettime (from the vDSO image kept in the capture), as
+/// `perf record -g` and perf script name them.
+#[test]
+fn record_stacks_names_user_space_frames() {
+    if !live() {
+        return;
+    }
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    let mut rec = iosleuth();
+    rec.arg("record")
+        .arg("-o")
+        .arg(&cap)
+        .args(["--events", "sched", "--stacks", "--", "python3", "-c"])
+        .arg("import time\nt = time.time()\nwhile time.time() - t < 1.5: pass");
+    run(&mut rec);
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cap.join("iosleuth-capture.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["samples"]["user_frames"], true);
+    let folded = run(iosleuth().args(["report", "--format", "folded"]).arg(&cap));
+    let python: Vec<(&str, u64)> = folded
+        .lines()
+        .filter(|l| l.starts_with("python3;"))
+        .filter_map(|l| {
+            let (stack, n) = l.rsplit_once(' ')?;
+            Some((stack, n.parse().ok()?))
+        })
+        .collect();
+    let total: u64 = python.iter().map(|(_, n)| n).sum();
+    // 1.5 s at 99 Hz.
+    assert!(total >= 100, "{total} samples\n{folded}");
+    let with = |f: &str| -> u64 {
+        python
+            .iter()
+            .filter(|(s, _)| s.split(';').any(|x| x == f))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    assert!(with("_PyEval_EvalFrameDefault") > 0, "{folded}");
+    assert!(with("__vdso_clock_gettime") > 0, "{folded}");
+    // Leaves are named, not [unknown] (a frame-pointer-less caller may be).
+    let unnamed: u64 = python
+        .iter()
+        .filter(|(s, _)| s.ends_with(";[unknown]") || s.ends_with(";[user]"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(unnamed * 10 < total, "{unnamed} of {total}\n{folded}");
+}
+
 /// `record --func`: ext4_sync_file timed call by call through its own
 /// tracepoints (one per fsync of the probe), file_write_and_wait_range where
 /// the probe blocked in it; an unknown name stops before the workload.

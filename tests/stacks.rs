@@ -485,3 +485,57 @@ fn text_report_names_where_threads_waited_and_where_the_cpu_was() {
         "{cpu}"
     );
 }
+
+/// User-space frames of `record --stacks` (a Python loop reading the
+/// clock, recorded on this machine): the vDSO's are named from the image
+/// the capture keeps, on any machine; a binary whose build id is not the
+/// one that ran names nothing and shows as its module, as perf does.
+#[test]
+fn user_frames_are_named_from_the_binaries_that_ran() {
+    let cap = std::path::Path::new("tests/fixtures/stacks-user-python.cap");
+    let stacks = |cap: &std::path::Path| -> Vec<(String, u64)> {
+        folded_by(&[cap.to_str().unwrap()])
+            .into_iter()
+            .filter(|(s, _)| s.starts_with("python3;"))
+            .collect()
+    };
+    let with = |lines: &[(String, u64)], f: &str| -> u64 {
+        lines
+            .iter()
+            .filter(|(s, _)| s.split(';').any(|x| x == f))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    let lines = stacks(cap);
+    let total: u64 = lines.iter().map(|(_, n)| n).sum();
+    assert_eq!(total, 102, "{lines:?}");
+    assert_eq!(with(&lines, "__vdso_clock_gettime"), 25, "{lines:?}");
+
+    // libc by the build id the recording saw.
+    let ids: std::collections::BTreeMap<String, String> =
+        serde_json::from_str(&std::fs::read_to_string(cap.join("build-ids.json")).unwrap())
+            .unwrap();
+    let (libc, id) = ids
+        .iter()
+        .find(|(p, _)| p.ends_with("/libc.so.6"))
+        .expect("libc in build-ids.json");
+    let here: Option<String> = iosleuth::capture::build_ids::build_id(libc.as_ref())
+        .map(|b| b.iter().map(|b| format!("{b:02x}")).collect());
+    let glibc = "clock_gettime@@GLIBC_2.17";
+    if here.as_ref() == Some(id) {
+        assert_eq!(with(&lines, glibc), 26, "{lines:?}");
+    }
+    let dir = tempdir();
+    let copy = dir.path().join("cap");
+    copy_dir(cap, &copy);
+    let tampered = serde_json::to_string(&ids)
+        .unwrap()
+        .replace(id.as_str(), "00112233");
+    std::fs::write(copy.join("build-ids.json"), tampered).unwrap();
+    std::fs::remove_file(copy.join("vdso.so")).unwrap();
+    let lines = stacks(&copy);
+    assert_eq!(with(&lines, glibc), 0, "{lines:?}");
+    assert_eq!(with(&lines, "[libc.so.6]"), 26, "{lines:?}");
+    assert_eq!(with(&lines, "__vdso_clock_gettime"), 0, "{lines:?}");
+    assert_eq!(with(&lines, "[[vdso]]"), 25, "{lines:?}");
+}

@@ -8,6 +8,7 @@
 //! through `ingest` like any other input.
 
 pub mod blk_tracer;
+pub mod build_ids;
 pub mod functions;
 pub mod instance;
 pub mod journal;

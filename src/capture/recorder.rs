@@ -306,6 +306,15 @@ impl Recorder {
             let sampler = super::sampler::Sampler::start(&cpus, freq, |cpu| {
                 File::create(dir.join(layout::samples_file(cpu)))
             })?;
+            let start_maps = |dir: &Path| -> std::io::Result<()> {
+                let mut maps = std::io::BufWriter::new(File::create(dir.join(layout::START_MAPS))?);
+                super::sampler::write_start_maps(&mut maps)?;
+                std::io::Write::flush(&mut maps)?;
+                super::sampler::write_vdso(&mut File::create(dir.join(layout::VDSO))?).map(drop)
+            };
+            start_maps(&dir).map_err(|e| {
+                CaptureError(format!("writing the running processes' mappings: {e}"))
+            })?;
             r.sampler = Some((freq, sampler));
         }
         write(&i.join("tracing_on"), "1")?;
@@ -398,7 +407,7 @@ impl Recorder {
                 "bytes": written.as_ref().ok(),
                 "error": written.as_ref().err().map(|e| e.to_string()),
                 "lost": lost.load(std::sync::atomic::Ordering::Relaxed),
-                "user_frames": false,
+                "user_frames": true,
             })
         });
         let mut bytes = 0;
@@ -463,6 +472,10 @@ impl Recorder {
             // Work functions and stack frames are addresses in the ring
             // buffer: name them while this machine's symbols are at hand.
             let _ = super::symbols::write_for_capture(&self.out);
+        }
+        if samples.is_some() {
+            // And user frames by the binaries that ran, which may change.
+            let _ = super::build_ids::write_for_capture(&self.out);
         }
         removed
             .map_err(|e| CaptureError(format!("cannot remove {}: {e}", self.instance.display())))?;

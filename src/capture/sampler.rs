@@ -6,8 +6,11 @@
 //! decoded by `ingest::perf_samples`. Time stamps are CLOCK_MONOTONIC, the
 //! trace's clock, so samples and events line up.
 //!
-//! User-space frames are not recorded (`exclude_callchain_user`): a
-//! sample taken in user space is folded as `[user]`.
+//! Call chains hold user-space frames too. To name them later, the
+//! events also report each new executable mapping and each new process
+//! (PERF_RECORD_MMAP and _FORK, time-stamped by `sample_id_all`), and the
+//! mappings of the processes already running are written at the start
+//! (`write_start_maps`), as `perf record` synthesizes them from /proc.
 
 use super::tracefs::CaptureError;
 use std::fs::File;
@@ -38,11 +41,89 @@ fn attr(freq: u64) -> [u8; 112] {
     put64(&mut a, 8, 0); // config: PERF_COUNT_SW_CPU_CLOCK
     put64(&mut a, 16, freq); // sample_freq
     put64(&mut a, 24, SAMPLE_TYPE);
-    // flags: disabled (0), freq (10), exclude_callchain_user (22),
-    // use_clockid (25).
-    put64(&mut a, 40, (1 << 0) | (1 << 10) | (1 << 22) | (1 << 25));
+    // flags: disabled (0), mmap (8), comm (9), freq (10), task (13),
+    // sample_id_all (18), comm_exec (24), use_clockid (25).
+    let flags = [0, 8, 9, 10, 13, 18, 24, 25];
+    put64(&mut a, 40, flags.iter().map(|b| 1u64 << b).sum());
     put32(&mut a, 92, libc::CLOCK_MONOTONIC as u32); // clockid
     a
+}
+
+/// Writes to `out` a PERF_RECORD_MMAP for each executable file mapping
+/// of each process now running (from /proc/PID/maps); processes that
+/// exit meanwhile are passed over. Returns how many. Call it once the
+/// events are enabled, so that no mapping falls between the two; the
+/// records are stamped time 0, the state every later MMAP record
+/// changes.
+pub fn write_start_maps(out: &mut impl Write) -> std::io::Result<usize> {
+    let mut n = 0;
+    for entry in std::fs::read_dir("/proc")?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(maps) = std::fs::read_to_string(entry.path().join("maps")) else {
+            continue;
+        };
+        for (start, len, pgoff, path) in maps.lines().filter_map(executable_mapping) {
+            out.write_all(&perf_record::mmap_record(
+                pid,
+                start,
+                len,
+                pgoff,
+                path.as_bytes(),
+                0,
+            ))?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Writes this machine's vDSO image (the kernel's code mapped as
+/// `[vdso]` into every process, the same for all) to `out`, so that user
+/// frames in it (clock_gettime and the like) are named from the capture,
+/// as perf keeps it in its build-id cache. Returns its size, 0 when there
+/// is none.
+pub fn write_vdso(out: &mut impl Write) -> std::io::Result<usize> {
+    let maps = std::fs::read_to_string("/proc/self/maps")?;
+    let Some((start, len)) = maps
+        .lines()
+        .filter(|l| l.ends_with(" [vdso]"))
+        .find_map(|l| {
+            let (range, _) = l.split_once(' ')?;
+            let (a, b) = range.split_once('-')?;
+            let a = u64::from_str_radix(a, 16).ok()?;
+            Some((a, u64::from_str_radix(b, 16).ok()?.checked_sub(a)?))
+        })
+    else {
+        return Ok(0);
+    };
+    // SAFETY: the kernel maps [vdso] readable in every process for its
+    // whole life; these are this process's own pages.
+    let image = unsafe { std::slice::from_raw_parts(start as *const u8, len as usize) };
+    out.write_all(image)?;
+    Ok(image.len())
+}
+
+/// An executable file mapping of a /proc/PID/maps line
+/// (`start-end perms offset dev inode path`): start, length, file offset
+/// and path.
+fn executable_mapping(line: &str) -> Option<(u64, u64, u64, &str)> {
+    let mut f = line.splitn(6, ' ');
+    let (range, perms, offset) = (f.next()?, f.next()?, f.next()?);
+    let path = f.nth(2)?.trim_start();
+    if perms.as_bytes().get(2) != Some(&b'x') || path.is_empty() {
+        return None;
+    }
+    let (start, end) = range.split_once('-')?;
+    let start = u64::from_str_radix(start, 16).ok()?;
+    let end = u64::from_str_radix(end, 16).ok()?;
+    let offset = u64::from_str_radix(offset, 16).ok()?;
+    Some((start, end.checked_sub(start)?, offset, path))
 }
 
 const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
@@ -246,5 +327,56 @@ fn count_lost(buf: &[u8], lost: &AtomicU64) {
         if at >= buf.len() {
             break;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_executable_file_mappings_of_proc_maps() {
+        let line = "7f1c2a428000-7f1c2a5b0000 r-xp 00028000 fe:01 1053412                    /usr/lib/x86_64-linux-gnu/libc.so.6";
+        assert_eq!(
+            executable_mapping(line),
+            Some((
+                0x7f1c2a428000,
+                0x188000,
+                0x28000,
+                "/usr/lib/x86_64-linux-gnu/libc.so.6"
+            ))
+        );
+        let spaced = "5000-6000 r-xp 00000000 fe:01 7 /tmp/a b (deleted)";
+        assert_eq!(executable_mapping(spaced).unwrap().3, "/tmp/a b (deleted)");
+        assert_eq!(
+            executable_mapping("5000-6000 rw-p 00000000 fe:01 7 /tmp/a"),
+            None
+        );
+        assert_eq!(executable_mapping("5000-6000 r-xp 00000000 00:00 0 "), None);
+        assert_eq!(executable_mapping("garbage"), None);
+    }
+
+    #[test]
+    fn the_vdso_is_an_elf_image_naming_clock_gettime() {
+        let mut out = Vec::new();
+        assert!(write_vdso(&mut out).unwrap() > 0);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("vdso.so");
+        std::fs::write(&p, &out).unwrap();
+        let syms = crate::ingest::elf_symbols::ElfSymbols::load(&p, None).unwrap();
+        let named = (0..out.len() as u64)
+            .step_by(16)
+            .filter_map(|o| syms.at_file_offset(o))
+            .any(|n| n.contains("clock_gettime"));
+        assert!(named);
+    }
+
+    #[test]
+    fn this_process_has_its_own_binary_mapped() {
+        let mut out = Vec::new();
+        assert!(write_start_maps(&mut out).unwrap() > 0);
+        let me = std::env::current_exe().unwrap();
+        let me = me.to_str().unwrap().as_bytes();
+        assert!(out.windows(me.len()).any(|w| w == me));
     }
 }

@@ -624,6 +624,8 @@ fn sample_sources(
         ));
         return Vec::new();
     }
+    let user_space =
+        (manifest["samples"]["user_frames"] == true).then(|| Arc::new(user_space(dir, &files)));
     let mut out: Vec<Box<dyn Source>> = Vec::new();
     for (_, path) in files {
         match super::files::open_regular(&path) {
@@ -631,11 +633,69 @@ fn sample_sources(
                 path,
                 Chunked::from_file(f),
                 decoder.clone(),
+                user_space.clone(),
             ))),
             Err(e) => notes.push(format!("{}: {e}; its samples were skipped", path.display())),
         }
     }
     out
+}
+
+/// The processes' mappings over the capture, from the mappings of those
+/// that ran when sampling started and the side-band records of every
+/// CPU's samples; a file that cannot be read leaves its frames
+/// `[unknown]` (the sample reader says why). Binaries are checked
+/// against the build ids the recorder saw (`build-ids.json`).
+fn user_space(dir: &Path, files: &[(u32, PathBuf)]) -> super::perf_samples::UserSpace {
+    let build_ids: std::collections::HashMap<String, String> =
+        std::fs::read_to_string(dir.join(layout::BUILD_IDS))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+    let build_ids = build_ids
+        .into_iter()
+        .filter_map(|(path, hex)| Some((path.into_bytes(), from_hex(&hex)?)))
+        .collect();
+    let names = super::user_frames::UserFrames::with_build_ids(build_ids);
+    let (maps, names) = scan_mappings(dir, files, names.with_vdso(dir.join(layout::VDSO)));
+    super::perf_samples::UserSpace {
+        maps,
+        frames: std::sync::Mutex::new(names),
+    }
+}
+
+fn from_hex(hex: &str) -> Option<Vec<u8>> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// The path of every file that a process had mapped executable while
+/// the capture in `dir` sampled (what the recorder takes build ids of).
+pub fn mapped_files(dir: &Path) -> Vec<String> {
+    let files = per_cpu_files(dir, layout::cpu_of_samples_file).unwrap_or_default();
+    let (_, names) = scan_mappings(dir, &files, Default::default());
+    names.paths().map(str::to_string).collect()
+}
+
+fn scan_mappings(
+    dir: &Path,
+    files: &[(u32, PathBuf)],
+    mut names: super::user_frames::UserFrames,
+) -> (
+    super::process_maps::ProcessMaps,
+    super::user_frames::UserFrames,
+) {
+    let mut maps = super::process_maps::ProcessMaps::default();
+    let start = dir.join(layout::START_MAPS);
+    for path in std::iter::once(&start).chain(files.iter().map(|(_, p)| p)) {
+        if let Ok((f, _)) = super::files::open_regular(path) {
+            maps.scan(Chunked::from_file(f), &mut names);
+        }
+    }
+    maps.settle();
+    (maps, names)
 }
 
 /// The raw ring-buffer pages of one CPU.

@@ -11,6 +11,7 @@ pub mod perf_data;
 pub mod perf_samples;
 pub mod perf_script_stack;
 pub mod perf_tracing_data;
+pub mod process_maps;
 pub mod reader;
 pub mod ring_buffer;
 pub mod source;
@@ -19,6 +20,7 @@ pub mod text_line;
 pub mod text_source;
 pub mod time_order;
 pub mod tracefs_format;
+pub mod user_frames;
 
 pub use merge::Merger;
 pub use source::{warnings_for, InputError, Position, Source, SourceStats};

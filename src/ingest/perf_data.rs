@@ -15,9 +15,9 @@
 //! events of a capture are.
 
 use super::capture_dir::Decoder;
-use super::elf_symbols::ElfSymbols;
 use super::perf_script_stack::parse_frame;
 use super::source::{InputError, Source, SourceStats};
+use super::user_frames::{Mapping, UserFrames};
 use crate::model::kallsyms::KernelSymbols;
 use crate::model::perf_record::{
     CONTEXT_HV, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER, KERNEL_START,
@@ -33,14 +33,6 @@ use std::sync::Arc;
 /// Whether the first bytes are a perf.data file's (`PERFILE2`).
 pub fn detect(head: &[u8]) -> bool {
     head.starts_with(b"PERFILE2")
-}
-
-#[derive(Clone)]
-struct Mapping {
-    start: u64,
-    end: u64,
-    pgoff: u64,
-    path: Arc<str>,
 }
 
 pub struct PerfDataSource {
@@ -60,20 +52,14 @@ struct Namer {
     comms: FxHashMap<u32, Comm>,
     /// By process: its executable mappings, newest last.
     maps: FxHashMap<u32, Vec<Mapping>>,
-    binaries: FxHashMap<Arc<str>, Option<ElfSymbols>>,
-    /// The build id of each binary the recording saw, by path.
-    build_ids: FxHashMap<Vec<u8>, Vec<u8>>,
+    user: UserFrames,
     kernel: Option<KernelSymbols>,
     /// The file's `_text` (its kernel MMAP record's page offset).
     recorded_text: Option<u64>,
     /// Today's `_text` minus the file's, once known.
     kernel_shift: Option<u64>,
-    /// Frame names already made: by kernel address, and by binary (its
-    /// path's address, kept alive by the mappings) and file offset.
+    /// Frame names already made, by kernel address.
     kernel_names: FxHashMap<u64, Option<Arc<str>>>,
-    user_names: FxHashMap<(usize, u64), Option<Arc<str>>>,
-    /// Every mapped file's path, once.
-    paths: FxHashMap<String, Arc<str>>,
 }
 
 /// The feature bit of HEADER_EVENT_DESC (perf's `enum perf_header_feat`).
@@ -236,7 +222,7 @@ impl PerfDataSource {
             stats,
             decoder,
             namer: Namer {
-                build_ids,
+                user: UserFrames::with_build_ids(build_ids),
                 ..Default::default()
             },
             tracepoint_samples: 0,
@@ -290,34 +276,13 @@ impl Namer {
         n
     }
 
-    /// A user frame's name, through the process's mapping at `addr`;
-    /// named once per binary and offset.
+    /// A user frame's name, through the process's mapping at `addr`.
     fn user_frame(&mut self, pid: u32, addr: u64) -> Option<Arc<str>> {
-        let Some(m) = self
+        let m = self
             .maps
             .get(&pid)
-            .and_then(|v| v.iter().rev().find(|m| addr >= m.start && addr < m.end))
-            .cloned()
-        else {
-            return parse_frame(&format!("\t{addr:x} [unknown] ([unknown])")).map(Arc::from);
-        };
-        let offset = addr - m.start + m.pgoff;
-        let key = (Arc::as_ptr(&m.path) as *const u8 as usize, offset);
-        if let Some(n) = self.user_names.get(&key) {
-            return n.clone();
-        }
-        let build_ids = &self.build_ids;
-        let syms = self.binaries.entry(m.path.clone()).or_insert_with(|| {
-            let id = build_ids.get(m.path.as_bytes()).map(Vec::as_slice);
-            ElfSymbols::load(Path::new(&*m.path), id)
-        });
-        let line = match syms.as_ref().and_then(|s| s.at_file_offset(offset)) {
-            Some(name) => format!("\t{addr:x} {}+0x0 ({})", demangle(name), m.path),
-            None => format!("\t{addr:x} [unknown] ({})", m.path),
-        };
-        let n: Option<Arc<str>> = parse_frame(&line).map(Arc::from);
-        self.user_names.insert(key, n.clone());
-        n
+            .and_then(|v| v.iter().rev().find(|m| addr >= m.start && addr < m.end));
+        self.user.name(m, addr)
     }
 
     /// The frames of a call chain, innermost first. Whether an address
@@ -349,34 +314,14 @@ impl Namer {
     }
 
     fn mapping(&mut self, pid: i32, start: u64, len: u64, pgoff: u64, path: &[u8], exec: bool) {
-        let path = String::from_utf8_lossy(path).into_owned();
-        if path.starts_with("[kernel.kallsyms]") {
+        if path.starts_with(b"[kernel.kallsyms]") {
             self.recorded_text = Some(pgoff);
             return;
         }
         if !exec || pid < 0 {
             return;
         }
-        // Anonymous executable memory (JIT code) is named after the map
-        // file a JIT writes for perf, as perf names it.
-        let anonymous = path == "//anon"
-            || path.starts_with("/dev/zero")
-            || path.starts_with("/anon_hugepage")
-            || path.starts_with("[stack")
-            || path.starts_with("/SYSV")
-            || path == "[heap]";
-        let path = if anonymous {
-            format!("/tmp/perf-{pid}.map")
-        } else {
-            path
-        };
-        // One Arc per path for the whole file: the frame-name cache keys
-        // on its address.
-        let path = self
-            .paths
-            .entry(path)
-            .or_insert_with_key(|p| Arc::from(p.as_str()))
-            .clone();
+        let path = self.user.mapped_path(pid, path);
         let v = self.maps.entry(pid as u32).or_default();
         let end = start.saturating_add(len);
         v.retain(|m| m.end <= start || m.start >= end);
@@ -434,62 +379,6 @@ fn callchain_fits(r: &linux_perf_data::linux_perf_event_reader::RawEventRecord) 
 fn build_id_fits(r: &linux_perf_data::linux_perf_event_reader::RawEventRecord) -> bool {
     const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
     r.misc & MISC_MMAP_BUILD_ID == 0 || r.data.as_slice().get(32).is_some_and(|&n| n <= 20)
-}
-
-/// A symbol as perf prints it by default: Rust (legacy and v0) without
-/// its hash, C++ without its parameters, anything else as it is.
-fn demangle(name: &str) -> String {
-    if let Ok(d) = rustc_demangle::try_demangle(name) {
-        return format!("{d:#}");
-    }
-    if name.starts_with("_Z") {
-        let opts = cpp_demangle::DemangleOptions::new()
-            .no_params()
-            .no_return_type();
-        if let Ok(d) = cpp_demangle::Symbol::new(name).and_then(|s| {
-            s.demangle_with_options(&opts)
-                .map_err(|_| cpp_demangle::error::Error::UnexpectedEnd)
-        }) {
-            return integer_literals_as_libiberty(&d);
-        }
-    }
-    name.to_string()
-}
-
-/// Template arguments that are integers as GNU's demangler (perf's)
-/// writes them: `1335398ul`, where cpp_demangle writes `(unsigned
-/// long)1335398`.
-fn integer_literals_as_libiberty(d: &str) -> String {
-    const SUFFIXES: [(&str, &str); 6] = [
-        ("(unsigned long long)", "ull"),
-        ("(long long)", "ll"),
-        ("(unsigned long)", "ul"),
-        ("(long)", "l"),
-        ("(unsigned int)", "u"),
-        ("(int)", ""),
-    ];
-    let mut out = String::with_capacity(d.len());
-    let mut rest = d;
-    'scan: while !rest.is_empty() {
-        for (cast, suffix) in SUFFIXES {
-            if let Some(after) = rest.strip_prefix(cast) {
-                let digits = after
-                    .bytes()
-                    .take_while(|c| c.is_ascii_digit() || *c == b'-')
-                    .count();
-                if digits > 0 {
-                    out.push_str(&after[..digits]);
-                    out.push_str(suffix);
-                    rest = &after[digits..];
-                    continue 'scan;
-                }
-            }
-        }
-        let c = rest.chars().next().unwrap_or(' ');
-        out.push(c);
-        rest = &rest[c.len_utf8()..];
-    }
-    out
 }
 
 impl Source for PerfDataSource {
@@ -667,20 +556,6 @@ impl Source for PerfDataSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_as_perf_demangles_them() {
-        assert_eq!(
-            demangle("_ZN8iosleuth6ingest5merge6Merger5prime17hbf946f9c219207e9E.llvm.6084931058377092873"),
-            "iosleuth::ingest::merge::Merger::prime"
-        );
-        assert_eq!(demangle("_ZN3foo3barEi"), "foo::bar");
-        assert_eq!(
-            integer_literals_as_libiberty("A<B<(unsigned long)1335398, C>, (int)3, (long)-2>::f"),
-            "A<B<1335398ul, C>, 3, -2l>::f"
-        );
-        assert_eq!(demangle("read"), "read");
-    }
 
     #[test]
     fn truncated_and_damaged_headers_are_refused_by_name() {

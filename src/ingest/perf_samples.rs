@@ -2,17 +2,29 @@
 //! `capture::sampler`): the kernel's perf records as the ring buffer held
 //! them, `perf_event_header` then the fields of `sample_type`. Samples
 //! (PERF_RECORD_SAMPLE) become stacks, their kernel frames named from the
-//! capture's symbols; lost-record counts are said.
+//! capture's symbols, their user frames through the processes' mappings
+//! (`process_maps`) and this machine's binaries; lost-record counts are
+//! said.
 
 use super::capture_dir::Decoder;
+use super::process_maps::ProcessMaps;
 use super::reader::Chunked;
 use super::source::{Source, SourceStats};
+use super::user_frames::UserFrames;
 use crate::model::perf_record::{
-    self, CONTEXT_MAX, HEADER_LEN, KERNEL_START, RECORD_LOST, RECORD_SAMPLE,
+    self, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER, HEADER_LEN, KERNEL_START, RECORD_LOST,
+    RECORD_SAMPLE,
 };
 use crate::model::{Event, StackEvent};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+/// What names user frames, shared by the capture's CPU files: the
+/// mappings of every process over time, and the binaries' names.
+pub struct UserSpace {
+    pub maps: ProcessMaps,
+    pub frames: Mutex<UserFrames>,
+}
 
 /// Longer chains are damaged (the kernel's perf_event_max_stack is 127 by
 /// default, at most 65535 frames by its sysctl's range).
@@ -22,27 +34,37 @@ pub struct SampleSource {
     path: PathBuf,
     input: Chunked,
     decoder: Arc<Decoder>,
+    /// None for captures recorded without user call chains: a sample
+    /// taken in user space is then `[user]`.
+    user_space: Option<Arc<UserSpace>>,
     user: Arc<str>,
     stats: SourceStats,
 }
 
 impl SampleSource {
-    pub fn new(path: PathBuf, input: Chunked, decoder: Arc<Decoder>) -> SampleSource {
+    pub fn new(
+        path: PathBuf,
+        input: Chunked,
+        decoder: Arc<Decoder>,
+        user_space: Option<Arc<UserSpace>>,
+    ) -> SampleSource {
         SampleSource {
             path,
             input,
             decoder,
+            user_space,
             user: Arc::from("[user]"),
             stats: SourceStats::default(),
         }
     }
 
-    /// One PERF_RECORD_SAMPLE's body as a stack: frames innermost first;
-    /// a sample taken in user space (no kernel frame) is `[user]`.
+    /// One PERF_RECORD_SAMPLE's body as a stack: frames innermost first,
+    /// kernel or user as the call chain's context markers say.
     fn sample(&self, body: &[u8]) -> Option<StackEvent> {
         let u64_at = |at: usize| Some(u64::from_ne_bytes(body.get(at..at + 8)?.try_into().ok()?));
         let u32_at = |at: usize| Some(u32::from_ne_bytes(body.get(at..at + 4)?.try_into().ok()?));
         let ip = u64_at(0)?;
+        let pid = u32_at(8)?;
         let tid = u32_at(12)?;
         let ts = u64_at(16)?;
         let cpu = u32_at(24)?;
@@ -50,17 +72,34 @@ impl SampleSource {
         if nr > MAX_FRAMES || 40 + nr as usize * 8 > body.len() {
             return None;
         }
-        let mut frames: Vec<Arc<str>> = (0..nr as usize)
-            .filter_map(|i| u64_at(40 + i * 8))
-            .filter(|a| *a < CONTEXT_MAX && *a >= KERNEL_START)
-            .map(|a| self.decoder.frame_name(a))
-            .collect();
+        let mut user_frames = self
+            .user_space
+            .as_ref()
+            .map(|u| (u, u.frames.lock().unwrap_or_else(|e| e.into_inner())));
+        let mut user_frame = |addr: u64| match &mut user_frames {
+            Some((u, names)) => names.name(u.maps.at(pid, addr, ts), addr),
+            None => None,
+        };
+        let mut frames: Vec<Arc<str>> = Vec::with_capacity(nr as usize);
+        let mut kernel = ip >= KERNEL_START;
+        for a in (0..nr as usize).filter_map(|i| u64_at(40 + i * 8)) {
+            match a {
+                CONTEXT_KERNEL => kernel = true,
+                CONTEXT_USER => kernel = false,
+                a if a >= CONTEXT_MAX => {}
+                a if kernel => frames.push(self.decoder.frame_name(a)),
+                a => frames.extend(user_frame(a)),
+            }
+        }
         if frames.is_empty() {
-            frames.push(if ip >= KERNEL_START {
-                self.decoder.frame_name(ip)
+            if ip >= KERNEL_START {
+                frames.push(self.decoder.frame_name(ip));
             } else {
-                self.user.clone()
-            });
+                frames.extend(user_frame(ip));
+            }
+        }
+        if frames.is_empty() {
+            frames.push(self.user.clone());
         }
         Some(StackEvent {
             ts,

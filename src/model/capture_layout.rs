@@ -41,6 +41,19 @@ pub fn samples_file(cpu: u32) -> String {
     format!("samples-cpu{cpu}.perf")
 }
 
+/// The executable mappings of the processes that ran when sampling
+/// started, as PERF_RECORD_MMAP records (the kernel reports later ones
+/// beside the samples).
+pub const START_MAPS: &str = "samples-start-maps.perf";
+
+/// The recording machine's vDSO image (`[vdso]` in the mappings).
+pub const VDSO: &str = "vdso.so";
+
+/// The build id of each binary the sampled processes had mapped, by
+/// path, as the recorder read them: a binary changed since is not used
+/// to name frames.
+pub const BUILD_IDS: &str = "build-ids.json";
+
 /// The CPU of a `samples-cpuN.perf` file name.
 pub fn cpu_of_samples_file(name: &str) -> Option<u32> {
     name.strip_prefix("samples-cpu")?

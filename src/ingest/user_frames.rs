@@ -1,0 +1,178 @@
+//! Names of user-space frames, as `perf script` writes them and the
+//! collapsers then shorten them: the mapping an address falls in gives
+//! the binary and the file offset, the binary's symbols (`elf_symbols`)
+//! the function, demangled as perf demangles. Shared by perf.data files
+//! and iosleuth's own samples; each binary is read once, each (binary,
+//! offset) named once.
+
+use super::elf_symbols::ElfSymbols;
+use super::perf_script_stack::parse_frame;
+use rustc_hash::FxHashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// An executable mapping of a process.
+#[derive(Clone, Debug)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    pub pgoff: u64,
+    pub path: Arc<str>,
+}
+
+#[derive(Default)]
+pub struct UserFrames {
+    binaries: FxHashMap<Arc<str>, Option<ElfSymbols>>,
+    /// By binary (its interned path's address) and file offset.
+    names: FxHashMap<(usize, u64), Option<Arc<str>>>,
+    /// The build id of each binary the recording saw, by path: a file
+    /// that changed since is not used to name frames.
+    build_ids: FxHashMap<Vec<u8>, Vec<u8>>,
+    paths: FxHashMap<String, Arc<str>>,
+    /// Where the image of a mapping with no file of its own (`[vdso]`)
+    /// was kept.
+    images: FxHashMap<&'static str, std::path::PathBuf>,
+}
+
+impl UserFrames {
+    pub fn with_build_ids(build_ids: FxHashMap<Vec<u8>, Vec<u8>>) -> UserFrames {
+        UserFrames {
+            build_ids,
+            ..Default::default()
+        }
+    }
+
+    /// Every mapped file's path seen so far.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.paths.keys().map(String::as_str)
+    }
+
+    /// Names frames in `[vdso]` from the image kept at `path`.
+    pub fn with_vdso(mut self, path: std::path::PathBuf) -> UserFrames {
+        self.images.insert("[vdso]", path);
+        self
+    }
+
+    /// The mapping of `path` in process `pid` as one shared string
+    /// (frame names are cached by its address); anonymous executable
+    /// memory (JIT code) is named after the map file a JIT writes for
+    /// perf, as perf names it.
+    pub fn mapped_path(&mut self, pid: i32, path: &[u8]) -> Arc<str> {
+        let path = String::from_utf8_lossy(path);
+        let anonymous = path == "//anon"
+            || path.starts_with("/dev/zero")
+            || path.starts_with("/anon_hugepage")
+            || path.starts_with("[stack")
+            || path.starts_with("/SYSV")
+            || path == "[heap]";
+        let path = if anonymous {
+            format!("/tmp/perf-{pid}.map")
+        } else {
+            path.into_owned()
+        };
+        self.paths
+            .entry(path)
+            .or_insert_with_key(|p| Arc::from(p.as_str()))
+            .clone()
+    }
+
+    /// The frame at `addr` inside `mapping` (`[unknown]` outside any).
+    pub fn name(&mut self, mapping: Option<&Mapping>, addr: u64) -> Option<Arc<str>> {
+        let Some(m) = mapping else {
+            return parse_frame(&format!("\t{addr:x} [unknown] ([unknown])")).map(Arc::from);
+        };
+        let offset = addr.wrapping_sub(m.start).wrapping_add(m.pgoff);
+        let key = (Arc::as_ptr(&m.path) as *const u8 as usize, offset);
+        if let Some(n) = self.names.get(&key) {
+            return n.clone();
+        }
+        let (build_ids, images) = (&self.build_ids, &self.images);
+        let syms = self.binaries.entry(m.path.clone()).or_insert_with(|| {
+            let id = build_ids.get(m.path.as_bytes()).map(Vec::as_slice);
+            let file = images.get(&*m.path).map_or(Path::new(&*m.path), |p| p);
+            ElfSymbols::load(file, id)
+        });
+        let line = match syms.as_ref().and_then(|s| s.at_file_offset(offset)) {
+            Some(name) => format!("\t{addr:x} {}+0x0 ({})", demangle(name), m.path),
+            None => format!("\t{addr:x} [unknown] ({})", m.path),
+        };
+        let n: Option<Arc<str>> = parse_frame(&line).map(Arc::from);
+        self.names.insert(key, n.clone());
+        n
+    }
+}
+
+/// A symbol as perf prints it by default: Rust (legacy and v0) without
+/// its hash, C++ without its parameters, anything else as it is.
+fn demangle(name: &str) -> String {
+    if let Ok(d) = rustc_demangle::try_demangle(name) {
+        return format!("{d:#}");
+    }
+    if name.starts_with("_Z") {
+        let opts = cpp_demangle::DemangleOptions::new()
+            .no_params()
+            .no_return_type();
+        if let Ok(d) = cpp_demangle::Symbol::new(name).and_then(|s| {
+            s.demangle_with_options(&opts)
+                .map_err(|_| cpp_demangle::error::Error::UnexpectedEnd)
+        }) {
+            return integer_literals_as_libiberty(&d);
+        }
+    }
+    name.to_string()
+}
+
+/// Template arguments that are integers as GNU's demangler (perf's)
+/// writes them: `1335398ul`, where cpp_demangle writes `(unsigned
+/// long)1335398`.
+fn integer_literals_as_libiberty(d: &str) -> String {
+    const SUFFIXES: [(&str, &str); 6] = [
+        ("(unsigned long long)", "ull"),
+        ("(long long)", "ll"),
+        ("(unsigned long)", "ul"),
+        ("(long)", "l"),
+        ("(unsigned int)", "u"),
+        ("(int)", ""),
+    ];
+    let mut out = String::with_capacity(d.len());
+    let mut rest = d;
+    'scan: while !rest.is_empty() {
+        for (cast, suffix) in SUFFIXES {
+            if let Some(after) = rest.strip_prefix(cast) {
+                let digits = after
+                    .bytes()
+                    .take_while(|c| c.is_ascii_digit() || *c == b'-')
+                    .count();
+                if digits > 0 {
+                    out.push_str(&after[..digits]);
+                    out.push_str(suffix);
+                    rest = &after[digits..];
+                    continue 'scan;
+                }
+            }
+        }
+        let c = rest.chars().next().unwrap_or(' ');
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_as_perf_demangles_them() {
+        assert_eq!(
+            demangle("_ZN8iosleuth6ingest5merge6Merger5prime17hbf946f9c219207e9E.llvm.6084931058377092873"),
+            "iosleuth::ingest::merge::Merger::prime"
+        );
+        assert_eq!(demangle("_ZN3foo3barEi"), "foo::bar");
+        assert_eq!(
+            integer_literals_as_libiberty("A<B<(unsigned long)1335398, C>, (int)3, (long)-2>::f"),
+            "A<B<1335398ul, C>, 3, -2l>::f"
+        );
+        assert_eq!(demangle("read"), "read");
+    }
+}
