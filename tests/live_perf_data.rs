@@ -145,3 +145,81 @@ fn perf_data_tracepoints_read_as_perf_script_text_of_them() {
         .sum();
     assert!(writes >= 200, "{}", a["devices"]);
 }
+
+/// `perf record -e sched:sched_switch -g -a`, the usual way to see
+/// blocked time with perf: each switch's call chain is where the thread
+/// blocked, as the stacktrace trigger of `record --stacks`. Read from the
+/// perf.data file and from `perf script` text of it, the off-CPU stacks
+/// are the same, and hold dd waiting for its synchronous writes; other
+/// tracepoints' call chains are said to be left out, not folded.
+#[test]
+fn perf_sched_switch_call_chains_fold_as_blocked_time() {
+    if !live() {
+        return;
+    }
+    let _tracefs = iosleuth::capture::tracefs::Tracefs::open().unwrap();
+    let dir = tempdir();
+    let (data, text, out) = (
+        dir.path().join("perf.data"),
+        dir.path().join("perf.txt"),
+        dir.path().join("written"),
+    );
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let started = std::time::Instant::now();
+    run(Command::new("perf")
+        .env("HOME", &home)
+        .args(["record", "-q", "-g", "-a", "-e", "sched:sched_switch"])
+        .args(["-e", "block:block_rq_issue", "-o"])
+        .arg(&data)
+        .args(["--", "dd", "if=/dev/zero", "bs=4k", "count=200"])
+        .args(["oflag=dsync", "status=none"])
+        .arg(format!("of={}", out.display())));
+    let elapsed_us = started.elapsed().as_micros() as u64;
+    let script = run(Command::new("perf")
+        .env("HOME", &home)
+        .args(["script", "--ns", "-i"])
+        .arg(&data));
+    std::fs::write(&text, script).unwrap();
+    let folded = |input: &std::path::Path| -> (Vec<String>, String) {
+        let o = iosleuth()
+            .env("HOME", &home)
+            .args(["report", "--format", "folded", "--off-cpu"])
+            .arg(input)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        let mut lines: Vec<String> = String::from_utf8(o.stdout)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        lines.sort();
+        (lines, String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let (from_data, warned_data) = folded(&data);
+    let (from_text, warned_text) = folded(&text);
+    assert_eq!(from_data, from_text);
+    let dd: Vec<(&str, u64)> = from_data
+        .iter()
+        .filter(|l| l.starts_with("dd;"))
+        .filter_map(|l| {
+            let (s, n) = l.rsplit_once(' ')?;
+            Some((s, n.parse().ok()?))
+        })
+        .collect();
+    let blocked_us: u64 = dd.iter().map(|(_, n)| n).sum();
+    let in_write: u64 = dd
+        .iter()
+        .filter(|(s, _)| s.contains(";vfs_write;"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(blocked_us > 0 && blocked_us < elapsed_us, "{dd:?}");
+    assert!(in_write * 2 > blocked_us, "{dd:?}");
+    for warned in [warned_data, warned_text] {
+        assert!(
+            warned.contains("tracepoint samples were not folded (only sched_switch's"),
+            "{warned}"
+        );
+    }
+}

@@ -44,6 +44,11 @@ pub struct PerfDataSource {
     decoder: Option<Decoder>,
     tracepoint_samples: u64,
     orphan_samples: u64,
+    /// Call chains of tracepoint samples other than sched_switch's: not
+    /// folded (they count events, neither CPU time nor blocked time).
+    unfolded_chains: u64,
+    /// The stack of the sched_switch sample just returned, next.
+    pending: Option<Event>,
 }
 
 /// What names a sample's thread and frames, learnt from the records so far.
@@ -227,6 +232,8 @@ impl PerfDataSource {
             },
             tracepoint_samples: 0,
             orphan_samples: 0,
+            unfolded_chains: 0,
+            pending: None,
         })
     }
 }
@@ -383,6 +390,9 @@ fn build_id_fits(r: &linux_perf_data::linux_perf_event_reader::RawEventRecord) -
 
 impl Source for PerfDataSource {
     fn next_event(&mut self) -> Option<Event> {
+        if let Some(e) = self.pending.take() {
+            return Some(e);
+        }
         loop {
             let rec = match self
                 .reader
@@ -396,6 +406,13 @@ impl Source for PerfDataSource {
                             "{}: {} tracepoint samples could not be decoded (no format for their event in the file's tracing data)",
                             self.path.display(),
                             std::mem::take(&mut self.tracepoint_samples)
+                        ));
+                    }
+                    if self.unfolded_chains > 0 {
+                        self.stats.notes.push(format!(
+                            "{}: the call chains of {} tracepoint samples were not folded (only sched_switch's, as blocked time)",
+                            self.path.display(),
+                            std::mem::take(&mut self.unfolded_chains)
                         ));
                     }
                     if self.orphan_samples > 0 {
@@ -492,6 +509,40 @@ impl Source for PerfDataSource {
                                 // thread was named then.
                                 if let (Event::Other(o), Some(c)) = (&mut ev, comm) {
                                     o.comm = c;
+                                }
+                                let switch = match &ev {
+                                    Event::Other(o) if o.short_name() == "sched_switch" => Some(o),
+                                    _ => None,
+                                };
+                                match (switch, &s.callchain) {
+                                    (_, None) => {}
+                                    (None, Some(_)) => self.unfolded_chains += 1,
+                                    (Some(o), Some(chain)) => {
+                                        let chain: Vec<u64> =
+                                            (0..chain.len()).filter_map(|i| chain.get(i)).collect();
+                                        if !chain.is_empty() {
+                                            // The switching-away thread's stack,
+                                            // right after its switch: as the
+                                            // stacktrace trigger of a capture.
+                                            let pid = s.pid.unwrap_or(o.pid as i32) as u32;
+                                            let ip = s.ip.unwrap_or(0);
+                                            let frames = self.namer.frames(
+                                                pid,
+                                                &chain,
+                                                ip,
+                                                ip >= KERNEL_START,
+                                            );
+                                            self.pending = Some(Event::Stack(StackEvent {
+                                                ts,
+                                                cpu,
+                                                pid: s.tid.map_or(o.pid, |t| t as u32),
+                                                frames: frames.into(),
+                                                sampled: false,
+                                                weight: 1,
+                                                comm: o.comm,
+                                            }));
+                                        }
+                                    }
                                 }
                                 self.stats.events += 1;
                                 return Some(ev);

@@ -183,6 +183,13 @@ pub struct TextSource {
     names: HashMap<Vec<u8>, Arc<str>>,
     /// A stack whose frame lines are being read, and its frames so far.
     stack: Option<(StackEvent, Vec<Arc<str>>)>,
+    /// The event line just read (perf script of `perf record -e … -g`
+    /// follows it with its call chain): its stack, should frames follow.
+    after_event: Option<StackEvent>,
+    /// Reading the call chain of a tracepoint other than sched_switch:
+    /// passed over.
+    passing_chain: bool,
+    unfolded_chains: u64,
     /// An event read while ending a stack, returned next.
     queued: Option<Event>,
 }
@@ -203,6 +210,9 @@ impl TextSource {
             in_summary: false,
             names: HashMap::new(),
             stack: None,
+            after_event: None,
+            passing_chain: false,
+            unfolded_chains: 0,
             queued: None,
         }
     }
@@ -211,10 +221,30 @@ impl TextSource {
     /// (without trace-cmd's `(ffffffff…)` address), or perf's `pc function
     /// (module)` for a sample. Whether it was one.
     fn stack_frame(&mut self, line: &[u8]) -> bool {
+        if self.stack.is_none() {
+            if let Some(k) = self.after_event.take() {
+                if !perf_script_stack::is_frame_line(line) {
+                    return false;
+                }
+                // A sched_switch's chain is where the thread blocked, as
+                // the stacktrace trigger after it; other tracepoints'
+                // chains count events, which nothing here folds.
+                if k.sampled {
+                    self.unfolded_chains += 1;
+                    self.passing_chain = true;
+                } else {
+                    self.stack = Some((k, Vec::new()));
+                }
+            }
+        }
+        if self.passing_chain {
+            self.passing_chain = perf_script_stack::is_frame_line(line);
+            return self.passing_chain;
+        }
         let Some((k, _)) = &self.stack else {
             return false;
         };
-        let frame = if k.sampled {
+        let frame = if k.sampled || k.weight == 0 {
             if !perf_script_stack::is_frame_line(line) {
                 return false;
             }
@@ -423,7 +453,25 @@ impl TextSource {
             // Any other line ends the stack being read: it comes first.
             let ended = self.stack.take().map(finished_stack);
             let ev = match self.classify(line) {
-                Line::Event(ev) => Some(ev),
+                Line::Event(ev) => {
+                    let (pid, comm, switch) = match &ev {
+                        Event::Other(o) => (o.pid, o.comm, o.short_name() == "sched_switch"),
+                        Event::Block(b) => (b.pid, b.comm, false),
+                        _ => (0, Default::default(), false),
+                    };
+                    self.after_event = ev.ts().zip(ev.cpu()).map(|(ts, cpu)| StackEvent {
+                        ts,
+                        cpu,
+                        pid,
+                        frames: Arc::from(Vec::new()),
+                        // Marks: folded only after a sched_switch;
+                        // weight 0 says its frames are perf's.
+                        sampled: !switch,
+                        weight: 0,
+                        comm,
+                    });
+                    Some(ev)
+                }
                 Line::StackStart {
                     ts,
                     cpu,
@@ -478,6 +526,13 @@ impl TextSource {
         if let Some(e) = input.take_error() {
             self.stats.cut_short = Some(format!("read error after line {}: {e}", self.line_no));
         }
+        if self.unfolded_chains > 0 {
+            self.stats.notes.push(format!(
+                "{}: the call chains of {} tracepoint samples were not folded (only sched_switch's, as blocked time)",
+                self.path.display(),
+                std::mem::take(&mut self.unfolded_chains)
+            ));
+        }
         self.stack.take().map(|k| {
             self.stats.events += 1;
             finished_stack(k)
@@ -487,6 +542,7 @@ impl TextSource {
 
 fn finished_stack((mut k, frames): (StackEvent, Vec<Arc<str>>)) -> Event {
     k.frames = frames.into();
+    k.weight = k.weight.max(1);
     Event::Stack(k)
 }
 
