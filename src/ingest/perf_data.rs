@@ -49,6 +49,8 @@ pub struct PerfDataSource {
     unfolded_chains: u64,
     /// The stack of the sched_switch sample just returned, next.
     pending: Option<Event>,
+    /// The call chain being read (reused).
+    chain: Vec<u64>,
 }
 
 /// What names a sample's thread and frames, learnt from the records so far.
@@ -59,13 +61,27 @@ struct Namer {
     maps: FxHashMap<u32, Vec<Mapping>>,
     user: UserFrames,
     kernel: Option<KernelSymbols>,
+    /// /proc/kallsyms being read and sorted (tens of ms) while the file's
+    /// first records are parsed.
+    kernel_loading: Option<std::thread::JoinHandle<KernelSymbols>>,
     /// The file's `_text` (its kernel MMAP record's page offset).
     recorded_text: Option<u64>,
     /// Today's `_text` minus the file's, once known.
     kernel_shift: Option<u64>,
     /// Frame names already made, by kernel address.
     kernel_names: FxHashMap<u64, Option<Arc<str>>>,
+    /// Stacks already made, by call chain (`chain_key`): most samples
+    /// repeat a chain seen before, and are then one lookup.
+    chains: FxHashMap<Box<[u64]>, Arc<[Arc<str>]>>,
+    /// By process: how many times its mappings changed, part of the key
+    /// of its chains with user frames.
+    generations: FxHashMap<u32, u64>,
+    key: Vec<u64>,
 }
+
+/// Cached chains beyond this are dropped and made again (a bound on
+/// memory for recordings of endlessly varied stacks).
+const MAX_CACHED_CHAINS: usize = 1 << 20;
 
 /// The feature bit of HEADER_EVENT_DESC (perf's `enum perf_header_feat`).
 const FEATURE_EVENT_DESC: usize = 12;
@@ -203,7 +219,7 @@ impl PerfDataSource {
         let mut f = std::fs::File::open(path)
             .map_err(|e| InputError::new(path, format!("cannot open: {e}")))?;
         check_sections(path, &mut f)?;
-        let reader = quietly(|| PerfFileReader::parse_file(BufReader::new(f)))
+        let reader = quietly(|| PerfFileReader::parse_file(BufReader::with_capacity(1 << 20, f)))
             .unwrap_or(Err(linux_perf_data::Error::NoAttributes))
             .map_err(|e| InputError::new(path, format!("not a usable perf.data file: {e}")))?;
         let build_ids = build_ids(&reader.perf_file);
@@ -228,12 +244,16 @@ impl PerfDataSource {
             decoder,
             namer: Namer {
                 user: UserFrames::with_build_ids(build_ids),
+                kernel_loading: std::thread::Builder::new()
+                    .spawn(KernelSymbols::of_this_machine)
+                    .ok(),
                 ..Default::default()
             },
             tracepoint_samples: 0,
             orphan_samples: 0,
             unfolded_chains: 0,
             pending: None,
+            chain: Vec::new(),
         })
     }
 }
@@ -264,9 +284,13 @@ impl Namer {
         if let Some(n) = self.kernel_names.get(&addr) {
             return n.clone();
         }
-        let k = self
-            .kernel
-            .get_or_insert_with(KernelSymbols::of_this_machine);
+        let loading = &mut self.kernel_loading;
+        let k = self.kernel.get_or_insert_with(|| {
+            loading
+                .take()
+                .and_then(|t| t.join().ok())
+                .unwrap_or_else(KernelSymbols::of_this_machine)
+        });
         // Today's address of what the file recorded at `addr`.
         let shift = *self.kernel_shift.get_or_insert_with(|| {
             match (self.recorded_text, k.address_of("_text")) {
@@ -290,6 +314,34 @@ impl Namer {
             .get(&pid)
             .and_then(|v| v.iter().rev().find(|m| addr >= m.start && addr < m.end));
         self.user.name(m, addr)
+    }
+
+    /// The frames of a sample's call chain (`frames`), made once per
+    /// distinct chain: keyed by the chain, and for one with user frames
+    /// by its process and the state of its mappings too.
+    fn stack(&mut self, pid: u32, chain: &[u64], ip: u64, kernel_ip: bool) -> Arc<[Arc<str>]> {
+        let user = chain.contains(&CONTEXT_USER) || (chain.is_empty() && !kernel_ip);
+        self.key.clear();
+        if user {
+            let generation = self.generations.get(&pid).copied().unwrap_or(0);
+            self.key.extend([pid as u64, generation]);
+        } else {
+            self.key.extend([u64::MAX, 0]);
+        }
+        self.key.push(kernel_ip as u64);
+        if chain.is_empty() {
+            self.key.push(ip);
+        }
+        self.key.extend_from_slice(chain);
+        if let Some(f) = self.chains.get(&self.key[..]) {
+            return f.clone();
+        }
+        let f: Arc<[Arc<str>]> = self.frames(pid, chain, ip, kernel_ip).into();
+        if self.chains.len() >= MAX_CACHED_CHAINS {
+            self.chains.clear();
+        }
+        self.chains.insert(self.key.as_slice().into(), f.clone());
+        f
     }
 
     /// The frames of a call chain, innermost first. Whether an address
@@ -329,6 +381,7 @@ impl Namer {
             return;
         }
         let path = self.user.mapped_path(pid, path);
+        *self.generations.entry(pid as u32).or_default() += 1;
         let v = self.maps.entry(pid as u32).or_default();
         let end = start.saturating_add(len);
         v.retain(|m| m.end <= start || m.start >= end);
@@ -475,6 +528,7 @@ impl Source for PerfDataSource {
                     if f.pid != f.ppid {
                         if let Some(m) = self.namer.maps.get(&(f.ppid as u32)).cloned() {
                             self.namer.maps.insert(f.pid as u32, m);
+                            *self.namer.generations.entry(f.pid as u32).or_default() += 1;
                         }
                     }
                 }
@@ -563,12 +617,12 @@ impl Source for PerfDataSource {
                         continue;
                     }
                     let pid = s.pid.unwrap_or(tid) as u32;
-                    let chain: Vec<u64> = s
-                        .callchain
-                        .map(|c| (0..c.len()).filter_map(|i| c.get(i)).collect())
-                        .unwrap_or_default();
+                    self.chain.clear();
+                    if let Some(c) = s.callchain {
+                        self.chain.extend((0..c.len()).filter_map(|i| c.get(i)));
+                    }
                     let kernel_ip = ip >= KERNEL_START;
-                    let frames = self.namer.frames(pid, &chain, ip, kernel_ip);
+                    let frames = self.namer.stack(pid, &self.chain, ip, kernel_ip);
                     let tid = tid as u32;
                     let comm = match self.namer.comms.get(&tid) {
                         Some(c) => *c,
@@ -580,7 +634,7 @@ impl Source for PerfDataSource {
                         ts: s.timestamp.unwrap_or(0),
                         cpu: s.cpu.unwrap_or(0),
                         pid: tid,
-                        frames: frames.into(),
+                        frames,
                         sampled: true,
                         weight: s.period.unwrap_or(1),
                         comm,
