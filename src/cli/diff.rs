@@ -6,7 +6,6 @@ use crate::error::{Error, ExitStatus, Result};
 use crate::pipeline::{self, Options, Run};
 use crate::report::Format;
 use clap::Args;
-use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -14,7 +13,10 @@ pub struct DiffArgs {
     #[command(flatten)]
     sides: SidesArgs,
     #[arg(long, value_enum, default_value = "text")]
-    format: Format,
+    format: DiffFormat,
+    /// Write the diff to this file rather than to standard output.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
     /// Also write a differential off-CPU flame graph (red: blocked time
     /// grew, blue: shrank) of captures recorded with --stacks.
     #[arg(long, value_name = "SVG")]
@@ -23,6 +25,15 @@ pub struct DiffArgs {
     /// captures recorded with --func compare theirs without this.
     #[arg(long = "func", value_delimiter = ',', value_name = "FUNCTIONS")]
     functions: Vec<String>,
+}
+
+/// What `diff` prints.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum DiffFormat {
+    Text,
+    Json,
+    // One self-contained page: verdict, settings, both sides plotted.
+    Html,
 }
 
 /// Each run analysed and diagnosed on its own; its warnings said.
@@ -52,9 +63,16 @@ pub fn run(args: DiffArgs) -> Result<ExitStatus> {
         let paths: Vec<&PathBuf> = base_paths.iter().chain(&cand_paths).collect();
         differential_flamegraph(svg, &base, &cand, &paths)?;
     }
-    std::io::stdout()
-        .lock()
-        .write_all(args.format.diff(&d).as_bytes())?;
+    let out = match args.format {
+        DiffFormat::Text => Format::Text.diff(&d),
+        DiffFormat::Json => Format::Json.diff(&d),
+        DiffFormat::Html => {
+            let b: Vec<&crate::analyze::Analysis> = base.iter().map(|r| &r.analysis).collect();
+            let c: Vec<&crate::analyze::Analysis> = cand.iter().map(|r| &r.analysis).collect();
+            crate::report::html::render_diff(&d, &b, &c)
+        }
+    };
+    super::write_output(args.output.as_deref(), &out)?;
     Ok(ExitStatus::SUCCESS)
 }
 

@@ -122,3 +122,19 @@ fn usage_error(args: &[std::ffi::OsString]) -> Error {
 fn warn(w: &str) {
     eprintln!("iosleuth: warning: {}", crate::report::escape(w));
 }
+
+/// The command's output: to `path` when given (and said on stderr), else
+/// to standard output.
+fn write_output(path: Option<&std::path::Path>, out: &str) -> crate::error::Result<()> {
+    use std::io::Write;
+    match path {
+        Some(p) => {
+            std::fs::write(p, out).map_err(|e| {
+                crate::error::Error::failed(format!("writing {}: {e}", p.display()))
+            })?;
+            eprintln!("iosleuth: wrote {}", p.display());
+        }
+        None => std::io::stdout().lock().write_all(out.as_bytes())?,
+    }
+    Ok(())
+}

@@ -7,7 +7,6 @@ use crate::diagnose::{catalog, Verdict};
 use crate::error::{Error, ExitStatus, Result};
 use crate::report::{self, Format};
 use clap::Args;
-use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -18,6 +17,9 @@ pub struct ReportArgs {
     paths: Vec<PathBuf>,
     #[arg(long, value_enum, default_value = "text")]
     format: ReportFormat,
+    /// Write the report to this file rather than to standard output.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
     /// With --format folded: blocked (off-CPU) time per kernel stack, in
     /// microseconds, from a capture recorded with --stacks.
     #[arg(long)]
@@ -39,6 +41,8 @@ enum ReportFormat {
     Json,
     // Folded stacks for flame graphs (FlameGraph, inferno, speedscope).
     Folded,
+    // One self-contained page: findings, plots, flame graphs (-o FILE).
+    Html,
 }
 
 pub fn run(args: ReportArgs) -> Result<ExitStatus> {
@@ -59,6 +63,7 @@ pub fn run(args: ReportArgs) -> Result<ExitStatus> {
     let out = match (&args.explain, args.format) {
         (Some(id), _) => explain(&a, id)?,
         (None, ReportFormat::Folded) => folded(&a, &args.paths, args.off_cpu)?,
+        (None, ReportFormat::Html) => report::html::render(&a, &crate::diagnose::diagnose(&a)),
         (None, f) => {
             let found = crate::diagnose::diagnose(&a);
             let f = if f == ReportFormat::Json {
@@ -69,7 +74,7 @@ pub fn run(args: ReportArgs) -> Result<ExitStatus> {
             f.report(&a, &found)
         }
     };
-    std::io::stdout().lock().write_all(out.as_bytes())?;
+    super::write_output(args.output.as_deref(), &out)?;
     Ok(ExitStatus::SUCCESS)
 }
 

@@ -9,6 +9,7 @@ pub mod dump;
 pub mod escape;
 pub mod flamegraph;
 pub mod folded;
+pub mod html;
 pub mod json;
 pub mod text;
 

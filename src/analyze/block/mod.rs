@@ -6,6 +6,7 @@
 pub mod btt;
 pub mod iostat;
 pub mod requests;
+pub mod timeline;
 
 use crate::analyze::histogram::{Log2Hist, Percentiles};
 use crate::model::{Action, BlockEvent, Comm, Dev};
@@ -155,6 +156,10 @@ pub struct DeviceSummary {
     /// Of those, the ones queued with no completion since the previous
     /// bio: a synchronous reader's bios come one at a time, never these.
     pub back_to_back_sequential_bios: u64,
+    /// Each completed request's time and latencies, for plots (not in
+    /// JSON: the requests table of exports carries them).
+    #[serde(skip)]
+    pub timeline: timeline::RequestTimeline,
 }
 
 #[derive(Debug, Serialize)]
@@ -309,6 +314,7 @@ impl BlockAnalysis {
                 in_flight_at_end: open,
                 sequential_bios: self.sequential.get(&dev).map_or(0, |s| s.1),
                 back_to_back_sequential_bios: self.back_to_back.get(&dev).map_or(0, |b| b.1),
+                timeline: std::mem::take(&mut r.timeline),
             });
         }
         let per_pid = self.btt.per_pid();

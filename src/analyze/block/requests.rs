@@ -54,6 +54,7 @@ pub struct DeviceRequests {
     pub fua: u64,
     pub completions_without_start: u64,
     pub errors: u64,
+    pub timeline: super::timeline::RequestTimeline,
     pending: HashMap<u64, PendingBio>,
     requests: BTreeMap<u64, Request>,
     /// Requests completed at C whose accounting end (`block_io_done`) may
@@ -343,6 +344,13 @@ impl DeviceRequests {
             self.d2c.add(d2c);
             self.d2c_log2_us.add(d2c / 1000);
         }
+        self.timeline.add(super::timeline::RequestPoint {
+            done_ns: ts,
+            q2c_ns: q2c,
+            d2c_ns: issued.map(|d| ts.saturating_sub(d)),
+            sectors,
+            op,
+        });
         let _ = bytes;
     }
 }

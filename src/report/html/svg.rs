@@ -1,0 +1,429 @@
+//! Charts as inline SVG, drawn here rather than by a JavaScript library:
+//! the page works offline and runs no script of its own. Every axis
+//! names its unit; a point's stages show on hover (SVG `<title>`). Every
+//! string is escaped: trace data is untrusted.
+
+use super::esc;
+use std::fmt::Write;
+
+const W: f64 = 920.0;
+const H: f64 = 260.0;
+const LEFT: f64 = 78.0;
+const RIGHT: f64 = 16.0;
+const TOP: f64 = 26.0;
+const BOTTOM: f64 = 42.0;
+
+/// How values map onto an axis.
+#[derive(Clone, Copy)]
+pub enum Scale {
+    Linear {
+        min: f64,
+        max: f64,
+    },
+    /// Powers of ten; values at or below zero sit at `min`.
+    Log {
+        min: f64,
+        max: f64,
+    },
+}
+
+impl Scale {
+    /// A linear scale from 0 (or the least value) to the largest.
+    pub fn linear(values: impl Iterator<Item = f64>) -> Scale {
+        let (mut lo, mut hi) = (0f64, f64::MIN);
+        for v in values.filter(|v| v.is_finite()) {
+            lo = lo.min(v);
+            hi = hi.max(v);
+        }
+        if hi <= lo {
+            hi = lo + 1.0;
+        }
+        // The top at a round tick, so that the plot's edge is labelled.
+        let step = nice_step((hi - lo) / 5.0);
+        Scale::Linear {
+            min: lo,
+            max: (hi / step).ceil() * step,
+        }
+    }
+
+    /// A log scale over whole decades around the positive values.
+    pub fn log(values: impl Iterator<Item = f64>) -> Scale {
+        let (mut lo, mut hi) = (f64::MAX, f64::MIN);
+        for v in values.filter(|v| v.is_finite() && *v > 0.0) {
+            lo = lo.min(v);
+            hi = hi.max(v);
+        }
+        if hi < lo {
+            return Scale::Log {
+                min: 1.0,
+                max: 10.0,
+            };
+        }
+        let (lo, hi) = (
+            lo.log10().floor(),
+            hi.log10().ceil().max(lo.log10().floor() + 1.0),
+        );
+        Scale::Log {
+            min: 10f64.powf(lo),
+            max: 10f64.powf(hi),
+        }
+    }
+
+    /// Where `v` falls, 0 to 1.
+    fn at(&self, v: f64) -> f64 {
+        match *self {
+            Scale::Linear { min, max } => ((v - min) / (max - min)).clamp(0.0, 1.0),
+            Scale::Log { min, max } => {
+                if v <= min {
+                    return 0.0;
+                }
+                ((v.log10() - min.log10()) / (max.log10() - min.log10())).clamp(0.0, 1.0)
+            }
+        }
+    }
+
+    fn ticks(&self) -> Vec<f64> {
+        match *self {
+            Scale::Log { min, max } => {
+                let (a, b) = (min.log10().round() as i32, max.log10().round() as i32);
+                (a..=b).map(|k| 10f64.powi(k)).collect()
+            }
+            Scale::Linear { min, max } => {
+                let step = nice_step((max - min) / 5.0);
+                let mut t = (min / step).ceil() * step;
+                let mut out = Vec::new();
+                while t <= max + step * 1e-9 && out.len() < 12 {
+                    out.push(t);
+                    t += step;
+                }
+                out
+            }
+        }
+    }
+}
+
+/// The round step (1, 2, 2.5 or 5 times a power of ten) at least `raw`.
+fn nice_step(raw: f64) -> f64 {
+    let mag = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(raw)
+}
+
+/// A named line of a line chart: (name, CSS class, points).
+pub type Series<'a> = (&'a str, &'a str, Vec<(f64, f64)>);
+
+/// An axis: its scale and its label with the unit.
+pub struct Axis<'a> {
+    pub label: &'a str,
+    pub scale: Scale,
+    /// How a tick value is written (its unit added where it helps).
+    pub tick: fn(f64) -> String,
+}
+
+/// A number as short as it reads well.
+pub fn short(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}k", v / 1e3)
+    } else if a >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    }
+}
+
+/// A latency in ms written with the unit that suits it.
+pub fn latency_ms(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{} s", short(v / 1000.0))
+    } else if v >= 1.0 {
+        format!("{} ms", short(v))
+    } else {
+        format!("{} µs", short(v * 1000.0))
+    }
+}
+
+struct Frame {
+    out: String,
+}
+
+impl Frame {
+    fn new(title: &str, x: &Axis, y: &Axis) -> Frame {
+        let mut out = String::new();
+        let _ = write!(
+            out,
+            r#"<svg class="chart" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{t}"><text class="title" x="{LEFT}" y="16">{t}</text>"#,
+            t = esc(title)
+        );
+        let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+        let _ = write!(
+            out,
+            r#"<rect class="plot" x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}"/>"#
+        );
+        for t in x.scale.ticks() {
+            let px = LEFT + x.scale.at(t) * pw;
+            let _ = write!(
+                out,
+                r#"<line class="grid" x1="{px:.1}" y1="{TOP}" x2="{px:.1}" y2="{y2}"/><text class="tick" x="{px:.1}" y="{ty}" text-anchor="middle">{l}</text>"#,
+                y2 = TOP + ph,
+                ty = TOP + ph + 14.0,
+                l = esc(&(x.tick)(t))
+            );
+        }
+        for t in y.scale.ticks() {
+            let py = TOP + ph - y.scale.at(t) * ph;
+            let _ = write!(
+                out,
+                r#"<line class="grid" x1="{LEFT}" y1="{py:.1}" x2="{x2}" y2="{py:.1}"/><text class="tick" x="{tx}" y="{ty:.1}" text-anchor="end">{l}</text>"#,
+                x2 = LEFT + pw,
+                tx = LEFT - 6.0,
+                ty = py + 4.0,
+                l = esc(&(y.tick)(t))
+            );
+        }
+        let _ = write!(
+            out,
+            r#"<text class="axis" x="{cx}" y="{by}" text-anchor="middle">{xl}</text><text class="axis" transform="translate(14,{cy}) rotate(-90)" text-anchor="middle">{yl}</text>"#,
+            cx = LEFT + pw / 2.0,
+            by = H - 6.0,
+            xl = esc(x.label),
+            cy = TOP + ph / 2.0,
+            yl = esc(y.label)
+        );
+        Frame { out }
+    }
+
+    fn x(x: &Axis, v: f64) -> f64 {
+        LEFT + x.scale.at(v) * (W - LEFT - RIGHT)
+    }
+
+    fn y(y: &Axis, v: f64) -> f64 {
+        let ph = H - TOP - BOTTOM;
+        TOP + ph - y.scale.at(v) * ph
+    }
+
+    fn legend(&mut self, names: &[(&str, &str)]) {
+        let mut x = W - RIGHT - 10.0;
+        for (name, class) in names.iter().rev() {
+            x -= 12.0 + 7.0 * name.chars().count() as f64;
+            let _ = write!(
+                self.out,
+                r#"<rect class="{class}" x="{x:.0}" y="7" width="9" height="9"/><text class="tick" x="{tx:.0}" y="15">{n}</text>"#,
+                tx = x + 12.0,
+                n = esc(name)
+            );
+        }
+    }
+
+    fn end(mut self) -> String {
+        self.out.push_str("</svg>");
+        self.out
+    }
+}
+
+/// A point of a scatter plot, with what shows on hover.
+pub struct Point {
+    pub x: f64,
+    pub y: f64,
+    pub class: &'static str,
+    pub hover: String,
+}
+
+/// Points over an x and a y axis; `legend` names each class drawn.
+pub fn scatter(
+    title: &str,
+    x: &Axis,
+    y: &Axis,
+    points: &[Point],
+    legend: &[(&str, &str)],
+) -> String {
+    let mut f = Frame::new(title, x, y);
+    for p in points {
+        let _ = write!(
+            f.out,
+            r#"<circle class="{}" cx="{:.1}" cy="{:.1}" r="2.2"><title>{}</title></circle>"#,
+            p.class,
+            Frame::x(x, p.x),
+            Frame::y(y, p.y),
+            esc(&p.hover)
+        );
+    }
+    f.legend(legend);
+    f.end()
+}
+
+/// Counts in cells of x buckets × y buckets (each bucket's lower edge in
+/// axis units, the last's upper edge after it), darker for more; the
+/// outliers drawn over them as points.
+pub fn heatmap(
+    title: &str,
+    x: &Axis,
+    y: &Axis,
+    x_edges: &[f64],
+    y_edges: &[f64],
+    counts: &[Vec<u64>],
+    outliers: &[Point],
+) -> String {
+    let mut f = Frame::new(title, x, y);
+    let max = counts.iter().flatten().copied().max().unwrap_or(1).max(1) as f64;
+    for (i, col) in counts.iter().enumerate() {
+        let (x0, x1) = (Frame::x(x, x_edges[i]), Frame::x(x, x_edges[i + 1]));
+        for (j, &n) in col.iter().enumerate().filter(|(_, n)| **n > 0) {
+            let (y0, y1) = (Frame::y(y, y_edges[j]), Frame::y(y, y_edges[j + 1]));
+            // Log shading: one request still shows.
+            let shade = 0.15 + 0.85 * (n as f64).ln_1p() / max.ln_1p();
+            let _ = write!(
+                f.out,
+                r#"<rect class="cell" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill-opacity="{shade:.2}"><title>{n} requests, {} to {}</title></rect>"#,
+                x0,
+                y1,
+                (x1 - x0).max(0.5),
+                (y0 - y1).max(0.5),
+                esc(&(y.tick)(y_edges[j])),
+                esc(&(y.tick)(y_edges[j + 1]))
+            );
+        }
+    }
+    for p in outliers {
+        let _ = write!(
+            f.out,
+            r#"<circle class="{}" cx="{:.1}" cy="{:.1}" r="2.6"><title>{}</title></circle>"#,
+            p.class,
+            Frame::x(x, p.x),
+            Frame::y(y, p.y),
+            esc(&p.hover)
+        );
+    }
+    f.legend(&[("requests (darker: more)", "cell"), ("slowest", "slow")]);
+    f.end()
+}
+
+/// Lines over a shared x axis: (name, class, points).
+pub fn lines(title: &str, x: &Axis, y: &Axis, series: &[Series]) -> String {
+    let mut f = Frame::new(title, x, y);
+    for (name, class, pts) in series {
+        let mut d = String::new();
+        for (i, (vx, vy)) in pts.iter().enumerate() {
+            let _ = write!(
+                d,
+                "{}{:.1},{:.1}",
+                if i == 0 { "M" } else { " L" },
+                Frame::x(x, *vx),
+                Frame::y(y, *vy)
+            );
+        }
+        let _ = write!(
+            f.out,
+            r#"<path class="line {class}" d="{d}"><title>{}</title></path>"#,
+            esc(name)
+        );
+        for (vx, vy) in pts {
+            let _ = write!(
+                f.out,
+                r#"<circle class="{class}" cx="{:.1}" cy="{:.1}" r="1.8"><title>{}: {} at {} s</title></circle>"#,
+                Frame::x(x, *vx),
+                Frame::y(y, *vy),
+                esc(name),
+                short(*vy),
+                short(*vx)
+            );
+        }
+    }
+    let legend: Vec<(&str, &str)> = series.iter().map(|(n, c, _)| (*n, *c)).collect();
+    f.legend(&legend);
+    f.end()
+}
+
+/// A histogram: one bar per bucket, labelled under it.
+pub fn bars(title: &str, x_label: &str, y_label: &str, buckets: &[(String, u64)]) -> String {
+    let n = buckets.len().max(1) as f64;
+    let x = Axis {
+        label: x_label,
+        scale: Scale::Linear { min: 0.0, max: n },
+        tick: |_| String::new(),
+    };
+    let y = Axis {
+        label: y_label,
+        scale: Scale::linear(buckets.iter().map(|b| b.1 as f64)),
+        tick: short,
+    };
+    let mut f = Frame::new(title, &x, &y);
+    let step = (W - LEFT - RIGHT) / n;
+    for (i, (label, count)) in buckets.iter().enumerate() {
+        let x0 = LEFT + i as f64 * step;
+        let y0 = Frame::y(&y, *count as f64);
+        let _ = write!(
+            f.out,
+            r#"<rect class="bar" x="{:.1}" y="{y0:.1}" width="{:.1}" height="{:.1}"><title>{}: {count}</title></rect>"#,
+            x0 + 1.0,
+            (step - 2.0).max(0.5),
+            (H - BOTTOM - y0).max(0.0),
+            esc(label)
+        );
+        if i % buckets.len().div_ceil(12).max(1) == 0 {
+            let _ = write!(
+                f.out,
+                r#"<text class="tick" x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+                x0 + step / 2.0,
+                H - BOTTOM + 14.0,
+                esc(label)
+            );
+        }
+    }
+    f.end()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_scales_span_whole_decades_and_ticks_read_well() {
+        let s = Scale::log([0.03, 250.0].into_iter());
+        assert!(
+            matches!(s, Scale::Log { min, max } if (min - 0.01).abs() < 1e-12 && (max - 1000.0).abs() < 1e-9)
+        );
+        assert_eq!(s.ticks().len(), 6);
+        assert_eq!(latency_ms(0.01), "10 µs");
+        assert_eq!(latency_ms(250.0), "250 ms");
+        assert_eq!(latency_ms(1500.0), "1.5 s");
+        let l = Scale::linear([3.0, 97.0].into_iter());
+        assert_eq!(l.ticks(), vec![0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
+    }
+
+    #[test]
+    fn trace_strings_are_text() {
+        let x = Axis {
+            label: "time (s)",
+            scale: Scale::linear([0.0, 1.0].into_iter()),
+            tick: short,
+        };
+        let svg = scatter(
+            "<script>t</script>",
+            &x,
+            &x,
+            &[Point {
+                x: 0.5,
+                y: 0.5,
+                class: "read",
+                hover: "<img src=x onerror=alert(1)>".into(),
+            }],
+            &[("\"a\"", "read")],
+        );
+        assert!(!svg.contains("<script>") && !svg.contains("<img"));
+        assert!(svg.contains("&lt;img src=x onerror=alert(1)&gt;"));
+    }
+}
