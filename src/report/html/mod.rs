@@ -137,17 +137,17 @@ pub fn render_diff(d: &Diff, base: &[&Analysis], cand: &[&Analysis]) -> String {
             &hc,
         ));
     }
-    let _ = write!(
-        body,
-        "<h2>Every figure</h2><details open><summary>The text diff</summary><pre>{}</pre></details>",
-        esc(&super::diff_text::render(d))
-    );
     for (side, runs) in [("baseline", base), ("candidate", cand)] {
         for (i, a) in runs.iter().enumerate() {
             let _ = write!(body, "<h2>Findings of the {side} (run {})</h2>", i + 1);
             findings_section_inner(&mut body, &crate::diagnose::diagnose(a));
         }
     }
+    let _ = write!(
+        body,
+        "<h2>Every figure</h2><details open><summary>The text diff</summary><pre>{}</pre></details>",
+        esc(&super::diff_text::render(d))
+    );
     page("iosleuth diff", &body)
 }
 
