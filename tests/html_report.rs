@@ -99,6 +99,18 @@ fn reports_of_real_captures_load_and_draw() {
         2 * 266
     );
     assert!(l.dom.contains("btt's intervals"));
+    // The slowest operation as a timeline across the layers: the probe's
+    // fsync, the system call and ext4_sync_file in it, and the journal
+    // write it waited for (red) at the device.
+    let timeline = l
+        .dom
+        .split_once("probe fsync: iosleuth (")
+        .and_then(|(_, t)| t.split("</svg>").next())
+        .expect("a timeline of the slowest fsync");
+    for row in [">syscall fsync<", ">ext4_sync_file<", ">device 7,0<"] {
+        assert!(timeline.contains(row), "{row}: {timeline}");
+    }
+    assert_eq!(count(timeline, "<rect class=\"main\""), 1);
 
     // 5,873 requests: a heatmap, the slowest drawn over it.
     let page = dir.path().join("wbt.html");

@@ -57,6 +57,8 @@ svg .plot{fill:#fff;stroke:#c9ced8}svg .grid{stroke:#eceef2}
 svg .read{fill:#1e6fd9;stroke:#1e6fd9}svg .write{fill:#e0720b;stroke:#e0720b}svg .flush{fill:#7b3fb8;stroke:#7b3fb8}svg .discard{fill:#2e8b57;stroke:#2e8b57}
 svg .other{fill:#5a6170;stroke:#5a6170}svg .slow{fill:#c62828;stroke:#c62828}svg .cell{fill:#1e6fd9}svg .bar{fill:#1e6fd9}
 svg .line{fill:none;stroke-width:1.6}
+svg .on_cpu{fill:#2e8b57}svg .runnable{fill:#c62828}svg .device{fill:#e0720b}svg .journal_space{fill:#7b3fb8}
+svg .queued{fill:#d9a400}svg .journal{fill:#1e6fd9}svg .other_wait{fill:#9aa1ad}svg .span{fill:#5a6170}svg .main{fill:#c62828}
 iframe.flame{width:100%;height:520px;border:1px solid #d8dce3}
 .warn{color:#8a5300}
 "#;
@@ -74,6 +76,7 @@ pub fn render(a: &Analysis, findings: &[Finding]) -> String {
     );
     findings_section(&mut body, findings);
     warnings_section(&mut body, &a.warnings);
+    slow_operations_section(&mut body, a);
     for d in &a.block.devices {
         device_section(&mut body, d, a.block.first_ns);
     }
@@ -502,6 +505,127 @@ fn btt_table(body: &mut String, d: &DeviceSummary) {
         );
     }
     body.push_str("</table>");
+}
+
+/// Operations drawn at most, slowest first.
+const SLOW_OPERATIONS_DRAWN: usize = 5;
+
+/// The slowest operations, each a timeline across the layers: the
+/// operation, where its time went (its breakdown, in the order the report
+/// lists the parts), and every request of the device it waited for that
+/// was queued or at the device meanwhile (Q→D queued, D→C at the device;
+/// the request it waited for longest in red).
+fn slow_operations_section(body: &mut String, a: &Analysis) {
+    let mut slow: Vec<&crate::analyze::outliers::Outlier> =
+        a.outliers.by_kind.values().flatten().collect();
+    if slow.is_empty() {
+        return;
+    }
+    slow.sort_by_key(|x| std::cmp::Reverse(x.latency_ns));
+    body.push_str("<h2>Slowest operations across the layers</h2>");
+    let mut drawn: Vec<&crate::analyze::outliers::Outlier> = Vec::new();
+    for o in slow.iter().copied() {
+        let end = o.start_ns + o.latency_ns;
+        let inside = |x: &crate::analyze::outliers::Outlier| {
+            x.pid == o.pid && x.start_ns >= o.start_ns && x.start_ns + x.latency_ns <= end
+        };
+        if drawn.len() >= SLOW_OPERATIONS_DRAWN
+            || drawn.iter().any(|d| {
+                d.pid == o.pid
+                    && o.start_ns >= d.start_ns
+                    && o.start_ns + o.latency_ns <= d.start_ns + d.latency_ns
+            })
+        {
+            continue;
+        }
+        drawn.push(o);
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let rel = |t: u64| (t as f64 - o.start_ns as f64) / 1e6;
+        // The operation and those of its thread inside it (the system
+        // call in the probe's operation, the filesystem call in that).
+        let mut layers: Vec<&crate::analyze::outliers::Outlier> =
+            slow.iter().copied().filter(|x| inside(x)).collect();
+        layers.sort_by_key(|x| (x.start_ns, std::cmp::Reverse(x.latency_ns)));
+        layers.dedup_by(|a, b| a.kind == b.kind);
+        let mut rows: Vec<(String, Vec<svg::Bar>)> = layers
+            .iter()
+            .map(|x| {
+                (
+                    x.kind.clone(),
+                    vec![svg::Bar {
+                        from: rel(x.start_ns),
+                        to: rel(x.start_ns + x.latency_ns),
+                        class: "span",
+                        hover: x.summary.clone(),
+                    }],
+                )
+            })
+            .collect();
+        let mut at = 0.0;
+        let mut parts = Vec::new();
+        for (name, ns) in o.breakdown.parts().into_iter().filter(|p| p.1 > 0) {
+            parts.push(svg::Bar {
+                from: at,
+                to: at + ms(ns),
+                class: name,
+                hover: format!(
+                    "{name}: {} ({:.0} %): {}",
+                    latency_ms(ms(ns)),
+                    ns as f64 * 100.0 / o.latency_ns.max(1) as f64,
+                    crate::analyze::outliers::describe_part(name)
+                ),
+            });
+            at += ms(ns);
+        }
+        rows.push(("where the time went (sums)".into(), parts));
+        if let Some(req) = &o.main_request {
+            if let Some(d) = a.block.devices.iter().find(|d| d.device == req.dev) {
+                let mut bars = Vec::new();
+                for p in d.timeline.points.iter().filter(|p| {
+                    p.done_ns >= o.start_ns && p.done_ns.saturating_sub(p.q2c_ns) <= end
+                }) {
+                    let queued = p.done_ns.saturating_sub(p.q2c_ns);
+                    let issued = p.d2c_ns.map_or(queued, |d| p.done_ns.saturating_sub(d));
+                    let rel = |t: u64| (t as f64 - o.start_ns as f64) / 1e6;
+                    let main = p.d2c_ns.is_some() && p.d2c_ns == req.d2c_ns;
+                    let what = hover(p, a.block.first_ns);
+                    bars.push(svg::Bar {
+                        from: rel(queued),
+                        to: rel(issued),
+                        class: "queued",
+                        hover: format!("queued: {what}"),
+                    });
+                    bars.push(svg::Bar {
+                        from: rel(issued),
+                        to: rel(p.done_ns),
+                        class: if main { "main" } else { "device" },
+                        hover: format!("at the device: {what}"),
+                    });
+                }
+                rows.push((format!("device {}", req.dev), bars));
+            }
+        }
+        let x = Axis {
+            label: "time since the operation started (ms)",
+            scale: Scale::Linear {
+                min: 0.0,
+                max: ms(o.latency_ns).max(0.001),
+            },
+            tick: short,
+        };
+        body.push_str(&svg::timeline(
+            &format!(
+                "{}: {} ({}) took {}",
+                o.kind,
+                o.comm,
+                o.pid,
+                latency_ms(ms(o.latency_ns))
+            ),
+            &x,
+            &rows,
+        ));
+        let _ = write!(body, "<p class=\"sub\">{}</p>", esc(&o.summary));
+    }
 }
 
 fn scheduler_section(body: &mut String, a: &Analysis) {

@@ -386,6 +386,71 @@ pub fn bars(title: &str, x_label: &str, y_label: &str, buckets: &[(String, u64)]
     f.end()
 }
 
+/// A bar of a timeline row, in the x axis' units.
+pub struct Bar {
+    pub from: f64,
+    pub to: f64,
+    pub class: &'static str,
+    pub hover: String,
+}
+
+/// Rows of bars over one time axis (an operation's timeline across the
+/// layers): each row labelled on the left.
+pub fn timeline(title: &str, x: &Axis, rows: &[(String, Vec<Bar>)]) -> String {
+    const ROW: f64 = 22.0;
+    const LABELS: f64 = 170.0;
+    let height = TOP + BOTTOM + ROW * rows.len().max(1) as f64;
+    let pw = W - LABELS - RIGHT;
+    let at = |v: f64| LABELS + x.scale.at(v) * pw;
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r#"<svg class="chart" viewBox="0 0 {W} {height}" width="{W}" height="{height}" role="img" aria-label="{t}"><text class="title" x="{LABELS}" y="16">{t}</text><rect class="plot" x="{LABELS}" y="{TOP}" width="{pw}" height="{ph}"/>"#,
+        t = esc(title),
+        ph = ROW * rows.len() as f64
+    );
+    for t in x.scale.ticks() {
+        let px = at(t);
+        let _ = write!(
+            out,
+            r#"<line class="grid" x1="{px:.1}" y1="{TOP}" x2="{px:.1}" y2="{y2}"/><text class="tick" x="{px:.1}" y="{ty}" text-anchor="middle">{l}</text>"#,
+            y2 = height - BOTTOM,
+            ty = height - BOTTOM + 14.0,
+            l = esc(&(x.tick)(t))
+        );
+    }
+    for (i, (label, bars)) in rows.iter().enumerate() {
+        let y = TOP + ROW * i as f64;
+        let _ = write!(
+            out,
+            r#"<text class="tick" x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
+            LABELS - 6.0,
+            y + ROW / 2.0 + 4.0,
+            esc(label)
+        );
+        for b in bars {
+            let (x0, x1) = (at(b.from), at(b.to));
+            let _ = write!(
+                out,
+                r#"<rect class="{}" x="{x0:.1}" y="{:.1}" width="{:.1}" height="{:.1}"><title>{}</title></rect>"#,
+                b.class,
+                y + 3.0,
+                (x1 - x0).max(1.0),
+                ROW - 6.0,
+                esc(&b.hover)
+            );
+        }
+    }
+    let _ = write!(
+        out,
+        r#"<text class="axis" x="{}" y="{}" text-anchor="middle">{}</text></svg>"#,
+        LABELS + pw / 2.0,
+        height - 6.0,
+        esc(x.label)
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
