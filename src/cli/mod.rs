@@ -71,6 +71,16 @@ enum Cmd {
     /// tracefs instance into a capture directory (default), or the kernel's
     /// `blk` tracer into one file (`--blk DEV`).
     Record(record::RecordArgs),
+    /// Print a shell completion script: `iosleuth completions bash >
+    /// /etc/bash_completion.d/iosleuth` (also zsh, fish, elvish,
+    /// powershell).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `iosleuth man > iosleuth.1; man
+    /// ./iosleuth.1`.
+    Man,
 }
 
 /// Parses the command line and runs the command.
@@ -98,6 +108,18 @@ pub fn run() -> Result<ExitStatus> {
         Cmd::Check(a) => check::run(a),
         Cmd::Lab(a) => lab::run(a),
         Cmd::Record(a) => record::run(a),
+        Cmd::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "iosleuth", &mut out);
+            write_output(None, &String::from_utf8_lossy(&out))?;
+            Ok(ExitStatus::SUCCESS)
+        }
+        Cmd::Man => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+            write_output(None, &String::from_utf8_lossy(&out))?;
+            Ok(ExitStatus::SUCCESS)
+        }
     }
 }
 

@@ -5,10 +5,15 @@ use crate::analyze::Analysis;
 use crate::diagnose::Finding;
 use serde_json::{json, Value};
 
+/// The layout of the JSON this iosleuth prints: raised when a key changes
+/// meaning or goes away (added keys keep it).
+pub const SCHEMA_VERSION: u32 = 1;
+
 pub fn to_value(a: &Analysis, findings: &[Finding]) -> Value {
     let b = &a.block;
     let span = a.span;
     json!({
+        "schema_version": SCHEMA_VERSION,
         "iosleuth_version": env!("CARGO_PKG_VERSION"),
         "inputs": a.inputs,
         "events": a.events,
@@ -97,7 +102,11 @@ pub fn render(a: &Analysis, findings: &[Finding]) -> String {
 
 /// A diff of two sides of runs.
 pub fn diff(d: &crate::compare::Diff) -> String {
-    let mut s = serde_json::to_string_pretty(d).unwrap_or_default();
+    let mut v = serde_json::to_value(d).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        o.insert("schema_version".into(), SCHEMA_VERSION.into());
+    }
+    let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
     s.push('\n');
     s
 }
