@@ -480,7 +480,8 @@ fn sync_write_amplification_for_4k_fsyncs_not_for_one_bulk_fsync() {
     let amp = e["amplification"].as_f64().unwrap();
     assert!(amp > 4.0, "{e}");
     let per = (e["data_bytes"].as_f64().unwrap() + e["journal_bytes"].as_f64().unwrap()) / 100.0;
-    assert!((per - e["bytes_per_sync"].as_f64().unwrap()).abs() < 1e-6);
+    // Evidence keeps four significant digits.
+    assert!((per - e["bytes_per_sync"].as_f64().unwrap()).abs() <= per * 5e-4);
     // Each fsync flushed the cache once (the commit's preflush/FUA).
     assert!(
         (e["flushes_per_sync"].as_f64().unwrap() - 1.0).abs() < 0.1,

@@ -113,5 +113,44 @@ pub fn diagnose(a: &Analysis) -> Vec<Finding> {
     if out.is_empty() {
         out.extend(impact::unexplained(a));
     }
+    for f in &mut out {
+        round_evidence(&mut f.evidence);
+    }
     out
+}
+
+/// Evidence numbers to four significant digits (`aqu_sz=50.27`, not
+/// `50.265411741380774`): what the measurement means, not float noise.
+/// Integers stay as they are.
+pub fn round_evidence(v: &mut Value) {
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            let x = n.as_f64().unwrap_or(0.0);
+            if x != 0.0 && x.is_finite() {
+                let decimals = (3 - x.abs().log10().floor() as i32).clamp(0, 9);
+                let p = 10f64.powi(decimals);
+                if let Some(r) = serde_json::Number::from_f64((x * p).round() / p) {
+                    *n = r;
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(round_evidence),
+        Value::Object(o) => o.values_mut().for_each(round_evidence),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod rounding_tests {
+    use super::*;
+
+    #[test]
+    fn evidence_keeps_four_significant_digits() {
+        let mut v = serde_json::json!({"aqu_sz": 50.265411741380774, "s": [0.000123456, 12345.678, 7, 0.0]});
+        round_evidence(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({"aqu_sz": 50.27, "s": [0.0001235, 12346.0, 7, 0.0]})
+        );
+    }
 }
