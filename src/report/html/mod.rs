@@ -507,6 +507,10 @@ fn btt_table(body: &mut String, d: &DeviceSummary) {
     body.push_str("</table>");
 }
 
+/// Requests drawn in one operation's timeline: the longest at the device
+/// (a long operation on a busy device overlaps thousands).
+const REQUESTS_PER_TIMELINE: usize = 100;
+
 /// Operations drawn at most, slowest first.
 const SLOW_OPERATIONS_DRAWN: usize = 5;
 
@@ -581,9 +585,23 @@ fn slow_operations_section(body: &mut String, a: &Analysis) {
         if let Some(req) = &o.main_request {
             if let Some(d) = a.block.devices.iter().find(|d| d.device == req.dev) {
                 let mut bars = Vec::new();
-                for p in d.timeline.points.iter().filter(|p| {
-                    p.done_ns >= o.start_ns && p.done_ns.saturating_sub(p.q2c_ns) <= end
-                }) {
+                let mut during: Vec<&RequestPoint> = d
+                    .timeline
+                    .points
+                    .iter()
+                    .filter(|p| {
+                        p.done_ns >= o.start_ns && p.done_ns.saturating_sub(p.q2c_ns) <= end
+                    })
+                    .collect();
+                let all = during.len();
+                if all > REQUESTS_PER_TIMELINE {
+                    // The longest at the device, the one waited for first.
+                    during.sort_by_key(|p| {
+                        (p.d2c_ns != req.d2c_ns, std::cmp::Reverse(p.d2c_ns))
+                    });
+                    during.truncate(REQUESTS_PER_TIMELINE);
+                }
+                for p in during {
                     let queued = p.done_ns.saturating_sub(p.q2c_ns);
                     let issued = p.d2c_ns.map_or(queued, |d| p.done_ns.saturating_sub(d));
                     let rel = |t: u64| (t as f64 - o.start_ns as f64) / 1e6;
@@ -602,7 +620,12 @@ fn slow_operations_section(body: &mut String, a: &Analysis) {
                         hover: format!("at the device: {what}"),
                     });
                 }
-                rows.push((format!("device {}", req.dev), bars));
+                let label = if all > REQUESTS_PER_TIMELINE {
+                    format!("device {} ({REQUESTS_PER_TIMELINE} of {all})", req.dev)
+                } else {
+                    format!("device {}", req.dev)
+                };
+                rows.push((label, bars));
             }
         }
         let x = Axis {
