@@ -20,4 +20,5 @@ pub mod ingest;
 pub mod lab;
 pub mod model;
 pub mod pipeline;
+pub mod progress;
 pub mod report;

@@ -132,7 +132,9 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         .next()
         .map(Snapshot::thread_names)
         .unwrap_or_default();
-    let mut a = analyze::analyze_with_names(&mut merged, filter, cfg, &known);
+    let progress = crate::progress::Progress::new("reading");
+    let mut a = analyze::analyze_with_names(progress.events(&mut merged), filter, cfg, &known);
+    drop(progress);
     account_for_sources(&mut a, &merged);
     a.warnings.extend(snapshot_warnings);
     let inputs = tap.inputs(&snapshots);

@@ -47,3 +47,28 @@ fn the_manual_page_is_roff_naming_every_subcommand() {
         assert!(man.contains(&format!("iosleuth\\-{s}")), "{s}");
     }
 }
+
+/// Progress shows on a terminal only: `script` gives the command one;
+/// through a pipe stderr holds no spinner.
+#[test]
+fn progress_is_shown_on_a_terminal_only() {
+    let bin = env!("CARGO_BIN_EXE_iosleuth");
+    let cap = "tests/fixtures/wbt-default.cap";
+    let o = std::process::Command::new("script")
+        .args([
+            "-qec",
+            &format!("{bin} report {cap} >/dev/null"),
+            "/dev/null",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let tty = String::from_utf8_lossy(&o.stdout);
+    assert!(tty.contains("reading"), "{tty:?}");
+    let o = iosleuth().arg("report").arg(cap).output().unwrap();
+    let piped = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !piped.contains("reading") && !piped.contains('\r'),
+        "{piped:?}"
+    );
+}

@@ -49,12 +49,12 @@ pub struct Workload<'a> {
 /// exit status to report.
 pub fn run(w: &Workload, on_start: &mut dyn FnMut(u32), progress: &dyn Fn(f64) -> String) -> i32 {
     let started = Instant::now();
-    let tty = unsafe { libc::isatty(2) } == 1;
+    let bar = crate::progress::Progress::new(&progress(0.0));
     let mut last_progress = started;
     let mut tick = || {
-        if tty && last_progress.elapsed() >= Duration::from_millis(500) {
+        if last_progress.elapsed() >= Duration::from_millis(500) {
             last_progress = Instant::now();
-            eprint!("\r\x1b[K{}", progress(started.elapsed().as_secs_f64()));
+            bar.set(progress(started.elapsed().as_secs_f64()));
         }
     };
     let status = if interrupted() {
@@ -71,9 +71,7 @@ pub fn run(w: &Workload, on_start: &mut dyn FnMut(u32), progress: &dyn Fn(f64) -
     } else {
         run_command(w, on_start, &mut tick)
     };
-    if tty {
-        eprint!("\r\x1b[K");
-    }
+    drop(bar);
     status
 }
 

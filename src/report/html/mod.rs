@@ -596,9 +596,7 @@ fn slow_operations_section(body: &mut String, a: &Analysis) {
                 let all = during.len();
                 if all > REQUESTS_PER_TIMELINE {
                     // The longest at the device, the one waited for first.
-                    during.sort_by_key(|p| {
-                        (p.d2c_ns != req.d2c_ns, std::cmp::Reverse(p.d2c_ns))
-                    });
+                    during.sort_by_key(|p| (p.d2c_ns != req.d2c_ns, std::cmp::Reverse(p.d2c_ns)));
                     during.truncate(REQUESTS_PER_TIMELINE);
                 }
                 for p in during {
