@@ -131,6 +131,11 @@ fn reports_of_real_captures_load_and_draw() {
     let l = load(browser, &page, &dir.path().join("stacks.png"));
     assert!(l.console.is_empty(), "{:?}", l.console);
     assert_eq!(count(&l.dom, "<iframe class=\"flame\""), 1);
+    // A slow writer's timeline shows when it blocked, and in what.
+    assert!(l.dom.contains(">thread blocked (stacks)<"));
+    assert!(l
+        .dom
+        .contains("ms in jbd2_log_wait_commit ← jbd2_log_do_checkpoint ← __jbd2_log_wait_for_space ← add_transaction_credits"));
     assert!(l.dom.contains("run-queue latency"));
 }
 

@@ -80,7 +80,7 @@ pub struct StacksSummary {
 
 /// Frames of the tracer itself at the inner end of a stack taken inside a
 /// tracepoint: not where the thread blocked.
-fn tracer_frame(name: &str) -> bool {
+pub fn tracer_frame(name: &str) -> bool {
     // `trace_` covers trace_event_raw_event_*.
     name.starts_with("__traceiter_")
         || name.starts_with("perf_trace_")

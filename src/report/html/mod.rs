@@ -582,6 +582,28 @@ fn slow_operations_section(body: &mut String, a: &Analysis) {
             at += ms(ns);
         }
         rows.push(("where the time went (sums)".into(), parts));
+        // When it blocked, and in what (captures recorded with --stacks).
+        let blocked: Vec<svg::Bar> = a
+            .stacks
+            .stretches
+            .get(&o.pid)
+            .into_iter()
+            .flatten()
+            .filter(|b| b.to_ns > o.start_ns && b.from_ns < end)
+            .map(|b| svg::Bar {
+                from: rel(b.from_ns.max(o.start_ns)),
+                to: rel(b.to_ns.min(end)),
+                class: "other_wait",
+                hover: format!(
+                    "blocked {} in {}",
+                    latency_ms(ms(b.to_ns - b.from_ns)),
+                    blocked_in(&b.frames)
+                ),
+            })
+            .collect();
+        if !blocked.is_empty() {
+            rows.push(("thread blocked (stacks)".into(), blocked));
+        }
         if let Some(req) = &o.main_request {
             if let Some(d) = a.block.devices.iter().find(|d| d.device == req.dev) {
                 let mut bars = Vec::new();
@@ -647,6 +669,19 @@ fn slow_operations_section(body: &mut String, a: &Analysis) {
         ));
         let _ = write!(body, "<p class=\"sub\">{}</p>", esc(&o.summary));
     }
+}
+
+/// Where a blocked stretch waited: its innermost frames past the
+/// tracer's and the scheduler's own, innermost first.
+fn blocked_in(frames: &[std::sync::Arc<str>]) -> String {
+    use crate::analyze::stacks::{function, tracer_frame};
+    frames
+        .iter()
+        .map(|f| function(f))
+        .filter(|f| !tracer_frame(f) && !f.contains("schedule"))
+        .take(6)
+        .collect::<Vec<&str>>()
+        .join(" ← ")
 }
 
 fn scheduler_section(body: &mut String, a: &Analysis) {
