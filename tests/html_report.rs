@@ -7,68 +7,9 @@
 
 mod common;
 
+use common::browser::{chromium, load, Loaded};
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn chromium() -> Option<&'static str> {
-    let found = Command::new("chromium")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if found {
-        return Some("chromium");
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "chromium is missing (the test command installs it)"
-    );
-    eprintln!("skipped: chromium is not installed (scripts/test installs it)");
-    None
-}
-
-/// The page as the browser built it, and its console messages.
-struct Loaded {
-    dom: String,
-    console: Vec<String>,
-}
-
-fn load(browser: &str, page: &Path, screenshot: &Path) -> Loaded {
-    let url = format!("file://{}", page.canonicalize().unwrap().display());
-    let common = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--hide-scrollbars",
-        "--virtual-time-budget=5000",
-    ];
-    let o = Command::new(browser)
-        .args(common)
-        .args(["--enable-logging=stderr", "--v=0", "--dump-dom"])
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{o:?}");
-    let console = String::from_utf8_lossy(&o.stderr)
-        .lines()
-        .filter(|l| l.contains(":CONSOLE"))
-        .map(String::from)
-        .collect();
-    let shot = Command::new(browser)
-        .args(common)
-        .arg("--window-size=1100,2000")
-        .arg(format!("--screenshot={}", screenshot.display()))
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(shot.status.success(), "{shot:?}");
-    let png = std::fs::read(screenshot).unwrap();
-    assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000);
-    Loaded {
-        dom: String::from_utf8(o.stdout).unwrap(),
-        console,
-    }
-}
 
 fn html(args: &[&str], out: &Path) {
     run(iosleuth()
@@ -173,6 +114,14 @@ fn diff_page_shows_the_verdict_and_the_setting() {
     let charts = count(&l.dom, "requests by Q2C latency, share of each side</text>");
     assert!(charts >= 1);
     assert_eq!(count(&l.dom, "<path class=\"line "), 2 * charts);
+    assert_eq!(
+        count(
+            &l.dom,
+            "every request's Q2C, both sides on the same axes</text>"
+        ),
+        charts
+    );
+    assert!(l.dom.contains("<title>baseline: ") && l.dom.contains("<title>candidate: "));
 }
 
 /// rt-burner.cap with its `iosleuth` threads renamed `<svg onload=p>`

@@ -310,3 +310,49 @@ impl Drop for RemoveOnDrop {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// The HTML pages of the lab's own captures in headless Chromium: the
+/// merges scenario's bad run and its diff against the good one load with
+/// no console message, draw every request, and name the cause and the
+/// setting.
+#[test]
+fn lab_captures_make_html_pages_that_load_and_draw() {
+    if !live() {
+        return;
+    }
+    let Some(browser) = common::browser::chromium() else {
+        return;
+    };
+    let _one = one_lab_at_a_time();
+    let out = run(iosleuth().args(["lab", "run", "merges", "--keep"]));
+    let kept = out
+        .lines()
+        .find_map(|l| l.strip_prefix("captures kept in "))
+        .unwrap_or_else(|| panic!("{out}"))
+        .to_string();
+    let _cleanup = RemoveOnDrop(std::path::PathBuf::from(&kept));
+    let dir = std::path::Path::new(&kept).join("merges");
+    let (good, bad) = (dir.join("good.cap"), dir.join("bad.cap"));
+    let page = dir.join("bad.html");
+    run(iosleuth()
+        .arg("report")
+        .arg(&bad)
+        .args(["--format", "html", "-o"])
+        .arg(&page));
+    let l = common::browser::load(browser, &page, &dir.join("bad.png"));
+    assert!(l.console.is_empty(), "{:?}", l.console);
+    assert!(l.dom.contains("merges_disabled"));
+    // 4096 unmerged 4 KiB reads: a heatmap, the slowest drawn over it.
+    assert!(l.dom.contains("class=\"cell\""));
+    let page = dir.join("diff.html");
+    run(iosleuth()
+        .arg("diff")
+        .arg(&good)
+        .arg(&bad)
+        .args(["--format", "html", "-o"])
+        .arg(&page));
+    let l = common::browser::load(browser, &page, &dir.join("diff.png"));
+    assert!(l.console.is_empty(), "{:?}", l.console);
+    assert!(l.dom.contains("/queue/nomerges</td><td>0</td><td>2</td>"));
+    assert!(l.dom.contains("the candidate has merges_disabled"));
+}

@@ -3,6 +3,8 @@
 //! missing capability is a failure.
 #![allow(dead_code)]
 
+pub mod browser;
+
 use std::path::Path;
 use std::process::Command;
 

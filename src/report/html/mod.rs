@@ -139,6 +139,7 @@ pub fn render_diff(d: &Diff, base: &[&Analysis], cand: &[&Analysis]) -> String {
             &hb,
             &hc,
         ));
+        body.push_str(&sides_over_time(dev, base, cand));
     }
     for (side, runs) in [("baseline", base), ("candidate", cand)] {
         for (i, a) in runs.iter().enumerate() {
@@ -152,6 +153,68 @@ pub fn render_diff(d: &Diff, base: &[&Analysis], cand: &[&Analysis]) -> String {
         esc(&super::diff_text::render(d))
     );
     page("iosleuth diff", &body)
+}
+
+/// Both sides' requests on one device, Q2C against the time since each
+/// run's first request: the first runs of each side, each thinned to
+/// `MAX_DRAWN_POINTS / 2` points keeping its slowest.
+fn sides_over_time(dev: &str, base: &[&Analysis], cand: &[&Analysis]) -> String {
+    let mut points = Vec::new();
+    for (side, class, runs) in [("baseline", "read", base), ("candidate", "write", cand)] {
+        let Some(d) = runs
+            .iter()
+            .flat_map(|a| a.block.devices.iter())
+            .find(|d| d.device == dev)
+        else {
+            continue;
+        };
+        let pts = &d.timeline.points;
+        let first = pts
+            .iter()
+            .map(|p| p.done_ns.saturating_sub(p.q2c_ns))
+            .min()
+            .unwrap_or(0);
+        let budget = MAX_DRAWN_POINTS / 2;
+        let mut keep: Vec<&RequestPoint> = pts.iter().collect();
+        if keep.len() > budget {
+            // The slowest tenth of the budget, then evenly over the rest.
+            let slow = budget / 10;
+            keep.select_nth_unstable_by_key(slow, |p| std::cmp::Reverse(p.q2c_ns));
+            let (top, rest) = keep.split_at(slow);
+            let stride = rest.len().div_ceil(budget - slow).max(1);
+            let mut chosen: Vec<&RequestPoint> = top.to_vec();
+            chosen.extend(rest.iter().step_by(stride));
+            keep = chosen;
+        }
+        for p in keep {
+            points.push(Point {
+                x: p.done_ns.saturating_sub(first) as f64 / 1e9,
+                y: p.q2c_ns as f64 / 1e6,
+                class,
+                hover: format!("{side}: {}", hover(p, first)),
+            });
+        }
+    }
+    if points.is_empty() {
+        return String::new();
+    }
+    let x = Axis {
+        label: "time since the run's first request (s)",
+        scale: Scale::linear(points.iter().map(|p| p.x)),
+        tick: seconds_tick,
+    };
+    let y = Axis {
+        label: "Q2C (log scale)",
+        scale: Scale::log(points.iter().map(|p| p.y)),
+        tick: latency_ms,
+    };
+    svg::scatter(
+        &format!("{dev}: every request's Q2C, both sides on the same axes"),
+        &x,
+        &y,
+        &points,
+        &[("baseline", "read"), ("candidate", "write")],
+    )
 }
 
 /// The two sides' log2 latency histograms as shares, one line each.
@@ -753,12 +816,21 @@ fn flame_section(body: &mut String, a: &Analysis) {
             continue;
         }
         if let Ok(svg) = draw(a, "") {
+            // A fixed width: inferno's fluid drawing sizes the graph from
+            // its frame's width when its script runs, which a frame not
+            // laid out yet (below the fold) reports as 0.
+            let svg = String::from_utf8_lossy(&svg).replacen(
+                "var fluiddrawing = true;",
+                "var fluiddrawing = false;",
+                1,
+            );
+            let svg = svg.as_bytes();
             let _ = write!(
                 body,
                 "<h3>{}</h3><iframe class=\"flame\" sandbox=\"allow-scripts\" title=\"{}\" src=\"data:image/svg+xml;base64,{}\"></iframe>",
                 esc(title),
                 esc(title),
-                base64(&svg)
+                base64(svg)
             );
         }
     }
