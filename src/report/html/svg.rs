@@ -215,6 +215,20 @@ impl Frame {
         TOP + ph - y.scale.at(v) * ph
     }
 
+    /// Each point a circle of radius `r`, its hover text as its title.
+    fn points(&mut self, x: &Axis, y: &Axis, points: &[Point], r: f64) {
+        for p in points {
+            let _ = write!(
+                self.out,
+                r#"<circle class="{}" cx="{:.1}" cy="{:.1}" r="{r}"><title>{}</title></circle>"#,
+                p.class,
+                Frame::x(x, p.x),
+                Frame::y(y, p.y),
+                esc(&p.hover)
+            );
+        }
+    }
+
     fn legend(&mut self, names: &[(&str, &str)]) {
         let mut x = W - RIGHT - 10.0;
         for (name, class) in names.iter().rev() {
@@ -251,16 +265,7 @@ pub fn scatter(
     legend: &[(&str, &str)],
 ) -> String {
     let mut f = Frame::new(title, x, y);
-    for p in points {
-        let _ = write!(
-            f.out,
-            r#"<circle class="{}" cx="{:.1}" cy="{:.1}" r="2.2"><title>{}</title></circle>"#,
-            p.class,
-            Frame::x(x, p.x),
-            Frame::y(y, p.y),
-            esc(&p.hover)
-        );
-    }
+    f.points(x, y, points, 2.2);
     f.legend(legend);
     f.end()
 }
@@ -297,16 +302,7 @@ pub fn heatmap(
             );
         }
     }
-    for p in outliers {
-        let _ = write!(
-            f.out,
-            r#"<circle class="{}" cx="{:.1}" cy="{:.1}" r="2.6"><title>{}</title></circle>"#,
-            p.class,
-            Frame::x(x, p.x),
-            Frame::y(y, p.y),
-            esc(&p.hover)
-        );
-    }
+    f.points(x, y, outliers, 2.6);
     f.legend(&[("requests (darker: more)", "cell"), ("slowest", "slow")]);
     f.end()
 }

@@ -1,0 +1,185 @@
+//! The slowest operations, each a timeline across the layers.
+
+use super::device::hover;
+use super::esc;
+use super::svg::{self, latency_ms, short, Axis, Scale};
+use crate::analyze::block::timeline::RequestPoint;
+use crate::analyze::Analysis;
+use std::fmt::Write;
+
+/// Requests drawn in one operation's timeline: the longest at the device
+/// (a long operation on a busy device overlaps thousands).
+const REQUESTS_PER_TIMELINE: usize = 100;
+
+/// Operations drawn at most, slowest first.
+const SLOW_OPERATIONS_DRAWN: usize = 5;
+
+/// The slowest operations, each a timeline across the layers: the
+/// operation, where its time went (its breakdown, in the order the report
+/// lists the parts), and every request of the device it waited for that
+/// was queued or at the device meanwhile (Q→D queued, D→C at the device;
+/// the request it waited for longest in red).
+pub(super) fn section(body: &mut String, a: &Analysis) {
+    let mut slow: Vec<&crate::analyze::outliers::Outlier> =
+        a.outliers.by_kind.values().flatten().collect();
+    if slow.is_empty() {
+        return;
+    }
+    slow.sort_by_key(|x| std::cmp::Reverse(x.latency_ns));
+    body.push_str("<h2>Slowest operations across the layers</h2>");
+    let mut drawn: Vec<&crate::analyze::outliers::Outlier> = Vec::new();
+    for o in slow.iter().copied() {
+        let end = o.start_ns + o.latency_ns;
+        let inside = |x: &crate::analyze::outliers::Outlier| {
+            x.pid == o.pid && x.start_ns >= o.start_ns && x.start_ns + x.latency_ns <= end
+        };
+        if drawn.len() >= SLOW_OPERATIONS_DRAWN
+            || drawn.iter().any(|d| {
+                d.pid == o.pid
+                    && o.start_ns >= d.start_ns
+                    && o.start_ns + o.latency_ns <= d.start_ns + d.latency_ns
+            })
+        {
+            continue;
+        }
+        drawn.push(o);
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let rel = |t: u64| (t as f64 - o.start_ns as f64) / 1e6;
+        // The operation and those of its thread inside it (the system
+        // call in the probe's operation, the filesystem call in that).
+        let mut layers: Vec<&crate::analyze::outliers::Outlier> =
+            slow.iter().copied().filter(|x| inside(x)).collect();
+        layers.sort_by_key(|x| (x.start_ns, std::cmp::Reverse(x.latency_ns)));
+        layers.dedup_by(|a, b| a.kind == b.kind);
+        let mut rows: Vec<(String, Vec<svg::Bar>)> = layers
+            .iter()
+            .map(|x| {
+                (
+                    x.kind.clone(),
+                    vec![svg::Bar {
+                        from: rel(x.start_ns),
+                        to: rel(x.start_ns + x.latency_ns),
+                        class: "span",
+                        hover: x.summary.clone(),
+                    }],
+                )
+            })
+            .collect();
+        let mut at = 0.0;
+        let mut parts = Vec::new();
+        for (name, ns) in o.breakdown.parts().into_iter().filter(|p| p.1 > 0) {
+            parts.push(svg::Bar {
+                from: at,
+                to: at + ms(ns),
+                class: name,
+                hover: format!(
+                    "{name}: {} ({:.0} %): {}",
+                    latency_ms(ms(ns)),
+                    ns as f64 * 100.0 / o.latency_ns.max(1) as f64,
+                    crate::analyze::outliers::describe_part(name)
+                ),
+            });
+            at += ms(ns);
+        }
+        rows.push(("where the time went (sums)".into(), parts));
+        // When it blocked, and in what (captures recorded with --stacks).
+        let blocked: Vec<svg::Bar> = a
+            .stacks
+            .stretches
+            .get(&o.pid)
+            .into_iter()
+            .flatten()
+            .filter(|b| b.to_ns > o.start_ns && b.from_ns < end)
+            .map(|b| svg::Bar {
+                from: rel(b.from_ns.max(o.start_ns)),
+                to: rel(b.to_ns.min(end)),
+                class: "other_wait",
+                hover: format!(
+                    "blocked {} in {}",
+                    latency_ms(ms(b.to_ns - b.from_ns)),
+                    blocked_in(&b.frames)
+                ),
+            })
+            .collect();
+        if !blocked.is_empty() {
+            rows.push(("thread blocked (stacks)".into(), blocked));
+        }
+        if let Some(req) = &o.main_request {
+            if let Some(d) = a.block.devices.iter().find(|d| d.device == req.dev) {
+                let mut bars = Vec::new();
+                let mut during: Vec<&RequestPoint> = d
+                    .timeline
+                    .points
+                    .iter()
+                    .filter(|p| {
+                        p.done_ns >= o.start_ns && p.done_ns.saturating_sub(p.q2c_ns) <= end
+                    })
+                    .collect();
+                let all = during.len();
+                if all > REQUESTS_PER_TIMELINE {
+                    // The longest at the device, the one waited for first.
+                    during.sort_by_key(|p| (p.d2c_ns != req.d2c_ns, std::cmp::Reverse(p.d2c_ns)));
+                    during.truncate(REQUESTS_PER_TIMELINE);
+                }
+                for p in during {
+                    let queued = p.done_ns.saturating_sub(p.q2c_ns);
+                    let issued = p.d2c_ns.map_or(queued, |d| p.done_ns.saturating_sub(d));
+                    let rel = |t: u64| (t as f64 - o.start_ns as f64) / 1e6;
+                    let main = p.d2c_ns.is_some() && p.d2c_ns == req.d2c_ns;
+                    let what = hover(p, a.block.first_ns);
+                    bars.push(svg::Bar {
+                        from: rel(queued),
+                        to: rel(issued),
+                        class: "queued",
+                        hover: format!("queued: {what}"),
+                    });
+                    bars.push(svg::Bar {
+                        from: rel(issued),
+                        to: rel(p.done_ns),
+                        class: if main { "main" } else { "device" },
+                        hover: format!("at the device: {what}"),
+                    });
+                }
+                let label = if all > REQUESTS_PER_TIMELINE {
+                    format!("device {} ({REQUESTS_PER_TIMELINE} of {all})", req.dev)
+                } else {
+                    format!("device {}", req.dev)
+                };
+                rows.push((label, bars));
+            }
+        }
+        let x = Axis {
+            label: "time since the operation started (ms)",
+            scale: Scale::Linear {
+                min: 0.0,
+                max: ms(o.latency_ns).max(0.001),
+            },
+            tick: short,
+        };
+        body.push_str(&svg::timeline(
+            &format!(
+                "{}: {} ({}) took {}",
+                o.kind,
+                o.comm,
+                o.pid,
+                latency_ms(ms(o.latency_ns))
+            ),
+            &x,
+            &rows,
+        ));
+        let _ = write!(body, "<p class=\"sub\">{}</p>", esc(&o.summary));
+    }
+}
+
+/// Where a blocked stretch waited: its innermost frames past the
+/// tracer's and the scheduler's own, innermost first.
+fn blocked_in(frames: &[std::sync::Arc<str>]) -> String {
+    use crate::analyze::stacks::{function, tracer_frame};
+    frames
+        .iter()
+        .map(|f| function(f))
+        .filter(|f| !tracer_frame(f) && !f.contains("schedule"))
+        .take(6)
+        .collect::<Vec<&str>>()
+        .join(" ← ")
+}
