@@ -181,11 +181,14 @@ pub struct TextSource {
     last_ts: Option<u64>,
     in_summary: bool,
     names: HashMap<Vec<u8>, Arc<str>>,
-    /// A stack whose frame lines are being read, and its frames so far.
-    stack: Option<(StackEvent, Vec<Arc<str>>)>,
+    /// A stack whose frame lines are being read, its frames so far, and
+    /// whether they are perf's `pc function (module)` lines (else ftrace's
+    /// `=> function`).
+    stack: Option<(StackEvent, Vec<Arc<str>>, bool)>,
     /// The event line just read (perf script of `perf record -e … -g`
-    /// follows it with its call chain): its stack, should frames follow.
-    after_event: Option<StackEvent>,
+    /// follows it with its call chain): its stack should frames follow,
+    /// and whether that stack is folded (a sched_switch's).
+    after_event: Option<(StackEvent, bool)>,
     /// Reading the call chain of a tracepoint other than sched_switch:
     /// passed over.
     passing_chain: bool,
@@ -222,18 +225,18 @@ impl TextSource {
     /// (module)` for a sample. Whether it was one.
     fn stack_frame(&mut self, line: &[u8]) -> bool {
         if self.stack.is_none() {
-            if let Some(k) = self.after_event.take() {
+            if let Some((k, folded)) = self.after_event.take() {
                 if !perf_script_stack::is_frame_line(line) {
                     return false;
                 }
                 // A sched_switch's chain is where the thread blocked, as
                 // the stacktrace trigger after it; other tracepoints'
                 // chains count events, which nothing here folds.
-                if k.sampled {
+                if folded {
+                    self.stack = Some((k, Vec::new(), true));
+                } else {
                     self.unfolded_chains += 1;
                     self.passing_chain = true;
-                } else {
-                    self.stack = Some((k, Vec::new()));
                 }
             }
         }
@@ -241,10 +244,10 @@ impl TextSource {
             self.passing_chain = perf_script_stack::is_frame_line(line);
             return self.passing_chain;
         }
-        let Some((k, _)) = &self.stack else {
+        let Some((_, _, perf_frames)) = &self.stack else {
             return false;
         };
-        let frame = if k.sampled || k.weight == 0 {
+        let frame = if *perf_frames {
             if !perf_script_stack::is_frame_line(line) {
                 return false;
             }
@@ -262,7 +265,7 @@ impl TextSource {
                 .unwrap_or(b"");
             (!name.is_empty()).then(|| self.intern(name))
         };
-        if let (Some(f), Some((_, frames))) = (frame, &mut self.stack) {
+        if let (Some(f), Some((_, frames, _))) = (frame, &mut self.stack) {
             if frames.len() < MAX_TEXT_FRAMES {
                 frames.push(f);
             }
@@ -459,16 +462,17 @@ impl TextSource {
                         Event::Block(b) => (b.pid, b.comm, false),
                         _ => (0, Default::default(), false),
                     };
-                    self.after_event = ev.ts().zip(ev.cpu()).map(|(ts, cpu)| StackEvent {
-                        ts,
-                        cpu,
-                        pid,
-                        frames: Arc::from(Vec::new()),
-                        // Marks: folded only after a sched_switch;
-                        // weight 0 says its frames are perf's.
-                        sampled: !switch,
-                        weight: 0,
-                        comm,
+                    self.after_event = ev.ts().zip(ev.cpu()).map(|(ts, cpu)| {
+                        let k = StackEvent {
+                            ts,
+                            cpu,
+                            pid,
+                            frames: Arc::from(Vec::new()),
+                            sampled: false,
+                            weight: 1,
+                            comm,
+                        };
+                        (k, switch)
                     });
                     Some(ev)
                 }
@@ -488,7 +492,7 @@ impl TextSource {
                         weight: sampled.unwrap_or(1),
                         comm,
                     };
-                    self.stack = Some((k, Vec::new()));
+                    self.stack = Some((k, Vec::new(), sampled.is_some()));
                     None
                 }
                 Line::Ignore => None,
@@ -540,9 +544,8 @@ impl TextSource {
     }
 }
 
-fn finished_stack((mut k, frames): (StackEvent, Vec<Arc<str>>)) -> Event {
+fn finished_stack((mut k, frames, _): (StackEvent, Vec<Arc<str>>, bool)) -> Event {
     k.frames = frames.into();
-    k.weight = k.weight.max(1);
     Event::Stack(k)
 }
 
