@@ -220,13 +220,7 @@ fn lab_journal_shows_the_journal_space_wait_in_stacks_and_flame_graphs() {
         return;
     }
     let _one = one_lab_at_a_time();
-    let out = run(iosleuth().args(["lab", "run", "journal", "--keep"]));
-    let kept = out
-        .lines()
-        .find_map(|l| l.strip_prefix("captures kept in "))
-        .unwrap_or_else(|| panic!("{out}"))
-        .to_string();
-    let _cleanup = RemoveOnDrop(std::path::PathBuf::from(&kept));
+    let (out, kept) = run_kept("journal");
     let table = out
         .split("blocked (off-CPU) time by kernel function")
         .nth(1)
@@ -281,7 +275,7 @@ fn lab_journal_shows_the_journal_space_wait_in_stacks_and_flame_graphs() {
         v.len() >= 2 && v[1] > 2.0 * v[0] && row.ends_with('*'),
         "{row}"
     );
-    let dir = std::path::Path::new(&kept).join("journal");
+    let dir = kept.0.join("journal");
     let rep = json_report(&[dir.join("bad.cap")], &[]);
     let f = rep["functions"].as_array().unwrap();
     assert_eq!(f[0]["name"], "add_transaction_credits");
@@ -300,6 +294,18 @@ fn lab_journal_shows_the_journal_space_wait_in_stacks_and_flame_graphs() {
             .any(|t| t.split("</title>").next().unwrap_or("").contains("; +")),
         "no add_transaction_credits frame that grew"
     );
+}
+
+/// `lab run SCENARIO --keep`: its output, and the directory of the kept
+/// captures, removed when the test ends.
+fn run_kept(scenario: &str) -> (String, RemoveOnDrop) {
+    let out = run(iosleuth().args(["lab", "run", scenario, "--keep"]));
+    let kept = out
+        .lines()
+        .find_map(|l| l.strip_prefix("captures kept in "))
+        .unwrap_or_else(|| panic!("{out}"))
+        .to_string();
+    (out, RemoveOnDrop(std::path::PathBuf::from(kept)))
 }
 
 /// Removes a directory the test was told about, also when it fails.
@@ -324,14 +330,8 @@ fn lab_captures_make_html_pages_that_load_and_draw() {
         return;
     };
     let _one = one_lab_at_a_time();
-    let out = run(iosleuth().args(["lab", "run", "merges", "--keep"]));
-    let kept = out
-        .lines()
-        .find_map(|l| l.strip_prefix("captures kept in "))
-        .unwrap_or_else(|| panic!("{out}"))
-        .to_string();
-    let _cleanup = RemoveOnDrop(std::path::PathBuf::from(&kept));
-    let dir = std::path::Path::new(&kept).join("merges");
+    let (_, kept) = run_kept("merges");
+    let dir = kept.0.join("merges");
     let (good, bad) = (dir.join("good.cap"), dir.join("bad.cap"));
     let page = dir.join("bad.html");
     run(iosleuth()
