@@ -67,13 +67,22 @@ pub fn run(args: DiffArgs) -> Result<ExitStatus> {
         DiffFormat::Text => Format::Text.diff(&d),
         DiffFormat::Json => Format::Json.diff(&d),
         DiffFormat::Html => {
-            let b: Vec<&crate::analyze::Analysis> = base.iter().map(|r| &r.analysis).collect();
-            let c: Vec<&crate::analyze::Analysis> = cand.iter().map(|r| &r.analysis).collect();
-            crate::report::html::render_diff(&d, &b, &c)
+            crate::report::html::render_diff(&d, &html_side(&base), &html_side(&cand))
         }
     };
     super::write_output(args.output.as_deref(), &out)?;
     Ok(ExitStatus::SUCCESS)
+}
+
+/// A side's runs for the HTML page: each analysis with the findings
+/// already diagnosed from it.
+fn html_side(runs: &[Run]) -> Vec<crate::report::html::DiffRun<'_>> {
+    runs.iter()
+        .map(|r| crate::report::html::DiffRun {
+            analysis: &r.analysis,
+            findings: &r.findings,
+        })
+        .collect()
 }
 
 /// `--flamegraph SVG`: refused when a side has no stacks.

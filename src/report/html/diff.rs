@@ -10,9 +10,17 @@ use crate::analyze::Analysis;
 use crate::compare::Diff;
 use std::fmt::Write;
 
+/// One run of a side: its analysis and the findings diagnosed from it.
+pub struct Run<'a> {
+    pub analysis: &'a Analysis,
+    pub findings: &'a [crate::diagnose::Finding],
+}
+
 /// Runs compared: the verdict, what differs, and each side's findings
 /// and latency on the same axes.
-pub fn render(d: &Diff, base: &[&Analysis], cand: &[&Analysis]) -> String {
+pub fn render(d: &Diff, base_runs: &[Run], cand_runs: &[Run]) -> String {
+    let base: &[&Analysis] = &base_runs.iter().map(|r| r.analysis).collect::<Vec<_>>();
+    let cand: &[&Analysis] = &cand_runs.iter().map(|r| r.analysis).collect::<Vec<_>>();
     let mut body = String::new();
     let _ = write!(
         body,
@@ -61,10 +69,10 @@ pub fn render(d: &Diff, base: &[&Analysis], cand: &[&Analysis]) -> String {
         ));
         body.push_str(&sides_over_time(dev, base, cand));
     }
-    for (side, runs) in [("baseline", base), ("candidate", cand)] {
-        for (i, a) in runs.iter().enumerate() {
+    for (side, runs) in [("baseline", base_runs), ("candidate", cand_runs)] {
+        for (i, r) in runs.iter().enumerate() {
             let _ = write!(body, "<h2>Findings of the {side} (run {})</h2>", i + 1);
-            findings_section_inner(&mut body, &crate::diagnose::diagnose(a));
+            findings_section_inner(&mut body, r.findings);
         }
     }
     let _ = write!(

@@ -12,7 +12,7 @@ mod diff;
 mod operations;
 pub mod svg;
 
-pub use diff::render as render_diff;
+pub use diff::{render as render_diff, Run as DiffRun};
 
 use crate::analyze::histogram::Log2Hist;
 use crate::analyze::Analysis;
