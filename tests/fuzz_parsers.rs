@@ -53,6 +53,20 @@ proptest! {
     }
 
     #[test]
+    fn damaged_gzip_and_zstd_traces(cut in any::<usize>(), flips in proptest::collection::vec((any::<usize>(), 1u8..=255), 0..8), zstd in any::<bool>()) {
+        let text = fixture("loop-seqread-nomerges0.trace-cmd.txt");
+        let packed = if zstd {
+            ruzstd::encoding::compress_to_vec(&text[..], ruzstd::encoding::CompressionLevel::Fastest)
+        } else {
+            use std::io::Write;
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(&text).unwrap();
+            e.finish().unwrap()
+        };
+        drain("damaged.gz", damage(packed, cut, &flips));
+    }
+
+    #[test]
     fn damaged_blk_tracer_capture(cut in any::<usize>(), flips in proptest::collection::vec((any::<usize>(), 1u8..=255), 0..40)) {
         drain("damaged.blk", damage(fixture("loop-seqread-nomerges0.blk"), cut, &flips));
     }

@@ -4,6 +4,7 @@
 pub mod blktrace_bin;
 pub mod block_text;
 pub mod capture_dir;
+pub mod compressed;
 pub mod elf_symbols;
 pub mod files;
 pub mod merge;
@@ -131,10 +132,11 @@ const DETECT_BYTES: usize = 256 * 1024;
 /// here and one importer module. (Capture directories are recognised by
 /// their manifest in `open_inputs`.)
 struct InputFormat {
-    #[allow(dead_code)] // names the entry for readers of this table
     name: &'static str,
     sniff: fn(&[u8]) -> bool,
     open: fn(&Path, Chunked) -> Opened,
+    /// Read by path with seeks, so not from inside a compressed stream.
+    seeks: bool,
 }
 
 type Opened = Result<Box<dyn Source>, InputError>;
@@ -145,6 +147,7 @@ static FORMATS: &[InputFormat] = &[
         sniff: perf_data::detect,
         // Read by path: the crate seeks.
         open: |path, _| Ok(Box::new(perf_data::PerfDataSource::open(path)?)),
+        seeks: true,
     },
     InputFormat {
         name: "blktrace binary (blktrace files, blkparse -d, the blk tracer's binary output)",
@@ -155,6 +158,7 @@ static FORMATS: &[InputFormat] = &[
                 path, input, container,
             )?))
         },
+        seeks: false,
     },
     InputFormat {
         name: "text (ftrace, trace-cmd report, perf script, blkparse, the blk tracer's text)",
@@ -163,19 +167,67 @@ static FORMATS: &[InputFormat] = &[
             let fmt = text_source::detect(input.avail()).expect("sniffed");
             Ok(Box::new(text_source::TextSource::new(path, input, fmt)))
         },
+        seeks: false,
     },
 ];
 
-fn open_input(path: &Path, mut input: Chunked) -> Opened {
+fn open_input(path: &Path, input: Chunked) -> Opened {
+    open_maybe_compressed(path, input, None)
+}
+
+/// Detects the format, first undoing a gzip or zstd compression (once: a
+/// compressed file inside a compressed file is not a trace).
+fn open_maybe_compressed(
+    path: &Path,
+    mut input: Chunked,
+    within: Option<compressed::Codec>,
+) -> Opened {
     input.ensure(DETECT_BYTES);
-    if let Some(e) = input.take_error() {
-        return Err(InputError::new(path, format!("cannot read: {e}")));
+    // A compressed stream cut short after some data is read up to the
+    // cut, with a warning from the source; otherwise a read error is fatal.
+    if within.is_none() || input.avail().is_empty() {
+        if let Some(e) = input.take_error() {
+            let inside = within.map_or(String::new(), |c| format!(" {} data", c.name()));
+            return Err(InputError::new(path, format!("cannot read{inside}: {e}")));
+        }
     }
     let head = input.avail();
     if head.is_empty() {
-        return Err(InputError::new(path, "the file is empty"));
+        return Err(InputError::new(
+            path,
+            match within {
+                Some(c) => format!("the file is {} data that decompresses to nothing", c.name()),
+                None => "the file is empty".to_string(),
+            },
+        ));
+    }
+    if let (Some(outer), Some(inner)) = (within, compressed::detect(head)) {
+        return Err(InputError::new(
+            path,
+            format!(
+                "is {} data compressed a second time with {}: decompress it first",
+                inner.name(),
+                outer.name()
+            ),
+        ));
+    }
+    if let (None, Some(codec)) = (within, compressed::detect(head)) {
+        let inner = compressed::decoder(codec, input.into_reader()).map_err(|e| {
+            InputError::new(path, format!("is not valid {} data: {e}", codec.name()))
+        })?;
+        return open_maybe_compressed(path, Chunked::from_reader(inner), Some(codec));
     }
     if let Some(f) = FORMATS.iter().find(|f| (f.sniff)(head)) {
+        if let (true, Some(c)) = (f.seeks, within) {
+            return Err(InputError::new(
+                path,
+                format!(
+                    "is {} compressed with {}: iosleuth reads that format only uncompressed (decompress it first)",
+                    f.name,
+                    c.name()
+                ),
+            ));
+        }
         return (f.open)(path, input);
     }
     let what = if head.iter().take(4096).any(|&b| b == 0) {

@@ -2,7 +2,7 @@
 //! memory stays the same whatever the length of the trace.
 
 use std::fs::File;
-use std::io::Read;
+use std::io::{Cursor, Read};
 
 const CHUNK: usize = 4 << 20;
 
@@ -15,7 +15,7 @@ const LONG_HEAD: usize = 120;
 
 /// A file (or an in-memory buffer) read forward through a sliding window.
 pub struct Chunked {
-    file: Option<File>,
+    file: Option<Box<dyn Read>>,
     buf: Vec<u8>,
     pos: usize,
     len: usize,
@@ -29,6 +29,11 @@ pub struct Chunked {
 
 impl Chunked {
     pub fn from_file(file: File) -> Chunked {
+        Chunked::from_reader(Box::new(file))
+    }
+
+    /// Any byte stream, e.g. a decompressor over a file.
+    pub fn from_reader(file: Box<dyn Read>) -> Chunked {
         Chunked {
             file: Some(file),
             buf: Vec::new(),
@@ -147,6 +152,18 @@ impl Chunked {
             if self.eof || self.ensure(CHUNK) == 0 {
                 return;
             }
+        }
+    }
+
+    /// The stream from the cursor on: what is buffered, then the rest of
+    /// the file (to put a decompressor in front of it).
+    pub fn into_reader(self) -> Box<dyn Read> {
+        let mut buf = self.buf;
+        buf.truncate(self.len);
+        let head = Cursor::new(buf.split_off(self.pos));
+        match self.file {
+            Some(f) if !self.eof => Box::new(head.chain(f)),
+            _ => Box::new(head),
         }
     }
 
