@@ -19,6 +19,9 @@ pub struct Options {
     pub filter: Filter,
     /// Length of one iostat interval, seconds.
     pub interval_s: f64,
+    /// Where exports receive rows while the analyses run (nothing by
+    /// default). The channels close when these options are dropped.
+    pub rows: crate::analyze::rows::RowSinks,
 }
 
 impl Default for Options {
@@ -31,6 +34,7 @@ impl Default for Options {
                 ..Default::default()
             },
             interval_s: 1.0,
+            rows: Default::default(),
         }
     }
 }
@@ -120,6 +124,7 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
     // The time window's start and end come from the filter (analyze).
     let cfg = BlockConfig {
         interval_ns: ((interval * 1e9).round() as u64).max(1),
+        rows: opts.rows.clone(),
         ..Default::default()
     };
     let (mut merged, tap) = open_marked(paths)?;

@@ -12,6 +12,7 @@ pub mod irq;
 pub mod names;
 pub mod outliers;
 pub mod readahead;
+pub mod rows;
 pub mod sched;
 pub mod stacks;
 pub mod syscalls;
@@ -172,6 +173,7 @@ impl<'f> Analyses<'f> {
         if cfg.end_ns.is_none() {
             cfg.end_ns = filter.to_ns;
         }
+        let rows = cfg.rows.clone();
         let mut names = names::ThreadNames::default();
         for (pid, comm) in known {
             names.seed(*pid, comm);
@@ -182,7 +184,7 @@ impl<'f> Analyses<'f> {
         Analyses {
             filter,
             blk: BlockAnalysis::new(cfg),
-            sched: sched::SchedAnalysis::new(),
+            sched: sched::SchedAnalysis::new().with_rows(rows.thread_states),
             sys: syscalls::SyscallAnalysis::new(),
             fs: fs::FsAnalysis::new(),
             irq: irq::IrqAnalysis::new(),
@@ -191,7 +193,7 @@ impl<'f> Analyses<'f> {
             wbt: wbt::WbtAnalysis::new(),
             readahead: readahead::ReadaheadAnalysis::new(),
             throttle: blkthrottle::ThrottleAnalysis::new(),
-            outliers: outliers::OutlierAnalysis::new(filter.top),
+            outliers: outliers::OutlierAnalysis::new(filter.top).with_rows(rows.operations),
             stacks: stacks::StackAnalysis::new(),
             functions: functions::FunctionAnalysis::new(&filter.functions),
             driver: driver::DriverAnalysis::new(),

@@ -149,6 +149,7 @@ pub struct SchedAnalysis {
     wakeups: u64,
     /// `sched_waking` seen: `sched_wakeup` is then ignored.
     have_waking: bool,
+    rows: Option<std::sync::mpsc::SyncSender<super::rows::ThreadStateRow>>,
 }
 
 /// The one-letter task state of `prev_state`: text (`S`, `D`, `R+`, `I`)
@@ -262,6 +263,34 @@ impl SchedAnalysis {
             .map(|(pid, _, prio, comm)| (pid, comm, prio))
     }
 
+    /// Sends each stretch of a thread's state as it ends (exports).
+    pub fn with_rows(
+        mut self,
+        sink: Option<std::sync::mpsc::SyncSender<super::rows::ThreadStateRow>>,
+    ) -> Self {
+        self.rows = sink;
+        self
+    }
+
+    /// `pid`'s state `state` lasted from `start` to `end`.
+    fn stretch(&mut self, pid: u32, state: super::rows::ThreadState, start: u64, end: u64) {
+        if self.rows.is_none() || end <= start || pid == 0 {
+            return;
+        }
+        let (comm, cpu) = self
+            .threads
+            .get(&pid)
+            .map_or((Comm::default(), None), |t| (t.comm, t.cpu));
+        super::rows::send(&mut self.rows, || super::rows::ThreadStateRow {
+            pid,
+            comm,
+            state,
+            start_ns: start,
+            end_ns: end,
+            cpu,
+        });
+    }
+
     fn thread(&mut self, pid: u32) -> &mut Thread {
         self.threads.entry(pid).or_default()
     }
@@ -298,6 +327,7 @@ impl SchedAnalysis {
                     t.sleep_ns += off;
                 }
                 t.state = Some(State::Runnable { since: ts });
+                self.stretch(pid, super::rows::ThreadState::Off(state), since, ts);
             }
             // Awake already (running, or on a runqueue): perf ignores it.
             _ => {}
@@ -349,6 +379,11 @@ impl SchedAnalysis {
         t.prio = prev_prio;
         t.cpu = Some(cpu);
         let mut inferred_wait = None;
+        let ran_from = match t.state {
+            Some(State::Running { since }) => Some(since),
+            Some(State::Runnable { since }) if cpu_seen_before && start >= since => Some(start),
+            _ => None,
+        };
         match t.state {
             Some(State::Running { since }) => t.runtime_ns += ts.saturating_sub(since),
             // The first switch seen on a CPU: when prev came in is unknown.
@@ -367,6 +402,10 @@ impl SchedAnalysis {
 
         if let Some((at, d)) = inferred_wait {
             self.count_wait(prev, prev_comm, cpu, at, d);
+            self.stretch(prev, super::rows::ThreadState::Runnable, at - d, at);
+        }
+        if let Some(from) = ran_from {
+            self.stretch(prev, super::rows::ThreadState::Running, from, ts);
         }
         // next gets it: the end of a runqueue wait.
         let t = self.thread(next);
@@ -379,9 +418,18 @@ impl SchedAnalysis {
             Some(State::Runnable { since }) if ts >= since => Some(ts - since),
             _ => None,
         };
+        // Woken unseen (no wakeup event in the trace): off until now.
+        let off = match t.state {
+            Some(State::Off { since, state }) if ts > since => Some((since, state)),
+            _ => None,
+        };
         t.state = Some(State::Running { since: ts });
         if let Some(d) = waited {
             self.count_wait(next, next_comm, cpu, ts, d);
+            self.stretch(next, super::rows::ThreadState::Runnable, ts - d, ts);
+        }
+        if let Some((since, state)) = off {
+            self.stretch(next, super::rows::ThreadState::Off(state), since, ts);
         }
     }
 

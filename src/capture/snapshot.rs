@@ -356,6 +356,12 @@ pub fn take() -> Value {
     let mounts = mounts();
     json!({
         "taken_at_mono_ns": mono_ns(),
+        // Wall-clock time and host name: to tell captures of many machines
+        // and days apart (exported tables' columns).
+        "taken_at_unix_ns": std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+        "hostname": read("/proc/sys/kernel/hostname"),
         "kernel": {
             "release": read("/proc/sys/kernel/osrelease"),
             "version": read("/proc/sys/kernel/version"),

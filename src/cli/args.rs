@@ -52,6 +52,7 @@ impl FilterArgs {
                 functions: self.functions,
             },
             interval_s: self.interval,
+            rows: Default::default(),
         }
     }
 }

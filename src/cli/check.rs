@@ -48,6 +48,7 @@ fn analyses(paths: &[PathBuf]) -> Result<Vec<(Analysis, Inputs)>> {
     let opts = Options {
         filter: Filter::default(),
         interval_s: 1.0,
+        rows: Default::default(),
     };
     paths
         .iter()

@@ -1,31 +1,50 @@
 //! `iosleuth export --blktrace DIR`: per-CPU blktrace files for blkparse,
-//! btt, iowatcher and seekwatcher, written all or nothing.
+//! btt, iowatcher and seekwatcher, written all or nothing; `--parquet DIR`
+//! and `--perfetto FILE` are in `export_tables`.
 
 use crate::capture::workload::{install_signal_handlers, interrupted};
 use crate::error::{Error, ExitStatus, Result};
 use crate::model::Event;
 use crate::report::blktrace::{ExportSummary, Target, TargetError, MAX_CPUS};
-use clap::Args;
+use clap::{ArgGroup, Args};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
+#[command(group(ArgGroup::new("to").required(true).args(["blktrace", "parquet", "perfetto"])))]
 pub struct ExportArgs {
     /// Directory for per-CPU blktrace files (NAME.blktrace.CPU): a new or
     /// empty one, unless --force.
     #[arg(long, value_name = "DIR")]
-    blktrace: PathBuf,
+    blktrace: Option<PathBuf>,
+    /// Directory of Parquet tables for DuckDB, Spark, Trino: each input is
+    /// one capture, written to DIR/TABLE/host=HOST/capture=NAME/part-0.parquet
+    /// (requests, operations, sched_waits, iostat, findings, settings);
+    /// exporting a capture again replaces it.
+    #[arg(long, value_name = "DIR")]
+    pub parquet: Option<PathBuf>,
+    /// A Perfetto trace (open it at ui.perfetto.dev): a track per device
+    /// with its requests, a track per thread with its operations and
+    /// states, journal commits, irq and softirq.
+    #[arg(long, value_name = "FILE")]
+    pub perfetto: Option<PathBuf>,
+    /// The host partition of --parquet (default: the host name in the
+    /// capture's snapshot, else `unknown`).
+    #[arg(long, value_name = "NAME", requires = "parquet")]
+    pub host: Option<String>,
     /// Write into a DIR that holds files: its blktrace files are replaced,
     /// or removed when this export has none of that name (`report DIR`
     /// would merge them in); other files stay.
-    #[arg(long)]
+    #[arg(long, requires = "blktrace")]
     force: bool,
     #[arg(required = true)]
-    inputs: Vec<PathBuf>,
+    pub inputs: Vec<PathBuf>,
 }
 
 pub fn run(args: ExportArgs) -> Result<ExitStatus> {
-    let dir = &args.blktrace;
+    let Some(dir) = &args.blktrace else {
+        return super::export_tables::run(args);
+    };
     if args
         .inputs
         .iter()

@@ -8,6 +8,7 @@ mod check;
 mod diff;
 mod dump;
 mod export;
+mod export_tables;
 mod flamegraph;
 mod lab;
 mod probe;

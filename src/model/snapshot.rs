@@ -31,6 +31,9 @@ pub struct Snapshot {
 pub struct SystemState {
     /// `CLOCK_MONOTONIC` when it was taken: the trace's clock (`mono`).
     pub taken_at_mono_ns: Option<u64>,
+    /// Wall-clock time when it was taken (captures since Parquet export).
+    pub taken_at_unix_ns: Option<u64>,
+    pub hostname: Option<String>,
     pub kernel: Kernel,
     pub cpus: Cpus,
     /// By device name (`loop0`).

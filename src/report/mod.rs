@@ -11,6 +11,8 @@ pub mod flamegraph;
 pub mod folded;
 pub mod html;
 pub mod json;
+pub mod parquet;
+pub mod perfetto;
 pub mod text;
 
 use crate::analyze::Analysis;

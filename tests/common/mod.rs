@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod python;
 
 use std::path::Path;
 use std::process::Command;

@@ -24,6 +24,9 @@ pub struct BlockConfig {
     pub origin_ns: Option<u64>,
     /// End of the last interval; the last event when `None`.
     pub end_ns: Option<u64>,
+    /// Where exports receive rows (requests, operations, thread states)
+    /// while the analyses run; nothing by default.
+    pub rows: crate::analyze::rows::RowSinks,
 }
 
 impl Default for BlockConfig {
@@ -32,6 +35,7 @@ impl Default for BlockConfig {
             interval_ns: 1_000_000_000,
             origin_ns: None,
             end_ns: None,
+            rows: Default::default(),
         }
     }
 }
@@ -260,10 +264,11 @@ impl BlockAnalysis {
             self.order.push(e.dev);
         }
         let interval = self.cfg.interval_ns;
+        let rows = &self.cfg.rows.requests;
         let (counts, reqs) = self.devices.entry(e.dev).or_insert_with(|| {
             (
                 ActionCounts::default(),
-                DeviceRequests::new(origin, interval),
+                DeviceRequests::new(origin, interval).with_rows(e.dev, rows.clone()),
             )
         });
         counts.add(e.action);

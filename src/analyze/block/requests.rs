@@ -12,7 +12,7 @@
 
 use super::iostat::{IostatAccumulator, OpKind};
 use crate::analyze::histogram::{LatencyDist, Log2Hist};
-use crate::model::{Action, BlockEvent, Dev, Extra, Rwbs};
+use crate::model::{Action, BlockEvent, Comm, Dev, Extra, Rwbs};
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -21,6 +21,9 @@ struct PendingBio {
     ts: u64,
     sectors: u64,
     rwbs: Rwbs,
+    /// Who queued it: the request's process.
+    pid: u32,
+    comm: Comm,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -32,6 +35,38 @@ struct Request {
     issued: Option<u64>,
     sectors: u64,
     op: OpKind,
+    /// What only the exported rows need (see `RequestRow`).
+    sector: u64,
+    allocated: Option<u64>,
+    inserted: Option<u64>,
+    bios: u32,
+    rwbs: Rwbs,
+    pid: u32,
+    comm: Comm,
+}
+
+/// One completed request with every stage's time, for tables (Parquet)
+/// and timelines (Perfetto). Times are ns in the trace's clock.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequestRow {
+    pub dev: Dev,
+    pub sector: u64,
+    pub sectors: u64,
+    pub op: OpKind,
+    pub rwbs: Rwbs,
+    /// First bio queued (Q); the first event seen of it when the trace
+    /// did not show its Q.
+    pub queued_ns: u64,
+    pub allocated_ns: Option<u64>,
+    pub inserted_ns: Option<u64>,
+    /// Issued to the driver (D); None for bios of a bio-based device.
+    pub issued_ns: Option<u64>,
+    pub completed_ns: u64,
+    /// Bios in the request: 1 + those merged into it.
+    pub bios: u32,
+    pub pid: u32,
+    pub comm: Comm,
+    pub error: i32,
 }
 
 /// What the per-request tracking measured on one device.
@@ -62,6 +97,8 @@ pub struct DeviceRequests {
     awaiting_done: HashMap<u64, (u64, OpKind)>,
     /// Requests without data (flushes) cannot be told apart by sector.
     empty: VecDeque<Request>,
+    dev: Dev,
+    rows: Option<std::sync::mpsc::SyncSender<RequestRow>>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -108,6 +145,17 @@ impl DeviceRequests {
         }
     }
 
+    /// Sends a row per completed request of `dev` to `sink`.
+    pub fn with_rows(
+        mut self,
+        dev: Dev,
+        sink: Option<std::sync::mpsc::SyncSender<RequestRow>>,
+    ) -> Self {
+        self.dev = dev;
+        self.rows = sink;
+        self
+    }
+
     /// Requests in flight plus bios queued and not yet completed.
     pub fn in_flight(&self) -> usize {
         self.requests.len() + self.empty.len()
@@ -116,18 +164,27 @@ impl DeviceRequests {
         self.pending.len()
     }
 
-    fn start_request(&mut self, e: &BlockEvent, first_q: u64) -> Request {
-        self.start_request_at(e, e.ts, first_q)
+    fn start_request(&mut self, e: &BlockEvent, bio: Option<PendingBio>) -> Request {
+        self.start_request_at(e, e.ts, bio)
     }
 
-    fn start_request_at(&mut self, e: &BlockEvent, start: u64, first_q: u64) -> Request {
+    /// A request allocated at `start` for `e`, from the bio queued for it
+    /// when the trace showed one.
+    fn start_request_at(&mut self, e: &BlockEvent, start: u64, bio: Option<PendingBio>) -> Request {
         self.iostat.io_started(start);
         Request {
             start,
-            first_q,
+            first_q: bio.map_or(e.ts, |b| b.ts),
             issued: None,
             sectors: e.sectors(),
             op: op_of(e.rwbs, e.bytes),
+            sector: e.sector,
+            allocated: (e.action == Action::GetRq).then_some(e.ts),
+            inserted: None,
+            bios: 1,
+            rwbs: e.rwbs,
+            pid: bio.map_or(e.pid, |b| b.pid),
+            comm: bio.map_or(e.comm, |b| b.comm),
         }
     }
 
@@ -138,13 +195,13 @@ impl DeviceRequests {
             if let Some(pos) = self.empty.iter().position(|r| r.issued.is_none()) {
                 return self.empty.remove(pos).unwrap();
             }
-            return self.start_request(e, e.ts);
+            return self.start_request(e, None);
         }
         if let Some(r) = self.requests.remove(&e.sector) {
             return r;
         }
-        let q = self.pending.remove(&e.sector).map_or(e.ts, |b| b.ts);
-        self.start_request(e, q)
+        let bio = self.pending.remove(&e.sector);
+        self.start_request(e, bio)
     }
 
     fn put(&mut self, sector: u64, r: Request) {
@@ -167,12 +224,14 @@ impl DeviceRequests {
                         ts: e.ts,
                         sectors: e.sectors(),
                         rwbs: e.rwbs,
+                        pid: e.pid,
+                        comm: e.comm,
                     },
                 );
             }
             Action::GetRq => {
-                let q = self.pending.remove(&e.sector).map_or(e.ts, |b| b.ts);
-                let r = self.start_request_at(e, start.unwrap_or(e.ts).min(e.ts), q);
+                let bio = self.pending.remove(&e.sector);
+                let r = self.start_request_at(e, start.unwrap_or(e.ts).min(e.ts), bio);
                 self.put(e.sector, r);
             }
             Action::IoDone => {
@@ -190,7 +249,9 @@ impl DeviceRequests {
                 if e.sectors() > 0 {
                     r.sectors = e.sectors();
                 }
-                if e.action == Action::Issue {
+                if e.action == Action::Insert {
+                    r.inserted = Some(e.ts);
+                } else {
                     r.issued = Some(e.ts);
                     if e.rwbs.has(Rwbs::FUA) {
                         self.fua += 1;
@@ -234,9 +295,12 @@ impl DeviceRequests {
         if e.action == Action::BackMerge {
             if let Some((_, r)) = self.requests.range_mut(..e.sector).next_back() {
                 r.sectors += e.sectors();
+                r.bios += 1;
             }
         } else if let Some(mut r) = self.requests.remove(&end) {
             r.sectors += e.sectors();
+            r.bios += 1;
+            r.sector = e.sector;
             r.first_q = r.first_q.min(e.ts);
             self.requests.insert(e.sector, r);
         }
@@ -275,19 +339,11 @@ impl DeviceRequests {
         let Some(mut r) = found else {
             // A bio-based device (dm, md) completes bios, not requests.
             if let Some(b) = self.pending.remove(&e.sector) {
-                let op = op_of(b.rwbs, e.bytes);
                 // A bio-based device accounts bios: busy from queue to completion.
-                self.iostat.io_started(b.ts);
-                self.finish(
-                    true,
-                    e.ts,
-                    b.ts,
-                    b.ts,
-                    None,
-                    e.sectors().max(b.sectors),
-                    op,
-                    e.bytes,
-                );
+                let mut r = self.start_request_at(e, b.ts, Some(b));
+                r.op = op_of(b.rwbs, e.bytes);
+                r.rwbs = b.rwbs;
+                self.finish(e, &r, e.sectors().max(b.sectors));
             } else if e.bytes == 0 && e.rwbs.is_write() {
                 // A write sent with a preflush ends its flush sequence with
                 // a second, data-less completion: its data was counted at
@@ -307,9 +363,7 @@ impl DeviceRequests {
             return;
         }
         let sectors = if done > 0 { done } else { r.sectors };
-        self.finish(
-            true, e.ts, r.start, r.first_q, r.issued, sectors, r.op, e.bytes,
-        );
+        self.finish(e, &r, sectors);
         // Traces without block_io_done never claim these: keep the map small.
         if self.awaiting_done.len() >= 4096 {
             self.awaiting_done.clear();
@@ -317,26 +371,15 @@ impl DeviceRequests {
         self.awaiting_done.insert(e.sector, (e.ts, r.op));
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn finish(
-        &mut self,
-        accounted: bool,
-        ts: u64,
-        start: u64,
-        first_q: u64,
-        issued: Option<u64>,
-        sectors: u64,
-        op: OpKind,
-        bytes: u32,
-    ) {
-        if accounted {
-            self.iostat.io_ended(ts);
-        }
+    /// `r` completed at `c` with its last `sectors`.
+    fn finish(&mut self, c: &BlockEvent, r: &Request, sectors: u64) {
+        let (ts, op, issued) = (c.ts, r.op, r.issued);
+        self.iostat.io_ended(ts);
         self.completed.add(op, 1);
         self.bytes_completed.add(op, sectors * 512);
         self.iostat.sectors_done(ts, op, sectors);
-        self.iostat.io_done(ts, op, ts.saturating_sub(start));
-        let q2c = ts.saturating_sub(first_q);
+        self.iostat.io_done(ts, op, ts.saturating_sub(r.start));
+        let q2c = ts.saturating_sub(r.first_q);
         self.q2c.add(q2c);
         self.q2c_log2_us.add(q2c / 1000);
         if let Some(d) = issued {
@@ -351,7 +394,23 @@ impl DeviceRequests {
             sectors,
             op,
         });
-        let _ = bytes;
+        let dev = self.dev;
+        crate::analyze::rows::send(&mut self.rows, || RequestRow {
+            dev,
+            sector: r.sector,
+            sectors: r.sectors.max(sectors),
+            op,
+            rwbs: r.rwbs,
+            queued_ns: r.first_q,
+            allocated_ns: r.allocated,
+            inserted_ns: r.inserted,
+            issued_ns: issued,
+            completed_ns: ts,
+            bios: r.bios,
+            pid: r.pid,
+            comm: r.comm,
+            error: c.error,
+        });
     }
 }
 

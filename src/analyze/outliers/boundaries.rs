@@ -139,6 +139,15 @@ impl OutlierAnalysis {
             t.latency_ns += latency;
             add_breakdown(&mut t.breakdown, &op.b);
         }
+        crate::analyze::rows::send(&mut self.rows, || crate::analyze::rows::OperationRow {
+            kind: op.kind.to_string(),
+            pid: op.pid,
+            comm: names.get(op.pid),
+            start_ns: op.start,
+            latency_ns: latency,
+            dev: op.dev,
+            breakdown: op.b.clone(),
+        });
         // Completed requests only this operation still referred to: once
         // it is explained they can go. (Looking at its own waits, not at
         // every kept request, keeps this cheap with many threads.)

@@ -72,6 +72,7 @@ pub struct OutlierAnalysis {
     /// issue time: flushes all sit at sector 0, one after another.
     done: FxHashMap<(ReqKey, u64), (InFlight, u64)>,
     by_kind: BTreeMap<String, Vec<Outlier>>,
+    rows: Option<std::sync::mpsc::SyncSender<super::rows::OperationRow>>,
 }
 
 impl OutlierAnalysis {
@@ -80,6 +81,15 @@ impl OutlierAnalysis {
             top,
             ..Default::default()
         }
+    }
+
+    /// Sends every operation that ends to `sink` (exports).
+    pub fn with_rows(
+        mut self,
+        sink: Option<std::sync::mpsc::SyncSender<super::rows::OperationRow>>,
+    ) -> Self {
+        self.rows = sink;
+        self
     }
 
     /// Before an event that may change the situation of some operations:

@@ -1,0 +1,267 @@
+//! `iosleuth export --parquet DIR CAPTURE...`: tables for DuckDB, Spark
+//! and Trino, one set per capture, laid out the way Hive lays out a
+//! partitioned table so that many machines' and many runs' captures sit
+//! side by side:
+//!
+//! ```text
+//! DIR/requests/host=web-1/capture=run-42/part-0.parquet
+//! DIR/operations/host=web-1/capture=run-42/part-0.parquet
+//! ...
+//! ```
+//!
+//! Each table is its own dataset root (`spark.read.parquet("DIR/requests")`,
+//! DuckDB `read_parquet('DIR/requests/*/*/*.parquet', hive_partitioning =
+//! true)`); `host` and `capture` come from the directory names (a column
+//! of the same name inside the files would clash with them in Spark), the
+//! kernel release and the capture's wall-clock time are columns of every
+//! row. A capture is written to a scratch directory and moved into place
+//! when complete: a reader never sees half a capture, and exporting it again
+//! replaces it.
+
+mod rows;
+pub mod table;
+
+use crate::analyze::rows::RowSinks;
+use crate::error::{Error, Result};
+use crate::pipeline::Options;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::sync_channel;
+use table::TableWriter;
+
+/// Where a capture's rows go: the partition values and the columns every
+/// row carries.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Partition {
+    pub host: String,
+    pub capture: String,
+    pub kernel: String,
+    /// Microseconds since the epoch.
+    pub capture_time_us: i64,
+}
+
+/// What one capture's export wrote: rows per table.
+#[derive(Debug, Default, Clone)]
+pub struct Written {
+    pub partition: Option<Partition>,
+    pub rows: Vec<(&'static str, u64)>,
+}
+
+/// The tables, in the order they are written.
+pub const TABLES: &[&str] = &[
+    "requests",
+    "operations",
+    "sched_waits",
+    "iostat",
+    "findings",
+    "settings",
+];
+
+/// Hive's escaping of a partition value: what is not a letter, a digit,
+/// `_`, `-` or `.` becomes `%XX` (Spark and DuckDB undo it).
+pub fn escape_partition_value(v: &str) -> String {
+    let mut out = String::new();
+    for b in v.bytes() {
+        if b.is_ascii_alphanumeric() || b"_-.".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    if out.is_empty() || out == "." || out == ".." {
+        out = "unknown".into();
+    }
+    out
+}
+
+/// Exports each input as its own capture into `dir`.
+pub fn export(
+    dir: &Path,
+    inputs: &[PathBuf],
+    host: Option<&str>,
+    base: &Options,
+) -> Result<Vec<Written>> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::failed(format!("{}: cannot create: {e}", dir.display())))?;
+    let mut used: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for input in inputs {
+        let mut part = partition_of(input, host);
+        // Two inputs of the same name (a/run, b/run) must not overwrite
+        // each other within one export.
+        let stem = part.capture.clone();
+        let mut n = 1;
+        while used.contains(&part.capture) {
+            n += 1;
+            part.capture = format!("{stem}-{n}");
+        }
+        used.push(part.capture.clone());
+        out.push(export_one(dir, input, part, base)?);
+    }
+    Ok(out)
+}
+
+/// The partition of one input: host and kernel from its snapshot (`--host`
+/// wins), its name, and when it was taken (the snapshot's wall-clock time,
+/// else the file's modification time).
+fn partition_of(input: &Path, host: Option<&str>) -> Partition {
+    let (snapshots, _) = crate::pipeline::snapshots_of(&[input.to_path_buf()]);
+    let snap = snapshots.into_iter().flatten().next();
+    let before = snap.as_ref().map(|s| &s.before);
+    let name = std::fs::canonicalize(input)
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| input.display().to_string());
+    let mtime_us = std::fs::metadata(input)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_micros() as i64);
+    Partition {
+        host: host
+            .map(str::to_string)
+            .or_else(|| before.and_then(|b| b.hostname.clone()))
+            .unwrap_or_else(|| "unknown".into()),
+        capture: name,
+        kernel: before
+            .and_then(|b| b.kernel.release.clone())
+            .unwrap_or_else(|| "unknown".into()),
+        capture_time_us: before
+            .and_then(|b| b.taken_at_unix_ns)
+            .map_or(mtime_us, |ns| (ns / 1000) as i64),
+    }
+}
+
+fn export_one(dir: &Path, input: &Path, part: Partition, base: &Options) -> Result<Written> {
+    let scratch = dir.join(format!(".iosleuth-export-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let result = write_tables(&scratch, input, &part, base)
+        .and_then(|rows| move_into_place(dir, &scratch, &part).map(|_| rows));
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(Written {
+        rows: result?,
+        partition: Some(part),
+    })
+}
+
+/// The file of `table` for `part` under `root`.
+pub fn part_file(root: &Path, table: &str, part: &Partition) -> PathBuf {
+    root.join(table)
+        .join(format!("host={}", escape_partition_value(&part.host)))
+        .join(format!("capture={}", escape_partition_value(&part.capture)))
+        .join("part-0.parquet")
+}
+
+fn failed(what: &Path, e: impl std::fmt::Display) -> Error {
+    Error::failed(format!("{}: {e}", what.display()))
+}
+
+fn create(scratch: &Path, table: &'static str, part: &Partition) -> Result<TableWriter> {
+    let path = part_file(scratch, table, part);
+    std::fs::create_dir_all(path.parent().expect("has a parent")).map_err(|e| failed(&path, e))?;
+    TableWriter::create(&path, table, rows::columns(table)).map_err(|e| failed(&path, e))
+}
+
+/// Runs the analysis with the row tables written by threads of their own
+/// as rows come; then the tables made from the whole analysis.
+fn write_tables(
+    scratch: &Path,
+    input: &Path,
+    part: &Partition,
+    base: &Options,
+) -> Result<Vec<(&'static str, u64)>> {
+    // Bounded: the analysis waits for a slow writer instead of buffering.
+    const QUEUE: usize = 8192;
+    let (req_tx, req_rx) = sync_channel(QUEUE);
+    let (op_tx, op_rx) = sync_channel(QUEUE);
+    let (wait_tx, wait_rx) = sync_channel(QUEUE);
+    let mut requests = create(scratch, "requests", part)?;
+    let mut operations = create(scratch, "operations", part)?;
+    let mut waits = create(scratch, "sched_waits", part)?;
+    let (p1, p2, p3) = (part.clone(), part.clone(), part.clone());
+    let t1 = std::thread::spawn(move || {
+        for r in req_rx {
+            rows::request(&mut requests, &p1, &r)?;
+        }
+        requests.finish()
+    });
+    let t2 = std::thread::spawn(move || {
+        for r in op_rx {
+            rows::operation(&mut operations, &p2, &r)?;
+        }
+        operations.finish()
+    });
+    let t3 = std::thread::spawn(move || {
+        for r in wait_rx {
+            rows::sched_wait(&mut waits, &p3, &r)?;
+        }
+        waits.finish()
+    });
+    let opts = Options {
+        rows: RowSinks {
+            requests: Some(req_tx),
+            operations: Some(op_tx),
+            thread_states: Some(wait_tx),
+        },
+        ..base.clone()
+    };
+    let analysed = crate::pipeline::read(&[input.to_path_buf()], &opts);
+    // The last senders go with the options: the writers finish.
+    drop(opts);
+    let joined = |t: std::thread::JoinHandle<table::Result<u64>>, name: &str| {
+        t.join()
+            .expect("a table writer panicked")
+            .map_err(|e| failed(&part_file(scratch, name, part), e))
+    };
+    let counts = [
+        ("requests", joined(t1, "requests")),
+        ("operations", joined(t2, "operations")),
+        ("sched_waits", joined(t3, "sched_waits")),
+    ];
+    let (analysis, _) = analysed?;
+    let mut written = Vec::new();
+    for (name, n) in counts {
+        written.push((name, n?));
+    }
+    let findings = crate::diagnose::diagnose(&analysis);
+    for table in ["iostat", "findings", "settings"] {
+        let mut w = create(scratch, table, part)?;
+        let path = part_file(scratch, table, part);
+        match table {
+            "iostat" => rows::iostat(&mut w, part, &analysis),
+            "findings" => rows::findings(&mut w, part, &findings),
+            _ => rows::settings(&mut w, part, analysis.snapshot.as_ref()),
+        }
+        .map_err(|e| failed(&path, e))?;
+        written.push((table, w.finish().map_err(|e| failed(&path, e))?));
+    }
+    Ok(written)
+}
+
+/// Moves each table's capture directory from the scratch directory into
+/// place, replacing an earlier export of the same capture.
+fn move_into_place(dir: &Path, scratch: &Path, part: &Partition) -> Result<()> {
+    for table in TABLES {
+        let from = part_file(scratch, table, part);
+        let to = part_file(dir, table, part);
+        let (from_dir, to_dir) = (from.parent().unwrap(), to.parent().unwrap());
+        std::fs::create_dir_all(to_dir.parent().unwrap()).map_err(|e| failed(to_dir, e))?;
+        if to_dir.exists() {
+            std::fs::remove_dir_all(to_dir).map_err(|e| failed(to_dir, e))?;
+        }
+        std::fs::rename(from_dir, to_dir).map_err(|e| failed(to_dir, e))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_values_are_escaped_as_hive_does() {
+        assert_eq!(escape_partition_value("web-1.example"), "web-1.example");
+        assert_eq!(escape_partition_value("a b/c=d"), "a%20b%2Fc%3Dd");
+        assert_eq!(escape_partition_value(""), "unknown");
+        assert_eq!(escape_partition_value(".."), "unknown");
+    }
+}

@@ -1,0 +1,3 @@
+//! Perfetto trace output (`.pftrace`).
+
+pub mod proto;
