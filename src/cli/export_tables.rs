@@ -31,5 +31,28 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
         }
         return Ok(ExitStatus::SUCCESS);
     }
-    Err(Error::bad_input("--perfetto is not written yet"))
+    let out = args
+        .perfetto
+        .as_ref()
+        .expect("clap requires one of the three");
+    let [input] = args.inputs.as_slice() else {
+        return Err(Error::bad_input(
+            "export --perfetto writes one capture per trace file: give one input",
+        ));
+    };
+    let opts = crate::pipeline::Options::default();
+    let s = crate::report::perfetto::export(input, out, &opts)?;
+    eprintln!(
+        "iosleuth: wrote {} ({} bytes, {} tracks): {} requests, {} operations, {} thread states, {} journal commits, {} irqs, {} softirqs (open it at https://ui.perfetto.dev)",
+        out.display(),
+        s.bytes,
+        s.tracks,
+        s.requests,
+        s.operations,
+        s.thread_states,
+        s.commits,
+        s.irqs,
+        s.softirqs
+    );
+    Ok(ExitStatus::SUCCESS)
 }
