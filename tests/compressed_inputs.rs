@@ -52,6 +52,24 @@ fn gzip_and_zstd_files_give_the_report_of_the_plain_file() {
 }
 
 #[test]
+fn a_gzipped_trace_dat_gives_the_report_of_the_plain_file() {
+    let d = tempdir();
+    for plain in [
+        "tests/fixtures/tracedat-readahead.v6.dat",
+        "tests/fixtures/tracedat-oncpu.v7-zstd.dat",
+    ] {
+        let want = report_as(Path::new(plain));
+        for tool in ["gzip", "zstd"] {
+            assert_eq!(
+                report_as(&compress_with(tool, plain, d.path())),
+                want,
+                "{tool} of {plain}"
+            );
+        }
+    }
+}
+
+#[test]
 fn concatenated_gzip_members_read_as_one_trace() {
     let text = std::fs::read_to_string(TEXT).unwrap();
     let half = text[..text.len() / 2].rfind('\n').unwrap() + 1;

@@ -11,11 +11,16 @@ use prost::Message;
 use std::collections::HashMap;
 use std::path::Path;
 
+/// A slice's integer arguments, by name.
+type Args = HashMap<String, i64>;
+/// (track, start, end, name, arguments)
+type Slice = (u64, u64, u64, String, Args);
+
 struct Decoded {
     /// uuid → (name, parent uuid, thread id)
     tracks: HashMap<u64, (String, Option<u64>, Option<i64>)>,
     /// (track, start, end, name, int arguments)
-    slices: Vec<(u64, u64, u64, String, HashMap<String, i64>)>,
+    slices: Vec<Slice>,
     counters: usize,
 }
 
@@ -27,7 +32,7 @@ fn export(cap: &str) -> Decoded {
     let bytes = std::fs::read(&out).unwrap();
     let trace = Trace::decode(bytes.as_slice()).expect("a Perfetto trace");
     let mut tracks = HashMap::new();
-    let mut open: HashMap<u64, Vec<(u64, String, HashMap<String, i64>)>> = HashMap::new();
+    let mut open: HashMap<u64, Vec<(u64, String, Args)>> = HashMap::new();
     let mut slices = Vec::new();
     let mut counters = 0;
     for p in &trace.packet {
@@ -119,10 +124,7 @@ impl Decoded {
     }
 
     /// Slices on tracks whose path (innermost first) starts with `names`.
-    fn on<'a>(
-        &'a self,
-        names: &'a [&str],
-    ) -> impl Iterator<Item = &'a (u64, u64, u64, String, HashMap<String, i64>)> {
+    fn on<'a>(&'a self, names: &'a [&str]) -> impl Iterator<Item = &'a Slice> {
         self.slices
             .iter()
             .filter(move |s| self.path(s.0).starts_with(names))

@@ -20,6 +20,7 @@ pub mod text_fields;
 pub mod text_line;
 pub mod text_source;
 pub mod time_order;
+pub mod trace_dat;
 pub mod tracefs_format;
 pub mod user_frames;
 
@@ -148,6 +149,14 @@ static FORMATS: &[InputFormat] = &[
         // Read by path: the crate seeks.
         open: |path, _| Ok(Box::new(perf_data::PerfDataSource::open(path)?)),
         seeks: true,
+    },
+    InputFormat {
+        name: "trace-cmd trace.dat (versions 6 and 7)",
+        sniff: trace_dat::detect,
+        // Read by path where it is the file (sections are found by their
+        // offsets); from memory when decompressed or from standard input.
+        open: trace_dat::open,
+        seeks: false,
     },
     InputFormat {
         name: "blktrace binary (blktrace files, blkparse -d, the blk tracer's binary output)",

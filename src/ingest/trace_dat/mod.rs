@@ -1,0 +1,574 @@
+//! trace-cmd's binary `trace.dat` (file versions 6 and 7, v7 uncompressed
+//! or with zlib- or zstd-compressed sections): the kernel's event formats,
+//! kallsyms and saved cmdlines, then each CPU's ring-buffer pages, as an
+//! iosleuth capture directory holds them. Read the way `trace-cmd report`
+//! reads it, so that both give the same events: every instance's CPUs
+//! merged by time (ties: the top instance, then the lower CPU, first),
+//! the DATE, OFFSET and TSC2NSEC options applied to the timestamps, and
+//! each event's task named as report's line header names it — the saved
+//! cmdlines, `<idle>` for pid 0, `<...>` for a pid they lack, plus the
+//! names sched_switch and sched_wakeup events teach (libtraceevent's
+//! sched_switch plugin registers them as it prints those events).
+//!
+//! The file is read where needed (pages one at a time, compressed chunks
+//! one at a time), so memory does not grow with the trace.
+
+mod file;
+mod sections;
+
+use super::capture_dir::Decoder;
+use super::reader::Chunked;
+use super::ring_buffer::{page_info, PageInfo, PageRecords};
+use super::source::{InputError, Position, Source, SourceStats};
+use crate::model::capture_layout::ADDRESS_FIELDS;
+use crate::model::kallsyms::KernelSymbols;
+use crate::model::{Comm, Event, Value};
+use file::{Backing, Codec};
+use sections::{Buffer, Clock, CpuData};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use file::MAGIC;
+
+/// Whether the bytes start like a trace.dat.
+pub fn detect(head: &[u8]) -> bool {
+    head.starts_with(MAGIC)
+}
+
+/// The largest trace.dat read into memory (from standard input: the
+/// file is read out of order).
+const MAX_IN_MEMORY: u64 = 1 << 30;
+
+/// Opens a trace.dat: by its path, read where needed, when `path` is the
+/// file `input` reads; otherwise (standard input, bytes in memory) from
+/// memory.
+pub fn open(path: &Path, input: Chunked) -> Result<Box<dyn Source>, InputError> {
+    if let Some(b) = same_file(path, input.avail()) {
+        return Ok(Box::new(TraceDatSource::new(path, b)?));
+    }
+    let mut data = Vec::new();
+    use std::io::Read;
+    input
+        .into_reader()
+        .take(MAX_IN_MEMORY + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
+    if data.len() as u64 > MAX_IN_MEMORY {
+        return Err(InputError::new(
+            path,
+            format!(
+                "a trace.dat of more than {} MiB that is not a file iosleuth can seek in (standard input?): give its path instead",
+                MAX_IN_MEMORY >> 20
+            ),
+        ));
+    }
+    Ok(Box::new(TraceDatSource::new(path, Backing::Memory(data))?))
+}
+
+/// The regular file at `path`, if it starts with `head`.
+fn same_file(path: &Path, head: &[u8]) -> Option<Backing> {
+    use std::os::unix::fs::FileExt;
+    let (f, meta) = super::files::open_regular(path).ok()?;
+    let n = head.len().min(4096);
+    let mut first = vec![0u8; n];
+    f.read_exact_at(&mut first, 0).ok()?;
+    (first == head[..n]).then(|| Backing::File(f, meta.len()))
+}
+
+/// Like `open`, for a trace.dat in memory (tests, fuzzing).
+pub fn open_bytes(path: &Path, data: Vec<u8>) -> Result<Box<dyn Source>, InputError> {
+    Ok(Box::new(TraceDatSource::new(path, Backing::Memory(data))?))
+}
+
+/// Where one CPU's pages are.
+enum Pages {
+    Plain {
+        at: u64,
+        end: u64,
+    },
+    /// trace-cmd's compressed chunks: u32 count, then each u32 compressed
+    /// size, u32 size, data.
+    Chunks {
+        codec: Codec,
+        /// The next chunk's header.
+        next: u64,
+        end: u64,
+        left: u32,
+        buf: Vec<u8>,
+        pos: usize,
+    },
+    Done,
+}
+
+/// One CPU of one instance.
+struct CpuStream {
+    cpu: u32,
+    /// Instance name, for messages.
+    instance: Arc<str>,
+    page_size: usize,
+    pages: Pages,
+    pending: VecDeque<Event>,
+    /// Where the page the pending events come from starts: a file offset
+    /// (uncompressed data) or none (inside a compressed chunk).
+    page_at: Option<u64>,
+}
+
+impl CpuStream {
+    fn new(
+        b: &Backing,
+        buf: &Buffer,
+        d: CpuData,
+        codec: Option<Codec>,
+        stats: &mut SourceStats,
+    ) -> CpuStream {
+        let instance: Arc<str> = buf.name.as_str().into();
+        let mut s = CpuStream {
+            cpu: d.cpu,
+            instance,
+            page_size: buf.page_size,
+            pages: Pages::Done,
+            pending: VecDeque::new(),
+            page_at: None,
+        };
+        let len = b.len();
+        let wanted = d.offset.saturating_add(d.size);
+        if d.offset >= len {
+            s.cut(
+                stats,
+                format!(
+                    "truncated: {}'s data should start at byte {} but the file ends at byte {len}: none of its events are in this report",
+                    s.who(),
+                    d.offset
+                ),
+            );
+            return s;
+        }
+        let end = if wanted > len {
+            s.cut(
+                stats,
+                format!(
+                    "truncated: {}'s data should end at byte {wanted} but the file ends at byte {len}: its events after that are missing",
+                    s.who()
+                ),
+            );
+            len
+        } else {
+            wanted
+        };
+        s.pages = match (buf.compressed, codec) {
+            // trace-cmd reads chunks as far as they go: the size it stores
+            // for compressed data leaves out the chunk count.
+            (true, Some(codec)) => match b.read(d.offset, 4) {
+                Ok(c) => Pages::Chunks {
+                    codec,
+                    next: d.offset + 4,
+                    end: len,
+                    left: u32::from_le_bytes(c[..].try_into().unwrap()),
+                    buf: Vec::new(),
+                    pos: 0,
+                },
+                Err(e) => {
+                    s.cut(stats, format!("{}: {e}", s.who()));
+                    Pages::Done
+                }
+            },
+            _ => Pages::Plain { at: d.offset, end },
+        };
+        s
+    }
+
+    fn who(&self) -> String {
+        if self.instance.is_empty() {
+            format!("CPU {}", self.cpu)
+        } else {
+            format!("instance {:?} CPU {}", self.instance, self.cpu)
+        }
+    }
+
+    /// Something cut this CPU's data short; the first such problem is
+    /// kept as the source's, the others as notes.
+    fn cut(&mut self, stats: &mut SourceStats, what: String) {
+        self.pages = Pages::Done;
+        if stats.cut_short.is_none() {
+            stats.cut_short = Some(what);
+        } else {
+            stats.notes.push(what);
+        }
+    }
+
+    /// The next page's bytes (a last page may be short), or `None` at the end.
+    fn next_page(&mut self, b: &Backing, stats: &mut SourceStats) -> Option<Vec<u8>> {
+        let page_size = self.page_size as u64;
+        loop {
+            match &mut self.pages {
+                Pages::Done => return None,
+                Pages::Plain { at, end } => {
+                    if *at >= *end {
+                        self.pages = Pages::Done;
+                        return None;
+                    }
+                    let n = (*end - *at).min(page_size);
+                    let here = *at;
+                    *at += n;
+                    match b.read(here, n) {
+                        Ok(p) => {
+                            self.page_at = Some(here);
+                            return Some(p.into_owned());
+                        }
+                        Err(e) => {
+                            let who = self.who();
+                            self.cut(stats, format!("{who}: {e}"));
+                            return None;
+                        }
+                    }
+                }
+                Pages::Chunks {
+                    codec,
+                    next,
+                    end,
+                    left,
+                    buf,
+                    pos,
+                } => {
+                    if *pos < buf.len() {
+                        let n = (buf.len() - *pos).min(page_size as usize);
+                        let p = buf[*pos..*pos + n].to_vec();
+                        *pos += n;
+                        self.page_at = None;
+                        return Some(p);
+                    }
+                    if *left == 0 {
+                        self.pages = Pages::Done;
+                        return None;
+                    }
+                    let at = *next;
+                    let (codec, limit) = (*codec, *end);
+                    let chunk = (|| -> Result<(Vec<u8>, u64), String> {
+                        let h = b.read(at, 8)?;
+                        let zsize = u64::from(u32::from_le_bytes(h[0..4].try_into().unwrap()));
+                        let size = u64::from(u32::from_le_bytes(h[4..8].try_into().unwrap()));
+                        if zsize > file::MAX_BLOCK {
+                            return Err(format!(
+                                "the compressed chunk at byte {at} says it is {zsize} bytes, more than the {} iosleuth reads at once",
+                                file::MAX_BLOCK
+                            ));
+                        }
+                        if at + 8 + zsize > limit {
+                            return Err(format!(
+                                "truncated: the compressed chunk at byte {at} ({zsize} bytes) runs past the end of the file (byte {limit})"
+                            ));
+                        }
+                        let data = b.read(at + 8, zsize)?;
+                        let out = file::decompress(codec, &data, size)
+                            .map_err(|e| format!("the compressed chunk at byte {at}: {e}"))?;
+                        Ok((out, at + 8 + zsize))
+                    })();
+                    match chunk {
+                        Ok((out, after)) => {
+                            *left -= 1;
+                            *next = after;
+                            *buf = out;
+                            *pos = 0;
+                        }
+                        Err(e) => {
+                            let who = self.who();
+                            self.cut(stats, format!("{who}: {e}"));
+                            return None;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Decodes the next page into `pending`; false at the end.
+    fn fill(&mut self, r: &Reader, stats: &mut SourceStats) -> bool {
+        let Some(mut page) = self.next_page(&r.backing, stats) else {
+            return false;
+        };
+        let hdr = r.decoder.page;
+        let where_ = match self.page_at {
+            Some(at) => format!("the page at byte {at}"),
+            None => format!("a compressed page of {}", self.who()),
+        };
+        let have = page.len();
+        if have < self.page_size {
+            // A short last page: read the records it holds whole.
+            page.resize(self.page_size, 0);
+        }
+        let Some(mut info) = page_info(&page, hdr) else {
+            stats.skip(|| format!("{where_}: an impossible length"));
+            return true;
+        };
+        if have < self.page_size {
+            let fits = have.saturating_sub(hdr.data_offset);
+            if info.data_len > fits {
+                stats.skip(|| format!("{where_}: cut short ({have} of {} bytes)", self.page_size));
+                info = PageInfo {
+                    data_len: fits,
+                    ..info
+                };
+            }
+        }
+        if info.missed {
+            let n = info.missed_count.unwrap_or(0).max(1);
+            stats.lost_events = stats.lost_events.saturating_add(n);
+            stats
+                .lost_reports
+                .push((Some(r.clock.apply(info.base_ts)), n));
+        }
+        let mut recs = PageRecords::new(&page, hdr, &info);
+        for (ts, rec) in recs.by_ref() {
+            match r.decoder.decode(r.clock.apply(ts), self.cpu, rec) {
+                Some(ev) => self.pending.push_back(ev),
+                None => stats.skip(|| format!("{where_}: a record of an unknown event id")),
+            }
+        }
+        if recs.damaged {
+            stats.skip(|| format!("{where_}: damaged, the rest of it was skipped"));
+        }
+        true
+    }
+
+    fn next(&mut self, r: &Reader, stats: &mut SourceStats) -> Option<Event> {
+        loop {
+            if let Some(ev) = self.pending.pop_front() {
+                return Some(ev);
+            }
+            if !self.fill(r, stats) {
+                return None;
+            }
+        }
+    }
+}
+
+/// What every CPU stream reads with.
+struct Reader {
+    path: PathBuf,
+    backing: Backing,
+    decoder: Decoder,
+    clock: Clock,
+}
+
+/// Every CPU of every instance of one trace.dat, merged by time.
+pub struct TraceDatSource {
+    r: Reader,
+    streams: Vec<CpuStream>,
+    /// Each stream's next event and the file offset of its page (none
+    /// inside a compressed chunk).
+    heads: Vec<Option<(Event, Option<u64>)>>,
+    order: BinaryHeap<Reverse<(u64, usize)>>,
+    /// Processes' names as report's line headers give them.
+    comms: HashMap<u32, Comm>,
+    symbols: KernelSymbols,
+    stats: SourceStats,
+    last: Position,
+}
+
+/// `<idle>` and `<...>`, as libtraceevent names pid 0 and an unknown pid.
+fn idle() -> Comm {
+    Comm::new(b"<idle>")
+}
+fn unknown() -> Comm {
+    Comm::new(b"<...>")
+}
+
+/// `saved_cmdlines`: `PID COMM` lines; of a pid listed twice, the first.
+fn parse_cmdlines(text: &str) -> HashMap<u32, Comm> {
+    let mut out = HashMap::new();
+    for l in text.lines() {
+        let l = l.trim_start();
+        let (pid, comm) = l.split_once(' ').unwrap_or((l, ""));
+        if let Ok(pid) = pid.parse::<u32>() {
+            if pid != 0 && !comm.is_empty() {
+                out.entry(pid).or_insert_with(|| Comm::new(comm.as_bytes()));
+            }
+        }
+    }
+    out
+}
+
+impl TraceDatSource {
+    fn new(path: &Path, backing: Backing) -> Result<TraceDatSource, InputError> {
+        let err = |e: String| InputError::new(path, e);
+        let (header, meta) = sections::read_meta(&backing).map_err(err)?;
+        let page = meta.page;
+        let ok = matches!(page.commit_size, 4 | 8)
+            && page
+                .commit_offset
+                .checked_add(page.commit_size)
+                .is_some_and(|end| end <= page.data_offset);
+        let min_page = meta
+            .buffers
+            .iter()
+            .map(|b| b.page_size)
+            .min()
+            .unwrap_or(header.page_size);
+        if !ok || page.data_offset >= min_page {
+            return Err(err(format!(
+                "its header_page describes an impossible page: commit word at byte {} ({} bytes), data at byte {}, in pages of {min_page} bytes",
+                page.commit_offset, page.commit_size, page.data_offset
+            )));
+        }
+        let mut stats = SourceStats {
+            notes: meta
+                .notes
+                .iter()
+                .map(|n| format!("{}: {n}", path.display()))
+                .collect(),
+            ..SourceStats::default()
+        };
+        let mut streams = Vec::new();
+        for buf in &meta.buffers {
+            for d in &buf.cpus {
+                if d.size == 0 {
+                    continue;
+                }
+                streams.push(CpuStream::new(&backing, buf, *d, header.codec, &mut stats));
+            }
+        }
+        let r = Reader {
+            path: path.to_path_buf(),
+            decoder: Decoder::new(&meta.formats, page),
+            backing,
+            clock: meta.clock,
+        };
+        let mut s = TraceDatSource {
+            heads: (0..streams.len()).map(|_| None).collect(),
+            streams,
+            order: BinaryHeap::new(),
+            comms: parse_cmdlines(&meta.cmdlines),
+            symbols: KernelSymbols::parse(&meta.kallsyms),
+            stats,
+            last: Position::Event(0),
+            r,
+        };
+        for i in 0..s.streams.len() {
+            s.prime(i);
+        }
+        Ok(s)
+    }
+
+    /// Reads stream `i`'s next event into its head.
+    fn prime(&mut self, i: usize) {
+        let st = &mut self.streams[i];
+        if let Some(ev) = st.next(&self.r, &mut self.stats) {
+            let ts = ev.ts().unwrap_or(0);
+            self.heads[i] = Some((ev, st.page_at));
+            self.order.push(Reverse((ts, i)));
+        }
+    }
+
+    /// The name report's line header gives the task.
+    fn comm_of(&self, pid: u32) -> Comm {
+        if pid == 0 {
+            return idle();
+        }
+        self.comms.get(&pid).copied().unwrap_or_else(unknown)
+    }
+
+    /// Names the task, and the kernel addresses the event holds, as
+    /// `trace-cmd report` prints them; learns the names a scheduler event
+    /// tells (never replacing one known).
+    fn name(&mut self, ev: &mut Event) {
+        match ev {
+            Event::Block(b) if b.comm.is_empty() => b.comm = self.comm_of(b.pid),
+            Event::Other(o) => {
+                o.comm = self.comm_of(o.pid);
+                if !self.symbols.is_empty() {
+                    for (k, v) in &mut o.fields.0 {
+                        if let (true, Value::Int(a)) = (ADDRESS_FIELDS.contains(&&**k), &*v) {
+                            if let Some((name, _)) = self.symbols.lookup(*a as u64) {
+                                *v = Value::Str(name.into());
+                            }
+                        }
+                    }
+                }
+                let pairs: &[(&str, &str)] = match o.short_name() {
+                    "sched_switch" => &[("prev_pid", "prev_comm"), ("next_pid", "next_comm")],
+                    "sched_wakeup" | "sched_wakeup_new" => &[("pid", "comm")],
+                    _ => &[],
+                };
+                for (p, c) in pairs {
+                    if let (Some(pid), Some(c)) = (o.fields.int(p), o.fields.str(c)) {
+                        if pid > 0 && pid <= i64::from(u32::MAX) {
+                            self.comms
+                                .entry(pid as u32)
+                                .or_insert_with(|| Comm::new(c.as_bytes()));
+                        }
+                    }
+                }
+            }
+            Event::Stack(k) if !self.symbols.is_empty() => {
+                let named: Vec<Arc<str>> = k
+                    .frames
+                    .iter()
+                    .map(|f| {
+                        f.strip_prefix("0x")
+                            .and_then(|h| u64::from_str_radix(h, 16).ok())
+                            .and_then(|a| self.symbols.resolve(a))
+                            .map_or_else(|| f.clone(), Arc::from)
+                    })
+                    .collect();
+                k.frames = named.into();
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Source for TraceDatSource {
+    fn next_event(&mut self) -> Option<Event> {
+        let Reverse((_, i)) = self.order.pop()?;
+        let (mut ev, pos) = self.heads[i].take()?;
+        self.prime(i);
+        self.name(&mut ev);
+        self.stats.events += 1;
+        self.last = match pos {
+            Some(at) => Position::Page(at),
+            None => Position::Event(self.stats.events),
+        };
+        Some(ev)
+    }
+    fn path(&self) -> &Path {
+        &self.r.path
+    }
+    fn format(&self) -> &'static str {
+        "trace-cmd trace.dat"
+    }
+    fn stats(&self) -> &SourceStats {
+        &self.stats
+    }
+    fn position(&self) -> Position {
+        self.last
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cmdlines_as_libtraceevent_reads_them() {
+        let m = parse_cmdlines(
+            "29696 dd\n21216 kworker/u8:1\n7 two words\n29696 other\nbad line\n0 swapper\n",
+        );
+        assert_eq!(m[&29696].as_str(), "dd");
+        assert_eq!(m[&21216].as_str(), "kworker/u8:1");
+        assert_eq!(m[&7].as_str(), "two words");
+        assert!(!m.contains_key(&0));
+        assert_eq!(m.len(), 3);
+    }
+
+    #[test]
+    fn not_a_trace_dat() {
+        assert!(detect(b"\x17\x08\x44tracing6\0"));
+        assert!(!detect(b"\x17\x08\x44trac"));
+        let e = open_bytes(Path::new("x.dat"), b"\x17\x08\x44tracing".to_vec())
+            .err()
+            .unwrap();
+        assert!(e.to_string().starts_with("x.dat: "), "{e}");
+    }
+}
