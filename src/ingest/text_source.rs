@@ -288,10 +288,7 @@ impl TextSource {
             return Line::Ignore;
         }
         // Cheap pre-check: markers are short and hold "CPU:".
-        if t.len() < 120
-            && memchr::memchr(b':', t).is_some()
-            && CPU_MARK.find(t).is_some()
-        {
+        if t.len() < 120 && memchr::memchr(b':', t).is_some() && CPU_MARK.find(t).is_some() {
             if let Some(n) = parse_lost(t) {
                 return Line::Lost(self.last_ts, n);
             }
