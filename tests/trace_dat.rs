@@ -86,6 +86,25 @@ fn each_version_reports_what_its_trace_cmd_text_reports() {
 
 /// `iosleuth dump`'s columns (report/dump.rs): time, CPU and pid, then
 /// the task's name (16 wide).
+#[test]
+fn scheduler_analysis_of_each_version_equals_its_trace_cmd_texts() {
+    // trace-cmd report prints sched_switch and sched_wakeup through
+    // libtraceevent's plugin (`prev:pid [prio] S ==> next:pid [prio]`).
+    let text = json_report(&[fx("tracedat-oncpu.trace-cmd.txt.gz")], &[]);
+    assert!(
+        text["sched"]["switches"].as_u64().unwrap() > 100,
+        "{}",
+        text["sched"]
+    );
+    assert!(text["sched"]["runqlat"]["count"].as_u64().unwrap() > 50);
+    for v in ["v6", "v7", "v7-zlib", "v7-zstd"] {
+        let dat = json_report(&[fx(&format!("tracedat-oncpu.{v}.dat"))], &[]);
+        for k in ["switches", "wakeups", "runqlat", "threads"] {
+            assert_eq!(dat["sched"][k], text["sched"][k], "{v}: sched.{k}");
+        }
+    }
+}
+
 fn head(line: &str) -> (&str, &str) {
     let (head, rest) = line.split_at(line.len().min(47));
     (head, rest.trim())

@@ -46,6 +46,9 @@ pub fn parse_payload(
 ) -> Fields {
     let mut out = Fields::default();
     let p = payload;
+    if let Some(f) = sched_plugin_fields(short_name, p, key) {
+        return f;
+    }
     if memchr::memchr(b'=', p).is_some() {
         let mut starts = Vec::new();
         for i in 0..p.len() {
@@ -102,6 +105,71 @@ pub fn parse_payload(
         }
     }
     out
+}
+
+/// `comm:pid [prio]` from the end of `t` (a comm may hold `:` and spaces).
+fn task_at_end(t: &str) -> Option<(&str, &str, &str)> {
+    let (task, prio) = t.trim_end().strip_suffix(']')?.rsplit_once(" [")?;
+    let (comm, pid) = task.rsplit_once(':')?;
+    let digits = |s: &str| {
+        !s.is_empty()
+            && s.trim_start_matches('-')
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+    };
+    (digits(pid) && digits(prio)).then_some((comm.trim_start(), pid, prio))
+}
+
+/// What libtraceevent's sched_switch plugin prints in `trace-cmd report`
+/// (the default, without `-N`): `prev:pid [prio] S ==> next:pid [prio]`
+/// for sched_switch, `comm:pid [prio] [success=1 ]CPU:003` for
+/// sched_wakeup and sched_waking. Named as the tracepoint's fields.
+fn sched_plugin_fields(
+    short_name: &str,
+    p: &[u8],
+    key: &mut dyn FnMut(&[u8]) -> Arc<str>,
+) -> Option<Fields> {
+    let text = std::str::from_utf8(p).ok()?.trim();
+    let mut out = Fields::default();
+    match short_name {
+        "sched_switch" => {
+            let (prev, next) = text.split_once(" ==> ")?;
+            let (prev, state) = prev.trim_end().rsplit_once(' ')?;
+            let (pc, pp, pprio) = task_at_end(prev)?;
+            let (nc, np, nprio) = task_at_end(next)?;
+            for (k, v) in [
+                ("prev_comm", pc),
+                ("prev_pid", pp),
+                ("prev_prio", pprio),
+                ("prev_state", state),
+                ("next_comm", nc),
+                ("next_pid", np),
+                ("next_prio", nprio),
+            ] {
+                out.push(key(k.as_bytes()), value_of_text(v));
+            }
+        }
+        "sched_wakeup" | "sched_waking" | "sched_wakeup_new" => {
+            let (task, cpu) = text.rsplit_once(" CPU:")?;
+            let task = task.trim_end();
+            let task = match task.rsplit_once(" success=") {
+                Some((t, _)) => t,
+                None => task,
+            };
+            let (comm, pid, prio) = task_at_end(task)?;
+            let cpu = cpu.trim_start_matches('0');
+            for (k, v) in [
+                ("comm", comm),
+                ("pid", pid),
+                ("prio", prio),
+                ("target_cpu", if cpu.is_empty() { "0" } else { cpu }),
+            ] {
+                out.push(key(k.as_bytes()), value_of_text(v));
+            }
+        }
+        _ => return None,
+    }
+    Some(out)
 }
 
 /// ftrace's own syscall lines: `sys_fsync(fd: 3)` is the entry of fsync,
@@ -212,5 +280,44 @@ mod tests {
             (n.as_str(), f.get("ret")),
             ("sys_exit_fsync", Some(&Value::Int(0)))
         );
+    }
+}
+
+#[cfg(test)]
+mod sched_plugin_tests {
+    use super::*;
+
+    fn fields(name: &str, text: &str) -> Fields {
+        parse_payload(name, text.as_bytes(), &mut |k| {
+            Arc::from(std::str::from_utf8(k).unwrap())
+        })
+    }
+
+    #[test]
+    fn trace_cmd_sched_switch_plugin_text_gives_the_tracepoint_fields() {
+        let f = fields(
+            "sched_switch",
+            "kworker/u8:1:29 [120] R+ ==> fio 2:7889 [100]",
+        );
+        assert_eq!(f.str("prev_comm"), Some("kworker/u8:1"));
+        assert_eq!(f.int("prev_pid"), Some(29));
+        assert_eq!(f.int("prev_prio"), Some(120));
+        assert_eq!(f.str("prev_state"), Some("R+"));
+        assert_eq!(f.str("next_comm"), Some("fio 2"));
+        assert_eq!(f.int("next_pid"), Some(7889));
+        assert_eq!(f.int("next_prio"), Some(100));
+    }
+
+    #[test]
+    fn trace_cmd_sched_wakeup_plugin_text_gives_the_tracepoint_fields() {
+        for text in ["dd:29696 [120] CPU:001", "dd:29696 [120] success=1 CPU:001"] {
+            let f = fields("sched_waking", text);
+            assert_eq!(f.str("comm"), Some("dd"), "{text}");
+            assert_eq!(f.int("pid"), Some(29696));
+            assert_eq!(f.int("target_cpu"), Some(1));
+        }
+        // The kernel's own format still parses as key=value.
+        let f = fields("sched_wakeup", "comm=dd pid=29696 prio=120 target_cpu=001");
+        assert_eq!(f.int("pid"), Some(29696));
     }
 }

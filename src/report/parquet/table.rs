@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 /// Rows per row group: large enough for good compression and fast scans,
 /// small enough (a few MiB buffered) to keep memory flat.
-const ROW_GROUP: usize = 128 * 1024;
+const ROW_GROUP: usize = 64 * 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -202,7 +202,10 @@ impl TableWriter {
                 (Cell::Int(v), Values::Int(out)) => out.push(*v),
                 (Cell::Float(v), Values::Float(out)) => out.push(*v),
                 (Cell::Text(v), Values::Text(out)) => {
-                    out.push(ByteArray::from(v.as_bytes().to_vec()))
+                    // Most text columns repeat (kernel, device, op, comm):
+                    // share the previous row's bytes instead of a copy.
+                    let same = out.last().filter(|l| l.data() == v.as_bytes()).cloned();
+                    out.push(same.unwrap_or_else(|| ByteArray::from(v.as_bytes().to_vec())));
                 }
                 (Cell::Null, _) if col.optional => {}
                 _ => panic!("column {}: {cell:?} does not fit its type", col.name),
