@@ -54,50 +54,92 @@ impl std::fmt::Display for EventName {
     }
 }
 
+/// A CPU's last event and its longest gaps so far.
+#[derive(Default)]
+struct CpuGaps {
+    last: Option<(u64, EventName)>,
+    gaps: Vec<Gap>,
+}
+
+/// A thread's last event and the length of its longest gap so far (the
+/// gap itself is in `thread_max`): one lookup per event, not three.
+struct ThreadLast {
+    ts: u64,
+    name: EventName,
+    longest: u64,
+}
+
+/// CPUs are indexed directly up to this; a larger number (a corrupt
+/// record) goes to a map.
+const DIRECT_CPUS: u32 = 1024;
+
 #[derive(Default)]
 pub struct GapAnalysis {
-    cpu_last: FxHashMap<u32, (u64, EventName)>,
-    cpu_gaps: FxHashMap<u32, Vec<Gap>>,
-    thread_last: FxHashMap<u32, (u64, EventName)>,
+    cpus: Vec<CpuGaps>,
+    other_cpus: FxHashMap<u32, CpuGaps>,
+    thread_last: FxHashMap<u32, ThreadLast>,
     thread_max: FxHashMap<u32, Gap>,
 }
 
 impl GapAnalysis {
-    pub fn new() -> GapAnalysis {
-        GapAnalysis::default()
+    pub fn new() -> Self {
+        Self::default()
     }
 
-    /// Any event: its time, CPU, thread (0 for the idle task) and name.
+    fn cpu(&mut self, cpu: u32) -> &mut CpuGaps {
+        if cpu < DIRECT_CPUS {
+            let i = cpu as usize;
+            if self.cpus.len() <= i {
+                self.cpus.resize_with(i + 1, CpuGaps::default);
+            }
+            &mut self.cpus[i]
+        } else {
+            self.other_cpus.entry(cpu).or_default()
+        }
+    }
+
     pub fn add(&mut self, ts: u64, cpu: u32, pid: u32, name: EventName) {
-        if let Some((last, before)) = self.cpu_last.insert(cpu, (ts, name.clone())) {
-            if ts > last {
-                let list = self.cpu_gaps.entry(cpu).or_default();
-                if qualifies(list, PER_CPU, ts - last, |g| g.gap_ns) {
-                    let gap = Gap {
-                        start_ns: last,
-                        gap_ns: ts - last,
-                        before: before.to_string(),
-                        after: name.to_string(),
-                    };
-                    keep_largest(list, gap, PER_CPU, |g| g.gap_ns, |g| g.start_ns);
-                }
+        let c = self.cpu(cpu);
+        if let Some((last, before)) = c.last.replace((ts, name.clone())) {
+            if ts > last && qualifies(&c.gaps, PER_CPU, ts - last, |g| g.gap_ns) {
+                let gap = Gap {
+                    start_ns: last,
+                    gap_ns: ts - last,
+                    before: before.to_string(),
+                    after: name.to_string(),
+                };
+                keep_largest(&mut c.gaps, gap, PER_CPU, |g| g.gap_ns, |g| g.start_ns);
             }
         }
         if pid == 0 {
             return;
         }
-        if let Some((last, before)) = self.thread_last.insert(pid, (ts, name.clone())) {
-            let gap = ts.saturating_sub(last);
-            if gap > self.thread_max.get(&pid).map_or(0, |g| g.gap_ns) {
-                self.thread_max.insert(
-                    pid,
-                    Gap {
-                        start_ns: last,
-                        gap_ns: gap,
-                        before: before.to_string(),
-                        after: name.to_string(),
-                    },
-                );
+        match self.thread_last.entry(pid) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(ThreadLast {
+                    ts,
+                    name,
+                    longest: 0,
+                });
+            }
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                let t = o.get_mut();
+                let gap = ts.saturating_sub(t.ts);
+                let before = std::mem::replace(&mut t.name, name);
+                if gap > t.longest {
+                    t.longest = gap;
+                    let after = t.name.to_string();
+                    self.thread_max.insert(
+                        pid,
+                        Gap {
+                            start_ns: t.ts,
+                            gap_ns: gap,
+                            before: before.to_string(),
+                            after,
+                        },
+                    );
+                }
+                t.ts = ts;
             }
         }
     }
@@ -115,9 +157,15 @@ impl GapAnalysis {
             .collect();
         threads.sort_by(|a, b| b.gap.gap_ns.cmp(&a.gap.gap_ns).then(a.pid.cmp(&b.pid)));
         threads.truncate(THREADS);
-        GapsSummary {
-            cpus: self.cpu_gaps.into_iter().collect(),
-            threads,
-        }
+        let cpus = self
+            .cpus
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| (i as u32, c))
+            .chain(self.other_cpus)
+            .filter(|(_, c)| !c.gaps.is_empty())
+            .map(|(i, c)| (i, c.gaps))
+            .collect();
+        GapsSummary { cpus, threads }
     }
 }

@@ -27,6 +27,7 @@ use crate::model::Event;
 use crate::pipeline::Options;
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::{Arc, Mutex};
 use tracks::Writer;
 
 /// What was written, by kind of slice.
@@ -42,16 +43,24 @@ pub struct Summary {
     pub bytes: u64,
 }
 
-fn collect<T: Send + 'static>(rx: Receiver<T>) -> std::thread::JoinHandle<Vec<T>> {
-    std::thread::spawn(move || rx.into_iter().collect())
-}
-
 pub fn export(input: &Path, out: &Path, base: &Options) -> Result<Summary> {
     const QUEUE: usize = 8192;
-    let (req_tx, req_rx) = sync_channel(QUEUE);
-    let (op_tx, op_rx) = sync_channel(QUEUE);
-    let (st_tx, st_rx) = sync_channel(QUEUE);
-    let (reqs, ops, states) = (collect(req_rx), collect(op_rx), collect(st_rx));
+    let file = std::fs::File::create(out)
+        .map_err(|e| Error::failed(format!("{}: cannot create: {e}", out.display())))?;
+    let failed = |e: std::io::Error| {
+        let _ = std::fs::remove_file(out);
+        Error::failed(format!("{}: {e}", out.display()))
+    };
+    // Operations and thread states are written as the analyses send them
+    // (Perfetto sorts events by time itself); requests are kept until the
+    // end, since lanes are given in order of queueing.
+    let w = Arc::new(Mutex::new(Writer::new(std::io::BufWriter::new(file))));
+    let (req_tx, req_rx) = sync_channel::<RequestRow>(QUEUE);
+    let (op_tx, op_rx) = sync_channel::<OperationRow>(QUEUE);
+    let (st_tx, st_rx) = sync_channel::<ThreadStateRow>(QUEUE);
+    let reqs = std::thread::spawn(move || req_rx.into_iter().collect::<Vec<_>>());
+    let ops = write_as_they_come(&w, op_rx, |w, o| w.operation(&o));
+    let states = write_as_they_come(&w, st_rx, |w, s| w.thread_state(&s));
     let opts = Options {
         rows: RowSinks {
             requests: Some(req_tx),
@@ -63,42 +72,66 @@ pub fn export(input: &Path, out: &Path, base: &Options) -> Result<Summary> {
     let analysed = crate::pipeline::read(&[input.to_path_buf()], &opts);
     drop(opts);
     let mut requests: Vec<RequestRow> = reqs.join().expect("collector");
-    let mut operations: Vec<OperationRow> = ops.join().expect("collector");
-    let mut states: Vec<ThreadStateRow> = states.join().expect("collector");
-    let (analysis, _) = analysed?;
+    let operations = ops.join().expect("writer").map_err(failed)?;
+    let thread_states = states.join().expect("writer").map_err(failed)?;
+    let (analysis, _) = analysed.inspect_err(|_| {
+        let _ = std::fs::remove_file(out);
+    })?;
     // The second pass: what no analysis sends rows of (irqs, commits).
-    let spans = kernel_spans(input)?;
-
-    let file = std::fs::File::create(out)
-        .map_err(|e| Error::failed(format!("{}: cannot create: {e}", out.display())))?;
-    let mut w = Writer::new(std::io::BufWriter::new(file));
+    let spans = kernel_spans(input).inspect_err(|_| {
+        let _ = std::fs::remove_file(out);
+    })?;
+    let mut w = Arc::try_unwrap(w)
+        .ok()
+        .expect("the writer threads ended")
+        .into_inner()
+        .expect("not poisoned");
     requests.sort_by_key(|r| (r.queued_ns, r.completed_ns));
-    operations.sort_by_key(|o| (o.start_ns, std::cmp::Reverse(o.latency_ns)));
-    states.sort_by_key(|s| (s.start_ns, s.pid));
     let names = device_names(&analysis);
-    let mut sum = Summary::default();
+    let mut sum = Summary {
+        operations,
+        thread_states,
+        ..Default::default()
+    };
     let written = (|| -> std::io::Result<()> {
         sum.requests = w.requests(&requests, &names)?;
-        sum.operations = w.operations(&operations)?;
-        sum.thread_states = w.thread_states(&states)?;
         let (commits, irqs, softirqs) = w.kernel_spans(&spans)?;
         sum.commits = commits;
         sum.irqs = irqs;
         sum.softirqs = softirqs;
+        let (tracks, bytes) = w.finish()?;
+        sum.tracks = tracks;
+        sum.bytes = bytes;
         Ok(())
     })();
-    let finished = written.and_then(|_| w.finish());
-    match finished {
-        Ok((tracks, bytes)) => {
-            sum.tracks = tracks;
-            sum.bytes = bytes;
-            Ok(sum)
+    written.map_err(failed)?;
+    Ok(sum)
+}
+
+type Shared = Arc<Mutex<Writer<std::io::BufWriter<std::fs::File>>>>;
+
+/// A thread that writes each row `rx` brings; the number written, or the
+/// first error (the rows after it are drained and dropped).
+fn write_as_they_come<T: Send + 'static>(
+    w: &Shared,
+    rx: Receiver<T>,
+    write: fn(&mut Writer<std::io::BufWriter<std::fs::File>>, T) -> std::io::Result<()>,
+) -> std::thread::JoinHandle<std::io::Result<u64>> {
+    let w = Arc::clone(w);
+    std::thread::spawn(move || {
+        let mut n = 0;
+        let mut error = None;
+        for row in rx {
+            if error.is_none() {
+                let mut guard = w.lock().expect("not poisoned");
+                match write(&mut guard, row) {
+                    Ok(()) => n += 1,
+                    Err(e) => error = Some(e),
+                }
+            }
         }
-        Err(e) => {
-            let _ = std::fs::remove_file(out);
-            Err(Error::failed(format!("{}: {e}", out.display())))
-        }
-    }
+        error.map_or(Ok(n), Err)
+    })
 }
 
 /// Device names from the snapshot (`7,0` → `loop0`), for track names.

@@ -262,59 +262,53 @@ impl<W: Write> Writer<W> {
         Ok(reqs.len() as u64)
     }
 
-    /// Syscalls on their thread's track; other kinds (probe operations,
+    /// A syscall on its thread's track; other kinds (probe operations,
     /// `ext4_sync_file`) on a child track of the thread per kind, since
     /// they overlap the syscall they run in.
-    pub fn operations(&mut self, ops: &[OperationRow]) -> std::io::Result<u64> {
-        for o in ops {
-            let thread = self.thread(o.pid, &o.comm)?;
-            let (track, name) = match o.kind.strip_prefix("syscall ") {
-                Some(call) => (thread, call.to_string()),
-                None => {
-                    let key = format!("thread {} {}", o.pid, o.kind);
-                    (self.named(&key, &o.kind, Some(thread))?, o.kind.clone())
-                }
-            };
-            let b = &o.breakdown;
-            let mut args = vec![
-                Arg::Int("latency_ns", o.latency_ns as i64),
-                Arg::Int("on_cpu_ns", b.on_cpu_ns as i64),
-                Arg::Int("runnable_ns", b.runnable_ns as i64),
-                Arg::Int("device_ns", b.device_ns.values().sum::<u64>() as i64),
-                Arg::Int("queued_ns", b.queued_ns as i64),
-                Arg::Int("journal_ns", b.journal_ns as i64),
-                Arg::Int("journal_space_ns", b.journal_space_ns as i64),
-                Arg::Int("other_wait_ns", b.other_wait_ns as i64),
-            ];
-            if let Some(d) = o.dev {
-                args.push(Arg::Text("device", format!("{},{}", d.major(), d.minor())));
+    pub fn operation(&mut self, o: &OperationRow) -> std::io::Result<()> {
+        let thread = self.thread(o.pid, &o.comm)?;
+        let (track, name) = match o.kind.strip_prefix("syscall ") {
+            Some(call) => (thread, call.to_string()),
+            None => {
+                let key = format!("thread {} {}", o.pid, o.kind);
+                (self.named(&key, &o.kind, Some(thread))?, o.kind.clone())
             }
-            self.slice(track, name, o.start_ns, o.start_ns + o.latency_ns, args)?;
+        };
+        let b = &o.breakdown;
+        let mut args = vec![
+            Arg::Int("latency_ns", o.latency_ns as i64),
+            Arg::Int("on_cpu_ns", b.on_cpu_ns as i64),
+            Arg::Int("runnable_ns", b.runnable_ns as i64),
+            Arg::Int("device_ns", b.device_ns.values().sum::<u64>() as i64),
+            Arg::Int("queued_ns", b.queued_ns as i64),
+            Arg::Int("journal_ns", b.journal_ns as i64),
+            Arg::Int("journal_space_ns", b.journal_space_ns as i64),
+            Arg::Int("other_wait_ns", b.other_wait_ns as i64),
+        ];
+        if let Some(d) = o.dev {
+            args.push(Arg::Text("device", format!("{},{}", d.major(), d.minor())));
         }
-        Ok(ops.len() as u64)
+        self.slice(track, name, o.start_ns, o.start_ns + o.latency_ns, args)
     }
 
-    /// Each thread's states on a "state" child track of its thread.
-    pub fn thread_states(&mut self, states: &[ThreadStateRow]) -> std::io::Result<u64> {
-        for s in states {
-            let thread = self.thread(s.pid, s.comm.as_str())?;
-            let track = self.named(&format!("thread {} state", s.pid), "state", Some(thread))?;
-            let mut args = Vec::new();
-            if let Some(c) = s.cpu {
-                args.push(Arg::Int("cpu", c as i64));
-            }
-            if let ThreadState::Off(c) = s.state {
-                args.push(Arg::Text("task_state", c.to_string()));
-            }
-            self.slice(
-                track,
-                s.state.name().to_string(),
-                s.start_ns,
-                s.end_ns,
-                args,
-            )?;
+    /// A stretch of a thread's state, on a "state" child track of it.
+    pub fn thread_state(&mut self, s: &ThreadStateRow) -> std::io::Result<()> {
+        let thread = self.thread(s.pid, s.comm.as_str())?;
+        let track = self.named(&format!("thread {} state", s.pid), "state", Some(thread))?;
+        let mut args = Vec::new();
+        if let Some(c) = s.cpu {
+            args.push(Arg::Int("cpu", c as i64));
         }
-        Ok(states.len() as u64)
+        if let ThreadState::Off(c) = s.state {
+            args.push(Arg::Text("task_state", c.to_string()));
+        }
+        self.slice(
+            track,
+            s.state.name().to_string(),
+            s.start_ns,
+            s.end_ns,
+            args,
+        )
     }
 
     /// Journal commits, hard irqs and softirqs: (commits, irqs, softirqs).
