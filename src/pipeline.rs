@@ -22,6 +22,9 @@ pub struct Options {
     /// Where exports receive rows while the analyses run (nothing by
     /// default). The channels close when these options are dropped.
     pub rows: crate::analyze::rows::RowSinks,
+    /// Keep every request's latency for the HTML page's plots (up to a
+    /// million points a device: 32 MiB); other outputs need none.
+    pub request_timeline: bool,
 }
 
 impl Default for Options {
@@ -35,6 +38,7 @@ impl Default for Options {
             },
             interval_s: 1.0,
             rows: Default::default(),
+            request_timeline: false,
         }
     }
 }
@@ -125,6 +129,7 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
     let cfg = BlockConfig {
         interval_ns: ((interval * 1e9).round() as u64).max(1),
         rows: opts.rows.clone(),
+        request_timeline: opts.request_timeline,
         ..Default::default()
     };
     let (mut merged, tap) = open_marked(paths)?;

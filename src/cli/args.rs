@@ -53,6 +53,7 @@ impl FilterArgs {
             },
             interval_s: self.interval,
             rows: Default::default(),
+            request_timeline: false,
         }
     }
 }

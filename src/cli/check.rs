@@ -49,6 +49,7 @@ fn analyses(paths: &[PathBuf]) -> Result<Vec<(Analysis, Inputs)>> {
         filter: Filter::default(),
         interval_s: 1.0,
         rows: Default::default(),
+        request_timeline: false,
     };
     paths
         .iter()

@@ -54,6 +54,7 @@ pub fn run(args: DiffArgs) -> Result<ExitStatus> {
     let (base_paths, cand_paths) = args.sides.split("diff")?;
     let mut opts = Options::default();
     opts.filter.functions = args.functions.clone();
+    opts.request_timeline = matches!(args.format, DiffFormat::Html);
     let (base, cand) = super::args::both(runs(&base_paths, &opts), runs(&cand_paths, &opts))?;
     for w in pipeline::comparison_warnings(&sides(&base), &sides(&cand)) {
         super::warn(&w);

@@ -27,6 +27,8 @@ pub struct BlockConfig {
     /// Where exports receive rows (requests, operations, thread states)
     /// while the analyses run; nothing by default.
     pub rows: crate::analyze::rows::RowSinks,
+    /// Keep each device's request timeline (the HTML page's plots).
+    pub request_timeline: bool,
 }
 
 impl Default for BlockConfig {
@@ -36,6 +38,7 @@ impl Default for BlockConfig {
             origin_ns: None,
             end_ns: None,
             rows: Default::default(),
+            request_timeline: false,
         }
     }
 }
@@ -265,10 +268,13 @@ impl BlockAnalysis {
         }
         let interval = self.cfg.interval_ns;
         let rows = &self.cfg.rows.requests;
+        let timeline = self.cfg.request_timeline;
         let (counts, reqs) = self.devices.entry(e.dev).or_insert_with(|| {
             (
                 ActionCounts::default(),
-                DeviceRequests::new(origin, interval).with_rows(e.dev, rows.clone()),
+                DeviceRequests::new(origin, interval)
+                    .with_rows(e.dev, rows.clone())
+                    .with_timeline(timeline),
             )
         });
         counts.add(e.action);

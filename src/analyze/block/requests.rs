@@ -99,6 +99,7 @@ pub struct DeviceRequests {
     empty: VecDeque<Request>,
     dev: Dev,
     rows: Option<std::sync::mpsc::SyncSender<RequestRow>>,
+    keep_timeline: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -143,6 +144,12 @@ impl DeviceRequests {
             iostat: IostatAccumulator::new(origin, interval),
             ..Default::default()
         }
+    }
+
+    /// Keeps every completed request in `timeline` (the HTML plots).
+    pub fn with_timeline(mut self, keep: bool) -> Self {
+        self.keep_timeline = keep;
+        self
     }
 
     /// Sends a row per completed request of `dev` to `sink`.
@@ -387,13 +394,15 @@ impl DeviceRequests {
             self.d2c.add(d2c);
             self.d2c_log2_us.add(d2c / 1000);
         }
-        self.timeline.add(super::timeline::RequestPoint {
-            done_ns: ts,
-            q2c_ns: q2c,
-            d2c_ns: issued.map(|d| ts.saturating_sub(d)),
-            sectors,
-            op,
-        });
+        if self.keep_timeline {
+            self.timeline.add(super::timeline::RequestPoint {
+                done_ns: ts,
+                q2c_ns: q2c,
+                d2c_ns: issued.map(|d| ts.saturating_sub(d)),
+                sectors,
+                op,
+            });
+        }
         let dev = self.dev;
         crate::analyze::rows::send(&mut self.rows, || RequestRow {
             dev,
