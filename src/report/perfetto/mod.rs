@@ -7,9 +7,10 @@
 //! Tracks:
 //! - "Block devices" → one track per device → "requests" lanes: each
 //!   request is a slice from its first bio queued to its completion, with
-//!   its stages and size as arguments; requests that overlap go on
-//!   different lanes of one name (the UI shows them as one track of
-//!   stacked rows); a "queue depth" counter of requests at the device.
+//!   its stages and size as arguments, written as it completes; requests
+//!   that overlap go on different lanes of one name (the UI shows them as
+//!   one track of stacked rows); a "queue depth" counter of requests at
+//!   the device.
 //! - a thread track per thread: its syscalls as slices, probe operations
 //!   on child tracks by kind, and a "state" child track (running, runnable,
 //!   blocked, sleeping) from the scheduler events.
@@ -51,14 +52,18 @@ pub fn export(input: &Path, out: &Path, base: &Options) -> Result<Summary> {
         let _ = std::fs::remove_file(out);
         Error::failed(format!("{}: {e}", out.display()))
     };
-    // Operations and thread states are written as the analyses send them
-    // (Perfetto sorts events by time itself); requests are kept until the
-    // end, since lanes are given in order of queueing.
-    let w = Arc::new(Mutex::new(Writer::new(std::io::BufWriter::new(file))));
+    // Every row is written as the analyses send it (Perfetto sorts events
+    // by time itself): memory does not follow the number of rows, except
+    // the queue depth's changes (see `Writer::queue_depths`).
+    let names = device_names(input);
+    let w = Arc::new(Mutex::new(Writer::new(
+        std::io::BufWriter::new(file),
+        names,
+    )));
     let (req_tx, req_rx) = sync_channel::<RequestRow>(QUEUE);
     let (op_tx, op_rx) = sync_channel::<OperationRow>(QUEUE);
     let (st_tx, st_rx) = sync_channel::<ThreadStateRow>(QUEUE);
-    let reqs = std::thread::spawn(move || req_rx.into_iter().collect::<Vec<_>>());
+    let reqs = write_as_they_come(&w, req_rx, |w, r| w.request(&r));
     let ops = write_as_they_come(&w, op_rx, |w, o| w.operation(&o));
     let states = write_as_they_come(&w, st_rx, |w, s| w.thread_state(&s));
     let opts = Options {
@@ -71,10 +76,10 @@ pub fn export(input: &Path, out: &Path, base: &Options) -> Result<Summary> {
     };
     let analysed = crate::pipeline::read(&[input.to_path_buf()], &opts);
     drop(opts);
-    let mut requests: Vec<RequestRow> = reqs.join().expect("collector");
+    let requests = reqs.join().expect("writer").map_err(failed)?;
     let operations = ops.join().expect("writer").map_err(failed)?;
     let thread_states = states.join().expect("writer").map_err(failed)?;
-    let (analysis, _) = analysed.inspect_err(|_| {
+    analysed.inspect_err(|_| {
         let _ = std::fs::remove_file(out);
     })?;
     // The second pass: what no analysis sends rows of (irqs, commits).
@@ -86,15 +91,14 @@ pub fn export(input: &Path, out: &Path, base: &Options) -> Result<Summary> {
         .expect("the writer threads ended")
         .into_inner()
         .expect("not poisoned");
-    requests.sort_by_key(|r| (r.queued_ns, r.completed_ns));
-    let names = device_names(&analysis);
     let mut sum = Summary {
+        requests,
         operations,
         thread_states,
         ..Default::default()
     };
     let written = (|| -> std::io::Result<()> {
-        sum.requests = w.requests(&requests, &names)?;
+        w.queue_depths()?;
         let (commits, irqs, softirqs) = w.kernel_spans(&spans)?;
         sum.commits = commits;
         sum.irqs = irqs;
@@ -134,9 +138,11 @@ fn write_as_they_come<T: Send + 'static>(
     })
 }
 
-/// Device names from the snapshot (`7,0` → `loop0`), for track names.
-fn device_names(a: &crate::analyze::Analysis) -> Vec<(String, String)> {
-    let Some(s) = &a.snapshot else {
+/// Device names from the input's snapshot (`7,0` → `loop0`), for track
+/// names.
+fn device_names(input: &Path) -> Vec<(String, String)> {
+    let (snapshots, _) = crate::pipeline::snapshots_of(&[input.to_path_buf()]);
+    let Some(s) = snapshots.into_iter().flatten().next() else {
         return Vec::new();
     };
     s.before

@@ -22,6 +22,13 @@ pub struct Writer<W: Write> {
     /// Tracks already described, by a key of ours.
     tracks: HashMap<String, u64>,
     first: bool,
+    /// Device tracks' names (`7,0` → `loop0`).
+    device_names: Vec<(String, String)>,
+    /// Per device, the end of each lane's last request.
+    lanes: HashMap<String, Vec<u64>>,
+    /// Per device, the queue depth's changes (time, +1 or -1): 32 bytes
+    /// a request, drawn at the end since they come out of order.
+    depth: HashMap<String, Vec<(u64, i64)>>,
 }
 
 /// A debug annotation (a slice's argument).
@@ -31,13 +38,16 @@ pub enum Arg {
 }
 
 impl<W: Write> Writer<W> {
-    pub fn new(out: W) -> Writer<W> {
+    pub fn new(out: W, device_names: Vec<(String, String)>) -> Writer<W> {
         Writer {
             out,
             bytes: 0,
             next_uuid: 1,
             tracks: HashMap::new(),
             first: true,
+            device_names,
+            lanes: HashMap::new(),
+            depth: HashMap::new(),
         }
     }
 
@@ -180,73 +190,69 @@ impl<W: Write> Writer<W> {
         })
     }
 
-    /// Requests (sorted by queue time) on lanes of their device, and each
-    /// device's queue depth (requests issued, not completed).
-    pub fn requests(
-        &mut self,
-        reqs: &[RequestRow],
-        names: &[(String, String)],
-    ) -> std::io::Result<u64> {
-        let root = if reqs.is_empty() {
-            0
-        } else {
-            self.named("devices", "Block devices", None)?
+    /// A request, as it completes, on the first lane of its device whose
+    /// last request ended by the time this one was queued. Requests come
+    /// in order of completion, so every earlier one on that lane ended by
+    /// then too: lanes never hold two requests at once, and only each
+    /// lane's last end is kept.
+    pub fn request(&mut self, r: &RequestRow) -> std::io::Result<()> {
+        let dev = format!("{},{}", r.dev.major(), r.dev.minor());
+        let root = self.named("devices", "Block devices", None)?;
+        let title = self
+            .device_names
+            .iter()
+            .find(|(d, _)| *d == dev)
+            .map_or_else(|| dev.clone(), |(_, n)| format!("{n} ({dev})"));
+        let dev_track = self.named(&format!("dev {dev}"), &title, Some(root))?;
+        let ends = self.lanes.entry(dev.clone()).or_default();
+        let lane = match ends.iter().position(|&e| e <= r.queued_ns) {
+            Some(i) => i,
+            None => {
+                ends.push(0);
+                ends.len() - 1
+            }
         };
-        // Per device: each lane's end, and the depth changes.
-        let mut lanes: HashMap<String, Vec<u64>> = HashMap::new();
-        let mut depth: HashMap<String, Vec<(u64, i64)>> = HashMap::new();
-        for r in reqs {
-            let dev = format!("{},{}", r.dev.major(), r.dev.minor());
-            let title = names
-                .iter()
-                .find(|(d, _)| *d == dev)
-                .map_or_else(|| dev.clone(), |(_, n)| format!("{n} ({dev})"));
-            let dev_track = self.named(&format!("dev {dev}"), &title, Some(root))?;
-            let ends = lanes.entry(dev.clone()).or_default();
-            let lane = match ends.iter().position(|&e| e <= r.queued_ns) {
-                Some(i) => i,
-                None => {
-                    ends.push(0);
-                    ends.len() - 1
-                }
-            };
-            ends[lane] = r.completed_ns.max(r.queued_ns + 1);
-            let track = self.named(
-                &format!("dev {dev} lane {lane}"),
-                "requests",
-                Some(dev_track),
-            )?;
-            let mut args = vec![
-                Arg::Int("sector", r.sector as i64),
-                Arg::Int("bytes", (r.sectors * 512) as i64),
-                Arg::Text("rwbs", r.rwbs.to_string()),
-                Arg::Int("pid", r.pid as i64),
-                Arg::Text("comm", r.comm.as_str().to_string()),
-                Arg::Int("bios", r.bios as i64),
-                Arg::Int("q2c_ns", r.completed_ns.saturating_sub(r.queued_ns) as i64),
-            ];
-            for (name, at) in [
-                ("allocated_after_ns", r.allocated_ns),
-                ("inserted_after_ns", r.inserted_ns),
-                ("issued_after_ns", r.issued_ns),
-            ] {
-                if let Some(t) = at {
-                    args.push(Arg::Int(name, t.saturating_sub(r.queued_ns) as i64));
-                }
+        ends[lane] = r.completed_ns.max(r.queued_ns + 1);
+        let track = self.named(
+            &format!("dev {dev} lane {lane}"),
+            "requests",
+            Some(dev_track),
+        )?;
+        let mut args = vec![
+            Arg::Int("sector", r.sector as i64),
+            Arg::Int("bytes", (r.sectors * 512) as i64),
+            Arg::Text("rwbs", r.rwbs.to_string()),
+            Arg::Int("pid", r.pid as i64),
+            Arg::Text("comm", r.comm.as_str().to_string()),
+            Arg::Int("bios", r.bios as i64),
+            Arg::Int("q2c_ns", r.completed_ns.saturating_sub(r.queued_ns) as i64),
+        ];
+        for (name, at) in [
+            ("allocated_after_ns", r.allocated_ns),
+            ("inserted_after_ns", r.inserted_ns),
+            ("issued_after_ns", r.issued_ns),
+        ] {
+            if let Some(t) = at {
+                args.push(Arg::Int(name, t.saturating_sub(r.queued_ns) as i64));
             }
-            if let Some(d) = r.issued_ns {
-                args.push(Arg::Int("d2c_ns", r.completed_ns.saturating_sub(d) as i64));
-                let changes = depth.entry(dev.clone()).or_default();
-                changes.push((d, 1));
-                changes.push((r.completed_ns, -1));
-            }
-            if r.error != 0 {
-                args.push(Arg::Int("error", r.error as i64));
-            }
-            let name = format!("{} {} KiB", r.rwbs, r.sectors / 2);
-            self.slice(track, name, r.queued_ns, r.completed_ns, args)?;
         }
-        let mut devs: Vec<_> = depth.into_iter().collect();
+        if let Some(d) = r.issued_ns {
+            args.push(Arg::Int("d2c_ns", r.completed_ns.saturating_sub(d) as i64));
+            let changes = self.depth.entry(dev).or_default();
+            changes.push((d, 1));
+            changes.push((r.completed_ns, -1));
+        }
+        if r.error != 0 {
+            args.push(Arg::Int("error", r.error as i64));
+        }
+        let name = format!("{} {} KiB", r.rwbs, r.sectors / 2);
+        self.slice(track, name, r.queued_ns, r.completed_ns, args)
+    }
+
+    /// Each device's queue depth (requests issued, not completed), from
+    /// the issues and completions of the requests written.
+    pub fn queue_depths(&mut self) -> std::io::Result<()> {
+        let mut devs: Vec<_> = std::mem::take(&mut self.depth).into_iter().collect();
         devs.sort();
         for (dev, mut changes) in devs {
             let dev_track = self.tracks[&format!("dev {dev}")];
@@ -259,7 +265,7 @@ impl<W: Write> Writer<W> {
                 self.counter(track, ts, d)?;
             }
         }
-        Ok(reqs.len() as u64)
+        Ok(())
     }
 
     /// A syscall on its thread's track; other kinds (probe operations,
