@@ -186,6 +186,7 @@ pub struct FsAnalysis {
     /// Per thread: the fsync in progress (dev, ino, datasync, start).
     open_fsync: FxHashMap<u32, (Dev, u64, bool, u64)>,
     journals: BTreeMap<Dev, Journal>,
+    rows: Option<std::sync::mpsc::SyncSender<super::rows::SpanRow>>,
     /// Named at the end, when every name is known.
     fsync_by_pid: FxHashMap<u32, CallStats>,
     checkpoints_by_pid: FxHashMap<(Dev, u32), u64>,
@@ -198,6 +199,15 @@ pub struct FsAnalysis {
 impl FsAnalysis {
     pub fn new() -> FsAnalysis {
         FsAnalysis::default()
+    }
+
+    /// Sends each journal commit, start to end, to `sink` (exports).
+    pub fn with_rows(
+        mut self,
+        sink: Option<std::sync::mpsc::SyncSender<super::rows::SpanRow>>,
+    ) -> Self {
+        self.rows = sink;
+        self
     }
 
     /// Feeds one event; returns false for events this analysis ignores.
@@ -325,6 +335,12 @@ impl FsAnalysis {
         if let Some(mut c) = j.open.remove(&tid) {
             let start = c.commit.start_ns;
             c.commit.total_ns = e.ts.saturating_sub(start);
+            super::rows::send(&mut self.rows, || super::rows::SpanRow::Commit {
+                dev,
+                transaction: tid,
+                start_ns: start,
+                end_ns: e.ts,
+            });
             // Each phase lasts until the next one begins.
             let span = |a: Option<u64>, b: Option<u64>| match (a, b) {
                 (Some(a), Some(b)) => b.saturating_sub(a),

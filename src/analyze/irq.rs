@@ -90,11 +90,21 @@ pub struct IrqAnalysis {
     hard: FxHashMap<i64, Hardirq>,
     first: Option<u64>,
     last: u64,
+    rows: Option<std::sync::mpsc::SyncSender<super::rows::SpanRow>>,
 }
 
 impl IrqAnalysis {
     pub fn new() -> IrqAnalysis {
         IrqAnalysis::default()
+    }
+
+    /// Sends each handler run, entry to exit, to `sink` (exports).
+    pub fn with_rows(
+        mut self,
+        sink: Option<std::sync::mpsc::SyncSender<super::rows::SpanRow>>,
+    ) -> Self {
+        self.rows = sink;
+        self
     }
 
     /// Feeds one event; returns false for events this analysis ignores.
@@ -121,6 +131,12 @@ impl IrqAnalysis {
                         let ns = e.ts - since;
                         c.time_ns[v] += ns;
                         self.total[v].add(ns);
+                        super::rows::send(&mut self.rows, || super::rows::SpanRow::Softirq {
+                            cpu: e.cpu,
+                            vector: VECTORS[v],
+                            start_ns: since,
+                            end_ns: e.ts,
+                        });
                     }
                     _ => {}
                 }
@@ -150,6 +166,17 @@ impl IrqAnalysis {
                     if Some(irq) == e.fields.int("irq") && e.ts >= since {
                         if let Some(h) = self.hard.get_mut(&irq) {
                             h.stats.add(e.ts - since);
+                            let name = &h.name;
+                            super::rows::send(&mut self.rows, || super::rows::SpanRow::Irq {
+                                cpu: e.cpu,
+                                name: if name.is_empty() {
+                                    format!("irq {irq}")
+                                } else {
+                                    name.clone()
+                                },
+                                start_ns: since,
+                                end_ns: e.ts,
+                            });
                         }
                     }
                 }

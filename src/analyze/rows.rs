@@ -57,12 +57,39 @@ pub struct ThreadStateRow {
     pub cpu: Option<u32>,
 }
 
+/// Kernel work with a start and an end, as the analyses pair them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SpanRow {
+    /// A jbd2 commit, start to end of one transaction.
+    Commit {
+        dev: crate::model::Dev,
+        transaction: u64,
+        start_ns: u64,
+        end_ns: u64,
+    },
+    /// A hard irq handler, entry to exit.
+    Irq {
+        cpu: u32,
+        name: String,
+        start_ns: u64,
+        end_ns: u64,
+    },
+    /// A softirq vector's handler, entry to exit.
+    Softirq {
+        cpu: u32,
+        vector: &'static str,
+        start_ns: u64,
+        end_ns: u64,
+    },
+}
+
 /// Where each kind of row goes; `None` sends nothing.
 #[derive(Clone, Debug, Default)]
 pub struct RowSinks {
     pub requests: Option<SyncSender<RequestRow>>,
     pub operations: Option<SyncSender<OperationRow>>,
     pub thread_states: Option<SyncSender<ThreadStateRow>>,
+    pub spans: Option<SyncSender<SpanRow>>,
 }
 
 /// Sends `row`; a receiver that went away (an export that stopped on an

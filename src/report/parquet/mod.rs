@@ -201,6 +201,7 @@ fn write_tables(
             requests: Some(req_tx),
             operations: Some(op_tx),
             thread_states: Some(wait_tx),
+            spans: None,
         },
         ..base.clone()
     };

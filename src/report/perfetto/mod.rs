@@ -22,9 +22,8 @@
 pub mod proto;
 mod tracks;
 
-use crate::analyze::rows::{OperationRow, RequestRow, RowSinks, ThreadStateRow};
+use crate::analyze::rows::{OperationRow, RequestRow, RowSinks, SpanRow, ThreadStateRow};
 use crate::error::{Error, Result};
-use crate::model::Event;
 use crate::pipeline::Options;
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver};
@@ -63,14 +62,17 @@ pub fn export(input: &Path, out: &Path, base: &Options) -> Result<Summary> {
     let (req_tx, req_rx) = sync_channel::<RequestRow>(QUEUE);
     let (op_tx, op_rx) = sync_channel::<OperationRow>(QUEUE);
     let (st_tx, st_rx) = sync_channel::<ThreadStateRow>(QUEUE);
+    let (span_tx, span_rx) = sync_channel::<SpanRow>(QUEUE);
     let reqs = write_as_they_come(&w, req_rx, |w, r| w.request(&r));
     let ops = write_as_they_come(&w, op_rx, |w, o| w.operation(&o));
     let states = write_as_they_come(&w, st_rx, |w, s| w.thread_state(&s));
+    let spans = write_as_they_come(&w, span_rx, |w, s| w.span(&s));
     let opts = Options {
         rows: RowSinks {
             requests: Some(req_tx),
             operations: Some(op_tx),
             thread_states: Some(st_tx),
+            spans: Some(span_tx),
         },
         ..base.clone()
     };
@@ -79,11 +81,8 @@ pub fn export(input: &Path, out: &Path, base: &Options) -> Result<Summary> {
     let requests = reqs.join().expect("writer").map_err(failed)?;
     let operations = ops.join().expect("writer").map_err(failed)?;
     let thread_states = states.join().expect("writer").map_err(failed)?;
+    spans.join().expect("writer").map_err(failed)?;
     analysed.inspect_err(|_| {
-        let _ = std::fs::remove_file(out);
-    })?;
-    // The second pass: what no analysis sends rows of (irqs, commits).
-    let spans = kernel_spans(input).inspect_err(|_| {
         let _ = std::fs::remove_file(out);
     })?;
     let mut w = Arc::try_unwrap(w)
@@ -91,18 +90,18 @@ pub fn export(input: &Path, out: &Path, base: &Options) -> Result<Summary> {
         .expect("the writer threads ended")
         .into_inner()
         .expect("not poisoned");
+    let (commits, irqs, softirqs) = w.span_counts();
     let mut sum = Summary {
         requests,
         operations,
         thread_states,
+        commits,
+        irqs,
+        softirqs,
         ..Default::default()
     };
     let written = (|| -> std::io::Result<()> {
         w.queue_depths()?;
-        let (commits, irqs, softirqs) = w.kernel_spans(&spans)?;
-        sum.commits = commits;
-        sum.irqs = irqs;
-        sum.softirqs = softirqs;
         let (tracks, bytes) = w.finish()?;
         sum.tracks = tracks;
         sum.bytes = bytes;
@@ -150,110 +149,4 @@ fn device_names(input: &Path) -> Vec<(String, String)> {
         .iter()
         .filter_map(|(name, d)| Some((d.dev.clone()?.replace(':', ","), name.clone())))
         .collect()
-}
-
-/// A span of kernel work the trace shows with an entry and an exit event.
-#[derive(Debug, Clone, PartialEq)]
-pub enum KernelSpan {
-    Commit {
-        journal: String,
-        transaction: i64,
-        start: u64,
-        end: u64,
-    },
-    Irq {
-        cpu: u32,
-        name: String,
-        start: u64,
-        end: u64,
-    },
-    Softirq {
-        cpu: u32,
-        name: String,
-        start: u64,
-        end: u64,
-    },
-}
-
-/// Journal commits (jbd2_start_commit → jbd2_end_commit of the same
-/// transaction) and irq/softirq entry → exit on each CPU, from the events.
-fn kernel_spans(input: &Path) -> Result<Vec<KernelSpan>> {
-    use std::collections::HashMap;
-    let mut out = Vec::new();
-    let mut commits: HashMap<(String, i64), u64> = HashMap::new();
-    let mut irq: HashMap<u32, (u64, String)> = HashMap::new();
-    let mut soft: HashMap<u32, (u64, String)> = HashMap::new();
-    for ev in crate::pipeline::open(&[input.to_path_buf()])? {
-        let Event::Other(o) = ev else { continue };
-        let name = o.short_name();
-        let f = &o.fields;
-        match name {
-            "jbd2_start_commit" | "jbd2_end_commit" => {
-                let (Some(dev), Some(tid)) = (f.int("dev"), f.int("transaction")) else {
-                    continue;
-                };
-                let dev = crate::model::Dev(dev as u32);
-                let key = (format!("{},{}", dev.major(), dev.minor()), tid);
-                if name == "jbd2_start_commit" {
-                    commits.insert(key, o.ts);
-                } else if let Some(start) = commits.remove(&key) {
-                    out.push(KernelSpan::Commit {
-                        journal: key.0,
-                        transaction: tid,
-                        start,
-                        end: o.ts,
-                    });
-                }
-            }
-            "irq_handler_entry" => {
-                let n = f.str("name").map_or_else(
-                    || format!("irq {}", f.int("irq").unwrap_or(-1)),
-                    str::to_string,
-                );
-                irq.insert(o.cpu, (o.ts, n));
-            }
-            "irq_handler_exit" => {
-                if let Some((start, name)) = irq.remove(&o.cpu) {
-                    out.push(KernelSpan::Irq {
-                        cpu: o.cpu,
-                        name,
-                        start,
-                        end: o.ts,
-                    });
-                }
-            }
-            "softirq_entry" => {
-                let n = f
-                    .str("action")
-                    .map(str::to_string)
-                    .or_else(|| f.int("vec").map(softirq_name))
-                    .unwrap_or_else(|| "softirq".into());
-                soft.insert(o.cpu, (o.ts, n));
-            }
-            "softirq_exit" => {
-                if let Some((start, name)) = soft.remove(&o.cpu) {
-                    out.push(KernelSpan::Softirq {
-                        cpu: o.cpu,
-                        name,
-                        start,
-                        end: o.ts,
-                    });
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(out)
-}
-
-/// The kernel's softirq names, by vector (include/linux/interrupt.h).
-fn softirq_name(vec: i64) -> String {
-    const NAMES: [&str; 10] = [
-        "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER",
-        "RCU",
-    ];
-    usize::try_from(vec)
-        .ok()
-        .and_then(|v| NAMES.get(v))
-        .map_or_else(|| format!("softirq {vec}"), |n| n.to_string())
 }

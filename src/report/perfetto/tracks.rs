@@ -6,8 +6,7 @@ use super::proto::{
     debug_annotation, trace_packet, track_descriptor, track_event, DebugAnnotation,
     ThreadDescriptor, TracePacket, TrackDescriptor, TrackEvent,
 };
-use super::KernelSpan;
-use crate::analyze::rows::{OperationRow, RequestRow, ThreadState, ThreadStateRow};
+use crate::analyze::rows::{OperationRow, RequestRow, SpanRow, ThreadState, ThreadStateRow};
 use prost::Message;
 use std::collections::HashMap;
 use std::io::Write;
@@ -29,6 +28,8 @@ pub struct Writer<W: Write> {
     /// Per device, the queue depth's changes (time, +1 or -1): 32 bytes
     /// a request, drawn at the end since they come out of order.
     depth: HashMap<String, Vec<(u64, i64)>>,
+    /// Journal commits, hard irqs and softirqs written.
+    spans: (u64, u64, u64),
 }
 
 /// A debug annotation (a slice's argument).
@@ -48,6 +49,7 @@ impl<W: Write> Writer<W> {
             device_names,
             lanes: HashMap::new(),
             depth: HashMap::new(),
+            spans: (0, 0, 0),
         }
     }
 
@@ -317,62 +319,68 @@ impl<W: Write> Writer<W> {
         )
     }
 
-    /// Journal commits, hard irqs and softirqs: (commits, irqs, softirqs).
-    pub fn kernel_spans(&mut self, spans: &[KernelSpan]) -> std::io::Result<(u64, u64, u64)> {
-        let mut n = (0, 0, 0);
-        for s in spans {
-            match s {
-                KernelSpan::Commit {
-                    journal,
-                    transaction,
-                    start,
-                    end,
-                } => {
-                    let root = self.named("journal", "Journal commits", None)?;
-                    let track = self.named(
-                        &format!("journal {journal}"),
-                        &format!("jbd2 {journal}"),
-                        Some(root),
-                    )?;
-                    self.slice(
-                        track,
-                        format!("commit {transaction}"),
-                        *start,
-                        *end,
-                        vec![Arg::Int("transaction", *transaction)],
-                    )?;
-                    n.0 += 1;
-                }
-                KernelSpan::Irq {
-                    cpu,
-                    name,
-                    start,
-                    end,
-                }
-                | KernelSpan::Softirq {
-                    cpu,
-                    name,
-                    start,
-                    end,
-                } => {
-                    let soft = matches!(s, KernelSpan::Softirq { .. });
-                    let root = self.named("irq", "Interrupts", None)?;
-                    let (key, title) = if soft {
-                        (format!("softirq {cpu}"), format!("CPU {cpu} softirq"))
-                    } else {
-                        (format!("irq {cpu}"), format!("CPU {cpu} irq"))
-                    };
-                    let track = self.named(&key, &title, Some(root))?;
-                    self.slice(track, name.clone(), *start, *end, Vec::new())?;
-                    if soft {
-                        n.2 += 1;
-                    } else {
-                        n.1 += 1;
-                    }
-                }
+    /// A journal commit, a hard irq or a softirq: on a track per journal
+    /// under "Journal commits", per CPU under "Interrupts".
+    pub fn span(&mut self, s: &SpanRow) -> std::io::Result<()> {
+        match s {
+            SpanRow::Commit {
+                dev,
+                transaction,
+                start_ns,
+                end_ns,
+            } => {
+                let journal = format!("{},{}", dev.major(), dev.minor());
+                let root = self.named("journal", "Journal commits", None)?;
+                let track = self.named(
+                    &format!("journal {journal}"),
+                    &format!("jbd2 {journal}"),
+                    Some(root),
+                )?;
+                self.spans.0 += 1;
+                self.slice(
+                    track,
+                    format!("commit {transaction}"),
+                    *start_ns,
+                    *end_ns,
+                    vec![Arg::Int("transaction", *transaction as i64)],
+                )
+            }
+            SpanRow::Irq {
+                cpu,
+                name,
+                start_ns,
+                end_ns,
+            } => {
+                let track = self.interrupts(*cpu, "irq")?;
+                self.spans.1 += 1;
+                self.slice(track, name.clone(), *start_ns, *end_ns, Vec::new())
+            }
+            SpanRow::Softirq {
+                cpu,
+                vector,
+                start_ns,
+                end_ns,
+            } => {
+                let track = self.interrupts(*cpu, "softirq")?;
+                self.spans.2 += 1;
+                self.slice(track, vector.to_string(), *start_ns, *end_ns, Vec::new())
             }
         }
-        Ok(n)
+    }
+
+    /// The "CPU n irq" or "CPU n softirq" track under "Interrupts".
+    fn interrupts(&mut self, cpu: u32, kind: &str) -> std::io::Result<u64> {
+        let root = self.named("irq", "Interrupts", None)?;
+        self.named(
+            &format!("{kind} {cpu}"),
+            &format!("CPU {cpu} {kind}"),
+            Some(root),
+        )
+    }
+
+    /// Journal commits, hard irqs and softirqs written.
+    pub fn span_counts(&self) -> (u64, u64, u64) {
+        self.spans
     }
 
     /// Flushes; returns (tracks, bytes).
