@@ -3,6 +3,7 @@
 //! snapshot a capture carries and the thread names it knows) → findings
 //! (diagnose). The command line only calls these.
 
+use crate::analyze::rows::RowSinks;
 use crate::analyze::{self, block::BlockConfig, Analysis, Filter, InputSummary};
 use crate::diagnose::{self, Finding};
 use crate::error::{Error, Result};
@@ -21,7 +22,7 @@ pub struct Options {
     pub interval_s: f64,
     /// Where exports receive rows while the analyses run (nothing by
     /// default). The channels close when these options are dropped.
-    pub rows: crate::analyze::rows::RowSinks,
+    pub rows: RowSinks,
     /// Keep every request's latency for the HTML page's plots (up to a
     /// million points a device: 32 MiB); other outputs need none.
     pub request_timeline: bool,
@@ -157,6 +158,17 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         a.warnings.insert(0, w);
     }
     Ok((a, inputs))
+}
+
+/// One input analysed with `base`'s options while its rows go to `rows`
+/// (exports). The senders are dropped on return, which ends the
+/// receivers' loops.
+pub fn read_sending(input: &Path, base: &Options, rows: RowSinks) -> Result<(Analysis, Inputs)> {
+    let opts = Options {
+        rows,
+        ..base.clone()
+    };
+    read(&[input.to_path_buf()], &opts)
 }
 
 /// The functions the captures among `paths` were recorded to measure

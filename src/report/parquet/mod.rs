@@ -196,18 +196,13 @@ fn write_tables(
         }
         waits.finish()
     });
-    let opts = Options {
-        rows: RowSinks {
-            requests: Some(req_tx),
-            operations: Some(op_tx),
-            thread_states: Some(wait_tx),
-            spans: None,
-        },
-        ..base.clone()
+    let rows = RowSinks {
+        requests: Some(req_tx),
+        operations: Some(op_tx),
+        thread_states: Some(wait_tx),
+        spans: None,
     };
-    let analysed = crate::pipeline::read(&[input.to_path_buf()], &opts);
-    // The last senders go with the options: the writers finish.
-    drop(opts);
+    let analysed = crate::pipeline::read_sending(input, base, rows);
     let joined = |t: std::thread::JoinHandle<table::Result<u64>>, name: &str| {
         t.join()
             .expect("a table writer panicked")

@@ -67,17 +67,13 @@ pub fn export(input: &Path, out: &Path, base: &Options) -> Result<Summary> {
     let ops = write_as_they_come(&w, op_rx, |w, o| w.operation(&o));
     let states = write_as_they_come(&w, st_rx, |w, s| w.thread_state(&s));
     let spans = write_as_they_come(&w, span_rx, |w, s| w.span(&s));
-    let opts = Options {
-        rows: RowSinks {
-            requests: Some(req_tx),
-            operations: Some(op_tx),
-            thread_states: Some(st_tx),
-            spans: Some(span_tx),
-        },
-        ..base.clone()
+    let rows = RowSinks {
+        requests: Some(req_tx),
+        operations: Some(op_tx),
+        thread_states: Some(st_tx),
+        spans: Some(span_tx),
     };
-    let analysed = crate::pipeline::read(&[input.to_path_buf()], &opts);
-    drop(opts);
+    let analysed = crate::pipeline::read_sending(input, base, rows);
     let requests = reqs.join().expect("writer").map_err(failed)?;
     let operations = ops.join().expect("writer").map_err(failed)?;
     let thread_states = states.join().expect("writer").map_err(failed)?;
