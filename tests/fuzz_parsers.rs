@@ -67,6 +67,16 @@ proptest! {
     }
 
     #[test]
+    fn damaged_trace_dat(which in 0..4usize, cut in any::<usize>(), flips in proptest::collection::vec((any::<usize>(), 1u8..=255), 0..24)) {
+        let name = ["v6", "v7", "v7-zlib", "v7-zstd"][which];
+        let raw = fixture(&format!("tracedat-oncpu.{name}.dat"));
+        // At least the 16 bytes of magic and version: the trace.dat reader,
+        // not detection, is what this damages.
+        let keep = (cut % (raw.len() + 1)).max(16);
+        drain("damaged.dat", damage(raw, keep, &flips));
+    }
+
+    #[test]
     fn damaged_blk_tracer_capture(cut in any::<usize>(), flips in proptest::collection::vec((any::<usize>(), 1u8..=255), 0..40)) {
         drain("damaged.blk", damage(fixture("loop-seqread-nomerges0.blk"), cut, &flips));
     }

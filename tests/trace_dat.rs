@@ -8,9 +8,6 @@
 mod common;
 
 use common::*;
-use iosleuth::analyze::{analyze, block::BlockConfig, Filter};
-use iosleuth::ingest::{open_bytes, Merger};
-use proptest::prelude::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -391,38 +388,5 @@ fn damaged_compressed_pages_are_a_warning() {
         );
         let e = events(&o);
         assert!(e > 1000 && e < 2598, "{v}: {e}");
-    }
-}
-
-fn drain(name: &str, data: Vec<u8>) {
-    if let Ok(src) = open_bytes(Path::new(name), data) {
-        let a = analyze(
-            Merger::new(vec![src]),
-            &Filter::default(),
-            BlockConfig::default(),
-        );
-        let found = iosleuth::diagnose::diagnose(&a);
-        let _ = iosleuth::report::json::render(&a, &found);
-    }
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
-
-    #[test]
-    fn damaged_trace_dat_never_panics(
-        which in 0..4usize,
-        cut in any::<usize>(),
-        flips in proptest::collection::vec((any::<usize>(), 1u8..=255), 0..24),
-    ) {
-        let name = ["v6", "v7", "v7-zlib", "v7-zstd"][which];
-        let mut v = bytes(&format!("tracedat-oncpu.{name}.dat"));
-        for &(at, x) in &flips {
-            let i = at % v.len();
-            v[i] ^= x;
-        }
-        let keep = cut % (v.len() + 1);
-        v.truncate(keep.max(16));
-        drain("damaged.dat", v);
     }
 }
