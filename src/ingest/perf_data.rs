@@ -23,7 +23,9 @@ use crate::model::perf_record::{
     CONTEXT_HV, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER, KERNEL_START,
 };
 use crate::model::{Comm, Event, StackEvent};
-use linux_perf_data::linux_perf_event_reader::{EventRecord, RecordType};
+use linux_perf_data::linux_perf_event_reader::{
+    EventRecord, RawEventRecord, RecordType, SampleRecord,
+};
 use linux_perf_data::{Feature, PerfFileReader, PerfFileRecord};
 use rustc_hash::FxHashMap;
 use std::io::{BufReader, Read, Seek, SeekFrom};
@@ -36,8 +38,14 @@ pub fn detect(head: &[u8]) -> bool {
 }
 
 pub struct PerfDataSource {
-    path: PathBuf,
     reader: PerfFileReader<BufReader<std::fs::File>>,
+    /// Apart from the reader, whose records borrow it while they are read.
+    records: Records,
+}
+
+/// What reading the records learns and counts.
+struct Records {
+    path: PathBuf,
     stats: SourceStats,
     namer: Namer,
     /// Decodes tracepoint samples by the formats the file carries.
@@ -238,22 +246,24 @@ impl PerfDataSource {
             },
         };
         Ok(PerfDataSource {
-            path: path.to_path_buf(),
             reader,
-            stats,
-            decoder,
-            namer: Namer {
-                user: UserFrames::with_build_ids(build_ids),
-                kernel_loading: std::thread::Builder::new()
-                    .spawn(KernelSymbols::of_this_machine)
-                    .ok(),
-                ..Default::default()
+            records: Records {
+                path: path.to_path_buf(),
+                stats,
+                decoder,
+                namer: Namer {
+                    user: UserFrames::with_build_ids(build_ids),
+                    kernel_loading: std::thread::Builder::new()
+                        .spawn(KernelSymbols::of_this_machine)
+                        .ok(),
+                    ..Default::default()
+                },
+                tracepoint_samples: 0,
+                orphan_samples: 0,
+                unfolded_chains: 0,
+                pending: None,
+                chain: Vec::new(),
             },
-            tracepoint_samples: 0,
-            orphan_samples: 0,
-            unfolded_chains: 0,
-            pending: None,
-            chain: Vec::new(),
         })
     }
 }
@@ -443,210 +453,41 @@ fn build_id_fits(r: &linux_perf_data::linux_perf_event_reader::RawEventRecord) -
 
 impl Source for PerfDataSource {
     fn next_event(&mut self) -> Option<Event> {
-        if let Some(e) = self.pending.take() {
+        let records = &mut self.records;
+        if let Some(e) = records.pending.take() {
             return Some(e);
         }
         loop {
-            let rec = match self
+            let record = match self
                 .reader
                 .record_iter
                 .next_record(&mut self.reader.perf_file)
             {
-                Ok(Some(r)) => r,
+                Ok(Some(PerfFileRecord::EventRecord { record, .. })) => record,
+                Ok(Some(_)) => continue,
                 Ok(None) => {
-                    if self.tracepoint_samples > 0 {
-                        self.stats.notes.push(format!(
-                            "{}: {} tracepoint samples could not be decoded (no format for their event in the file's tracing data)",
-                            self.path.display(),
-                            std::mem::take(&mut self.tracepoint_samples)
-                        ));
-                    }
-                    if self.unfolded_chains > 0 {
-                        self.stats.notes.push(format!(
-                            "{}: the call chains of {} tracepoint samples were not folded (only sched_switch's, as blocked time)",
-                            self.path.display(),
-                            std::mem::take(&mut self.unfolded_chains)
-                        ));
-                    }
-                    if self.orphan_samples > 0 {
-                        self.stats.notes.push(format!(
-                            "{}: {} samples of tasks that had exited (pid -1) are left out, as perf script | inferno-collapse-perf leaves them",
-                            self.path.display(),
-                            std::mem::take(&mut self.orphan_samples)
-                        ));
-                    }
+                    records.note_left_out();
                     return None;
                 }
                 Err(e) => {
-                    self.stats.cut_short = Some(format!("stopped reading: {e}"));
+                    records.stats.cut_short = Some(format!("stopped reading: {e}"));
                     return None;
                 }
             };
-            let PerfFileRecord::EventRecord { record, .. } = rec else {
-                continue;
-            };
-            if record.record_type == RecordType::LOST {
-                if let Ok(EventRecord::Lost(l)) = record.parse() {
-                    self.stats.lost_events = self.stats.lost_events.saturating_add(l.count);
-                    self.stats.lost_reports.push((None, l.count));
-                }
-                continue;
-            }
-            if record.record_type == RecordType::SAMPLE && !callchain_fits(&record) {
-                self.stats
-                    .skip(|| "a sample whose call chain is longer than its record".into());
-                continue;
-            }
-            if record.record_type == RecordType::MMAP2 && !build_id_fits(&record) {
-                self.stats
-                    .skip(|| "an MMAP2 record with a build id over 20 bytes".into());
-                continue;
-            }
-            // The crate multiplies a damaged call chain's length unchecked
-            // (a panic where overflow is checked): a damaged record either way.
-            let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| record.parse()));
-            let parsed = match parsed {
-                Ok(Ok(p)) => p,
-                _ => {
-                    self.stats
-                        .skip(|| format!("a {:?} record", record.record_type));
-                    continue;
-                }
-            };
-            match parsed {
-                EventRecord::Comm(c) => {
-                    // On exec perf keeps the old mappings until new ones
-                    // overlap them (samples inside execve still name the
-                    // old program's frames).
-                    let name = Comm::new(&c.name.as_slice());
-                    self.namer.comms.insert(c.tid as u32, name);
-                }
-                EventRecord::Fork(f) => {
-                    if let Some(c) = self.namer.comms.get(&(f.ptid as u32)).copied() {
-                        self.namer.comms.insert(f.tid as u32, c);
-                    }
-                    if f.pid != f.ppid {
-                        if let Some(m) = self.namer.maps.get(&(f.ppid as u32)).cloned() {
-                            self.namer.maps.insert(f.pid as u32, m);
-                            *self.namer.generations.entry(f.pid as u32).or_default() += 1;
-                        }
+            match records.parse(&record) {
+                Some(EventRecord::Sample(s)) => {
+                    if let Some(ev) = records.sample(&s) {
+                        return Some(ev);
                     }
                 }
-                EventRecord::Mmap(m) => self.namer.mapping(
-                    m.pid,
-                    m.address,
-                    m.length,
-                    m.page_offset,
-                    &m.path.as_slice(),
-                    m.is_executable,
-                ),
-                EventRecord::Mmap2(m) => {
-                    let exec = m.protection & libc::PROT_EXEC as u32 != 0;
-                    let path = m.path.as_slice();
-                    self.namer
-                        .mapping(m.pid, m.address, m.length, m.page_offset, &path, exec)
-                }
-                EventRecord::Sample(s) => {
-                    if let Some(raw) = &s.raw {
-                        let ts = s.timestamp.unwrap_or(0);
-                        let cpu = s.cpu.unwrap_or(0);
-                        let comm = s
-                            .tid
-                            .and_then(|t| self.namer.comms.get(&(t as u32)).copied());
-                        let decoded = self
-                            .decoder
-                            .as_ref()
-                            .and_then(|d| d.decode(ts, cpu, &raw.as_slice()));
-                        match decoded {
-                            Some(mut ev) => {
-                                // perf names a sample's task as its
-                                // thread was named then.
-                                if let (Event::Other(o), Some(c)) = (&mut ev, comm) {
-                                    o.comm = c;
-                                }
-                                let switch = match &ev {
-                                    Event::Other(o) if o.short_name() == "sched_switch" => Some(o),
-                                    _ => None,
-                                };
-                                match (switch, &s.callchain) {
-                                    (_, None) => {}
-                                    (None, Some(_)) => self.unfolded_chains += 1,
-                                    (Some(o), Some(chain)) => {
-                                        let chain: Vec<u64> =
-                                            (0..chain.len()).filter_map(|i| chain.get(i)).collect();
-                                        if !chain.is_empty() {
-                                            // The switching-away thread's stack,
-                                            // right after its switch: as the
-                                            // stacktrace trigger of a capture.
-                                            let pid = s.pid.unwrap_or(o.pid as i32) as u32;
-                                            let ip = s.ip.unwrap_or(0);
-                                            let frames = self.namer.frames(
-                                                pid,
-                                                &chain,
-                                                ip,
-                                                ip >= KERNEL_START,
-                                            );
-                                            self.pending = Some(Event::Stack(StackEvent {
-                                                ts,
-                                                cpu,
-                                                pid: s.tid.map_or(o.pid, |t| t as u32),
-                                                frames: frames.into(),
-                                                sampled: false,
-                                                weight: 1,
-                                                comm: o.comm,
-                                            }));
-                                        }
-                                    }
-                                }
-                                self.stats.events += 1;
-                                return Some(ev);
-                            }
-                            None => self.tracepoint_samples += 1,
-                        }
-                        continue;
-                    }
-                    let (Some(tid), Some(ip)) = (s.tid, s.ip) else {
-                        self.stats
-                            .skip(|| "a sample without thread or address".into());
-                        continue;
-                    };
-                    if tid < 0 {
-                        // A task already gone (pid -1): perf script names
-                        // it `:-1`, which the collapsers do not read.
-                        self.orphan_samples += 1;
-                        continue;
-                    }
-                    let pid = s.pid.unwrap_or(tid) as u32;
-                    self.chain.clear();
-                    if let Some(c) = s.callchain {
-                        self.chain.extend((0..c.len()).filter_map(|i| c.get(i)));
-                    }
-                    let kernel_ip = ip >= KERNEL_START;
-                    let frames = self.namer.stack(pid, &self.chain, ip, kernel_ip);
-                    let tid = tid as u32;
-                    let comm = match self.namer.comms.get(&tid) {
-                        Some(c) => *c,
-                        None if tid == 0 => Comm::new(b"swapper"),
-                        None => Comm::new(format!(":{tid}").as_bytes()),
-                    };
-                    self.stats.events += 1;
-                    return Some(Event::Stack(StackEvent {
-                        ts: s.timestamp.unwrap_or(0),
-                        cpu: s.cpu.unwrap_or(0),
-                        pid: tid,
-                        frames,
-                        sampled: true,
-                        weight: s.period.unwrap_or(1),
-                        comm,
-                    }));
-                }
-                _ => {}
+                Some(other) => records.namer.learn(&other),
+                None => {}
             }
         }
     }
 
     fn path(&self) -> &Path {
-        &self.path
+        &self.records.path
     }
 
     fn format(&self) -> &'static str {
@@ -654,7 +495,193 @@ impl Source for PerfDataSource {
     }
 
     fn stats(&self) -> &SourceStats {
-        &self.stats
+        &self.records.stats
+    }
+}
+
+impl Records {
+    /// The notes on what was left out, once the file is read.
+    fn note_left_out(&mut self) {
+        let path = self.path.display();
+        if self.tracepoint_samples > 0 {
+            self.stats.notes.push(format!(
+                "{path}: {} tracepoint samples could not be decoded (no format for their event in the file's tracing data)",
+                std::mem::take(&mut self.tracepoint_samples)
+            ));
+        }
+        if self.unfolded_chains > 0 {
+            self.stats.notes.push(format!(
+                "{path}: the call chains of {} tracepoint samples were not folded (only sched_switch's, as blocked time)",
+                std::mem::take(&mut self.unfolded_chains)
+            ));
+        }
+        if self.orphan_samples > 0 {
+            self.stats.notes.push(format!(
+                "{path}: {} samples of tasks that had exited (pid -1) are left out, as perf script | inferno-collapse-perf leaves them",
+                std::mem::take(&mut self.orphan_samples)
+            ));
+        }
+    }
+
+    /// The record parsed, or `None` for a lost-events record (counted) and
+    /// a damaged one (skipped, with its kind).
+    fn parse<'a>(&mut self, record: &RawEventRecord<'a>) -> Option<EventRecord<'a>> {
+        if record.record_type == RecordType::LOST {
+            if let Ok(EventRecord::Lost(l)) = record.parse() {
+                self.stats.lost_events = self.stats.lost_events.saturating_add(l.count);
+                self.stats.lost_reports.push((None, l.count));
+            }
+            return None;
+        }
+        if record.record_type == RecordType::SAMPLE && !callchain_fits(record) {
+            self.stats
+                .skip(|| "a sample whose call chain is longer than its record".into());
+            return None;
+        }
+        if record.record_type == RecordType::MMAP2 && !build_id_fits(record) {
+            self.stats
+                .skip(|| "an MMAP2 record with a build id over 20 bytes".into());
+            return None;
+        }
+        // The crate multiplies a damaged call chain's length unchecked
+        // (a panic where overflow is checked): a damaged record either way.
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| record.parse())) {
+            Ok(Ok(p)) => Some(p),
+            _ => {
+                self.stats
+                    .skip(|| format!("a {:?} record", record.record_type));
+                None
+            }
+        }
+    }
+
+    /// A sample as an event: a tracepoint's (decoded by its format) or a
+    /// CPU sample's stack; `None` when it gives none.
+    fn sample(&mut self, s: &SampleRecord) -> Option<Event> {
+        if let Some(raw) = &s.raw {
+            return self.tracepoint_sample(s, &raw.as_slice());
+        }
+        let (Some(tid), Some(ip)) = (s.tid, s.ip) else {
+            self.stats
+                .skip(|| "a sample without thread or address".into());
+            return None;
+        };
+        if tid < 0 {
+            // A task already gone (pid -1): perf script names
+            // it `:-1`, which the collapsers do not read.
+            self.orphan_samples += 1;
+            return None;
+        }
+        let pid = s.pid.unwrap_or(tid) as u32;
+        self.chain.clear();
+        if let Some(c) = &s.callchain {
+            self.chain.extend((0..c.len()).filter_map(|i| c.get(i)));
+        }
+        let kernel_ip = ip >= KERNEL_START;
+        let frames = self.namer.stack(pid, &self.chain, ip, kernel_ip);
+        let tid = tid as u32;
+        let comm = match self.namer.comms.get(&tid) {
+            Some(c) => *c,
+            None if tid == 0 => Comm::new(b"swapper"),
+            None => Comm::new(format!(":{tid}").as_bytes()),
+        };
+        self.stats.events += 1;
+        Some(Event::Stack(StackEvent {
+            ts: s.timestamp.unwrap_or(0),
+            cpu: s.cpu.unwrap_or(0),
+            pid: tid,
+            frames,
+            sampled: true,
+            weight: s.period.unwrap_or(1),
+            comm,
+        }))
+    }
+
+    /// A tracepoint sample decoded; a sched_switch's call chain is kept
+    /// as the stack that comes next.
+    fn tracepoint_sample(&mut self, s: &SampleRecord, raw: &[u8]) -> Option<Event> {
+        let ts = s.timestamp.unwrap_or(0);
+        let cpu = s.cpu.unwrap_or(0);
+        let comm = s
+            .tid
+            .and_then(|t| self.namer.comms.get(&(t as u32)).copied());
+        let Some(mut ev) = self.decoder.as_ref().and_then(|d| d.decode(ts, cpu, raw)) else {
+            self.tracepoint_samples += 1;
+            return None;
+        };
+        // perf names a sample's task as its thread was named then.
+        if let (Event::Other(o), Some(c)) = (&mut ev, comm) {
+            o.comm = c;
+        }
+        let switch = match &ev {
+            Event::Other(o) if o.short_name() == "sched_switch" => Some(o),
+            _ => None,
+        };
+        match (switch, &s.callchain) {
+            (_, None) => {}
+            (None, Some(_)) => self.unfolded_chains += 1,
+            (Some(o), Some(chain)) => {
+                let chain: Vec<u64> = (0..chain.len()).filter_map(|i| chain.get(i)).collect();
+                if !chain.is_empty() {
+                    // The switching-away thread's stack, right after its
+                    // switch: as the stacktrace trigger of a capture.
+                    let pid = s.pid.unwrap_or(o.pid as i32) as u32;
+                    let ip = s.ip.unwrap_or(0);
+                    let frames = self.namer.frames(pid, &chain, ip, ip >= KERNEL_START);
+                    self.pending = Some(Event::Stack(StackEvent {
+                        ts,
+                        cpu,
+                        pid: s.tid.map_or(o.pid, |t| t as u32),
+                        frames: frames.into(),
+                        sampled: false,
+                        weight: 1,
+                        comm: o.comm,
+                    }));
+                }
+            }
+        }
+        self.stats.events += 1;
+        Some(ev)
+    }
+}
+
+impl Namer {
+    /// What a non-sample record says of threads' names and mappings.
+    fn learn(&mut self, record: &EventRecord) {
+        match record {
+            EventRecord::Comm(c) => {
+                // On exec perf keeps the old mappings until new ones
+                // overlap them (samples inside execve still name the
+                // old program's frames).
+                let name = Comm::new(&c.name.as_slice());
+                self.comms.insert(c.tid as u32, name);
+            }
+            EventRecord::Fork(f) => {
+                if let Some(c) = self.comms.get(&(f.ptid as u32)).copied() {
+                    self.comms.insert(f.tid as u32, c);
+                }
+                if f.pid != f.ppid {
+                    if let Some(m) = self.maps.get(&(f.ppid as u32)).cloned() {
+                        self.maps.insert(f.pid as u32, m);
+                        *self.generations.entry(f.pid as u32).or_default() += 1;
+                    }
+                }
+            }
+            EventRecord::Mmap(m) => self.mapping(
+                m.pid,
+                m.address,
+                m.length,
+                m.page_offset,
+                &m.path.as_slice(),
+                m.is_executable,
+            ),
+            EventRecord::Mmap2(m) => {
+                let exec = m.protection & libc::PROT_EXEC as u32 != 0;
+                let path = m.path.as_slice();
+                self.mapping(m.pid, m.address, m.length, m.page_offset, &path, exec)
+            }
+            _ => {}
+        }
     }
 }
 

@@ -457,59 +457,7 @@ impl TextSource {
             }
             // Any other line ends the stack being read: it comes first.
             let ended = self.stack.take().map(finished_stack);
-            let ev = match self.classify(line) {
-                Line::Event(ev) => {
-                    let (pid, comm, switch) = match &ev {
-                        Event::Other(o) => (o.pid, o.comm, o.short_name() == "sched_switch"),
-                        Event::Block(b) => (b.pid, b.comm, false),
-                        _ => (0, Default::default(), false),
-                    };
-                    self.after_event = ev.ts().zip(ev.cpu()).map(|(ts, cpu)| {
-                        let k = StackEvent {
-                            ts,
-                            cpu,
-                            pid,
-                            frames: Arc::from(Vec::new()),
-                            sampled: false,
-                            weight: 1,
-                            comm,
-                        };
-                        (k, switch)
-                    });
-                    Some(ev)
-                }
-                Line::StackStart {
-                    ts,
-                    cpu,
-                    pid,
-                    sampled,
-                    comm,
-                } => {
-                    let k = StackEvent {
-                        ts,
-                        cpu,
-                        pid,
-                        frames: Arc::from(Vec::new()),
-                        sampled: sampled.is_some(),
-                        weight: sampled.unwrap_or(1),
-                        comm,
-                    };
-                    self.stack = Some((k, Vec::new(), sampled.is_some()));
-                    None
-                }
-                Line::Ignore => None,
-                Line::Lost(ts, n) => {
-                    self.stats.lost_events = self.stats.lost_events.saturating_add(n);
-                    self.stats.lost_reports.push((ts, n));
-                    None
-                }
-                Line::Bad => {
-                    let no = self.line_no;
-                    let shown = String::from_utf8_lossy(&line[..line.len().min(120)]).into_owned();
-                    self.stats.skip(|| format!("line {no}: {shown:?}"));
-                    None
-                }
-            };
+            let ev = self.event_of(line);
             let (first, then) = match (ended, ev) {
                 (Some(k), ev) => (Some(k), ev),
                 (None, ev) => (ev, None),
@@ -529,6 +477,70 @@ impl TextSource {
                 return Some(ev);
             }
         }
+        self.at_end(input)
+    }
+
+    /// What a line that is not a stack frame gives: an event, or nothing
+    /// (a stack begun, lost events counted, a line ignored or skipped).
+    fn event_of(&mut self, line: &[u8]) -> Option<Event> {
+        match self.classify(line) {
+            Line::Event(ev) => {
+                let (pid, comm, switch) = match &ev {
+                    Event::Other(o) => (o.pid, o.comm, o.short_name() == "sched_switch"),
+                    Event::Block(b) => (b.pid, b.comm, false),
+                    _ => (0, Default::default(), false),
+                };
+                self.after_event = ev.ts().zip(ev.cpu()).map(|(ts, cpu)| {
+                    let k = StackEvent {
+                        ts,
+                        cpu,
+                        pid,
+                        frames: Arc::from(Vec::new()),
+                        sampled: false,
+                        weight: 1,
+                        comm,
+                    };
+                    (k, switch)
+                });
+                Some(ev)
+            }
+            Line::StackStart {
+                ts,
+                cpu,
+                pid,
+                sampled,
+                comm,
+            } => {
+                let k = StackEvent {
+                    ts,
+                    cpu,
+                    pid,
+                    frames: Arc::from(Vec::new()),
+                    sampled: sampled.is_some(),
+                    weight: sampled.unwrap_or(1),
+                    comm,
+                };
+                self.stack = Some((k, Vec::new(), sampled.is_some()));
+                None
+            }
+            Line::Ignore => None,
+            Line::Lost(ts, n) => {
+                self.stats.lost_events = self.stats.lost_events.saturating_add(n);
+                self.stats.lost_reports.push((ts, n));
+                None
+            }
+            Line::Bad => {
+                let no = self.line_no;
+                let shown = String::from_utf8_lossy(&line[..line.len().min(120)]).into_owned();
+                self.stats.skip(|| format!("line {no}: {shown:?}"));
+                None
+            }
+        }
+    }
+
+    /// At the end of the input: the read error and notes, and the stack
+    /// still being read.
+    fn at_end(&mut self, input: &mut Chunked) -> Option<Event> {
         if let Some(e) = input.take_error() {
             self.stats.cut_short = Some(format!("read error after line {}: {e}", self.line_no));
         }

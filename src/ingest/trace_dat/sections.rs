@@ -488,6 +488,23 @@ fn section_data<'a>(
 }
 
 fn read_v7(b: &Backing, h: &Header, m: &mut Meta) -> Result<(), String> {
+    let o = v7_options(b, h)?;
+    finish_options(&o, m);
+    v7_sections(b, h, &o, m)?;
+    if o.buffers.is_empty() {
+        return Err(if o.latency {
+            latency_only()
+        } else {
+            "holds no trace data: no flyrecord buffer (a partial file of `trace-cmd restore -c`?)"
+                .into()
+        });
+    }
+    v7_buffers(b, h, o.buffers, m)
+}
+
+/// The chain of options sections, from the header's first to the one
+/// whose DONE option points nowhere.
+fn v7_options(b: &Backing, h: &Header) -> Result<Options, String> {
     let mut c = Cursor::file(b, h.rest);
     let mut next = c.u64()?;
     let mut o = Options::default();
@@ -528,7 +545,12 @@ fn read_v7(b: &Backing, h: &Header, m: &mut Meta) -> Result<(), String> {
                 .map_err(|e| format!("its options section at byte {at}: {e}"))?;
         }
     }
-    finish_options(&o, m);
+    Ok(o)
+}
+
+/// The sections the options name: formats (needed), then the names of
+/// addresses and processes (a note when damaged).
+fn v7_sections(b: &Backing, h: &Header, o: &Options, m: &mut Meta) -> Result<(), String> {
     let find = |id: u16| {
         o.sections
             .iter()
@@ -590,16 +612,17 @@ fn read_v7(b: &Backing, h: &Header, m: &mut Meta) -> Result<(), String> {
             Err(e) => m.notes.push(format!("{e}; processes are named as `<...>`")),
         }
     }
-    if o.buffers.is_empty() {
-        return Err(if o.latency {
-            latency_only()
-        } else {
-            "holds no trace data: no flyrecord buffer (a partial file of `trace-cmd restore -c`?)"
-                .into()
-        });
-    }
-    // The top instance first, as trace-cmd report merges them.
-    let mut buffers = o.buffers;
+    Ok(())
+}
+
+/// Each instance's flyrecord section, checked, the top instance first as
+/// trace-cmd report merges them.
+fn v7_buffers(
+    b: &Backing,
+    h: &Header,
+    mut buffers: Vec<(u64, Buffer)>,
+    m: &mut Meta,
+) -> Result<(), String> {
     buffers.sort_by_key(|(_, b)| !b.name.is_empty());
     for (at, mut buf) in buffers {
         let mut c = Cursor::file(b, at);

@@ -4,6 +4,7 @@ use super::device::hover;
 use super::esc;
 use super::svg::{self, latency_ms, short, Axis, Scale};
 use crate::analyze::block::timeline::RequestPoint;
+use crate::analyze::outliers::Outlier;
 use crate::analyze::Analysis;
 use std::fmt::Write;
 
@@ -20,134 +21,20 @@ const SLOW_OPERATIONS_DRAWN: usize = 5;
 /// was queued or at the device meanwhile (Q→D queued, D→C at the device;
 /// the request it waited for longest in red).
 pub(super) fn section(body: &mut String, a: &Analysis) {
-    let mut slow: Vec<&crate::analyze::outliers::Outlier> =
-        a.outliers.by_kind.values().flatten().collect();
+    let mut slow: Vec<&Outlier> = a.outliers.by_kind.values().flatten().collect();
     if slow.is_empty() {
         return;
     }
     slow.sort_by_key(|x| std::cmp::Reverse(x.latency_ns));
     body.push_str("<h2>Slowest operations across the layers</h2>");
-    let mut drawn: Vec<&crate::analyze::outliers::Outlier> = Vec::new();
-    for o in slow.iter().copied() {
-        let end = o.start_ns + o.latency_ns;
-        let inside = |x: &crate::analyze::outliers::Outlier| {
-            x.pid == o.pid && x.start_ns >= o.start_ns && x.start_ns + x.latency_ns <= end
-        };
-        if drawn.len() >= SLOW_OPERATIONS_DRAWN
-            || drawn.iter().any(|d| {
-                d.pid == o.pid
-                    && o.start_ns >= d.start_ns
-                    && o.start_ns + o.latency_ns <= d.start_ns + d.latency_ns
-            })
-        {
-            continue;
-        }
-        drawn.push(o);
-        let ms = |ns: u64| ns as f64 / 1e6;
-        let rel = |t: u64| (t as f64 - o.start_ns as f64) / 1e6;
-        // The operation and those of its thread inside it (the system
-        // call in the probe's operation, the filesystem call in that).
-        let mut layers: Vec<&crate::analyze::outliers::Outlier> =
-            slow.iter().copied().filter(|x| inside(x)).collect();
-        layers.sort_by_key(|x| (x.start_ns, std::cmp::Reverse(x.latency_ns)));
-        layers.dedup_by(|a, b| a.kind == b.kind);
-        let mut rows: Vec<(String, Vec<svg::Bar>)> = layers
-            .iter()
-            .map(|x| {
-                (
-                    x.kind.clone(),
-                    vec![svg::Bar {
-                        from: rel(x.start_ns),
-                        to: rel(x.start_ns + x.latency_ns),
-                        class: "span",
-                        hover: x.summary.clone(),
-                    }],
-                )
-            })
-            .collect();
-        let mut at = 0.0;
-        let mut parts = Vec::new();
-        for (name, ns) in o.breakdown.parts().into_iter().filter(|p| p.1 > 0) {
-            parts.push(svg::Bar {
-                from: at,
-                to: at + ms(ns),
-                class: name,
-                hover: format!(
-                    "{name}: {} ({:.0} %): {}",
-                    latency_ms(ms(ns)),
-                    ns as f64 * 100.0 / o.latency_ns.max(1) as f64,
-                    crate::analyze::outliers::describe_part(name)
-                ),
-            });
-            at += ms(ns);
-        }
-        rows.push(("where the time went (sums)".into(), parts));
-        // When it blocked, and in what (captures recorded with --stacks).
-        let blocked: Vec<svg::Bar> = a
-            .stacks
-            .stretches
-            .get(&o.pid)
-            .into_iter()
-            .flatten()
-            .filter(|b| b.to_ns > o.start_ns && b.from_ns < end)
-            .map(|b| svg::Bar {
-                from: rel(b.from_ns.max(o.start_ns)),
-                to: rel(b.to_ns.min(end)),
-                class: "other_wait",
-                hover: format!(
-                    "blocked {} in {}",
-                    latency_ms(ms(b.to_ns - b.from_ns)),
-                    blocked_in(&b.frames)
-                ),
-            })
-            .collect();
+    for o in slowest_apart(&slow) {
+        let mut rows = layer_rows(o, &slow);
+        rows.push(("where the time went (sums)".into(), breakdown_bars(o)));
+        let blocked = blocked_bars(o, a);
         if !blocked.is_empty() {
             rows.push(("thread blocked (stacks)".into(), blocked));
         }
-        if let Some(req) = &o.main_request {
-            if let Some(d) = a.block.devices.iter().find(|d| d.device == req.dev) {
-                let mut bars = Vec::new();
-                let mut during: Vec<&RequestPoint> = d
-                    .timeline
-                    .points
-                    .iter()
-                    .filter(|p| {
-                        p.done_ns >= o.start_ns && p.done_ns.saturating_sub(p.q2c_ns) <= end
-                    })
-                    .collect();
-                let all = during.len();
-                if all > REQUESTS_PER_TIMELINE {
-                    // The longest at the device, the one waited for first.
-                    during.sort_by_key(|p| (p.d2c_ns != req.d2c_ns, std::cmp::Reverse(p.d2c_ns)));
-                    during.truncate(REQUESTS_PER_TIMELINE);
-                }
-                for p in during {
-                    let queued = p.done_ns.saturating_sub(p.q2c_ns);
-                    let issued = p.d2c_ns.map_or(queued, |d| p.done_ns.saturating_sub(d));
-                    let rel = |t: u64| (t as f64 - o.start_ns as f64) / 1e6;
-                    let main = p.d2c_ns.is_some() && p.d2c_ns == req.d2c_ns;
-                    let what = hover(p, a.block.first_ns);
-                    bars.push(svg::Bar {
-                        from: rel(queued),
-                        to: rel(issued),
-                        class: "queued",
-                        hover: format!("queued: {what}"),
-                    });
-                    bars.push(svg::Bar {
-                        from: rel(issued),
-                        to: rel(p.done_ns),
-                        class: if main { "main" } else { "device" },
-                        hover: format!("at the device: {what}"),
-                    });
-                }
-                let label = if all > REQUESTS_PER_TIMELINE {
-                    format!("device {} ({REQUESTS_PER_TIMELINE} of {all})", req.dev)
-                } else {
-                    format!("device {}", req.dev)
-                };
-                rows.push((label, bars));
-            }
-        }
+        rows.extend(device_row(o, a));
         let x = Axis {
             label: "time since the operation started (ms)",
             scale: Scale::Linear {
@@ -169,6 +56,152 @@ pub(super) fn section(body: &mut String, a: &Analysis) {
         ));
         let _ = write!(body, "<p class=\"sub\">{}</p>", esc(&o.summary));
     }
+}
+
+/// One timeline row: its label and its bars.
+type Row = (String, Vec<svg::Bar>);
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// Milliseconds from the operation's start.
+fn since(o: &Outlier, t: u64) -> f64 {
+    (t as f64 - o.start_ns as f64) / 1e6
+}
+
+fn end_ns(o: &Outlier) -> u64 {
+    o.start_ns + o.latency_ns
+}
+
+/// The slowest operations (sorted slowest first) to draw: at most
+/// `SLOW_OPERATIONS_DRAWN`, none inside one already drawn of its thread.
+fn slowest_apart<'a>(slow: &[&'a Outlier]) -> Vec<&'a Outlier> {
+    let mut drawn: Vec<&Outlier> = Vec::new();
+    for o in slow.iter().copied() {
+        if drawn.len() >= SLOW_OPERATIONS_DRAWN {
+            break;
+        }
+        let within =
+            |d: &&Outlier| d.pid == o.pid && o.start_ns >= d.start_ns && end_ns(o) <= end_ns(d);
+        if !drawn.iter().any(within) {
+            drawn.push(o);
+        }
+    }
+    drawn
+}
+
+/// The operation and those of its thread inside it (the system call in
+/// the probe's operation, the filesystem call in that), a row each.
+fn layer_rows(o: &Outlier, slow: &[&Outlier]) -> Vec<Row> {
+    let mut layers: Vec<&Outlier> = slow
+        .iter()
+        .copied()
+        .filter(|x| x.pid == o.pid && x.start_ns >= o.start_ns && end_ns(x) <= end_ns(o))
+        .collect();
+    layers.sort_by_key(|x| (x.start_ns, std::cmp::Reverse(x.latency_ns)));
+    layers.dedup_by(|a, b| a.kind == b.kind);
+    layers
+        .iter()
+        .map(|x| {
+            let bar = svg::Bar {
+                from: since(o, x.start_ns),
+                to: since(o, end_ns(x)),
+                class: "span",
+                hover: x.summary.clone(),
+            };
+            (x.kind.clone(), vec![bar])
+        })
+        .collect()
+}
+
+/// The operation's breakdown as consecutive bars, one per part.
+fn breakdown_bars(o: &Outlier) -> Vec<svg::Bar> {
+    let mut at = 0.0;
+    let mut parts = Vec::new();
+    for (name, ns) in o.breakdown.parts().into_iter().filter(|p| p.1 > 0) {
+        parts.push(svg::Bar {
+            from: at,
+            to: at + ms(ns),
+            class: name,
+            hover: format!(
+                "{name}: {} ({:.0} %): {}",
+                latency_ms(ms(ns)),
+                ns as f64 * 100.0 / o.latency_ns.max(1) as f64,
+                crate::analyze::outliers::describe_part(name)
+            ),
+        });
+        at += ms(ns);
+    }
+    parts
+}
+
+/// When the thread blocked during the operation, and in what (captures
+/// recorded with --stacks).
+fn blocked_bars(o: &Outlier, a: &Analysis) -> Vec<svg::Bar> {
+    let end = end_ns(o);
+    a.stacks
+        .stretches
+        .get(&o.pid)
+        .into_iter()
+        .flatten()
+        .filter(|b| b.to_ns > o.start_ns && b.from_ns < end)
+        .map(|b| svg::Bar {
+            from: since(o, b.from_ns.max(o.start_ns)),
+            to: since(o, b.to_ns.min(end)),
+            class: "other_wait",
+            hover: format!(
+                "blocked {} in {}",
+                latency_ms(ms(b.to_ns - b.from_ns)),
+                blocked_in(&b.frames)
+            ),
+        })
+        .collect()
+}
+
+/// The requests of the device the operation waited for that were queued
+/// or at the device meanwhile, the longest ones when there are many.
+fn device_row(o: &Outlier, a: &Analysis) -> Option<Row> {
+    let req = o.main_request.as_ref()?;
+    let d = a.block.devices.iter().find(|d| d.device == req.dev)?;
+    let end = end_ns(o);
+    let mut during: Vec<&RequestPoint> = d
+        .timeline
+        .points
+        .iter()
+        .filter(|p| p.done_ns >= o.start_ns && p.done_ns.saturating_sub(p.q2c_ns) <= end)
+        .collect();
+    let all = during.len();
+    if all > REQUESTS_PER_TIMELINE {
+        // The longest at the device, the one waited for first.
+        during.sort_by_key(|p| (p.d2c_ns != req.d2c_ns, std::cmp::Reverse(p.d2c_ns)));
+        during.truncate(REQUESTS_PER_TIMELINE);
+    }
+    let mut bars = Vec::new();
+    for p in during {
+        let queued = p.done_ns.saturating_sub(p.q2c_ns);
+        let issued = p.d2c_ns.map_or(queued, |d| p.done_ns.saturating_sub(d));
+        let main = p.d2c_ns.is_some() && p.d2c_ns == req.d2c_ns;
+        let what = hover(p, a.block.first_ns);
+        bars.push(svg::Bar {
+            from: since(o, queued),
+            to: since(o, issued),
+            class: "queued",
+            hover: format!("queued: {what}"),
+        });
+        bars.push(svg::Bar {
+            from: since(o, issued),
+            to: since(o, p.done_ns),
+            class: if main { "main" } else { "device" },
+            hover: format!("at the device: {what}"),
+        });
+    }
+    let label = if all > REQUESTS_PER_TIMELINE {
+        format!("device {} ({REQUESTS_PER_TIMELINE} of {all})", req.dev)
+    } else {
+        format!("device {}", req.dev)
+    };
+    Some((label, bars))
 }
 
 /// Where a blocked stretch waited: its innermost frames past the

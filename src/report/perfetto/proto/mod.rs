@@ -60,7 +60,8 @@ mod tests {
         trace_packet::Data::TrackEvent(e)
     }
 
-    fn sample() -> Trace {
+    /// The first packet: the clock snapshot that starts the sequence.
+    fn first_packet() -> TracePacket {
         let mut first = TracePacket {
             timestamp: Some(1_000),
             data: Some(trace_packet::Data::ClockSnapshot(ClockSnapshot {
@@ -77,6 +78,12 @@ mod tests {
             ..Default::default()
         };
         first.timestamp_clock_id = Some(BuiltinClock::Monotonic as u32);
+        first
+    }
+
+    /// A device with a request lane and a queue-depth counter, a process
+    /// and its thread.
+    fn descriptors() -> [TrackDescriptor; 5] {
         let device = TrackDescriptor {
             uuid: Some(10),
             static_or_dynamic_name: Some(track_descriptor::StaticOrDynamicName::Name("sda".into())),
@@ -122,6 +129,11 @@ mod tests {
             }),
             ..Default::default()
         };
+        [device, lane, depth, process, thread]
+    }
+
+    /// A request's slice beginning, with an annotation of each kind.
+    fn annotated_begin() -> trace_packet::Data {
         let mut begin = event(track_event::Type::SliceBegin, 11, Some("W 2048+8"));
         if let trace_packet::Data::TrackEvent(e) = &mut begin {
             e.categories.push("block".into());
@@ -148,6 +160,10 @@ mod tests {
                 },
             ];
         }
+        begin
+    }
+
+    fn sample() -> Trace {
         let mut count = TrackEvent {
             track_uuid: Some(12),
             counter_value_field: Some(track_event::CounterValueField::CounterValue(3)),
@@ -163,27 +179,24 @@ mod tests {
             state: Some(generic_kernel_task_state_event::TaskStateEnum::TaskStateRunning as i32),
             prio: Some(120),
         };
-        Trace {
-            packet: vec![
-                first,
-                packet(1_000, trace_packet::Data::TrackDescriptor(device)),
-                packet(1_000, trace_packet::Data::TrackDescriptor(lane)),
-                packet(1_000, trace_packet::Data::TrackDescriptor(depth)),
-                packet(1_000, trace_packet::Data::TrackDescriptor(process)),
-                packet(1_000, trace_packet::Data::TrackDescriptor(thread)),
-                packet(
-                    1_100,
-                    trace_packet::Data::GenericKernelTaskStateEvent(state),
-                ),
-                packet(1_200, begin),
-                packet(1_200, trace_packet::Data::TrackEvent(count)),
-                packet(
-                    1_300,
-                    event(track_event::Type::Instant, 20, Some("pwrite64")),
-                ),
-                packet(1_500, event(track_event::Type::SliceEnd, 11, None)),
-            ],
+        let mut packets = vec![first_packet()];
+        for d in descriptors() {
+            packets.push(packet(1_000, trace_packet::Data::TrackDescriptor(d)));
         }
+        packets.extend([
+            packet(
+                1_100,
+                trace_packet::Data::GenericKernelTaskStateEvent(state),
+            ),
+            packet(1_200, annotated_begin()),
+            packet(1_200, trace_packet::Data::TrackEvent(count)),
+            packet(
+                1_300,
+                event(track_event::Type::Instant, 20, Some("pwrite64")),
+            ),
+            packet(1_500, event(track_event::Type::SliceEnd, 11, None)),
+        ]);
+        Trace { packet: packets }
     }
 
     #[test]
