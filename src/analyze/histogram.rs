@@ -11,11 +11,16 @@ pub struct Log2Hist {
 
 impl Log2Hist {
     pub fn add(&mut self, v: u64) {
+        self.add_n(v, 1);
+    }
+
+    /// `n` values of `v`.
+    pub fn add_n(&mut self, v: u64, n: u64) {
         let slot = (64 - v.leading_zeros()).max(1) as usize;
         if self.slots.len() <= slot {
             self.slots.resize(slot + 1, 0);
         }
-        self.slots[slot] += 1;
+        self.slots[slot] += n;
     }
 
     pub fn total(&self) -> u64 {
@@ -153,6 +158,25 @@ impl LatencyDist {
 
     pub fn count(&self) -> u64 {
         self.n
+    }
+
+    /// A distribution known only as coarser buckets (`(low, high, count)`,
+    /// in order) and the exact sum: each bucket's values are taken at its
+    /// middle, min and max at the outer bounds.
+    pub fn from_ranges(rows: impl IntoIterator<Item = (u64, u64, u64)>, sum: u128) -> LatencyDist {
+        let mut d = LatencyDist::default();
+        for (lo, hi, count) in rows.into_iter().filter(|r| r.2 > 0) {
+            let b = bucket_of(lo + (hi - lo) / 2);
+            if d.buckets.len() <= b {
+                d.buckets.resize(b + 1, 0);
+            }
+            d.buckets[b] += count;
+            d.n += count;
+            d.min = d.min.min(lo);
+            d.max = d.max.max(hi);
+        }
+        d.sum = sum;
+        d
     }
 
     pub fn merge(&mut self, o: &LatencyDist) {

@@ -9,6 +9,7 @@ pub mod functions;
 pub mod gaps;
 pub mod histogram;
 pub mod irq;
+pub mod light;
 pub mod names;
 pub mod outliers;
 pub mod readahead;
@@ -98,6 +99,9 @@ pub struct Analysis {
     pub driver: driver::DriverSummary,
     /// Latency of the kernel functions asked for (`--func`).
     pub functions: Vec<functions::FunctionLatency>,
+    /// What a light capture's BPF programs counted (`record --light`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub light: Option<light::LightSummary>,
     /// Off-CPU time by kernel stack (`record --stacks`); in JSON as
     /// `off_cpu` (report::json).
     #[serde(skip)]
@@ -331,6 +335,7 @@ impl<'f> Analyses<'f> {
             readahead: self.readahead.finish(),
             cgroup_throttle: self.throttle.finish(),
             functions: self.functions.finish(names),
+            light: None,
             driver: self.driver.finish(),
             stacks,
             unknown_events: self.unknown,

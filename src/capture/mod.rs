@@ -12,6 +12,7 @@ pub mod build_ids;
 pub mod functions;
 pub mod instance;
 pub mod journal;
+pub mod light;
 pub mod pipe;
 pub mod probe;
 pub mod recorder;

@@ -13,6 +13,7 @@ mod flamegraph;
 mod lab;
 mod probe;
 mod record;
+mod record_light;
 mod report;
 mod stacks;
 

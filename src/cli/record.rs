@@ -50,6 +50,29 @@ pub struct RecordArgs {
     /// On-CPU sampling frequency of --stacks (Hz), as perf's -F.
     #[arg(long, default_value = "99", value_parser = clap::value_parser!(u64).range(1..=10000))]
     freq: u64,
+    /// A capture that can stay on: BPF programs keep each request's state
+    /// and histograms of its stages in the kernel, and send only the slow
+    /// requests (see --slow). Needs the kernel's BTF; `report`, `diff` and
+    /// `check` read the capture.
+    #[arg(long, conflicts_with_all = ["blk", "stacks", "functions", "text"])]
+    light: bool,
+    /// With --light: a request is slow from this many milliseconds
+    /// (allocation to completion); by default from the running p99 of its
+    /// device and operation (10 ms until it has 100 requests, never under 1 ms).
+    #[arg(long, requires = "light", value_name = "MS")]
+    slow: Option<f64>,
+    /// With --light: slow requests sent per second at most; the others are
+    /// counted, and the report says how many.
+    #[arg(long, requires = "light", default_value = "1000", value_name = "N")]
+    slow_cap: u32,
+    /// With --light: also measure the BPF programs' own run time
+    /// (BPF_ENABLE_STATS; costs two clock reads per run).
+    #[arg(long, requires = "light")]
+    bpf_stats: bool,
+    /// With --light: load only empty programs on the issue and complete
+    /// hooks (the overhead benchmark's floor); the capture has no data.
+    #[arg(long, requires = "light", hide = true)]
+    light_floor: bool,
     /// Per-CPU ring buffer size.
     #[arg(long, default_value = "16384")]
     buffer_kb: u64,
@@ -61,7 +84,18 @@ pub struct RecordArgs {
     command: Vec<String>,
 }
 
-fn is_root() -> bool {
+impl RecordArgs {
+    fn light_options(&self) -> crate::capture::light::LightOptions {
+        crate::capture::light::LightOptions {
+            slow_ns: self.slow.map(|ms| (ms * 1e6) as u64),
+            cap_per_s: self.slow_cap,
+            bpf_stats: self.bpf_stats,
+            floor: self.light_floor,
+        }
+    }
+}
+
+pub(super) fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
@@ -88,7 +122,9 @@ pub fn run(args: RecordArgs) -> Result<ExitStatus> {
         }
     }
     let output = args.output.clone().expect("clap requires --output");
-    let status = if args.blk.is_empty() {
+    let status = if args.light {
+        super::record_light::record(&output, &args.light_options(), &args.command, args.duration)?
+    } else if args.blk.is_empty() {
         record_capture(&output, &args)?
     } else {
         record_blk(&output, &args)?

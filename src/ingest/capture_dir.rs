@@ -499,6 +499,9 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
     let manifest_path = dir.join(MANIFEST);
     let manifest: serde_json::Value = serde_json::from_str(&read_capture_file(&manifest_path)?)
         .map_err(|e| InputError::new(&manifest_path, format!("not a capture manifest: {e}")))?;
+    if manifest["mode"].as_str() == Some(crate::model::light::MODE) {
+        return super::light::open(dir);
+    }
     let page_size = check_manifest(&manifest_path, &manifest)?;
     let (formats, page) = load_formats(dir)?;
     check_page_header(dir, page, page_size)?;

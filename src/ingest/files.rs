@@ -71,6 +71,12 @@ pub fn open_regular(path: &Path) -> Result<(File, Metadata), String> {
 /// Reads a small regular file whole (a manifest, a format file, a
 /// snapshot), refusing one larger than `limit` bytes.
 pub fn read_small(path: &Path, limit: u64) -> Result<String, String> {
+    String::from_utf8(read_small_bytes(path, limit)?)
+        .map_err(|_| "cannot read: stream did not contain valid UTF-8".into())
+}
+
+/// [`read_small`] for binary files.
+pub fn read_small_bytes(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
     let (f, m) = open_regular(path)?;
     if m.len() > limit {
         return Err(format!(
@@ -78,14 +84,14 @@ pub fn read_small(path: &Path, limit: u64) -> Result<String, String> {
             m.len()
         ));
     }
-    let mut text = String::new();
+    let mut bytes = Vec::with_capacity(m.len() as usize);
     f.take(limit + 1)
-        .read_to_string(&mut text)
+        .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read: {e}"))?;
-    if text.len() as u64 > limit {
+    if bytes.len() as u64 > limit {
         return Err(format!("grew past the {limit} bytes such a file can have"));
     }
-    Ok(text)
+    Ok(bytes)
 }
 
 /// Standard input as a file (a pipe or a redirected file); a terminal is

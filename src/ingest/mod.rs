@@ -7,6 +7,7 @@ pub mod capture_dir;
 pub mod compressed;
 pub mod elf_symbols;
 pub mod files;
+pub mod light;
 pub mod merge;
 pub mod perf_data;
 pub mod perf_samples;

@@ -10,6 +10,7 @@ pub mod capture_layout;
 pub mod fields;
 pub mod function_brackets;
 pub mod kallsyms;
+pub mod light;
 pub mod perf_record;
 pub mod snapshot;
 

@@ -39,6 +39,7 @@ pub fn to_value(a: &Analysis, findings: &[Finding]) -> Value {
         "cgroup_throttle": a.cgroup_throttle,
         "functions": a.functions,
         "driver": a.driver,
+        "light": a.light,
         "off_cpu": off_cpu(a),
         "on_cpu": on_cpu(a),
         "unknown_events": a.unknown_events,

@@ -130,7 +130,7 @@ pub struct BlockAnalysis {
 }
 
 /// Everything the block analysis found on one device.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub struct DeviceSummary {
     pub device: String,
     pub actions: ActionCounts,

@@ -66,7 +66,12 @@ pub(super) fn pct_line(out: &mut String, name: &str, p: &Percentiles) {
     );
 }
 
-pub(super) fn device(out: &mut String, d: &DeviceSummary, interval_s: f64) {
+pub(super) fn device(
+    out: &mut String,
+    d: &DeviceSummary,
+    interval_s: f64,
+    light: Option<&LightDeviceSummary>,
+) {
     let _ = writeln!(
         out,
         "==================== Device {} ====================\n",
@@ -100,6 +105,10 @@ pub(super) fn device(out: &mut String, d: &DeviceSummary, interval_s: f64) {
         d.fua_requests,
         d.errors
     );
+    if let Some(l) = light {
+        light_device(out, d, l);
+        return;
+    }
     let _ = writeln!(out, "btt intervals (seconds, per queued bio):");
     btt_table(out, &d.btt);
     if let Some(m) = &d.btt_merge {
@@ -137,6 +146,47 @@ pub(super) fn device(out: &mut String, d: &DeviceSummary, interval_s: f64) {
         pct_line(out, "Q2C", &d.q2c);
     }
     iostat_table(out, d, interval_s);
+    histograms(out, d);
+    out.push('\n');
+}
+
+/// A light capture's device: each operation's stages from the kernel's
+/// histograms, queue depth at issue, what could not be kept.
+fn light_device(out: &mut String, d: &DeviceSummary, l: &LightDeviceSummary) {
+    let _ = writeln!(
+        out,
+        "latency per request (µs; light capture: from the kernel's histograms, each value within 1/32):"
+    );
+    let _ = writeln!(
+        out,
+        "  {:<18} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "", "count", "avg", "p50", "p90", "p99", "p99.9", "max"
+    );
+    for o in &l.ops {
+        for (stage, p) in [
+            ("queued", &o.queued),
+            ("device (D2C)", &o.device),
+            ("total", &o.total),
+        ] {
+            pct_line(out, &format!("{:<18}", format!("{} {stage}", o.op)), p);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  (queued: allocation -> issue; total: allocation -> completion)"
+    );
+    let p = &l.depth;
+    let c = &l.counters;
+    let _ = writeln!(
+        out,
+        "\nqueue depth at issue: avg {:.1}, p50 {}, p99 {}, max {}",
+        p.avg, p.p50, p.p99, p.max
+    );
+    let _ = writeln!(
+        out,
+        "slow requests: {} recorded, {} over the cap (counted only), {} lost (ring buffer full); {} completions of requests issued before recording, {} not tracked (request map full)",
+        c.slow_sent, c.slow_capped, c.ring_full, c.no_state, c.state_full
+    );
     histograms(out, d);
     out.push('\n');
 }

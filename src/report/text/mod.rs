@@ -4,6 +4,7 @@
 use crate::analyze::block::btt::{Interval, Intervals};
 use crate::analyze::block::DeviceSummary;
 use crate::analyze::histogram::Percentiles;
+use crate::analyze::light::{LightDeviceSummary, LightSummary};
 use crate::analyze::Analysis;
 use crate::report::escape::{escape, join_escaped, Esc};
 use std::fmt::Write;
@@ -101,10 +102,18 @@ pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
         }
         out.push('\n');
     }
+    let light = |dev: &str| {
+        a.light
+            .as_ref()
+            .and_then(|l| l.devices.iter().find(|x| x.device == dev))
+    };
     for d in &b.devices {
-        device(&mut out, d, b.interval_s);
+        device(&mut out, d, b.interval_s, light(&d.device));
     }
-    if b.devices.len() > 1 {
+    if let Some(l) = &a.light {
+        light_programs(&mut out, l);
+    }
+    if b.devices.len() > 1 && a.light.is_none() {
         let _ = writeln!(
             out,
             "==================== All Devices ====================\n"
@@ -161,4 +170,21 @@ pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
         }
     }
     out
+}
+
+/// The BPF programs' own cost (`record --light --bpf-stats`).
+fn light_programs(out: &mut String, l: &LightSummary) {
+    let _ = writeln!(
+        out,
+        "light capture: programs attached as {} for {:.3} s",
+        l.attach, l.seconds
+    );
+    for p in l.programs.iter().filter(|p| p.runs > 0) {
+        let _ = writeln!(
+            out,
+            "  {:<16} {:>10} runs {:>8.0} ns each",
+            p.name, p.runs, p.ns_per_run
+        );
+    }
+    out.push('\n');
 }

@@ -1,0 +1,34 @@
+/* The few kernel types light.bpf.c reads, as CO-RE "flavours": field
+ * offsets are relocated against the running kernel's BTF at load time, so
+ * the object does not depend on the kernel it was built on (no vmlinux.h). */
+#ifndef IOSL_TYPES_H
+#define IOSL_TYPES_H
+
+#include <linux/types.h>
+
+struct gendisk___iosl {
+	int major;
+	int first_minor;
+} __attribute__((preserve_access_index));
+
+struct request_queue___iosl {
+	struct gendisk___iosl *disk;
+} __attribute__((preserve_access_index));
+
+struct block_device___iosl {
+	__u32 bd_dev;
+} __attribute__((preserve_access_index));
+
+struct bio___iosl {
+	struct block_device___iosl *bi_bdev;
+} __attribute__((preserve_access_index));
+
+struct request___iosl {
+	struct request_queue___iosl *q;
+	__u32 cmd_flags;
+	__u32 __data_len;
+	__u64 __sector;
+	__u64 start_time_ns;
+} __attribute__((preserve_access_index));
+
+#endif

@@ -1,0 +1,73 @@
+//! `iosleuth record --light`: the BPF session around the workload, and the
+//! capture directory it leaves (model::light names its files).
+
+use crate::capture::light::{LightOptions, LightSession};
+use crate::capture::snapshot;
+use crate::capture::workload::{self, Workload};
+use crate::error::{Error, Result};
+use crate::model::capture_layout::{FORMAT, MANIFEST, SNAPSHOT, VERSION};
+use crate::model::light::{LIGHT, MODE};
+use std::path::Path;
+
+pub fn record(
+    output: &Path,
+    opts: &LightOptions,
+    command: &[String],
+    duration: Option<f64>,
+) -> Result<i32> {
+    if !super::record::is_root() {
+        return Err(Error::bad_input(
+            "recording needs root (BPF is root-only here: kernel.unprivileged_bpf_disabled): run it with sudo",
+        ));
+    }
+    if let Some(ms) = opts.slow_ns {
+        if ms == 0 {
+            eprintln!("iosleuth: --slow 0: every request is sent (up to --slow-cap a second)");
+        }
+    }
+    std::fs::create_dir_all(output)
+        .map_err(|e| Error::bad_input(format!("cannot create {}: {e}", output.display())))?;
+    workload::install_signal_handlers();
+    let before = snapshot::take();
+    let session = LightSession::start(opts, output).map_err(|e| Error::bad_input(e.0))?;
+    let mut sample = serde_json::Value::Null;
+    let w = Workload {
+        command,
+        duration,
+        envs: &[],
+    };
+    let status = workload::run(&w, &mut |pid| sample = snapshot::workload(pid), &|_| {
+        String::new()
+    });
+    let doc = session.stop().map_err(|e| Error::failed(e.0))?;
+    let write = |name: &str, value: &serde_json::Value| {
+        std::fs::write(
+            output.join(name),
+            serde_json::to_string_pretty(value).unwrap_or_default(),
+        )
+        .map_err(|e| Error::failed(format!("cannot write {}: {e}", output.join(name).display())))
+    };
+    write(SNAPSHOT, &snapshot::document(before, sample))?;
+    write(LIGHT, &serde_json::to_value(&doc).unwrap_or_default())?;
+    write(
+        MANIFEST,
+        &serde_json::json!({
+            "format": FORMAT,
+            "version": VERSION,
+            "mode": MODE,
+            "attach": doc.attach,
+            "clock": "mono",
+        }),
+    )?;
+    let (ios, slow): (u64, u64) = doc.devices.iter().fold((0, 0), |(i, s), d| {
+        (
+            i + d.ops.values().map(|o| o.ios).sum::<u64>(),
+            s + d.counters.slow_sent,
+        )
+    });
+    eprintln!(
+        "iosleuth: light capture in {}: {ios} requests in histograms, {slow} slow ones recorded",
+        output.display()
+    );
+    Ok(status)
+}

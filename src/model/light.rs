@@ -1,0 +1,253 @@
+//! A light capture (`record --light`): what the BPF programs aggregated in
+//! the kernel, and the slow requests they sent. Written by
+//! `capture::light`, read by `ingest::light`:
+//!
+//! ```text
+//! CAPTURE/
+//!   iosleuth-capture.json   manifest, with "mode": "light" and the attach type
+//!   snapshot.json           the system before and after, the workload's threads
+//!   light.json              per device and operation: counts, bytes, each stage's
+//!                           histogram; queue depths, merges, splits, losses;
+//!                           the programs' own run time
+//!   slow.bin                the slow requests, as the kernel wrote them
+//! ```
+
+use super::block::Dev;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const LIGHT: &str = "light.json";
+pub const SLOW: &str = "slow.bin";
+/// The manifest's `mode` of a light capture.
+pub const MODE: &str = "light";
+
+/// `slow.bin` starts with these 8 bytes, then the record size (u32 LE)
+/// and a reserved u32; records follow, each `SLOW_RECORD` bytes.
+pub const SLOW_MAGIC: &[u8; 8] = b"IOSLSLOW";
+pub const SLOW_HEADER: usize = 16;
+/// `struct slow_rec` of bpf/light.h.
+pub const SLOW_RECORD: usize = 96;
+
+/// Histogram buckets (bpf/light.h): values below 64 ns exact, then 32
+/// per octave.
+pub const SUB_BITS: u32 = 5;
+pub const NBUCKET: usize = 1184;
+
+/// The inclusive range of values (ns) of bucket `i`.
+pub fn bucket_range(i: usize) -> (u64, u64) {
+    let sub = 1usize << SUB_BITS;
+    if i < 2 * sub {
+        return (i as u64, i as u64);
+    }
+    let e = (i / sub - 1) as u32;
+    let low = ((i - (e as usize) * sub) as u64) << e;
+    (low, low + (1u64 << e) - 1)
+}
+
+/// The bucket of `v` ns, as the BPF program computes it.
+pub fn bucket_of(v: u64) -> usize {
+    let sub = 1u64 << SUB_BITS;
+    if v < 2 * sub {
+        return v as usize;
+    }
+    let v = v.min((1 << 41) - 1);
+    let e = 63 - v.leading_zeros() - SUB_BITS;
+    (e as usize) * sub as usize + (v >> e) as usize
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct LightDoc {
+    /// How the programs were attached (`tp_btf`).
+    pub attach: String,
+    /// CLOCK_MONOTONIC when the programs were attached and detached.
+    pub started_ns: u64,
+    pub stopped_ns: u64,
+    pub slow: SlowPolicy,
+    pub devices: Vec<LightDevice>,
+    /// The programs' own run time (`--bpf-stats`).
+    pub programs: Vec<ProgramStats>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct SlowPolicy {
+    /// `--slow`: every request at least this long (allocation to
+    /// completion); otherwise the running p99 of its device and operation.
+    pub fixed_ns: Option<u64>,
+    /// The threshold before a device and operation has enough requests
+    /// for a p99.
+    pub initial_ns: u64,
+    /// Slow requests sent per second at most (over all CPUs).
+    pub cap_per_s: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct LightDevice {
+    /// `major,minor`, or `other` for devices without a slot.
+    pub dev: String,
+    /// By operation: read, write, flush, other.
+    pub ops: BTreeMap<String, LightOp>,
+    /// Requests by queue depth at issue (index = depth, the last also
+    /// takes deeper ones).
+    pub depth: Vec<u64>,
+    pub counters: LightCounters,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct LightOp {
+    pub ios: u64,
+    pub bytes: u64,
+    /// Allocation → issue.
+    pub queued: StageHist,
+    /// Issue → completion (D2C).
+    pub device: StageHist,
+    /// Allocation → completion.
+    pub total: StageHist,
+    /// Requests by log2 of their bytes (index k: 2^k ..).
+    pub size_log2: Vec<u64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct StageHist {
+    pub n: u64,
+    pub sum_ns: u64,
+    /// `(bucket, count)` of the non-empty buckets.
+    pub buckets: Vec<(u32, u64)>,
+}
+
+impl StageHist {
+    /// `(low, high, count)` of each non-empty bucket, in ns.
+    pub fn rows(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        self.buckets.iter().map(|&(i, c)| {
+            let (lo, hi) = bucket_range(i as usize);
+            (lo, hi, c)
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct LightCounters {
+    pub back_merges: u64,
+    pub front_merges: u64,
+    pub rq_merges: u64,
+    pub splits: u64,
+    pub requeues: u64,
+    pub errors: u64,
+    pub partial: u64,
+    /// Completions of requests issued before the programs were attached.
+    pub no_state: u64,
+    /// Issues whose state did not fit the kernel's request map.
+    pub state_full: u64,
+    pub slow_sent: u64,
+    /// Slow requests over the per-second cap: counted, not sent.
+    pub slow_capped: u64,
+    /// Slow requests the ring buffer had no room for.
+    pub ring_full: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ProgramStats {
+    pub name: String,
+    pub run_count: u64,
+    pub run_time_ns: u64,
+}
+
+/// One slow request, as `struct slow_rec` holds it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlowRequest {
+    pub dev: Dev,
+    /// When the request was allocated (0 when the queue does not say).
+    pub alloc_ns: u64,
+    pub issue_ns: u64,
+    pub complete_ns: u64,
+    pub sector: u64,
+    pub cgroup_id: u64,
+    pub bytes: u32,
+    pub cmd_flags: u32,
+    /// The process and thread that issued it, and its name.
+    pub pid: u32,
+    pub tid: u32,
+    pub issue_cpu: u32,
+    pub complete_cpu: u32,
+    /// Requests in flight on the device when it was issued, itself included.
+    pub depth: u32,
+    pub error: i32,
+    pub comm: [u8; 16],
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+impl SlowRequest {
+    /// A record of `SLOW_RECORD` bytes; `None` when it is not a slow
+    /// request's (another kind, or a length that is not the record's).
+    pub fn parse(b: &[u8]) -> Option<SlowRequest> {
+        if b.len() < SLOW_RECORD
+            || u16::from_le_bytes([b[0], b[1]]) != 1
+            || u16::from_le_bytes([b[2], b[3]]) as usize != SLOW_RECORD
+        {
+            return None;
+        }
+        let raw = u32_at(b, 4);
+        Some(SlowRequest {
+            dev: Dev::new(raw >> 20, raw & 0xfffff),
+            alloc_ns: u64_at(b, 8),
+            issue_ns: u64_at(b, 16),
+            complete_ns: u64_at(b, 24),
+            sector: u64_at(b, 32),
+            cgroup_id: u64_at(b, 40),
+            bytes: u32_at(b, 48),
+            cmd_flags: u32_at(b, 52),
+            pid: u32_at(b, 56),
+            tid: u32_at(b, 60),
+            issue_cpu: u32_at(b, 64),
+            complete_cpu: u32_at(b, 68),
+            depth: u32_at(b, 72),
+            error: u32_at(b, 76) as i32,
+            comm: b[80..96].try_into().expect("16 bytes"),
+        })
+    }
+
+    /// Allocation → completion, or issue → completion when the queue did
+    /// not stamp the allocation.
+    pub fn total_ns(&self) -> u64 {
+        let from = if self.alloc_ns != 0 && self.alloc_ns <= self.issue_ns {
+            self.alloc_ns
+        } else {
+            self.issue_ns
+        };
+        self.complete_ns.saturating_sub(from)
+    }
+
+    pub fn device_ns(&self) -> u64 {
+        self.complete_ns.saturating_sub(self.issue_ns)
+    }
+}
+
+/// The operation names of bpf/light.h's slots, in slot order.
+pub const OPS: [&str; 4] = ["read", "write", "flush", "other"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_contiguous_and_within_a_32nd() {
+        let mut prev = None;
+        for i in 0..NBUCKET {
+            let (lo, hi) = bucket_range(i);
+            if let Some(p) = prev {
+                assert_eq!(lo, p + 1, "bucket {i}");
+            }
+            assert_eq!(bucket_of(lo), i);
+            assert_eq!(bucket_of(hi), i);
+            assert!((hi - lo) as f64 <= lo as f64 / 31.0 + 1.0);
+            prev = Some(hi);
+        }
+        assert_eq!(bucket_of(u64::MAX), NBUCKET - 1);
+    }
+}
