@@ -31,4 +31,17 @@ struct request___iosl {
 	__u64 start_time_ns;
 } __attribute__((preserve_access_index));
 
+/* task_cpu(): x86 keeps the task's CPU in its thread_info. */
+struct thread_info___iosl {
+	__u32 cpu;
+} __attribute__((preserve_access_index));
+
+struct task_struct___iosl {
+	struct thread_info___iosl thread_info;
+	int pid;
+	int tgid;
+	int prio;
+	char comm[16];
+} __attribute__((preserve_access_index));
+
 #endif

@@ -22,6 +22,8 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Slow requests sent per second per CPU at most (0: no cap). */
 const volatile __u32 cap_per_cpu = 0;
+/* Runqueue waits sent from this long (ns). */
+const volatile __u64 wait_min_ns = 5000000;
 
 struct rq_state {
 	/* The request this entry holds (0: free). */
@@ -229,6 +231,13 @@ int BPF_PROG(iosl_issue, struct request___iosl *rq)
 	struct depth_hist *d = bpf_map_lookup_elem(&depths, &slot);
 	if (d)
 		d->b[depth < NDEPTH ? depth : NDEPTH - 1]++;
+	struct counters *c = counters_of(slot);
+	if (c) {
+		__u64 sector = rq->__sector;
+		if (sector == c->last_end)
+			c->seq_requests += 1;
+		c->last_end = sector + (rq->__data_len >> 9);
+	}
 	__u64 id = bpf_get_current_pid_tgid();
 	st->rq = addr;
 	st->issue_ns = bpf_ktime_get_ns();
@@ -410,8 +419,299 @@ int BPF_PROG(iosl_split, struct bio___iosl *bio, unsigned int new_sector)
 	return 0;
 }
 
-/* The floor: the same hooks with empty programs (scripts/bench-overhead). */
-SEC("tp_btf/block_rq_issue")
-int BPF_PROG(iosl_nop_issue) { return 0; }
-SEC("tp_btf/block_rq_complete")
-int BPF_PROG(iosl_nop_compl) { return 0; }
+/* The flight recorder: what was around a slow request. */
+
+/* Threads made runnable (woken, or preempted while running), direct-mapped
+ * by thread id: a wakeup stamps the entry, the switch that runs the
+ * thread reads and clears it. Two runnable threads on one entry: the
+ * later one wins, the earlier one's wait goes unmeasured. */
+#define NTASK 65536
+struct runnable {
+	__u32 tid;
+	/* The CPU it will run on, and that CPU's rt_ns then. */
+	__u32 cpu;
+	__u64 since;
+	__u64 rt_base;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NTASK);
+	__type(key, __u32);
+	__type(value, struct runnable);
+} runnable SEC(".maps");
+
+/* Per CPU, readable from the others (a wakeup reads its target's): the
+ * time real-time tasks ran there, and the last one that did. Only the CPU
+ * itself writes its entry; a real-time task's name is copied only when it
+ * is switched in, which is rare. */
+#define NCPU 1024
+struct cpu_rt {
+	__u64 rt_ns;
+	__u32 tid;
+	__s32 prio;
+	char comm[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NCPU);
+	__type(key, __u32);
+	__type(value, struct cpu_rt);
+} cpu_rt SEC(".maps");
+
+/* Per CPU: since when its current task runs, and when the interrupt it
+ * is in began (scratch, not exported). */
+struct oncpu {
+	__u64 since;
+	__u64 hardirq_since;
+	__u64 softirq_since;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct oncpu);
+} oncpu SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_stats);
+} cpu_stats SEC(".maps");
+
+static __always_inline struct cpu_stats *stats_here(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&cpu_stats, &zero);
+}
+
+static __always_inline struct oncpu *oncpu_here(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&oncpu, &zero);
+}
+
+/* Kernel priority below 100: SCHED_FIFO/RR (and deadline). */
+static __always_inline int is_rt(int prio)
+{
+	return prio < 100;
+}
+
+static __always_inline void mark_runnable(__u32 tid, __u32 cpu, __u64 now)
+{
+	__u32 idx = tid & (NTASK - 1);
+	struct runnable *r = bpf_map_lookup_elem(&runnable, &idx);
+	if (!r || (r->tid == tid && r->since))
+		return;
+	struct cpu_rt *rt = bpf_map_lookup_elem(&cpu_rt, &cpu);
+	r->tid = tid;
+	r->cpu = cpu;
+	r->since = now;
+	r->rt_base = rt ? rt->rt_ns : 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(iosl_wakeup, struct task_struct___iosl *p)
+{
+	struct cpu_stats *s = stats_here();
+	if (s)
+		s->wakeups += 1;
+	mark_runnable(p->pid, p->thread_info.cpu, bpf_ktime_get_ns());
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(iosl_wakeup_new, struct task_struct___iosl *p)
+{
+	mark_runnable(p->pid, p->thread_info.cpu, bpf_ktime_get_ns());
+	return 0;
+}
+
+static __always_inline void send_wait(struct cpu_stats *s, struct task_struct___iosl *next,
+				      struct task_struct___iosl *prev, __u64 prev_since,
+				      struct runnable *w, struct cpu_rt *rt, __u32 cpu,
+				      __u64 now)
+{
+	struct wait_rec *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+	if (!r) {
+		s->waits_lost += 1;
+		return;
+	}
+	s->long_waits += 1;
+	__u64 since = w->since;
+	r->kind = REC_WAIT;
+	r->len = sizeof(*r);
+	r->cpu = cpu;
+	r->start_ns = since;
+	r->wait_ns = now - since;
+	r->held_ns = now - (prev_since > since ? prev_since : since);
+	r->rt_ns = 0;
+	r->rt_tid = 0;
+	r->rt_prio = 0;
+	r->rt_comm[0] = 0;
+	/* Woken for another CPU than it ran on: whose time it was is unknown. */
+	if (rt && w->cpu == cpu) {
+		__u64 ns = rt->rt_ns - w->rt_base;
+		r->rt_ns = ns < r->wait_ns ? ns : r->wait_ns;
+		r->rt_tid = rt->tid;
+		r->rt_prio = rt->prio;
+		__builtin_memcpy(r->rt_comm, rt->comm, sizeof(r->rt_comm));
+	}
+	r->tid = next->pid;
+	r->prio = next->prio;
+	r->holder_tid = prev->pid;
+	r->holder_prio = prev->prio;
+	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), next->comm);
+	bpf_probe_read_kernel_str(r->holder_comm, sizeof(r->holder_comm), prev->comm);
+	bpf_ringbuf_submit(r, 0);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(iosl_switch, _Bool preempt, struct task_struct___iosl *prev,
+	     struct task_struct___iosl *next, unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct cpu_stats *s = stats_here();
+	struct oncpu *o = oncpu_here();
+	struct cpu_rt *rt = bpf_map_lookup_elem(&cpu_rt, &cpu);
+	if (!s || !o)
+		return 0;
+	s->switches += 1;
+	__u64 prev_since = o->since;
+	o->since = now;
+	__u32 prev_tid = prev->pid;
+	if (rt && prev_tid && is_rt(prev->prio) && prev_since)
+		rt->rt_ns += now - prev_since;
+	/* Preempted (or yielding) while running: runnable from now. */
+	if (prev_tid && (preempt || prev_state == 0))
+		mark_runnable(prev_tid, cpu, now);
+	__u32 tid = next->pid;
+	if (!tid)
+		return 0;
+	int prio = next->prio;
+	if (rt && is_rt(prio)) {
+		rt->tid = tid;
+		rt->prio = prio;
+		bpf_probe_read_kernel_str(rt->comm, sizeof(rt->comm), next->comm);
+	}
+	__u32 idx = tid & (NTASK - 1);
+	struct runnable *w = bpf_map_lookup_elem(&runnable, &idx);
+	if (!w || w->tid != tid || !w->since)
+		return 0;
+	if (now - w->since >= wait_min_ns)
+		send_wait(s, next, prev, prev_since, w, rt, cpu, now);
+	w->since = 0;
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(iosl_irq_entry, int irq)
+{
+	struct oncpu *o = oncpu_here();
+	if (o)
+		o->hardirq_since = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(iosl_irq_exit, int irq)
+{
+	struct oncpu *o = oncpu_here();
+	struct cpu_stats *s = stats_here();
+	if (!o || !s || !o->hardirq_since)
+		return 0;
+	s->hardirqs += 1;
+	s->hardirq_ns += bpf_ktime_get_ns() - o->hardirq_since;
+	o->hardirq_since = 0;
+	return 0;
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(iosl_softirq_entry, unsigned int vec)
+{
+	struct oncpu *o = oncpu_here();
+	if (o)
+		o->softirq_since = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(iosl_softirq_exit, unsigned int vec)
+{
+	struct oncpu *o = oncpu_here();
+	struct cpu_stats *s = stats_here();
+	if (!o || !s || !o->softirq_since)
+		return 0;
+	__u64 ns = bpf_ktime_get_ns() - o->softirq_since;
+	o->softirq_since = 0;
+	if (vec < NSOFTIRQ) {
+		s->softirqs[vec] += 1;
+		s->softirq_ns[vec] += ns;
+	}
+	return 0;
+}
+
+/* Low-rate events kept whole (the journal's commits and checkpoints): a
+ * classic tracepoint program each, whose context is the raw record; the
+ * index is the event's place in src/model/light.rs's CONTEXT_EVENTS. */
+static __always_inline int send_event(void *ctx, __u16 event)
+{
+	struct cpu_stats *s = stats_here();
+	struct event_rec *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+	if (!r) {
+		if (s)
+			s->events_lost += 1;
+		return 0;
+	}
+	if (s)
+		s->events += 1;
+	r->kind = REC_EVENT;
+	r->len = sizeof(*r);
+	r->cpu = bpf_get_smp_processor_id();
+	r->ts_ns = bpf_ktime_get_ns();
+	r->tid = (__u32)bpf_get_current_pid_tgid();
+	r->event = event;
+	r->pad = 0;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	bpf_probe_read_kernel(r->data, sizeof(r->data), ctx);
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+#define CONTEXT_EVENT(n, tp) \
+	SEC("tracepoint/jbd2/" #tp) int iosl_ev_##tp(void *ctx) { return send_event(ctx, n); }
+CONTEXT_EVENT(0, jbd2_start_commit)
+CONTEXT_EVENT(1, jbd2_commit_locking)
+CONTEXT_EVENT(2, jbd2_commit_flushing)
+CONTEXT_EVENT(3, jbd2_commit_logging)
+CONTEXT_EVENT(4, jbd2_end_commit)
+CONTEXT_EVENT(5, jbd2_run_stats)
+CONTEXT_EVENT(6, jbd2_checkpoint)
+CONTEXT_EVENT(7, jbd2_checkpoint_stats)
+CONTEXT_EVENT(8, jbd2_update_log_tail)
+CONTEXT_EVENT(9, jbd2_lock_buffer_stall)
+
+/* The floor: the same hooks with empty programs (scripts/bench-overhead).
+ * A tp_btf program is verified for one tracepoint: one each. */
+#define NOP_TP_BTF(name, tp) \
+	SEC("tp_btf/" #tp) int BPF_PROG(name) { return 0; }
+NOP_TP_BTF(iosl_nop_issue, block_rq_issue)
+NOP_TP_BTF(iosl_nop_compl, block_rq_complete)
+NOP_TP_BTF(iosl_nop_requeue, block_rq_requeue)
+NOP_TP_BTF(iosl_nop_bmerge, block_bio_backmerge)
+NOP_TP_BTF(iosl_nop_fmerge, block_bio_frontmerge)
+NOP_TP_BTF(iosl_nop_rqmerge, block_rq_merge)
+NOP_TP_BTF(iosl_nop_split, block_split)
+NOP_TP_BTF(iosl_nop_wakeup, sched_wakeup)
+NOP_TP_BTF(iosl_nop_wnew, sched_wakeup_new)
+NOP_TP_BTF(iosl_nop_switch, sched_switch)
+NOP_TP_BTF(iosl_nop_irq_in, irq_handler_entry)
+NOP_TP_BTF(iosl_nop_irq_out, irq_handler_exit)
+NOP_TP_BTF(iosl_nop_sirq_in, softirq_entry)
+NOP_TP_BTF(iosl_nop_sirq_out, softirq_exit)
+SEC("tracepoint/jbd2/jbd2_checkpoint")
+int iosl_nop_event(void *ctx) { return 0; }

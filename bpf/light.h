@@ -55,9 +55,36 @@ struct counters {
 	__u64 slow_capped;
 	/* Slow requests the ring buffer had no room for. */
 	__u64 ring_full;
+	/* Requests that start where the previous one issued on this CPU to
+	 * this device ended: how sequential the device's I/O is, without a
+	 * hook on every bio. */
+	__u64 seq_requests;
+	/* Scratch, not a counter: the end sector of that previous request. */
+	__u64 last_end;
+};
+
+/* Softirq vectors (NR_SOFTIRQS). */
+#define NSOFTIRQ 10
+
+/* The flight recorder's per-CPU figures: the scheduler and interrupts. */
+struct cpu_stats {
+	__u64 switches;
+	__u64 wakeups;
+	/* Runqueue waits of at least wait_min_ns: sent, or lost to a full ring. */
+	__u64 long_waits;
+	__u64 waits_lost;
+	/* Tracepoint events of the context (jbd2): sent, or lost. */
+	__u64 events;
+	__u64 events_lost;
+	__u64 hardirqs;
+	__u64 hardirq_ns;
+	__u64 softirqs[NSOFTIRQ];
+	__u64 softirq_ns[NSOFTIRQ];
 };
 
 #define REC_SLOW 1
+#define REC_EVENT 2
+#define REC_WAIT 3
 
 struct slow_rec {
 	__u16 kind;
@@ -77,6 +104,48 @@ struct slow_rec {
 	__u32 depth;
 	__s32 error;
 	char comm[16];
+};
+
+/* A tracepoint's raw record (the bytes its tracefs `format` describes),
+ * copied whole up to EVENT_DATA bytes: user space decodes it by the
+ * format files the capture keeps. The kernel overwrites the record's first
+ * 8 bytes (its common fields) with a pointer before a BPF program sees
+ * it, so the event (an index into the context events' list), the thread
+ * and its name come beside it. */
+#define EVENT_DATA 128
+struct event_rec {
+	__u16 kind;
+	__u16 len;
+	__u32 cpu;
+	__u64 ts_ns;
+	__u32 tid;
+	__u16 event;
+	__u16 pad;
+	char comm[16];
+	__u8 data[EVENT_DATA];
+};
+
+/* A thread runnable for at least wait_min_ns before it ran on `cpu`; the
+ * task that ran there just before it (and for how much of the wait), and
+ * the real-time tasks' time on that CPU during the wait (rt_ns; the last
+ * real-time task that ran there is rt_*). */
+struct wait_rec {
+	__u16 kind;
+	__u16 len;
+	__u32 cpu;
+	__u64 start_ns;
+	__u64 wait_ns;
+	__u64 held_ns;
+	__u64 rt_ns;
+	__u32 tid;
+	__s32 prio;
+	__u32 holder_tid;
+	__s32 holder_prio;
+	__u32 rt_tid;
+	__s32 rt_prio;
+	char comm[16];
+	char holder_comm[16];
+	char rt_comm[16];
 };
 
 #endif

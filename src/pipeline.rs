@@ -147,8 +147,8 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
     let mut a = analyze::analyze_with_names(progress.events(&mut merged), filter, cfg, &known);
     drop(progress);
     account_for_sources(&mut a, &merged);
-    for doc in light_docs(paths)? {
-        analyze::light::apply(&mut a, &doc);
+    for light in light_inputs(paths)? {
+        analyze::light::apply(&mut a, &light);
     }
     a.warnings.extend(snapshot_warnings);
     let inputs = tap.inputs(&snapshots);
@@ -197,28 +197,17 @@ fn recorded_functions(paths: &[PathBuf]) -> Vec<String> {
 }
 
 /// What the light captures among `paths` counted in the kernel
-/// (`light.json`); an unreadable one stops the report, since its requests
-/// would otherwise go uncounted.
-fn light_docs(paths: &[PathBuf]) -> Result<Vec<crate::model::light::LightDoc>> {
+/// (`light.json`), their long runqueue waits and slowest requests; an
+/// unreadable one stops the report, since its requests would otherwise go
+/// uncounted.
+fn light_inputs(paths: &[PathBuf]) -> Result<Vec<ingest::light::LightInputs>> {
     use crate::model::capture_layout::is_capture;
     use crate::model::light::LIGHT;
-    let mut out = Vec::new();
-    for p in paths
+    paths
         .iter()
         .filter(|p| is_capture(p) && p.join(LIGHT).exists())
-    {
-        let file = p.join(LIGHT);
-        let doc = ingest::files::read_small(&file, 64 << 20)
-            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
-            .map_err(|e| {
-                Error::bad_input(format!(
-                    "{}: not a light capture's histograms: {e}",
-                    file.display()
-                ))
-            })?;
-        out.push(doc);
-    }
-    Ok(out)
+        .map(|p| ingest::light::load(p).map_err(Error::from))
+        .collect()
 }
 
 /// The inputs' summaries, and what they could not read first among the

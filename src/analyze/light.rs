@@ -7,8 +7,13 @@
 
 use super::block::{requests::OpCounts, DeviceSummary};
 use super::histogram::{LatencyDist, Log2Hist, Percentiles};
+use super::irq::{HandlerStats, SoftirqCpu, VECTORS};
+use super::sched::{Holder, LongWait};
 use super::Analysis;
-use crate::model::light::{LightCounters, LightDoc, ProgramStats, SlowPolicy, StageHist};
+use crate::ingest::light::LightInputs;
+use crate::model::light::{
+    comm_str, LightCounters, LightDoc, ProgramStats, SlowPolicy, SlowRequest, StageHist, WaitRecord,
+};
 use serde::Serialize;
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -21,6 +26,36 @@ pub struct LightSummary {
     pub devices: Vec<LightDeviceSummary>,
     /// The programs' own run time (`record --light --bpf-stats`).
     pub programs: Vec<ProgramSummary>,
+    /// The slowest requests the kernel sent, longest first.
+    pub slowest: Vec<SlowRequestSummary>,
+    /// The flight recorder: runqueue waits from this long were kept.
+    pub wait_min_ns: u64,
+    /// What the flight recorder lost or could not attach to.
+    pub waits_lost: u64,
+    pub events_lost: u64,
+    pub missing_events: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SlowRequestSummary {
+    pub device: String,
+    /// read, write, flush, other.
+    pub op: &'static str,
+    pub sector: u64,
+    pub bytes: u32,
+    /// When it was issued (trace clock ns).
+    pub issue_ns: u64,
+    /// Allocation → completion, issue → completion.
+    pub total_ns: u64,
+    pub device_ns: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+    pub issue_cpu: u32,
+    pub complete_cpu: u32,
+    /// Requests in flight at its issue, itself included.
+    pub depth: u32,
+    pub cgroup_id: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -63,16 +98,31 @@ fn add_op(c: &mut OpCounts, op: &str, n: u64) {
     }
 }
 
-/// Puts `doc`'s figures into the analysis (`a.light`, and each device's
-/// summary), with a warning for what the capture could not keep.
-pub fn apply(a: &mut Analysis, doc: &LightDoc) {
+/// Puts a light capture's figures into the analysis (`a.light`, each
+/// device's summary, the scheduler's long waits and the interrupts'
+/// time), with a warning for what the capture could not keep.
+pub fn apply(a: &mut Analysis, light: &LightInputs) {
+    let doc = &light.doc;
     let mut summary = LightSummary {
         attach: doc.attach.clone(),
         seconds: doc.stopped_ns.saturating_sub(doc.started_ns) as f64 / 1e9,
         slow: doc.slow.clone(),
         devices: Vec::new(),
         programs: doc.programs.iter().map(program).collect(),
+        slowest: light.slowest.iter().map(slow_request).collect(),
+        wait_min_ns: doc.wait_min_ns,
+        waits_lost: doc.cpus.iter().map(|c| c.waits_lost).sum(),
+        events_lost: doc.cpus.iter().map(|c| c.events_lost).sum(),
+        missing_events: doc.missing_events.clone(),
     };
+    apply_devices(a, doc, &mut summary);
+    apply_cpus(a, doc, &light.waits);
+    warn_context(a, &summary);
+    a.light = Some(summary);
+}
+
+/// Each device's counts, bytes, merges and latencies from the histograms.
+fn apply_devices(a: &mut Analysis, doc: &LightDoc, summary: &mut LightSummary) {
     for d in &doc.devices {
         let idx = match a.block.devices.iter().position(|s| s.device == d.dev) {
             Some(i) => i,
@@ -157,7 +207,147 @@ pub fn apply(a: &mut Analysis, doc: &LightDoc) {
     a.warnings.push(
         "light capture: request counts and latencies come from the kernel's histograms (each value within 1/32); btt's intervals, iostat's columns and per-process figures need the full recorder (`iosleuth record` without --light)".into(),
     );
-    a.light = Some(summary);
+}
+
+/// The scheduler's switches and long runqueue waits, and each CPU's
+/// interrupt time, as the flight recorder kept them.
+fn apply_cpus(a: &mut Analysis, doc: &LightDoc, waits: &[WaitRecord]) {
+    if doc.cpus.is_empty() {
+        return;
+    }
+    a.sched.switches = doc.cpus.iter().map(|c| c.switches).sum();
+    a.sched.wakeups = doc.cpus.iter().map(|c| c.wakeups).sum();
+    let mut long: Vec<LongWait> = waits.iter().map(long_wait).collect();
+    long.sort_by_key(|w| std::cmp::Reverse(w.wait_ns));
+    a.sched.long_waits = long;
+    let seconds = doc.stopped_ns.saturating_sub(doc.started_ns) as f64 / 1e9;
+    a.irq.seconds = seconds;
+    a.irq.softirq = doc
+        .cpus
+        .iter()
+        .map(|c| SoftirqCpu {
+            cpu: c.cpu,
+            counts: VECTORS
+                .iter()
+                .copied()
+                .zip(c.softirqs.iter().copied())
+                .collect(),
+            per_s: VECTORS
+                .iter()
+                .copied()
+                .zip(c.softirqs.iter().map(|&n| n as f64 / seconds.max(1e-9)))
+                .collect(),
+            time_ns: VECTORS
+                .iter()
+                .copied()
+                .zip(c.softirq_ns.iter().copied())
+                .collect(),
+        })
+        .collect();
+    a.irq.softirq_total = VECTORS
+        .iter()
+        .enumerate()
+        .map(|(v, name)| {
+            let count = doc
+                .cpus
+                .iter()
+                .map(|c| c.softirqs.get(v).copied().unwrap_or(0))
+                .sum();
+            let time_ns = doc
+                .cpus
+                .iter()
+                .map(|c| c.softirq_ns.get(v).copied().unwrap_or(0))
+                .sum();
+            (
+                *name,
+                HandlerStats {
+                    count,
+                    time_ns,
+                    max_ns: 0,
+                },
+            )
+        })
+        .collect();
+}
+
+/// A kept wait as the scheduler analysis's: who held the CPU is the
+/// real-time tasks' time during it (when it ran where it was woken) and
+/// the task that ran just before it, longest first.
+fn long_wait(w: &WaitRecord) -> LongWait {
+    let holder = |tid: u32, comm: &[u8], prio: i32, ns: u64| Holder {
+        pid: tid,
+        comm: String::from_utf8_lossy(comm_str(comm)).into_owned(),
+        prio: i64::from(prio),
+        policy: if tid == 0 {
+            "idle"
+        } else if prio < 100 {
+            "RT"
+        } else {
+            "normal"
+        },
+        ns,
+    };
+    let mut held_by = Vec::new();
+    if w.rt_ns > 0 {
+        held_by.push(holder(w.rt_tid, &w.rt_comm, w.rt_prio, w.rt_ns));
+    }
+    if w.holder_tid != w.rt_tid || w.rt_ns == 0 {
+        held_by.push(holder(
+            w.holder_tid,
+            &w.holder_comm,
+            w.holder_prio,
+            w.held_ns,
+        ));
+    }
+    held_by.sort_by_key(|h| std::cmp::Reverse(h.ns));
+    LongWait {
+        pid: w.tid,
+        comm: String::from_utf8_lossy(comm_str(&w.comm)).into_owned(),
+        cpu: w.cpu,
+        start_ns: w.start_ns,
+        wait_ns: w.wait_ns,
+        held_by,
+    }
+}
+
+fn warn_context(a: &mut Analysis, s: &LightSummary) {
+    if s.waits_lost > 0 {
+        a.warnings.push(format!(
+            "light capture: {} long runqueue waits were lost: the ring buffer was full",
+            s.waits_lost
+        ));
+    }
+    if s.events_lost > 0 {
+        a.warnings.push(format!(
+            "light capture: {} journal events were lost: the ring buffer was full",
+            s.events_lost
+        ));
+    }
+    if !s.missing_events.is_empty() {
+        a.warnings.push(format!(
+            "light capture: not recorded: {}",
+            s.missing_events.join(", ")
+        ));
+    }
+}
+
+fn slow_request(r: &SlowRequest) -> SlowRequestSummary {
+    SlowRequestSummary {
+        device: r.dev.to_string(),
+        op: crate::model::light::OPS[((r.cmd_flags & 0xff) as usize).min(3)],
+        sector: r.sector,
+        bytes: r.bytes,
+        issue_ns: r.issue_ns,
+        total_ns: r.total_ns(),
+        device_ns: r.device_ns(),
+        pid: r.pid,
+        tid: r.tid,
+        comm: String::from_utf8_lossy(comm_str(&r.comm)).into_owned(),
+        issue_cpu: r.issue_cpu,
+        complete_cpu: r.complete_cpu,
+        depth: r.depth,
+        cgroup_id: r.cgroup_id,
+    }
 }
 
 fn warn_losses(a: &mut Analysis, dev: &str, c: &LightCounters) {

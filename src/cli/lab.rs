@@ -1,4 +1,4 @@
-//! `iosleuth lab list` and `lab run NAME|all [--keep]`.
+//! `iosleuth lab list` and `lab run NAME|all [--keep] [--light]`.
 
 use crate::error::{Error, ExitStatus, Result};
 use crate::lab::scenarios::{find, SCENARIOS};
@@ -22,6 +22,10 @@ enum LabAction {
         /// Keep the captures (their directory is printed).
         #[arg(long)]
         keep: bool,
+        /// Record every run with `record --light` (BPF histograms, slow
+        /// requests and the flight recorder) instead of the full recorder.
+        #[arg(long)]
+        light: bool,
     },
 }
 
@@ -38,7 +42,7 @@ pub fn run(args: LabArgs) -> Result<ExitStatus> {
             }
             Ok(ExitStatus::SUCCESS)
         }
-        LabAction::Run { name, keep } => {
+        LabAction::Run { name, keep, light } => {
             if unsafe { libc::geteuid() } != 0 {
                 return Err(Error::bad_input(
                     "the lab needs root (loop devices, mounts, tracefs)",
@@ -56,7 +60,7 @@ pub fn run(args: LabArgs) -> Result<ExitStatus> {
                 })?;
                 vec![s]
             };
-            crate::lab::run::run(&chosen, keep, &mut out)
+            crate::lab::run::run(&chosen, keep, light, &mut out)
         }
     }
 }

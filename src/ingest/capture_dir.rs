@@ -319,7 +319,7 @@ fn read_capture_file(path: &Path) -> Result<String, InputError> {
 }
 
 /// Reads every `format` file under `dir/formats/events`.
-fn load_formats(dir: &Path) -> Result<(Vec<EventFormat>, PageHeader), InputError> {
+pub(super) fn load_formats(dir: &Path) -> Result<(Vec<EventFormat>, PageHeader), InputError> {
     let header_page = dir.join(layout::HEADER_PAGE);
     let page = match super::files::read_small(&header_page, SMALL_FILE) {
         Ok(t) => parse_header_page(&t)

@@ -12,7 +12,12 @@ use std::path::Path;
 
 /// Runs the scenarios; fails (1) when one did not go as expected, stops
 /// with 130 when interrupted.
-pub fn run(chosen: &[&Scenario], keep: bool, out: &mut dyn Write) -> Result<ExitStatus> {
+pub fn run(
+    chosen: &[&Scenario],
+    keep: bool,
+    light: bool,
+    out: &mut dyn Write,
+) -> Result<ExitStatus> {
     install_signal_handlers();
     let exe = std::env::current_exe()
         .map_err(|e| Error::failed(format!("cannot find my own binary: {e}")))?;
@@ -33,6 +38,7 @@ pub fn run(chosen: &[&Scenario], keep: bool, out: &mut dyn Write) -> Result<Exit
             dir: work.path.join(s.name),
             stop: interrupted,
             keep,
+            light,
         };
         if let Some(why) = (s.missing)() {
             writeln!(out, "lab {}: skipped: {why}\n", s.name)?;

@@ -38,6 +38,9 @@ pub struct Lab {
     pub stop: fn() -> bool,
     /// `lab run --keep`: the captures stay, with their flame graphs.
     pub keep: bool,
+    /// `lab run --light`: every run is recorded with `record --light`,
+    /// whatever events and options the scenario asks of the full recorder.
+    pub light: bool,
 }
 
 impl Lab {
@@ -71,12 +74,14 @@ impl Lab {
             return Err(CaptureError("interrupted".into()));
         }
         let _ = std::fs::remove_dir_all(out);
-        let o = Command::new(&self.exe)
-            .arg("record")
-            .arg("-o")
-            .arg(out)
-            .args(["--events", events])
-            .args(options)
+        let mut record = Command::new(&self.exe);
+        record.arg("record").arg("-o").arg(out);
+        if self.light {
+            record.arg("--light");
+        } else {
+            record.args(["--events", events]).args(options);
+        }
+        let o = record
             .args(["--", "sh", "-c", script])
             .env("IOSLEUTH", &self.exe)
             .output()

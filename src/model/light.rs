@@ -10,6 +10,9 @@
 //!                           histogram; queue depths, merges, splits, losses;
 //!                           the programs' own run time
 //!   slow.bin                the slow requests, as the kernel wrote them
+//!   context.bin             the flight recorder: long runqueue waits and the
+//!                           journal's events, as the kernel wrote them
+//!   formats/                the tracefs format files of those events
 //! ```
 
 use super::block::Dev;
@@ -18,6 +21,35 @@ use std::collections::BTreeMap;
 
 pub const LIGHT: &str = "light.json";
 pub const SLOW: &str = "slow.bin";
+pub const CONTEXT: &str = "context.bin";
+/// `context.bin` starts with these 8 bytes and a reserved u64; records
+/// follow, each starting with its kind (u16) and its length (u16).
+pub const CONTEXT_MAGIC: &[u8; 8] = b"IOSLCTX1";
+pub const CONTEXT_HEADER: usize = 16;
+/// Record kinds (bpf/light.h's REC_*).
+pub const REC_SLOW: u16 = 1;
+pub const REC_EVENT: u16 = 2;
+pub const REC_WAIT: u16 = 3;
+/// `struct event_rec`: kind, len, cpu, ts, tid, event, comm, then the raw
+/// record.
+pub const EVENT_DATA_AT: usize = 40;
+pub const EVENT_RECORD: usize = EVENT_DATA_AT + 128;
+/// `struct wait_rec`.
+pub const WAIT_RECORD: usize = 112;
+/// The jbd2 events a light capture keeps whole: a few per second, unlike
+/// `jbd2_handle_start` and its kin (one per file system operation).
+pub const CONTEXT_EVENTS: [(&str, &str); 10] = [
+    ("jbd2", "jbd2_start_commit"),
+    ("jbd2", "jbd2_commit_locking"),
+    ("jbd2", "jbd2_commit_flushing"),
+    ("jbd2", "jbd2_commit_logging"),
+    ("jbd2", "jbd2_end_commit"),
+    ("jbd2", "jbd2_run_stats"),
+    ("jbd2", "jbd2_checkpoint"),
+    ("jbd2", "jbd2_checkpoint_stats"),
+    ("jbd2", "jbd2_update_log_tail"),
+    ("jbd2", "jbd2_lock_buffer_stall"),
+];
 /// The manifest's `mode` of a light capture.
 pub const MODE: &str = "light";
 
@@ -66,6 +98,37 @@ pub struct LightDoc {
     pub devices: Vec<LightDevice>,
     /// The programs' own run time (`--bpf-stats`).
     pub programs: Vec<ProgramStats>,
+    /// The flight recorder's figures by CPU (absent in captures made
+    /// before it existed).
+    #[serde(default)]
+    pub cpus: Vec<LightCpu>,
+    /// Runqueue waits from this long were sent (ns).
+    #[serde(default)]
+    pub wait_min_ns: u64,
+    /// Context events the kernel could not attach to (not in this kernel).
+    #[serde(default)]
+    pub missing_events: Vec<String>,
+}
+
+/// What one CPU's scheduler and interrupts did while the programs ran.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct LightCpu {
+    pub cpu: u32,
+    pub switches: u64,
+    pub wakeups: u64,
+    /// Runqueue waits of at least `wait_min_ns`: sent, and lost to a full
+    /// ring buffer.
+    pub long_waits: u64,
+    pub waits_lost: u64,
+    /// Journal events sent, and lost.
+    pub events: u64,
+    pub events_lost: u64,
+    pub hardirqs: u64,
+    pub hardirq_ns: u64,
+    /// By softirq vector (HI, TIMER, NET_TX, NET_RX, BLOCK, IRQ_POLL,
+    /// TASKLET, SCHED, HRTIMER, RCU).
+    pub softirqs: Vec<u64>,
+    pub softirq_ns: Vec<u64>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -142,6 +205,10 @@ pub struct LightCounters {
     pub slow_capped: u64,
     /// Slow requests the ring buffer had no room for.
     pub ring_full: u64,
+    /// Requests that began where the previous one (issued on the same CPU
+    /// to the same device) ended.
+    #[serde(default)]
+    pub seq_requests: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -226,6 +293,85 @@ impl SlowRequest {
     pub fn device_ns(&self) -> u64 {
         self.complete_ns.saturating_sub(self.issue_ns)
     }
+}
+
+/// A runqueue wait the kernel sent (`struct wait_rec`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WaitRecord {
+    pub cpu: u32,
+    pub start_ns: u64,
+    pub wait_ns: u64,
+    /// How much of the wait the task that ran just before it held the CPU.
+    pub held_ns: u64,
+    /// Real-time tasks' time on the CPU during the wait.
+    pub rt_ns: u64,
+    pub tid: u32,
+    pub prio: i32,
+    pub holder_tid: u32,
+    pub holder_prio: i32,
+    pub rt_tid: u32,
+    pub rt_prio: i32,
+    pub comm: [u8; 16],
+    pub holder_comm: [u8; 16],
+    pub rt_comm: [u8; 16],
+}
+
+impl WaitRecord {
+    pub fn parse(b: &[u8]) -> Option<WaitRecord> {
+        if b.len() < WAIT_RECORD || u16::from_le_bytes([b[0], b[1]]) != REC_WAIT {
+            return None;
+        }
+        Some(WaitRecord {
+            cpu: u32_at(b, 4),
+            start_ns: u64_at(b, 8),
+            wait_ns: u64_at(b, 16),
+            held_ns: u64_at(b, 24),
+            rt_ns: u64_at(b, 32),
+            tid: u32_at(b, 40),
+            prio: u32_at(b, 44) as i32,
+            holder_tid: u32_at(b, 48),
+            holder_prio: u32_at(b, 52) as i32,
+            rt_tid: u32_at(b, 56),
+            rt_prio: u32_at(b, 60) as i32,
+            comm: b[64..80].try_into().expect("16 bytes"),
+            holder_comm: b[80..96].try_into().expect("16 bytes"),
+            rt_comm: b[96..112].try_into().expect("16 bytes"),
+        })
+    }
+}
+
+/// A tracepoint's raw record as the kernel sent it (`struct event_rec`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventRecord<'a> {
+    pub cpu: u32,
+    pub ts_ns: u64,
+    pub tid: u32,
+    /// Its index in [`CONTEXT_EVENTS`].
+    pub event: u16,
+    pub comm: [u8; 16],
+    /// The record as its tracefs `format` lays it out (common fields first).
+    pub data: &'a [u8],
+}
+
+impl<'a> EventRecord<'a> {
+    pub fn parse(b: &'a [u8]) -> Option<EventRecord<'a>> {
+        if b.len() < EVENT_RECORD || u16::from_le_bytes([b[0], b[1]]) != REC_EVENT {
+            return None;
+        }
+        Some(EventRecord {
+            cpu: u32_at(b, 4),
+            ts_ns: u64_at(b, 8),
+            tid: u32_at(b, 16),
+            event: u16::from_le_bytes([b[20], b[21]]),
+            comm: b[24..40].try_into().expect("16 bytes"),
+            data: &b[EVENT_DATA_AT..EVENT_RECORD],
+        })
+    }
+}
+
+/// A NUL-padded kernel task name as text.
+pub fn comm_str(c: &[u8]) -> &[u8] {
+    c.split(|&x| x == 0).next().unwrap_or_default()
 }
 
 /// The operation names of bpf/light.h's slots, in slot order.

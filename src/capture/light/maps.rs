@@ -52,6 +52,26 @@ pub struct Counters {
     pub slow_sent: u64,
     pub slow_capped: u64,
     pub ring_full: u64,
+    pub seq_requests: u64,
+    /// Scratch of the issue program (the previous request's end), not a count.
+    pub last_end: u64,
+}
+
+pub const NSOFTIRQ: usize = 10;
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct CpuStats {
+    pub switches: u64,
+    pub wakeups: u64,
+    pub long_waits: u64,
+    pub waits_lost: u64,
+    pub events: u64,
+    pub events_lost: u64,
+    pub hardirqs: u64,
+    pub hardirq_ns: u64,
+    pub softirqs: [u64; NSOFTIRQ],
+    pub softirq_ns: [u64; NSOFTIRQ],
 }
 
 // SAFETY: plain integers and arrays of them, every bit pattern valid.
@@ -59,6 +79,7 @@ unsafe impl aya::Pod for Hist {}
 unsafe impl aya::Pod for DepthHist {}
 unsafe impl aya::Pod for SizeHist {}
 unsafe impl aya::Pod for Counters {}
+unsafe impl aya::Pod for CpuStats {}
 
 /// The key of a device slot's operation's stage in `latency`.
 pub fn latency_key(slot: u32, op: u32, stage: u32) -> u32 {
@@ -72,7 +93,8 @@ mod tests {
     #[test]
     fn sizes_match_light_h() {
         assert_eq!(std::mem::size_of::<Hist>(), 16 + 4 * 1184);
-        assert_eq!(std::mem::size_of::<Counters>(), 20 * 8);
+        assert_eq!(std::mem::size_of::<Counters>(), 22 * 8);
+        assert_eq!(std::mem::size_of::<CpuStats>(), 28 * 8);
         assert_eq!(std::mem::size_of::<DepthHist>(), 256);
         assert_eq!(std::mem::size_of::<SizeHist>(), 128);
     }

@@ -5,18 +5,27 @@
 //! cheapest hooks this kernel offers. Everything is owned by file
 //! descriptors: programs, links and maps go away with the process, also on
 //! SIGKILL (nothing is pinned).
+//!
+//! Around the slow requests, a flight recorder: runqueue waits of at least
+//! `WAIT_MIN_NS` with who held the CPU (sched_wakeup/sched_switch), each
+//! CPU's hard and soft interrupt time, and the journal's commits and
+//! checkpoints kept whole (classic tracepoints, whose raw records the
+//! capture decodes with the format files it keeps, as a full capture does).
 
 pub mod maps;
 
 use super::tracefs::CaptureError;
+use super::tracefs::Tracefs;
+use crate::model::capture_layout::{EVENT_FORMATS, HEADER_PAGE};
 use crate::model::light::{
-    LightCounters, LightDevice, LightDoc, LightOp, ProgramStats, SlowPolicy, StageHist, OPS,
+    LightCounters, LightCpu, LightDevice, LightDoc, LightOp, ProgramStats, SlowPolicy, StageHist,
+    CONTEXT, CONTEXT_EVENTS, CONTEXT_HEADER, CONTEXT_MAGIC, OPS, REC_EVENT, REC_SLOW, REC_WAIT,
     SLOW_HEADER, SLOW_MAGIC, SLOW_RECORD,
 };
 use aya::maps::{Array, MapData, PerCpuArray, RingBuf};
-use aya::programs::BtfTracePoint;
+use aya::programs::{BtfTracePoint, TracePoint};
 use aya::{Btf, Ebpf, EbpfLoader};
-use maps::{Counters, DepthHist, Hist, SizeHist, NOP, NSLOT};
+use maps::{Counters, CpuStats, DepthHist, Hist, SizeHist, NOP, NSLOT};
 use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::path::Path;
@@ -29,8 +38,9 @@ use std::time::Duration;
 /// committed so that building iosleuth needs no clang).
 static OBJECT: &[u8] = include_bytes!("../../../bpf/light.bpf.o");
 
-/// The programs of a light capture, and the tracepoint each is attached to.
-const PROGRAMS: [(&str, &str); 7] = [
+/// The programs of a light capture, and the tracepoint each is attached
+/// to as a BTF-typed raw tracepoint.
+const PROGRAMS: [(&str, &str); 14] = [
     ("iosl_issue", "block_rq_issue"),
     ("iosl_complete", "block_rq_complete"),
     ("iosl_requeue", "block_rq_requeue"),
@@ -38,14 +48,43 @@ const PROGRAMS: [(&str, &str); 7] = [
     ("iosl_frontmerge", "block_bio_frontmerge"),
     ("iosl_rqmerge", "block_rq_merge"),
     ("iosl_split", "block_split"),
+    ("iosl_wakeup", "sched_wakeup"),
+    ("iosl_wakeup_new", "sched_wakeup_new"),
+    ("iosl_switch", "sched_switch"),
+    ("iosl_irq_entry", "irq_handler_entry"),
+    ("iosl_irq_exit", "irq_handler_exit"),
+    ("iosl_softirq_entry", "softirq_entry"),
+    ("iosl_softirq_exit", "softirq_exit"),
 ];
+/// The classic tracepoint program of each context event
+/// (`iosl_ev_<event>` in bpf/light.bpf.c).
+fn event_program(event: &str) -> String {
+    format!("iosl_ev_{event}")
+}
 
-/// The floor of the overhead benchmark: the issue and complete hooks with
-/// programs that return at once.
-const FLOOR_PROGRAMS: [(&str, &str); 2] = [
+/// The floor of the overhead benchmark: the same hooks with programs that
+/// return at once.
+const FLOOR_PROGRAMS: [(&str, &str); 14] = [
     ("iosl_nop_issue", "block_rq_issue"),
     ("iosl_nop_compl", "block_rq_complete"),
+    ("iosl_nop_requeue", "block_rq_requeue"),
+    ("iosl_nop_bmerge", "block_bio_backmerge"),
+    ("iosl_nop_fmerge", "block_bio_frontmerge"),
+    ("iosl_nop_rqmerge", "block_rq_merge"),
+    ("iosl_nop_split", "block_split"),
+    ("iosl_nop_wakeup", "sched_wakeup"),
+    ("iosl_nop_wnew", "sched_wakeup_new"),
+    ("iosl_nop_switch", "sched_switch"),
+    ("iosl_nop_irq_in", "irq_handler_entry"),
+    ("iosl_nop_irq_out", "irq_handler_exit"),
+    ("iosl_nop_sirq_in", "softirq_entry"),
+    ("iosl_nop_sirq_out", "softirq_exit"),
 ];
+const FLOOR_EVENT_PROGRAM: &str = "iosl_nop_event";
+
+/// Runqueue waits sent to user space from this long: half of rt_starvation's
+/// 10 ms, far above a healthy wait (the lab's runs: under 2 ms).
+pub const WAIT_MIN_NS: u64 = 5_000_000;
 
 /// Before a device and operation has this many requests, its slow
 /// threshold is `INITIAL_SLOW_NS`; after, its running p99.
@@ -79,7 +118,10 @@ pub struct LightSession {
     slots: Vec<(String, u32)>,
     opts: LightOptions,
     started_ns: u64,
-    cpus: usize,
+    missing_events: Vec<String>,
+    /// Held while the classic tracepoints are attached (they are found
+    /// through tracefs); unmounted after if iosleuth mounted it.
+    _tracefs: Option<Tracefs>,
 }
 
 fn err(what: &str) -> impl Fn(String) -> CaptureError + '_ {
@@ -101,19 +143,24 @@ fn load_error(e: impl std::fmt::Display) -> CaptureError {
 
 impl LightSession {
     /// Loads the programs, names the devices, attaches, and starts draining
-    /// slow requests into `DIR/slow.bin`.
+    /// slow requests into `DIR/slow.bin` and the context into
+    /// `DIR/context.bin`.
     pub fn start(opts: &LightOptions, dir: &Path) -> Result<LightSession, CaptureError> {
         let btf = Btf::from_sys_fs().map_err(|e| {
             CaptureError(format!(
                 "--light needs the kernel's BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF): {e}; use the full recorder (`iosleuth record` without --light)"
             ))
         })?;
+        // Without tracefs the journal's events cannot be attached: the
+        // capture says so, the rest works.
+        let tracefs = Tracefs::open();
         let cpus =
             aya::util::nr_cpus().map_err(|(_, e)| err("cannot count CPUs")(e.to_string()))?;
         let cap_per_cpu: u32 = opts.cap_per_s.div_ceil(cpus as u32);
         let mut ebpf = EbpfLoader::new()
             .btf(Some(&btf))
             .override_global("cap_per_cpu", &cap_per_cpu, true)
+            .override_global("wait_min_ns", &WAIT_MIN_NS, true)
             .load(OBJECT)
             .map_err(load_error)?;
         let stats = if opts.bpf_stats {
@@ -125,23 +172,7 @@ impl LightSession {
             None
         };
         let slots = device_slots();
-        {
-            let mut dev_slot: Array<_, u64> =
-                Array::try_from(ebpf.map_mut("dev_slot").expect("dev_slot map"))
-                    .map_err(|e| err("dev_slot map")(e.to_string()))?;
-            let mut taken = std::collections::HashSet::new();
-            for (dev, slot) in slots
-                .iter()
-                .flat_map(|(_, s, devs)| devs.iter().map(move |d| (*d, *s)))
-            {
-                // Two devices on one entry: the second counts as "other".
-                if taken.insert(dev_index(dev)) {
-                    dev_slot
-                        .set(dev_index(dev), (u64::from(slot) << 32) | u64::from(dev), 0)
-                        .map_err(|e| err("dev_slot map")(e.to_string()))?;
-                }
-            }
-        }
+        name_devices(&mut ebpf, &slots)?;
         let initial = opts.slow_ns.unwrap_or(INITIAL_SLOW_NS);
         {
             let mut th: Array<_, u64> =
@@ -152,31 +183,22 @@ impl LightSession {
                     .map_err(|e| err("threshold map")(e.to_string()))?;
             }
         }
-        let programs: &[(&str, &str)] = if opts.floor {
+        let programs = if opts.floor {
             &FLOOR_PROGRAMS
         } else {
             &PROGRAMS
         };
-        for (name, tp) in programs {
-            let p: &mut BtfTracePoint = ebpf
-                .program_mut(name)
-                .expect("program in the object")
-                .try_into()
-                .map_err(load_error)?;
-            p.load(tp, &btf)
-                .map_err(|e| load_error(format!("{name}: {e}")))?;
-            p.attach()
-                .map_err(|e| load_error(format!("attaching {name} to {tp}: {e}")))?;
-        }
+        attach_btf(&mut ebpf, &btf, programs)?;
+        let missing_events = match &tracefs {
+            Ok(t) => {
+                if !opts.floor {
+                    keep_formats(t, dir)?;
+                }
+                attach_events(&mut ebpf, opts.floor)?
+            }
+            Err(e) => vec![format!("every journal event ({})", e.0)],
+        };
         let started_ns = super::snapshot::mono_ns();
-        let mut slow = std::fs::File::create(dir.join(crate::model::light::SLOW))
-            .map_err(|e| err("cannot create slow.bin")(e.to_string()))?;
-        let mut header = SLOW_MAGIC.to_vec();
-        header.extend((SLOW_RECORD as u32).to_le_bytes());
-        header.extend(0u32.to_le_bytes());
-        debug_assert_eq!(header.len(), SLOW_HEADER);
-        slow.write_all(&header)
-            .map_err(|e| err("cannot write slow.bin")(e.to_string()))?;
         let poller = Poller {
             records: RingBuf::try_from(ebpf.take_map("records").expect("records map"))
                 .map_err(|e| err("records map")(e.to_string()))?,
@@ -184,7 +206,8 @@ impl LightSession {
                 .map_err(|e| err("latency map")(e.to_string()))?,
             threshold: Array::try_from(ebpf.take_map("threshold").expect("threshold map"))
                 .map_err(|e| err("threshold map")(e.to_string()))?,
-            slow: std::io::BufWriter::new(slow),
+            slow: output(dir, crate::model::light::SLOW, &slow_header())?,
+            context: output(dir, CONTEXT, &context_header())?,
             adaptive: opts.slow_ns.is_none(),
         };
         let stop = Arc::new(AtomicBool::new(false));
@@ -201,7 +224,8 @@ impl LightSession {
             slots: slots.into_iter().map(|(name, s, _)| (name, s)).collect(),
             opts: opts.clone(),
             started_ns,
-            cpus,
+            missing_events,
+            _tracefs: tracefs.ok(),
         })
     }
 
@@ -216,6 +240,14 @@ impl LightSession {
                 let _ = p.unload();
             }
         }
+        let events = CONTEXT_EVENTS.iter().map(|(_, e)| event_program(e));
+        for name in events.chain([FLOOR_EVENT_PROGRAM.to_string()]) {
+            let p: Option<&mut TracePoint> =
+                self.ebpf.program_mut(&name).and_then(|p| p.try_into().ok());
+            if let Some(p) = p {
+                let _ = p.unload();
+            }
+        }
         let stopped_ns = super::snapshot::mono_ns();
         self.stop.store(true, Ordering::SeqCst);
         let poller = self
@@ -224,6 +256,28 @@ impl LightSession {
             .expect("started")
             .join()
             .map_err(|_| CaptureError("the slow-request reader panicked".into()))??;
+        let devices = self.devices(&poller)?;
+        let cpus = self.cpus()?;
+        drop(self.stats.take());
+        Ok(LightDoc {
+            attach: "tp_btf".into(),
+            started_ns: self.started_ns,
+            stopped_ns,
+            slow: SlowPolicy {
+                fixed_ns: self.opts.slow_ns,
+                initial_ns: self.opts.slow_ns.unwrap_or(INITIAL_SLOW_NS),
+                cap_per_s: u64::from(self.opts.cap_per_s),
+            },
+            devices,
+            programs,
+            cpus,
+            wait_min_ns: WAIT_MIN_NS,
+            missing_events: std::mem::take(&mut self.missing_events),
+        })
+    }
+
+    /// Each named device (and "other") with what the kernel counted.
+    fn devices(&self, poller: &Poller) -> Result<Vec<LightDevice>, CaptureError> {
         let counters: PerCpuArray<_, Counters> =
             PerCpuArray::try_from(self.ebpf.map("counters").expect("counters map"))
                 .map_err(|e| err("counters map")(e.to_string()))?;
@@ -242,35 +296,57 @@ impl LightSession {
                 devices.push(d);
             }
         }
-        drop(self.stats.take());
-        let _ = self.cpus;
-        Ok(LightDoc {
-            attach: "tp_btf".into(),
-            started_ns: self.started_ns,
-            stopped_ns,
-            slow: SlowPolicy {
-                fixed_ns: self.opts.slow_ns,
-                initial_ns: self.opts.slow_ns.unwrap_or(INITIAL_SLOW_NS),
-                cap_per_s: u64::from(self.opts.cap_per_s),
-            },
-            devices,
-            programs,
-        })
+        Ok(devices)
+    }
+
+    /// The scheduler's and the interrupts' figures of each CPU.
+    fn cpus(&self) -> Result<Vec<LightCpu>, CaptureError> {
+        let stats: PerCpuArray<_, CpuStats> =
+            PerCpuArray::try_from(self.ebpf.map("cpu_stats").expect("cpu_stats map"))
+                .map_err(|e| err("cpu_stats map")(e.to_string()))?;
+        let per_cpu = stats
+            .get(&0, 0)
+            .map_err(|e| err("cannot read the light maps")(e.to_string()))?;
+        Ok(per_cpu
+            .iter()
+            .enumerate()
+            .map(|(cpu, c)| LightCpu {
+                cpu: cpu as u32,
+                switches: c.switches,
+                wakeups: c.wakeups,
+                long_waits: c.long_waits,
+                waits_lost: c.waits_lost,
+                events: c.events,
+                events_lost: c.events_lost,
+                hardirqs: c.hardirqs,
+                hardirq_ns: c.hardirq_ns,
+                softirqs: c.softirqs.to_vec(),
+                softirq_ns: c.softirq_ns.to_vec(),
+            })
+            .collect())
     }
 
     fn program_stats(&self) -> Vec<ProgramStats> {
         if self.stats.is_none() {
             return Vec::new();
         }
-        let names: &[(&str, &str)] = if self.opts.floor {
-            &FLOOR_PROGRAMS
+        let (names, events): (_, Vec<String>) = if self.opts.floor {
+            (&FLOOR_PROGRAMS, vec![FLOOR_EVENT_PROGRAM.into()])
         } else {
-            &PROGRAMS
+            (
+                &PROGRAMS,
+                CONTEXT_EVENTS
+                    .iter()
+                    .map(|(_, e)| event_program(e))
+                    .collect(),
+            )
         };
         names
             .iter()
-            .filter_map(|(name, _)| {
-                let info = self.ebpf.program(name)?.info().ok()?;
+            .map(|(name, _)| name.to_string())
+            .chain(events)
+            .filter_map(|name| {
+                let info = self.ebpf.program(&name)?.info().ok()?;
                 Some(ProgramStats {
                     name: name.to_string(),
                     run_count: info.run_count(),
@@ -279,6 +355,131 @@ impl LightSession {
             })
             .collect()
     }
+}
+
+/// Writes each device's slot into `dev_slot`, where the programs look it up.
+fn name_devices(ebpf: &mut Ebpf, slots: &[(String, u32, Vec<u32>)]) -> Result<(), CaptureError> {
+    let mut dev_slot: Array<_, u64> =
+        Array::try_from(ebpf.map_mut("dev_slot").expect("dev_slot map"))
+            .map_err(|e| err("dev_slot map")(e.to_string()))?;
+    let mut taken = std::collections::HashSet::new();
+    for (dev, slot) in slots
+        .iter()
+        .flat_map(|(_, s, devs)| devs.iter().map(move |d| (*d, *s)))
+    {
+        // Two devices on one entry: the second counts as "other".
+        if taken.insert(dev_index(dev)) {
+            dev_slot
+                .set(dev_index(dev), (u64::from(slot) << 32) | u64::from(dev), 0)
+                .map_err(|e| err("dev_slot map")(e.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Loads and attaches the BTF-typed raw tracepoint programs.
+fn attach_btf(ebpf: &mut Ebpf, btf: &Btf, programs: &[(&str, &str)]) -> Result<(), CaptureError> {
+    for (name, tp) in programs {
+        let p: &mut BtfTracePoint = ebpf
+            .program_mut(name)
+            .expect("program in the object")
+            .try_into()
+            .map_err(load_error)?;
+        p.load(tp, btf)
+            .map_err(|e| load_error(format!("{name}: {e}")))?;
+        p.attach()
+            .map_err(|e| load_error(format!("attaching {name} to {tp}: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Attaches each context event's program (or, for the floor, one empty
+/// program to all of them); returns the events this kernel lacks.
+fn attach_events(ebpf: &mut Ebpf, floor: bool) -> Result<Vec<String>, CaptureError> {
+    let mut missing = Vec::new();
+    if floor {
+        let p = tracepoint_program(ebpf, FLOOR_EVENT_PROGRAM)?;
+        for (system, event) in CONTEXT_EVENTS {
+            let _ = p.attach(system, event);
+        }
+        return Ok(missing);
+    }
+    for (system, event) in CONTEXT_EVENTS {
+        let p = tracepoint_program(ebpf, &event_program(event))?;
+        if p.attach(system, event).is_err() {
+            missing.push(format!("{system}:{event}"));
+        }
+    }
+    Ok(missing)
+}
+
+/// A classic tracepoint program of the object, loaded.
+fn tracepoint_program<'a>(
+    ebpf: &'a mut Ebpf,
+    name: &str,
+) -> Result<&'a mut TracePoint, CaptureError> {
+    let p: &mut TracePoint = ebpf
+        .program_mut(name)
+        .expect("program in the object")
+        .try_into()
+        .map_err(load_error)?;
+    p.load().map_err(|e| load_error(format!("{name}: {e}")))?;
+    Ok(p)
+}
+
+/// Copies the context events' format files (and the page header, which
+/// the decoder reads with them) into the capture.
+fn keep_formats(tracefs: &Tracefs, dir: &Path) -> Result<(), CaptureError> {
+    let copy = |from: std::path::PathBuf, to: std::path::PathBuf| -> Result<(), CaptureError> {
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::copy(&from, &to)
+            .map(|_| ())
+            .map_err(|e| CaptureError(format!("cannot copy {}: {e}", from.display())))
+    };
+    copy(tracefs.path("events/header_page"), dir.join(HEADER_PAGE))?;
+    for (system, event) in CONTEXT_EVENTS {
+        let from = tracefs.path(&format!("events/{system}/{event}/format"));
+        if from.exists() {
+            let to = dir
+                .join(EVENT_FORMATS)
+                .join(system)
+                .join(event)
+                .join("format");
+            copy(from, to)?;
+        }
+    }
+    Ok(())
+}
+
+fn slow_header() -> Vec<u8> {
+    let mut header = SLOW_MAGIC.to_vec();
+    header.extend((SLOW_RECORD as u32).to_le_bytes());
+    header.extend(0u32.to_le_bytes());
+    debug_assert_eq!(header.len(), SLOW_HEADER);
+    header
+}
+
+fn context_header() -> Vec<u8> {
+    let mut header = CONTEXT_MAGIC.to_vec();
+    header.extend(0u64.to_le_bytes());
+    debug_assert_eq!(header.len(), CONTEXT_HEADER);
+    header
+}
+
+/// A capture file, created with its header.
+fn output(
+    dir: &Path,
+    name: &str,
+    header: &[u8],
+) -> Result<std::io::BufWriter<std::fs::File>, CaptureError> {
+    let path = dir.join(name);
+    let mut f = std::fs::File::create(&path)
+        .map_err(|e| err("cannot create")(format!("{}: {e}", path.display())))?;
+    f.write_all(header)
+        .map_err(|e| err("cannot write")(format!("{}: {e}", path.display())))?;
+    Ok(std::io::BufWriter::new(f))
 }
 
 impl Drop for LightSession {
@@ -290,13 +491,14 @@ impl Drop for LightSession {
     }
 }
 
-/// Drains the ring buffer into slow.bin, and keeps each device and
-/// operation's threshold at its running p99.
+/// Drains the ring buffer into slow.bin and context.bin, and keeps each
+/// device and operation's threshold at its running p99.
 struct Poller {
     records: RingBuf<MapData>,
     latency: PerCpuArray<MapData, Hist>,
     threshold: Array<MapData, u64>,
     slow: std::io::BufWriter<std::fs::File>,
+    context: std::io::BufWriter<std::fs::File>,
     adaptive: bool,
 }
 
@@ -309,7 +511,8 @@ impl Poller {
             if last {
                 self.slow
                     .flush()
-                    .map_err(|e| err("cannot write slow.bin")(e.to_string()))?;
+                    .and_then(|_| self.context.flush())
+                    .map_err(|e| err("cannot write the capture")(e.to_string()))?;
                 return Ok(self);
             }
             ticks += 1;
@@ -322,11 +525,17 @@ impl Poller {
 
     fn drain(&mut self) -> Result<(), CaptureError> {
         while let Some(item) = self.records.next() {
-            if item.len() == SLOW_RECORD {
-                self.slow
-                    .write_all(&item)
-                    .map_err(|e| err("cannot write slow.bin")(e.to_string()))?;
+            if item.len() < 4 {
+                continue;
             }
+            let kind = u16::from_le_bytes([item[0], item[1]]);
+            let out = match kind {
+                REC_SLOW if item.len() == SLOW_RECORD => &mut self.slow,
+                REC_EVENT | REC_WAIT => &mut self.context,
+                _ => continue,
+            };
+            out.write_all(&item)
+                .map_err(|e| err("cannot write the capture")(e.to_string()))?;
         }
         Ok(())
     }
@@ -413,6 +622,7 @@ fn device(
         total.slow_sent += c.slow_sent;
         total.slow_capped += c.slow_capped;
         total.ring_full += c.ring_full;
+        total.seq_requests += c.seq_requests;
     }
     let mut ops = std::collections::BTreeMap::new();
     for (op, name) in OPS.iter().enumerate() {
@@ -471,6 +681,7 @@ fn device(
             slow_sent: total.slow_sent,
             slow_capped: total.slow_capped,
             ring_full: total.ring_full,
+            seq_requests: total.seq_requests,
         },
     })
 }

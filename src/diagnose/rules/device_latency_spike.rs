@@ -8,9 +8,16 @@
 //! asks, in turn: slow enough, mostly device time, one request holding it
 //! (not a busy device: queue_saturation), far above its kind's median, and
 //! not an RT-held wait of the thread that completes I/O (rt_starvation).
+//!
+//! A light capture (`record --light`) has no operations, only the slow
+//! requests the kernel sent and each device's histograms: there the rule
+//! asks the same of the slowest requests themselves (slow enough, mostly
+//! at the device, far above the median of their device and operation, not
+//! overlapping an RT-held wait).
 
 use super::helpers::{median_of, ms, not_any};
 use super::rt_starvation::rt_held_waits;
+use crate::analyze::light::{LightSummary, SlowRequestSummary};
 use crate::analyze::outliers::Outlier;
 use crate::analyze::Analysis;
 use crate::diagnose::{Finding, Rule, Severity, Verdict};
@@ -34,7 +41,14 @@ const MIN_MAIN_REQUEST_SHARE: f64 = 0.5;
 /// Chosen from case 4: under 5 ms normally, 150–270 ms in a spike (30x+).
 const MIN_TIMES_MEDIAN: u64 = 10;
 
+/// A light capture's request spikes are critical from this many: case 4's
+/// came every ~200 writes; one alone on a shared disk may be its noise.
+const CRITICAL_LIGHT_SPIKES: usize = 2;
+
 fn check(a: &Analysis) -> Verdict {
+    if let (Some(light), true) = (&a.light, a.outliers.by_kind.is_empty()) {
+        return check_light(a, light);
+    }
     let mut best: Option<(&str, &Outlier, u64)> = None;
     let mut why = Vec::new();
     for (kind, list) in &a.outliers.by_kind {
@@ -150,10 +164,186 @@ fn finding(a: &Analysis, kind: &str, o: &Outlier, median: u64) -> Finding {
     }
 }
 
+/// The light capture's version: the slowest requests themselves.
+fn check_light(a: &Analysis, light: &LightSummary) -> Verdict {
+    let mut why = Vec::new();
+    let mut spikes = Vec::new();
+    for r in &light.slowest {
+        match request_spike(a, light, r) {
+            Ok(median) => spikes.push((r, median)),
+            Err(reason) => why.push(reason),
+        }
+    }
+    let Some(&(r, median)) = spikes.first() else {
+        why.truncate(3);
+        return not_any(
+            why,
+            format!(
+                "no request the light capture kept took {} ms or more",
+                MIN_NS / 1_000_000
+            ),
+        );
+    };
+    let severity = if spikes.len() >= CRITICAL_LIGHT_SPIKES {
+        Severity::Critical
+    } else {
+        Severity::Warning
+    };
+    let device_pct = r.device_ns as f64 * 100.0 / r.total_ns.max(1) as f64;
+    Verdict::Fired(Finding {
+        id: RULE.id,
+        severity,
+        title: format!(
+            "{} requests on {}: {} ms instead of {} ms, {device_pct:.0}% of it at the device ({} KiB at sector {} by {}); {} such spikes",
+            r.op,
+            r.device,
+            ms(r.total_ns),
+            ms(median),
+            r.bytes / 1024,
+            r.sector,
+            r.comm,
+            spikes.len()
+        ),
+        evidence: json!({
+            "request": r,
+            "latency_ns": r.total_ns,
+            "median_ns": median,
+            "spikes": spikes.len(),
+            "device_percent": device_pct,
+        }),
+        explanation: format!(
+            "One request sat {} ms at the device while its device's {} requests usually take {} ms: the device stalled, not the queue or the CPU (case 4: an eMMC took 270 ms for one journal write). A light capture has no system calls: the full recorder shows which operations waited for it.",
+            ms(r.device_ns),
+            r.op,
+            ms(median)
+        ),
+        workaround: "take the synchronous write off the latency-critical path (a separate I/O thread, or an asynchronous commit such as PostgreSQL's synchronous_commit=off), or replace the device; confirm with iosleuth probe fsync --path FILE --stop-above 50, recorded without --light to see the operations that waited".into(),
+    })
+}
+
+/// The median (ns) of the request's device and operation when the request
+/// is a device spike, else why not.
+fn request_spike(
+    a: &Analysis,
+    light: &LightSummary,
+    r: &SlowRequestSummary,
+) -> Result<u64, String> {
+    if r.total_ns < MIN_NS {
+        return Err(format!(
+            "the slowest {} request on {} took {} ms",
+            r.op,
+            r.device,
+            ms(r.total_ns)
+        ));
+    }
+    let share = r.device_ns as f64 / r.total_ns.max(1) as f64;
+    if share < MIN_DEVICE_PERCENT / 100.0 {
+        return Err(format!(
+            "a {} ms {} request on {} was {:.0}% device time (the rest queued)",
+            ms(r.total_ns),
+            r.op,
+            r.device,
+            share * 100.0
+        ));
+    }
+    let median = light
+        .devices
+        .iter()
+        .filter(|d| d.device == r.device)
+        .flat_map(|d| d.ops.iter().filter(|o| o.op == r.op))
+        .map(|o| o.total.p50)
+        .next()
+        .unwrap_or(0);
+    if median > 0 && r.total_ns < MIN_TIMES_MEDIAN * median {
+        return Err(format!(
+            "a {} ms {} request on {} is under {MIN_TIMES_MEDIAN}x its median ({} ms)",
+            ms(r.total_ns),
+            r.op,
+            r.device,
+            ms(median)
+        ));
+    }
+    let (from, to) = (r.issue_ns, r.issue_ns + r.device_ns);
+    if let Some(w) = rt_held_waits(a).find(|w| w.start_ns < to && w.start_ns + w.wait_ns > from) {
+        return Err(format!(
+            "a {} ms {} request on {} overlaps {} ({})'s {} ms wait for CPU {} held by real-time {}: completion work was starved (rt_starvation), not the device",
+            ms(r.total_ns),
+            r.op,
+            r.device,
+            w.comm,
+            w.pid,
+            ms(w.wait_ns),
+            w.cpu,
+            w.held_by[0].comm
+        ));
+    }
+    Ok(median)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnose::rules::testkit::{analysis, fired, silent, Trace};
+    use crate::analyze::histogram::Percentiles;
+    use crate::analyze::light::{LightDeviceSummary, LightOpSummary};
+    use crate::diagnose::rules::testkit::{analysis, fired, line, silent, Trace};
+
+    /// A light capture of 7,0 whose writes take 100 µs at the median, with
+    /// these slow writes: (issue ms, total ms, device ms).
+    fn light(slow: &[(u64, u64, u64)]) -> Analysis {
+        let wakeup = "comm=probe pid=100 prio=120 target_cpu=000";
+        let mut a = analysis(&line(1_000, "x-1", 0, "sched_wakeup", wakeup));
+        let request = |&(at, total, device): &(u64, u64, u64)| SlowRequestSummary {
+            device: "7,0".into(),
+            op: "write",
+            sector: 98308,
+            bytes: 4096,
+            issue_ns: at * 1_000_000,
+            total_ns: total * 1_000_000,
+            device_ns: device * 1_000_000,
+            comm: "jbd2/loop0-8".into(),
+            ..Default::default()
+        };
+        a.light = Some(LightSummary {
+            devices: vec![LightDeviceSummary {
+                device: "7,0".into(),
+                ops: vec![LightOpSummary {
+                    op: "write".into(),
+                    ios: 1200,
+                    total: Percentiles {
+                        p50: 100_000,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            slowest: slow.iter().map(request).collect(),
+            ..Default::default()
+        });
+        a
+    }
+
+    #[test]
+    fn fires_for_a_light_captures_stalled_requests() {
+        let f = fired(check(&light(&[(1000, 150, 150), (3000, 151, 150)])));
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.title,
+            "write requests on 7,0: 150 ms instead of 0.1 ms, 100% of it at the device (4 KiB at sector 98308 by jbd2/loop0-8); 2 such spikes"
+        );
+        assert_eq!(f.evidence["median_ns"], 100_000);
+        // One spike alone: a warning.
+        let f = fired(check(&light(&[(1000, 150, 150), (3000, 2, 2)])));
+        assert_eq!(f.severity, Severity::Warning);
+    }
+
+    #[test]
+    fn silent_for_a_light_capture_whose_slow_requests_queued() {
+        assert_eq!(
+            silent(check(&light(&[(1000, 150, 20), (3000, 2, 2)]))),
+            "a 150 ms write request on 7,0 was 13% device time (the rest queued); the slowest write request on 7,0 took 2 ms"
+        );
+    }
 
     const T0: u64 = 200_000_000;
     const ENTER: &str =
