@@ -147,13 +147,15 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
     let mut a = analyze::analyze_with_names(progress.events(&mut merged), filter, cfg, &known);
     drop(progress);
     account_for_sources(&mut a, &merged);
-    for light in light_inputs(paths)? {
-        analyze::light::apply(&mut a, &light);
+    let lights = light_inputs(paths)?;
+    for light in &lights {
+        analyze::light::apply(&mut a, light);
     }
     a.warnings.extend(snapshot_warnings);
     let inputs = tap.inputs(&snapshots);
     a.snapshot = snapshots.into_iter().flatten().next();
-    if a.events == 0 {
+    // A light capture without a slow request still has its histograms.
+    if a.events == 0 && lights.is_empty() {
         return Err(nothing_usable(&a, filter));
     }
     inputs.refuse_one_run_twice()?;

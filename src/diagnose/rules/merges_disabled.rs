@@ -7,10 +7,17 @@
 //! (#Q / #D) stays at 1. The rule needs the queued bios (Q) to judge, and
 //! stays silent for a synchronous reader whose bios come one at a time
 //! (nothing to merge: see readahead_small).
+//!
+//! A light capture (`record --light`) has no bios, only the kernel's
+//! counters: requests, merges, requests that began where the previous one
+//! ended (sequential) and the queue depth at issue. There bios per request
+//! is (requests + merges) / requests, and "queued together" is a median
+//! depth at issue of two or more.
 
 use super::helpers::{device_name, not_any, queue_dir, queue_setting};
 use crate::analyze::block::btt::MergeInfo;
 use crate::analyze::block::DeviceSummary;
+use crate::analyze::light::{LightDeviceSummary, LightSummary};
 use crate::analyze::Analysis;
 use crate::diagnose::{Finding, Rule, Severity, Verdict};
 use serde_json::json;
@@ -44,7 +51,14 @@ const CASE1_MERGED_SECTORS: f64 = 256.0;
 /// queue takes, and read as "merging is off" before this bound.
 const SMALL_REQUEST_SECTORS: u64 = 128;
 
+/// A light capture's median queue depth at issue from which its requests
+/// count as queued together (a synchronous reader issues at depth 1).
+const MIN_LIGHT_DEPTH: u64 = 2;
+
 fn check(a: &Analysis) -> Verdict {
+    if let Some(light) = &a.light {
+        return check_light(a, light);
+    }
     let mut why = Vec::new();
     for d in &a.block.devices {
         match unmerged(d) {
@@ -155,11 +169,127 @@ fn finding(a: &Analysis, d: &DeviceSummary, m: &MergeInfo, seq: f64) -> Finding 
     }
 }
 
+/// What a light capture's counters say of one device's merging.
+struct LightMerges {
+    requests: u64,
+    sequential: f64,
+    bios_per_request: f64,
+    avg_sectors: u64,
+}
+
+fn check_light(a: &Analysis, light: &LightSummary) -> Verdict {
+    let mut why = Vec::new();
+    for d in &light.devices {
+        match unmerged_light(d) {
+            Ok(m) => return Verdict::Fired(light_finding(a, d, &m)),
+            Err(reason) => why.push(reason),
+        }
+    }
+    not_any(why, "no block requests in the light capture")
+}
+
+/// The device's merge figures when small sequential requests, queued
+/// together, were not merged; else why not.
+fn unmerged_light(d: &LightDeviceSummary) -> Result<LightMerges, String> {
+    let data = d.ops.iter().filter(|o| o.op == "read" || o.op == "write");
+    let (requests, bytes) = data.fold((0, 0), |(n, b), o| (n + o.ios, b + o.bytes));
+    if requests < MIN_BIOS {
+        return Err(format!(
+            "{}: only {requests} read or write requests (at least {MIN_BIOS} are needed to judge merging)",
+            d.device
+        ));
+    }
+    let c = &d.counters;
+    let merges = c.back_merges + c.front_merges + c.rq_merges;
+    let m = LightMerges {
+        requests,
+        sequential: c.seq_requests as f64 / requests as f64,
+        bios_per_request: (requests + merges) as f64 / requests as f64,
+        avg_sectors: bytes / requests / 512,
+    };
+    if m.sequential < MIN_SEQUENTIAL {
+        return Err(format!(
+            "{}: {:.0}% of requests began where the previous one ended: little to merge",
+            d.device,
+            m.sequential * 100.0
+        ));
+    }
+    if d.depth.p50 < MIN_LIGHT_DEPTH {
+        return Err(format!(
+            "{}: {:.0}% of requests are sequential but issued one at a time (median depth {}): nothing to merge (a synchronous reader: see readahead_small)",
+            d.device,
+            m.sequential * 100.0,
+            d.depth.p50
+        ));
+    }
+    if m.bios_per_request > MAX_BIOS_PER_REQUEST {
+        return Err(format!(
+            "{}: sequential bios do merge ({:.1} bios per request)",
+            d.device, m.bios_per_request
+        ));
+    }
+    if m.avg_sectors >= SMALL_REQUEST_SECTORS {
+        return Err(format!(
+            "{}: bios were not merged, but requests average {} KiB: already large",
+            d.device,
+            m.avg_sectors / 2
+        ));
+    }
+    Ok(m)
+}
+
+fn light_finding(a: &Analysis, d: &LightDeviceSummary, m: &LightMerges) -> Finding {
+    let nomerges = queue_setting(a, &d.device, "nomerges");
+    let name = device_name(a, &d.device);
+    // Without bios the capture cannot rule out a submitter that never
+    // queued them together: only the setting makes it critical.
+    let severity = match nomerges.as_deref() {
+        Some("1") | Some("2") => Severity::Critical,
+        _ => Severity::Warning,
+    };
+    let queue = queue_dir(name.as_deref(), &d.device);
+    Finding {
+        id: RULE.id,
+        severity,
+        title: format!(
+            "{}: {:.0}% of requests are sequential but none was merged: {}-sector requests, {:.2} bios each",
+            name.as_deref().unwrap_or(&d.device),
+            m.sequential * 100.0,
+            m.avg_sectors,
+            m.bios_per_request
+        ),
+        evidence: json!({
+            "device": d.device,
+            "requests": m.requests,
+            "sequential_requests": d.counters.seq_requests,
+            "merges": d.counters.back_merges + d.counters.front_merges + d.counters.rq_merges,
+            "bios_per_request": m.bios_per_request,
+            "avg_request_sectors": m.avg_sectors,
+            "median_depth_at_issue": d.depth.p50,
+            "nomerges": nomerges,
+        }),
+        explanation: format!(
+            "Adjacent bios normally merge into large requests (case 1: 32 bios of 8 sectors became one of 256). Here {} sequential requests of {} sectors were issued with several in flight and not one merge, so the device gets about {:.0}x more commands than it would with merging{}.",
+            m.requests,
+            m.avg_sectors,
+            CASE1_MERGED_SECTORS / m.avg_sectors.max(1) as f64,
+            match nomerges.as_deref() {
+                Some("2") => "; the device's nomerges is 2 (all merging off)",
+                Some("1") => "; the device's nomerges is 1 (only simple merges)",
+                _ => "; nomerges does not explain it: record without --light to see the bios",
+            }
+        ),
+        workaround: format!("echo 0 > {queue}/nomerges"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyze::histogram::Percentiles;
+    use crate::analyze::light::LightOpSummary;
     use crate::diagnose::rules::testkit::{
-        analysis, block_devices, fired, silent, with_snapshot, Trace,
+        analysis, block_devices, fired, line, silent, with_snapshot, Trace,
     };
     use serde_json::json;
 
@@ -233,6 +363,61 @@ mod tests {
         assert_eq!(
             silent(check(&a)),
             "7,0: only 1 bio queued (at least 64 are needed to judge merging)"
+        );
+    }
+
+    /// A light capture of 7,0: 512 sequential 4 KiB reads issued at a
+    /// median depth of 16, with `merges` merges.
+    fn light(merges: u64, depth: u64) -> Analysis {
+        let wakeup = "comm=probe pid=100 prio=120 target_cpu=000";
+        let mut a = analysis(&line(1_000, "x-1", 0, "sched_wakeup", wakeup));
+        let mut d = LightDeviceSummary {
+            device: "7,0".into(),
+            ops: vec![LightOpSummary {
+                op: "read".into(),
+                ios: 512,
+                bytes: 512 * 4096,
+                ..Default::default()
+            }],
+            depth: Percentiles {
+                p50: depth,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        d.counters.seq_requests = 511;
+        d.counters.back_merges = merges;
+        a.light = Some(LightSummary {
+            devices: vec![d],
+            ..Default::default()
+        });
+        with_snapshot(
+            a,
+            json!({ "block_devices": block_devices("loop0", "7,0", &[("nomerges", "2")]) }),
+        )
+    }
+
+    #[test]
+    fn fires_for_a_light_captures_unmerged_sequential_requests() {
+        let f = fired(check(&light(0, 16)));
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.title,
+            "loop0: 100% of requests are sequential but none was merged: 8-sector requests, 1.00 bios each"
+        );
+        assert_eq!(f.evidence["sequential_requests"], 511);
+        assert_eq!(f.workaround, "echo 0 > /sys/block/loop0/queue/nomerges");
+    }
+
+    #[test]
+    fn silent_for_a_light_capture_that_merges_or_reads_one_at_a_time() {
+        assert_eq!(
+            silent(check(&light(512 * 31, 16))),
+            "7,0: sequential bios do merge (32.0 bios per request)"
+        );
+        assert_eq!(
+            silent(check(&light(0, 1))),
+            "7,0: 100% of requests are sequential but issued one at a time (median depth 1): nothing to merge (a synchronous reader: see readahead_small)"
         );
     }
 }
