@@ -212,6 +212,61 @@ fn lab_run_all_names_each_cause_and_cleans_up_also_after_ctrl_c() {
     assert_eq!(state(), before, "the lab left something behind");
 }
 
+/// `lab run --light`: the four seed cases' bad runs, recorded with `record
+/// --light` (BPF histograms, slow requests, the flight recorder), have the
+/// same top finding as with the full recorder; two healthy runs have no
+/// critical finding; nothing is left behind.
+#[test]
+fn lab_run_light_names_the_seed_cases_from_light_captures() {
+    if !live() {
+        return;
+    }
+    if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        assert!(
+            std::env::var("CI").is_err(),
+            "lab run --light cannot run: missing kernel BTF (/sys/kernel/btf/vmlinux)"
+        );
+        eprintln!("SKIPPED: lab run --light needs kernel BTF (/sys/kernel/btf/vmlinux)");
+        return;
+    }
+    let _one = one_lab_at_a_time();
+    let before = state();
+    for (name, top) in [
+        ("merges", "CRITICAL merges_disabled"),
+        ("journal", "CRITICAL journal_space_stall"),
+        ("rt-starvation", "CRITICAL rt_starvation"),
+        ("slow-device", "CRITICAL device_latency_spike"),
+        ("healthy", ""),
+    ] {
+        let out = iosleuth()
+            .args(["lab", "run", name, "--light"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains(&format!("lab {name}: as expected")), "{text}");
+        let bad = text.split("bad (").nth(1).unwrap();
+        let first = bad.trim_start().lines().nth(1).unwrap().trim();
+        if top.is_empty() {
+            assert!(!text.contains("CRITICAL"), "{text}");
+        } else {
+            assert!(first.starts_with(top), "{name}: {first}\n{text}");
+        }
+    }
+    assert_eq!(state(), before, "lab run --light left something behind");
+    let programs: Vec<String> = aya::programs::loaded_programs()
+        .flatten()
+        .filter_map(|p| p.name_as_str().map(str::to_string))
+        .filter(|n| n.starts_with("iosl_"))
+        .collect();
+    assert!(programs.is_empty(), "BPF programs left: {programs:?}");
+}
+
 /// Case 2's proof in the lab: the journal scenario records the writers'
 /// kernel stacks; the diff's function table puts the journal-space wait
 /// first among what grew, and `--keep` leaves off-CPU flame graphs (each
