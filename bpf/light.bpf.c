@@ -442,12 +442,14 @@ struct {
 } runnable SEC(".maps");
 
 /* Per CPU, readable from the others (a wakeup reads its target's): the
- * time real-time tasks ran there, and the last one that did. Only the CPU
+ * time real-time tasks ran there, since when the current one runs (0: the
+ * current task is not real-time), and the last one that ran. Only the CPU
  * itself writes its entry; a real-time task's name is copied only when it
  * is switched in, which is rare. */
 #define NCPU 1024
 struct cpu_rt {
 	__u64 rt_ns;
+	__u64 rt_since;
 	__u32 tid;
 	__s32 prio;
 	char comm[16];
@@ -459,6 +461,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct cpu_rt);
 } cpu_rt SEC(".maps");
+
+/* Real-time time on a CPU up to `now`, the current run included. */
+static __always_inline __u64 rt_clock(struct cpu_rt *rt, __u64 now)
+{
+	__u64 since = rt->rt_since;
+	return rt->rt_ns + (since && since < now ? now - since : 0);
+}
 
 /* Per CPU: since when its current task runs, and when the interrupt it
  * is in began (scratch, not exported). */
@@ -510,7 +519,7 @@ static __always_inline void mark_runnable(__u32 tid, __u32 cpu, __u64 now)
 	r->tid = tid;
 	r->cpu = cpu;
 	r->since = now;
-	r->rt_base = rt ? rt->rt_ns : 0;
+	r->rt_base = rt ? rt_clock(rt, now) : 0;
 }
 
 SEC("tp_btf/sched_wakeup")
@@ -530,10 +539,12 @@ int BPF_PROG(iosl_wakeup_new, struct task_struct___iosl *p)
 	return 0;
 }
 
+/* Sends a wait of at least wait_min_ns. Real-time time is that of the CPU
+ * the thread was made runnable on (`w->cpu`), where it queued, even when
+ * it ran elsewhere in the end (pulled away by the load balancer). */
 static __always_inline void send_wait(struct cpu_stats *s, struct task_struct___iosl *next,
 				      struct task_struct___iosl *prev, __u64 prev_since,
-				      struct runnable *w, struct cpu_rt *rt, __u32 cpu,
-				      __u64 now)
+				      struct runnable *w, __u32 cpu, __u64 now)
 {
 	struct wait_rec *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
 	if (!r) {
@@ -542,23 +553,25 @@ static __always_inline void send_wait(struct cpu_stats *s, struct task_struct___
 	}
 	s->long_waits += 1;
 	__u64 since = w->since;
+	__u32 queued_on = w->cpu;
 	r->kind = REC_WAIT;
 	r->len = sizeof(*r);
-	r->cpu = cpu;
+	r->cpu = queued_on;
 	r->start_ns = since;
 	r->wait_ns = now - since;
-	r->held_ns = now - (prev_since > since ? prev_since : since);
+	r->held_ns = cpu == queued_on ? now - (prev_since > since ? prev_since : since) : 0;
 	r->rt_ns = 0;
 	r->rt_tid = 0;
 	r->rt_prio = 0;
 	r->rt_comm[0] = 0;
-	/* Woken for another CPU than it ran on: whose time it was is unknown. */
-	if (rt && w->cpu == cpu) {
-		__u64 ns = rt->rt_ns - w->rt_base;
+	struct cpu_rt *rt = bpf_map_lookup_elem(&cpu_rt, &queued_on);
+	if (rt) {
+		__u64 clock = rt_clock(rt, now);
+		__u64 ns = clock > w->rt_base ? clock - w->rt_base : 0;
 		r->rt_ns = ns < r->wait_ns ? ns : r->wait_ns;
 		r->rt_tid = rt->tid;
 		r->rt_prio = rt->prio;
-		__builtin_memcpy(r->rt_comm, rt->comm, sizeof(r->rt_comm));
+		bpf_probe_read_kernel(r->rt_comm, sizeof(r->rt_comm), rt->comm);
 	}
 	r->tid = next->pid;
 	r->prio = next->prio;
@@ -578,14 +591,17 @@ int BPF_PROG(iosl_switch, _Bool preempt, struct task_struct___iosl *prev,
 	struct cpu_stats *s = stats_here();
 	struct oncpu *o = oncpu_here();
 	struct cpu_rt *rt = bpf_map_lookup_elem(&cpu_rt, &cpu);
-	if (!s || !o)
+	if (!s || !o || !rt)
 		return 0;
 	s->switches += 1;
 	__u64 prev_since = o->since;
 	o->since = now;
 	__u32 prev_tid = prev->pid;
-	if (rt && prev_tid && is_rt(prev->prio) && prev_since)
-		rt->rt_ns += now - prev_since;
+	if (rt->rt_since) {
+		if (now > rt->rt_since)
+			rt->rt_ns += now - rt->rt_since;
+		rt->rt_since = 0;
+	}
 	/* Preempted (or yielding) while running: runnable from now. */
 	if (prev_tid && (preempt || prev_state == 0))
 		mark_runnable(prev_tid, cpu, now);
@@ -593,7 +609,8 @@ int BPF_PROG(iosl_switch, _Bool preempt, struct task_struct___iosl *prev,
 	if (!tid)
 		return 0;
 	int prio = next->prio;
-	if (rt && is_rt(prio)) {
+	if (is_rt(prio)) {
+		rt->rt_since = now;
 		rt->tid = tid;
 		rt->prio = prio;
 		bpf_probe_read_kernel_str(rt->comm, sizeof(rt->comm), next->comm);
@@ -603,7 +620,7 @@ int BPF_PROG(iosl_switch, _Bool preempt, struct task_struct___iosl *prev,
 	if (!w || w->tid != tid || !w->since)
 		return 0;
 	if (now - w->since >= wait_min_ns)
-		send_wait(s, next, prev, prev_since, w, rt, cpu, now);
+		send_wait(s, next, prev, prev_since, w, cpu, now);
 	w->since = 0;
 	return 0;
 }

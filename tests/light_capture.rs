@@ -105,3 +105,160 @@ fn damaged_light_captures_are_named() {
     assert!(out.stderr.contains("light.json"), "{}", out.stderr);
     assert!(!out.stderr.contains("panicked"));
 }
+
+/// The records of a light capture's flight recorder (`context.bin`).
+fn context_records(cap: &str) -> Vec<Vec<u8>> {
+    let b = std::fs::read(format!("{cap}/context.bin")).unwrap();
+    let mut out = Vec::new();
+    let mut at = iosleuth::model::light::CONTEXT_HEADER;
+    while at < b.len() {
+        let len = u16::from_le_bytes([b[at + 2], b[at + 3]]) as usize;
+        out.push(b[at..at + len].to_vec());
+        at += len;
+    }
+    out
+}
+
+fn top_finding(rep: &serde_json::Value) -> (&str, &str) {
+    let f = &rep["findings"][0];
+    (f["id"].as_str().unwrap(), f["severity"].as_str().unwrap())
+}
+
+/// Case 1 recorded with --light by the lab: the kernel's counters alone
+/// (no bios) name merging off, and the good run stays silent.
+#[test]
+fn light_merges_captures_name_nomerges() {
+    let bad = json_report(&["tests/fixtures/light-merges-bad.cap"], &[]);
+    assert_eq!(top_finding(&bad), ("merges_disabled", "critical"));
+    let ev = &bad["findings"][0]["evidence"];
+    assert_eq!(ev["nomerges"], "2");
+    assert_eq!(ev["merges"], 0);
+    assert_eq!(ev["avg_request_sectors"], 8);
+    // Every request of the 16 MiB read began where the previous ended.
+    assert_eq!(ev["requests"], 4096);
+    assert_eq!(ev["sequential_requests"], 4096);
+    let good = json_report(&["tests/fixtures/light-merges-good.cap"], &[]);
+    assert_eq!(good["findings"].as_array().unwrap().len(), 0);
+    let loop0 = device(&good, "7,0");
+    assert_eq!(loop0["completed"]["read"], 128);
+    let diff = outcome(&[
+        "diff",
+        "tests/fixtures/light-merges-good.cap",
+        "tests/fixtures/light-merges-bad.cap",
+    ]);
+    assert!(
+        diff.stdout.contains("nomerges: 0 -> 2") && diff.stdout.contains("7,0 requests"),
+        "{}",
+        diff.stdout
+    );
+}
+
+/// Case 3, shorter, recorded with --light: the flight recorder's long
+/// runqueue waits name the real-time task, and the journal's events are
+/// decoded from their raw records by the capture's format files.
+#[test]
+fn light_rt_capture_names_the_real_time_task_and_keeps_the_journal() {
+    let cap = "tests/fixtures/light-rt.cap";
+    let rep = json_report(&[cap], &[]);
+    assert_eq!(top_finding(&rep), ("rt_starvation", "critical"));
+    let waits = rep["sched"]["long_waits"].as_array().unwrap();
+    let w = &waits[0];
+    assert!(w["wait_ns"].as_u64().unwrap() >= 140_000_000, "{w}");
+    assert_eq!(w["held_by"][0]["policy"], "RT");
+    assert_eq!(w["held_by"][0]["prio"], 49);
+    // As many waits as the kernel counted, every one at least 5 ms.
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{cap}/light.json")).unwrap())
+            .unwrap();
+    let counted: u64 = doc["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["long_waits"].as_u64().unwrap())
+        .sum();
+    assert_eq!(waits.len() as u64, counted);
+    assert!(waits
+        .iter()
+        .all(|w| w["wait_ns"].as_u64().unwrap() >= 5_000_000));
+    // jbd2_end_commit is the 5th context event: one commit each.
+    let ends = context_records(cap)
+        .iter()
+        .filter(|r| r[0] == 2 && u16::from_le_bytes([r[20], r[21]]) == 4)
+        .count() as u64;
+    assert!(ends >= 300, "{ends} commits for 400 fsyncs");
+    assert_eq!(rep["fs"]["journals"]["7,0"]["commits"], ends);
+    assert!(rep["sched"]["switches"].as_u64().unwrap() > 0);
+    // No device spike: the slow requests waited for a starved CPU.
+    assert!(rep["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["id"] != "device_latency_spike"));
+}
+
+/// Case 4 recorded with --light by the lab: the stalled journal writes
+/// are the slowest requests the kernel sent, at the device.
+#[test]
+fn light_slowdev_capture_names_the_stalled_requests() {
+    let cap = "tests/fixtures/light-slowdev.cap";
+    let rep = json_report(&[cap], &[]);
+    assert_eq!(top_finding(&rep), ("device_latency_spike", "critical"));
+    let bytes = std::fs::read(format!("{cap}/slow.bin")).unwrap();
+    let longest = bytes[SLOW_HEADER..]
+        .chunks(SLOW_RECORD)
+        .filter_map(SlowRequest::parse)
+        .max_by_key(|r| r.total_ns())
+        .unwrap();
+    let ev = &rep["findings"][0]["evidence"];
+    assert_eq!(ev["latency_ns"], longest.total_ns());
+    assert!(longest.total_ns() >= 150_000_000);
+    assert_eq!(ev["request"]["comm"], "jbd2/loop0-8");
+    assert!(ev["spikes"].as_u64().unwrap() >= 2);
+}
+
+/// A rule a light capture cannot judge says what it lacks.
+#[test]
+fn explain_says_what_a_light_capture_lacks() {
+    let out = outcome(&[
+        "report",
+        "--explain",
+        "sync_write_amplification",
+        "tests/fixtures/light-rt.cap",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(
+            "a light capture lacks the system calls (fsync, write): record without --light"
+        ),
+        "{}",
+        out.stdout
+    );
+}
+
+/// A damaged flight recorder: cut short, analysed with a warning; not one
+/// at all, exit 2 naming the file.
+#[test]
+fn damaged_flight_recorders_are_named() {
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    copy_dir(std::path::Path::new("tests/fixtures/light-rt.cap"), &cap);
+    let ctx = cap.join("context.bin");
+    let bytes = std::fs::read(&ctx).unwrap();
+    std::fs::write(&ctx, &bytes[..bytes.len() - 50]).unwrap();
+    let out = outcome(&["report", cap.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("cut short or damaged"),
+        "{}",
+        out.stderr
+    );
+    std::fs::write(&ctx, b"not a flight recorder").unwrap();
+    let out = outcome(&["report", cap.to_str().unwrap()]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("context.bin") && out.stderr.contains("IOSLCTX1"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("panicked"));
+}

@@ -271,8 +271,8 @@ fn apply_cpus(a: &mut Analysis, doc: &LightDoc, waits: &[WaitRecord]) {
 }
 
 /// A kept wait as the scheduler analysis's: who held the CPU is the
-/// real-time tasks' time during it (when it ran where it was woken) and
-/// the task that ran just before it, longest first.
+/// real-time tasks' time during it on the CPU it queued on, and the task
+/// that ran there just before it, longest first.
 fn long_wait(w: &WaitRecord) -> LongWait {
     let holder = |tid: u32, comm: &[u8], prio: i32, ns: u64| Holder {
         pid: tid,
@@ -291,7 +291,10 @@ fn long_wait(w: &WaitRecord) -> LongWait {
     if w.rt_ns > 0 {
         held_by.push(holder(w.rt_tid, &w.rt_comm, w.rt_prio, w.rt_ns));
     }
-    if w.holder_tid != w.rt_tid || w.rt_ns == 0 {
+    // The task switched out for it, unless that was the idle task (an idle
+    // CPU holds nobody: the wait was spent elsewhere), it ran elsewhere in
+    // the end, or it is the same real-time task.
+    if w.holder_tid != 0 && w.held_ns > 0 && (w.holder_tid != w.rt_tid || w.rt_ns == 0) {
         held_by.push(holder(
             w.holder_tid,
             &w.holder_comm,
@@ -299,7 +302,8 @@ fn long_wait(w: &WaitRecord) -> LongWait {
             w.held_ns,
         ));
     }
-    held_by.sort_by_key(|h| std::cmp::Reverse(h.ns));
+    // Longest first; on a tie the real-time task, which caused it.
+    held_by.sort_by_key(|h| (std::cmp::Reverse(h.ns), h.policy != "RT"));
     LongWait {
         pid: w.tid,
         comm: String::from_utf8_lossy(comm_str(&w.comm)).into_owned(),

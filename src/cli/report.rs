@@ -95,7 +95,7 @@ fn explain(a: &Analysis, id: &str) -> Result<String> {
     }
     let mut out = String::new();
     for r in rules {
-        match (r.check)(a) {
+        match crate::diagnose::verdict(a, r) {
             Verdict::Fired(f) => report::text::finding(&mut out, &f),
             Verdict::NotFired(why) => out.push_str(&format!(
                 "{}: not found ({}): {}\n",

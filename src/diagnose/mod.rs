@@ -80,7 +80,52 @@ pub fn catalog() -> &'static [Rule] {
 
 /// Every rule's verdict.
 pub fn verdicts(a: &Analysis) -> Vec<(&'static str, Verdict)> {
-    catalog().iter().map(|r| (r.id, (r.check)(a))).collect()
+    catalog().iter().map(|r| (r.id, verdict(a, r))).collect()
+}
+
+/// One rule's verdict, with what a light capture lacked when it is one.
+pub fn verdict(a: &Analysis, r: &Rule) -> Verdict {
+    light_lacks(a, r.id, (r.check)(a))
+}
+
+/// The rules a light capture (`record --light`) cannot judge, and the
+/// evidence it lacks: only the full recorder writes those events.
+const LIGHT_CANNOT_JUDGE: [(&str, &str); 8] = [
+    ("request_splitting", "the queued bios (block_bio_queue)"),
+    (
+        "dirty_throttling",
+        "the writeback events (balance_dirty_pages)",
+    ),
+    ("wbt_throttling", "the writeback events (wbt_step)"),
+    (
+        "cgroup_io_throttle",
+        "the queued bios and the workqueue events",
+    ),
+    (
+        "queue_saturation",
+        "iostat's columns (every request's stages)",
+    ),
+    (
+        "scheduler_overhead",
+        "the I/O scheduler's inserts (block_rq_insert)",
+    ),
+    ("readahead_small", "the readahead and page cache events"),
+    (
+        "sync_write_amplification",
+        "the system calls (fsync, write)",
+    ),
+];
+
+/// A rule that did not fire on a light capture says what the capture
+/// lacked, and how to record it.
+fn light_lacks(a: &Analysis, id: &str, v: Verdict) -> Verdict {
+    let lacks = LIGHT_CANNOT_JUDGE.iter().find(|(r, _)| *r == id);
+    match (v, &a.light, lacks) {
+        (Verdict::NotFired(why), Some(_), Some((_, what))) => Verdict::NotFired(format!(
+            "a light capture lacks {what}: record without --light to judge it ({why})"
+        )),
+        (v, _, _) => v,
+    }
 }
 
 /// The findings, most important first: by severity, then by the share of
