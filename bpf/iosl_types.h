@@ -36,12 +36,25 @@ struct thread_info___iosl {
 	__u32 cpu;
 } __attribute__((preserve_access_index));
 
+struct kernfs_node___iosl {
+	__u64 id;
+} __attribute__((preserve_access_index));
+
+struct cgroup___iosl {
+	struct kernfs_node___iosl *kn;
+} __attribute__((preserve_access_index));
+
+struct css_set___iosl {
+	struct cgroup___iosl *dfl_cgrp;
+} __attribute__((preserve_access_index));
+
 struct task_struct___iosl {
 	struct thread_info___iosl thread_info;
 	int pid;
 	int tgid;
 	int prio;
 	char comm[16];
+	struct css_set___iosl *cgroups;
 } __attribute__((preserve_access_index));
 
 #endif
