@@ -262,3 +262,34 @@ fn damaged_flight_recorders_are_named() {
     );
     assert!(!out.stderr.contains("panicked"));
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 40, ..Default::default() })]
+
+    /// Random damage to a light capture's kernel records: a report (exit
+    /// 0, with warnings) or exit 2 naming a file, never a panic.
+    #[test]
+    fn damaged_light_records_never_panic(
+        which in 0..2usize,
+        cut in proptest::prelude::any::<usize>(),
+        flips in proptest::collection::vec((proptest::prelude::any::<usize>(), 1u8..=255), 0..16),
+    ) {
+        let dir = tempdir();
+        let cap = dir.path().join("cap");
+        copy_dir(std::path::Path::new("tests/fixtures/light-rt.cap"), &cap);
+        let file = cap.join(["context.bin", "slow.bin"][which]);
+        let mut b = std::fs::read(&file).unwrap();
+        for &(at, x) in &flips {
+            let i = at % b.len();
+            b[i] ^= x;
+        }
+        b.truncate(cut % (b.len() + 1));
+        std::fs::write(&file, &b).unwrap();
+        let out = outcome(&["report", "--format", "json", cap.to_str().unwrap()]);
+        proptest::prop_assert!(out.code == 0 || out.code == 2, "{}", out.stderr);
+        proptest::prop_assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+        if out.code == 2 {
+            proptest::prop_assert!(out.stderr.contains(".bin"), "{}", out.stderr);
+        }
+    }
+}
