@@ -12,7 +12,8 @@ use super::sched::{Holder, LongWait};
 use super::Analysis;
 use crate::ingest::light::LightInputs;
 use crate::model::light::{
-    comm_str, LightCounters, LightDoc, ProgramStats, SlowPolicy, SlowRequest, StageHist, WaitRecord,
+    comm_string, LightCounters, LightDoc, ProgramStats, SlowPolicy, SlowRequest, StageHist,
+    WaitRecord,
 };
 use serde::Serialize;
 
@@ -215,11 +216,13 @@ fn apply_cpus(a: &mut Analysis, doc: &LightDoc, waits: &[WaitRecord]) {
     if doc.cpus.is_empty() {
         return;
     }
-    a.sched.switches = doc.cpus.iter().map(|c| c.switches).sum();
-    a.sched.wakeups = doc.cpus.iter().map(|c| c.wakeups).sum();
-    let mut long: Vec<LongWait> = waits.iter().map(long_wait).collect();
-    long.sort_by_key(|w| std::cmp::Reverse(w.wait_ns));
-    a.sched.long_waits = long;
+    // Added to, not replaced: several light inputs of one run add up.
+    a.sched.switches += doc.cpus.iter().map(|c| c.switches).sum::<u64>();
+    a.sched.wakeups += doc.cpus.iter().map(|c| c.wakeups).sum::<u64>();
+    a.sched.long_waits.extend(waits.iter().map(long_wait));
+    a.sched
+        .long_waits
+        .sort_by_key(|w| std::cmp::Reverse(w.wait_ns));
     let seconds = doc.stopped_ns.saturating_sub(doc.started_ns) as f64 / 1e9;
     a.irq.seconds = seconds;
     a.irq.softirq = doc
@@ -276,7 +279,7 @@ fn apply_cpus(a: &mut Analysis, doc: &LightDoc, waits: &[WaitRecord]) {
 fn long_wait(w: &WaitRecord) -> LongWait {
     let holder = |tid: u32, comm: &[u8], prio: i32, ns: u64| Holder {
         pid: tid,
-        comm: String::from_utf8_lossy(comm_str(comm)).into_owned(),
+        comm: comm_string(comm),
         prio: i64::from(prio),
         policy: if tid == 0 {
             "idle"
@@ -306,7 +309,7 @@ fn long_wait(w: &WaitRecord) -> LongWait {
     held_by.sort_by_key(|h| (std::cmp::Reverse(h.ns), h.policy != "RT"));
     LongWait {
         pid: w.tid,
-        comm: String::from_utf8_lossy(comm_str(&w.comm)).into_owned(),
+        comm: comm_string(&w.comm),
         cpu: w.cpu,
         start_ns: w.start_ns,
         wait_ns: w.wait_ns,
@@ -346,7 +349,7 @@ fn slow_request(r: &SlowRequest) -> SlowRequestSummary {
         device_ns: r.device_ns(),
         pid: r.pid,
         tid: r.tid,
-        comm: String::from_utf8_lossy(comm_str(&r.comm)).into_owned(),
+        comm: comm_string(&r.comm),
         issue_cpu: r.issue_cpu,
         complete_cpu: r.complete_cpu,
         depth: r.depth,

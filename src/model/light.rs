@@ -369,9 +369,14 @@ impl<'a> EventRecord<'a> {
     }
 }
 
-/// A NUL-padded kernel task name as text.
+/// A NUL-padded kernel task name's bytes.
 pub fn comm_str(c: &[u8]) -> &[u8] {
     c.split(|&x| x == 0).next().unwrap_or_default()
+}
+
+/// A NUL-padded kernel task name as text.
+pub fn comm_string(c: &[u8]) -> String {
+    String::from_utf8_lossy(comm_str(c)).into_owned()
 }
 
 /// The operation names of bpf/light.h's slots, in slot order.

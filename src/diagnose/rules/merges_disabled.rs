@@ -104,19 +104,7 @@ fn unmerged(d: &DeviceSummary) -> Result<(&MergeInfo, f64), String> {
             together * 100.0
         ));
     }
-    if m.ratio > MAX_BIOS_PER_REQUEST {
-        return Err(format!(
-            "{}: sequential bios do merge ({:.1} bios per request)",
-            d.device, m.ratio
-        ));
-    }
-    if m.blk_avg >= SMALL_REQUEST_SECTORS {
-        return Err(format!(
-            "{}: bios were not merged, but requests average {} KiB: already large, nothing for merging to gain (large bios cut to the queue's limit are request_splitting's to judge)",
-            d.device,
-            m.blk_avg / 2
-        ));
-    }
+    merged_or_large(&d.device, m.ratio, m.blk_avg)?;
     Ok((m, seq))
 }
 
@@ -222,20 +210,25 @@ fn unmerged_light(d: &LightDeviceSummary) -> Result<LightMerges, String> {
             d.depth.p50
         ));
     }
-    if m.bios_per_request > MAX_BIOS_PER_REQUEST {
-        return Err(format!(
-            "{}: sequential bios do merge ({:.1} bios per request)",
-            d.device, m.bios_per_request
-        ));
-    }
-    if m.avg_sectors >= SMALL_REQUEST_SECTORS {
-        return Err(format!(
-            "{}: bios were not merged, but requests average {} KiB: already large",
-            d.device,
-            m.avg_sectors / 2
-        ));
-    }
+    merged_or_large(&d.device, m.bios_per_request, m.avg_sectors)?;
     Ok(m)
+}
+
+/// Why sequential I/O queued together is no merging problem: its bios do
+/// merge, or its requests are already large.
+fn merged_or_large(device: &str, bios_per_request: f64, avg_sectors: u64) -> Result<(), String> {
+    if bios_per_request > MAX_BIOS_PER_REQUEST {
+        return Err(format!(
+            "{device}: sequential bios do merge ({bios_per_request:.1} bios per request)"
+        ));
+    }
+    if avg_sectors >= SMALL_REQUEST_SECTORS {
+        return Err(format!(
+            "{device}: bios were not merged, but requests average {} KiB: already large, nothing for merging to gain (large bios cut to the queue's limit are request_splitting's to judge)",
+            avg_sectors / 2
+        ));
+    }
+    Ok(())
 }
 
 fn light_finding(a: &Analysis, d: &LightDeviceSummary, m: &LightMerges) -> Finding {
