@@ -188,6 +188,17 @@ fn light_rt_capture_names_the_real_time_task_and_keeps_the_journal() {
     assert!(ends >= 300, "{ends} commits for 400 fsyncs");
     assert_eq!(rep["fs"]["journals"]["7,0"]["commits"], ends);
     assert!(rep["sched"]["switches"].as_u64().unwrap() > 0);
+    // The text says what the flight recorder kept: every event record,
+    // every wait; a light capture's gaps between events mean nothing.
+    let events = context_records(cap).iter().filter(|r| r[0] == 2).count();
+    let text = outcome(&["report", cap]).stdout;
+    assert!(
+        text.contains(&format!(
+            "flight recorder: {counted} runqueue waits of 5 ms or more (0 lost), {events} journal events (0 lost)"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("Gaps: the longest stretches"), "{text}");
     // No device spike: the slow requests waited for a starved CPU.
     assert!(rep["findings"]
         .as_array()

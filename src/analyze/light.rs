@@ -31,9 +31,14 @@ pub struct LightSummary {
     pub slowest: Vec<SlowRequestSummary>,
     /// The flight recorder: runqueue waits from this long were kept.
     pub wait_min_ns: u64,
-    /// What the flight recorder lost or could not attach to.
+    /// What the flight recorder kept, lost or could not attach to.
+    pub long_waits: u64,
     pub waits_lost: u64,
+    pub events: u64,
     pub events_lost: u64,
+    /// Hard interrupts of every CPU, and their time.
+    pub hardirqs: u64,
+    pub hardirq_ns: u64,
     pub missing_events: Vec<String>,
 }
 
@@ -112,12 +117,19 @@ pub fn apply(a: &mut Analysis, light: &LightInputs) {
         programs: doc.programs.iter().map(program).collect(),
         slowest: light.slowest.iter().map(slow_request).collect(),
         wait_min_ns: doc.wait_min_ns,
+        long_waits: doc.cpus.iter().map(|c| c.long_waits).sum(),
         waits_lost: doc.cpus.iter().map(|c| c.waits_lost).sum(),
+        events: doc.cpus.iter().map(|c| c.events).sum(),
         events_lost: doc.cpus.iter().map(|c| c.events_lost).sum(),
+        hardirqs: doc.cpus.iter().map(|c| c.hardirqs).sum(),
+        hardirq_ns: doc.cpus.iter().map(|c| c.hardirq_ns).sum(),
         missing_events: doc.missing_events.clone(),
     };
     apply_devices(a, doc, &mut summary);
     apply_cpus(a, doc, &light.waits);
+    // Stretches without events say nothing of a capture that keeps only
+    // what is slow or rare.
+    a.gaps = Default::default();
     warn_context(a, &summary);
     a.light = Some(summary);
 }

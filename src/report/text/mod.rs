@@ -179,6 +179,24 @@ fn light_programs(out: &mut String, l: &LightSummary) {
         "light capture: programs attached as {} for {:.3} s",
         l.attach, l.seconds
     );
+    if l.wait_min_ns > 0 {
+        let _ = writeln!(
+            out,
+            "flight recorder: {} runqueue waits of {} ms or more ({} lost), {} journal events ({} lost), {} hard irqs ({:.3} ms){}",
+            l.long_waits,
+            l.wait_min_ns / 1_000_000,
+            l.waits_lost,
+            l.events,
+            l.events_lost,
+            l.hardirqs,
+            l.hardirq_ns as f64 / 1e6,
+            if l.missing_events.is_empty() {
+                String::new()
+            } else {
+                format!("; not recorded: {}", l.missing_events.join(", "))
+            }
+        );
+    }
     for p in l.programs.iter().filter(|p| p.runs > 0) {
         let _ = writeln!(
             out,
