@@ -90,8 +90,7 @@ pub fn verdict(a: &Analysis, r: &Rule) -> Verdict {
 
 /// The rules a light capture (`record --light`) cannot judge, and the
 /// evidence it lacks: only the full recorder writes those events.
-const LIGHT_CANNOT_JUDGE: [(&str, &str); 8] = [
-    ("request_splitting", "the queued bios (block_bio_queue)"),
+const LIGHT_CANNOT_JUDGE: [(&str, &str); 7] = [
     (
         "dirty_throttling",
         "the writeback events (balance_dirty_pages)",

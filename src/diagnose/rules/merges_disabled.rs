@@ -54,6 +54,9 @@ const SMALL_REQUEST_SECTORS: u64 = 128;
 /// A light capture's median queue depth at issue from which its requests
 /// count as queued together (a synchronous reader issues at depth 1).
 const MIN_LIGHT_DEPTH: u64 = 2;
+/// A light capture whose requests are this share of split pieces is
+/// request_splitting's (the lab's: 960 splits of 1024 requests).
+const MIN_SPLIT_SHARE: f64 = 0.1;
 
 fn check(a: &Analysis) -> Verdict {
     if let Some(light) = &a.light {
@@ -200,6 +203,13 @@ fn unmerged_light(d: &LightDeviceSummary) -> Result<LightMerges, String> {
             "{}: {:.0}% of requests began where the previous one ended: little to merge",
             d.device,
             m.sequential * 100.0
+        ));
+    }
+    // Pieces of split bios are sequential and unmerged by nature.
+    if c.splits as f64 >= MIN_SPLIT_SHARE * requests as f64 {
+        return Err(format!(
+            "{}: {} of {requests} requests are pieces of split bios: see request_splitting",
+            d.device, c.splits
         ));
     }
     if d.depth.p50 < MIN_LIGHT_DEPTH {
@@ -407,6 +417,12 @@ mod tests {
         assert_eq!(
             silent(check(&light(512 * 31, 16))),
             "7,0: sequential bios do merge (32.0 bios per request)"
+        );
+        let mut split = light(0, 16);
+        split.light.as_mut().unwrap().devices[0].counters.splits = 480;
+        assert_eq!(
+            silent(check(&split)),
+            "7,0: 480 of 512 requests are pieces of split bios: see request_splitting"
         );
         assert_eq!(
             silent(check(&light(0, 1))),

@@ -3,8 +3,13 @@
 //! command of its own. Confirmed when the snapshot shows the limit lowered
 //! below what the hardware takes (`max_hw_sectors_kb`); no case of
 //! DESIGN.md, recorded in the lab as split-maxsectors16.cap.
+//!
+//! A light capture counts splits but not bios: each split adds a request
+//! and each merge takes a bio into one, so its bios are requests − splits +
+//! merges.
 
 use super::helpers::{device_name, not_any, queue_dir, queue_number};
+use crate::analyze::block::DeviceSummary;
 use crate::analyze::Analysis;
 use crate::diagnose::{Finding, Rule, Severity, Verdict};
 use serde_json::json;
@@ -29,10 +34,33 @@ const CRITICAL_REQUESTS_PER_BIO: f64 = 4.0;
 /// Nothing to tune; the cost per command is amortized.
 const LARGE_PIECE_SECTORS: u64 = 1024;
 
+/// A device's queued bios, splits and average request size (sectors):
+/// from the trace, or from a light capture's counters.
+fn figures(a: &Analysis, d: &DeviceSummary) -> (u64, u64, Option<u64>) {
+    let light = a
+        .light
+        .as_ref()
+        .and_then(|l| l.devices.iter().find(|x| x.device == d.device));
+    let Some(l) = light else {
+        let avg = d.btt_merge.as_ref().map(|m| m.blk_avg);
+        return (d.actions.queued, d.actions.split, avg);
+    };
+    let data = l.ops.iter().filter(|o| o.op == "read" || o.op == "write");
+    let (requests, bytes) = data.fold((0, 0), |(n, b), o| (n + o.ios, b + o.bytes));
+    let c = &l.counters;
+    let merges = c.back_merges + c.front_merges + c.rq_merges;
+    let bios = (requests + merges).saturating_sub(c.splits);
+    (
+        bios,
+        c.splits,
+        (requests > 0).then(|| bytes / requests / 512),
+    )
+}
+
 fn check(a: &Analysis) -> Verdict {
     let mut why = Vec::new();
     for d in &a.block.devices {
-        let (q, x) = (d.actions.queued, d.actions.split);
+        let (q, x, avg_sectors) = figures(a, d);
         if x < MIN_SPLITS || (x as f64) < MIN_SPLITS_PER_BIO * q as f64 {
             why.push(format!("{}: {x} splits of {q} queued bios", d.device));
             continue;
@@ -41,7 +69,6 @@ fn check(a: &Analysis) -> Verdict {
         let hw_kb = queue_number(a, &d.device, "max_hw_sectors_kb");
         let lowered = matches!((max_kb, hw_kb), (Some(m), Some(h)) if m < h);
         let pieces = (q + x) as f64 / q.max(1) as f64;
-        let avg_sectors = d.btt_merge.as_ref().map(|m| m.blk_avg);
         if !lowered && avg_sectors.is_some_and(|s| s >= LARGE_PIECE_SECTORS) {
             why.push(format!(
                 "{}: {q} bios were split {x} times into requests of {} KiB on average, at the limit the hardware sets: large I/O, nothing to tune",
@@ -71,7 +98,7 @@ fn check(a: &Analysis) -> Verdict {
                 "bios_queued": q,
                 "splits": x,
                 "requests_per_bio": pieces,
-                "avg_request_sectors": d.btt_merge.as_ref().map(|m| m.blk_avg),
+                "avg_request_sectors": avg_sectors,
                 "max_sectors_kb": max_kb,
                 "max_hw_sectors_kb": hw_kb,
             }),
@@ -170,5 +197,52 @@ mod tests {
         let text = split_reads(&[3, 3, 3, 3, 0, 0, 0, 0, 0, 0]);
         let why = silent(check(&analysis(&text)));
         assert_eq!(why, "7,0: 12 splits of 10 queued bios");
+    }
+
+    /// A light capture of 7,0: 256 requests of 16 KiB from 16 reads of
+    /// 256 KiB split `splits` times, under max_sectors_kb 16.
+    fn light(splits: u64) -> Analysis {
+        use crate::analyze::light::{LightDeviceSummary, LightOpSummary, LightSummary};
+        let wakeup = "comm=probe pid=100 prio=120 target_cpu=000";
+        let mut a = analysis(&line(1_000, "x-1", 0, "sched_wakeup", wakeup));
+        a.block.devices.push(DeviceSummary {
+            device: "7,0".into(),
+            ..Default::default()
+        });
+        let mut d = LightDeviceSummary {
+            device: "7,0".into(),
+            ops: vec![LightOpSummary {
+                op: "read".into(),
+                ios: 256,
+                bytes: 256 * 16384,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        d.counters.splits = splits;
+        a.light = Some(LightSummary {
+            devices: vec![d],
+            ..Default::default()
+        });
+        with_snapshot(
+            a,
+            json!({ "block_devices": block_devices(
+                "loop0",
+                "7,0",
+                &[("max_sectors_kb", "16"), ("max_hw_sectors_kb", "1280")],
+            ) }),
+        )
+    }
+
+    #[test]
+    fn judges_a_light_capture_from_its_split_counter() {
+        let f = fired(check(&light(240)));
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.title,
+            "loop0: 16 bios were split 240 times (16.0 requests per bio), max_sectors_kb is 16"
+        );
+        assert_eq!(f.evidence["avg_request_sectors"], 32);
+        assert_eq!(silent(check(&light(3))), "7,0: 3 splits of 253 queued bios");
     }
 }
