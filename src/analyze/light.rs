@@ -73,6 +73,23 @@ pub struct LightDeviceSummary {
     pub counters: LightCounters,
 }
 
+impl LightDeviceSummary {
+    /// Read and write requests completed, and their bytes (flushes and
+    /// discards are no data to merge or split).
+    pub fn data_requests(&self) -> (u64, u64) {
+        self.ops
+            .iter()
+            .filter(|o| o.op == "read" || o.op == "write")
+            .fold((0, 0), |(n, b), o| (n + o.ios, b + o.bytes))
+    }
+
+    /// Bios merged into requests and requests merged into others.
+    pub fn merges(&self) -> u64 {
+        let c = &self.counters;
+        c.back_merges + c.front_merges + c.rq_merges
+    }
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct LightOpSummary {
     pub op: String,

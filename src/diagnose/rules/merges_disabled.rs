@@ -149,12 +149,13 @@ fn finding(a: &Analysis, d: &DeviceSummary, m: &MergeInfo, seq: f64) -> Finding 
             m.issued,
             m.blk_avg,
             CASE1_MERGED_SECTORS / m.blk_avg.max(1) as f64,
-            match nomerges.as_deref() {
-                Some("2") => "; the device's nomerges is 2 (all merging off)",
-                Some("1") => "; the device's nomerges is 1 (only simple merges)",
-                Some(_) => "; nomerges is 0, so look at the submitter (each bio in its own plug, or a stacked device that does not merge)",
-                None => "",
-            }
+            nomerges_note(
+                nomerges.as_deref(),
+                match nomerges {
+                    Some(_) => "; nomerges is 0, so look at the submitter (each bio in its own plug, or a stacked device that does not merge)",
+                    None => "",
+                }
+            )
         ),
         workaround: format!("echo 0 > {queue}/nomerges"),
     }
@@ -182,8 +183,7 @@ fn check_light(a: &Analysis, light: &LightSummary) -> Verdict {
 /// The device's merge figures when small sequential requests, queued
 /// together, were not merged; else why not.
 fn unmerged_light(d: &LightDeviceSummary) -> Result<LightMerges, String> {
-    let data = d.ops.iter().filter(|o| o.op == "read" || o.op == "write");
-    let (requests, bytes) = data.fold((0, 0), |(n, b), o| (n + o.ios, b + o.bytes));
+    let (requests, bytes) = d.data_requests();
     if requests < MIN_BIOS {
         return Err(format!(
             "{}: only {requests} read or write requests (at least {MIN_BIOS} are needed to judge merging)",
@@ -191,7 +191,7 @@ fn unmerged_light(d: &LightDeviceSummary) -> Result<LightMerges, String> {
         ));
     }
     let c = &d.counters;
-    let merges = c.back_merges + c.front_merges + c.rq_merges;
+    let merges = d.merges();
     let m = LightMerges {
         requests,
         sequential: c.seq_requests as f64 / requests as f64,
@@ -222,6 +222,16 @@ fn unmerged_light(d: &LightDeviceSummary) -> Result<LightMerges, String> {
     }
     merged_or_large(&d.device, m.bios_per_request, m.avg_sectors)?;
     Ok(m)
+}
+
+/// What the device's nomerges says of the missing merges, or `otherwise`
+/// when it is not 1 or 2.
+fn nomerges_note<'a>(nomerges: Option<&str>, otherwise: &'a str) -> &'a str {
+    match nomerges {
+        Some("2") => "; the device's nomerges is 2 (all merging off)",
+        Some("1") => "; the device's nomerges is 1 (only simple merges)",
+        _ => otherwise,
+    }
 }
 
 /// Why sequential I/O queued together is no merging problem: its bios do
@@ -265,7 +275,7 @@ fn light_finding(a: &Analysis, d: &LightDeviceSummary, m: &LightMerges) -> Findi
             "device": d.device,
             "requests": m.requests,
             "sequential_requests": d.counters.seq_requests,
-            "merges": d.counters.back_merges + d.counters.front_merges + d.counters.rq_merges,
+            "merges": d.merges(),
             "bios_per_request": m.bios_per_request,
             "avg_request_sectors": m.avg_sectors,
             "median_depth_at_issue": d.depth.p50,
@@ -276,11 +286,10 @@ fn light_finding(a: &Analysis, d: &LightDeviceSummary, m: &LightMerges) -> Findi
             m.requests,
             m.avg_sectors,
             CASE1_MERGED_SECTORS / m.avg_sectors.max(1) as f64,
-            match nomerges.as_deref() {
-                Some("2") => "; the device's nomerges is 2 (all merging off)",
-                Some("1") => "; the device's nomerges is 1 (only simple merges)",
-                _ => "; nomerges does not explain it: record without --light to see the bios",
-            }
+            nomerges_note(
+                nomerges.as_deref(),
+                "; nomerges does not explain it: record without --light to see the bios"
+            )
         ),
         workaround: format!("echo 0 > {queue}/nomerges"),
     }

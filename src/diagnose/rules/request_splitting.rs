@@ -45,16 +45,10 @@ fn figures(a: &Analysis, d: &DeviceSummary) -> (u64, u64, Option<u64>) {
         let avg = d.btt_merge.as_ref().map(|m| m.blk_avg);
         return (d.actions.queued, d.actions.split, avg);
     };
-    let data = l.ops.iter().filter(|o| o.op == "read" || o.op == "write");
-    let (requests, bytes) = data.fold((0, 0), |(n, b), o| (n + o.ios, b + o.bytes));
-    let c = &l.counters;
-    let merges = c.back_merges + c.front_merges + c.rq_merges;
-    let bios = (requests + merges).saturating_sub(c.splits);
-    (
-        bios,
-        c.splits,
-        (requests > 0).then(|| bytes / requests / 512),
-    )
+    let (requests, bytes) = l.data_requests();
+    let splits = l.counters.splits;
+    let bios = (requests + l.merges()).saturating_sub(splits);
+    (bios, splits, (requests > 0).then(|| bytes / requests / 512))
 }
 
 fn check(a: &Analysis) -> Verdict {
