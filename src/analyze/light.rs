@@ -212,6 +212,7 @@ fn apply_devices(a: &mut Analysis, doc: &LightDoc, summary: &mut LightSummary) {
         s.write_waits = Default::default();
         s.iostat = Vec::new();
         s.iostat_total = Default::default();
+        s.iostat_active = Default::default();
         s.in_flight_at_end = 0;
         let depth = LatencyDist::from_ranges(
             d.depth

@@ -154,6 +154,10 @@ pub struct IostatAccumulator {
     rows: std::collections::BTreeMap<u64, RawCounters>,
     in_flight: u64,
     busy_since: u64,
+    /// The device's active span: its first request's start and its last
+    /// request's end.
+    first_start: Option<u64>,
+    last_end: u64,
 }
 
 impl IostatAccumulator {
@@ -189,6 +193,7 @@ impl IostatAccumulator {
     /// request between its start and its completion, what the kernel's
     /// io_ticks approximates in whole jiffies.
     pub fn io_started(&mut self, ts: u64) {
+        self.first_start.get_or_insert(ts);
         if self.in_flight == 0 {
             self.busy_since = ts;
         }
@@ -197,6 +202,7 @@ impl IostatAccumulator {
 
     /// A request's accounting ended.
     pub fn io_ended(&mut self, ts: u64) {
+        self.last_end = self.last_end.max(ts);
         if self.in_flight > 0 {
             self.in_flight -= 1;
             if self.in_flight == 0 {
@@ -257,11 +263,39 @@ impl IostatAccumulator {
 
     /// The whole span from the origin to `end` as one row.
     pub fn total(&self, end: u64) -> IostatRow {
+        IostatRow::from_counters(
+            &self.sum(),
+            0.0,
+            end.saturating_sub(self.origin) as f64 / 1e9,
+        )
+    }
+
+    /// All counters as one row over the device's active span, from its
+    /// first request's start to its last one's end (or `end` while one is
+    /// in flight): what `iostat` shows while the workload runs, without the
+    /// idle time a trace has before the workload starts or after it ends.
+    pub fn active(&self, end: u64) -> IostatRow {
+        let Some(first) = self.first_start else {
+            return IostatRow::default();
+        };
+        let last = if self.in_flight > 0 {
+            end
+        } else {
+            self.last_end
+        };
+        IostatRow::from_counters(
+            &self.sum(),
+            first.saturating_sub(self.origin) as f64 / 1e9,
+            last.saturating_sub(first) as f64 / 1e9,
+        )
+    }
+
+    fn sum(&self) -> RawCounters {
         let mut sum = RawCounters::default();
         for r in self.rows.values() {
             sum.add(r);
         }
-        IostatRow::from_counters(&sum, 0.0, end.saturating_sub(self.origin) as f64 / 1e9)
+        sum
     }
 }
 
@@ -292,5 +326,11 @@ mod tests {
         let t = a.total(2 * s);
         assert!((t.aqu_sz - 0.875).abs() < 1e-9);
         assert_eq!(t.rkb_s, 4.0);
+        // Active from 0.5 s to 1.5 s, busy all of it.
+        let active = a.active(2 * s);
+        assert_eq!((active.start_s, active.seconds), (0.5, 1.0));
+        assert!((active.util - 100.0).abs() < 1e-9);
+        assert!((active.aqu_sz - 1.75).abs() < 1e-9);
+        assert_eq!(IostatAccumulator::new(0, s).active(s), IostatRow::default());
     }
 }

@@ -155,6 +155,9 @@ pub struct DeviceSummary {
     pub q2c_hist_us: Log2Hist,
     pub request_size_hist_kib: Log2Hist,
     pub iostat_total: IostatRow,
+    /// The same counters over the device's active span (first request's
+    /// start to last one's end): its load while the workload ran.
+    pub iostat_active: IostatRow,
     pub iostat: Vec<IostatRow>,
     pub completions_without_start: u64,
     pub in_flight_at_end: usize,
@@ -320,6 +323,7 @@ impl BlockAnalysis {
                 q2c_hist_us: r.q2c_log2_us.clone(),
                 request_size_hist_kib: r.size_log2_kib.clone(),
                 iostat_total: r.iostat.total(end),
+                iostat_active: r.iostat.active(end),
                 iostat: r.iostat.rows(end),
                 completions_without_start: r.completions_without_start,
                 in_flight_at_end: open,
