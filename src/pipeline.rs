@@ -9,6 +9,7 @@ use crate::diagnose::{self, Finding};
 use crate::error::{Error, Result};
 use crate::ingest::{self, Merger};
 use crate::model::snapshot::Snapshot;
+use crate::model::Event;
 use std::path::{Path, PathBuf};
 
 mod provenance;
@@ -144,7 +145,9 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         .map(Snapshot::thread_names)
         .unwrap_or_default();
     let progress = crate::progress::Progress::new("reading");
-    let mut a = analyze::analyze_with_names(progress.events(&mut merged), filter, cfg, &known);
+    let mut a = analyse_beside(progress.events(&mut merged), |events| {
+        analyze::analyze_with_names(events, filter, cfg, &known)
+    });
     drop(progress);
     account_for_sources(&mut a, &merged);
     let lights = light_inputs(paths)?;
@@ -163,6 +166,43 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         a.warnings.insert(0, w);
     }
     Ok((a, inputs))
+}
+
+/// Events handed from the reading thread to the analysing one at a time.
+const BATCH: usize = 1024;
+/// Batches on their way at most: bounds the memory between the two.
+const BATCHES_IN_FLIGHT: usize = 8;
+
+/// Runs `analyse` on its own thread over `events`, which this thread reads:
+/// decoding and merging the inputs, and analysing their events, each take a
+/// core (on blktrace files they take 40 % and 60 % of the time). The order
+/// of the events is unchanged.
+fn analyse_beside<T: Send>(
+    events: impl Iterator<Item = Event>,
+    analyse: impl FnOnce(&mut dyn Iterator<Item = Event>) -> T + Send,
+) -> T {
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Event>>(BATCHES_IN_FLIGHT);
+        let analysing = scope.spawn(move || analyse(&mut rx.into_iter().flatten()));
+        let mut batch = Vec::with_capacity(BATCH);
+        for ev in events {
+            batch.push(ev);
+            if batch.len() == BATCH {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                // Only a panicking analysis hangs up; join says why.
+                if tx.send(full).is_err() {
+                    break;
+                }
+            }
+        }
+        if !batch.is_empty() {
+            let _ = tx.send(batch);
+        }
+        drop(tx);
+        analysing
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
 
 /// One input analysed with `base`'s options while its rows go to `rows`
