@@ -300,9 +300,16 @@ impl DeviceRequests {
         self.pending.remove(&e.sector);
         let end = e.sector.saturating_add(e.sectors());
         if e.action == Action::BackMerge {
-            if let Some((_, r)) = self.requests.range_mut(..e.sector).next_back() {
-                r.sectors += e.sectors();
-                r.bios += 1;
+            // The bio joins the request that ends where it starts; one
+            // that ends elsewhere is another request (the bio's own was
+            // allocated before the trace or the time window began), which
+            // must not grow: its completion would then leave a phantom
+            // remainder in flight, and the device busy, until the end.
+            if let Some((&at, r)) = self.requests.range_mut(..e.sector).next_back() {
+                if at.saturating_add(r.sectors) == e.sector {
+                    r.sectors += e.sectors();
+                    r.bios += 1;
+                }
             }
         } else if let Some(mut r) = self.requests.remove(&end) {
             r.sectors += e.sectors();
@@ -508,5 +515,41 @@ mod tests {
         let t = d.iostat.total(1_000_000_000);
         // Busy from the first request's start to its completion.
         assert!((t.util - 100.0 * 89.0 / 1e9).abs() < 1e-9, "{}", t.util);
+    }
+
+    /// A CI run of live_iostat once saw %util 100 against iostat's 84: its
+    /// time window began inside another request's bios, whose back merges
+    /// grew the request below them; that one's completion left the rest in
+    /// flight to the end.
+    #[test]
+    fn back_merge_into_a_request_the_trace_never_saw_grows_no_other() {
+        let mut d = DeviceRequests::new(0, 1_000_000_000);
+        for e in [
+            ev(10, Action::Queue, 0, 8),
+            ev(11, Action::GetRq, 0, 8),
+            ev(12, Action::Insert, 0, 8),
+            ev(40, Action::Issue, 0, 8),
+            // While it is out: a bio joins a request ending at 1000,
+            // allocated before the trace.
+            ev(50, Action::BackMerge, 1000, 8),
+            ev(100, Action::Complete, 0, 8),
+            // A bio that does join the request below it.
+            ev(200, Action::Queue, 2000, 8),
+            ev(201, Action::GetRq, 2000, 8),
+            ev(210, Action::BackMerge, 2008, 8),
+            ev(220, Action::Issue, 2000, 16),
+            ev(300, Action::Complete, 2000, 16),
+        ] {
+            d.add(&e, None);
+        }
+        assert_eq!(d.in_flight(), 0, "nothing left in flight");
+        assert_eq!(d.completed.write, 2);
+        assert_eq!(d.bytes_completed.write, (8 + 16) * 512);
+        let t = d.iostat.total(1_000_000_000);
+        assert!(
+            (t.util - 100.0 * (89.0 + 99.0) / 1e9).abs() < 1e-9,
+            "{}",
+            t.util
+        );
     }
 }
