@@ -11,6 +11,7 @@ use crate::ingest::{self, Merger};
 use crate::model::snapshot::Snapshot;
 use crate::model::Event;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, Sender};
 
 mod provenance;
 pub use provenance::{comparison_warnings, Inputs, Tap};
@@ -145,8 +146,11 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         .map(Snapshot::thread_names)
         .unwrap_or_default();
     let progress = crate::progress::Progress::new("reading");
-    let mut a = analyse_beside(progress.events(&mut merged), |events| {
-        analyze::analyze_with_names(events, filter, cfg, &known)
+    let mut a = analyse_beside(progress.events(&mut merged), |batches, done| {
+        let done = |b| {
+            let _ = done.send(b);
+        };
+        analyze::analyze_batches(batches.into_iter(), done, filter, cfg, &known)
     });
     drop(progress);
     account_for_sources(&mut a, &merged);
@@ -176,19 +180,30 @@ const BATCHES_IN_FLIGHT: usize = 8;
 /// Runs `analyse` on its own thread over `events`, which this thread reads:
 /// decoding and merging the inputs, and analysing their events, each take a
 /// core (on blktrace files they take 40 % and 60 % of the time). The order
-/// of the events is unchanged.
+/// of the events is unchanged. `analyse` hands each batch back once done
+/// (an unbounded channel: it never waits for this thread, which may be
+/// waiting for it); this thread empties it for the next batch, so that the
+/// events are freed where they were allocated.
 fn analyse_beside<T: Send>(
     events: impl Iterator<Item = Event>,
-    analyse: impl FnOnce(&mut dyn Iterator<Item = Event>) -> T + Send,
+    analyse: impl FnOnce(Receiver<Vec<Event>>, Sender<Vec<Event>>) -> T + Send,
 ) -> T {
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Event>>(BATCHES_IN_FLIGHT);
-        let analysing = scope.spawn(move || analyse(&mut rx.into_iter().flatten()));
-        let mut batch = Vec::with_capacity(BATCH);
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<Vec<Event>>();
+        let analysing = scope.spawn(move || analyse(rx, done_tx));
+        let fresh = |done: &Receiver<Vec<Event>>| match done.try_recv() {
+            Ok(mut used) => {
+                used.clear();
+                used
+            }
+            Err(_) => Vec::with_capacity(BATCH),
+        };
+        let mut batch = fresh(&done_rx);
         for ev in events {
             batch.push(ev);
             if batch.len() == BATCH {
-                let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                let full = std::mem::replace(&mut batch, fresh(&done_rx));
                 // Only a panicking analysis hangs up; join says why.
                 if tx.send(full).is_err() {
                     break;
@@ -199,9 +214,11 @@ fn analyse_beside<T: Send>(
             let _ = tx.send(batch);
         }
         drop(tx);
-        analysing
+        let result = analysing
             .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        drop(done_rx);
+        result
     })
 }
 
