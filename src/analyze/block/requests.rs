@@ -492,10 +492,18 @@ mod tests {
         BlockEvent::for_test(ts, action, sector, sectors, Rwbs::WRITE)
     }
 
+    /// A device's requests after `events`, in order.
+    fn fed(events: &[BlockEvent]) -> DeviceRequests {
+        let mut d = DeviceRequests::new(0, 1_000_000_000);
+        for e in events {
+            d.add(e, None);
+        }
+        d
+    }
+
     #[test]
     fn scheduler_merge_ends_the_absorbed_request() {
-        let mut d = DeviceRequests::new(0, 1_000_000_000);
-        for e in [
+        let d = fed(&[
             ev(10, Action::Queue, 0, 8),
             ev(11, Action::GetRq, 0, 8),
             ev(12, Action::Insert, 0, 8),
@@ -506,9 +514,7 @@ mod tests {
             ev(30, Action::RqMerge, 8, 8),
             ev(40, Action::Issue, 0, 16),
             ev(100, Action::Complete, 0, 16),
-        ] {
-            d.add(&e, None);
-        }
+        ]);
         assert_eq!(d.in_flight(), 0, "nothing left in flight");
         assert_eq!(d.completed.write, 1);
         assert_eq!(d.merges.write, 1);
@@ -523,8 +529,7 @@ mod tests {
     /// flight to the end.
     #[test]
     fn back_merge_into_a_request_the_trace_never_saw_grows_no_other() {
-        let mut d = DeviceRequests::new(0, 1_000_000_000);
-        for e in [
+        let d = fed(&[
             ev(10, Action::Queue, 0, 8),
             ev(11, Action::GetRq, 0, 8),
             ev(12, Action::Insert, 0, 8),
@@ -539,9 +544,7 @@ mod tests {
             ev(210, Action::BackMerge, 2008, 8),
             ev(220, Action::Issue, 2000, 16),
             ev(300, Action::Complete, 2000, 16),
-        ] {
-            d.add(&e, None);
-        }
+        ]);
         assert_eq!(d.in_flight(), 0, "nothing left in flight");
         assert_eq!(d.completed.write, 2);
         assert_eq!(d.bytes_completed.write, (8 + 16) * 512);
