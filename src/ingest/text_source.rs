@@ -7,7 +7,10 @@ use super::perf_script_stack;
 use super::reader::Chunked;
 use super::source::{Position, Source, SourceStats};
 use super::text_fields::{parse_ftrace_syscall, parse_payload};
-use super::text_line::{parse_header, parse_timestamp, parse_u32, split_event, trim, trim_start};
+use super::text_line::{
+    first_word, parse_ftrace_header, parse_header, parse_timestamp, parse_u32, split_event,
+    split_event_word, trim, trim_start,
+};
 use crate::model::{Action, BlockEvent, Comm, Dev, Event, OtherEvent, StackEvent};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -322,7 +325,8 @@ impl TextSource {
         match self.format {
             TextFormat::Blkparse => self.classify_blkparse(t),
             TextFormat::PerfScript => self.classify_perf_line(line),
-            _ => self.classify_tracepoint_line(line),
+            // Trimmed once here: the header's parts trim again, cheaply.
+            _ => self.classify_tracepoint_line(t),
         }
     }
 
@@ -385,7 +389,7 @@ impl TextSource {
         {
             return Line::Ignore;
         }
-        let Some((h, rest)) = parse_header(line) else {
+        let Some((h, rest)) = parse_ftrace_header(t).or_else(|| parse_header(t)) else {
             return Line::Bad;
         };
         let rest_t = trim_start(rest);
@@ -402,17 +406,19 @@ impl TextSource {
                 comm: Comm::default(),
             };
         }
-        // The `blk` tracer prints `MAJ,MIN ACTION RWBS ...` with no event name.
-        if let Some(sp) = rest_t.iter().position(|c| c.is_ascii_whitespace()) {
-            if let Some(dev) = Dev::parse_bytes(&rest_t[..sp]) {
-                if let Some(ev) = parse_blk_action(dev, &rest_t[sp..], h.context()) {
+        // The `blk` tracer prints `MAJ,MIN ACTION RWBS ...` with no event
+        // name (a word ending in `:` is a name, never a device).
+        let (word, after_word) = first_word(rest_t);
+        if word.last() != Some(&b':') {
+            if let Some(dev) = Dev::parse_bytes(word) {
+                if let Some(ev) = parse_blk_action(dev, after_word, h.context()) {
                     return Line::Event(Event::Block(ev));
                 }
                 // Notes and messages of the blk tracer.
                 return Line::Ignore;
             }
         }
-        let Some((name, payload)) = split_event(rest) else {
+        let Some((name, payload)) = split_event_word(word, after_word) else {
             let comm = Comm::new(h.comm);
             let (ts, cpu, pid) = (h.ts, h.cpu, h.pid);
             let names = &mut self.names;

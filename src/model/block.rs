@@ -41,7 +41,7 @@ impl Dev {
     }
     /// Parses `MAJ,MIN` from bytes (the hot path of text parsing).
     pub fn parse_bytes(b: &[u8]) -> Option<Dev> {
-        let comma = memchr::memchr(b',', b)?;
+        let comma = b.iter().position(|&c| c == b',')?;
         let num = |d: &[u8]| -> Option<u32> {
             if d.is_empty() || d.len() > 7 {
                 return None;
@@ -188,38 +188,36 @@ impl Action {
         })
     }
 
-    /// Like `from_tracepoint`, without requiring UTF-8; rejects other
-    /// names at the first byte that differs.
-    pub fn from_tracepoint_bytes(name: &[u8]) -> Option<Action> {
-        if !name.starts_with(b"block_") {
-            return None;
-        }
-        Action::from_tracepoint(std::str::from_utf8(name).ok()?)
-    }
-
     /// Maps a block tracepoint name (without `block:`) to its action.
     pub fn from_tracepoint(name: &str) -> Option<Action> {
+        Action::from_tracepoint_bytes(name.as_bytes())
+    }
+
+    /// Like `from_tracepoint`, on the bytes of a trace line (no UTF-8
+    /// check: this runs on every text event).
+    pub fn from_tracepoint_bytes(name: &[u8]) -> Option<Action> {
         use Action::*;
-        Some(match name {
-            "block_bio_queue" => Queue,
-            "block_bio_backmerge" => BackMerge,
-            "block_bio_frontmerge" => FrontMerge,
-            "block_getrq" => GetRq,
-            "block_sleeprq" => SleepRq,
-            "block_rq_requeue" => Requeue,
-            "block_rq_issue" => Issue,
-            "block_rq_complete" => Complete,
-            "block_plug" => Plug,
-            "block_unplug" => UnplugIo,
-            "block_rq_insert" => Insert,
-            "block_split" => Split,
-            "block_bio_bounce" => Bounce,
-            "block_bio_remap" | "block_rq_remap" => Remap,
-            "block_rq_merge" => RqMerge,
-            "block_bio_complete" => BioComplete,
-            "block_rq_error" => RqError,
-            "block_io_start" => IoStart,
-            "block_io_done" => IoDone,
+        let rest = name.strip_prefix(b"block_")?;
+        Some(match rest {
+            b"bio_queue" => Queue,
+            b"bio_backmerge" => BackMerge,
+            b"bio_frontmerge" => FrontMerge,
+            b"getrq" => GetRq,
+            b"sleeprq" => SleepRq,
+            b"rq_requeue" => Requeue,
+            b"rq_issue" => Issue,
+            b"rq_complete" => Complete,
+            b"plug" => Plug,
+            b"unplug" => UnplugIo,
+            b"rq_insert" => Insert,
+            b"split" => Split,
+            b"bio_bounce" => Bounce,
+            b"bio_remap" | b"rq_remap" => Remap,
+            b"rq_merge" => RqMerge,
+            b"bio_complete" => BioComplete,
+            b"rq_error" => RqError,
+            b"io_start" => IoStart,
+            b"io_done" => IoDone,
             _ => return None,
         })
     }
