@@ -477,13 +477,96 @@ fn text_report_names_where_threads_waited_and_where_the_cpu_was() {
     );
     let pct = |l: &str| l.trim().split('%').next().unwrap().parse::<f64>().unwrap();
     assert!(pct(first[0]) >= pct(first[1]));
-    let text = run(iosleuth().args(["report", "tests/fixtures/perf-record-g.data"]));
+    let text = run(iosleuth().args(["report", "--kallsyms", URANDOM_KALLSYMS, URANDOM_DATA]));
     let cpu = text.split("where the CPU was\n").nth(1).unwrap();
     // dd from /dev/urandom: the CPU was in the ChaCha generator.
     assert!(
         cpu.lines().take(3).any(|l| l.ends_with(" chacha_permute")),
         "{cpu}"
     );
+}
+
+/// `perf record -g` of dd reading /dev/urandom, its `perf script` text
+/// and its kernel's symbols, from one machine (scripts/make-fixtures-perf-data).
+const URANDOM_DATA: &str = "tests/fixtures/perf-urandom.data";
+const URANDOM_KALLSYMS: &str = "tests/fixtures/perf-urandom.kallsyms";
+
+/// Each stack from the kernel's entry on, with its weight summed: the
+/// frames above it are user-space ones, which this machine's binaries
+/// may name differently from the recording machine's.
+fn kernel_parts(folded: &str) -> std::collections::BTreeMap<String, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    for l in folded.lines() {
+        let (stack, n) = l.rsplit_once(' ').unwrap();
+        if let Some(at) = stack.find("entry_SYSCALL_64") {
+            *out.entry(stack[at..].to_string()).or_default() += n.parse::<u64>().unwrap();
+        }
+    }
+    out
+}
+
+/// With `--kallsyms`, a perf.data file's kernel frames are named as perf
+/// named them on the recording machine, on any machine: every kernel
+/// stack and its weight equal inferno-collapse-perf's of `perf script`'s
+/// text there. Without it, on another kernel (build ids differ) the
+/// frames go unnamed with a warning that says why, as perf leaves them;
+/// on the recording kernel they are named from /proc/kallsyms.
+#[test]
+fn perf_data_kernel_frames_are_named_from_the_recording_kernels_symbols() {
+    use inferno::collapse::Collapse;
+    let mut expected = Vec::new();
+    inferno::collapse::perf::Folder::default()
+        .collapse(
+            std::io::BufReader::new(
+                std::fs::File::open("tests/fixtures/perf-urandom.perf-script.txt").unwrap(),
+            ),
+            &mut expected,
+        )
+        .unwrap();
+    let expected = kernel_parts(&String::from_utf8(expected).unwrap());
+    assert!(expected.len() >= 3, "{expected:?}");
+    let given = run(iosleuth().args([
+        "report",
+        "--format",
+        "folded",
+        "--kallsyms",
+        URANDOM_KALLSYMS,
+        URANDOM_DATA,
+    ]));
+    assert_eq!(kernel_parts(&given), expected);
+
+    let plain = outcome(&["report", "--format", "folded", URANDOM_DATA]);
+    assert_eq!(plain.code, 0, "{}", plain.stderr);
+    let recorded_on_this_kernel = std::fs::read("/sys/kernel/notes")
+        .map(|n| {
+            let id = hex_of(&n);
+            // The fixture's kernel build id, as `perf buildid-list` prints it.
+            id.contains("4a5a9b0affb66c437abcd455d2738af879985fa9")
+        })
+        .unwrap_or(false);
+    if recorded_on_this_kernel {
+        assert_eq!(kernel_parts(&plain.stdout), expected);
+    } else {
+        assert!(
+            plain.stderr.contains(URANDOM_DATA)
+                && plain.stderr.contains("recorded on another kernel")
+                && plain.stderr.contains("--kallsyms"),
+            "{}",
+            plain.stderr
+        );
+        assert!(!plain.stdout.contains("chacha"), "{}", plain.stdout);
+    }
+    let bad = outcome(&["report", "--kallsyms", "Cargo.toml", URANDOM_DATA]);
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr.contains("Cargo.toml") && bad.stderr.contains("no function symbols"),
+        "{}",
+        bad.stderr
+    );
+}
+
+fn hex_of(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// User-space frames of `record --stacks` (a Python loop reading the

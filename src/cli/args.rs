@@ -35,13 +35,23 @@ pub struct FilterArgs {
     /// shows its functions without this.
     #[arg(long = "func", value_delimiter = ',', value_name = "FUNCTIONS")]
     pub functions: Vec<String>,
+    /// Name perf.data's kernel frames from this copy of the recording
+    /// kernel's /proc/kallsyms (as `perf report --kallsyms`), not from
+    /// this machine's.
+    #[arg(long, value_name = "FILE")]
+    pub kallsyms: Option<PathBuf>,
 }
 
 impl FilterArgs {
-    /// The pipeline's options these arguments ask for.
-    pub fn options(self) -> crate::pipeline::Options {
+    /// The pipeline's options these arguments ask for; a `--kallsyms`
+    /// file is checked and put in use for the whole run.
+    pub fn options(self) -> Result<crate::pipeline::Options> {
+        if let Some(k) = &self.kallsyms {
+            crate::model::kallsyms::use_file(k)
+                .map_err(|e| Error::bad_input(format!("{}: {e}", k.display())))?;
+        }
         let (from_ns, to_ns) = self.time.unwrap_or((None, None));
-        crate::pipeline::Options {
+        Ok(crate::pipeline::Options {
             filter: Filter {
                 device: self.device,
                 from_ns,
@@ -54,7 +64,7 @@ impl FilterArgs {
             interval_s: self.interval,
             rows: Default::default(),
             request_timeline: false,
-        }
+        })
     }
 }
 

@@ -24,7 +24,7 @@ pub struct FlamegraphArgs {
 }
 
 pub fn run(args: FlamegraphArgs) -> Result<ExitStatus> {
-    let a = crate::pipeline::analyse(&args.paths, &args.filter.options())?;
+    let a = crate::pipeline::analyse(&args.paths, &args.filter.options()?)?;
     for w in &a.warnings {
         super::warn(w);
     }

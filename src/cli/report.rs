@@ -51,7 +51,7 @@ pub fn run(args: ReportArgs) -> Result<ExitStatus> {
             "--off-cpu goes with --format folded (or `iosleuth flamegraph --off-cpu`)",
         ));
     }
-    let mut opts = args.filter.options();
+    let mut opts = args.filter.options()?;
     opts.request_timeline = args.format == ReportFormat::Html;
     let mut a = crate::pipeline::analyse(&args.paths, &opts)?;
     if !args.by_process {

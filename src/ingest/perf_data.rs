@@ -232,6 +232,17 @@ impl PerfDataSource {
             .map_err(|e| InputError::new(path, format!("not a usable perf.data file: {e}")))?;
         let build_ids = build_ids(&reader.perf_file);
         let mut stats = SourceStats::default();
+        let other_kernel = recorded_on_another_kernel(path, &build_ids);
+        let other_kernel_symbols = other_kernel.as_ref().map(|_| KernelSymbols::default());
+        let kernel_loading = match other_kernel {
+            Some(note) => {
+                stats.notes.push(note);
+                None
+            }
+            None => std::thread::Builder::new()
+                .spawn(KernelSymbols::given_or_this_machine)
+                .ok(),
+        };
         let decoder = match reader.perf_file.feature_section_data(Feature::TRACING_DATA) {
             None => None,
             Some(d) => match super::perf_tracing_data::parse(d) {
@@ -253,9 +264,9 @@ impl PerfDataSource {
                 decoder,
                 namer: Namer {
                     user: UserFrames::with_build_ids(build_ids),
-                    kernel_loading: std::thread::Builder::new()
-                        .spawn(KernelSymbols::of_this_machine)
-                        .ok(),
+                    // Another kernel's frames go unnamed, as perf leaves them.
+                    kernel: other_kernel_symbols,
+                    kernel_loading,
                     ..Default::default()
                 },
                 tracepoint_samples: 0,
@@ -276,6 +287,30 @@ fn quietly<T>(f: impl FnOnce() -> T) -> Option<T> {
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok();
     std::panic::set_hook(hook);
     r
+}
+
+/// A note when the file's kernel is not the running one (their build ids
+/// differ) and no `--kallsyms` names its frames: this machine's symbols
+/// would name them wrongly, so perf leaves them `[unknown]`, and so do we.
+fn recorded_on_another_kernel(
+    path: &Path,
+    build_ids: &FxHashMap<Vec<u8>, Vec<u8>>,
+) -> Option<String> {
+    if crate::model::kallsyms::given_file().is_some() {
+        return None;
+    }
+    let recorded = build_ids.get(&b"[kernel.kallsyms]"[..])?;
+    let running = crate::model::kallsyms::running_build_id()?;
+    if crate::model::kallsyms::same_build_id(recorded, &running) {
+        return None;
+    }
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    Some(format!(
+        "{}: recorded on another kernel (build id {}, the running one is {}): its kernel frames are left unnamed, as perf leaves them; name them with --kallsyms FILE, a copy of that kernel's /proc/kallsyms",
+        path.display(),
+        hex(recorded),
+        hex(&running)
+    ))
 }
 
 /// Each binary's build id as `perf record` wrote them (its HEADER_BUILD_ID).
@@ -299,7 +334,7 @@ impl Namer {
             loading
                 .take()
                 .and_then(|t| t.join().ok())
-                .unwrap_or_else(KernelSymbols::of_this_machine)
+                .unwrap_or_else(KernelSymbols::given_or_this_machine)
         });
         // Today's address of what the file recorded at `addr`.
         let shift = *self.kernel_shift.get_or_insert_with(|| {

@@ -4,6 +4,61 @@
 //! symbols count, as perf's `symbol_type__filter` keeps them; of aliases
 //! at one address (`memcpy`, `__pi_memcpy`) the last listed.
 
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The kallsyms file `--kallsyms` named, used in place of this machine's
+/// for recordings that carry no symbols of their own (perf.data).
+static GIVEN: OnceLock<PathBuf> = OnceLock::new();
+
+/// Names perf.data's kernel frames from `path` (a copy of the recording
+/// kernel's /proc/kallsyms), as `perf report --kallsyms` does: checked
+/// here, so that a wrong file is refused before any reading.
+pub fn use_file(path: &Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read: {e}"))?;
+    if KernelSymbols::parse(&text).is_empty() {
+        return Err("no function symbols in it (not a copy of /proc/kallsyms?)".into());
+    }
+    let _ = GIVEN.set(path.to_path_buf());
+    Ok(())
+}
+
+/// The file given with `--kallsyms`, if any.
+pub fn given_file() -> Option<&'static Path> {
+    GIVEN.get().map(PathBuf::as_path)
+}
+
+/// The running kernel's GNU build id, from the ELF notes it exposes in
+/// /sys/kernel/notes (where perf reads it too); `None` where unreadable.
+pub fn running_build_id() -> Option<Vec<u8>> {
+    build_id_in_notes(&std::fs::read("/sys/kernel/notes").ok()?)
+}
+
+/// The descriptor of the first NT_GNU_BUILD_ID note among ELF notes.
+fn build_id_in_notes(mut b: &[u8]) -> Option<Vec<u8>> {
+    const NT_GNU_BUILD_ID: u32 = 3;
+    let word = |b: &[u8], at: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    };
+    let pad = |n: usize| n.div_ceil(4) * 4;
+    while b.len() >= 12 {
+        let (namesz, descsz, kind) = (word(b, 0)? as usize, word(b, 4)? as usize, word(b, 8)?);
+        let desc_at = 12 + pad(namesz);
+        let desc = b.get(desc_at..desc_at.checked_add(descsz)?)?;
+        if kind == NT_GNU_BUILD_ID && b.get(12..16) == Some(b"GNU\0") {
+            return Some(desc.to_vec());
+        }
+        b = b.get(desc_at + pad(descsz)..)?;
+    }
+    None
+}
+
+/// Whether two build ids name one binary: perf pads them to 20 bytes.
+pub fn same_build_id(a: &[u8], b: &[u8]) -> bool {
+    let trim = |x: &[u8]| -> usize { x.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1) };
+    a[..trim(a)] == b[..trim(b)]
+}
+
 /// Whether a kallsyms type letter is a function's (text, or weak).
 pub fn is_function_type(kind: &str) -> bool {
     matches!(kind, "t" | "T" | "w" | "W")
@@ -50,6 +105,14 @@ impl KernelSymbols {
     /// hides its addresses (kptr_restrict shows them all as 0).
     pub fn of_this_machine() -> KernelSymbols {
         KernelSymbols::parse(&std::fs::read_to_string("/proc/kallsyms").unwrap_or_default())
+    }
+
+    /// The `--kallsyms` file's, else this machine's.
+    pub fn given_or_this_machine() -> KernelSymbols {
+        match given_file() {
+            Some(p) => KernelSymbols::parse(&std::fs::read_to_string(p).unwrap_or_default()),
+            None => KernelSymbols::of_this_machine(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -101,5 +164,30 @@ mod tests {
         assert_eq!(k.address_of("b"), Some(0x200));
         let aliases = KernelSymbols::parse("10 T memcpy\n10 T __pi_memcpy\n20 T next\n");
         assert_eq!(aliases.resolve(0x18).as_deref(), Some("__pi_memcpy+0x8"));
+    }
+
+    /// /sys/kernel/notes as this machine's kernel wrote it: a build-id
+    /// note, then Linux's own notes.
+    #[test]
+    fn build_id_from_the_kernels_notes() {
+        let mut notes = Vec::new();
+        for (name, kind, desc) in [
+            (&b"Xen\0"[..], 19u32, &b"\0\0\0\x01"[..]),
+            (b"GNU\0", 3, &[0x4a, 0x5a, 0x9b, 0x0a, 0xff][..]),
+        ] {
+            notes.extend((name.len() as u32).to_le_bytes());
+            notes.extend((desc.len() as u32).to_le_bytes());
+            notes.extend(kind.to_le_bytes());
+            notes.extend(name);
+            notes.extend(desc);
+            notes.resize(notes.len().div_ceil(4) * 4, 0);
+        }
+        assert_eq!(
+            build_id_in_notes(&notes).as_deref(),
+            Some(&[0x4a, 0x5a, 0x9b, 0x0a, 0xff][..])
+        );
+        assert_eq!(build_id_in_notes(&notes[..20]), None);
+        assert!(same_build_id(&[1, 2, 0, 0], &[1, 2]));
+        assert!(!same_build_id(&[1, 2, 0, 0], &[1, 3]));
     }
 }
