@@ -229,8 +229,11 @@ fn committed_fixtures_skip_nothing() {
     for dir in ["tests/fixtures", "tests/fixtures/seeds"] {
         for e in std::fs::read_dir(dir).unwrap() {
             let p = e.unwrap().path();
-            // seeds/ is read below; fuzz/ holds fuzzers' damaged inputs.
-            if !["seeds", "fuzz"].contains(&p.file_name().unwrap().to_str().unwrap()) {
+            // seeds/ is read below; fuzz/ holds fuzzers' damaged inputs;
+            // a .kallsyms file is a recording's symbols, not a trace.
+            if !["seeds", "fuzz"].contains(&p.file_name().unwrap().to_str().unwrap())
+                && p.extension().is_none_or(|x| x != "kallsyms")
+            {
                 paths.push(p);
             }
         }
