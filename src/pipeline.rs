@@ -63,15 +63,39 @@ pub fn open(paths: &[PathBuf]) -> Result<Merger> {
     Ok(Merger::new(sources))
 }
 
-/// Like [`open`], each source marked with its input: once the stream is
-/// read, [`Tap::inputs`] tells what the inputs were (one run twice,
-/// different recordings).
-pub fn open_marked(paths: &[PathBuf]) -> Result<(Merger, Tap)> {
+/// Like [`open`], each source noted with its input: the events of
+/// [`Marked::events`] leave their marks, and once the stream is read
+/// [`Tap::inputs`] tells what the inputs were (one run twice, different
+/// recordings).
+pub fn open_marked(paths: &[PathBuf]) -> Result<Marked> {
     let (sources, tap) = provenance::open(paths)?;
     if sources.is_empty() {
         return Err(Error::bad_input("no input files to read"));
     }
-    Ok((Merger::new(sources), tap))
+    Ok(Marked {
+        merger: Merger::new(sources),
+        tap,
+    })
+}
+
+/// The merged inputs, and the record of what each input's events were.
+pub struct Marked {
+    pub merger: Merger,
+    pub tap: Tap,
+}
+
+impl Marked {
+    /// The events in time order, each marking its input's record on the
+    /// way (no wrapper around each source: one call and one copy less
+    /// per event).
+    pub fn events(&mut self) -> impl Iterator<Item = Event> + '_ {
+        let Marked { merger, tap } = self;
+        std::iter::from_fn(move || {
+            let (source, e) = merger.next_sourced()?;
+            tap.see(source, &e);
+            Some(e)
+        })
+    }
 }
 
 /// Each input's system snapshot (a capture directory's, or the one
@@ -135,7 +159,7 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         request_timeline: opts.request_timeline,
         ..Default::default()
     };
-    let (mut merged, tap) = open_marked(paths)?;
+    let mut marked = open_marked(paths)?;
     let (snapshots, snapshot_warnings) = snapshots_of(paths);
     // Thread names the snapshot knows (the workload's threads, kernel
     // threads with their workqueue), for threads the trace never names.
@@ -146,14 +170,15 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         .map(Snapshot::thread_names)
         .unwrap_or_default();
     let progress = crate::progress::Progress::new("reading");
-    let mut a = analyse_beside(progress.events(&mut merged), |batches, done| {
+    let mut a = analyse_beside(progress.events(marked.events()), |batches, done| {
         let done = |b| {
             let _ = done.send(b);
         };
         analyze::analyze_batches(batches.into_iter(), done, filter, cfg, &known)
     });
     drop(progress);
-    account_for_sources(&mut a, &merged);
+    let Marked { merger, tap } = marked;
+    account_for_sources(&mut a, &merger);
     let lights = light_inputs(paths)?;
     for light in &lights {
         analyze::light::apply(&mut a, light);

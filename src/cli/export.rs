@@ -104,8 +104,9 @@ fn prepare_target(dir: &Path, force: bool) -> Result<Target> {
 /// It also tells what the inputs are: one run twice is refused, different
 /// recordings merged get a warning. Stops early on Ctrl-C.
 fn first_pass(inputs: &[PathBuf]) -> Result<HashMap<u32, String>> {
-    let (first, tap) = crate::pipeline::open_marked(inputs)?;
+    let mut first = crate::pipeline::open_marked(inputs)?;
     let names = first
+        .events()
         .take_while(|_| !interrupted())
         .filter_map(|e| match e {
             Event::ProcessName { pid, comm } => Some((pid, comm.to_string())),
@@ -117,7 +118,7 @@ fn first_pass(inputs: &[PathBuf]) -> Result<HashMap<u32, String>> {
     }
     // Snapshots only date the inputs here: one that cannot be read is
     // left out without a word, as export writes no settings.
-    let inputs = tap.inputs(&crate::pipeline::snapshots_of(inputs).0);
+    let inputs = first.tap.inputs(&crate::pipeline::snapshots_of(inputs).0);
     inputs.refuse_one_run_twice()?;
     if let Some(w) = inputs.different_recordings() {
         super::warn(&w);

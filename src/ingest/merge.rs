@@ -16,8 +16,9 @@ pub struct Merger {
     heads: Vec<Option<(u64, Event)>>,
     /// Streams with a head, ordered by head time (blkparse's `ms_head` list).
     order: Vec<usize>,
-    /// Events without a timestamp (process names), passed on at once.
-    untimed: VecDeque<Event>,
+    /// Events without a timestamp (process names), passed on at once,
+    /// with the stream they came from.
+    untimed: VecDeque<(usize, Event)>,
 }
 
 impl Merger {
@@ -83,7 +84,7 @@ impl Merger {
                     self.heads[i] = Some((ts, ev));
                     return true;
                 }
-                None => self.untimed.push_back(ev),
+                None => self.untimed.push_back((i, ev)),
             }
         }
         self.heads[i] = None;
@@ -110,10 +111,10 @@ impl Merger {
     }
 }
 
-impl Iterator for Merger {
-    type Item = Event;
-
-    fn next(&mut self) -> Option<Event> {
+impl Merger {
+    /// The next event and the index of the source it came from (in
+    /// [`Merger::sources`]' order).
+    pub fn next_sourced(&mut self) -> Option<(usize, Event)> {
         if let Some(e) = self.untimed.pop_front() {
             return Some(e);
         }
@@ -131,9 +132,17 @@ impl Iterator for Merger {
         }
         if !self.untimed.is_empty() {
             // Names read while priming belong before the event that follows.
-            self.untimed.push_back(ev);
+            self.untimed.push_back((first, ev));
             return self.untimed.pop_front();
         }
-        Some(ev)
+        Some((first, ev))
+    }
+}
+
+impl Iterator for Merger {
+    type Item = Event;
+
+    fn next(&mut self) -> Option<Event> {
+        self.next_sourced().map(|(_, e)| e)
     }
 }

@@ -3,22 +3,19 @@
 //! twice), different recordings merged into one trace, or the same run on
 //! both sides of a comparison.
 //!
-//! Each source is wrapped so that its events leave marks on the record of
-//! the input (the path on the command line) it came from, as they stream
-//! by: a count, the first and last timestamp, and a bottom-k sample of the
+//! Each event, as it streams by, leaves marks on the record of the input
+//! (the path on the command line) its source belongs to: a count, the first and last timestamp, and a bottom-k sample of the
 //! block events — a hash per block event and, for the few that make the
 //! sample, a map update. Constant work per event and [`SAMPLE`] entries
 //! per input, whatever the trace's length.
 
 use crate::analyze::Analysis;
 use crate::error::{Error, Result};
-use crate::ingest::{self, Source, SourceStats};
+use crate::ingest::{self, Source};
 use crate::model::snapshot::Snapshot;
 use crate::model::{BlockEvent, Event};
-use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::path::PathBuf;
 
 /// Block events kept per input: the ones whose keys hash lowest (a
 /// bottom-k sketch). Two inputs are compared on the keys both could have
@@ -164,61 +161,46 @@ fn coincidence(a: &Sample, b: &Sample) -> Option<Coincidence> {
     })
 }
 
-/// A source whose events leave marks on its input's record.
-struct Marked {
-    inner: Box<dyn Source>,
-    marks: Rc<RefCell<Marks>>,
-}
-
-impl Source for Marked {
-    fn next_event(&mut self) -> Option<Event> {
-        let e = self.inner.next_event()?;
-        self.marks.borrow_mut().see(&e);
-        Some(e)
-    }
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
-    fn format(&self) -> &'static str {
-        self.inner.format()
-    }
-    fn stats(&self) -> &SourceStats {
-        self.inner.stats()
-    }
-    fn position(&self) -> crate::ingest::source::Position {
-        self.inner.position()
-    }
-}
-
-/// The inputs being read; [`Tap::inputs`] once the stream is drained.
+/// The inputs being read: each source's events leave marks on the record
+/// of its input ([`Tap::see`]); [`Tap::inputs`] once the stream is drained.
 pub struct Tap {
-    inputs: Vec<(PathBuf, Rc<RefCell<Marks>>)>,
+    inputs: Vec<(PathBuf, Marks)>,
+    /// Each source's input, by the source's index.
+    input_of: Vec<usize>,
 }
 
-/// Opens every path like [`ingest::open_inputs`], each source marked with
+/// Opens every path like [`ingest::open_inputs`], each source noted with
 /// the input it belongs to. A file reached twice (the same path, or
 /// `./a` and `a`) is read once.
 pub fn open(paths: &[PathBuf]) -> Result<(Vec<Box<dyn Source>>, Tap)> {
     let mut sources: Vec<Box<dyn Source>> = Vec::new();
     let mut seen = HashSet::new();
-    let mut inputs = Vec::new();
+    let mut tap = Tap {
+        inputs: Vec::new(),
+        input_of: Vec::new(),
+    };
     for p in paths {
-        let marks = Rc::new(RefCell::new(Marks::default()));
         for s in ingest::open_inputs(std::slice::from_ref(p))? {
             let id = std::fs::canonicalize(s.path()).unwrap_or_else(|_| s.path().to_path_buf());
             if seen.insert(id) {
-                sources.push(Box::new(Marked {
-                    inner: s,
-                    marks: Rc::clone(&marks),
-                }));
+                sources.push(s);
+                tap.input_of.push(tap.inputs.len());
             }
         }
-        inputs.push((p.clone(), marks));
+        tap.inputs.push((p.clone(), Marks::default()));
     }
-    Ok((sources, Tap { inputs }))
+    Ok((sources, tap))
 }
 
 impl Tap {
+    /// Source `source`'s event `e` marks its input's record.
+    #[inline]
+    pub fn see(&mut self, source: usize, e: &Event) {
+        if let Some(&i) = self.input_of.get(source) {
+            self.inputs[i].1.see(e);
+        }
+    }
+
     /// What each input held, once its events have been read; `snapshots`
     /// are the inputs' own, in the same order.
     pub fn inputs(self, snapshots: &[Option<Snapshot>]) -> Inputs {
@@ -226,17 +208,14 @@ impl Tap {
             self.inputs
                 .into_iter()
                 .zip(snapshots.iter().chain(std::iter::repeat(&None)))
-                .map(|((path, m), snapshot)| {
-                    let m = std::mem::take(&mut *m.borrow_mut());
-                    Input {
-                        recording: Recording::of(snapshot.as_ref(), &m),
-                        canonical: std::fs::canonicalize(&path).ok(),
-                        path,
-                        events: m.events,
-                        first_ns: m.first_ns,
-                        last_ns: m.last_ns,
-                        sample: m.sample,
-                    }
+                .map(|((path, m), snapshot)| Input {
+                    recording: Recording::of(snapshot.as_ref(), &m),
+                    canonical: std::fs::canonicalize(&path).ok(),
+                    path,
+                    events: m.events,
+                    first_ns: m.first_ns,
+                    last_ns: m.last_ns,
+                    sample: m.sample,
                 })
                 .collect(),
         )
