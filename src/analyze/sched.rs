@@ -8,7 +8,8 @@
 //! last seen sleeping; a thread switched out in state R waits from that
 //! moment; when `sched_waking` is in the trace, `sched_wakeup` is ignored
 //! (perf does the same). Memory grows with threads and CPUs, not with the
-//! trace: each CPU keeps only the slices of the last few seconds.
+//! trace: each CPU keeps only the slices since the oldest wait still
+//! going on (at most those of the last few seconds).
 
 use super::histogram::{LatencyDist, Log2Hist, Percentiles};
 use super::top::{keep_largest, qualifies};
@@ -20,6 +21,8 @@ use std::collections::VecDeque;
 /// How long a CPU remembers who ran on it (for "who held the CPU").
 const SLICE_MEMORY_NS: u64 = 10_000_000_000;
 const SLICE_MEMORY_MAX: usize = 200_000;
+/// Switches between two prunings of the slices no wait needs.
+const PRUNE_EVERY: u64 = 4096;
 /// Long waits kept for the report.
 const LONG_WAITS_KEPT: usize = 20;
 
@@ -371,6 +374,9 @@ impl SchedAnalysis {
             c.slices.pop_front();
         }
         c.current = Some((next, ts, next_prio, next_comm));
+        if self.switches.is_multiple_of(PRUNE_EVERY) {
+            self.forget_slices_before_waits(ts);
+        }
 
         // prev leaves the CPU. Came in unseen (a runnable thread): it got
         // the CPU at the CPU's previous switch, as perf sched timehist infers.
@@ -430,6 +436,27 @@ impl SchedAnalysis {
         }
         if let Some((since, state)) = off {
             self.stretch(next, super::rows::ThreadState::Off(state), since, ts);
+        }
+    }
+
+    /// Drops the slices that no wait can ask about: every wait began when
+    /// a thread now runnable became so, so slices that ended before the
+    /// oldest such moment are history nobody needs (a busy machine's
+    /// few seconds of slices were most of a report's memory).
+    fn forget_slices_before_waits(&mut self, now: u64) {
+        let oldest_wait = self
+            .threads
+            .values()
+            .filter_map(|t| match t.state {
+                Some(State::Runnable { since }) => Some(since),
+                _ => None,
+            })
+            .min()
+            .unwrap_or(now);
+        for c in self.cpus.values_mut() {
+            while c.slices.front().is_some_and(|s| s.end <= oldest_wait) {
+                c.slices.pop_front();
+            }
         }
     }
 
@@ -533,5 +560,73 @@ impl SchedAnalysis {
             threads,
             long_waits: self.long_waits,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Fields, Value};
+
+    /// `sched_switch` on CPU 0 from `prev` (left in `state`) to `next`.
+    fn switch(ts: u64, prev: (u32, &str), state: &str, next: (u32, &str)) -> OtherEvent {
+        let f = |k: &str, v: Value| (std::sync::Arc::from(k), v);
+        OtherEvent {
+            ts,
+            cpu: 0,
+            pid: prev.0,
+            name: "sched:sched_switch".into(),
+            comm: Comm::new(prev.1.as_bytes()),
+            fields: Fields(vec![
+                f("prev_comm", Value::Str(prev.1.into())),
+                f("prev_pid", Value::Int(prev.0 as i64)),
+                f("prev_prio", Value::Int(120)),
+                f("prev_state", Value::Str(state.into())),
+                f("next_comm", Value::Str(next.1.into())),
+                f("next_pid", Value::Int(next.0 as i64)),
+                f("next_prio", Value::Int(120)),
+            ]),
+        }
+    }
+
+    /// A wait that outlasts many prunings still names everyone who held
+    /// the CPU since it began; slices from before any wait are dropped.
+    #[test]
+    fn slices_are_kept_back_to_the_oldest_wait_only() {
+        let mut s = SchedAnalysis::new();
+        // Two busy threads take turns, nobody else waits: 3 prunings' worth.
+        let mut ts = 1_000;
+        for i in 0..3 * PRUNE_EVERY {
+            let (a, b) = if i % 2 == 0 { (1, 2) } else { (2, 1) };
+            s.add(&switch(ts, (a, "a"), "S", (b, "b")));
+            ts += 1_000;
+        }
+        let kept = s.cpus[&0].slices.len() as u64;
+        assert!(kept <= PRUNE_EVERY, "{kept} slices kept with no wait");
+        // Thread 9 is preempted (R) and waits while 1 and 2 take 3 more
+        // prunings' worth of turns, then runs.
+        s.add(&switch(ts, (1, "a"), "R", (2, "b")));
+        ts += 1_000;
+        s.add(&switch(ts, (2, "b"), "S", (9, "victim")));
+        ts += 1_000;
+        s.add(&switch(ts, (9, "victim"), "R", (1, "a")));
+        let preempted_at = ts;
+        for i in 0..3 * PRUNE_EVERY {
+            ts += 1_000;
+            let (a, b) = if i % 2 == 0 { (1, 2) } else { (2, 1) };
+            s.add(&switch(ts, (a, "a"), "S", (b, "b")));
+        }
+        ts += 1_000;
+        let last = if (3 * PRUNE_EVERY) % 2 == 0 { 1 } else { 2 };
+        s.add(&switch(ts, (last, "x"), "S", (9, "victim")));
+        let sum = s.finish();
+        let w = sum
+            .long_waits
+            .iter()
+            .find(|w| w.pid == 9)
+            .expect("the wait");
+        assert_eq!((w.start_ns, w.wait_ns), (preempted_at, ts - preempted_at));
+        let held: u64 = w.held_by.iter().map(|h| h.ns).sum();
+        assert_eq!(held, ts - preempted_at, "{:?}", w.held_by);
     }
 }
