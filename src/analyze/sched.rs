@@ -617,8 +617,8 @@ mod tests {
             s.add(&switch(ts, (a, "a"), "S", (b, "b")));
         }
         ts += 1_000;
-        let last = if (3 * PRUNE_EVERY) % 2 == 0 { 1 } else { 2 };
-        s.add(&switch(ts, (last, "x"), "S", (9, "victim")));
+        // The loop's last switch (odd) gave the CPU to 1.
+        s.add(&switch(ts, (1, "a"), "S", (9, "victim")));
         let sum = s.finish();
         let w = sum
             .long_waits
