@@ -28,6 +28,16 @@ pub enum Container {
     BlkTracer,
 }
 
+impl Container {
+    /// Bytes before each record.
+    fn header_len(self) -> usize {
+        match self {
+            Container::Blktrace => 0,
+            Container::BlkTracer => TRACER_HEADER_LEN,
+        }
+    }
+}
+
 /// Whether the bytes start like a blktrace record, and in which byte order.
 pub fn magic_order(b: &[u8]) -> Option<bool> {
     if b.len() < 4 {
@@ -133,10 +143,7 @@ impl BlktraceSource {
             }
             input.consume(h);
         }
-        let magic_at = match container {
-            Container::Blktrace => 0,
-            Container::BlkTracer => TRACER_HEADER_LEN,
-        };
+        let magic_at = container.header_len();
         input.ensure(magic_at + RECORD_LEN);
         let head = input.avail();
         let b = &head[magic_at.min(head.len())..];
@@ -173,10 +180,9 @@ impl BlktraceSource {
         })
     }
 
-    fn stop(&mut self, why: String) -> Option<Event> {
+    fn stop(&mut self, why: String) {
         self.stats.cut_short = Some(why);
         self.done = true;
-        None
     }
 
     /// `CPU:1 [LOST 1234 EVENTS]`: the tracer reports ring-buffer overruns
@@ -219,21 +225,21 @@ fn be_u32(b: &[u8]) -> Option<u32> {
     Some(u32::from_be_bytes(b.get(..4)?.try_into().ok()?))
 }
 
-/// Decodes the record framed at the start of `b` (after `hdr` bytes of
-/// tracer header): a block event, a process name, or nothing (the other
-/// notifications, and actions this reader does not know: counted in
+/// Decodes the record framed at the start of `b` (after the container's
+/// header) into `out`: a block event, a process name, or nothing (the
+/// other notifications, and actions this reader does not know: counted in
 /// `stats` as skipped, with the record's offset `at`).
 #[inline]
 fn decode(
     b: &[u8],
-    hdr: usize,
     pdu_len: usize,
     container: Container,
     little: bool,
     at: u64,
     stats: &mut SourceStats,
-) -> Option<Event> {
-    let r = hdr;
+    out: &mut Option<Event>,
+) {
+    let r = container.header_len();
     let (ts, cpu) = match container {
         Container::Blktrace => (u64_of(b, r + 8, little), u32_of(b, r + 40, little)),
         // The kernel's own timestamp and CPU of the entry are in the header.
@@ -255,13 +261,13 @@ fn decode(
     let ta = ta & !TA_CGROUP;
     if category & tc::NOTIFY != 0 {
         // Timestamps and messages carry nothing the analyses use.
-        (ta == TN_PROCESS).then(|| {
+        if ta == TN_PROCESS {
             let end = memchr::memchr(0, pdu).unwrap_or(pdu.len());
-            Event::ProcessName {
+            *out = Some(Event::ProcessName {
                 pid,
                 comm: Comm::new(&pdu[..end]),
-            }
-        })
+            });
+        }
     } else if let Some(act) = Action::from_blktrace(ta) {
         // Kept here rather than in a function of its own: so the optimiser
         // merges this match with `from_blktrace`'s (apart, it cost next_event
@@ -282,7 +288,7 @@ fn decode(
                 .unwrap_or_default(),
             _ => Extra::None,
         };
-        Some(Event::Block(BlockEvent {
+        *out = Some(Event::Block(BlockEvent {
             ts,
             dev,
             action: act,
@@ -295,79 +301,86 @@ fn decode(
             comm: Comm::default(),
             passthrough: category & tc::PC != 0,
             extra,
-        }))
+        }));
     } else {
         stats.skip(|| format!("record at byte {at} with unknown action {ta}"));
-        None
     }
 }
 
 impl Source for BlktraceSource {
-    /// Frames the next record (all of it buffered, its magic checked; a read
-    /// error, a record cut off or a bad magic ends the input) and decodes it.
     fn next_event(&mut self) -> Option<Event> {
-        let hdr = match self.container {
-            Container::Blktrace => 0,
-            Container::BlkTracer => TRACER_HEADER_LEN,
-        };
+        let mut slot = None;
+        self.next_into(&mut slot);
+        slot
+    }
+
+    /// Frames the next record (all of it buffered, its magic checked; a read
+    /// error, a record cut off or a bad magic ends the input) and decodes it
+    /// into `slot`.
+    fn next_into(&mut self, slot: &mut Option<Event>) {
+        *slot = None;
+        let hdr = self.container.header_len();
         loop {
             if self.done {
-                return None;
+                return;
             }
             let left = self.input.ensure(hdr + RECORD_LEN);
             if left == 0 {
                 if let Some(e) = self.input.take_error() {
-                    return self.stop(format!(
+                    self.stop(format!(
                         "read error after byte {}: {e}",
                         self.input.offset()
                     ));
                 }
-                return None;
+                return;
             }
             if self.lost_marker() {
                 continue;
             }
             let at = self.input.offset();
             if left < hdr + RECORD_LEN {
-                return self.stop(format!(
+                self.stop(format!(
                     "truncated: the last record at byte {at} is cut off ({left} of {} bytes); it was skipped",
                     hdr + RECORD_LEN
                 ));
+                return;
             }
             let little = self.little;
             let b = self.input.avail();
             let magic = u32_of(b, hdr, little);
             if magic & 0xffff_ff00 != MAGIC || magic & 0xff != VERSION {
-                return self.stop(format!(
+                self.stop(format!(
                     "bad magic or version 0x{magic:08x} at byte {}: the rest of the file was skipped",
                     at + hdr as u64
                 ));
+                return;
             }
             let pdu_len = u16_of(b, hdr + 46, little) as usize;
             let total = hdr + RECORD_LEN + pdu_len;
             let left = self.input.ensure(total);
             if left < total {
-                return self.stop(format!(
+                self.stop(format!(
                     "truncated: the last record at byte {at} is cut off ({left} of {total} bytes); it was skipped"
                 ));
+                return;
             }
-            let ev = decode(
+            decode(
                 self.input.avail(),
-                hdr,
                 pdu_len,
                 self.container,
                 little,
                 at,
                 &mut self.stats,
+                slot,
             );
             self.input.consume(total);
-            if let Some(ev) = ev {
+            if let Some(ev) = slot {
                 self.stats.events += 1;
                 self.last_at = at;
-                if let Event::Block(b) = &ev {
+                if let Event::Block(b) = ev {
                     self.last_ts = Some(b.ts);
                 }
-                return Some(ev);
+                return;
             }
         }
     }

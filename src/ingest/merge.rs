@@ -13,7 +13,8 @@ pub struct Merger {
     sources: Vec<Box<dyn Source>>,
     /// Each source's timeline kept honest (time_order.rs).
     guards: Vec<TimeGuard>,
-    heads: Vec<Option<(u64, Event)>>,
+    /// Each stream's next event (timed), read in place (`next_into`).
+    heads: Vec<Option<Event>>,
     /// Streams with a head, ordered by head time (blkparse's `ms_head` list).
     order: Vec<usize>,
     /// Events without a timestamp (process names), passed on at once,
@@ -61,18 +62,20 @@ impl Merger {
         loop {
             let guard = &mut self.guards[i];
             let ev = if guard.calm() {
-                let Some(ev) = self.sources[i].next_event() else {
+                let slot = &mut self.heads[i];
+                self.sources[i].next_into(slot);
+                let Some(ev) = slot.as_ref() else {
                     break;
                 };
-                if let Some((ts, cpu)) = time_and_cpu(&ev) {
+                if let Some((ts, cpu)) = time_and_cpu(ev) {
                     if guard.in_order(ts, cpu) {
-                        self.heads[i] = Some((ts, ev));
                         return true;
                     }
+                    let ev = slot.take().expect("just read");
                     guard.defer(ev, self.sources[i].position());
                     continue;
                 }
-                ev
+                slot.take().expect("just read")
             } else {
                 match guard.next_judged(self.sources[i].as_mut()) {
                     Some(ev) => ev,
@@ -80,8 +83,8 @@ impl Merger {
                 }
             };
             match ev.ts() {
-                Some(ts) => {
-                    self.heads[i] = Some((ts, ev));
+                Some(_) => {
+                    self.heads[i] = Some(ev);
                     return true;
                 }
                 None => self.untimed.push_back((i, ev)),
@@ -92,7 +95,10 @@ impl Merger {
     }
 
     fn head_ts(&self, i: usize) -> u64 {
-        self.heads[i].as_ref().map(|h| h.0).unwrap_or(u64::MAX)
+        self.heads[i]
+            .as_ref()
+            .and_then(Event::ts)
+            .unwrap_or(u64::MAX)
     }
 
     /// blkparse's `ms_sort`: before the first stream only if strictly
@@ -119,7 +125,7 @@ impl Merger {
             return Some(e);
         }
         let first = *self.order.first()?;
-        let (_, ev) = self.heads[first].take()?;
+        let ev = self.heads[first].take()?;
         if self.prime(first) {
             // blkparse's `ms_resort`: move on only if the next stream is
             // strictly earlier.
