@@ -152,14 +152,15 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         filter.functions = recorded_functions(paths);
     }
     let filter = &filter;
+    let mut marked = open_marked(paths)?;
     // The time window's start and end come from the filter (analyze).
     let cfg = BlockConfig {
         interval_ns: ((interval * 1e9).round() as u64).max(1),
         rows: opts.rows.clone(),
         request_timeline: opts.request_timeline,
+        block_only: marked.merger.sources().iter().all(|s| s.block_only()),
         ..Default::default()
     };
-    let mut marked = open_marked(paths)?;
     let (snapshots, snapshot_warnings) = snapshots_of(paths);
     // Thread names the snapshot knows (the workload's threads, kernel
     // threads with their workqueue), for threads the trace never names.

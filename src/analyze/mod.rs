@@ -182,6 +182,9 @@ struct Analyses<'f> {
     unknown: BTreeMap<String, u64>,
     events: u64,
     span: Span,
+    /// Operations can open (the inputs hold more than block events): only
+    /// then does the outlier analysis follow requests.
+    operations_possible: bool,
 }
 
 impl<'f> Analyses<'f> {
@@ -194,6 +197,7 @@ impl<'f> Analyses<'f> {
             cfg.end_ns = filter.to_ns;
         }
         let rows = cfg.rows.clone();
+        let operations_possible = !cfg.block_only;
         let mut names = names::ThreadNames::default();
         for (pid, comm) in known {
             names.seed(*pid, comm);
@@ -221,6 +225,7 @@ impl<'f> Analyses<'f> {
             unknown: BTreeMap::new(),
             events: 0,
             span: Span::default(),
+            operations_possible,
         }
     }
 
@@ -249,7 +254,9 @@ impl<'f> Analyses<'f> {
         self.names.learn_block(b.pid, b.comm);
         self.gaps
             .add(b.ts, b.cpu, b.pid, gaps::EventName::Block(b.action));
-        if let Some(t) = outliers::touch_of_block(b.action, b.dev) {
+        if let Some(t) =
+            outliers::touch_of_block(b.action, b.dev).filter(|_| self.operations_possible)
+        {
             self.outliers.before(b.ts, &t);
             self.outliers.block(b);
             self.outliers.after_block(b.ts);

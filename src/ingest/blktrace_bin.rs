@@ -384,6 +384,9 @@ impl Source for BlktraceSource {
             }
         }
     }
+    fn block_only(&self) -> bool {
+        true
+    }
     fn path(&self) -> &Path {
         &self.path
     }

@@ -93,6 +93,11 @@ pub trait Source {
     fn next_into(&mut self, slot: &mut Option<Event>) {
         *slot = self.next_event();
     }
+    /// Whether this input can hold nothing but block events (and process
+    /// names): a blktrace file.
+    fn block_only(&self) -> bool {
+        false
+    }
     /// The file this source reads, for messages.
     fn path(&self) -> &Path;
     /// A short name of the format, e.g. `blktrace` or `ftrace text`.

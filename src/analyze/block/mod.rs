@@ -29,6 +29,10 @@ pub struct BlockConfig {
     pub rows: crate::analyze::rows::RowSinks,
     /// Keep each device's request timeline (the HTML page's plots).
     pub request_timeline: bool,
+    /// The inputs can hold block events only (blktrace files): no
+    /// operation can open, so the outlier analysis need not follow the
+    /// requests in flight.
+    pub block_only: bool,
 }
 
 impl Default for BlockConfig {
@@ -39,6 +43,7 @@ impl Default for BlockConfig {
             end_ns: None,
             rows: Default::default(),
             request_timeline: false,
+            block_only: false,
         }
     }
 }
