@@ -285,25 +285,38 @@ fn lab_journal_shows_the_journal_space_wait_in_stacks_and_flame_graphs() {
         .split("blocked (off-CPU) time by kernel function")
         .nth(1)
         .unwrap_or_else(|| panic!("no function table: {out}"));
-    // The first row that grew: add_transaction_credits or a frame of its
-    // path (they tie), or the checkpoint wait below it.
-    let grew = table
-        .lines()
-        .skip(2)
-        .take_while(|l| !l.trim().is_empty())
-        .find(|l| {
-            l.split_whitespace()
-                .nth(1)
-                .is_some_and(|d| d.starts_with('+'))
-        })
-        .unwrap_or_else(|| panic!("{table}"));
+    // Among the two largest growths (the functions of one call chain
+    // share a figure): add_transaction_credits or a frame of its path, or
+    // the checkpoint wait below it. Not always the first: the fsync's
+    // writeback path above it can grow more (a lab run on this VM:
+    // __filemap_fdatawrite_range +26.74 points, add_transaction_credits
+    // +19.63).
+    let mut grown: Vec<(&str, &str)> = Vec::new();
+    for l in table.lines().skip(2).take_while(|l| !l.trim().is_empty()) {
+        let mut w = l.split_whitespace();
+        if let (Some(_), Some(delta), Some(f)) = (w.next(), w.next(), w.next()) {
+            if delta.starts_with('+') {
+                grown.push((delta, f));
+            }
+        }
+    }
+    let mut figures: Vec<&str> = grown.iter().map(|(d, _)| *d).collect();
+    figures.dedup();
+    let top: Vec<&str> = grown
+        .iter()
+        .filter(|(d, _)| figures.iter().take(2).any(|t| t == d))
+        .map(|(_, f)| *f)
+        .collect();
     let journal_path = [
         "add_transaction_credits",
         "jbd2__journal_start",
         "start_this_handle",
         "__jbd2_log_wait_for_space",
     ];
-    assert!(journal_path.iter().any(|f| grew.contains(f)), "{grew}");
+    assert!(
+        journal_path.iter().any(|f| top.contains(f)),
+        "{top:?}\n{table}"
+    );
     assert!(
         table
             .lines()

@@ -31,10 +31,19 @@ const MIN_DELTA_POINTS: f64 = 5.0;
 const TOP: usize = 20;
 
 /// The functions whose share of the blocked time changed most, largest
-/// change first; `None` when a side has no off-CPU stacks.
+/// change first; `None` when a side has no off-CPU stacks. The
+/// scheduler's own frames are left out: they end every blocked stack and
+/// say how a thread slept, not where (a lab run put
+/// `schedule_preempt_disabled`, under the journal's checkpoint mutex,
+/// above `__jbd2_log_wait_for_space` itself).
 pub fn off_cpu_functions(base: &[&Analysis], cand: &[&Analysis]) -> Option<Vec<FunctionShift>> {
+    use crate::analyze::stacks::SCHEDULER_FRAMES;
     shifts(base, cand, |a| {
-        (a.stacks.off_cpu_ns > 0).then(|| a.stacks.off_cpu_functions())
+        (a.stacks.off_cpu_ns > 0).then(|| {
+            let mut v = a.stacks.off_cpu_functions();
+            v.retain(|(f, _)| !SCHEDULER_FRAMES.contains(&f.as_str()));
+            v
+        })
     })
 }
 
