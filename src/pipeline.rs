@@ -85,6 +85,15 @@ pub struct Marked {
 }
 
 impl Marked {
+    /// Fills `batch` with the next [`BATCH`] events in time order (fewer
+    /// only at the end), each marking its input's record, and counts them
+    /// on `progress`.
+    fn fill(&mut self, batch: &mut Vec<Event>, progress: &crate::progress::Progress) {
+        let Marked { merger, tap } = self;
+        merger.fill(batch, BATCH, |source, e| tap.see(source, e));
+        progress.add_events(batch.len() as u64);
+    }
+
     /// The events in time order, each marking its input's record on the
     /// way (no wrapper around each source: one call and one copy less
     /// per event).
@@ -171,12 +180,15 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         .map(Snapshot::thread_names)
         .unwrap_or_default();
     let progress = crate::progress::Progress::new("reading");
-    let mut a = analyse_beside(progress.events(marked.events()), |batches, done| {
-        let done = |b| {
-            let _ = done.send(b);
-        };
-        analyze::analyze_batches(batches.into_iter(), done, filter, cfg, &known)
-    });
+    let mut a = analyse_beside(
+        |batch| marked.fill(batch, &progress),
+        |batches, done| {
+            let done = |b| {
+                let _ = done.send(b);
+            };
+            analyze::analyze_batches(batches.into_iter(), done, filter, cfg, &known)
+        },
+    );
     drop(progress);
     let Marked { merger, tap } = marked;
     account_for_sources(&mut a, &merger);
@@ -206,7 +218,8 @@ const BATCH: usize = 4096;
 /// (about 1.4 MB).
 const BATCHES_IN_FLIGHT: usize = 4;
 
-/// Runs `analyse` on its own thread over `events`, which this thread reads:
+/// Runs `analyse` on its own thread over the batches `fill` fills (with
+/// [`BATCH`] events, fewer only at the end) on this one, which reads:
 /// decoding and merging the inputs, and analysing their events, each take a
 /// core (on blktrace files they take 40 % and 60 % of the time). The order
 /// of the events is unchanged. `analyse` hands each batch back once done
@@ -214,33 +227,27 @@ const BATCHES_IN_FLIGHT: usize = 4;
 /// waiting for it); this thread empties it for the next batch, so that the
 /// events are freed where they were allocated.
 fn analyse_beside<T: Send>(
-    events: impl Iterator<Item = Event>,
+    mut fill: impl FnMut(&mut Vec<Event>),
     analyse: impl FnOnce(Receiver<Vec<Event>>, Sender<Vec<Event>>) -> T + Send,
 ) -> T {
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Event>>(BATCHES_IN_FLIGHT);
         let (done_tx, done_rx) = std::sync::mpsc::channel::<Vec<Event>>();
         let analysing = scope.spawn(move || analyse(rx, done_tx));
-        let fresh = |done: &Receiver<Vec<Event>>| match done.try_recv() {
-            Ok(mut used) => {
-                used.clear();
-                used
-            }
-            Err(_) => Vec::with_capacity(BATCH),
-        };
-        let mut batch = fresh(&done_rx);
-        for ev in events {
-            batch.push(ev);
-            if batch.len() == BATCH {
-                let full = std::mem::replace(&mut batch, fresh(&done_rx));
-                // Only a panicking analysis hangs up; join says why.
-                if tx.send(full).is_err() {
-                    break;
+        loop {
+            let mut batch = match done_rx.try_recv() {
+                Ok(mut used) => {
+                    used.clear();
+                    used
                 }
+                Err(_) => Vec::with_capacity(BATCH),
+            };
+            fill(&mut batch);
+            let last = batch.len() < BATCH;
+            // Only a panicking analysis hangs up; join says why.
+            if batch.is_empty() || tx.send(batch).is_err() || last {
+                break;
             }
-        }
-        if !batch.is_empty() {
-            let _ = tx.send(batch);
         }
         drop(tx);
         let result = analysing

@@ -32,15 +32,20 @@ impl Progress {
         }
     }
 
-    /// Counts events read: the message says how many, now and then.
-    pub fn events<'a, I: Iterator + 'a>(&'a self, it: I) -> impl Iterator<Item = I::Item> + 'a {
-        let mut n = 0u64;
-        it.inspect(move |_| {
-            n += 1;
-            if n.is_multiple_of(EVENTS_PER_UPDATE) {
-                self.set(format!("reading: {:.1} M events", n as f64 / 1e6));
-            }
-        })
+    /// Counts `n` more events read: the message says how many, now and
+    /// then.
+    pub fn add_events(&self, n: u64) {
+        let Some(b) = &self.0 else {
+            return;
+        };
+        let before = b.position();
+        b.inc(n);
+        if before / EVENTS_PER_UPDATE != (before + n) / EVENTS_PER_UPDATE {
+            b.set_message(format!(
+                "reading: {:.1} M events",
+                (before + n) as f64 / 1e6
+            ));
+        }
     }
 }
 
