@@ -146,7 +146,7 @@ pub struct Btt {
     all_last_q: Option<u64>,
     /// Q2C and D2C per process (pid of the Q).
     per_pid: HashMap<u32, (Interval, Interval)>,
-    /// Reused by D and C to list the bios they cover.
+    /// Reused by C to list the bios it covers (and removes).
     scratch: Vec<u64>,
 }
 
@@ -186,32 +186,33 @@ fn within(pending: &BTreeMap<u64, QueuedBio>, start: u64, end: u64, out: &mut Ve
     );
 }
 
+/// btt's `io_setup` + `dip_alloc` culling: the device's state, or `None`
+/// if the event is ignored. One lookup: it runs for every event.
+fn setup<'a>(
+    devs: &'a mut HashMap<Dev, DevState>,
+    order: &mut Vec<Dev>,
+    dev: Dev,
+    starts_device: bool,
+) -> Option<&'a mut DevState> {
+    let d = devs.entry(dev).or_insert_with(|| {
+        order.push(dev);
+        DevState {
+            culling: true,
+            ..DevState::default()
+        }
+    });
+    if d.culling {
+        if !starts_device {
+            return None;
+        }
+        d.culling = false;
+    }
+    Some(d)
+}
+
 impl Btt {
     pub fn new() -> Btt {
         Btt::default()
-    }
-
-    fn dev(&mut self, dev: Dev) -> &mut DevState {
-        if !self.devs.contains_key(&dev) {
-            self.order.push(dev);
-        }
-        self.devs.entry(dev).or_insert_with(|| DevState {
-            culling: true,
-            ..DevState::default()
-        })
-    }
-
-    /// btt's `io_setup` + `dip_alloc` culling: false if the event is ignored.
-    fn setup(&mut self, dev: Dev, starts_device: bool) -> bool {
-        let d = self.dev(dev);
-        if d.culling {
-            if starts_device {
-                d.culling = false;
-            } else {
-                return false;
-            }
-        }
-        true
     }
 
     pub fn add(&mut self, e: &BlockEvent) {
@@ -242,11 +243,13 @@ impl Btt {
     /// Q2Q from the device's and the overall last Q.
     #[inline]
     fn queue(&mut self, e: &BlockEvent, sectors: u64) {
-        if e.bytes == 0 || !self.setup(e.dev, true) {
+        if e.bytes == 0 {
             return;
         }
+        let Some(d) = setup(&mut self.devs, &mut self.order, e.dev, true) else {
+            return;
+        };
         let remapper = e.dev.is_remapper();
-        let d = self.devs.get_mut(&e.dev).unwrap();
         if d.pending.contains_key(&e.sector) {
             return;
         }
@@ -278,7 +281,7 @@ impl Btt {
     /// A: Q2A of the bio on the device it came from.
     #[inline]
     fn remap(&mut self, e: &BlockEvent) {
-        if !self.setup(e.dev, true) {
+        if setup(&mut self.devs, &mut self.order, e.dev, true).is_none() {
             return;
         }
         if let Extra::Remap {
@@ -306,10 +309,12 @@ impl Btt {
     /// sector (Q2G, S2G, G2I, Q2M); a merge also ends an active Q.
     #[inline]
     fn bio_step(&mut self, e: &BlockEvent, act: Action) {
-        if e.bytes == 0 || !self.setup(e.dev, false) {
+        if e.bytes == 0 {
             return;
         }
-        let d = self.devs.get_mut(&e.dev).unwrap();
+        let Some(d) = setup(&mut self.devs, &mut self.order, e.dev, false) else {
+            return;
+        };
         let is_merge = matches!(act, Action::BackMerge | Action::FrontMerge);
         if let Some(q) = find_containing(&mut d.pending, e.sector) {
             match act {
@@ -350,27 +355,28 @@ impl Btt {
     /// D: I2D (or M2D) of every pending bio within its range.
     #[inline]
     fn issue(&mut self, e: &BlockEvent, sectors: u64) {
-        if e.bytes == 0 || !self.setup(e.dev, false) {
+        if e.bytes == 0 {
             return;
         }
-        let d = self.devs.get_mut(&e.dev).unwrap();
+        let Some(d) = setup(&mut self.devs, &mut self.order, e.dev, false) else {
+            return;
+        };
         if d.n_act_q != 0 {
             d.n_act_q -= 1;
         }
         d.n_ds += 1;
-        within(
-            &d.pending,
-            e.sector,
-            e.sector.saturating_add(sectors),
-            &mut self.scratch,
-        );
-        for &s in &self.scratch {
-            let q = d.pending.get_mut(&s).unwrap();
+        // In place: nothing is removed, so no list of keys to look up again.
+        let end = e.sector.saturating_add(sectors);
+        let DevState { pending, avgs, .. } = d;
+        for (_, q) in pending
+            .range_mut(e.sector..=end)
+            .filter(|(_, q)| q.end <= end)
+        {
             if q.i_time != UNSET {
-                d.avgs.i2d.add(tdelta(q.i_time, e.ts));
+                avgs.i2d.add(tdelta(q.i_time, e.ts));
                 self.all.i2d.add(tdelta(q.i_time, e.ts));
             } else if q.m_time != UNSET {
-                d.avgs.m2d.add(tdelta(q.m_time, e.ts));
+                avgs.m2d.add(tdelta(q.m_time, e.ts));
                 self.all.m2d.add(tdelta(q.m_time, e.ts));
             }
             q.d_time = e.ts;
@@ -381,11 +387,13 @@ impl Btt {
     /// was seen issued (overall, per device and per process).
     #[inline]
     fn complete(&mut self, e: &BlockEvent, sectors: u64) {
-        if e.bytes == 0 || !self.setup(e.dev, false) {
+        if e.bytes == 0 {
             return;
         }
+        let Some(d) = setup(&mut self.devs, &mut self.order, e.dev, false) else {
+            return;
+        };
         let remapper = e.dev.is_remapper();
-        let d = self.devs.get_mut(&e.dev).unwrap();
         d.blks.add(sectors);
         within(
             &d.pending,
@@ -417,10 +425,9 @@ impl Btt {
     /// R: counted as a Q again, as btt does.
     #[inline]
     fn requeue(&mut self, e: &BlockEvent) {
-        if !self.setup(e.dev, false) {
+        let Some(d) = setup(&mut self.devs, &mut self.order, e.dev, false) else {
             return;
-        }
-        let d = self.devs.get_mut(&e.dev).unwrap();
+        };
         d.n_qs += 1;
         d.n_act_q += 1;
     }
