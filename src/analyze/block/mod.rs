@@ -271,13 +271,13 @@ impl BlockAnalysis {
         if matches!(e.action, Action::Plug | Action::UnplugIo) && e.dev == Dev(0) {
             return;
         }
-        if !self.devices.contains_key(&e.dev) {
-            self.order.push(e.dev);
-        }
         let interval = self.cfg.interval_ns;
         let rows = &self.cfg.rows.requests;
         let timeline = self.cfg.request_timeline;
+        let order = &mut self.order;
+        // One lookup per event (a contains_key first was a second one).
         let (counts, reqs) = self.devices.entry(e.dev).or_insert_with(|| {
+            order.push(e.dev);
             (
                 ActionCounts::default(),
                 DeviceRequests::new(origin, interval)
