@@ -130,11 +130,37 @@ pub fn trim_start(b: &[u8]) -> &[u8] {
 #[inline]
 pub fn first_word(b: &[u8]) -> (&[u8], &[u8]) {
     let b = trim_start(b);
-    let end = b
-        .iter()
-        .position(|c| c.is_ascii_whitespace())
-        .unwrap_or(b.len());
+    let end = word_end(b);
     (&b[..end], &b[end..])
+}
+
+/// Where the first ASCII whitespace byte of `b` is (`b.len()` if none),
+/// eight bytes at a time: every whitespace byte is below `!`, so a word
+/// of eight bytes with none below it is skipped at once. Scanning the
+/// words of a line byte by byte was the largest part of classifying an
+/// ftrace line (a third of its samples).
+#[inline]
+pub fn word_end(b: &[u8]) -> usize {
+    const LOW: u64 = 0x2121_2121_2121_2121;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut i = 0;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        // The lowest flagged byte is the first one below `!` (a flag
+        // above it may be a borrow's): from there, each byte is checked.
+        let below = w.wrapping_sub(LOW) & !w & HIGH;
+        if below != 0 {
+            let first = i + (below.trailing_zeros() / 8) as usize;
+            if let Some(k) = b[first..i + 8].iter().position(u8::is_ascii_whitespace) {
+                return first + k;
+            }
+        }
+        i += 8;
+    }
+    b[i..]
+        .iter()
+        .position(u8::is_ascii_whitespace)
+        .map_or(b.len(), |k| i + k)
 }
 
 /// Finds the `[NNN]` CPU column: the first bracket holding only digits.
@@ -262,7 +288,7 @@ pub fn parse_ftrace_header(line: &[u8]) -> Option<(LineHeader<'_>, &[u8])> {
     }
     let pid = u32::try_from(digits_value(&line[dash..end])).ok()?;
     let comm = &line[..dash - 1];
-    if comm.iter().any(|c| c.is_ascii_whitespace()) {
+    if word_end(comm) < comm.len() {
         return None;
     }
     // `[cpu]`: up to five digits.
@@ -305,6 +331,32 @@ fn digits_value(d: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn word_end_finds_the_first_whitespace_like_a_byte_scan() {
+        use proptest::prelude::*;
+        let naive = |b: &[u8]| {
+            b.iter()
+                .position(u8::is_ascii_whitespace)
+                .unwrap_or(b.len())
+        };
+        // Control bytes below `!` that are not whitespace (NUL, VT), bytes
+        // above 0x7f, and every whitespace byte, at every offset.
+        let alphabet = prop::sample::select(vec![
+            b'a', b'0', b':', 0, 0x0b, 0x1f, 0x21, 0x80, 0xff, b' ', b'\t', b'\n', b'\r', 0x0c,
+        ]);
+        proptest!(|(b in prop::collection::vec(alphabet, 0..40))| {
+            prop_assert_eq!(word_end(&b), naive(&b));
+        });
+        for (line, end) in [
+            (&b"block_rq_issue: 7,0"[..], 15),
+            (b"3705.751375:", 12),
+            (b"", 0),
+            (b"\x0b\x00abcdefgh\tx", 10),
+        ] {
+            assert_eq!(word_end(line), end, "{line:?}");
+        }
+    }
 
     #[test]
     fn ftrace_with_flags() {
