@@ -105,8 +105,9 @@ pub struct BlktraceSource {
 }
 
 // Readers of the fixed part of a record: the byte order and the
-// container's header are constants of the caller's copy (`read_into`), so that each field is one load without a check or a branch (a
-// third fewer instructions than reading with the order as a value).
+// container's header are constants of the caller's copy (`read_into`),
+// so that each field is one load without a check or a branch (a third
+// fewer instructions than reading with the order as a value).
 #[inline(always)]
 fn u16_of<const LITTLE: bool, const N: usize>(b: &[u8; N], at: usize) -> u16 {
     let v = [b[at], b[at + 1]];
@@ -252,7 +253,6 @@ fn decode<const HDR: usize, const LITTLE: bool>(
     stats: &mut SourceStats,
     out: &mut Option<Event>,
 ) {
-    let r = HDR;
     let f = record::<HDR>(b);
     let (ts, cpu) = if HDR == 0 {
         (
@@ -273,7 +273,7 @@ fn decode<const HDR: usize, const LITTLE: bool>(
     let pid = u32_of::<LITTLE, RECORD_LEN>(f, 32);
     let dev = Dev(u32_of::<LITTLE, RECORD_LEN>(f, 36));
     let error = u16_of::<LITTLE, RECORD_LEN>(f, 44) as i16 as i32;
-    let mut pdu = &b[r + RECORD_LEN..r + RECORD_LEN + pdu_len];
+    let mut pdu = &b[HDR + RECORD_LEN..HDR + RECORD_LEN + pdu_len];
 
     let category = action >> 16;
     let ta = action & 0xffff;
@@ -336,12 +336,11 @@ impl BlktraceSource {
     #[inline(always)]
     fn read_into<const HDR: usize, const LITTLE: bool>(&mut self, slot: &mut Option<Event>) {
         *slot = None;
-        let hdr = HDR;
         loop {
             if self.done {
                 return;
             }
-            let left = self.input.ensure(hdr + RECORD_LEN);
+            let left = self.input.ensure(HDR + RECORD_LEN);
             if left == 0 {
                 if let Some(e) = self.input.take_error() {
                     self.stop(format!(
@@ -355,10 +354,10 @@ impl BlktraceSource {
                 continue;
             }
             let at = self.input.offset();
-            if left < hdr + RECORD_LEN {
+            if left < HDR + RECORD_LEN {
                 self.stop(format!(
                     "truncated: the last record at byte {at} is cut off ({left} of {} bytes); it was skipped",
-                    hdr + RECORD_LEN
+                    HDR + RECORD_LEN
                 ));
                 return;
             }
@@ -367,12 +366,12 @@ impl BlktraceSource {
             if magic & 0xffff_ff00 != MAGIC || magic & 0xff != VERSION {
                 self.stop(format!(
                     "bad magic or version 0x{magic:08x} at byte {}: the rest of the file was skipped",
-                    at + hdr as u64
+                    at + HDR as u64
                 ));
                 return;
             }
             let pdu_len = u16_of::<LITTLE, RECORD_LEN>(rec, 46) as usize;
-            let total = hdr + RECORD_LEN + pdu_len;
+            let total = HDR + RECORD_LEN + pdu_len;
             let left = self.input.ensure(total);
             if left < total {
                 self.stop(format!(

@@ -118,6 +118,22 @@ impl Merger {
 }
 
 impl Merger {
+    /// Reads the next event of the first stream, whose head was just
+    /// taken, and puts the stream back in order: blkparse's `ms_resort`
+    /// moves on only if the next stream is strictly earlier; a stream
+    /// that ended leaves the order.
+    fn advance_first(&mut self) {
+        let first = self.order[0];
+        if self.prime(first) {
+            if self.order.len() > 1 && self.head_ts(first) > self.head_ts(self.order[1]) {
+                self.order.remove(0);
+                self.insert_sorted(first);
+            }
+        } else {
+            self.order.remove(0);
+        }
+    }
+
     /// The next event and the index of the source it came from (in
     /// [`Merger::sources`]' order).
     pub fn next_sourced(&mut self) -> Option<(usize, Event)> {
@@ -126,16 +142,7 @@ impl Merger {
         }
         let first = *self.order.first()?;
         let ev = self.heads[first].take()?;
-        if self.prime(first) {
-            // blkparse's `ms_resort`: move on only if the next stream is
-            // strictly earlier.
-            if self.order.len() > 1 && self.head_ts(first) > self.head_ts(self.order[1]) {
-                self.order.remove(0);
-                self.insert_sorted(first);
-            }
-        } else {
-            self.order.remove(0);
-        }
+        self.advance_first();
         if !self.untimed.is_empty() {
             // Names read while priming belong before the event that follows.
             self.untimed.push_back((first, ev));
@@ -166,14 +173,7 @@ impl Merger {
                 return;
             };
             batch.push(ev);
-            if self.prime(first) {
-                if self.order.len() > 1 && self.head_ts(first) > self.head_ts(self.order[1]) {
-                    self.order.remove(0);
-                    self.insert_sorted(first);
-                }
-            } else {
-                self.order.remove(0);
-            }
+            self.advance_first();
             if !self.untimed.is_empty() {
                 // Names read while priming go first (as in next_sourced).
                 let ev = batch.pop().expect("just pushed");
