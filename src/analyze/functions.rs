@@ -195,14 +195,7 @@ mod tests {
     use crate::model::{Comm, Fields};
 
     fn ev(ts: u64, pid: u32, name: &str) -> OtherEvent {
-        OtherEvent {
-            ts,
-            cpu: 0,
-            pid,
-            name: name.into(),
-            comm: Comm::default(),
-            fields: Fields::default(),
-        }
+        OtherEvent::new(ts, 0, pid, name.into(), Comm::default(), Fields::default())
     }
 
     #[test]

@@ -571,13 +571,13 @@ mod tests {
     /// `sched_switch` on CPU 0 from `prev` (left in `state`) to `next`.
     fn switch(ts: u64, prev: (u32, &str), state: &str, next: (u32, &str)) -> OtherEvent {
         let f = |k: &str, v: Value| (std::sync::Arc::from(k), v);
-        OtherEvent {
+        OtherEvent::new(
             ts,
-            cpu: 0,
-            pid: prev.0,
-            name: "sched:sched_switch".into(),
-            comm: Comm::new(prev.1.as_bytes()),
-            fields: Fields(vec![
+            0,
+            prev.0,
+            "sched:sched_switch".into(),
+            Comm::new(prev.1.as_bytes()),
+            Fields(vec![
                 f("prev_comm", Value::Str(prev.1.into())),
                 f("prev_pid", Value::Int(prev.0 as i64)),
                 f("prev_prio", Value::Int(120)),
@@ -586,7 +586,7 @@ mod tests {
                 f("next_pid", Value::Int(next.0 as i64)),
                 f("next_prio", Value::Int(120)),
             ]),
-        }
+        )
     }
 
     /// A wait that outlasts many prunings still names everyone who held

@@ -436,14 +436,14 @@ mod tests {
             fields.push("prev_pid".into(), Value::Int(prev));
             fields.push("prev_state".into(), Value::Str(state.into()));
             fields.push("next_pid".into(), Value::Int(next));
-            OtherEvent {
+            OtherEvent::new(
                 ts,
-                cpu: 0,
-                pid: prev as u32,
-                name: "sched:sched_switch".into(),
-                comm: Comm::default(),
+                0,
+                prev as u32,
+                "sched:sched_switch".into(),
+                Comm::default(),
                 fields,
-            }
+            )
         };
         let names = crate::analyze::names::ThreadNames::default();
         let mut s = StackAnalysis::new();

@@ -26,6 +26,10 @@ pub use impact::UNEXPLAINED;
 mod rules;
 mod stack;
 
+/// Small ftrace texts for unit tests outside the rules too.
+#[cfg(test)]
+pub(crate) use rules::testkit;
+
 use crate::analyze::Analysis;
 use serde::Serialize;
 use serde_json::Value;

@@ -11,6 +11,7 @@ use super::tracefs_format::{
 use crate::model::{
     Action, BlockEvent, Comm, Dev, Event, Extra, Fields, OtherEvent, Rwbs, StackEvent, Value,
 };
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,27 +54,27 @@ const MAX_STACK_FRAMES: usize = 512;
 /// Turns raw records into events, by the format of their event id.
 #[derive(Debug)]
 pub struct Decoder {
-    kinds: HashMap<u16, Kind>,
+    kinds: FxHashMap<u16, Kind>,
     common_type: Field,
     common_pid: Field,
     common_flags: Option<Field>,
     /// Threads of the recorder itself: their events in process context are
     /// the recording's own footprint, not the workload's.
-    skip_tids: std::collections::HashSet<u32>,
+    skip_tids: FxHashSet<u32>,
     /// Events that describe the CPU rather than what a thread did (a
     /// switch, a wakeup, an interrupt): kept for the recorder's threads
     /// too, or the scheduler analysis would lose who ran on a CPU.
-    scheduling: std::collections::HashSet<u16>,
+    scheduling: FxHashSet<u16>,
     /// Names of kernel addresses (work functions, stack frames), from
     /// `symbols.json`.
-    symbols: HashMap<u64, Arc<str>>,
+    symbols: FxHashMap<u64, Arc<str>>,
     pub page: PageHeader,
 }
 
 impl Decoder {
     pub fn new(formats: &[EventFormat], page: PageHeader) -> Decoder {
-        let mut kinds = HashMap::new();
-        let mut scheduling = std::collections::HashSet::new();
+        let mut kinds = FxHashMap::default();
+        let mut scheduling = FxHashSet::default();
         let mut common_type = Field {
             name: "common_type".into(),
             offset: 0,
@@ -151,7 +152,7 @@ impl Decoder {
             common_flags,
             skip_tids: Default::default(),
             scheduling,
-            symbols: HashMap::new(),
+            symbols: FxHashMap::default(),
             page,
         }
     }
@@ -199,14 +200,14 @@ impl Decoder {
                 .and_then(|f| read_int(rec, f))
                 .unwrap_or(0);
             if flags & (0x08 | 0x10 | 0x40) == 0 {
-                return Some(Event::Other(OtherEvent {
+                return Some(Event::Other(OtherEvent::new(
                     ts,
                     cpu,
                     pid,
-                    name: RECORDER_SELF.clone(),
-                    comm: Comm::default(),
-                    fields: Fields::default(),
-                }));
+                    RECORDER_SELF.clone(),
+                    Comm::default(),
+                    Fields::default(),
+                )));
             }
         }
         match self.kinds.get(&id)? {
@@ -221,14 +222,14 @@ impl Decoder {
                         }
                     }
                 }
-                Some(Event::Other(OtherEvent {
+                Some(Event::Other(OtherEvent::new(
                     ts,
                     cpu,
                     pid,
-                    name: name.clone(),
-                    comm: Comm::default(),
+                    name.clone(),
+                    Comm::default(),
                     fields,
-                }))
+                )))
             }
             Kind::Stack { size, caller } => Some(Event::Stack(StackEvent {
                 ts,
@@ -427,10 +428,10 @@ fn check_page_header(dir: &Path, page: PageHeader, page_size: usize) -> Result<(
 
 /// `symbols.json`: names of the kernel addresses the capture holds; an
 /// unreadable one is said in `notes` (work functions stay addresses).
-fn load_symbols(dir: &Path, notes: &mut Vec<String>) -> HashMap<u64, Arc<str>> {
+fn load_symbols(dir: &Path, notes: &mut Vec<String>) -> FxHashMap<u64, Arc<str>> {
     let symbols_path = dir.join(SYMBOLS);
     if !symbols_path.exists() {
-        return HashMap::new();
+        return FxHashMap::default();
     }
     let map: Result<HashMap<String, String>, String> = read_capture_file(&symbols_path)
         .map_err(|e| e.problem)
@@ -450,7 +451,7 @@ fn load_symbols(dir: &Path, notes: &mut Vec<String>) -> HashMap<u64, Arc<str>> {
                 "{}: unreadable ({e}); work functions are shown as addresses",
                 symbols_path.display()
             ));
-            HashMap::new()
+            FxHashMap::default()
         }
     }
 }

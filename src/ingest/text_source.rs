@@ -424,14 +424,14 @@ impl TextSource {
             let names = &mut self.names;
             let mut key = |b: &[u8]| intern_in(names, b);
             return match parse_ftrace_syscall(rest_t, &mut key) {
-                Some((name, fields)) => Line::Event(Event::Other(OtherEvent {
+                Some((name, fields)) => Line::Event(Event::Other(OtherEvent::new(
                     ts,
                     cpu,
                     pid,
-                    name: self.intern(name.as_bytes()),
+                    self.intern(name.as_bytes()),
                     comm,
                     fields,
-                })),
+                ))),
                 None => Line::Bad,
             };
         };
@@ -453,14 +453,14 @@ impl TextSource {
             payload,
             &mut |b: &[u8]| intern_in(names, b),
         );
-        Line::Event(Event::Other(OtherEvent {
-            ts: h.ts,
-            cpu: h.cpu,
-            pid: h.pid,
+        Line::Event(Event::Other(OtherEvent::new(
+            h.ts,
+            h.cpu,
+            h.pid,
             name,
-            comm: Comm::new(h.comm),
+            Comm::new(h.comm),
             fields,
-        }))
+        )))
     }
 }
 

@@ -468,14 +468,14 @@ mod tests {
             let e = self.events.next()?;
             self.n += 1;
             Some(match e {
-                Some((cpu, ts)) => Event::Other(OtherEvent {
+                Some((cpu, ts)) => Event::Other(OtherEvent::new(
                     ts,
                     cpu,
-                    pid: self.n as u32,
-                    name: "x".into(),
-                    comm: Comm::default(),
-                    fields: Default::default(),
-                }),
+                    self.n as u32,
+                    "x".into(),
+                    Comm::default(),
+                    Default::default(),
+                )),
                 None => Event::ProcessName {
                     pid: self.n as u32,
                     comm: Comm::new(b"name"),

@@ -3,7 +3,6 @@
 //! ends is added to its kind's totals and, if among the slowest, kept
 //! with its explanation.
 
-use super::inflight::ReqKey;
 use super::op::OpenOp;
 use super::summary::{add_breakdown, Breakdown, KindTotal};
 use super::touch::Touch;
@@ -34,9 +33,9 @@ impl OutlierAnalysis {
             }
             "ext4_sync_file_enter" => {
                 let d = Dev(e.fields.int("dev").unwrap_or(0) as u32);
-                self.begin("ext4_sync_file".into(), e, Some(d), names, sched);
+                self.begin(Kind("", "ext4_sync_file"), e, Some(d), names, sched);
             }
-            "ext4_sync_file_exit" => self.end("ext4_sync_file", e, names),
+            "ext4_sync_file_exit" => self.end(Kind("", "ext4_sync_file"), e, names),
             "print" => {
                 let Some(rest) = e
                     .fields
@@ -45,21 +44,21 @@ impl OutlierAnalysis {
                 else {
                     return;
                 };
-                let w: Vec<&str> = rest.split_whitespace().collect();
-                if w.len() >= 3 {
-                    let kind = format!("probe {}", w[0]);
-                    match w[2] {
-                        "begin" => self.begin(kind.into(), e, None, names, sched),
-                        "end" => self.end(&kind, e, names),
+                let mut w = rest.split_whitespace();
+                if let (Some(name), Some(_), Some(what)) = (w.next(), w.next(), w.next()) {
+                    let kind = Kind("probe ", name);
+                    match what {
+                        "begin" => self.begin(kind, e, None, names, sched),
+                        "end" => self.end(kind, e, names),
                         _ => {}
                     }
                 }
             }
             _ => {
                 if let Some(n) = short.strip_prefix("sys_enter_") {
-                    self.begin(format!("syscall {n}").into(), e, None, names, sched);
+                    self.begin(Kind("syscall ", n), e, None, names, sched);
                 } else if let Some(n) = short.strip_prefix("sys_exit_") {
-                    self.end(&format!("syscall {n}"), e, names);
+                    self.end(Kind("syscall ", n), e, names);
                     // Its checkpoint, if it ran one, is over with the call.
                     if self.checkpointing.contains_key(&e.pid) {
                         self.before(e.ts, &Touch::Blocked);
@@ -72,7 +71,7 @@ impl OutlierAnalysis {
 
     fn begin(
         &mut self,
-        kind: Box<str>,
+        kind: Kind,
         e: &OtherEvent,
         dev: Option<Dev>,
         names: &ThreadNames,
@@ -81,6 +80,7 @@ impl OutlierAnalysis {
         if self.top == 0 || !names.keeps(e.pid) {
             return;
         }
+        let kind = kind.to_boxed();
         // A thread in the same kind of operation twice: the first one's end
         // was lost.
         self.open.retain(|o| !(o.pid == e.pid && o.kind == kind));
@@ -118,11 +118,11 @@ impl OutlierAnalysis {
         }
     }
 
-    fn end(&mut self, kind: &str, e: &OtherEvent, names: &ThreadNames) {
+    fn end(&mut self, kind: Kind, e: &OtherEvent, names: &ThreadNames) {
         let Some(i) = self
             .open
             .iter()
-            .rposition(|o| o.pid == e.pid && &*o.kind == kind)
+            .rposition(|o| o.pid == e.pid && kind.is(&o.kind))
         else {
             return;
         };
@@ -148,17 +148,6 @@ impl OutlierAnalysis {
             dev: op.dev,
             breakdown: op.b.clone(),
         });
-        // Completed requests only this operation still referred to: once
-        // it is explained they can go. (Looking at its own waits, not at
-        // every kept request, keeps this cheap with many threads.)
-        let open = &self.open;
-        let unreferenced: Vec<(ReqKey, u64)> = op
-            .waited_on
-            .keys()
-            .filter(|k| self.done.contains_key(*k))
-            .filter(|(k, at)| !open.iter().any(|o| o.waited_for(k, *at)))
-            .copied()
-            .collect();
         if !self.by_kind.contains_key(&*op.kind) {
             self.by_kind.insert(op.kind.to_string(), Vec::new());
         }
@@ -171,11 +160,23 @@ impl OutlierAnalysis {
             let list = self.by_kind.entry(o.kind.clone()).or_default();
             keep_largest(list, o, self.top, |o| o.latency_ns, |o| o.start_ns);
         }
-        for k in unreferenced {
-            self.done.remove(&k);
-        }
         if self.open.is_empty() {
             self.done.clear();
         }
+    }
+}
+
+/// An operation's kind as its prefix and name (`syscall ` `fsync`): named
+/// without allocating, since most boundaries are of operations no one keeps.
+#[derive(Clone, Copy)]
+struct Kind<'a>(&'static str, &'a str);
+
+impl Kind<'_> {
+    fn is(self, kind: &str) -> bool {
+        kind.strip_prefix(self.0) == Some(self.1)
+    }
+
+    fn to_boxed(self) -> Box<str> {
+        [self.0, self.1].concat().into()
     }
 }

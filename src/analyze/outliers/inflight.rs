@@ -5,6 +5,7 @@
 
 use super::OutlierAnalysis;
 use crate::model::{Action, BlockEvent, Dev, Rwbs};
+use rustc_hash::FxHashSet;
 
 /// What a request was, by who queued it and its flags.
 fn request_class(comm: &str, rwbs: Rwbs, bytes: u32) -> &'static str {
@@ -21,6 +22,10 @@ fn request_class(comm: &str, rwbs: Rwbs, bytes: u32) -> &'static str {
         "other request"
     }
 }
+
+/// How many completed requests are kept before the first look at which
+/// ones open operations still refer to.
+pub(super) const DONE_LOOK_FROM: usize = 1024;
 
 /// A request: its device and start sector.
 pub(super) type ReqKey = (Dev, u64);
@@ -117,6 +122,31 @@ impl OutlierAnalysis {
         Some(r)
     }
 
+    /// Completed requests no open operation waited for any more go, once
+    /// there are twice as many as after the last look (amortised: one look
+    /// at every open operation's waits per request kept, not one per
+    /// operation that ends).
+    fn forget_unreferenced(&mut self) {
+        if self.done.len() < self.done_limit {
+            return;
+        }
+        // Waited for so far, or by operations integrated after this event.
+        let pending = self.pending_views.iter().filter_map(|(_, v)| v.oldest);
+        let referenced: FxHashSet<(ReqKey, u64)> = self
+            .open
+            .iter()
+            .flat_map(|o| {
+                o.waited_on
+                    .keys()
+                    .copied()
+                    .chain(o.cur_wait.map(|(k, at, _)| (k, at)))
+            })
+            .chain(pending.map(|(k, at, _)| (k, at)))
+            .collect();
+        self.done.retain(|k, _| referenced.contains(k));
+        self.done_limit = (2 * self.done.len()).max(DONE_LOOK_FROM);
+    }
+
     pub fn block(&mut self, b: &BlockEvent) {
         let key = (b.dev, b.sector);
         match b.action {
@@ -147,6 +177,7 @@ impl OutlierAnalysis {
                             .any(|(_, v)| v.oldest.is_some_and(|(k, i, _)| k == key && i == at));
                         if now || self.open.iter().any(|o| o.waited_for(&key, at)) {
                             self.done.insert((key, at), (r, b.ts));
+                            self.forget_unreferenced();
                         }
                     }
                 }

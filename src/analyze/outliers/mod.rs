@@ -71,6 +71,8 @@ pub struct OutlierAnalysis {
     /// Completed requests still referenced by open operations, by key and
     /// issue time: flushes all sit at sector 0, one after another.
     done: FxHashMap<(ReqKey, u64), (InFlight, u64)>,
+    /// `done`'s size at which `forget_unreferenced` looks next.
+    done_limit: usize,
     by_kind: BTreeMap<String, Vec<Outlier>>,
     rows: Option<std::sync::mpsc::SyncSender<super::rows::OperationRow>>,
 }
@@ -178,5 +180,132 @@ impl OutlierAnalysis {
             by_kind: self.by_kind,
             totals: self.totals,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::inflight::DONE_LOOK_FROM;
+    use super::*;
+    use crate::diagnose::testkit::Trace;
+    use crate::model::Event;
+
+    /// The outlier analysis alone, fed as `Analyses` feeds it.
+    fn run(text: &str) -> (OutlierAnalysis, ThreadNames) {
+        let path = std::path::Path::new("outliers-test.txt");
+        let mut src = crate::ingest::open_bytes(path, text.as_bytes().to_vec()).expect("readable");
+        let (mut sched, mut names) = (SchedAnalysis::new(), ThreadNames::default());
+        let mut out = OutlierAnalysis::new(5);
+        while let Some(ev) = src.next_event() {
+            match &ev {
+                Event::Block(b) => {
+                    if let Some(t) = touch_of_block(b.action, b.dev) {
+                        out.before(b.ts, &t);
+                        out.block(b);
+                        out.after_block(b.ts);
+                    }
+                }
+                Event::Other(o) => {
+                    names.learn(o);
+                    let t = touch_of(o);
+                    if let Some(t) = &t {
+                        out.before(o.ts, t);
+                    }
+                    sched.add(o);
+                    out.add(o, &names, &sched);
+                    if let Some(t) = &t {
+                        out.after(t, &sched);
+                    }
+                }
+                _ => {}
+            }
+        }
+        (out, names)
+    }
+
+    /// 1500 fsyncs, each blocked on one write (the 700th on a slow one),
+    /// while another thread sits in a `read` the whole time: the completed
+    /// requests the fsyncs waited for are not kept for the reader's sake,
+    /// and the slowest fsync still names its request.
+    #[test]
+    fn completed_requests_go_once_no_open_operation_waited_for_them() {
+        let mut tr = Trace::default();
+        let switch = |from: &str, state: &str, to: &str| {
+            let (fc, fp) = from.rsplit_once('-').expect("comm-pid");
+            let (tc, tp) = to.rsplit_once('-').expect("comm-pid");
+            format!("prev_comm={fc} prev_pid={fp} prev_prio=120 prev_state={state} ==> next_comm={tc} next_pid={tp} next_prio=120")
+        };
+        tr.add(
+            10,
+            "reader-200",
+            1,
+            "sys_enter_read",
+            "fd: 0x3, buf: 0x0, count: 0x10",
+        );
+        tr.add(
+            11,
+            "reader-200",
+            1,
+            "sched_switch",
+            &switch("reader-200", "S", "swapper/1-0"),
+        );
+        let mut t = 100;
+        for i in 0..1500u64 {
+            let s = 1000 + i * 8;
+            let slow = if i == 700 { 5_000 } else { 50 };
+            tr.add(t, "probe-100", 0, "sys_enter_fsync", "fd: 0x3");
+            tr.add(
+                t + 1,
+                "probe-100",
+                0,
+                "sched_switch",
+                &switch("probe-100", "D", "swapper/0-0"),
+            );
+            tr.add(
+                t + 2,
+                "kworker/0:1-60",
+                0,
+                "block_rq_issue",
+                &format!("7,0 W 4096 () {s} + 8 be,0,4 [kworker/0:1]"),
+            );
+            tr.add(
+                t + 2 + slow,
+                "<idle>-0",
+                0,
+                "block_rq_complete",
+                &format!("7,0 W () {s} + 8 be,0,4 [0]"),
+            );
+            tr.add(
+                t + 3 + slow,
+                "<idle>-0",
+                0,
+                "sched_wakeup",
+                "comm=probe pid=100 prio=120 target_cpu=000",
+            );
+            tr.add(
+                t + 4 + slow,
+                "<idle>-0",
+                0,
+                "sched_switch",
+                &switch("swapper/0-0", "R", "probe-100"),
+            );
+            tr.add(t + 5 + slow, "probe-100", 0, "sys_exit_fsync", "0x0");
+            t += 10 + slow;
+        }
+        let (out, names) = run(&tr.text());
+        assert_eq!(out.open.len(), 1, "the reader's read is still open");
+        assert!(
+            out.done.len() <= DONE_LOOK_FROM,
+            "{} completed requests kept for 1500 fsyncs that ended",
+            out.done.len()
+        );
+        let summary = out.finish(&names);
+        let slowest = &summary.by_kind["syscall fsync"][0];
+        assert_eq!(slowest.latency_ns, 5_005_000);
+        let req = slowest.main_request.as_ref().expect("the slow write");
+        assert_eq!(
+            (req.sector, req.class, req.d2c_ns),
+            (1000 + 700 * 8, "data write", Some(5_000_000))
+        );
     }
 }
