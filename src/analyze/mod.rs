@@ -299,7 +299,7 @@ impl<'f> Analyses<'f> {
         // state the scheduler analysis holds.
         self.outliers.add(o, names, &self.sched);
         if let Some(t) = &touch {
-            self.outliers.after(t, &self.sched);
+            self.outliers.after(o.ts, t, &self.sched);
         }
         if used {
             return;

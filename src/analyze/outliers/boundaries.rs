@@ -106,9 +106,10 @@ impl OutlierAnalysis {
             cpu_now: None,
             cur_wait: None,
             device: Vec::new(),
+            idle_mark: 0,
         });
         if let Some(op) = self.open.last_mut() {
-            op.refresh(sched);
+            op.refresh(sched, &self.idle);
         }
         // An fsync tells its enclosing operations which device they wait on.
         if let Some(d) = dev {

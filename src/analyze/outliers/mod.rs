@@ -44,7 +44,7 @@ use super::names::ThreadNames;
 use super::sched::{SchedAnalysis, ThreadView};
 use crate::model::Dev;
 use inflight::{DevState, DevView, InFlight, ReqKey};
-use op::{integrate, OpenOp};
+use op::{integrate, IdleClocks, OpenOp};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use summary::percentages;
@@ -74,6 +74,7 @@ pub struct OutlierAnalysis {
     /// `done`'s size at which `forget_unreferenced` looks next.
     done_limit: usize,
     by_kind: BTreeMap<String, Vec<Outlier>>,
+    idle: IdleClocks,
     rows: Option<std::sync::mpsc::SyncSender<super::rows::OperationRow>>,
 }
 
@@ -127,7 +128,7 @@ impl OutlierAnalysis {
                     v
                 }
             };
-            integrate(&mut self.open[i], ts, &view);
+            integrate(&mut self.open[i], ts, &view, &self.idle);
         }
     }
 
@@ -144,18 +145,22 @@ impl OutlierAnalysis {
                 .iter_mut()
                 .filter(|o| o.dev == dev && o.view == ThreadView::Off('D'))
             {
-                integrate(op, ts, &old);
+                integrate(op, ts, &old, &self.idle);
             }
         }
         self.pending_views.clear();
     }
 
-    /// After the event: the touched operations learn their thread's new
-    /// state.
-    pub fn after(&mut self, t: &Touch, sched: &SchedAnalysis) {
-        if let Touch::Threads { .. } = t {
+    /// After the event at `ts`: the touched operations learn their
+    /// thread's new state; after a switch, its CPU's idle clock.
+    pub fn after(&mut self, ts: u64, t: &Touch, sched: &SchedAnalysis) {
+        if let Touch::Threads { cpu, .. } = *t {
+            if let Some(c) = cpu {
+                let idle = sched.on_cpu(c).is_some_and(|(pid, _, _)| pid == 0);
+                self.idle.switch(c, ts, idle);
+            }
             for op in self.open.iter_mut().filter(|o| touched(o, t)) {
-                op.refresh(sched);
+                op.refresh(sched, &self.idle);
             }
         }
     }
@@ -163,7 +168,7 @@ impl OutlierAnalysis {
     /// Integrates one operation (at its end).
     fn advance_one(&mut self, i: usize, ts: u64) {
         let view = self.dev_view(self.open[i].dev);
-        integrate(&mut self.open[i], ts, &view);
+        integrate(&mut self.open[i], ts, &view, &self.idle);
     }
 
     pub fn finish(mut self, names: &ThreadNames) -> OutliersSummary {
@@ -214,7 +219,7 @@ mod tests {
                     sched.add(o);
                     out.add(o, &names, &sched);
                     if let Some(t) = &t {
-                        out.after(t, &sched);
+                        out.after(o.ts, t, &sched);
                     }
                 }
                 _ => {}

@@ -31,6 +31,9 @@ pub(super) struct OpenOp {
     /// Device time by class while open (the class names are static: found
     /// by address, which is cheap on this hot path).
     pub(super) device: Vec<(&'static str, u64)>,
+    /// Its CPU's idle clock as of `last`: asleep, the operation learns how
+    /// long that CPU idled from the clock, not from every switch there.
+    pub(super) idle_mark: u64,
 }
 
 impl OpenOp {
@@ -39,11 +42,14 @@ impl OpenOp {
             || self.waited_on.contains_key(&(*k, issued))
     }
 
-    pub(super) fn refresh(&mut self, sched: &SchedAnalysis) {
+    /// Learns the thread's state, CPU and who runs there (as of `last`,
+    /// to which it has been integrated).
+    pub(super) fn refresh(&mut self, sched: &SchedAnalysis, idle: &IdleClocks) {
         let (view, cpu) = sched.view(self.pid);
         self.view = view;
         self.cpu = cpu;
         self.cpu_now = cpu.and_then(|c| sched.on_cpu(c));
+        self.idle_mark = idle.at(cpu, self.last);
     }
 
     /// Moves the hot-path tallies into the breakdown.
@@ -59,7 +65,7 @@ impl OpenOp {
 
 /// Adds the stretch since the operation's last update, classified by the
 /// thread's state and, when it is blocked, by what its device is doing.
-pub(super) fn integrate(op: &mut OpenOp, ts: u64, dev: &DevView) {
+pub(super) fn integrate(op: &mut OpenOp, ts: u64, dev: &DevView, idle: &IdleClocks) {
     let dt = ts.saturating_sub(op.last);
     if dt == 0 {
         return;
@@ -67,6 +73,11 @@ pub(super) fn integrate(op: &mut OpenOp, ts: u64, dev: &DevView) {
     op.last = ts;
     let (view, cpu_now) = (op.view, op.cpu_now);
     let cpu_idle = cpu_now.is_some_and(|(p, _, _)| p == 0);
+    if let ThreadView::Off(_) = view {
+        let mark = idle.at(op.cpu, ts);
+        op.b.cpu_idle_ns += mark.saturating_sub(op.idle_mark);
+        op.idle_mark = mark;
+    }
     let b = &mut op.b;
     match view {
         ThreadView::Running | ThreadView::Unknown => b.on_cpu_ns += dt,
@@ -80,16 +91,8 @@ pub(super) fn integrate(op: &mut OpenOp, ts: u64, dev: &DevView) {
             }
         }
         // Asleep by choice (a pipe, a futex, poll): not I/O.
-        ThreadView::Off(state) if state != 'D' => {
-            if cpu_idle {
-                b.cpu_idle_ns += dt;
-            }
-            b.other_wait_ns += dt;
-        }
+        ThreadView::Off(state) if state != 'D' => b.other_wait_ns += dt,
         ThreadView::Off(_) => {
-            if cpu_idle {
-                b.cpu_idle_ns += dt;
-            }
             if let Some((k, issued, class)) = dev.oldest {
                 match op.device.iter_mut().find(|(c, _)| std::ptr::eq(*c, class)) {
                     Some(x) => x.1 += dt,
@@ -118,5 +121,66 @@ pub(super) fn integrate(op: &mut OpenOp, ts: u64, dev: &DevView) {
                 b.other_wait_ns += dt;
             }
         }
+    }
+}
+
+/// Per CPU, how long it has idled (the idle task on it) since the trace
+/// began, as far as the switches told: what an asleep operation's CPU did
+/// over any stretch is the difference of two readings.
+#[derive(Default)]
+pub(super) struct IdleClocks(Vec<IdleClock>);
+
+#[derive(Clone, Copy, Default)]
+struct IdleClock {
+    /// Idle time up to `since`, or to the last switch away from idle.
+    total: u64,
+    /// Idle since then.
+    since: Option<u64>,
+}
+
+impl IdleClocks {
+    /// The clock of `cpu` at `ts` (0 for no CPU).
+    pub(super) fn at(&self, cpu: Option<u32>, ts: u64) -> u64 {
+        let Some(c) = cpu.and_then(|c| self.0.get(c as usize)) else {
+            return 0;
+        };
+        c.total + c.since.map_or(0, |s| ts.saturating_sub(s))
+    }
+
+    /// After a switch on `cpu` at `ts`: whether it idles from now on.
+    pub(super) fn switch(&mut self, cpu: u32, ts: u64, idle: bool) {
+        let i = cpu as usize;
+        if i >= self.0.len() {
+            self.0.resize(i + 1, IdleClock::default());
+        }
+        let c = &mut self.0[i];
+        match (c.since, idle) {
+            (None, true) => c.since = Some(ts),
+            (Some(s), false) => {
+                c.total += ts.saturating_sub(s);
+                c.since = None;
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::IdleClocks;
+
+    #[test]
+    fn an_idle_clock_runs_only_while_its_cpu_idles() {
+        let mut c = IdleClocks::default();
+        assert_eq!(c.at(Some(3), 100), 0, "no switch seen on CPU 3");
+        c.switch(3, 100, true);
+        assert_eq!(c.at(Some(3), 150), 50);
+        c.switch(3, 160, false);
+        c.switch(3, 170, false);
+        assert_eq!(c.at(Some(3), 500), 60);
+        c.switch(3, 500, true);
+        c.switch(3, 510, true);
+        assert_eq!(c.at(Some(3), 520), 80);
+        assert_eq!((c.at(None, 520), c.at(Some(0), 520)), (0, 0));
     }
 }

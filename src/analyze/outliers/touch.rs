@@ -10,7 +10,7 @@ use crate::model::{Action, Dev, OtherEvent};
 /// brought up to date (the rest integrate later, lazily).
 #[derive(Clone, Copy, Debug)]
 pub enum Touch {
-    /// These threads' states, and whoever waits on or for this CPU.
+    /// These threads' states, and whoever waits for this CPU.
     Threads { a: u32, b: u32, cpu: Option<u32> },
     /// Commits or checkpoints: every blocked thread.
     Blocked,
@@ -57,19 +57,12 @@ pub fn touch_of_block(a: Action, dev: Dev) -> Option<Touch> {
 /// of every open operation at every event that touches any).
 pub(super) fn touched(op: &OpenOp, t: &Touch) -> bool {
     match *t {
+        // Runnable: who holds the CPU it waits for. (Asleep, how long its
+        // CPU idles comes from the CPU's idle clock.)
         Touch::Threads { a, b, cpu } => {
             op.pid == a
                 || op.pid == b
-                || (cpu.is_some()
-                    && op.cpu == cpu
-                    && match op.view {
-                        // Who holds the CPU it waits for.
-                        ThreadView::Runnable => true,
-                        // Asleep: only whether its CPU idles, which after
-                        // a switch is whether `b` is the idle task.
-                        ThreadView::Off(_) => op.cpu_now.is_some_and(|x| x.0 == 0) != (b == 0),
-                        ThreadView::Running | ThreadView::Unknown => false,
-                    })
+                || (cpu.is_some() && op.cpu == cpu && op.view == ThreadView::Runnable)
         }
         Touch::Blocked => op.view == ThreadView::Off('D'),
         Touch::Device(d) => op.view == ThreadView::Off('D') && op.dev.is_none_or(|x| x == d),
