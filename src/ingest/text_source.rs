@@ -447,20 +447,18 @@ impl TextSource {
             };
         }
         let name = self.intern(name);
-        let names = &mut self.names;
-        let fields = parse_payload(
-            crate::model::fields::short_name(&name),
-            payload,
-            &mut |b: &[u8]| intern_in(names, b),
-        );
-        Line::Event(Event::Other(OtherEvent::new(
+        // The event finds its short name once; its fields are read by it.
+        let mut e = OtherEvent::new(
             h.ts,
             h.cpu,
             h.pid,
             name,
             Comm::new(h.comm),
-            fields,
-        )))
+            Default::default(),
+        );
+        let names = &mut self.names;
+        e.fields = parse_payload(e.short_name(), payload, &mut |b: &[u8]| intern_in(names, b));
+        Line::Event(Event::Other(e))
     }
 }
 

@@ -82,6 +82,7 @@ impl OutlierAnalysis {
     pub fn new(top: usize) -> OutlierAnalysis {
         OutlierAnalysis {
             top,
+            done_limit: inflight::DONE_LOOK_FROM,
             ..Default::default()
         }
     }
