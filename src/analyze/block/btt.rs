@@ -12,10 +12,10 @@
 //! - a delta that is not positive counts as 1 ns;
 //! - Q2Q and Q2C of md/dm devices (majors 9, 253, 254) go to the `dm` rows.
 
+use super::sector_map::SectorMap;
 use crate::model::{Action, BlockEvent, Dev, Extra};
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 /// min/avg/max/N of one interval, in nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -126,7 +126,7 @@ struct QueuedBio {
 #[derive(Debug, Default)]
 struct DevState {
     culling: bool,
-    pending: BTreeMap<u64, QueuedBio>,
+    pending: SectorMap<QueuedBio>,
     last_q: Option<u64>,
     n_qs: u64,
     n_ds: u64,
@@ -166,8 +166,8 @@ fn update_lq(last: &mut Option<u64>, avg: &mut Interval, time: u64) {
 }
 
 /// The pending bio whose range holds `sector` (btt's `rb_find_sec`).
-fn find_containing(pending: &mut BTreeMap<u64, QueuedBio>, sector: u64) -> Option<&mut QueuedBio> {
-    let (_, q) = pending.range_mut(..=sector).next_back()?;
+fn find_containing(pending: &mut SectorMap<QueuedBio>, sector: u64) -> Option<&mut QueuedBio> {
+    let (_, q) = pending.last_in_mut(..=sector)?;
     if sector < q.end {
         Some(q)
     } else {
@@ -176,13 +176,13 @@ fn find_containing(pending: &mut BTreeMap<u64, QueuedBio>, sector: u64) -> Optio
 }
 
 /// Start sectors of pending bios that lie within `[start, end]`, into `out`.
-fn within(pending: &BTreeMap<u64, QueuedBio>, start: u64, end: u64, out: &mut Vec<u64>) {
+fn within(pending: &SectorMap<QueuedBio>, start: u64, end: u64, out: &mut Vec<u64>) {
     out.clear();
     out.extend(
         pending
             .range(start..=end)
             .filter(|(_, q)| q.end <= end)
-            .map(|(&s, _)| s),
+            .map(|(s, _)| s),
     );
 }
 
@@ -250,7 +250,7 @@ impl Btt {
             return;
         };
         let remapper = e.dev.is_remapper();
-        if d.pending.contains_key(&e.sector) {
+        if d.pending.contains_key(e.sector) {
             return;
         }
         d.pending.insert(
@@ -368,19 +368,20 @@ impl Btt {
         // In place: nothing is removed, so no list of keys to look up again.
         let end = e.sector.saturating_add(sectors);
         let DevState { pending, avgs, .. } = d;
-        for (_, q) in pending
-            .range_mut(e.sector..=end)
-            .filter(|(_, q)| q.end <= end)
-        {
+        let all = &mut self.all;
+        pending.for_each_in_mut(e.sector..=end, |q| {
+            if q.end > end {
+                return;
+            }
             if q.i_time != UNSET {
                 avgs.i2d.add(tdelta(q.i_time, e.ts));
-                self.all.i2d.add(tdelta(q.i_time, e.ts));
+                all.i2d.add(tdelta(q.i_time, e.ts));
             } else if q.m_time != UNSET {
                 avgs.m2d.add(tdelta(q.m_time, e.ts));
-                self.all.m2d.add(tdelta(q.m_time, e.ts));
+                all.m2d.add(tdelta(q.m_time, e.ts));
             }
             q.d_time = e.ts;
-        }
+        });
     }
 
     /// C: every pending bio within its range is done: Q2C, and D2C if it
@@ -402,7 +403,7 @@ impl Btt {
             &mut self.scratch,
         );
         for &s in &self.scratch {
-            let q = d.pending.remove(&s).unwrap();
+            let q = d.pending.remove(s).unwrap();
             let q2c = tdelta(q.t, e.ts);
             let pp = self.per_pid.entry(q.pid).or_default();
             if remapper {

@@ -6,6 +6,7 @@
 pub mod btt;
 pub mod iostat;
 pub mod requests;
+mod sector_map;
 pub mod timeline;
 
 use crate::analyze::histogram::{Log2Hist, Percentiles};

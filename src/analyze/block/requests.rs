@@ -11,6 +11,7 @@
 //! - `time_in_queue` (aqu-sz) is the sum of the service times.
 
 use super::iostat::{IostatAccumulator, OpKind};
+use super::sector_map::SectorMap;
 use crate::analyze::histogram::{LatencyDist, Log2Hist};
 use crate::model::{Action, BlockEvent, Comm, Dev, Extra, Rwbs};
 use rustc_hash::FxHashMap as HashMap;
@@ -91,7 +92,7 @@ pub struct DeviceRequests {
     pub errors: u64,
     pub timeline: super::timeline::RequestTimeline,
     pending: HashMap<u64, PendingBio>,
-    requests: BTreeMap<u64, Request>,
+    requests: SectorMap<Request>,
     /// Requests completed at C whose accounting end (`block_io_done`) may
     /// still follow: sector → (C time, op).
     awaiting_done: HashMap<u64, (u64, OpKind)>,
@@ -204,7 +205,7 @@ impl DeviceRequests {
             }
             return self.start_request(e, None);
         }
-        if let Some(r) = self.requests.remove(&e.sector) {
+        if let Some(r) = self.requests.remove(e.sector) {
             return r;
         }
         let bio = self.pending.remove(&e.sector);
@@ -252,22 +253,22 @@ impl DeviceRequests {
             }
             Action::BackMerge | Action::FrontMerge | Action::RqMerge => self.merge(e),
             Action::Insert | Action::Issue => {
-                let mut r = self.take_or_start(e);
-                if e.sectors() > 0 {
-                    r.sectors = e.sectors();
-                }
-                if e.action == Action::Insert {
-                    r.inserted = Some(e.ts);
+                // A request already at its sector is updated where it is
+                // (taking it out and putting it back moves it twice in the
+                // tree); one without data, or not yet seen, is taken and put.
+                let at = if e.bytes > 0 {
+                    self.requests.get_mut(e.sector)
                 } else {
-                    r.issued = Some(e.ts);
-                    if e.rwbs.has(Rwbs::FUA) {
-                        self.fua += 1;
-                    }
-                    if e.bytes > 0 {
-                        self.size_log2_kib.add((e.bytes as u64).div_ceil(1024));
+                    None
+                };
+                match at {
+                    Some(r) => Self::staged(r, e, &mut self.fua, &mut self.size_log2_kib),
+                    None => {
+                        let mut r = self.take_or_start(e);
+                        Self::staged(&mut r, e, &mut self.fua, &mut self.size_log2_kib);
+                        self.put(e.sector, r);
                     }
                 }
-                self.put(e.sector, r);
             }
             Action::Requeue => {
                 let mut r = self.take_or_start(e);
@@ -278,6 +279,25 @@ impl DeviceRequests {
             Action::Split => self.split(e),
             Action::Complete | Action::BioComplete => self.complete(e),
             _ => {}
+        }
+    }
+
+    /// I, D: the request reached the scheduler or the driver.
+    #[inline]
+    fn staged(r: &mut Request, e: &BlockEvent, fua: &mut u64, sizes: &mut Log2Hist) {
+        if e.sectors() > 0 {
+            r.sectors = e.sectors();
+        }
+        if e.action == Action::Insert {
+            r.inserted = Some(e.ts);
+        } else {
+            r.issued = Some(e.ts);
+            if e.rwbs.has(Rwbs::FUA) {
+                *fua += 1;
+            }
+            if e.bytes > 0 {
+                sizes.add((e.bytes as u64).div_ceil(1024));
+            }
         }
     }
 
@@ -292,7 +312,7 @@ impl DeviceRequests {
             // The scheduler merged this request into another: it
             // will never complete, and the kernel ends its
             // accounting here (blk_account_io_merge_request).
-            if self.requests.remove(&e.sector).is_some() {
+            if self.requests.remove(e.sector).is_some() {
                 self.iostat.io_ended(e.ts);
             }
             return;
@@ -305,13 +325,13 @@ impl DeviceRequests {
             // allocated before the trace or the time window began), which
             // must not grow: its completion would then leave a phantom
             // remainder in flight, and the device busy, until the end.
-            if let Some((&at, r)) = self.requests.range_mut(..e.sector).next_back() {
+            if let Some((at, r)) = self.requests.last_in_mut(..e.sector) {
                 if at.saturating_add(r.sectors) == e.sector {
                     r.sectors += e.sectors();
                     r.bios += 1;
                 }
             }
-        } else if let Some(mut r) = self.requests.remove(&end) {
+        } else if let Some(mut r) = self.requests.remove(end) {
             r.sectors += e.sectors();
             r.bios += 1;
             r.sector = e.sector;
@@ -348,7 +368,7 @@ impl DeviceRequests {
                 .or(if self.empty.is_empty() { None } else { Some(0) })
                 .and_then(|p| self.empty.remove(p))
         } else {
-            self.requests.remove(&e.sector)
+            self.requests.remove(e.sector)
         };
         let Some(mut r) = found else {
             // A bio-based device (dm, md) completes bios, not requests.
