@@ -115,7 +115,7 @@ pub static SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "journal",
         case: "case 2",
-        about: "64 threads of random buffered 16 KiB writes + fsync on ext4",
+        about: "128 threads of random buffered 16 KiB writes + fsync on ext4",
         expect: Some("journal_space_stall"),
         good: "1 GiB journal",
         bad: "4 MiB journal",
@@ -318,7 +318,7 @@ fn merges(lab: &Lab) -> Result<(), CaptureError> {
 fn journal(lab: &Lab) -> Result<(), CaptureError> {
     let script = |fs: &Ext4| {
         format!(
-            "\"$IOSLEUTH\" probe randwrite --threads 64 --bs 16k --file-size 4m --fsync --duration 2 --dir {}",
+            "\"$IOSLEUTH\" probe randwrite --threads 128 --bs 16k --file-size 4m --fsync --duration 2 --dir {}",
             fs.mnt.display()
         )
     };
