@@ -21,7 +21,12 @@ impl ThreadNames {
 
     /// Whether this thread's results are wanted (by its name as known now).
     pub fn keeps(&self, pid: u32) -> bool {
-        self.keeps_named(pid, &self.get(pid))
+        // Asked at every operation's start and end: no name made unless a
+        // filter needs it.
+        if self.only_pids.is_empty() && self.only_comms.is_empty() {
+            return true;
+        }
+        self.keeps_named(pid, self.comms.get(&pid).map_or("", |c| c.as_str()))
     }
 
     pub fn keeps_named(&self, pid: u32, comm: &str) -> bool {

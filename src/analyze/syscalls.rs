@@ -143,23 +143,18 @@ impl SyscallAnalysis {
         if !names.keeps(pid) {
             return;
         }
-        let comm = names.get(pid);
         let table = if op {
             &mut self.out.operations
         } else {
             &mut self.out.by_name
         };
-        table.entry(name.to_string()).or_default().add(ns);
+        add_to(table, name, ns);
         if !op {
-            self.by_pid
-                .entry(pid)
-                .or_default()
-                .entry(name.to_string())
-                .or_default()
-                .add(ns);
+            add_to(self.by_pid.entry(pid).or_default(), name, ns);
         }
         let slow = &mut self.out.slowest;
         if qualifies(slow, SLOWEST_KEPT, ns, |c| c.latency_ns) {
+            let comm = names.get(pid);
             let call = Call {
                 name: if op {
                     format!("probe {name}")
@@ -200,5 +195,14 @@ impl SyscallAnalysis {
             s.summarize();
         }
         self.out
+    }
+}
+
+/// Adds a call of `name` to its row, naming a new row only (a call per
+/// syscall: most rows exist).
+fn add_to(table: &mut BTreeMap<String, CallStats>, name: &str, ns: u64) {
+    match table.get_mut(name) {
+        Some(s) => s.add(ns),
+        None => table.entry(name.to_string()).or_default().add(ns),
     }
 }

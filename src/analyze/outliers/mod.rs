@@ -75,6 +75,8 @@ pub struct OutlierAnalysis {
     done_limit: usize,
     by_kind: BTreeMap<String, Vec<Outlier>>,
     idle: IdleClocks,
+    /// Ended operations whose allocations the next ones reuse.
+    spare: Vec<OpenOp>,
     rows: Option<std::sync::mpsc::SyncSender<super::rows::OperationRow>>,
 }
 
@@ -313,5 +315,142 @@ mod tests {
             (req.sector, req.class, req.d2c_ns),
             (1000 + 700 * 8, "data write", Some(5_000_000))
         );
+    }
+
+    /// An operation that begins in the allocations of one that ended
+    /// unkept starts clean: the fsync before it was runnable behind a hog
+    /// and waited for a write; the one after only slept, and a `read` in
+    /// the same slot is named a read.
+    #[test]
+    fn an_operation_in_a_reused_slot_starts_clean() {
+        let mut tr = Trace::default();
+        let switch = |from: &str, state: &str, to: &str| {
+            let (fc, fp) = from.rsplit_once('-').expect("comm-pid");
+            let (tc, tp) = to.rsplit_once('-').expect("comm-pid");
+            format!("prev_comm={fc} prev_pid={fp} prev_prio=120 prev_state={state} ==> next_comm={tc} next_pid={tp} next_prio=120")
+        };
+        let wake = "comm=probe pid=100 prio=120 target_cpu=000";
+        // Five 10 ms sleeps fill the top 5.
+        let mut t = 100;
+        for _ in 0..5 {
+            tr.add(t, "probe-100", 0, "sys_enter_fsync", "fd: 0x3");
+            tr.add(
+                t + 1,
+                "probe-100",
+                0,
+                "sched_switch",
+                &switch("probe-100", "S", "swapper/0-0"),
+            );
+            tr.add(t + 10_000, "<idle>-0", 0, "sched_wakeup", wake);
+            tr.add(
+                t + 10_001,
+                "<idle>-0",
+                0,
+                "sched_switch",
+                &switch("swapper/0-0", "R", "probe-100"),
+            );
+            tr.add(t + 10_002, "probe-100", 0, "sys_exit_fsync", "0x0");
+            t += 20_000;
+        }
+        // 1 ms, unkept: runnable behind hog-300, then blocked on a write.
+        tr.add(t, "probe-100", 0, "sys_enter_fsync", "fd: 0x3");
+        tr.add(
+            t + 1,
+            "probe-100",
+            0,
+            "sched_switch",
+            &switch("probe-100", "R", "hog-300"),
+        );
+        tr.add(
+            t + 400,
+            "hog-300",
+            0,
+            "sched_switch",
+            &switch("hog-300", "R", "probe-100"),
+        );
+        tr.add(
+            t + 401,
+            "probe-100",
+            0,
+            "sched_switch",
+            &switch("probe-100", "D", "swapper/0-0"),
+        );
+        tr.add(
+            t + 402,
+            "kworker/0:1-60",
+            0,
+            "block_rq_issue",
+            "7,0 W 4096 () 5000 + 8 be,0,4 [kworker/0:1]",
+        );
+        tr.add(
+            t + 900,
+            "<idle>-0",
+            0,
+            "block_rq_complete",
+            "7,0 W () 5000 + 8 be,0,4 [0]",
+        );
+        tr.add(t + 901, "<idle>-0", 0, "sched_wakeup", wake);
+        tr.add(
+            t + 902,
+            "<idle>-0",
+            0,
+            "sched_switch",
+            &switch("swapper/0-0", "R", "probe-100"),
+        );
+        tr.add(t + 903, "probe-100", 0, "sys_exit_fsync", "0x0");
+        t += 2_000;
+        // 30 ms asleep, the slowest fsync; then a 40 ms read.
+        for (call, us) in [("fsync", 30_000), ("read", 40_000)] {
+            let args = if call == "read" {
+                "fd: 0x3, buf: 0x0, count: 0x10"
+            } else {
+                "fd: 0x3"
+            };
+            tr.add(t, "probe-100", 0, &format!("sys_enter_{call}"), args);
+            tr.add(
+                t + 1,
+                "probe-100",
+                0,
+                "sched_switch",
+                &switch("probe-100", "S", "swapper/0-0"),
+            );
+            tr.add(t + us, "<idle>-0", 0, "sched_wakeup", wake);
+            tr.add(
+                t + us + 1,
+                "<idle>-0",
+                0,
+                "sched_switch",
+                &switch("swapper/0-0", "R", "probe-100"),
+            );
+            tr.add(
+                t + us + 2,
+                "probe-100",
+                0,
+                &format!("sys_exit_{call}"),
+                "0x0",
+            );
+            t += 50_000;
+        }
+        let (out, names) = run(&tr.text());
+        assert!(out.open.is_empty());
+        let summary = out.finish(&names);
+        let fsyncs = &summary.by_kind["syscall fsync"];
+        assert_eq!(fsyncs.len(), 5);
+        assert_eq!(fsyncs[0].latency_ns, 30_002_000);
+        assert!(fsyncs[0].held_by.is_empty(), "{:?}", fsyncs[0].held_by);
+        assert!(
+            fsyncs[0].main_request.is_none(),
+            "{:?}",
+            fsyncs[0].main_request
+        );
+        assert_eq!(fsyncs[0].breakdown.runnable_ns, 0);
+        assert!(fsyncs[0].breakdown.device_ns.is_empty());
+        assert_eq!(summary.totals["syscall fsync"].count, 7);
+        let read = &summary.by_kind["syscall read"][0];
+        assert_eq!(
+            (read.kind.as_str(), read.latency_ns),
+            ("syscall read", 40_002_000)
+        );
+        assert!(read.held_by.is_empty() && read.main_request.is_none());
     }
 }
