@@ -198,6 +198,31 @@ mod tests {
     use crate::diagnose::testkit::Trace;
     use crate::model::Event;
 
+    /// A `sched_switch` payload from `comm-pid` to `comm-pid`.
+    fn switch(from: &str, state: &str, to: &str) -> String {
+        let (fc, fp) = from.rsplit_once('-').expect("comm-pid");
+        let (tc, tp) = to.rsplit_once('-').expect("comm-pid");
+        format!("prev_comm={fc} prev_pid={fp} prev_prio=120 prev_state={state} ==> next_comm={tc} next_pid={tp} next_prio=120")
+    }
+
+    /// probe-100 on CPU 0 in syscall `call` from `t`, asleep (S) for `us`.
+    fn sleep_in(tr: &mut Trace, t: u64, call: &str, args: &str, us: u64) {
+        let wake = "comm=probe pid=100 prio=120 target_cpu=000";
+        tr.add(t, "probe-100", 0, &format!("sys_enter_{call}"), args);
+        let asleep = switch("probe-100", "S", "swapper/0-0");
+        tr.add(t + 1, "probe-100", 0, "sched_switch", &asleep);
+        tr.add(t + us, "<idle>-0", 0, "sched_wakeup", wake);
+        let back = switch("swapper/0-0", "R", "probe-100");
+        tr.add(t + us + 1, "<idle>-0", 0, "sched_switch", &back);
+        tr.add(
+            t + us + 2,
+            "probe-100",
+            0,
+            &format!("sys_exit_{call}"),
+            "0x0",
+        );
+    }
+
     /// The outlier analysis alone, fed as `Analyses` feeds it.
     fn run(text: &str) -> (OutlierAnalysis, ThreadNames) {
         let path = std::path::Path::new("outliers-test.txt");
@@ -238,11 +263,6 @@ mod tests {
     #[test]
     fn completed_requests_go_once_no_open_operation_waited_for_them() {
         let mut tr = Trace::default();
-        let switch = |from: &str, state: &str, to: &str| {
-            let (fc, fp) = from.rsplit_once('-').expect("comm-pid");
-            let (tc, tp) = to.rsplit_once('-').expect("comm-pid");
-            format!("prev_comm={fc} prev_pid={fp} prev_prio=120 prev_state={state} ==> next_comm={tc} next_pid={tp} next_prio=120")
-        };
         tr.add(
             10,
             "reader-200",
@@ -324,32 +344,11 @@ mod tests {
     #[test]
     fn an_operation_in_a_reused_slot_starts_clean() {
         let mut tr = Trace::default();
-        let switch = |from: &str, state: &str, to: &str| {
-            let (fc, fp) = from.rsplit_once('-').expect("comm-pid");
-            let (tc, tp) = to.rsplit_once('-').expect("comm-pid");
-            format!("prev_comm={fc} prev_pid={fp} prev_prio=120 prev_state={state} ==> next_comm={tc} next_pid={tp} next_prio=120")
-        };
         let wake = "comm=probe pid=100 prio=120 target_cpu=000";
         // Five 10 ms sleeps fill the top 5.
         let mut t = 100;
         for _ in 0..5 {
-            tr.add(t, "probe-100", 0, "sys_enter_fsync", "fd: 0x3");
-            tr.add(
-                t + 1,
-                "probe-100",
-                0,
-                "sched_switch",
-                &switch("probe-100", "S", "swapper/0-0"),
-            );
-            tr.add(t + 10_000, "<idle>-0", 0, "sched_wakeup", wake);
-            tr.add(
-                t + 10_001,
-                "<idle>-0",
-                0,
-                "sched_switch",
-                &switch("swapper/0-0", "R", "probe-100"),
-            );
-            tr.add(t + 10_002, "probe-100", 0, "sys_exit_fsync", "0x0");
+            sleep_in(&mut tr, t, "fsync", "fd: 0x3", 10_000);
             t += 20_000;
         }
         // 1 ms, unkept: runnable behind hog-300, then blocked on a write.
@@ -400,37 +399,9 @@ mod tests {
         tr.add(t + 903, "probe-100", 0, "sys_exit_fsync", "0x0");
         t += 2_000;
         // 30 ms asleep, the slowest fsync; then a 40 ms read.
-        for (call, us) in [("fsync", 30_000), ("read", 40_000)] {
-            let args = if call == "read" {
-                "fd: 0x3, buf: 0x0, count: 0x10"
-            } else {
-                "fd: 0x3"
-            };
-            tr.add(t, "probe-100", 0, &format!("sys_enter_{call}"), args);
-            tr.add(
-                t + 1,
-                "probe-100",
-                0,
-                "sched_switch",
-                &switch("probe-100", "S", "swapper/0-0"),
-            );
-            tr.add(t + us, "<idle>-0", 0, "sched_wakeup", wake);
-            tr.add(
-                t + us + 1,
-                "<idle>-0",
-                0,
-                "sched_switch",
-                &switch("swapper/0-0", "R", "probe-100"),
-            );
-            tr.add(
-                t + us + 2,
-                "probe-100",
-                0,
-                &format!("sys_exit_{call}"),
-                "0x0",
-            );
-            t += 50_000;
-        }
+        sleep_in(&mut tr, t, "fsync", "fd: 0x3", 30_000);
+        let read_args = "fd: 0x3, buf: 0x0, count: 0x10";
+        sleep_in(&mut tr, t + 50_000, "read", read_args, 40_000);
         let (out, names) = run(&tr.text());
         assert!(out.open.is_empty());
         let summary = out.finish(&names);
