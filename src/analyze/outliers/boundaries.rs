@@ -145,7 +145,7 @@ impl OutlierAnalysis {
             let o = self.explain(op, latency, names);
             let list = self.by_kind.entry(o.kind.clone()).or_default();
             keep_largest(list, o, self.top, |o| o.latency_ns, |o| o.start_ns);
-        } else if self.spare.len() < SPARE_OPS {
+        } else if self.spare.len() < SPARE_OPS && op.small() {
             self.spare.push(op);
         }
         if self.open.is_empty() {

@@ -52,6 +52,14 @@ impl OpenOp {
         self.idle_mark = idle.at(cpu, self.last);
     }
 
+    /// Whether its maps are small enough to keep for the next operation:
+    /// one that waited for thousands of requests lets its memory go.
+    pub(super) fn small(&self) -> bool {
+        self.held.capacity() <= 64
+            && self.waited_on.capacity() <= 64
+            && self.device.capacity() <= 16
+    }
+
     /// Moves the hot-path tallies into the breakdown.
     pub(super) fn settle(&mut self) {
         if let Some((k, issued, ns)) = self.cur_wait.take() {
