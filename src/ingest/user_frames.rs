@@ -108,18 +108,61 @@ fn demangle(name: &str) -> String {
     if let Ok(d) = rustc_demangle::try_demangle(name) {
         return format!("{d:#}");
     }
-    if name.starts_with("_Z") {
-        let opts = cpp_demangle::DemangleOptions::new()
-            .no_params()
-            .no_return_type();
-        if let Ok(d) = cpp_demangle::Symbol::new(name).and_then(|s| {
-            s.demangle_with_options(&opts)
-                .map_err(|_| cpp_demangle::error::Error::UnexpectedEnd)
-        }) {
-            return integer_literals_as_libiberty(&d);
-        }
+    thunk(name)
+        .or_else(|| demangle_cpp(name))
+        .unwrap_or_else(|| name.to_string())
+}
+
+/// A C++ function's name without its parameters and return type.
+fn demangle_cpp(name: &str) -> Option<String> {
+    if !name.starts_with("_Z") {
+        return None;
     }
-    name.to_string()
+    let opts = cpp_demangle::DemangleOptions::new()
+        .no_params()
+        .no_return_type();
+    let d = cpp_demangle::Symbol::new(name)
+        .ok()?
+        .demangle_with_options(&opts)
+        .ok()?;
+    Some(integer_literals_as_libiberty(&d))
+}
+
+/// A thunk as GNU's demangler (perf's) names it, `virtual thunk to
+/// std::basic_ostream<…>::~basic_ostream`, where cpp_demangle writes
+/// `{virtual override thunk({virtual offset(0, -24)}, …)}`: the call
+/// offsets skipped (Itanium ABI `T h|v|c`), the target demangled.
+fn thunk(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("_ZT")?;
+    let (what, offsets, mut rest) = match rest.as_bytes().first()? {
+        b'h' => ("non-virtual thunk to ", 1, rest),
+        b'v' => ("virtual thunk to ", 1, rest),
+        b'c' => ("covariant return thunk to ", 2, &rest[1..]),
+        _ => return None,
+    };
+    for _ in 0..offsets {
+        rest = skip_call_offset(rest)?;
+    }
+    Some(format!("{what}{}", demangle_cpp(&format!("_Z{rest}"))?))
+}
+
+/// `h <offset> _` or `v <offset> _ <virtual offset> _`; an offset is a
+/// number, `n` before it when negative.
+fn skip_call_offset(s: &str) -> Option<&str> {
+    let (numbers, mut s) = match s.as_bytes().first()? {
+        b'h' => (1, &s[1..]),
+        b'v' => (2, &s[1..]),
+        _ => return None,
+    };
+    for _ in 0..numbers {
+        let n = s.strip_prefix('n').unwrap_or(s);
+        let digits = n.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        s = n[digits..].strip_prefix('_')?;
+    }
+    Some(s)
 }
 
 /// Template arguments that are integers as GNU's demangler (perf's)
@@ -174,5 +217,27 @@ mod tests {
             "A<B<1335398ul, C>, 3, -2l>::f"
         );
         assert_eq!(demangle("read"), "read");
+    }
+
+    /// The names perf gave thunks in a system-wide `perf record -g` here
+    /// (a live test's run, libstdc++'s wide ostream), and c++filt's for
+    /// the other two kinds, without parameters.
+    #[test]
+    fn thunks_as_perf_names_them() {
+        assert_eq!(
+            demangle("_ZTv0_n24_NSt13basic_ostreamIwSt11char_traitsIwEED1Ev"),
+            "virtual thunk to std::basic_ostream<wchar_t, std::char_traits<wchar_t> >::~basic_ostream"
+        );
+        assert_eq!(demangle("_ZThn16_N1C1fEv"), "non-virtual thunk to C::f");
+        assert_eq!(
+            demangle("_ZTch0_h16_N1D1fEv"),
+            "covariant return thunk to D::f"
+        );
+        // Not a thunk (a vtable, a malformed offset): as before.
+        assert_eq!(
+            demangle("_ZTv0_N1B1gEi"),
+            demangle_cpp("_ZTv0_N1B1gEi").unwrap_or("_ZTv0_N1B1gEi".into())
+        );
+        assert_eq!(thunk("_ZTV1A"), None);
     }
 }
