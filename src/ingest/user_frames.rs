@@ -102,8 +102,11 @@ impl UserFrames {
     }
 }
 
-/// A symbol as perf prints it by default: Rust (legacy and v0) without
-/// its hash, C++ without its parameters, anything else as it is.
+/// A symbol as perf prints it: Rust (legacy and v0) without its hash, C++
+/// whole as `__cxa_demangle` writes it (perf's demangler here; the frame
+/// parser then drops the parameters, as the collapsers do, which keeps
+/// a template function's return type and drops a `const &` qualifier),
+/// anything else as it is.
 fn demangle(name: &str) -> String {
     if let Ok(d) = rustc_demangle::try_demangle(name) {
         return format!("{d:#}");
@@ -113,17 +116,18 @@ fn demangle(name: &str) -> String {
         .unwrap_or_else(|| name.to_string())
 }
 
-/// A C++ function's name without its parameters and return type.
+/// A C++ function's whole name. On the 4424 functions libstdc++ exports,
+/// this and the frame parser give `__cxa_demangle`'s name without its
+/// parameters for all but 125 (cpp_demangle spells `std::istream` and
+/// `std::iostream` out in full); without parameters and return types from
+/// cpp_demangle itself, 459 differed.
 fn demangle_cpp(name: &str) -> Option<String> {
     if !name.starts_with("_Z") {
         return None;
     }
-    let opts = cpp_demangle::DemangleOptions::new()
-        .no_params()
-        .no_return_type();
     let d = cpp_demangle::Symbol::new(name)
         .ok()?
-        .demangle_with_options(&opts)
+        .demangle_with_options(&cpp_demangle::DemangleOptions::new())
         .ok()?;
     Some(integer_literals_as_libiberty(&d))
 }
@@ -208,36 +212,49 @@ mod tests {
     #[test]
     fn names_as_perf_demangles_them() {
         assert_eq!(
-            demangle("_ZN8iosleuth6ingest5merge6Merger5prime17hbf946f9c219207e9E.llvm.6084931058377092873"),
+            frame("_ZN8iosleuth6ingest5merge6Merger5prime17hbf946f9c219207e9E.llvm.6084931058377092873"),
             "iosleuth::ingest::merge::Merger::prime"
         );
-        assert_eq!(demangle("_ZN3foo3barEi"), "foo::bar");
+        assert_eq!(demangle("_ZN3foo3barEi"), "foo::bar(int)");
+        assert_eq!(frame("_ZN3foo3barEi"), "foo::bar");
         assert_eq!(
             integer_literals_as_libiberty("A<B<(unsigned long)1335398, C>, (int)3, (long)-2>::f"),
             "A<B<1335398ul, C>, 3, -2l>::f"
         );
         assert_eq!(demangle("read"), "read");
+        // As `__cxa_demangle` and the frame parser give them (libstdc++'s
+        // exports): a ref-qualified method, a template's return type.
+        assert_eq!(
+            frame("_ZNKRSt7__cxx1115basic_stringbufIcSt11char_traitsIcESaIcEE3strEv"),
+            "std::__cxx11::basic_stringbuf<char, std::char_traits<char>, std::allocator<char> >::str"
+        );
+        assert_eq!(
+            frame("_ZSt9use_facetISt5ctypeIcEERKT_RKSt6locale"),
+            "std::ctype<char> const& std::use_facet<std::ctype<char> >"
+        );
     }
 
-    /// The names perf gave thunks in a system-wide `perf record -g` here
+    /// A symbol's frame as the perf.data reader makes it.
+    fn frame(symbol: &str) -> String {
+        parse_frame(&format!("\t1 {}+0x0 (/x)", demangle(symbol))).expect("a frame")
+    }
+
+    /// The name perf gave a thunk in a system-wide `perf record -g` here
     /// (a live test's run, libstdc++'s wide ostream), and c++filt's for
-    /// the other two kinds, without parameters.
+    /// the other two kinds (without parameters).
     #[test]
     fn thunks_as_perf_names_them() {
         assert_eq!(
-            demangle("_ZTv0_n24_NSt13basic_ostreamIwSt11char_traitsIwEED1Ev"),
+            frame("_ZTv0_n24_NSt13basic_ostreamIwSt11char_traitsIwEED1Ev"),
             "virtual thunk to std::basic_ostream<wchar_t, std::char_traits<wchar_t> >::~basic_ostream"
         );
-        assert_eq!(demangle("_ZThn16_N1C1fEv"), "non-virtual thunk to C::f");
+        assert_eq!(frame("_ZThn16_N1C1fEv"), "non-virtual thunk to C::f");
         assert_eq!(
-            demangle("_ZTch0_h16_N1D1fEv"),
+            frame("_ZTch0_h16_N1D1fEv"),
             "covariant return thunk to D::f"
         );
-        // Not a thunk (a vtable, a malformed offset): as before.
-        assert_eq!(
-            demangle("_ZTv0_N1B1gEi"),
-            demangle_cpp("_ZTv0_N1B1gEi").unwrap_or("_ZTv0_N1B1gEi".into())
-        );
+        // Not thunks: a malformed call offset, a vtable.
+        assert_eq!(thunk("_ZTv0_N1B1gEi"), None);
         assert_eq!(thunk("_ZTV1A"), None);
     }
 }
