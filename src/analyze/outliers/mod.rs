@@ -198,6 +198,9 @@ mod tests {
     use crate::diagnose::testkit::Trace;
     use crate::model::Event;
 
+    /// The `sched_wakeup` payload of probe-100 on CPU 0.
+    const WAKE_PROBE: &str = "comm=probe pid=100 prio=120 target_cpu=000";
+
     /// A `sched_switch` payload from `comm-pid` to `comm-pid`.
     fn switch(from: &str, state: &str, to: &str) -> String {
         let (fc, fp) = from.rsplit_once('-').expect("comm-pid");
@@ -207,11 +210,10 @@ mod tests {
 
     /// probe-100 on CPU 0 in syscall `call` from `t`, asleep (S) for `us`.
     fn sleep_in(tr: &mut Trace, t: u64, call: &str, args: &str, us: u64) {
-        let wake = "comm=probe pid=100 prio=120 target_cpu=000";
         tr.add(t, "probe-100", 0, &format!("sys_enter_{call}"), args);
         let asleep = switch("probe-100", "S", "swapper/0-0");
         tr.add(t + 1, "probe-100", 0, "sched_switch", &asleep);
-        tr.add(t + us, "<idle>-0", 0, "sched_wakeup", wake);
+        tr.add(t + us, "<idle>-0", 0, "sched_wakeup", WAKE_PROBE);
         let back = switch("swapper/0-0", "R", "probe-100");
         tr.add(t + us + 1, "<idle>-0", 0, "sched_switch", &back);
         tr.add(
@@ -221,6 +223,22 @@ mod tests {
             &format!("sys_exit_{call}"),
             "0x0",
         );
+    }
+
+    /// probe-100 on CPU 0, in an fsync, blocks (D) at `t` on a 4 KiB write
+    /// at `sector` that the device completes `us` later; the fsync ends
+    /// 4 µs after that.
+    fn blocked_on_write(tr: &mut Trace, t: u64, sector: u64, us: u64) {
+        let blocked = switch("probe-100", "D", "swapper/0-0");
+        tr.add(t, "probe-100", 0, "sched_switch", &blocked);
+        let issue = format!("7,0 W 4096 () {sector} + 8 be,0,4 [kworker/0:1]");
+        tr.add(t + 1, "kworker/0:1-60", 0, "block_rq_issue", &issue);
+        let done = format!("7,0 W () {sector} + 8 be,0,4 [0]");
+        tr.add(t + 1 + us, "<idle>-0", 0, "block_rq_complete", &done);
+        tr.add(t + 2 + us, "<idle>-0", 0, "sched_wakeup", WAKE_PROBE);
+        let back = switch("swapper/0-0", "R", "probe-100");
+        tr.add(t + 3 + us, "<idle>-0", 0, "sched_switch", &back);
+        tr.add(t + 4 + us, "probe-100", 0, "sys_exit_fsync", "0x0");
     }
 
     /// The outlier analysis alone, fed as `Analyses` feeds it.
@@ -282,42 +300,7 @@ mod tests {
             let s = 1000 + i * 8;
             let slow = if i == 700 { 5_000 } else { 50 };
             tr.add(t, "probe-100", 0, "sys_enter_fsync", "fd: 0x3");
-            tr.add(
-                t + 1,
-                "probe-100",
-                0,
-                "sched_switch",
-                &switch("probe-100", "D", "swapper/0-0"),
-            );
-            tr.add(
-                t + 2,
-                "kworker/0:1-60",
-                0,
-                "block_rq_issue",
-                &format!("7,0 W 4096 () {s} + 8 be,0,4 [kworker/0:1]"),
-            );
-            tr.add(
-                t + 2 + slow,
-                "<idle>-0",
-                0,
-                "block_rq_complete",
-                &format!("7,0 W () {s} + 8 be,0,4 [0]"),
-            );
-            tr.add(
-                t + 3 + slow,
-                "<idle>-0",
-                0,
-                "sched_wakeup",
-                "comm=probe pid=100 prio=120 target_cpu=000",
-            );
-            tr.add(
-                t + 4 + slow,
-                "<idle>-0",
-                0,
-                "sched_switch",
-                &switch("swapper/0-0", "R", "probe-100"),
-            );
-            tr.add(t + 5 + slow, "probe-100", 0, "sys_exit_fsync", "0x0");
+            blocked_on_write(&mut tr, t + 1, s, slow);
             t += 10 + slow;
         }
         let (out, names) = run(&tr.text());
@@ -344,7 +327,6 @@ mod tests {
     #[test]
     fn an_operation_in_a_reused_slot_starts_clean() {
         let mut tr = Trace::default();
-        let wake = "comm=probe pid=100 prio=120 target_cpu=000";
         // Five 10 ms sleeps fill the top 5.
         let mut t = 100;
         for _ in 0..5 {
@@ -367,36 +349,7 @@ mod tests {
             "sched_switch",
             &switch("hog-300", "R", "probe-100"),
         );
-        tr.add(
-            t + 401,
-            "probe-100",
-            0,
-            "sched_switch",
-            &switch("probe-100", "D", "swapper/0-0"),
-        );
-        tr.add(
-            t + 402,
-            "kworker/0:1-60",
-            0,
-            "block_rq_issue",
-            "7,0 W 4096 () 5000 + 8 be,0,4 [kworker/0:1]",
-        );
-        tr.add(
-            t + 900,
-            "<idle>-0",
-            0,
-            "block_rq_complete",
-            "7,0 W () 5000 + 8 be,0,4 [0]",
-        );
-        tr.add(t + 901, "<idle>-0", 0, "sched_wakeup", wake);
-        tr.add(
-            t + 902,
-            "<idle>-0",
-            0,
-            "sched_switch",
-            &switch("swapper/0-0", "R", "probe-100"),
-        );
-        tr.add(t + 903, "probe-100", 0, "sys_exit_fsync", "0x0");
+        blocked_on_write(&mut tr, t + 401, 5000, 498);
         t += 2_000;
         // 30 ms asleep, the slowest fsync; then a 40 ms read.
         sleep_in(&mut tr, t, "fsync", "fd: 0x3", 30_000);
