@@ -15,7 +15,7 @@ fn report(paths: &[&Path], json: bool) -> Outcome {
     for p in paths {
         c.arg(p);
     }
-    outcome_of(&mut c)
+    outcome_bounded(&mut c, None)
 }
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {

@@ -14,15 +14,14 @@ struct Outcome {
 }
 
 fn report(path: &Path) -> Outcome {
-    let o = iosleuth()
-        .args(["report", "--format", "json"])
-        .arg(path)
-        .output()
-        .unwrap();
+    let o = outcome_bounded(
+        iosleuth().args(["report", "--format", "json"]).arg(path),
+        None,
+    );
     Outcome {
-        code: o.status.code().expect("exited"),
-        json: serde_json::from_slice(&o.stdout).unwrap_or_default(),
-        stderr: String::from_utf8_lossy(&o.stderr).into(),
+        code: o.code,
+        json: serde_json::from_str(&o.stdout).unwrap_or_default(),
+        stderr: o.stderr,
     }
 }
 

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{copy_dir, iosleuth, tempdir};
+use common::{copy_dir, iosleuth, tempdir, BAD_INPUT_AS_BYTES, BAD_INPUT_SECONDS};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -47,8 +47,8 @@ fn run_bounded(
     unsafe {
         cmd.pre_exec(|| {
             let lim = libc::rlimit {
-                rlim_cur: 8 << 30,
-                rlim_max: 8 << 30,
+                rlim_cur: BAD_INPUT_AS_BYTES,
+                rlim_max: BAD_INPUT_AS_BYTES,
             };
             libc::setrlimit(libc::RLIMIT_AS, &lim);
             Ok(())
@@ -97,7 +97,7 @@ fn run_bounded(
 fn assert_report_copes(path: &Path, named: &str) {
     let o = run_bounded(
         &[std::ffi::OsStr::new("report"), path.as_os_str()],
-        Duration::from_secs(60),
+        Duration::from_secs(BAD_INPUT_SECONDS),
         || None,
     );
     assert!(o.killed.is_none(), "{:?}\n{}", o.killed, o.stderr);

@@ -426,12 +426,21 @@ pub fn outcome_of(cmd: &mut Command) -> Outcome {
     Outcome::of(o.status, &o.stdout, &o.stderr)
 }
 
-/// Runs `cmd` (its standard input `input` when given, else nothing),
-/// failing the test if it still runs after 60 s: what the bad-input tests
-/// feed it used to hang. Its output is drained meanwhile, so that a large
-/// report cannot block it on a full pipe.
+/// The address space a bad-input run may use: a crafted file that makes
+/// iosleuth allocate by a count it read fails the test instead of the VM.
+pub const BAD_INPUT_AS_BYTES: u64 = 512 << 20;
+/// How long a bad-input run may take.
+pub const BAD_INPUT_SECONDS: u64 = 30;
+
+/// Runs `cmd` (its standard input `input` when given, else nothing) under
+/// an address-space limit of 512 MiB, failing the test if it still runs
+/// after 30 s or dies of a signal (an allocation refused by the limit
+/// aborts): what the bad-input tests feed it used to hang or eat memory.
+/// Its output is drained meanwhile, so that a large report cannot block it
+/// on a full pipe.
 pub fn outcome_bounded(cmd: &mut Command, input: Option<Vec<u8>>) -> Outcome {
     use std::io::{Read, Write};
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
     use std::process::Stdio;
     use std::time::{Duration, Instant};
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -440,6 +449,20 @@ pub fn outcome_bounded(cmd: &mut Command, input: Option<Vec<u8>>) -> Outcome {
     } else {
         Stdio::null()
     });
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between
+    // fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: BAD_INPUT_AS_BYTES,
+                rlim_max: BAD_INPUT_AS_BYTES,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     let mut child = cmd.spawn().unwrap();
     let writer = input.map(|bytes| {
         let mut stdin = child.stdin.take().unwrap();
@@ -461,14 +484,27 @@ pub fn outcome_bounded(cmd: &mut Command, input: Option<Vec<u8>>) -> Outcome {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
-        if start.elapsed() > Duration::from_secs(60) {
+        if start.elapsed() > Duration::from_secs(BAD_INPUT_SECONDS) {
             let _ = child.kill();
-            panic!("{cmd:?} still runs after 60 s");
+            panic!("{cmd:?} still runs after {BAD_INPUT_SECONDS} s");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
     if let Some(w) = writer {
         w.join().unwrap();
     }
-    Outcome::of(status, &out.join().unwrap(), &err.join().unwrap())
+    let (out, err) = (out.join().unwrap(), err.join().unwrap());
+    if let Some(sig) = status.signal() {
+        panic!(
+            "{cmd:?} died of signal {sig} under a {} MiB address-space limit: {}",
+            BAD_INPUT_AS_BYTES >> 20,
+            String::from_utf8_lossy(&err)
+        );
+    }
+    Outcome::of(status, &out, &err)
+}
+
+/// `iosleuth ARGS` run as `outcome_bounded` runs it.
+pub fn bounded(args: &[&str]) -> Outcome {
+    outcome_bounded(iosleuth().args(args), None)
 }
