@@ -89,6 +89,39 @@ fn interrupt_lab(name: &str, after: std::time::Duration) {
     );
 }
 
+/// The lab's output with each scenario that came out inconclusive (the
+/// machine's own noise could explain what it saw) run again, up to twice:
+/// a scenario still inconclusive after that stays so and fails the test.
+fn settled(all: &str, options: &[&str]) -> String {
+    let header = "==================== lab ";
+    let mut out = String::new();
+    for section in all.split(header).skip(1) {
+        let name = section.split(' ').next().unwrap_or_default();
+        let mut section = format!("{header}{section}");
+        for _ in 0..2 {
+            if !section.contains(&format!("lab {name}: inconclusive")) {
+                break;
+            }
+            eprintln!("lab {name} was inconclusive, running it again:\n{section}");
+            // What follows its verdict (a skipped scenario's line) stays.
+            let verdict = format!("lab {name}: inconclusive");
+            let at = section.find(&verdict).unwrap();
+            let tail = section[at..]
+                .split_once('\n')
+                .map_or("", |x| x.1)
+                .to_string();
+            let o = iosleuth()
+                .args(["lab", "run", name])
+                .args(options)
+                .output()
+                .unwrap();
+            section = String::from_utf8_lossy(&o.stdout).into_owned() + &tail;
+        }
+        out.push_str(&section);
+    }
+    out
+}
+
 /// Ctrl-C first, while the disks are being made and during a recording;
 /// then the whole lab, which must not notice.
 #[test]
@@ -106,13 +139,14 @@ fn lab_run_all_names_each_cause_and_cleans_up_also_after_ctrl_c() {
     assert_eq!(state(), before, "lab run merges | head left something");
     let before = state();
     let out = iosleuth().args(["lab", "run", "all"]).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let all = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(
         out.status.code(),
         Some(0),
-        "{text}\n{}",
+        "{all}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let text = settled(&all, &[]);
     for (name, top) in [
         ("merges", "CRITICAL merges_disabled"),
         ("journal", "CRITICAL journal_space_stall"),
@@ -252,6 +286,7 @@ fn lab_run_light_names_the_seed_cases_from_light_captures() {
             "{text}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        let text = settled(&text, &["--light"]);
         assert!(text.contains(&format!("lab {name}: as expected")), "{text}");
         let bad = text.split("bad (").nth(1).unwrap();
         let first = bad.trim_start().lines().nth(1).unwrap().trim();

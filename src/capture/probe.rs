@@ -207,18 +207,23 @@ pub fn randwrite(
 }
 
 /// A buffer aligned for O_DIRECT.
-struct Aligned {
+pub(crate) struct Aligned {
     ptr: *mut u8,
     layout: std::alloc::Layout,
 }
 
 impl Aligned {
-    fn new(len: usize) -> Aligned {
+    pub(crate) fn new(len: usize) -> Aligned {
         let layout = std::alloc::Layout::from_size_align(len.max(4096), 4096).expect("layout");
         // SAFETY: non-zero size; freed in Drop with the same layout.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
         assert!(!ptr.is_null(), "out of memory");
         Aligned { ptr, layout }
+    }
+
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: `layout.size()` bytes allocated in `new`, owned by self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
     }
 }
 

@@ -1,5 +1,7 @@
 //! Loop devices over files that iosleuth creates and removes itself. It
-//! never touches a device it did not create.
+//! never touches a device it did not create. The files sit in a tmpfs of
+//! their own (RAM), so that other work's disk traffic cannot show up as a
+//! device stall in a scenario that is not about the machine's disk.
 
 use crate::capture::tracefs::{CaptureError, Knob};
 use std::path::{Path, PathBuf};
@@ -19,6 +21,56 @@ pub struct LoopDevice {
     dir: PathBuf,
     /// The stalling FUSE file system the device sits on, if any.
     slow: Option<super::slowdisk::SlowDisk>,
+    /// The tmpfs mounted on `dir`, unless IOSLEUTH_LAB_DIR put the file on
+    /// a file system of the user's choosing.
+    ram: Option<RamDir>,
+}
+
+/// A tmpfs that iosleuth mounted, unmounted (lazily if still busy) on drop.
+struct RamDir(PathBuf);
+
+impl RamDir {
+    /// Mounts a tmpfs of `size_mb` (the image is sparse: only what is
+    /// written takes memory) plus room for the ext4 mount point and FUSE.
+    fn mount(dir: &Path, size_mb: u64) -> Result<RamDir, CaptureError> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = |s: &[u8]| std::ffi::CString::new(s).expect("no NUL");
+        let target = c(dir.as_os_str().as_bytes());
+        let data = c(format!("size={}m,mode=0700", size_mb + 16).as_bytes());
+        // SAFETY: every pointer is a NUL-terminated string that outlives the call.
+        let rc = unsafe {
+            libc::mount(
+                c(b"iosleuth-lab").as_ptr(),
+                target.as_ptr(),
+                c(b"tmpfs").as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                data.as_ptr().cast(),
+            )
+        };
+        if rc != 0 {
+            return Err(CaptureError(format!(
+                "cannot mount a tmpfs on {} for the lab's disk: {}",
+                dir.display(),
+                std::io::Error::last_os_error()
+            )));
+        }
+        Ok(RamDir(dir.to_path_buf()))
+    }
+}
+
+impl Drop for RamDir {
+    fn drop(&mut self) {
+        use std::os::unix::ffi::OsStrExt;
+        let Ok(target) = std::ffi::CString::new(self.0.as_os_str().as_bytes()) else {
+            return;
+        };
+        // SAFETY: a NUL-terminated path.
+        unsafe {
+            if libc::umount2(target.as_ptr(), 0) != 0 {
+                libc::umount2(target.as_ptr(), libc::MNT_DETACH);
+            }
+        }
+    }
 }
 
 impl LoopDevice {
@@ -42,22 +94,27 @@ impl LoopDevice {
         direct_io: bool,
         stall: Option<super::slowdisk::Stall>,
     ) -> Result<LoopDevice, CaptureError> {
-        let base = std::env::var_os("IOSLEUTH_LAB_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/var/tmp"));
+        let chosen = std::env::var_os("IOSLEUTH_LAB_DIR").map(PathBuf::from);
+        let base = chosen.clone().unwrap_or_else(|| PathBuf::from("/var/tmp"));
         let dir = base.join(format!("iosleuth-lab-{}", crate::capture::unique_name()));
         std::fs::create_dir_all(&dir)?;
+        let gone = |e: CaptureError, ram: Option<RamDir>| {
+            drop(ram);
+            let _ = std::fs::remove_dir_all(&dir);
+            e
+        };
+        let ram = match chosen {
+            Some(_) => None,
+            None => Some(RamDir::mount(&dir, size_mb).map_err(|e| gone(e, None))?),
+        };
         let backing = dir.join("iosleuth-disk.img");
-        let f = std::fs::File::create(&backing)?;
-        f.set_len(size_mb * 1024 * 1024)?;
-        drop(f);
+        if let Err(e) = std::fs::File::create(&backing).and_then(|f| f.set_len(size_mb << 20)) {
+            return Err(gone(e.into(), ram));
+        }
         let slow = match stall {
             Some(st) => match super::slowdisk::SlowDisk::mount(&backing, &dir.join("fuse"), st) {
                 Ok(s) => Some(s),
-                Err(e) => {
-                    let _ = std::fs::remove_dir_all(&dir);
-                    return Err(e);
-                }
+                Err(e) => return Err(gone(e, ram)),
             },
             None => None,
         };
@@ -73,11 +130,13 @@ impl LoopDevice {
             .map_err(|e| CaptureError(format!("cannot run losetup (package util-linux): {e}")))?;
         if !out.status.success() {
             drop(slow);
-            let _ = std::fs::remove_dir_all(&dir);
-            return Err(CaptureError(format!(
-                "losetup failed: {} (loop devices need root and the loop module)",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
+            return Err(gone(
+                CaptureError(format!(
+                    "losetup failed: {} (loop devices need root and the loop module)",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                )),
+                ram,
+            ));
         }
         let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
@@ -88,6 +147,7 @@ impl LoopDevice {
             backing,
             dir,
             slow,
+            ram,
         };
         dev.reset_stale_limits()?;
         Ok(dev)
@@ -160,17 +220,16 @@ impl Drop for LoopDevice {
         }
         let _ = super::helper("losetup").arg("-d").arg(&self.path).status();
         // The loop device lets go of its file asynchronously: wait for it
-        // before unmounting the file system under it.
-        if let Some(slow) = self.slow.take() {
-            let backing = format!("/sys/block/{}/loop/backing_file", self.name);
-            for _ in 0..200 {
-                if !Path::new(&backing).exists() {
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(10));
+        // before unmounting the file systems under it.
+        let backing = format!("/sys/block/{}/loop/backing_file", self.name);
+        for _ in 0..200 {
+            if !Path::new(&backing).exists() {
+                break;
             }
-            drop(slow);
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
+        drop(self.slow.take());
+        drop(self.ram.take());
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

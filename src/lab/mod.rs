@@ -7,6 +7,7 @@
 pub mod catalog;
 pub mod ext4;
 pub mod loopdev;
+pub mod noise;
 pub mod run;
 pub mod scenarios;
 pub mod shapes;

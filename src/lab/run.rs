@@ -3,6 +3,7 @@
 //! expected; remove everything on the way out (also on Ctrl-C, and when
 //! the reader of the output goes away).
 
+use super::noise::{self, Noise};
 use super::scenarios::{Lab, Scenario};
 use crate::capture::workload::{install_signal_handlers, interrupted};
 use crate::error::{Error, ExitStatus, Result};
@@ -11,7 +12,8 @@ use std::io::Write;
 use std::path::Path;
 
 /// Runs the scenarios; fails (1) when one did not go as expected, stops
-/// with 130 when interrupted.
+/// with 130 when interrupted. One that did not go as expected on a machine
+/// too noisy to tell is inconclusive: said, and not counted as failed.
 pub fn run(
     chosen: &[&Scenario],
     keep: bool,
@@ -28,7 +30,7 @@ pub fn run(
         )),
         keep,
     };
-    let mut failed = 0;
+    let (mut failed, mut inconclusive) = (0, 0);
     for s in chosen {
         if interrupted() {
             break;
@@ -44,9 +46,17 @@ pub fn run(
             writeln!(out, "lab {}: skipped: {why}\n", s.name)?;
             continue;
         }
-        if !scenario(s, &lab, out)? {
-            failed += 1;
+        match scenario(s, &lab, out)? {
+            Verdict::AsExpected => {}
+            Verdict::Not => failed += 1,
+            Verdict::Inconclusive => inconclusive += 1,
         }
+    }
+    if inconclusive > 0 {
+        writeln!(
+            out,
+            "{inconclusive} scenario(s) inconclusive: this machine was too noisy to tell (run them again when it is quieter)"
+        )?;
     }
     if keep {
         writeln!(out, "captures kept in {}", work.path.display())?;
@@ -64,8 +74,28 @@ pub fn run(
     })
 }
 
-/// One scenario, printed as it goes; whether it went as expected.
-fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<bool> {
+enum Verdict {
+    AsExpected,
+    Not,
+    /// Not as expected, on a machine whose own noise could explain it.
+    Inconclusive,
+}
+
+/// The machine's noise with nothing of ours running; none when it could
+/// not be measured (said, and the scenario judged as usual).
+fn machine_noise() -> Option<Noise> {
+    noise::measure(noise::WINDOW)
+        .inspect_err(|e| {
+            eprintln!(
+                "iosleuth: lab: cannot measure this machine's noise: {}",
+                e.0
+            )
+        })
+        .ok()
+}
+
+/// One scenario, printed as it goes; how it went.
+fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<Verdict> {
     std::fs::create_dir_all(&lab.dir)
         .map_err(|e| Error::failed(format!("{}: {e}", lab.dir.display())))?;
     writeln!(
@@ -76,13 +106,14 @@ fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<bool> {
     writeln!(out, "{}; good: {}; bad: {}\n", s.about, s.good, s.bad)?;
     out.flush()?;
     let t = std::time::Instant::now();
+    let before = machine_noise();
     if let Err(e) = s.record(lab) {
         eprintln!("iosleuth: lab {}: {}", s.name, e.0);
-        return Ok(false);
+        return Ok(Verdict::Not);
     }
     // The lab's own runs: their warnings are noise here.
     let (Ok(good), Ok(bad)) = (diagnosed(&lab.good()), diagnosed(&lab.bad())) else {
-        return Ok(false);
+        return Ok(Verdict::Not);
     };
     findings(out, &format!("good ({})", s.good), &good)?;
     findings(out, &format!("bad ({})", s.bad), &bad)?;
@@ -96,23 +127,34 @@ fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<bool> {
         flame_graphs(lab, &good, &bad, out)?;
     }
     let as_expected = s.as_expected(&good.findings, &bad.findings, &d);
+    // Measured again after a miss: noise comes and goes.
+    let noise = match (as_expected, before) {
+        (false, Some(b)) => Some(machine_noise().map_or(b, |a| b.max(a))),
+        _ => before,
+    };
+    let verdict = match noise {
+        _ if as_expected => Verdict::AsExpected,
+        Some(n) if n.too_noisy() => Verdict::Inconclusive,
+        _ => Verdict::Not,
+    };
+    let said = match (&verdict, noise) {
+        (Verdict::AsExpected, _) => "as expected".to_string(),
+        (Verdict::Inconclusive, Some(n)) => format!("inconclusive: {}", n.why_inconclusive()),
+        _ => "NOT as expected".to_string(),
+    };
     writeln!(
         out,
-        "lab {}: {} ({:.1} s){}\n",
+        "lab {}: {said} ({:.1} s; machine noise: {}){}\n",
         s.name,
-        if as_expected {
-            "as expected"
-        } else {
-            "NOT as expected"
-        },
         t.elapsed().as_secs_f64(),
+        noise.map_or("not measured".to_string(), |n| n.figures()),
         match s.expect {
             Some(id) => format!("; expected the bad run's top finding to be {id}"),
             None => String::new(),
         }
     )?;
     out.flush()?;
-    Ok(as_expected)
+    Ok(verdict)
 }
 
 /// Beside kept captures recorded with stacks: each run's off-CPU flame
