@@ -52,11 +52,32 @@ fn perf_data_folds_as_perf_script_and_inferno_collapse_perf() {
             .collapse(script.as_bytes(), &mut collapsed)
             .unwrap();
     }
-    let theirs = sorted(&String::from_utf8(collapsed).unwrap());
-    let ours = sorted(&run(iosleuth()
+    // The workload's own processes: a system-wide recording also samples
+    // whatever else runs beside the test (compilers, other tests), whose
+    // C++ names are a known deviation of their own (see the README).
+    let workload = |l: &&str| {
+        let comm = l.split(';').next().unwrap_or_default();
+        ["sh", "dd", "ls", "gzip", "perl", "python3", "perf"].contains(&comm)
+    };
+    let collapsed = String::from_utf8(collapsed).unwrap();
+    let theirs = sorted(
+        &collapsed
+            .lines()
+            .filter(workload)
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
+    let folded = run(iosleuth()
         .env("HOME", &home)
         .args(["report", "--format", "folded"])
-        .arg(&data)));
+        .arg(&data));
+    let ours = sorted(
+        &folded
+            .lines()
+            .filter(workload)
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
     assert!(theirs.len() > 20, "{theirs:?}");
     let differ: Vec<String> = ours
         .iter()
@@ -215,6 +236,10 @@ fn perf_sched_switch_call_chains_fold_as_blocked_time() {
         .map(|(_, n)| n)
         .sum();
     assert!(blocked_us > 0 && blocked_us < elapsed_us, "{dd:?}");
+    eprintln!(
+        "margin: dd blocked in vfs_write {:.0} % of its blocked time (the test needs > 50 %)",
+        100.0 * in_write as f64 / blocked_us as f64
+    );
     assert!(in_write * 2 > blocked_us, "{dd:?}");
     for warned in [warned_data, warned_text] {
         assert!(

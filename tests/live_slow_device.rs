@@ -27,17 +27,19 @@ fn slow_device_fsyncs_are_device_time_of_a_journal_write() {
     fs.disk.stall_only(journal);
     let dir = tempdir();
     let cap = dir.path().join("cap");
-    let out = run(iosleuth()
-        .arg("record")
-        .arg("-o")
-        .arg(&cap)
-        .args(["--events", "block,fs,sched,syscalls", "--"])
-        .arg(env!("CARGO_BIN_EXE_iosleuth"))
-        .args([
-            "probe", "fsync", "--append", "--size", "4k", "--count", "120",
-        ])
-        .arg("--path")
-        .arg(fs.mnt.join("probe.dat")));
+    let (out, idle) = with_machine_idle(|| {
+        run(iosleuth()
+            .arg("record")
+            .arg("-o")
+            .arg(&cap)
+            .args(["--events", "block,fs,sched,syscalls", "--"])
+            .arg(env!("CARGO_BIN_EXE_iosleuth"))
+            .args([
+                "probe", "fsync", "--append", "--size", "4k", "--count", "120",
+            ])
+            .arg("--path")
+            .arg(fs.mnt.join("probe.dat")))
+    });
     let (writes, stalled) = fs.disk.stall_counts().unwrap();
     eprintln!("{out}\nslow disk: {writes} writes, {stalled} held");
     assert!(stalled >= 2, "the disk held {stalled} of {writes} writes");
@@ -46,7 +48,18 @@ fn slow_device_fsyncs_are_device_time_of_a_journal_write() {
     let rep = json_report(&[&cap], &[]);
     // Live, the recorder and kworkers share the machine: one run in about
     // a dozen found that CPU idle 87 % of a held write.
-    let slow = assert_slow_fsyncs_are_journal_device_time(&rep, 80.0);
+    // Beside other work the CPUs are not idle while the fsync waits, and
+    // iosleuth says so: the idle share is checked on a quiet machine only.
+    let min_idle = if idle >= 0.9 {
+        80.0
+    } else {
+        eprintln!(
+            "the machine was {:.0} % idle (other work ran): the fsyncs' CPU idle share is not checked",
+            idle * 100.0
+        );
+        -1.0
+    };
+    let slow = assert_slow_fsyncs_are_journal_device_time(&rep, min_idle);
     assert!(slow >= 1, "no fsync over 100 ms: {:#}", rep["outliers"]);
     // Each held write shows in the filesystem's fsync spans too.
     let worst = &rep["fs"]["slowest_fsyncs"][0];

@@ -282,6 +282,29 @@ pub fn block_events() -> &'static [&'static str] {
         .unwrap()
 }
 
+/// `f()`, and the share of the machine's CPU time that was idle meanwhile
+/// (idle and iowait over all, from /proc/stat): a test whose workload
+/// leaves the CPUs idle can tell whether other work took them.
+pub fn with_machine_idle<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let sample = || -> (u64, u64) {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap();
+        let v: Vec<u64> = stat
+            .lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        (v[3] + v[4], v.iter().sum())
+    };
+    let (idle0, all0) = sample();
+    let out = f();
+    let (idle1, all1) = sample();
+    let idle = (idle1 - idle0) as f64 / (all1 - all0).max(1) as f64;
+    (out, idle)
+}
+
 /// Case 4 in a report: the fsyncs slower than 100 ms are device time of
 /// a journal write (more than 90 % each), with the CPU idle meanwhile
 /// (more than `min_idle_pct` of the wait). Returns how many such fsyncs
