@@ -2,13 +2,19 @@
 //! reads, kept in the library so that tests/fuzz_regressions.rs replays a
 //! finding through the very same files and calls: several files travel as
 //! parts of one input, and a capture directory is built from seven parts
-//! over a committed fixture. Not part of iosleuth's interface.
+//! over a committed fixture; a light capture, a perf.data of compressed
+//! records and a trace.dat's options are spliced into committed fixtures
+//! the same way (the submodules). Not part of iosleuth's interface.
 
 use crate::model::capture_layout::{
     cpu_file, EVENT_FORMATS, HEADER_EVENT, HEADER_PAGE, MANIFEST, SNAPSHOT, SYMBOLS,
 };
 use std::io;
 use std::path::{Path, PathBuf};
+
+pub mod light_capture;
+pub mod perf_compressed;
+pub mod trace_dat_options;
 
 /// What separates the parts of an input that holds several files.
 pub const SEPARATOR: &[u8] = b"\n--part--\n";

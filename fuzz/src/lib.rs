@@ -13,6 +13,23 @@ pub const FIXTURE_CAPTURE: &str = concat!(
     "/../tests/fixtures/fsync-4k.cap"
 );
 
+/// The committed fixtures.
+pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures");
+
+/// The light capture whose manifest and format files the light_capture
+/// target uses (its flight recorder holds the journal's events).
+pub const FIXTURE_LIGHT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/fixtures/light-rt.cap"
+);
+
+/// The perf.data whose header, attributes and features the
+/// perf_compressed target puts its compressed records in.
+pub const FIXTURE_PERF_DATA: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/fixtures/perf-urandom.data"
+);
+
 pub use iosleuth::fuzz_input::{split, SEPARATOR};
 
 /// A scratch directory of this process, emptied on every call.
