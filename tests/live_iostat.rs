@@ -69,8 +69,13 @@ fn iostat_columns_agree_with_sysstat() {
     let mut fio = fio.spawn().unwrap();
     std::thread::sleep(Duration::from_millis(700));
     let spawned = mono_ns();
-    let iostat = Command::new("iostat")
+    // At a real-time priority: beside other work, a late start or a late
+    // timer would move iostat's window away from where it is estimated.
+    let iostat = Command::new("chrt")
         .args([
+            "-f",
+            "10",
+            "iostat",
             "-x",
             "-d",
             "-y",
