@@ -54,6 +54,7 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
             "export reads its inputs twice (process names first) and cannot read standard input (`-`): save the trace to a file first",
         ));
     }
+    crate::report::output_file::refuse_inputs_in(dir, &args.inputs)?;
     let target = prepare_target(dir, args.force)?;
     // From here on, Ctrl-C stops at the next event and `target` removes
     // what was written; so does any error on the way.
