@@ -383,3 +383,66 @@ fn success_replaces_an_existing_output_with_the_whole_output() {
     );
     assert_eq!(names_in(d.path()), ["cpu.svg", "diff.txt", "report.json"]);
 }
+
+/// Nine block events on CPU 8191 of three devices made 3 × 8192 files,
+/// all but three empty (blkparse reads NAME.blktrace.0, .1, … until one
+/// is missing, so it needs no gaps): now each device's one file is
+/// NAME.blktrace.0, with a warning, and the records keep CPU 8191.
+#[test]
+fn blktrace_export_of_cpu_8191_writes_one_file_per_device() {
+    let d = tempdir();
+    let mut text = String::new();
+    for (i, minor) in [0, 1, 2].into_iter().enumerate() {
+        let t = 100 + i;
+        text.push_str(&format!(
+            "   fio-7889 [8191] ..... {t}.000001: block_bio_queue: 242,{minor} R 0 + 8 [fio]\n\
+             \x20  fio-7889 [8191] ..... {t}.000002: block_rq_issue: 242,{minor} R 4096 () 0 + 8 be,0,4 [fio]\n\
+             \x20  fio-7889 [8191] ..s1. {t}.000003: block_rq_complete: 242,{minor} R () 0 + 8 be,0,4 [0]\n"
+        ));
+    }
+    let input = d.path().join("cpu8191.txt");
+    std::fs::write(&input, text).unwrap();
+    let dir = d.path().join("bt");
+    let o = run(&[
+        "export".as_ref(),
+        "--blktrace".as_ref(),
+        dir.as_os_str(),
+        input.as_os_str(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let names = names_in(&dir);
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert!(
+        names.iter().all(|n| n.ends_with(".blktrace.0")),
+        "{names:?}"
+    );
+    assert!(
+        o.stderr
+            .contains(&format!("wrote 9 records to 3 files in {}", dir.display())),
+        "{}",
+        o.stderr
+    );
+    for n in &names {
+        let dev = n.strip_suffix(".blktrace.0").unwrap();
+        let w = format!(
+            "iosleuth: warning: {dev}: its block events come from 1 CPU up to CPU 8191: written as {dev}.blktrace.0 in CPU order, not by CPU number (blkparse reads NAME.blktrace.0, .1, ... until one is missing, and by CPU number would take 8191 empty files); each record keeps its CPU number, blkparse's per-CPU totals go by file"
+        );
+        assert!(o.stderr.contains(&w), "{w}\n{}", o.stderr);
+    }
+    // Read back: the nine events, each on CPU 8191.
+    let o = run(&[
+        "dump".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        dir.as_os_str(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let cpus: Vec<u64> = o
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["event"].as_str().is_some_and(|n| n.starts_with("block:")))
+        .map(|e| e["cpu"].as_u64().unwrap())
+        .collect();
+    assert_eq!(cpus, [8191; 9], "{}", o.stdout);
+}

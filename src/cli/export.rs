@@ -161,6 +161,20 @@ fn say_what_was_written(dir: &Path, sum: &ExportSummary, removed: &[PathBuf]) {
             sum.skipped
         ));
     }
+    for r in &sum.renumbered {
+        let files = match r.cpus {
+            1 => format!("{}.blktrace.0", r.device),
+            n => format!("{}.blktrace.0 to .{}", r.device, n - 1),
+        };
+        super::warn(&format!(
+            "{}: its block events come from {} {} up to CPU {}: written as {files} in CPU order, not by CPU number (blkparse reads NAME.blktrace.0, .1, ... until one is missing, and by CPU number would take {} empty files); each record keeps its CPU number, blkparse's per-CPU totals go by file",
+            r.device,
+            r.cpus,
+            if r.cpus == 1 { "CPU" } else { "CPUs" },
+            r.highest,
+            u64::from(r.highest) + 1 - r.cpus as u64,
+        ));
+    }
     if sum.bad_cpu > 0 {
         super::warn(&format!(
             "{} block events have a CPU number of {MAX_CPUS} or more, more than any kernel's NR_CPUS allows (corrupt records), and were left out",
