@@ -123,11 +123,6 @@ pub fn run(args: RecordArgs) -> Result<ExitStatus> {
         }
     }
     let output = args.output.clone().expect("clap requires --output");
-    // Before anything is set up: what is there is not the recorder's to
-    // write over.
-    if args.light || args.blk.is_empty() {
-        crate::report::output_file::refuse_used_directory(&output)?;
-    }
     let status = if args.light {
         super::record_light::record(&output, &args.light_options(), &args.command, args.duration)?
     } else if args.blk.is_empty() {
@@ -146,6 +141,8 @@ fn record_capture(output: &Path, args: &RecordArgs) -> Result<i32> {
             "recording needs root (tracefs is root-only): run it with sudo",
         ));
     }
+    // Before anything is set up: what is there is not ours to write over.
+    crate::report::output_file::refuse_used_directory(output)?;
     let mut events = expand_sets(&args.events).map_err(Error::BadInput)?;
     let (brackets, blocked) = plan_functions(&args.functions)?;
     events.extend(brackets);
