@@ -140,10 +140,14 @@ fn diff_ranks_the_journal_space_wait_first_and_draws_it_red() {
 #[test]
 fn without_stacks_folded_and_flame_graphs_say_what_to_record() {
     let plain = "tests/fixtures/fsync-4k.cap";
+    // Not /dev/null: a device node is refused as an output.
+    let d = tempdir();
+    let svg = d.path().join("never.svg");
+    let svg = svg.to_str().unwrap();
     for args in [
         vec!["report", "--format", "folded", "--off-cpu", plain],
-        vec!["flamegraph", "--off-cpu", plain, "-o", "/dev/null"],
-        vec!["diff", plain, BAD, "--flamegraph", "/dev/null"],
+        vec!["flamegraph", "--off-cpu", plain, "-o", svg],
+        vec!["diff", plain, BAD, "--flamegraph", svg],
     ] {
         let o = outcome(&args);
         let err = &o.stderr;
@@ -152,6 +156,7 @@ fn without_stacks_folded_and_flame_graphs_say_what_to_record() {
             err.contains(plain) && err.contains("record --stacks"),
             "{args:?}: {err}"
         );
+        assert!(!std::path::Path::new(svg).exists(), "{args:?}");
     }
     // A capture with off-CPU stacks but no samples (recorded before
     // sampling existed): said, not an empty output.

@@ -4,6 +4,7 @@
 use super::args::SidesArgs;
 use crate::error::{Error, ExitStatus, Result};
 use crate::pipeline::{self, Options, Run};
+use crate::report::output_file::OutputFile;
 use crate::report::Format;
 use clap::Args;
 use std::path::PathBuf;
@@ -52,6 +53,13 @@ fn runs(paths: &[PathBuf], opts: &Options) -> Result<Vec<Run>> {
 
 pub fn run(args: DiffArgs) -> Result<ExitStatus> {
     let (base_paths, cand_paths) = args.sides.split("diff")?;
+    let inputs: Vec<PathBuf> = base_paths.iter().chain(&cand_paths).cloned().collect();
+    let check = |o: &Option<PathBuf>| {
+        o.as_ref()
+            .map(|o| OutputFile::check(o, &inputs))
+            .transpose()
+    };
+    let (output, svg_output) = (check(&args.output)?, check(&args.flamegraph)?);
     let mut opts = Options::default();
     opts.filter.functions = args.functions.clone();
     opts.request_timeline = matches!(args.format, DiffFormat::Html);
@@ -60,7 +68,7 @@ pub fn run(args: DiffArgs) -> Result<ExitStatus> {
         super::warn(&w);
     }
     let d = crate::compare::diff_runs(&pairs(&base), &pairs(&cand));
-    if let Some(svg) = &args.flamegraph {
+    if let Some(svg) = &svg_output {
         let paths: Vec<&PathBuf> = base_paths.iter().chain(&cand_paths).collect();
         differential_flamegraph(svg, &base, &cand, &paths)?;
     }
@@ -71,7 +79,7 @@ pub fn run(args: DiffArgs) -> Result<ExitStatus> {
             crate::report::html::render_diff(&d, &html_side(&base), &html_side(&cand))
         }
     };
-    super::write_output(args.output.as_deref(), &out)?;
+    super::write_output(output.as_ref(), &out)?;
     Ok(ExitStatus::SUCCESS)
 }
 
@@ -88,7 +96,7 @@ fn html_side(runs: &[Run]) -> Vec<crate::report::html::DiffRun<'_>> {
 
 /// `--flamegraph SVG`: refused when a side has no stacks.
 fn differential_flamegraph(
-    svg: &std::path::Path,
+    svg: &OutputFile,
     base: &[Run],
     cand: &[Run],
     paths: &[&PathBuf],

@@ -54,6 +54,7 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
             "export reads its inputs twice (process names first) and cannot read standard input (`-`): save the trace to a file first",
         ));
     }
+    crate::report::output_file::refuse_inputs_in(dir, &args.inputs)?;
     let target = prepare_target(dir, args.force)?;
     // From here on, Ctrl-C stops at the next event and `target` removes
     // what was written; so does any error on the way.
@@ -158,6 +159,20 @@ fn say_what_was_written(dir: &Path, sum: &ExportSummary, removed: &[PathBuf]) {
         super::warn(&format!(
             "{} events have no blktrace equivalent and were left out",
             sum.skipped
+        ));
+    }
+    for r in &sum.renumbered {
+        let files = match r.cpus {
+            1 => format!("{}.blktrace.0", r.device),
+            n => format!("{}.blktrace.0 to .{}", r.device, n - 1),
+        };
+        super::warn(&format!(
+            "{}: its block events come from {} {} up to CPU {}: written as {files} in CPU order, not by CPU number (blkparse reads NAME.blktrace.0, .1, ... until one is missing, and by CPU number would take {} empty files); each record keeps its CPU number, blkparse's per-CPU totals go by file",
+            r.device,
+            r.cpus,
+            if r.cpus == 1 { "CPU" } else { "CPUs" },
+            r.highest,
+            u64::from(r.highest) + 1 - r.cpus as u64,
         ));
     }
     if sum.bad_cpu > 0 {

@@ -4,6 +4,7 @@
 
 use super::args::FilterArgs;
 use crate::error::{ExitStatus, Result};
+use crate::report::output_file::OutputFile;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -24,6 +25,13 @@ pub struct FlamegraphArgs {
 }
 
 pub fn run(args: FlamegraphArgs) -> Result<ExitStatus> {
+    let inputs: Vec<PathBuf> = args
+        .paths
+        .iter()
+        .chain(&args.filter.kallsyms)
+        .cloned()
+        .collect();
+    let output = OutputFile::check(&args.output, &inputs)?;
     let a = crate::pipeline::analyse(&args.paths, &args.filter.options()?)?;
     for w in &a.warnings {
         super::warn(w);
@@ -40,6 +48,6 @@ pub fn run(args: FlamegraphArgs) -> Result<ExitStatus> {
         let subtitle = format!("{inputs}: {} samples", a.stacks.samples);
         crate::report::flamegraph::on_cpu_svg(&a, &subtitle)
     };
-    super::stacks::write_svg(&args.output, drawn)?;
+    super::stacks::write_svg(&output, drawn)?;
     Ok(ExitStatus::SUCCESS)
 }

@@ -18,6 +18,7 @@ mod report;
 mod stacks;
 
 use crate::error::{Error, ExitStatus, Result};
+use crate::report::output_file::OutputFile;
 use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
@@ -147,16 +148,15 @@ fn warn(w: &str) {
     eprintln!("iosleuth: warning: {}", crate::report::escape(w));
 }
 
-/// The command's output: to `path` when given (and said on stderr), else
-/// to standard output.
-fn write_output(path: Option<&std::path::Path>, out: &str) -> crate::error::Result<()> {
+/// The command's output: to `path` when given (checked by
+/// [`OutputFile::check`] before the work; said on stderr), else to
+/// standard output.
+fn write_output(path: Option<&OutputFile>, out: &str) -> crate::error::Result<()> {
     use std::io::Write;
     match path {
         Some(p) => {
-            std::fs::write(p, out).map_err(|e| {
-                crate::error::Error::failed(format!("writing {}: {e}", p.display()))
-            })?;
-            eprintln!("iosleuth: wrote {}", p.display());
+            p.write(out.as_bytes())?;
+            eprintln!("iosleuth: wrote {}", p.path().display());
         }
         None => std::io::stdout().lock().write_all(out.as_bytes())?,
     }

@@ -6,6 +6,7 @@ use crate::capture::recorder::{expand_sets, RecordOptions, Recorder, EVENT_SETS}
 use crate::capture::workload::{self, Workload};
 use crate::capture::{journal, probe, snapshot, tracefs::Tracefs};
 use crate::error::{Error, ExitStatus, Result};
+use crate::report::output_file::OutputFile;
 use clap::Args;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -140,6 +141,8 @@ fn record_capture(output: &Path, args: &RecordArgs) -> Result<i32> {
             "recording needs root (tracefs is root-only): run it with sudo",
         ));
     }
+    // Before anything is set up: what is there is not ours to write over.
+    crate::report::output_file::refuse_used_directory(output)?;
     let mut events = expand_sets(&args.events).map_err(Error::BadInput)?;
     let (brackets, blocked) = plan_functions(&args.functions)?;
     events.extend(brackets);
@@ -231,6 +234,14 @@ fn record_blk(output: &Path, args: &RecordArgs) -> Result<i32> {
                 .ok_or_else(|| Error::bad_input(format!("no block device {d:?} on this machine")))
         })
         .collect::<Result<Vec<_>>>()?;
+    // The trace and the settings beside it are written under temporary
+    // names and renamed into place when the recording stops.
+    let side = crate::model::capture_layout::snapshot_beside(output);
+    let (trace, settings) = (
+        OutputFile::check(output, &[])?,
+        OutputFile::check(&side, &[])?,
+    );
+    let staged = trace.stage()?;
     workload::install_signal_handlers();
     let before = snapshot::take();
     let opts = BlkTracerOptions {
@@ -239,7 +250,8 @@ fn record_blk(output: &Path, args: &RecordArgs) -> Result<i32> {
         buffer_kb: args.buffer_kb,
         ..Default::default()
     };
-    let session = BlkTracerSession::start(&opts, output).map_err(|e| Error::bad_input(e.0))?;
+    let session =
+        BlkTracerSession::start(&opts, staged.path()).map_err(|e| Error::bad_input(e.0))?;
     let mut sample = serde_json::Value::Null;
     let w = Workload {
         command: &args.command,
@@ -250,15 +262,16 @@ fn record_blk(output: &Path, args: &RecordArgs) -> Result<i32> {
         String::new()
     });
     let stopped = session.stop();
+    // What was recorded goes in place even when stopping failed, as it
+    // would have had it been written there.
+    let placed = staged.commit();
     // The settings go next to the trace, where `report` looks for them.
     let doc = snapshot::document(before, sample);
-    let side = crate::model::capture_layout::snapshot_beside(output);
-    if let Err(e) = std::fs::write(
-        &side,
-        serde_json::to_string_pretty(&doc).unwrap_or_default(),
-    ) {
-        super::warn(&format!("cannot write {}: {e}", side.display()));
+    let json = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    if let Err(e) = settings.write(json.as_bytes()) {
+        super::warn(&e.to_string());
     }
+    placed?;
     let bytes = stopped.map_err(|e| Error::failed(e.0))?;
     eprintln!(
         "iosleuth: wrote {bytes} bytes to {} (settings in {})",

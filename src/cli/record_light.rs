@@ -20,6 +20,8 @@ pub fn record(
             "recording needs root (BPF is root-only here: kernel.unprivileged_bpf_disabled): run it with sudo",
         ));
     }
+    // Before anything is set up: what is there is not ours to write over.
+    crate::report::output_file::refuse_used_directory(output)?;
     if let Some(ms) = opts.slow_ns {
         if ms == 0 {
             eprintln!("iosleuth: --slow 0: every request is sent (up to --slow-cap a second)");

@@ -5,6 +5,7 @@ use super::args::FilterArgs;
 use crate::analyze::Analysis;
 use crate::diagnose::{catalog, Verdict};
 use crate::error::{Error, ExitStatus, Result};
+use crate::report::output_file::OutputFile;
 use crate::report::{self, Format};
 use clap::Args;
 use std::path::PathBuf;
@@ -51,6 +52,7 @@ pub fn run(args: ReportArgs) -> Result<ExitStatus> {
             "--off-cpu goes with --format folded (or `iosleuth flamegraph --off-cpu`)",
         ));
     }
+    let output = output_file(args.output.as_deref(), &args.paths, &args.filter)?;
     let mut opts = args.filter.options()?;
     opts.request_timeline = args.format == ReportFormat::Html;
     let mut a = crate::pipeline::analyse(&args.paths, &opts)?;
@@ -76,8 +78,19 @@ pub fn run(args: ReportArgs) -> Result<ExitStatus> {
             f.report(&a, &found)
         }
     };
-    super::write_output(args.output.as_deref(), &out)?;
+    super::write_output(output.as_ref(), &out)?;
     Ok(ExitStatus::SUCCESS)
+}
+
+/// `-o FILE`, checked before the work against the trace files and the
+/// `--kallsyms` file read.
+fn output_file(
+    output: Option<&std::path::Path>,
+    paths: &[PathBuf],
+    filter: &FilterArgs,
+) -> Result<Option<OutputFile>> {
+    let inputs: Vec<PathBuf> = paths.iter().chain(&filter.kallsyms).cloned().collect();
+    output.map(|o| OutputFile::check(o, &inputs)).transpose()
 }
 
 /// `--explain ID|all`: each rule's finding, or why it did not fire.

@@ -4,7 +4,8 @@
 
 use crate::analyze::Analysis;
 use crate::error::{Error, Result};
-use std::path::{Path, PathBuf};
+use crate::report::output_file::OutputFile;
+use std::path::PathBuf;
 
 /// Refuses (exit 2) a trace without the stacks asked for: kernel stacks
 /// for blocked time (`off_cpu`), else on-CPU samples.
@@ -22,11 +23,10 @@ pub fn require(a: &Analysis, paths: &[PathBuf], off_cpu: bool) -> Result<()> {
     }
 }
 
-/// Writes a drawn flame graph to `path` and says so.
-pub fn write_svg(path: &Path, drawn: std::io::Result<Vec<u8>>) -> Result<()> {
+/// Writes a drawn flame graph to `out` and says so.
+pub fn write_svg(out: &OutputFile, drawn: std::io::Result<Vec<u8>>) -> Result<()> {
     let svg = drawn.map_err(|e| Error::failed(format!("drawing the flame graph: {e}")))?;
-    std::fs::write(path, svg)
-        .map_err(|e| Error::failed(format!("writing {}: {e}", path.display())))?;
-    eprintln!("iosleuth: wrote {}", path.display());
+    out.write(&svg)?;
+    eprintln!("iosleuth: wrote {}", out.path().display());
     Ok(())
 }

@@ -11,8 +11,8 @@
 //! another export would be merged by a later `report DIR`.
 //!
 //! Bounded by the input: a record costs at most one file and its bytes
-//! in memory until they are written (see [`MAX_CPUS`] for the files
-//! blkparse needs below a record's CPU).
+//! in memory until they are written, and the empty files blkparse needs
+//! below a record's CPU are bounded too (see [`numbered_by_cpu`]).
 
 use crate::model::blktrace_record::{encode, process_note};
 use crate::model::{Action, Dev, Event};
@@ -24,11 +24,9 @@ use std::path::{Path, PathBuf};
 /// CPU numbers a record may have: 0 to 8191. The kernel's NR_CPUS is at
 /// most 8192 (CONFIG_NR_CPUS ends at 8192 on x86-64 with MAXSMP and on
 /// powerpc, 4096 on arm64), so a larger number is a corrupt record.
-/// blkparse reads `NAME.blktrace.0`, `.1`, … until one is missing, so a
-/// device needs a file for every CPU up to its highest: one corrupt CPU
-/// number (757,773) made 757,774 files. Records above the bound are left
-/// out and counted ([`ExportSummary::bad_cpu`]); a device then has at most
-/// 8192 files.
+/// One corrupt CPU number (757,773) made 757,774 files (see
+/// [`numbered_by_cpu`]). Records above the bound are left out and counted
+/// ([`ExportSummary::bad_cpu`]).
 pub const MAX_CPUS: u32 = 8192;
 
 /// A file's records stay in memory up to this many bytes, then are
@@ -47,6 +45,35 @@ pub struct ExportSummary {
     pub skipped: u64,
     /// Records with a CPU number of [`MAX_CPUS`] or more, left out.
     pub bad_cpu: u64,
+    /// Devices whose files are numbered in CPU order, not by CPU (see
+    /// [`numbered_by_cpu`]), by name.
+    pub renumbered: Vec<Renumbered>,
+}
+
+/// A device whose files are `NAME.blktrace.0` to `.cpus - 1` in the order
+/// of the CPUs its records came from, the highest being `highest`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Renumbered {
+    pub device: String,
+    pub cpus: usize,
+    pub highest: u32,
+}
+
+/// Up to this many files a device's files are numbered by CPU whatever
+/// the gaps: every machine up to 1024 CPUs.
+pub const FILES_BY_CPU: u32 = 1024;
+
+/// Whether a device with records on `cpus` CPUs, the highest `highest`,
+/// has its files numbered by CPU (empty ones filling the gaps, which
+/// blkparse needs: it reads `NAME.blktrace.0`, `.1`, … until one is
+/// missing). Past [`FILES_BY_CPU`] files, only when at least half of them
+/// hold records: 9 records on CPU 8191 of 3 devices made 24,576 files, all
+/// but 3 of them empty. Otherwise the files are numbered in CPU order;
+/// each record keeps its CPU number, which blkparse prints, and only
+/// blkparse's per-CPU totals go by file.
+pub fn numbered_by_cpu(highest: u32, cpus: usize) -> bool {
+    let files = u64::from(highest) + 1;
+    files <= u64::from(FILES_BY_CPU) || files <= 2 * cpus as u64
 }
 
 /// Why a directory cannot be exported into.
@@ -309,25 +336,44 @@ pub fn export(
     for w in writers.values_mut() {
         flush(target, w)?;
     }
-    for w in writers.values() {
-        sum.files.push(target.dir.join(&w.name));
-    }
-    // blkparse reads CPUs 0..N until a file is missing: fill the gaps.
-    let mut max_cpu: HashMap<Dev, u32> = HashMap::new();
+    // blkparse reads CPUs 0..N until a file is missing: a device's files
+    // are numbered by CPU with empty ones in the gaps, or in CPU order
+    // when the gaps would cost more files than the records need.
+    let mut cpus: HashMap<Dev, Vec<u32>> = HashMap::new();
     for (dev, cpu) in writers.keys() {
-        let m = max_cpu.entry(*dev).or_default();
-        *m = (*m).max(*cpu);
+        cpus.entry(*dev).or_default().push(*cpu);
     }
-    for (dev, max) in max_cpu {
-        for cpu in 0..max {
-            if !writers.contains_key(&(dev, cpu)) {
-                let name = format!("{}.blktrace.{cpu}", names[&dev]);
-                File::create(target.staged(&name))?;
-                sum.files.push(target.dir.join(name));
+    for (dev, mut list) in cpus {
+        list.sort_unstable();
+        let name = &names[&dev];
+        let highest = *list.last().expect("a device has a file");
+        if numbered_by_cpu(highest, list.len()) {
+            for cpu in 0..=highest {
+                let file = format!("{name}.blktrace.{cpu}");
+                if !writers.contains_key(&(dev, cpu)) {
+                    File::create(target.staged(&file))?;
+                }
+                sum.files.push(target.dir.join(file));
             }
+        } else {
+            // In CPU order, so that file k never is one not yet renamed.
+            for (k, cpu) in list.iter().enumerate() {
+                let file = format!("{name}.blktrace.{k}");
+                std::fs::rename(
+                    target.staged(&writers[&(dev, *cpu)].name),
+                    target.staged(&file),
+                )?;
+                sum.files.push(target.dir.join(file));
+            }
+            sum.renumbered.push(Renumbered {
+                device: name.clone(),
+                cpus: list.len(),
+                highest,
+            });
         }
     }
     sum.files.sort();
+    sum.renumbered.sort_by(|a, b| a.device.cmp(&b.device));
     Ok(sum)
 }
 
@@ -374,6 +420,41 @@ mod tests {
         names.sort();
         assert_eq!(names.len(), 2, "{names:?}");
         assert!(names.iter().all(|n| is_blktrace_file(n)), "{names:?}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn files_far_above_the_records_cpus_are_numbered_in_cpu_order() {
+        let root = tmp("renumber");
+        let t = Target::prepare(&root, false).unwrap();
+        let events = vec![queue(1, 8191), queue(2, 5000), queue(3, 8191)];
+        let sum = export(events.into_iter(), &t, HashMap::new()).unwrap();
+        let name = crate::model::blktrace_record::device_name(Dev::new(7, 0))
+            .unwrap_or_else(|| "dev7_0".into());
+        assert_eq!(
+            sum.renumbered,
+            [Renumbered {
+                device: name.clone(),
+                cpus: 2,
+                highest: 8191
+            }]
+        );
+        t.commit(&sum).unwrap();
+        let len = |cpu: u32| {
+            std::fs::metadata(root.join(format!("{name}.blktrace.{cpu}")))
+                .unwrap()
+                .len()
+        };
+        assert_eq!(std::fs::read_dir(&root).unwrap().count(), 2);
+        // CPU 5000: one record; CPU 8191: two and the process note.
+        assert!(len(0) > 0 && len(1) > len(0));
+        // A few gaps below 1024 CPUs are filled, as blkparse needs.
+        let t = Target::prepare(&root.join("dense"), false).unwrap();
+        let sum = export(vec![queue(1, 3)].into_iter(), &t, HashMap::new()).unwrap();
+        assert!(sum.renumbered.is_empty());
+        assert_eq!(sum.files.len(), 4);
+        assert!(numbered_by_cpu(1023, 1) && !numbered_by_cpu(1024, 1));
+        assert!(numbered_by_cpu(2047, 1024) && !numbered_by_cpu(2047, 1023));
         std::fs::remove_dir_all(&root).unwrap();
     }
 

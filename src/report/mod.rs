@@ -11,6 +11,7 @@ pub mod flamegraph;
 pub mod folded;
 pub mod html;
 pub mod json;
+pub mod output_file;
 pub mod parquet;
 pub mod perfetto;
 pub mod text;

@@ -80,6 +80,10 @@ pub fn export(
     host: Option<&str>,
     base: &Options,
 ) -> Result<Vec<Written>> {
+    // A capture exported again replaces its directories in each table.
+    for table in TABLES {
+        crate::report::output_file::refuse_inputs_in(&dir.join(table), inputs)?;
+    }
     std::fs::create_dir_all(dir)
         .map_err(|e| Error::failed(format!("{}: cannot create: {e}", dir.display())))?;
     let mut used: Vec<String> = Vec::new();
@@ -132,8 +136,7 @@ fn partition_of(input: &Path, host: Option<&str>) -> Partition {
 }
 
 fn export_one(dir: &Path, input: &Path, part: Partition, base: &Options) -> Result<Written> {
-    let scratch = dir.join(format!(".iosleuth-export-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
+    let scratch = scratch_dir(dir)?;
     let result = write_tables(&scratch, input, &part, base)
         .and_then(|rows| move_into_place(dir, &scratch, &part).map(|_| rows));
     let _ = std::fs::remove_dir_all(&scratch);
@@ -141,6 +144,20 @@ fn export_one(dir: &Path, input: &Path, part: Partition, base: &Options) -> Resu
         rows: result?,
         partition: Some(part),
     })
+}
+
+/// A scratch directory of this export's own in `dir`: a new name, never
+/// one that exists (what is there is not this export's to remove).
+fn scratch_dir(dir: &Path) -> Result<PathBuf> {
+    for n in 0.. {
+        let s = dir.join(format!(".iosleuth-export-{}-{n}", std::process::id()));
+        match std::fs::create_dir(&s) {
+            Ok(()) => return Ok(s),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => continue,
+            Err(e) => return Err(failed(&s, e)),
+        }
+    }
+    unreachable!("the loop returns")
 }
 
 /// The file of `table` for `part` under `root`.

@@ -23,8 +23,9 @@ pub mod proto;
 mod tracks;
 
 use crate::analyze::rows::{OperationRow, RequestRow, RowSinks, SpanRow, ThreadStateRow};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::pipeline::Options;
+use crate::report::output_file::OutputFile;
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Mutex};
@@ -43,14 +44,14 @@ pub struct Summary {
     pub bytes: u64,
 }
 
+/// Writes `input`'s Perfetto trace to `out`: checked before the analysis
+/// (see [`OutputFile`]), written beside it and renamed over it when
+/// complete; on any failure `out` is left as it was.
 pub fn export(input: &Path, out: &Path, base: &Options) -> Result<Summary> {
     const QUEUE: usize = 8192;
-    let file = std::fs::File::create(out)
-        .map_err(|e| Error::failed(format!("{}: cannot create: {e}", out.display())))?;
-    let failed = |e: std::io::Error| {
-        let _ = std::fs::remove_file(out);
-        Error::failed(format!("{}: {e}", out.display()))
-    };
+    let staged = OutputFile::check(out, &[input.to_path_buf()])?.stage()?;
+    let file = staged.file().try_clone().map_err(|e| staged.failed(e))?;
+    let failed = |e: std::io::Error| staged.failed(e);
     // Every row is written as the analyses send it (Perfetto sorts events
     // by time itself): memory does not follow the number of rows, except
     // the queue depth's changes (see `Writer::queue_depths`).
@@ -78,9 +79,7 @@ pub fn export(input: &Path, out: &Path, base: &Options) -> Result<Summary> {
     let operations = ops.join().expect("writer").map_err(failed)?;
     let thread_states = states.join().expect("writer").map_err(failed)?;
     spans.join().expect("writer").map_err(failed)?;
-    analysed.inspect_err(|_| {
-        let _ = std::fs::remove_file(out);
-    })?;
+    analysed?;
     let mut w = Arc::try_unwrap(w)
         .ok()
         .expect("the writer threads ended")
@@ -104,6 +103,7 @@ pub fn export(input: &Path, out: &Path, base: &Options) -> Result<Summary> {
         Ok(())
     })();
     written.map_err(failed)?;
+    staged.commit()?;
     Ok(sum)
 }
 
