@@ -634,6 +634,9 @@ fn sample_sources(
     }
     let user_space =
         (manifest["samples"]["user_frames"] == true).then(|| Arc::new(user_space(dir, &files)));
+    if let Some(u) = &user_space {
+        notes.extend(u.maps.warning(dir));
+    }
     let mut out: Vec<Box<dyn Source>> = Vec::new();
     for (_, path) in files {
         match super::files::open_regular(&path) {
