@@ -524,6 +524,9 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
     if cpus.is_empty() && notes.is_empty() {
         return Err(InputError::new(dir, "capture has no cpuN.raw files"));
     }
+    // Every CPU's pages and samples are read together: one budget of windows.
+    let sample_files = per_cpu_files(dir, layout::cpu_of_samples_file).map_or(0, |f| f.len());
+    let window = super::reader::window_share(cpus.len() + sample_files);
     let mut out: Vec<RawCpuSource> = Vec::new();
     for (cpu, path) in cpus {
         let (f, meta) = match super::files::open_regular(&path) {
@@ -557,7 +560,7 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
             counted_by_kernel: lost > 0,
             path,
             cpu,
-            input: Chunked::from_file(f),
+            input: Chunked::from_file_windowed(f, window),
             page_size,
             decoder: decoder.clone(),
             pending: std::collections::VecDeque::new(),
@@ -566,7 +569,7 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
             page_at: 0,
         });
     }
-    let samples = sample_sources(dir, &manifest, &decoder, &mut notes);
+    let samples = sample_sources(dir, &manifest, &decoder, window, &mut notes);
     match out.first_mut() {
         // The capture's problems are said once, with its first CPU's.
         Some(first) => first.stats.notes = notes,
@@ -612,6 +615,7 @@ fn sample_sources(
     dir: &Path,
     manifest: &serde_json::Value,
     decoder: &Arc<Decoder>,
+    window: usize,
     notes: &mut Vec<String>,
 ) -> Vec<Box<dyn Source>> {
     use super::perf_samples::SampleSource;
@@ -630,12 +634,15 @@ fn sample_sources(
     }
     let user_space =
         (manifest["samples"]["user_frames"] == true).then(|| Arc::new(user_space(dir, &files)));
+    if let Some(u) = &user_space {
+        notes.extend(u.maps.warning(dir));
+    }
     let mut out: Vec<Box<dyn Source>> = Vec::new();
     for (_, path) in files {
         match super::files::open_regular(&path) {
             Ok((f, _)) => out.push(Box::new(SampleSource::new(
                 path,
-                Chunked::from_file(f),
+                Chunked::from_file_windowed(f, window),
                 decoder.clone(),
                 user_space.clone(),
             ))),

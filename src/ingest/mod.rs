@@ -96,6 +96,12 @@ fn expand(path: &Path) -> Result<Vec<PathBuf>, InputError> {
 /// then read as a stream. Anything but a regular file is refused: a FIFO
 /// or a device would block or never end.
 pub fn open_file(path: &Path) -> Result<Box<dyn Source>, InputError> {
+    open_file_windowed(path, reader::window_share(1))
+}
+
+/// [`open_file`] for one of several files read together, reading ahead
+/// by at most `window` bytes (its [`reader::window_share`]).
+pub fn open_file_windowed(path: &Path, window: usize) -> Result<Box<dyn Source>, InputError> {
     let (f, meta) = files::open_checked(path).map_err(|e| InputError::new(path, e))?;
     if meta.is_dir() {
         return Err(InputError::new(
@@ -109,7 +115,7 @@ pub fn open_file(path: &Path) -> Result<Box<dyn Source>, InputError> {
             format!("{}: {}", files::not_regular(&meta), files::READ_INSTEAD),
         ));
     }
-    open_input(path, Chunked::from_file(f))
+    open_input(path, Chunked::from_file_windowed(f, window))
 }
 
 /// Standard input (`-`), detected like any file: a pipe or a redirected file.
@@ -125,8 +131,13 @@ pub fn open_bytes(path: &Path, data: Vec<u8>) -> Result<Box<dyn Source>, InputEr
     open_input(path, Chunked::from_vec(data))
 }
 
-/// How much of the start of an input format detection looks at.
+/// How much of the start of an input format detection looks at, at most.
 const DETECT_BYTES: usize = 256 * 1024;
+
+/// How much of the start a compression or a binary format's magic is
+/// found in: only text needs more (`DETECT_BYTES`), so that each of many
+/// binary inputs holds no more than its window.
+const MAGIC_BYTES: usize = 4096;
 
 /// A file format iosleuth reads: how to recognise it from its first bytes
 /// (`sniff`), and how to open it as a source. Detection tries them in
@@ -137,6 +148,8 @@ struct InputFormat {
     name: &'static str,
     sniff: fn(&[u8]) -> bool,
     open: fn(&Path, Chunked) -> Opened,
+    /// How much of the start `sniff` looks at.
+    looks_at: usize,
     /// Read by path with seeks, so not from inside a compressed stream.
     seeks: bool,
 }
@@ -149,6 +162,7 @@ static FORMATS: &[InputFormat] = &[
         sniff: perf_data::detect,
         // Read by path: the crate seeks.
         open: |path, _| Ok(Box::new(perf_data::PerfDataSource::open(path)?)),
+        looks_at: MAGIC_BYTES,
         seeks: true,
     },
     InputFormat {
@@ -157,6 +171,7 @@ static FORMATS: &[InputFormat] = &[
         // Read by path where it is the file (sections are found by their
         // offsets); from memory when decompressed or from standard input.
         open: trace_dat::open,
+        looks_at: MAGIC_BYTES,
         seeks: false,
     },
     InputFormat {
@@ -168,6 +183,8 @@ static FORMATS: &[InputFormat] = &[
                 path, input, container,
             )?))
         },
+        // The blk tracer's text header comes first (`text_header_len`).
+        looks_at: 64 * 1024,
         seeks: false,
     },
     InputFormat {
@@ -177,6 +194,7 @@ static FORMATS: &[InputFormat] = &[
             let fmt = text_source::detect(input.avail()).expect("sniffed");
             Ok(Box::new(text_source::TextSource::new(path, input, fmt)))
         },
+        looks_at: DETECT_BYTES,
         seeks: false,
     },
 ];
@@ -192,15 +210,8 @@ fn open_maybe_compressed(
     mut input: Chunked,
     within: Option<compressed::Codec>,
 ) -> Opened {
-    input.ensure(DETECT_BYTES);
-    // A compressed stream cut short after some data is read up to the
-    // cut, with a warning from the source; otherwise a read error is fatal.
-    if within.is_none() || input.avail().is_empty() {
-        if let Some(e) = input.take_error() {
-            let inside = within.map_or(String::new(), |c| format!(" {} data", c.name()));
-            return Err(InputError::new(path, format!("cannot read{inside}: {e}")));
-        }
-    }
+    input.ensure(MAGIC_BYTES);
+    read_error(path, &mut input, within)?;
     let head = input.avail();
     if head.is_empty() {
         return Err(InputError::new(
@@ -222,12 +233,21 @@ fn open_maybe_compressed(
         ));
     }
     if let (None, Some(codec)) = (within, compressed::detect(head)) {
+        let window = input.window();
         let inner = compressed::decoder(codec, input.into_reader()).map_err(|e| {
             InputError::new(path, format!("is not valid {} data: {e}", codec.name()))
         })?;
-        return open_maybe_compressed(path, Chunked::from_reader(inner), Some(codec));
+        let inner = Chunked::from_reader(inner).windowed(window);
+        return open_maybe_compressed(path, inner, Some(codec));
     }
-    if let Some(f) = FORMATS.iter().find(|f| (f.sniff)(head)) {
+    // Each format in turn, reading as much of the start as it looks at.
+    let format = FORMATS.iter().find(|f| {
+        input.ensure(f.looks_at);
+        (f.sniff)(input.avail())
+    });
+    read_error(path, &mut input, within)?;
+    let head = input.avail();
+    if let Some(f) = format {
         if let (true, Some(c)) = (f.seeks, within) {
             return Err(InputError::new(
                 path,
@@ -252,11 +272,31 @@ fn open_maybe_compressed(
     Err(InputError::new(path, what))
 }
 
+/// A read error before the format is known: fatal, unless a compressed
+/// stream cut short after some data, which is read up to the cut with a
+/// warning from the source.
+fn read_error(
+    path: &Path,
+    input: &mut Chunked,
+    within: Option<compressed::Codec>,
+) -> Result<(), InputError> {
+    if within.is_none() || input.avail().is_empty() {
+        if let Some(e) = input.take_error() {
+            let inside = within.map_or(String::new(), |c| format!(" {} data", c.name()));
+            return Err(InputError::new(path, format!("cannot read{inside}: {e}")));
+        }
+    }
+    Ok(())
+}
+
 /// Opens every input; per-CPU blktrace files of one device become one
 /// source each so that they can be merged the way blkparse merges them.
 pub fn open_inputs(paths: &[PathBuf]) -> Result<Vec<Box<dyn Source>>, InputError> {
     let mut sources = Vec::new();
     let mut seen = std::collections::HashSet::new();
+    // The files read together share one budget of read windows.
+    let files: usize = paths.iter().map(|p| expand(p).map_or(1, |f| f.len())).sum();
+    let window = reader::window_share(files);
     for p in paths {
         if files::is_stdin(p) {
             sources.push(open_stdin()?);
@@ -275,7 +315,7 @@ pub fn open_inputs(paths: &[PathBuf]) -> Result<Vec<Box<dyn Source>>, InputError
                 if meta.is_file() && meta.len() == 0 && blktrace_cpu_file(&f).is_some() {
                     continue;
                 }
-                sources.push(open_file(&f)?);
+                sources.push(open_file_windowed(&f, window)?);
             }
         }
     }

@@ -16,6 +16,7 @@
 
 use super::capture_dir::Decoder;
 use super::perf_script_stack::parse_frame;
+use super::process_maps::SharedMappings;
 use super::source::{InputError, Source, SourceStats};
 use super::user_frames::{Mapping, UserFrames};
 use crate::model::kallsyms::KernelSymbols;
@@ -65,8 +66,10 @@ struct Records {
 #[derive(Default)]
 struct Namer {
     comms: FxHashMap<u32, Comm>,
-    /// By process: its executable mappings, newest last.
-    maps: FxHashMap<u32, Vec<Mapping>>,
+    /// By process: its executable mappings, newest last; a forked
+    /// process shares its parent's until either maps anew.
+    maps: FxHashMap<u32, Arc<Vec<Mapping>>>,
+    shared: SharedMappings,
     user: UserFrames,
     kernel: Option<KernelSymbols>,
     /// /proc/kallsyms being read and sorted (tens of ms) while the file's
@@ -427,7 +430,7 @@ impl Namer {
         }
         let path = self.user.mapped_path(pid, path);
         *self.generations.entry(pid as u32).or_default() += 1;
-        let v = self.maps.entry(pid as u32).or_default();
+        let v = self.shared.own(self.maps.entry(pid as u32).or_default());
         let end = start.saturating_add(len);
         v.retain(|m| m.end <= start || m.start >= end);
         v.push(Mapping {
@@ -550,6 +553,9 @@ impl Records {
                 std::mem::take(&mut self.unfolded_chains)
             ));
         }
+        self.stats
+            .notes
+            .extend(self.namer.shared.warning(&self.path));
         if self.orphan_samples > 0 {
             self.stats.notes.push(format!(
                 "{path}: {} samples of tasks that had exited (pid -1) are left out, as perf script | inferno-collapse-perf leaves them",

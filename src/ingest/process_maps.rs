@@ -16,12 +16,66 @@ use super::reader::Chunked;
 use super::user_frames::{Mapping, UserFrames};
 use crate::model::perf_record::{self, HEADER_LEN, RECORD_FORK, RECORD_MMAP, SAMPLE_ID_LEN};
 use rustc_hash::FxHashMap;
+use std::sync::Arc;
+
+/// How many mappings copies of shared ones may add up to in all.
+const MAX_COPIED: usize = 4 << 20;
+
+/// A forked process shares its parent's mappings until either changes
+/// its own (copy on write): a file of thousands of mappings then
+/// thousands of forks made a copy per fork (8,000 x 8,000: 2.4 GiB).
+/// The copies made are bounded too, for files that fork and map in turn.
+#[derive(Default)]
+pub struct SharedMappings {
+    copied: usize,
+    /// Processes that started without their parent's mappings, the
+    /// bound reached.
+    refused: u64,
+}
+
+impl SharedMappings {
+    /// `v` made the process's own to change: copied when shared, or a
+    /// new empty one once the copies reach their bound (counted).
+    pub fn own<'a, T: Clone>(&mut self, v: &'a mut Arc<Vec<T>>) -> &'a mut Vec<T> {
+        if Arc::get_mut(v).is_none() {
+            if self.copied.saturating_add(v.len()) <= MAX_COPIED {
+                self.copied += v.len();
+            } else {
+                self.refused += 1;
+                *v = Arc::default();
+            }
+        }
+        Arc::make_mut(v)
+    }
+
+    /// What the user should know when the bound was reached: `file`
+    /// names the input.
+    pub fn warning(&self, file: &std::path::Path) -> Option<String> {
+        (self.refused > 0).then(|| {
+            format!(
+                "{}: {} processes were left without the mappings they inherited (more than {MAX_COPIED} copied already): their frames in inherited binaries are [unknown]",
+                file.display(),
+                self.refused
+            )
+        })
+    }
+}
 
 /// A mapping and the time span it held.
+#[derive(Clone)]
 struct Timed {
     from: u64,
     until: u64,
     mapping: Mapping,
+}
+
+/// A process's mappings over time.
+#[derive(Default)]
+struct Timeline {
+    /// When it forked, if its mappings are (or were) its parent's: it
+    /// had none before.
+    since: u64,
+    maps: Arc<Vec<Timed>>,
 }
 
 /// What a side-band record says, at its time.
@@ -32,8 +86,10 @@ enum Change {
 
 #[derive(Default)]
 pub struct ProcessMaps {
-    by_pid: FxHashMap<u32, Vec<Timed>>,
+    /// A forked process shares its parent's until either maps anew.
+    by_pid: FxHashMap<u32, Timeline>,
     changes: Vec<(u64, Change)>,
+    shared: SharedMappings,
 }
 
 impl ProcessMaps {
@@ -67,7 +123,9 @@ impl ProcessMaps {
         for (t, c) in changes {
             match c {
                 Change::Map { pid, mapping } => {
-                    let v = self.by_pid.entry(pid).or_default();
+                    let v = self
+                        .shared
+                        .own(&mut self.by_pid.entry(pid).or_default().maps);
                     for m in v.iter_mut().filter(|m| m.until == u64::MAX) {
                         if m.mapping.start < mapping.end && mapping.start < m.mapping.end {
                             m.until = t;
@@ -80,19 +138,29 @@ impl ProcessMaps {
                     });
                 }
                 Change::Fork { pid, parent } => {
-                    let inherited: Vec<Timed> = self
-                        .by_pid
-                        .get(&parent)
-                        .into_iter()
-                        .flatten()
-                        .filter(|m| m.from <= t && t < m.until)
-                        .map(|m| Timed {
-                            from: t,
-                            until: u64::MAX,
-                            mapping: m.mapping.clone(),
-                        })
-                        .collect();
-                    self.by_pid.entry(pid).or_default().extend(inherited);
+                    let Some(inherited) = self.by_pid.get(&parent).map(|p| p.maps.clone()) else {
+                        continue;
+                    };
+                    match self.by_pid.get_mut(&pid) {
+                        // The parent's timeline, shared, from `t` on.
+                        None => {
+                            let maps = inherited;
+                            self.by_pid.insert(pid, Timeline { since: t, maps });
+                        }
+                        // A pid used again: its old mappings stay behind.
+                        Some(v) => {
+                            let live: Vec<Timed> = inherited
+                                .iter()
+                                .filter(|m| m.from <= t && t < m.until)
+                                .map(|m| Timed {
+                                    from: t,
+                                    until: u64::MAX,
+                                    mapping: m.mapping.clone(),
+                                })
+                                .collect();
+                            self.shared.own(&mut v.maps).extend(live);
+                        }
+                    }
                 }
             }
         }
@@ -100,7 +168,8 @@ impl ProcessMaps {
 
     /// The mapping of process `pid` that held `addr` at time `ts`.
     pub fn at(&self, pid: u32, addr: u64, ts: u64) -> Option<&Mapping> {
-        self.by_pid.get(&pid)?.iter().rev().find_map(|m| {
+        let timeline = self.by_pid.get(&pid).filter(|p| ts >= p.since)?;
+        timeline.maps.iter().rev().find_map(|m| {
             (m.from <= ts && ts < m.until && addr >= m.mapping.start && addr < m.mapping.end)
                 .then_some(&m.mapping)
         })
@@ -108,6 +177,11 @@ impl ProcessMaps {
 
     pub fn is_empty(&self) -> bool {
         self.by_pid.is_empty()
+    }
+
+    /// What the user should know of the mappings (see [`SharedMappings`]).
+    pub fn warning(&self, file: &std::path::Path) -> Option<String> {
+        self.shared.warning(file)
     }
 }
 

@@ -1,0 +1,275 @@
+//! Memory that must not grow with a count read from the input (files,
+//! mappings, records, devices), and values read from it that must be
+//! checked before they are believed.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+const TEXT: &str = "tests/fixtures/loop-seqread-nomerges0.tracepoints.txt";
+
+fn report_json(inputs: &[&Path]) -> (Outcome, serde_json::Value) {
+    let o = outcome_bounded(
+        iosleuth().args(["report", "--format", "json"]).args(inputs),
+        None,
+    );
+    let json = serde_json::from_str(&o.stdout).unwrap_or_default();
+    (o, json)
+}
+
+/// The blktrace records (each with its payload) of every per-CPU file
+/// exported from the text fixture, in the order of their times.
+fn blktrace_records(dir: &Path) -> Vec<Vec<u8>> {
+    let bt = dir.join("exported");
+    let o = iosleuth()
+        .args(["export", "--blktrace"])
+        .arg(&bt)
+        .arg(TEXT)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let mut recs = Vec::new();
+    for cpu in 0..2 {
+        let b = std::fs::read(bt.join(format!("loop0.blktrace.{cpu}"))).unwrap();
+        let mut pos = 0;
+        while pos < b.len() {
+            let pdu = u16::from_le_bytes([b[pos + 46], b[pos + 47]]) as usize;
+            recs.push(b[pos..pos + 48 + pdu].to_vec());
+            pos += 48 + pdu;
+        }
+    }
+    recs.sort_by_key(|r| u64::from_le_bytes(r[8..16].try_into().unwrap()));
+    recs
+}
+
+/// 600 per-CPU files of a few records each: each used to get a 4 MiB
+/// read window (2.4 GiB in all); now a window sized to its file.
+#[test]
+fn six_hundred_small_blktrace_files_are_read_in_bounded_memory() {
+    let dir = tempdir();
+    let recs = blktrace_records(dir.path());
+    assert_eq!(recs.len(), 1050);
+    let split = dir.path().join("split");
+    std::fs::create_dir(&split).unwrap();
+    const FILES: usize = 600;
+    for n in 0..FILES {
+        let bytes: Vec<u8> = recs
+            .iter()
+            .skip(n)
+            .step_by(FILES)
+            .flatten()
+            .copied()
+            .collect();
+        std::fs::write(split.join(format!("dev.blktrace.{n}")), bytes).unwrap();
+    }
+    let (o, json) = report_json(&[&split]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(json["inputs"].as_array().map(Vec::len), Some(FILES));
+    let dev = &json["devices"][0];
+    assert_eq!(dev["actions"]["queued"], 512);
+    assert_eq!(dev["actions"]["completed"], 8);
+    assert_eq!(dev["btt"]["d2c"]["n"], 512);
+    assert_eq!(dev["btt"]["d2c"]["total_ns"], 320256000);
+}
+
+/// `report --format folded` of `input`, run bounded.
+fn folded(input: &Path) -> Outcome {
+    outcome_bounded(
+        iosleuth().args(["report", "--format", "folded"]).arg(input),
+        None,
+    )
+}
+
+/// A perf record: header (type, misc, size), then `body`.
+fn perf_record(kind: u32, misc: u16, body: &[u8]) -> Vec<u8> {
+    let mut r = kind.to_ne_bytes().to_vec();
+    r.extend(misc.to_ne_bytes());
+    r.extend(((8 + body.len()) as u16).to_ne_bytes());
+    r.extend(body);
+    r
+}
+
+const MISC_USER: u16 = 2;
+const CONTEXT_USER: u64 = -512i64 as u64;
+const MAPPINGS: u64 = 8000;
+const FORKS: u32 = 8000;
+const PARENT: u32 = 50_000;
+/// The mapping the forked child's sample lands in.
+const HIT: u64 = 4321;
+
+fn mapped_at(k: u64) -> u64 {
+    0x1000_0000 + k * 0x10000
+}
+
+/// The records of a parent that maps 8,000 binaries then forks 8,000
+/// times, and a sample of its last child in one of the binaries, from
+/// `time` on; `sample_id` is each non-sample record's tail at a time.
+fn maps_then_forks(
+    time: u64,
+    sample_id: &dyn Fn(u32, u64) -> Vec<u8>,
+    sample: &dyn Fn(u32, u64, u64) -> Vec<u8>,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut t = time;
+    for k in 0..MAPPINGS {
+        t += 1;
+        let mut b = Vec::new();
+        for v in [PARENT, PARENT] {
+            b.extend(v.to_ne_bytes());
+        }
+        for v in [mapped_at(k), 0x1000, 0] {
+            b.extend(v.to_ne_bytes());
+        }
+        let mut name = format!("/nonexistent/lib-{k}").into_bytes();
+        name.resize((name.len() + 1).next_multiple_of(8), 0);
+        b.extend(name);
+        b.extend(sample_id(PARENT, t));
+        out.extend(perf_record(1, MISC_USER, &b));
+    }
+    for i in 0..FORKS {
+        t += 1;
+        let child = PARENT + 1 + i;
+        let mut b = Vec::new();
+        for v in [child, PARENT, child, PARENT] {
+            b.extend(v.to_ne_bytes());
+        }
+        b.extend(t.to_ne_bytes());
+        b.extend(sample_id(child, t));
+        out.extend(perf_record(7, 0, &b));
+    }
+    out.extend(sample(PARENT + FORKS, mapped_at(HIT) + 0x10, t + 1));
+    out
+}
+
+/// perf.data's data section (offset, size) and its records' (offset, type).
+fn perf_data_records(b: &[u8]) -> (usize, usize, Vec<(usize, u32)>) {
+    let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize;
+    let (off, size) = (u64_at(40), u64_at(48));
+    let mut recs = Vec::new();
+    let mut pos = off;
+    while pos < off + size {
+        let kind = u32::from_le_bytes(b[pos..pos + 4].try_into().unwrap());
+        recs.push((pos, kind));
+        pos += u16::from_le_bytes([b[pos + 6], b[pos + 7]]) as usize;
+    }
+    (off, size, recs)
+}
+
+/// `data` with `records` added at the end of its data section, the
+/// feature sections after it moved along.
+fn perf_data_with(data: &[u8], records: &[u8]) -> Vec<u8> {
+    let (off, size, _) = perf_data_records(data);
+    let end = off + size;
+    let features = (0..256)
+        .filter(|b| data[72 + b / 8] & (1 << (b % 8)) != 0)
+        .count();
+    let mut out = data[..end].to_vec();
+    out.extend(records);
+    out.extend(&data[end..]);
+    let n = records.len() as u64;
+    out[48..56].copy_from_slice(&(size as u64 + n).to_le_bytes());
+    for f in 0..features {
+        let at = end + records.len() + f * 16;
+        let was = u64::from_le_bytes(out[at..at + 8].try_into().unwrap());
+        assert!(was as usize >= end);
+        out[at..at + 8].copy_from_slice(&(was + n).to_le_bytes());
+    }
+    out
+}
+
+/// Each forked process used to get a copy of its parent's 8,000
+/// mappings (2.4 GiB); now it shares them, and still names its frames.
+#[test]
+fn forks_of_a_process_with_thousands_of_mappings_share_them() {
+    let data = std::fs::read("tests/fixtures/perf-urandom.data").unwrap();
+    let (_, _, recs) = perf_data_records(&data);
+    // perf-urandom.data: IP, TID, TIME, CALLCHAIN, PERIOD; sample_id_all.
+    let last = recs
+        .iter()
+        .filter(|(_, k)| *k == 9)
+        .map(|(at, _)| u64::from_le_bytes(data[at + 24..at + 32].try_into().unwrap()))
+        .max()
+        .unwrap();
+    let sample_id = |pid: u32, t: u64| {
+        let mut b = pid.to_ne_bytes().to_vec();
+        b.extend(pid.to_ne_bytes());
+        b.extend(t.to_ne_bytes());
+        b
+    };
+    let sample = |pid: u32, ip: u64, t: u64| {
+        let mut b = ip.to_ne_bytes().to_vec();
+        b.extend(pid.to_ne_bytes());
+        b.extend(pid.to_ne_bytes());
+        for v in [t, 1_000_000, 2, CONTEXT_USER, ip] {
+            b.extend(v.to_ne_bytes());
+        }
+        perf_record(9, MISC_USER, &b)
+    };
+    let dir = tempdir();
+    let p = dir.path().join("forks.data");
+    let records = maps_then_forks(last, &sample_id, &sample);
+    std::fs::write(&p, perf_data_with(&data, &records)).unwrap();
+    let o = folded(&p);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let child: Vec<&str> = o
+        .stdout
+        .lines()
+        .filter(|l| l.contains(&format!("lib-{HIT}")))
+        .collect();
+    assert_eq!(child.len(), 1, "{}", o.stdout);
+    assert!(
+        child[0].starts_with(&format!(":{}", PARENT + FORKS)),
+        "{child:?}"
+    );
+}
+
+/// The same in a capture's side-band records: each fork copied the
+/// parent's timeline of mappings.
+#[test]
+fn capture_forks_of_a_process_with_thousands_of_mappings_share_them() {
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    copy_dir(Path::new("tests/fixtures/stacks-user-python.cap"), &cap);
+    let samples = cap.join("samples-cpu0.perf");
+    let mut b = std::fs::read(&samples).unwrap();
+    // The capture's layout: IP, TID, TIME, CALLCHAIN, CPU; sample_id_all.
+    let mut last = 0;
+    let mut pos = 0;
+    while pos < b.len() {
+        if u32::from_ne_bytes(b[pos..pos + 4].try_into().unwrap()) == 9 {
+            last = last.max(u64::from_ne_bytes(
+                b[pos + 24..pos + 32].try_into().unwrap(),
+            ));
+        }
+        pos += u16::from_ne_bytes([b[pos + 6], b[pos + 7]]) as usize;
+    }
+    let sample_id = |pid: u32, t: u64| {
+        let mut b = pid.to_ne_bytes().to_vec();
+        b.extend(pid.to_ne_bytes());
+        b.extend(t.to_ne_bytes());
+        b.extend([0u8; 8]);
+        b
+    };
+    let sample = |pid: u32, ip: u64, t: u64| {
+        let mut b = ip.to_ne_bytes().to_vec();
+        b.extend(pid.to_ne_bytes());
+        b.extend(pid.to_ne_bytes());
+        b.extend(t.to_ne_bytes());
+        b.extend([0u8; 8]);
+        for v in [2, CONTEXT_USER, ip] {
+            b.extend(v.to_ne_bytes());
+        }
+        perf_record(9, MISC_USER, &b)
+    };
+    b.extend(maps_then_forks(last, &sample_id, &sample));
+    std::fs::write(&samples, b).unwrap();
+    let o = folded(&cap);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let child: Vec<&str> = o
+        .stdout
+        .lines()
+        .filter(|l| l.contains(&format!("lib-{HIT}")))
+        .collect();
+    assert_eq!(child.len(), 1, "{}", o.stdout);
+}
