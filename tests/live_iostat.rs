@@ -37,6 +37,26 @@ fn mono_ns() -> u64 {
     iosleuth::capture::snapshot::mono_ns()
 }
 
+/// The calling thread to SCHED_FIFO 10, or back to SCHED_OTHER.
+fn set_fifo(on: bool) {
+    let (policy, prio) = if on {
+        (libc::SCHED_FIFO, 10)
+    } else {
+        (libc::SCHED_OTHER, 0)
+    };
+    let p = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: a plain system call on this thread with a valid parameter.
+    let rc = unsafe { libc::sched_setscheduler(0, policy, &p) };
+    assert_eq!(
+        rc,
+        0,
+        "sched_setscheduler: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
 #[test]
 fn iostat_columns_agree_with_sysstat() {
     if !live() {
@@ -69,13 +89,12 @@ fn iostat_columns_agree_with_sysstat() {
     let mut fio = fio.spawn().unwrap();
     std::thread::sleep(Duration::from_millis(700));
     let spawned = mono_ns();
-    // At a real-time priority: beside other work, a late start or a late
-    // timer would move iostat's window away from where it is estimated.
-    let iostat = Command::new("chrt")
+    // This thread and iostat (which inherits it) at a real-time priority
+    // while the window is estimated: beside other work a late start, a
+    // late timer or a late wake-up here moved it 33-42 ms.
+    set_fifo(true);
+    let iostat = Command::new("iostat")
         .args([
-            "-f",
-            "10",
-            "iostat",
             "-x",
             "-d",
             "-y",
@@ -90,6 +109,7 @@ fn iostat_columns_agree_with_sysstat() {
         .unwrap();
     let out = iostat.wait_with_output().unwrap();
     let ended = mono_ns();
+    set_fifo(false);
     assert!(fio.wait().unwrap().success());
     session.stop().unwrap();
     tp.stop().unwrap();

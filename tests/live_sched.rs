@@ -85,23 +85,33 @@ fn timehist_delays(
     let mut left_in: HashMap<u32, String> = HashMap::new();
     for l in out.lines().skip(3) {
         let w: Vec<&str> = l.split_whitespace().collect();
-        if w.len() < 7 {
-            continue;
-        }
-        // `name[tid]` or `name[tid/pid]`
-        let Some(tid) = w[2]
-            .rsplit_once('[')
-            .and_then(|(_, t)| t.trim_end_matches(']').split('/').next()?.parse().ok())
+        // `name[tid]` or `name[tid/pid]`, where the name may hold spaces
+        // ("LLVM worker 0", "kworker/u8:1-events unbound"): the task is
+        // the first word after the CPU that ends in `[tid]`, and the
+        // columns after it are counted from there.
+        let tid_of = |word: &str| -> Option<u32> {
+            let (_, t) = word.strip_suffix(']')?.rsplit_once('[')?;
+            t.split('/').next()?.parse().ok()
+        };
+        let Some((k, tid)) = w
+            .iter()
+            .enumerate()
+            .skip(2)
+            .find_map(|(i, word)| Some((i, tid_of(word)?)))
         else {
             continue;
         };
+        if w.len() < k + 5 {
+            continue;
+        }
         let num = |i: usize| w[i].parse::<f64>().ok();
-        let (Some(out_at), Some(wait), Some(sch), Some(ran)) = (num(0), num(3), num(4), num(5))
+        let (Some(out_at), Some(wait), Some(sch), Some(ran)) =
+            (num(0), num(k + 1), num(k + 2), num(k + 3))
         else {
             continue;
         };
         let preempted = matches!(left_in.get(&tid).map(String::as_str), Some("R" | "W"));
-        left_in.insert(tid, w[6].to_string());
+        left_in.insert(tid, w[k + 4].to_string());
         let delay = if preempted { wait } else { sch };
         let came_in = out_at - ran / 1e3;
         if came_in - delay / 1e3 >= from && came_in <= to {
