@@ -5,8 +5,8 @@
 //! whole files.
 
 use crate::ingest::capture_dir::mapped_files;
+use crate::ingest::elf_reader::ElfReader;
 use crate::model::capture_layout::BUILD_IDS;
-use object::read::ReadCache;
 use object::Object;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -27,11 +27,11 @@ pub fn write_for_capture(dir: &Path) -> std::io::Result<usize> {
 }
 
 /// The GNU build id of the ELF file at `path`, reading only what its
-/// headers and notes need.
+/// headers and notes need; nothing from what is not a regular file (a
+/// FIFO planted at a JIT's `/tmp/perf-PID.map` would block).
 pub fn build_id(path: &Path) -> Option<Vec<u8>> {
-    let file = std::fs::File::open(path).ok()?;
-    let cache = ReadCache::new(file);
-    let elf = object::File::parse(&cache).ok()?;
+    let reader = ElfReader::open(path).ok()??;
+    let elf = object::File::parse(&reader).ok()?;
     elf.build_id().ok().flatten().map(<[u8]>::to_vec)
 }
 
@@ -51,5 +51,12 @@ mod tests {
             me.display()
         );
         assert_eq!(build_id(Path::new("/proc/self/status")), None);
+        assert_eq!(build_id(Path::new("/dev/zero")), None);
+        // A FIFO at a JIT's map path: neither opened for long nor read.
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("perf-1.map");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!(build_id(&fifo), None);
     }
 }

@@ -632,8 +632,8 @@ fn sample_sources(
         ));
         return Vec::new();
     }
-    let user_space =
-        (manifest["samples"]["user_frames"] == true).then(|| Arc::new(user_space(dir, &files)));
+    let user_space = (manifest["samples"]["user_frames"] == true)
+        .then(|| Arc::new(user_space(dir, &files, notes)));
     if let Some(u) = &user_space {
         notes.extend(u.maps.warning(dir));
     }
@@ -657,12 +657,15 @@ fn sample_sources(
 /// CPU's samples; a file that cannot be read leaves its frames
 /// `[unknown]` (the sample reader says why). Binaries are checked
 /// against the build ids the recorder saw (`build-ids.json`).
-fn user_space(dir: &Path, files: &[(u32, PathBuf)]) -> super::perf_samples::UserSpace {
-    let build_ids: std::collections::HashMap<String, String> =
-        std::fs::read_to_string(dir.join(layout::BUILD_IDS))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default();
+fn user_space(
+    dir: &Path,
+    files: &[(u32, PathBuf)],
+    notes: &mut Vec<String>,
+) -> super::perf_samples::UserSpace {
+    let build_ids = read_build_ids(&dir.join(layout::BUILD_IDS)).unwrap_or_else(|why| {
+        notes.push(why);
+        Default::default()
+    });
     let build_ids = build_ids
         .into_iter()
         .filter_map(|(path, hex)| Some((path.into_bytes(), from_hex(&hex)?)))
@@ -672,6 +675,26 @@ fn user_space(dir: &Path, files: &[(u32, PathBuf)]) -> super::perf_samples::User
     super::perf_samples::UserSpace {
         maps,
         frames: std::sync::Mutex::new(names),
+    }
+}
+
+/// The build ids the recorder saw, by path (none in a capture without
+/// user frames' file); `Err` says why the file there was not read.
+fn read_build_ids(path: &Path) -> Result<std::collections::HashMap<String, String>, String> {
+    use super::files::{read_named, Limit, Links};
+    /// A path and 40 hex digits for each binary mapped: thousands of them
+    /// are well under a MiB.
+    const LIMIT: Limit = Limit {
+        bytes: 16 << 20,
+        what: "a build-ids.json can have",
+    };
+    let not_read = |why: String| {
+        format!("{}: {why}: not read, user frames are named from the binaries found now, whichever build they are", path.display())
+    };
+    match read_named(path, LIMIT, Links::Follow).map_err(not_read)? {
+        None => Ok(Default::default()),
+        Some(bytes) => serde_json::from_slice(&bytes)
+            .map_err(|e| not_read(format!("not a map of paths to build ids ({e})"))),
     }
 }
 

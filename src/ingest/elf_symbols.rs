@@ -16,7 +16,8 @@
 //! offset), turned into the binary's virtual addresses through its
 //! loadable segments.
 
-use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable};
+use super::elf_reader::ElfReader;
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, ReadRef};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone)]
@@ -44,8 +45,13 @@ impl ElfSymbols {
     /// With the build id the recording saw, the file must have it: perf's
     /// build-id cache (`~/.debug/.build-id/xx/yyyy/elf`, the copy `perf
     /// record` kept; the only copy of the vDSO) first, then `path` unless
-    /// it was rebuilt since.
-    pub fn load(path: &Path, build_id: Option<&[u8]>) -> Option<ElfSymbols> {
+    /// it was rebuilt since. A file that is there but refused (not a
+    /// regular file, too large) is said in `refused`, with its path.
+    pub fn load(
+        path: &Path,
+        build_id: Option<&[u8]>,
+        refused: &mut Vec<String>,
+    ) -> Option<ElfSymbols> {
         let hex: Option<String> = build_id
             .filter(|id| id.len() > 1)
             .map(|id| id.iter().map(|b| format!("{b:02x}")).collect());
@@ -58,19 +64,39 @@ impl ElfSymbols {
                     .join(&h[2..]),
             )
         });
-        let same = |f: &object::File| match (build_id, f.build_id().ok().flatten()) {
-            (Some(want), Some(has)) => want.starts_with(has) || has.starts_with(want),
-            _ => true,
-        };
         // The cache keeps a binary as `elf`, the vDSO as `vdso`.
         let candidates = cache
             .iter()
             .flat_map(|c| [c.join("elf"), c.join("vdso")])
             .chain([path.to_path_buf()]);
-        let data = candidates
-            .filter_map(|c| std::fs::read(c).ok())
-            .find(|d| object::File::parse(&**d).is_ok_and(|f| same(&f)))?;
-        let file = object::File::parse(&*data).ok()?;
+        for c in candidates {
+            let Some(reader) = open(&c, refused) else {
+                continue;
+            };
+            let parsed = object::File::parse(&reader);
+            if let Some(why) = reader.over_budget() {
+                refused.push(format!("{}: {why}", c.display()));
+            }
+            match parsed {
+                Ok(file) if same_build_id(build_id, &file) => {
+                    let mut debug = debug_files(path, &file);
+                    debug.extend(cache.map(|c| c.join("debug")));
+                    return Some(ElfSymbols::of(&file, build_id, &debug, refused));
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// The functions of `file`, from the first of its `debug` files that
+    /// has the same build id and a symbol table, else its own.
+    fn of<'d, R: ReadRef<'d>>(
+        file: &object::File<'d, R>,
+        build_id: Option<&[u8]>,
+        debug: &[PathBuf],
+        refused: &mut Vec<String>,
+    ) -> ElfSymbols {
         let segments = file
             .segments()
             .map(|s| {
@@ -79,31 +105,52 @@ impl ElfSymbols {
             })
             .collect();
         let mut syms = Vec::new();
-        let mut debug = debug_files(path, &file);
-        debug.extend(cache.map(|c| c.join("debug")));
         for d in debug {
-            if let Ok(d) = std::fs::read(&d) {
-                if let Ok(df) = object::File::parse(&*d) {
-                    if same(&df) {
-                        syms = functions(&df, false);
-                    }
-                    if !syms.is_empty() {
-                        break;
-                    }
+            let Some(reader) = open(d, refused) else {
+                continue;
+            };
+            if let Ok(df) = object::File::parse(&reader) {
+                if same_build_id(build_id, &df) {
+                    syms = functions(&df, false);
                 }
+            }
+            if let Some(why) = reader.over_budget() {
+                refused.push(format!("{}: {why}", d.display()));
+            }
+            if !syms.is_empty() {
+                break;
             }
         }
         if syms.is_empty() {
-            syms = functions(&file, false);
+            syms = functions(file, false);
         }
         if syms.is_empty() {
-            syms = functions(&file, true);
+            syms = functions(file, true);
         }
-        syms.extend(plt_stubs(&file));
-        Some(ElfSymbols {
+        syms.extend(plt_stubs(file));
+        ElfSymbols {
             syms: tidy(syms),
             segments,
-        })
+        }
+    }
+
+    /// Functions at absolute addresses (a JIT's perf map: start, size,
+    /// name), looked up with [`ElfSymbols::at_address`].
+    pub fn of_functions(functions: Vec<(u64, u64, String)>) -> ElfSymbols {
+        let syms = functions
+            .into_iter()
+            .map(|(start, size, name)| Sym {
+                start,
+                end: start.saturating_add(size),
+                name,
+                weak: false,
+                global: true,
+            })
+            .collect();
+        ElfSymbols {
+            syms: tidy(syms),
+            segments: Vec::new(),
+        }
     }
 
     /// The function at `offset` into the file.
@@ -113,10 +160,11 @@ impl ElfSymbols {
             .iter()
             .find(|(off, size, _)| offset >= *off && offset < off + size)
             .map(|(off, _, va)| offset - off + va)?;
-        self.at(vaddr)
+        self.at_address(vaddr)
     }
 
-    fn at(&self, vaddr: u64) -> Option<&str> {
+    /// The function at virtual address `vaddr`.
+    pub fn at_address(&self, vaddr: u64) -> Option<&str> {
         let i = self
             .syms
             .partition_point(|s| s.start <= vaddr)
@@ -126,9 +174,26 @@ impl ElfSymbols {
     }
 }
 
+/// The file at `path` opened for its symbols, or `None`: absent, or
+/// refused (said in `refused`).
+fn open(path: &Path, refused: &mut Vec<String>) -> Option<ElfReader> {
+    ElfReader::open(path).unwrap_or_else(|why| {
+        refused.push(format!("{}: {why}", path.display()));
+        None
+    })
+}
+
+/// Whether `file` is the binary of build id `want` (any, without one).
+fn same_build_id<'d, R: ReadRef<'d>>(want: Option<&[u8]>, file: &object::File<'d, R>) -> bool {
+    match (want, file.build_id().ok().flatten()) {
+        (Some(want), Some(has)) => want.starts_with(has) || has.starts_with(want),
+        _ => true,
+    }
+}
+
 /// The detached debug files that may hold `file`'s symbol table, in the
 /// order perf tries them.
-fn debug_files(path: &Path, file: &object::File) -> Vec<PathBuf> {
+fn debug_files<'d, R: ReadRef<'d>>(path: &Path, file: &object::File<'d, R>) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Some(link) = file.gnu_debuglink().ok().flatten() {
         let name = String::from_utf8_lossy(link.0).into_owned();
@@ -155,8 +220,8 @@ fn debug_files(path: &Path, file: &object::File) -> Vec<PathBuf> {
 
 /// The named functions of one table (`.dynsym` when `dynamic`) in
 /// executable sections.
-fn functions(file: &object::File, dynamic: bool) -> Vec<Sym> {
-    let table: Vec<object::Symbol> = if dynamic {
+fn functions<'d, R: ReadRef<'d>>(file: &object::File<'d, R>, dynamic: bool) -> Vec<Sym> {
+    let table: Vec<object::Symbol<'d, '_, R>> = if dynamic {
         file.dynamic_symbols().collect()
     } else {
         file.symbols().collect()
@@ -201,7 +266,7 @@ fn functions(file: &object::File, dynamic: bool) -> Vec<Sym> {
 /// `dso__synthesize_plt_symbols` names them (x86-64: 16-byte entries in
 /// `.plt` after its 16-byte header, or in `.plt.sec` without one), in
 /// the order of `.rela.plt`.
-fn plt_stubs(file: &object::File) -> Vec<Sym> {
+fn plt_stubs<'d, R: ReadRef<'d>>(file: &object::File<'d, R>) -> Vec<Sym> {
     const ENTRY: u64 = 16;
     if file.architecture() != object::Architecture::X86_64 {
         return Vec::new();
@@ -332,8 +397,11 @@ mod tests {
     fn this_machines_libc_names_its_functions() {
         // A binary every Debian machine has; its symbols from .dynsym at
         // least.
-        let Some(libc) = ElfSymbols::load(Path::new("/usr/lib/x86_64-linux-gnu/libc.so.6"), None)
-        else {
+        let Some(libc) = ElfSymbols::load(
+            Path::new("/usr/lib/x86_64-linux-gnu/libc.so.6"),
+            None,
+            &mut Vec::new(),
+        ) else {
             panic!("no libc.so.6 on a Debian machine?");
         };
         assert!(libc.syms.iter().any(|s| s.name.ends_with("read")));

@@ -509,6 +509,7 @@ impl Source for PerfDataSource {
                 }
                 Err(e) => {
                     records.stats.cut_short = Some(format!("stopped reading: {e}"));
+                    records.note_left_out();
                     return None;
                 }
             };
@@ -541,6 +542,9 @@ impl Records {
     /// The notes on what was left out, once the file is read.
     fn note_left_out(&mut self) {
         let path = self.path.display();
+        for why in self.namer.user.take_refused() {
+            self.stats.notes.push(format!("{path}: {why}"));
+        }
         if self.tracepoint_samples > 0 {
             self.stats.notes.push(format!(
                 "{path}: {} tracepoint samples could not be decoded (no format for their event in the file's tracing data)",

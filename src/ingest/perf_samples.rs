@@ -115,6 +115,42 @@ impl SampleSource {
 
 impl Source for SampleSource {
     fn next_event(&mut self) -> Option<Event> {
+        let e = self.next_sample();
+        if e.is_none() {
+            self.note_refused();
+        }
+        e
+    }
+    fn path(&self) -> &Path {
+        &self.path
+    }
+    fn format(&self) -> &'static str {
+        "iosleuth capture (perf samples)"
+    }
+    fn stats(&self) -> &SourceStats {
+        &self.stats
+    }
+}
+
+impl SampleSource {
+    /// The files the names of user frames were not read from, said by
+    /// whichever CPU's source ends first after they were refused.
+    fn note_refused(&mut self) {
+        let Some(u) = &self.user_space else {
+            return;
+        };
+        let refused = u
+            .frames
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take_refused();
+        let path = self.path.display();
+        for why in refused {
+            self.stats.notes.push(format!("{path}: {why}"));
+        }
+    }
+
+    fn next_sample(&mut self) -> Option<Event> {
         loop {
             if self.input.ensure(HEADER_LEN) < HEADER_LEN {
                 if self.input.ensure(1) > 0 {
@@ -157,14 +193,5 @@ impl Source for SampleSource {
                 _ => {}
             }
         }
-    }
-    fn path(&self) -> &Path {
-        &self.path
-    }
-    fn format(&self) -> &'static str {
-        "iosleuth capture (perf samples)"
-    }
-    fn stats(&self) -> &SourceStats {
-        &self.stats
     }
 }

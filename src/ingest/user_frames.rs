@@ -20,9 +20,25 @@ pub struct Mapping {
     pub path: Arc<str>,
 }
 
+/// The functions of one mapped file: a binary's by file offset, a JIT's
+/// perf map's by address.
+enum Functions {
+    Binary(ElfSymbols),
+    PerfMap(ElfSymbols),
+}
+
+impl Functions {
+    fn at(&self, addr: u64, offset: u64) -> Option<&str> {
+        match self {
+            Functions::Binary(s) => s.at_file_offset(offset),
+            Functions::PerfMap(s) => s.at_address(addr),
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct UserFrames {
-    binaries: FxHashMap<Arc<str>, Option<ElfSymbols>>,
+    binaries: FxHashMap<Arc<str>, Option<Functions>>,
     /// By binary (its interned path's address) and file offset.
     names: FxHashMap<(usize, u64), Option<Arc<str>>>,
     /// The build id of each binary the recording saw, by path: a file
@@ -32,6 +48,9 @@ pub struct UserFrames {
     /// Where the image of a mapping with no file of its own (`[vdso]`)
     /// was kept.
     images: FxHashMap<&'static str, std::path::PathBuf>,
+    /// Files that were there but not read (not regular, too large, a perf
+    /// map of another user), each with its path and why, until taken.
+    refused: Vec<String>,
 }
 
 impl UserFrames {
@@ -51,6 +70,12 @@ impl UserFrames {
     pub fn with_vdso(mut self, path: std::path::PathBuf) -> UserFrames {
         self.images.insert("[vdso]", path);
         self
+    }
+
+    /// What was refused since last asked, each naming the file and why
+    /// (the source that reads the input adds its name).
+    pub fn take_refused(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.refused)
     }
 
     /// The mapping of `path` in process `pid` as one shared string
@@ -86,13 +111,12 @@ impl UserFrames {
         if let Some(n) = self.names.get(&key) {
             return n.clone();
         }
-        let (build_ids, images) = (&self.build_ids, &self.images);
-        let syms = self.binaries.entry(m.path.clone()).or_insert_with(|| {
-            let id = build_ids.get(m.path.as_bytes()).map(Vec::as_slice);
-            let file = images.get(&*m.path).map_or(Path::new(&*m.path), |p| p);
-            ElfSymbols::load(file, id)
-        });
-        let line = match syms.as_ref().and_then(|s| s.at_file_offset(offset)) {
+        let (build_ids, images, refused) = (&self.build_ids, &self.images, &mut self.refused);
+        let syms = self
+            .binaries
+            .entry(m.path.clone())
+            .or_insert_with(|| functions(&m.path, build_ids, images, refused));
+        let line = match syms.as_ref().and_then(|s| s.at(addr, offset)) {
             Some(name) => format!("\t{addr:x} {}+0x0 ({})", demangle(name), m.path),
             None => format!("\t{addr:x} [unknown] ({})", m.path),
         };
@@ -100,6 +124,33 @@ impl UserFrames {
         self.names.insert(key, n.clone());
         n
     }
+}
+
+/// The functions of the file mapped at `path`: a JIT's perf map, a
+/// binary (the image kept for `[vdso]`), or `None`; a file that is there
+/// but refused is said in `refused`.
+fn functions(
+    path: &str,
+    build_ids: &FxHashMap<Vec<u8>, Vec<u8>>,
+    images: &FxHashMap<&'static str, std::path::PathBuf>,
+    refused: &mut Vec<String>,
+) -> Option<Functions> {
+    let not_read = |why: String| format!("{why}: not read for symbols");
+    if super::perf_map::is_perf_map(path) {
+        return match super::perf_map::load(Path::new(path)) {
+            Ok(f) => f.map(|f| Functions::PerfMap(ElfSymbols::of_functions(f))),
+            Err(why) => {
+                refused.push(not_read(format!("{path}: {why}")));
+                None
+            }
+        };
+    }
+    let id = build_ids.get(path.as_bytes()).map(Vec::as_slice);
+    let file = images.get(path).map_or(Path::new(path), |p| p);
+    let mut why = Vec::new();
+    let syms = ElfSymbols::load(file, id, &mut why);
+    refused.extend(why.into_iter().map(not_read));
+    syms.map(Functions::Binary)
 }
 
 /// A symbol as perf prints it: Rust (legacy and v0) without its hash, C++

@@ -7,25 +7,32 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// The kallsyms file `--kallsyms` named, used in place of this machine's
-/// for recordings that carry no symbols of their own (perf.data).
-static GIVEN: OnceLock<PathBuf> = OnceLock::new();
+/// The kallsyms file `--kallsyms` named and its symbols, used in place
+/// of this machine's for recordings that carry no symbols of their own
+/// (perf.data).
+static GIVEN: OnceLock<(PathBuf, KernelSymbols)> = OnceLock::new();
+
+/// A copy of /proc/kallsyms: 200,000 symbols are about 10 MiB.
+const MAX_KALLSYMS: u64 = 256 << 20;
 
 /// Names perf.data's kernel frames from `path` (a copy of the recording
-/// kernel's /proc/kallsyms), as `perf report --kallsyms` does: checked
-/// here, so that a wrong file is refused before any reading.
+/// kernel's /proc/kallsyms), as `perf report --kallsyms` does: read and
+/// checked here, once, so that a wrong file is refused before any other
+/// reading. Only a regular file is read (a FIFO or a device would block
+/// or never end), and at most 256 MiB of it.
 pub fn use_file(path: &Path) -> Result<(), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read: {e}"))?;
-    if KernelSymbols::parse(&text).is_empty() {
+    let text = crate::ingest::files::read_small(path, MAX_KALLSYMS)?;
+    let symbols = KernelSymbols::parse(&text);
+    if symbols.is_empty() {
         return Err("no function symbols in it (not a copy of /proc/kallsyms?)".into());
     }
-    let _ = GIVEN.set(path.to_path_buf());
+    let _ = GIVEN.set((path.to_path_buf(), symbols));
     Ok(())
 }
 
 /// The file given with `--kallsyms`, if any.
 pub fn given_file() -> Option<&'static Path> {
-    GIVEN.get().map(PathBuf::as_path)
+    GIVEN.get().map(|(p, _)| p.as_path())
 }
 
 /// The running kernel's GNU build id, from the ELF notes it exposes in
@@ -109,8 +116,8 @@ impl KernelSymbols {
 
     /// The `--kallsyms` file's, else this machine's.
     pub fn given_or_this_machine() -> KernelSymbols {
-        match given_file() {
-            Some(p) => KernelSymbols::parse(&std::fs::read_to_string(p).unwrap_or_default()),
+        match GIVEN.get() {
+            Some((_, symbols)) => symbols.clone(),
             None => KernelSymbols::of_this_machine(),
         }
     }
