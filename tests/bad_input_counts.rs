@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const TEXT: &str = "tests/fixtures/loop-seqread-nomerges0.tracepoints.txt";
 
@@ -272,4 +272,170 @@ fn capture_forks_of_a_process_with_thousands_of_mappings_share_them() {
         .filter(|l| l.contains(&format!("lib-{HIT}")))
         .collect();
     assert_eq!(child.len(), 1, "{}", o.stdout);
+}
+
+const LIGHT: &str = "tests/fixtures/light-dd.cap";
+
+/// A copy of the light capture fixture, to damage.
+fn light_copy(dir: &Path) -> PathBuf {
+    let cap = dir.join("light.cap");
+    copy_dir(Path::new(LIGHT), &cap);
+    cap
+}
+
+fn report_text(input: &Path) -> Outcome {
+    outcome_bounded(iosleuth().arg("report").arg(input), None)
+}
+
+/// slow.bin was read whole into a buffer of its length: a sparse 1 GiB
+/// one took 1 GiB; it is read record by record now.
+#[test]
+fn a_sparse_slow_bin_is_read_record_by_record() {
+    let dir = tempdir();
+    let cap = light_copy(dir.path());
+    let slow = cap.join("slow.bin");
+    let len = std::fs::metadata(&slow).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&slow)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let o = report_text(&cap);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout
+            .contains("requests completed: 600 (read 500, write 100"),
+        "{}",
+        o.stdout
+    );
+    // The zeroes are no records: skipped, by name.
+    let zero_records = ((1u64 << 30) - len) / 96;
+    assert!(
+        o.stderr.contains(&format!(
+            "{}: skipped {zero_records} entries",
+            slow.display()
+        )),
+        "{}",
+        o.stderr
+    );
+}
+
+/// context.bin's records were each a Vec (56 bytes for a 4-byte record):
+/// 100 MB of them took 1.4 GiB; they are read one at a time now.
+#[test]
+fn a_flight_recorder_of_tiny_records_is_read_in_bounded_memory() {
+    let dir = tempdir();
+    let cap = light_copy(dir.path());
+    const RECORDS: usize = 25 << 20;
+    let mut b = b"IOSLCTX1".to_vec();
+    b.resize(16, 0);
+    b.extend([99u8, 0, 4, 0].repeat(RECORDS));
+    let context = cap.join("context.bin");
+    std::fs::write(&context, b).unwrap();
+    let o = report_text(&cap);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout
+            .contains("requests completed: 600 (read 500, write 100"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stderr.contains(&format!(
+            "{}: {RECORDS} records could not be decoded (the first: record 0)",
+            context.display()
+        )),
+        "{}",
+        o.stderr
+    );
+}
+
+fn edit_light_json(cap: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let p = cap.join("light.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    edit(&mut doc);
+    std::fs::write(&p, doc.to_string()).unwrap();
+}
+
+/// A bucket past the histogram's 1184 made a p50 of 36 years, and a
+/// count near 2^64 was printed (or wrapped) as it was.
+#[test]
+fn light_json_buckets_outside_and_impossible_counts_are_left_out_by_key() {
+    let dir = tempdir();
+    let cap = light_copy(dir.path());
+    edit_light_json(&cap, |d| {
+        let read = &mut d["devices"][0]["ops"]["read"];
+        read["device"]["buckets"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!([5000, 400]));
+        d["devices"][1]["ops"]["read"]["ios"] = serde_json::json!(18446744073709551613u64);
+    });
+    let o = report_text(&cap);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let file = cap.join("light.json");
+    assert!(
+        o.stderr.contains(&format!(
+            "{}: devices[0].ops.read.device.buckets: 1 buckets outside 0..1183 were skipped (the first: 5000)",
+            file.display()
+        )),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains(&format!(
+            "{}: devices[1].ops.read.ios is 18446744073709551613, more than any capture counts: device 254,0 was left out",
+            file.display()
+        )),
+        "{}",
+        o.stderr
+    );
+    // Only the warning quotes it.
+    assert!(
+        o.stdout
+            .lines()
+            .filter(|l| l.contains("18446744073709551613"))
+            .all(|l| l.contains("light.json: devices[1].ops.read.ios is")),
+        "{}",
+        o.stdout
+    );
+    // The good buckets still make the device's figures.
+    assert!(
+        o.stdout
+            .contains("requests completed: 600 (read 500, write 100"),
+        "{}",
+        o.stdout
+    );
+    let (_, json) = report_json(&[&cap]);
+    let ops = &json["light"]["devices"][0]["ops"][0];
+    assert_eq!(ops["op"], "read");
+    assert_eq!(ops["device"]["max"], 16895, "{ops}");
+}
+
+/// Without light.json the capture was reported as a plain trace of its
+/// slow requests, `findings: none` and no word of what was missing.
+#[test]
+fn a_light_capture_without_light_json_says_its_counts_are_unknown() {
+    let dir = tempdir();
+    let cap = light_copy(dir.path());
+    std::fs::remove_file(cap.join("light.json")).unwrap();
+    let o = report_text(&cap);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "{}: missing: this light capture's request counts, latency histograms, merges and losses are unknown",
+            cap.join("light.json").display()
+        )),
+        "{}",
+        o.stderr
+    );
+    // And nothing at all to read: exit 2, by name.
+    let slow = cap.join("slow.bin");
+    let b = std::fs::read(&slow).unwrap();
+    std::fs::write(&slow, &b[..16]).unwrap();
+    let o = report_text(&cap);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("light.json: missing"), "{}", o.stderr);
 }

@@ -80,13 +80,15 @@ impl LightDeviceSummary {
         self.ops
             .iter()
             .filter(|o| o.op == "read" || o.op == "write")
-            .fold((0, 0), |(n, b), o| (n + o.ios, b + o.bytes))
+            .fold((0, 0), |(n, b), o| {
+                (n.saturating_add(o.ios), b.saturating_add(o.bytes))
+            })
     }
 
     /// Bios merged into requests and requests merged into others.
     pub fn merges(&self) -> u64 {
         let c = &self.counters;
-        c.back_merges + c.front_merges + c.rq_merges
+        sum_of([c.back_merges, c.front_merges, c.rq_merges].into_iter())
     }
 }
 
@@ -113,12 +115,19 @@ fn dist(h: &StageHist) -> LatencyDist {
 }
 
 fn add_op(c: &mut OpCounts, op: &str, n: u64) {
-    match op {
-        "read" => c.read += n,
-        "write" => c.write += n,
-        "flush" => c.flush += n,
-        _ => c.discard += n,
-    }
+    let count = match op {
+        "read" => &mut c.read,
+        "write" => &mut c.write,
+        "flush" => &mut c.flush,
+        _ => &mut c.discard,
+    };
+    *count = count.saturating_add(n);
+}
+
+/// A sum of counts read from a file: each was checked (ingest::light),
+/// but many of them may still add up past a u64.
+fn sum_of(counts: impl Iterator<Item = u64>) -> u64 {
+    counts.fold(0, u64::saturating_add)
 }
 
 /// Puts a light capture's figures into the analysis (`a.light`, each
@@ -126,6 +135,7 @@ fn add_op(c: &mut OpCounts, op: &str, n: u64) {
 /// time), with a warning for what the capture could not keep.
 pub fn apply(a: &mut Analysis, light: &LightInputs) {
     let doc = &light.doc;
+    a.warnings.extend(light.warnings.iter().cloned());
     let mut summary = LightSummary {
         attach: doc.attach.clone(),
         seconds: doc.stopped_ns.saturating_sub(doc.started_ns) as f64 / 1e9,
@@ -134,12 +144,12 @@ pub fn apply(a: &mut Analysis, light: &LightInputs) {
         programs: doc.programs.iter().map(program).collect(),
         slowest: light.slowest.iter().map(slow_request).collect(),
         wait_min_ns: doc.wait_min_ns,
-        long_waits: doc.cpus.iter().map(|c| c.long_waits).sum(),
-        waits_lost: doc.cpus.iter().map(|c| c.waits_lost).sum(),
-        events: doc.cpus.iter().map(|c| c.events).sum(),
-        events_lost: doc.cpus.iter().map(|c| c.events_lost).sum(),
-        hardirqs: doc.cpus.iter().map(|c| c.hardirqs).sum(),
-        hardirq_ns: doc.cpus.iter().map(|c| c.hardirq_ns).sum(),
+        long_waits: sum_of(doc.cpus.iter().map(|c| c.long_waits)),
+        waits_lost: sum_of(doc.cpus.iter().map(|c| c.waits_lost)),
+        events: sum_of(doc.cpus.iter().map(|c| c.events)),
+        events_lost: sum_of(doc.cpus.iter().map(|c| c.events_lost)),
+        hardirqs: sum_of(doc.cpus.iter().map(|c| c.hardirqs)),
+        hardirq_ns: sum_of(doc.cpus.iter().map(|c| c.hardirq_ns)),
         missing_events: doc.missing_events.clone(),
     };
     apply_devices(a, doc, &mut summary);
@@ -193,7 +203,7 @@ fn apply_devices(a: &mut Analysis, doc: &LightDoc, summary: &mut LightSummary) {
         s.d2c_hist_us = log2_us(d.ops.values().map(|o| &o.device));
         s.q2c_hist_us = log2_us(d.ops.values().map(|o| &o.total));
         let c = &d.counters;
-        let ios: u64 = d.ops.values().map(|o| o.ios).sum();
+        let ios = sum_of(d.ops.values().map(|o| o.ios));
         s.actions.issued = ios;
         s.actions.completed = ios;
         s.actions.back_merged = c.back_merges;
@@ -247,8 +257,14 @@ fn apply_cpus(a: &mut Analysis, doc: &LightDoc, waits: &[WaitRecord]) {
         return;
     }
     // Added to, not replaced: several light inputs of one run add up.
-    a.sched.switches += doc.cpus.iter().map(|c| c.switches).sum::<u64>();
-    a.sched.wakeups += doc.cpus.iter().map(|c| c.wakeups).sum::<u64>();
+    a.sched.switches = a
+        .sched
+        .switches
+        .saturating_add(sum_of(doc.cpus.iter().map(|c| c.switches)));
+    a.sched.wakeups = a
+        .sched
+        .wakeups
+        .saturating_add(sum_of(doc.cpus.iter().map(|c| c.wakeups)));
     a.sched.long_waits.extend(waits.iter().map(long_wait));
     a.sched
         .long_waits
@@ -281,16 +297,16 @@ fn apply_cpus(a: &mut Analysis, doc: &LightDoc, waits: &[WaitRecord]) {
         .iter()
         .enumerate()
         .map(|(v, name)| {
-            let count = doc
-                .cpus
-                .iter()
-                .map(|c| c.softirqs.get(v).copied().unwrap_or(0))
-                .sum();
-            let time_ns = doc
-                .cpus
-                .iter()
-                .map(|c| c.softirq_ns.get(v).copied().unwrap_or(0))
-                .sum();
+            let count = sum_of(
+                doc.cpus
+                    .iter()
+                    .map(|c| c.softirqs.get(v).copied().unwrap_or(0)),
+            );
+            let time_ns = sum_of(
+                doc.cpus
+                    .iter()
+                    .map(|c| c.softirq_ns.get(v).copied().unwrap_or(0)),
+            );
             (
                 *name,
                 HandlerStats {

@@ -7,6 +7,7 @@
 //! events.
 
 use super::capture_dir::{load_formats, Decoder};
+use super::reader::Chunked;
 use super::source::{InputError, Source, SourceStats};
 use crate::model::light::{
     comm_str, EventRecord, LightDoc, SlowRequest, WaitRecord, CONTEXT, CONTEXT_EVENTS,
@@ -23,6 +24,9 @@ pub struct LightInputs {
     pub waits: Vec<WaitRecord>,
     /// The slowest requests, longest first.
     pub slowest: Vec<SlowRequest>,
+    /// What was wrong in `light.json` and left out, and what was too
+    /// many to keep.
+    pub warnings: Vec<String>,
 }
 
 /// How many of the slowest requests analyze::light keeps.
@@ -31,6 +35,11 @@ const SLOWEST_KEPT: usize = 20;
 /// The slow requests of a capture are capped per second; this many is
 /// hours of them at the default cap.
 const MAX_FILE: u64 = 4 << 30;
+
+/// How many slow requests, journal events and runqueue waits one capture
+/// keeps in memory: the files are read record by record, and what is
+/// past this is counted and said.
+const MAX_KEPT: usize = 1 << 19;
 
 pub struct LightSource {
     path: PathBuf,
@@ -43,12 +52,27 @@ pub struct LightSource {
 pub fn open(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
     let path = dir.join(SLOW);
     let mut stats = SourceStats::default();
-    let requests = read_slow(dir, &mut stats)?;
-    let mut events: Vec<Event> = requests
-        .iter()
-        .flat_map(events_of)
-        .map(Event::Block)
-        .collect();
+    if !dir.join(LIGHT).exists() {
+        stats.notes.push(format!(
+            "{}: missing: this light capture's request counts, latency histograms, merges and losses are unknown; what follows is only its slow requests (slow.bin), not every request",
+            dir.join(LIGHT).display()
+        ));
+    }
+    let mut events: Vec<Event> = Vec::new();
+    let mut left_out = 0u64;
+    each_slow(dir, &mut stats, |r| {
+        if events.len() < 3 * MAX_KEPT {
+            events.extend(events_of(&r).map(Event::Block));
+        } else {
+            left_out += 1;
+        }
+    })?;
+    if left_out > 0 {
+        stats.notes.push(format!(
+            "{}: {left_out} slow requests past the first {MAX_KEPT} were left out",
+            path.display()
+        ));
+    }
     events.extend(context_events(dir, &mut stats)?);
     events.sort_by_key(|e| std::cmp::Reverse((e.ts().unwrap_or(0), order(e))));
     Ok(vec![Box::new(LightSource {
@@ -66,12 +90,86 @@ fn order(e: &Event) -> u8 {
     }
 }
 
-/// The slow requests of `dir`.
-fn read_slow(dir: &Path, stats: &mut SourceStats) -> Result<Vec<SlowRequest>, InputError> {
+/// A capture file read as a stream, after its header: `magic` and what
+/// the file is, for messages.
+fn open_records(
+    path: &Path,
+    what: &str,
+    header: usize,
+    magic: &[u8; 8],
+    name: &str,
+) -> Result<Chunked, InputError> {
+    let (f, meta) = super::files::open_regular(path)
+        .map_err(|e| InputError::new(path, format!("cannot read {what}: {e}")))?;
+    if meta.len() > MAX_FILE {
+        return Err(InputError::new(
+            path,
+            format!(
+                "cannot read {what}: is {} bytes, more than the {MAX_FILE} such a file can have",
+                meta.len()
+            ),
+        ));
+    }
+    let mut input = Chunked::from_file(f);
+    if input.ensure(header) < header || &input.avail()[..8] != magic {
+        if let Some(e) = input.take_error() {
+            return Err(InputError::new(path, format!("cannot read {what}: {e}")));
+        }
+        return Err(InputError::new(
+            path,
+            format!("not a light capture's {what} (no {name} header)"),
+        ));
+    }
+    Ok(input)
+}
+
+/// A read error that cut a capture file short, as a note.
+fn note_read_error(path: &Path, input: &mut Chunked, stats: &mut SourceStats) {
+    if let Some(e) = input.take_error() {
+        stats.cut_short = Some(format!(
+            "{}: cannot read past byte {}: {e}",
+            path.display(),
+            input.offset()
+        ));
+    }
+}
+
+/// Hands each slow request of `dir` to `keep`, in the file's order; a
+/// cut-short last record is a note, a wrong header an error.
+fn each_slow(
+    dir: &Path,
+    stats: &mut SourceStats,
+    mut keep: impl FnMut(SlowRequest),
+) -> Result<(), InputError> {
     let path = dir.join(SLOW);
-    let bytes = super::files::read_small_bytes(&path, MAX_FILE)
-        .map_err(|e| InputError::new(&path, format!("cannot read the slow requests: {e}")))?;
-    parse(&path, &bytes, stats)
+    let mut input = open_records(&path, "slow requests", SLOW_HEADER, SLOW_MAGIC, "IOSLSLOW")?;
+    let size = u32::from_le_bytes(input.avail()[8..12].try_into().expect("4 bytes")) as usize;
+    if size != SLOW_RECORD {
+        return Err(InputError::new(
+            &path,
+            format!("records of {size} bytes, where this iosleuth reads {SLOW_RECORD}-byte ones"),
+        ));
+    }
+    input.consume(SLOW_HEADER);
+    for i in 0.. {
+        let have = input.ensure(SLOW_RECORD);
+        if have == 0 {
+            break;
+        }
+        if have < SLOW_RECORD {
+            stats.cut_short = Some(format!(
+                "the last record is cut short ({have} of {SLOW_RECORD} bytes)"
+            ));
+            break;
+        }
+        match SlowRequest::parse(&input.avail()[..SLOW_RECORD]) {
+            Some(r) if r.complete_ns >= r.issue_ns => keep(r),
+            _ => stats.skip(|| format!("record {i}")),
+        }
+        input.consume(SLOW_RECORD);
+    }
+    note_read_error(&path, &mut input, stats);
+    Ok(())
 }
 
 /// The histograms, the long runqueue waits and the slowest requests of the
@@ -81,84 +179,111 @@ pub fn load(dir: &Path) -> Result<LightInputs, InputError> {
     let doc: LightDoc = super::files::read_small(&file, 64 << 20)
         .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
         .map_err(|e| InputError::new(&file, format!("not a light capture's histograms: {e}")))?;
+    let (doc, mut warnings) = super::light_values::checked(doc, &file);
     let mut stats = SourceStats::default();
-    let mut slowest = read_slow(dir, &mut stats)?;
-    slowest.sort_by_key(|r| std::cmp::Reverse(r.total_ns()));
-    slowest.truncate(SLOWEST_KEPT);
-    let waits = context_records(dir, &mut stats)?
-        .iter()
-        .filter_map(|r| WaitRecord::parse(r))
-        .collect();
+    let mut slowest = Vec::new();
+    each_slow(dir, &mut stats, |r| {
+        slowest.push(r);
+        if slowest.len() >= 4 * SLOWEST_KEPT {
+            keep_slowest(&mut slowest);
+        }
+    })?;
+    keep_slowest(&mut slowest);
+    let mut waits = Vec::new();
+    let mut left_out = 0u64;
+    each_context(dir, &mut stats, |_, r, _| match WaitRecord::parse(r) {
+        Some(w) if waits.len() < MAX_KEPT => waits.push(w),
+        Some(_) => left_out += 1,
+        None => {}
+    })?;
+    if left_out > 0 {
+        warnings.push(format!(
+            "{}: {left_out} runqueue waits past the first {MAX_KEPT} were left out",
+            dir.join(CONTEXT).display()
+        ));
+    }
     Ok(LightInputs {
         doc,
         waits,
         slowest,
+        warnings,
     })
 }
 
-/// The records of `context.bin` (none in captures made before it
-/// existed); a cut-short last record is a note.
-fn context_records(dir: &Path, stats: &mut SourceStats) -> Result<Vec<Vec<u8>>, InputError> {
+/// The `SLOWEST_KEPT` longest of `requests`, longest first.
+fn keep_slowest(requests: &mut Vec<SlowRequest>) {
+    requests.sort_by_key(|r| std::cmp::Reverse(r.total_ns()));
+    requests.truncate(SLOWEST_KEPT);
+}
+
+/// Hands each record of `context.bin` (none in captures made before it
+/// existed) to `each` with its index; a cut-short last record is a note.
+fn each_context(
+    dir: &Path,
+    stats: &mut SourceStats,
+    mut each: impl FnMut(usize, &[u8], &mut SourceStats),
+) -> Result<(), InputError> {
     let path = dir.join(CONTEXT);
     if !path.exists() {
-        return Ok(Vec::new());
+        return Ok(());
     }
-    let b = super::files::read_small_bytes(&path, MAX_FILE)
-        .map_err(|e| InputError::new(&path, format!("cannot read the flight recorder: {e}")))?;
-    if b.len() < CONTEXT_HEADER || &b[..8] != CONTEXT_MAGIC {
-        return Err(InputError::new(
-            &path,
-            "not a light capture's flight recorder (no IOSLCTX1 header)",
-        ));
-    }
-    let mut out = Vec::new();
-    let mut at = CONTEXT_HEADER;
-    while at < b.len() {
-        let len = b
-            .get(at + 2..at + 4)
-            .map(|l| u16::from_le_bytes([l[0], l[1]]) as usize)
-            .unwrap_or(0);
-        if len < 4 || at + len > b.len() {
+    let mut input = open_records(
+        &path,
+        "flight recorder",
+        CONTEXT_HEADER,
+        CONTEXT_MAGIC,
+        "IOSLCTX1",
+    )?;
+    input.consume(CONTEXT_HEADER);
+    for i in 0.. {
+        let have = input.ensure(4);
+        if have == 0 {
+            break;
+        }
+        let b = input.avail();
+        let len = if have >= 4 {
+            u16::from_le_bytes([b[2], b[3]]) as usize
+        } else {
+            0
+        };
+        if len < 4 || input.ensure(len) < len {
             stats.cut_short = Some(format!(
-                "{}: the record at byte {at} is cut short or damaged; the flight recorder's later records are skipped",
-                path.display()
+                "{}: the record at byte {} is cut short or damaged; the flight recorder's later records are skipped",
+                path.display(),
+                input.offset()
             ));
             break;
         }
-        out.push(b[at..at + len].to_vec());
-        at += len;
+        each(i, &input.avail()[..len], stats);
+        input.consume(len);
     }
-    Ok(out)
+    note_read_error(&path, &mut input, stats);
+    Ok(())
 }
 
 /// The journal's events of the flight recorder, decoded by the capture's
-/// format files and named by the task they came from.
+/// format files (read at the first event) and named by the task they
+/// came from.
 fn context_events(dir: &Path, stats: &mut SourceStats) -> Result<Vec<Event>, InputError> {
-    let records = context_records(dir, stats)?;
-    if !records
-        .iter()
-        .any(|r| r.first() == Some(&(REC_EVENT as u8)))
-    {
-        return Ok(Vec::new());
-    }
-    let (formats, page) = load_formats(dir)?;
-    let decoder = Decoder::new(&formats, page);
-    // The format id of each context event, by its index.
-    let ids: Vec<Option<u16>> = CONTEXT_EVENTS
-        .iter()
-        .map(|(sys, name)| {
-            formats
-                .iter()
-                .find(|f| f.system == *sys && f.name == *name)
-                .map(|f| f.id)
-        })
-        .collect();
+    let mut decoding: Option<Result<ContextDecoder, InputError>> = None;
     let mut out = Vec::new();
-    for (i, r) in records.iter().enumerate() {
+    let (mut left_out, mut undecoded) = (0u64, None::<(u64, usize)>);
+    let mut skip = |i: usize| {
+        let (n, _) = undecoded.get_or_insert((0, i));
+        *n += 1;
+    };
+    each_context(dir, stats, |i, r, _| {
         let kind = u16::from_le_bytes([r[0], r[1]]);
         if kind == REC_WAIT {
-            continue;
+            return;
         }
+        if kind != REC_EVENT {
+            skip(i);
+            return;
+        }
+        let Ok((decoder, ids)) = decoding.get_or_insert_with(|| context_decoder(dir)) else {
+            return;
+        };
         let decoded = EventRecord::parse(r).and_then(|e| {
             let id = (*ids.get(usize::from(e.event))?)?;
             let data = with_common_fields(e.data, id, e.tid);
@@ -169,11 +294,45 @@ fn context_events(dir: &Path, stats: &mut SourceStats) -> Result<Vec<Event>, Inp
             Some(ev)
         });
         match decoded {
+            Some(_) if out.len() >= MAX_KEPT => left_out += 1,
             Some(e) => out.push(e),
-            None => stats.skip(|| format!("flight recorder record {i}")),
+            None => skip(i),
         }
+    })?;
+    if let Some(Err(e)) = decoding {
+        return Err(e);
+    }
+    if let Some((n, first)) = undecoded {
+        stats.notes.push(format!(
+            "{}: {n} records could not be decoded (the first: record {first})",
+            dir.join(CONTEXT).display()
+        ));
+    }
+    if left_out > 0 {
+        stats.notes.push(format!(
+            "{}: {left_out} journal events past the first {MAX_KEPT} were left out",
+            dir.join(CONTEXT).display()
+        ));
     }
     Ok(out)
+}
+
+/// The decoder of the flight recorder's events, and the format id of
+/// each context event by its index.
+type ContextDecoder = (Decoder, Vec<Option<u16>>);
+
+fn context_decoder(dir: &Path) -> Result<ContextDecoder, InputError> {
+    let (formats, page) = load_formats(dir)?;
+    let ids = CONTEXT_EVENTS
+        .iter()
+        .map(|(sys, name)| {
+            formats
+                .iter()
+                .find(|f| f.system == *sys && f.name == *name)
+                .map(|f| f.id)
+        })
+        .collect();
+    Ok((Decoder::new(&formats, page), ids))
 }
 
 /// The raw record with its common fields (`struct trace_entry`: type,
@@ -185,40 +344,6 @@ fn with_common_fields(data: &[u8], id: u16, tid: u32) -> Vec<u8> {
     rec[2..4].copy_from_slice(&[0, 0]);
     rec[4..8].copy_from_slice(&tid.to_le_bytes());
     rec
-}
-
-/// The records of `slow.bin`; a cut-short last record is a note, a wrong
-/// header an error.
-fn parse(path: &Path, b: &[u8], stats: &mut SourceStats) -> Result<Vec<SlowRequest>, InputError> {
-    if b.len() < SLOW_HEADER || &b[..8] != SLOW_MAGIC {
-        return Err(InputError::new(
-            path,
-            "not a light capture's slow requests (no IOSLSLOW header)",
-        ));
-    }
-    let size = u32::from_le_bytes(b[8..12].try_into().expect("4 bytes")) as usize;
-    if size != SLOW_RECORD {
-        return Err(InputError::new(
-            path,
-            format!("records of {size} bytes, where this iosleuth reads {SLOW_RECORD}-byte ones"),
-        ));
-    }
-    let body = &b[SLOW_HEADER..];
-    let mut out = Vec::with_capacity(body.len() / SLOW_RECORD);
-    for (i, rec) in body.chunks(SLOW_RECORD).enumerate() {
-        if rec.len() < SLOW_RECORD {
-            stats.cut_short = Some(format!(
-                "the last record is cut short ({} of {SLOW_RECORD} bytes)",
-                rec.len()
-            ));
-            break;
-        }
-        match SlowRequest::parse(rec) {
-            Some(r) if r.complete_ns >= r.issue_ns => out.push(r),
-            _ => stats.skip(|| format!("record {i}")),
-        }
-    }
-    Ok(out)
 }
 
 /// The request's queue (at its allocation, when the queue stamped it),

@@ -9,6 +9,7 @@ pub mod elf_reader;
 pub mod elf_symbols;
 pub mod files;
 pub mod light;
+pub mod light_values;
 pub mod merge;
 pub mod perf_data;
 pub mod perf_map;

@@ -1,0 +1,170 @@
+//! The figures of a light capture's `light.json` checked before they are
+//! believed: a histogram bucket outside the 1184 the BPF programs have is
+//! skipped (its range would be a latency of years), and a device, CPU or
+//! program whose counts no capture could reach is left out, each with a
+//! warning that names the file and the key. What is left out is unknown,
+//! not zero: the warning says so.
+
+use crate::model::light::{LightDoc, StageHist, NBUCKET};
+use serde_json::Value;
+use std::path::Path;
+
+/// Counts above this are damage: 2^48 requests is 325 days at 10 M/s.
+const MAX_COUNT: u64 = 1 << 48;
+/// Times (ns) and bytes above this are damage: 2^56 ns is 2.3 years,
+/// 2^56 bytes 64 PiB.
+const MAX_AMOUNT: u64 = 1 << 56;
+/// `size_log2` has one entry per power of two of a u64.
+const SIZE_CLASSES: usize = 64;
+
+/// `doc` with what cannot be true left out, and a warning for each part.
+pub fn checked(mut doc: LightDoc, file: &Path) -> (LightDoc, Vec<String>) {
+    let mut warnings = Vec::new();
+    let file = file.display();
+    for (d, dev) in doc.devices.iter_mut().enumerate() {
+        for (op, o) in dev.ops.iter_mut() {
+            for (stage, h) in [
+                ("queued", &mut o.queued),
+                ("device", &mut o.device),
+                ("total", &mut o.total),
+            ] {
+                if let Some((n, first)) = drop_outside(h) {
+                    warnings.push(format!(
+                        "{file}: devices[{d}].ops.{op}.{stage}.buckets: {n} buckets outside 0..{} were skipped (the first: {first}); that stage's latencies miss their requests",
+                        NBUCKET - 1
+                    ));
+                }
+            }
+            if o.size_log2.len() > SIZE_CLASSES {
+                warnings.push(format!(
+                    "{file}: devices[{d}].ops.{op}.size_log2: {} size classes, where a u64 has {SIZE_CLASSES}; the rest were skipped",
+                    o.size_log2.len()
+                ));
+                o.size_log2.truncate(SIZE_CLASSES);
+            }
+        }
+    }
+    let mut leave_out = |what: &str, key: String, value: u64, part: &str| {
+        warnings.push(format!(
+            "{file}: {key} is {value}, more than any capture counts: {what} was left out, its {part} unknown"
+        ));
+    };
+    let mut d = 0;
+    doc.devices.retain(|dev| {
+        let keep = match too_large(&to_value(dev), &format!("devices[{d}]"), "") {
+            Some((key, v)) => {
+                leave_out(&format!("device {}", dev.dev), key, v, "figures");
+                false
+            }
+            None => true,
+        };
+        d += 1;
+        keep
+    });
+    let mut c = 0;
+    doc.cpus.retain(|cpu| {
+        let keep = match too_large(&to_value(cpu), &format!("cpus[{c}]"), "") {
+            Some((key, v)) => {
+                leave_out(
+                    &format!("CPU {}", cpu.cpu),
+                    key,
+                    v,
+                    "scheduler and interrupt figures",
+                );
+                false
+            }
+            None => true,
+        };
+        c += 1;
+        keep
+    });
+    let mut p = 0;
+    doc.programs.retain(|prog| {
+        let keep = match too_large(&to_value(prog), &format!("programs[{p}]"), "") {
+            Some((key, v)) => {
+                leave_out(&format!("program {}", prog.name), key, v, "run time");
+                false
+            }
+            None => true,
+        };
+        p += 1;
+        keep
+    });
+    (doc, warnings)
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or_default()
+}
+
+/// Removes the buckets outside the histogram: how many, and the first.
+fn drop_outside(h: &mut StageHist) -> Option<(usize, u32)> {
+    let first = h.buckets.iter().find(|(i, _)| *i as usize >= NBUCKET)?.0;
+    let before = h.buckets.len();
+    h.buckets.retain(|(i, _)| (*i as usize) < NBUCKET);
+    Some((before - h.buckets.len(), first))
+}
+
+/// The first number under `v` larger than its kind of figure can be, with
+/// its key (`at`); `name` is the key of the object field it is in.
+fn too_large(v: &Value, at: &str, name: &str) -> Option<(String, u64)> {
+    match v {
+        Value::Object(m) => m
+            .iter()
+            .find_map(|(k, x)| too_large(x, &format!("{at}.{k}"), k)),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| too_large(x, &format!("{at}[{i}]"), name)),
+        Value::Number(n) => {
+            let n = n.as_u64()?;
+            let limit = if name.ends_with("_ns") || name.contains("bytes") {
+                MAX_AMOUNT
+            } else {
+                MAX_COUNT
+            };
+            (n > limit).then(|| (at.to_string(), n))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::light::{LightDevice, LightOp};
+
+    #[test]
+    fn buckets_outside_and_counts_past_any_capture_are_left_out_by_key() {
+        let mut doc = LightDoc::default();
+        let mut op = LightOp {
+            ios: 3,
+            ..Default::default()
+        };
+        op.device.buckets = vec![(10, 2), (5000, 1)];
+        let mut good = LightDevice {
+            dev: "7,0".into(),
+            ..Default::default()
+        };
+        good.ops.insert("read".into(), op.clone());
+        let mut bad = good.clone();
+        bad.dev = "8,0".into();
+        bad.ops.get_mut("read").unwrap().ios = 18446744073709551613;
+        doc.devices = vec![good, bad];
+        let (doc, w) = checked(doc, Path::new("cap/light.json"));
+        assert_eq!(doc.devices.len(), 1);
+        assert_eq!(doc.devices[0].ops["read"].device.buckets, vec![(10, 2)]);
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(
+            w[0].contains(
+                "cap/light.json: devices[0].ops.read.device.buckets: 1 buckets outside 0..1183"
+            ),
+            "{w:?}"
+        );
+        assert!(
+            w[2].contains("devices[1].ops.read.ios is 18446744073709551613")
+                && w[2].contains("device 8,0 was left out"),
+            "{w:?}"
+        );
+    }
+}
