@@ -362,3 +362,184 @@ fn kallsyms_of_a_device_or_a_fifo_is_refused() {
         assert!(o.stderr.contains(&message), "{message}\n{}", o.stderr);
     }
 }
+
+/// Raw control characters an SVG (or any text) must not hold: C0 but
+/// tab, newline and carriage return (XML allows no other), DEL and C1.
+fn raw_controls(text: &str) -> Vec<char> {
+    text.chars()
+        .filter(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+        .collect()
+}
+
+/// Whether python3's XML parser reads `xml` as a well-formed document
+/// (`None` without a python3 here: the raw-control check still runs).
+fn well_formed_xml(xml: &[u8]) -> Option<Result<(), String>> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, xml.dom.minidom; xml.dom.minidom.parseString(sys.stdin.buffer.read())",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    child.stdin.take().unwrap().write_all(xml).unwrap();
+    let out = child.wait_with_output().unwrap();
+    Some(if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    })
+}
+
+fn assert_svg_is_xml_without_controls(what: &str, svg: &[u8]) {
+    let text = String::from_utf8_lossy(svg);
+    assert!(text.contains("<svg"), "{what}: {text}");
+    assert_eq!(raw_controls(&text), Vec::<char>::new(), "{what}");
+    match well_formed_xml(svg) {
+        Some(r) => r.unwrap_or_else(|e| panic!("{what} is not well-formed XML: {e}")),
+        None => eprintln!("no python3 here: {what} checked for raw controls only"),
+    }
+}
+
+/// Standard base64, as the HTML report embeds its SVGs.
+fn base64_decode(s: &str) -> Vec<u8> {
+    let value = |c: u8| -> u32 {
+        match c {
+            b'A'..=b'Z' => (c - b'A') as u32,
+            b'a'..=b'z' => (c - b'a') as u32 + 26,
+            b'0'..=b'9' => (c - b'0') as u32 + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("not base64: {c}"),
+        }
+    };
+    let mut out = Vec::new();
+    for chunk in s.trim_end_matches('=').as_bytes().chunks(4) {
+        let mut n = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            n |= value(c) << (18 - 6 * i);
+        }
+        out.extend(&n.to_be_bytes()[1..chunk.len()]);
+    }
+    out
+}
+
+/// A comm, a function and a binary named with ESC, BEL and NEL (a C1
+/// control), and `<&>`: perf script text of two samples.
+const HOSTILE_SAMPLES: &str = "e\x1bv\u{85}il\x07 100 [000] 1.000000:    1000 cpu-clock:ppp: \n\t            1000 f\x1b[31mn\x07\u{85}<&>+0x1 (/bin/x\x1by)\n\t            2000 main+0x23 (/bin/x)\n\ne\x1bv\u{85}il\x07 100 [000] 1.001000:    1000 cpu-clock:ppp: \n\t            1000 f\x1b[31mn\x07\u{85}<&>+0x1 (/bin/x\x1by)\n\t            2000 main+0x23 (/bin/x)\n\n";
+
+/// Frame names, comms and file names are anyone's: in a flame graph, and
+/// in the HTML report that embeds one, their control characters are
+/// escaped text, so that the SVG is well-formed XML a browser draws.
+#[test]
+fn flame_graphs_escape_control_characters() {
+    let d = tempdir();
+    let input = d.path().join("evil\x1b.perf-script.txt");
+    std::fs::write(&input, HOSTILE_SAMPLES).unwrap();
+    let svg = d.path().join("f.svg");
+    let o = outcome_bounded(
+        iosleuth().args(["flamegraph", "-o"]).arg(&svg).arg(&input),
+        None,
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let bytes = std::fs::read(&svg).unwrap();
+    assert_svg_is_xml_without_controls("flamegraph's SVG", &bytes);
+    let text = String::from_utf8(bytes).unwrap();
+    // The names are there, escaped (and `<&>` as XML writes it).
+    assert!(text.contains("e\\x1bv\\x85il\\x07"), "{text}");
+    assert!(
+        text.contains("f\\x1b[31mn\\x07\\x85&lt;&amp;&gt;"),
+        "{text}"
+    );
+    assert!(
+        text.contains("evil\\x1b.perf-script.txt: 2 samples"),
+        "{text}"
+    );
+
+    let page = d.path().join("r.html");
+    let o = outcome_bounded(
+        iosleuth()
+            .args(["report", "--format", "html", "-o"])
+            .arg(&page)
+            .arg(&input),
+        None,
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let svgs: Vec<Vec<u8>> = html
+        .split("src=\"data:image/svg+xml;base64,")
+        .skip(1)
+        .map(|s| base64_decode(&s[..s.find('"').unwrap()]))
+        .collect();
+    assert_eq!(svgs.len(), 1, "the on-CPU flame graph");
+    assert_svg_is_xml_without_controls("the HTML report's SVG", &svgs[0]);
+    assert!(String::from_utf8_lossy(&svgs[0]).contains("e\\x1bv\\x85il\\x07"));
+}
+
+/// A light capture's own JSON (light.json) is anyone's text too: its
+/// strings (how the programs attached, a device, an operation, a
+/// program's name, events not recorded) come out of the text report
+/// escaped.
+#[test]
+fn light_json_strings_are_escaped_in_the_text_report() {
+    let d = tempdir();
+    let cap = d.path().join("light.cap");
+    copy_dir(Path::new("tests/fixtures/light-rt.cap"), &cap);
+    let p = cap.join("light.json");
+    let mut l: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    l["attach"] = "tp\x1b[2Jbtf".into();
+    l["missing_events"] = serde_json::json!(["sched\x07wakeup\u{85}"]);
+    l["programs"] =
+        serde_json::json!([{"name": "io\x1bdone", "run_count": 10, "run_time_ns": 1000}]);
+    l["devices"][1]["dev"] = "254,0\x1b]0;x\x07".into();
+    let ops = l["devices"][0]["ops"].as_object_mut().unwrap();
+    let read = ops.remove("read").unwrap();
+    ops.insert("re\x1bad".into(), read);
+    std::fs::write(&p, serde_json::to_string(&l).unwrap()).unwrap();
+    let o = outcome_bounded(iosleuth().arg("report").arg(&cap), None);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(raw_controls(&o.stdout), Vec::<char>::new(), "{}", o.stdout);
+    for escaped in [
+        "programs attached as tp\\x1b[2Jbtf for",
+        "not recorded: sched\\x07wakeup\\x85",
+        "io\\x1bdone",
+        "Device 254,0\\x1b]0;x\\x07 ====",
+        "re\\x1bad device (D2C)",
+    ] {
+        assert!(o.stdout.contains(escaped), "{escaped}\n{}", o.stdout);
+    }
+}
+
+/// The snapshot's hostname and kernel release name the Parquet export's
+/// partition, and are printed in its summary line: escaped there.
+#[test]
+fn parquet_summary_escapes_the_snapshots_host_and_kernel() {
+    let d = tempdir();
+    let cap = d.path().join("fsync.cap");
+    copy_dir(Path::new("tests/fixtures/fsync-4k.cap"), &cap);
+    let p = cap.join("snapshot.json");
+    let mut s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    s["before"]["hostname"] = "web\x1b[31m-1\x07\u{85}".into();
+    s["before"]["kernel"]["release"] = "6.1\x1b]0;pwn\x07".into();
+    std::fs::write(&p, serde_json::to_string(&s).unwrap()).unwrap();
+    let out = d.path().join("pq");
+    let o = outcome_bounded(
+        iosleuth().args(["export", "--parquet"]).arg(&out).arg(&cap),
+        None,
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(raw_controls(&o.stderr), Vec::<char>::new(), "{}", o.stderr);
+    assert!(
+        o.stderr.contains(
+            "host=web\\x1b[31m-1\\x07\\x85 capture=fsync.cap kernel 6.1\\x1b]0;pwn\\x07: "
+        ),
+        "{}",
+        o.stderr
+    );
+}

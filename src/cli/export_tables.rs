@@ -2,6 +2,7 @@
 
 use super::export::ExportArgs;
 use crate::error::{Error, ExitStatus, Result};
+use crate::report::Esc;
 
 pub fn run(args: ExportArgs) -> Result<ExitStatus> {
     if args
@@ -20,12 +21,14 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
         for w in &written {
             let p = w.partition.as_ref().expect("set by export");
             let counts: Vec<String> = w.rows.iter().map(|(t, n)| format!("{t} {n}")).collect();
+            // The host and kernel are the snapshot's, the capture the
+            // input's name: anyone's text, escaped for the terminal.
             eprintln!(
                 "iosleuth: {}: host={} capture={} kernel {}: {} rows",
-                dir.display(),
-                p.host,
-                p.capture,
-                p.kernel,
+                Esc(&dir.display().to_string()),
+                Esc(&p.host),
+                Esc(&p.capture),
+                Esc(&p.kernel),
                 counts.join(", ")
             );
         }

@@ -1,9 +1,13 @@
 //! Flame graphs as interactive SVG (search, zoom, a title per frame, like
 //! flamegraph.pl), drawn by the inferno crate from the folded stacks.
+//! Frame names, comms and file names are anyone's text: their control
+//! characters are escaped (`\x1b`) before inferno draws them, since XML
+//! allows no C0 control and a browser refuses an SVG that holds one.
 
 use super::folded::{off_cpu_lines, on_cpu_lines};
 use crate::analyze::stacks::SCHEDULER_FRAMES;
 use crate::analyze::Analysis;
+use crate::report::escape;
 use inferno::flamegraph::{self, color::BasicPalette, Options, Palette};
 
 /// Draws folded lines (`stack COUNT`, or `stack BEFORE AFTER` for a
@@ -17,7 +21,7 @@ fn draw<'a>(
 ) -> std::io::Result<Vec<u8>> {
     let mut opts = Options::default();
     opts.title = title.into();
-    opts.subtitle = Some(subtitle.into());
+    opts.subtitle = Some(escape(subtitle).into());
     opts.count_name = count_name.into();
     if let Some(p) = palette {
         opts.colors = p;
@@ -30,7 +34,9 @@ fn draw<'a>(
 /// The on-CPU flame graph: frame widths are samples, in the "hot"
 /// palette of flamegraph.pl.
 pub fn on_cpu_svg(a: &Analysis, subtitle: &str) -> std::io::Result<Vec<u8>> {
-    let lines: Vec<String> = on_cpu_lines(a).map(|(s, n)| format!("{s} {n}")).collect();
+    let lines: Vec<String> = on_cpu_lines(a)
+        .map(|(s, n)| format!("{} {n}", escape(s)))
+        .collect();
     draw(
         "Flame Graph",
         subtitle,
@@ -44,7 +50,7 @@ pub fn on_cpu_svg(a: &Analysis, subtitle: &str) -> std::io::Result<Vec<u8>> {
 /// blue "io" palette flamegraph.pl uses for off-CPU graphs.
 pub fn off_cpu_svg(a: &Analysis, subtitle: &str) -> std::io::Result<Vec<u8>> {
     let lines: Vec<String> = off_cpu_lines(a)
-        .map(|(s, us)| format!("{s} {us}"))
+        .map(|(s, us)| format!("{} {us}", escape(s)))
         .collect();
     draw(
         "Off-CPU Time Flame Graph",
@@ -84,7 +90,8 @@ pub fn differential_off_cpu_svg(
         let mut text = String::new();
         for a in side {
             for (stack, us) in off_cpu_lines(a) {
-                text.push_str(&format!("{} {us}\n", without_scheduler_leaf(stack)));
+                let stack = without_scheduler_leaf(stack);
+                text.push_str(&format!("{} {us}\n", escape(&stack)));
             }
         }
         text.into_bytes()

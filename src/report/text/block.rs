@@ -75,7 +75,7 @@ pub(super) fn device(
     let _ = writeln!(
         out,
         "==================== Device {} ====================\n",
-        d.device
+        Esc(&d.device)
     );
     let c = &d.completed;
     let b = &d.bytes_completed;
@@ -120,7 +120,14 @@ pub(super) fn device(
         let _ = writeln!(
             out,
             "{:>10} | {:>8} {:>8} {:>7.1} | {:>8} {:>8} {:>8} {:>8}",
-            d.device, m.queued, m.issued, m.ratio, m.blk_min, m.blk_avg, m.blk_max, m.blk_total
+            Esc(&d.device),
+            m.queued,
+            m.issued,
+            m.ratio,
+            m.blk_min,
+            m.blk_avg,
+            m.blk_max,
+            m.blk_total
         );
     }
     if let Some(o) = &d.btt_overhead {
@@ -132,7 +139,12 @@ pub(super) fn device(
         let _ = writeln!(
             out,
             "{:>10} | {:>8.4}% {:>8.4}% {:>8.4}% {:>8.4}% {:>8.4}%",
-            d.device, o.q2g_pct, o.g2i_pct, o.q2m_pct, o.i2d_pct, o.d2c_pct
+            Esc(&d.device),
+            o.q2g_pct,
+            o.g2i_pct,
+            o.q2m_pct,
+            o.i2d_pct,
+            o.d2c_pct
         );
     }
     if d.d2c.count + d.q2c.count > 0 {
@@ -168,7 +180,11 @@ fn light_device(out: &mut String, d: &DeviceSummary, l: &LightDeviceSummary) {
             ("device (D2C)", &o.device),
             ("total", &o.total),
         ] {
-            pct_line(out, &format!("{:<18}", format!("{} {stage}", o.op)), p);
+            pct_line(
+                out,
+                &format!("{:<18}", format!("{} {stage}", Esc(&o.op))),
+                p,
+            );
         }
     }
     let _ = writeln!(

@@ -177,7 +177,8 @@ fn light_programs(out: &mut String, l: &LightSummary) {
     let _ = writeln!(
         out,
         "light capture: programs attached as {} for {:.3} s",
-        l.attach, l.seconds
+        Esc(&l.attach),
+        l.seconds
     );
     if l.wait_min_ns > 0 {
         let _ = writeln!(
@@ -193,7 +194,7 @@ fn light_programs(out: &mut String, l: &LightSummary) {
             if l.missing_events.is_empty() {
                 String::new()
             } else {
-                format!("; not recorded: {}", l.missing_events.join(", "))
+                format!("; not recorded: {}", join_escaped(&l.missing_events, ", "))
             }
         );
     }
@@ -201,7 +202,9 @@ fn light_programs(out: &mut String, l: &LightSummary) {
         let _ = writeln!(
             out,
             "  {:<16} {:>10} runs {:>8.0} ns each",
-            p.name, p.runs, p.ns_per_run
+            Esc(&p.name),
+            p.runs,
+            p.ns_per_run
         );
     }
     out.push('\n');

@@ -28,7 +28,7 @@ pub(super) fn snapshot(out: &mut String, a: &Analysis) {
             out,
             "{} ({}): scheduler {}, nomerges {}, max_sectors_kb {}, read_ahead_kb {}, nr_requests {}, rotational {}, wbt_lat_usec {}, write_cache {}",
             Esc(name),
-            d.device,
+            Esc(&d.device),
             get("scheduler"),
             get("nomerges"),
             get("max_sectors_kb"),
