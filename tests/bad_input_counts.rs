@@ -439,3 +439,37 @@ fn a_light_capture_without_light_json_says_its_counts_are_unknown() {
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(o.stderr.contains("light.json: missing"), "{}", o.stderr);
 }
+
+/// Requests whose lines go back 1 µs at a time, 900 lines in a row (less
+/// than the 1 ms tolerance), then on 2 ms: they passed unsorted and
+/// unwarned; now they are counted and the warning names the file.
+#[test]
+fn time_going_back_within_the_tolerance_is_counted_and_said() {
+    let dir = tempdir();
+    let p = dir.path().join("sawtooth.txt");
+    let mut text = String::new();
+    let (mut base_us, mut request) = (100_000_000u64, 0u64);
+    for _ in 0..40 {
+        for k in 0..900u64 {
+            let t = base_us - k;
+            let ts = format!("{}.{:06}", t / 1_000_000, t % 1_000_000);
+            let sector = request * 8;
+            if k % 2 == 0 {
+                text += &format!("             fio-7889    [000] .....  {ts}: block_rq_issue: 7,0 R 4096 () {sector} + 8 [fio]\n");
+            } else {
+                text += &format!("          <idle>-0       [000] ..s1.  {ts}: block_rq_complete: 7,0 R () {sector} + 8 [0]\n");
+                request += 1;
+            }
+        }
+        base_us += 2000;
+    }
+    std::fs::write(&p, text).unwrap();
+    let (o, json) = report_json(&[&p]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let warning = format!(
+        "{}: 35960 events came earlier than an event before them on the same CPU, by up to 0.000899 s (first: line 2 at 99.999999 s, 0.000001 s behind)",
+        p.display()
+    );
+    assert!(o.stderr.contains(&warning), "{}", o.stderr);
+    assert_eq!(json["devices"][0]["completed"]["read"], 18000);
+}

@@ -96,6 +96,10 @@ pub struct TimeGuard {
     judging: bool,
     pub backwards: Skipped,
     pub far: Skipped,
+    /// Events kept although earlier than an event before them on their
+    /// CPU (within [`TOLERANCE_NS`]), and the most one was behind.
+    pub behind: Skipped,
+    behind_most: u64,
 }
 
 /// An event's time and CPU; `None` for events outside the timeline.
@@ -165,6 +169,14 @@ impl TimeGuard {
         };
         if ts.saturating_add(TOLERANCE_NS) < *prev {
             return false;
+        }
+        if ts < *prev {
+            // Behind its CPU: counted; the first is judged, to say where.
+            if self.behind.first.is_none() {
+                return false;
+            }
+            self.behind.count += 1;
+            self.behind_most = self.behind_most.max(*prev - ts);
         }
         if ts > *prev {
             *prev = ts;
@@ -245,6 +257,11 @@ impl TimeGuard {
             }
             if ts > prev {
                 self.set_cpu_last(cpu, ts);
+            } else if ts < prev {
+                let p = pos.unwrap_or_else(|| src.position());
+                self.behind
+                    .add(|| format!("{p} at {}, {} behind", secs(ts), secs(prev - ts)));
+                self.behind_most = self.behind_most.max(prev - ts);
             }
             if self.last.is_some_and(|l| ts > l) {
                 self.last = Some(ts);
@@ -435,6 +452,17 @@ impl TimeGuard {
                 self.backwards.count,
                 n(self.backwards.count),
                 self.backwards.first.as_deref().unwrap_or("?")
+            ));
+        }
+        if self.behind.count > 0 {
+            out.push(format!(
+                "{}: {} {} came earlier than an event before them on the same CPU, by up to {} (first: {}): kept in the order read, within the {} ms tolerance, but intervals and rates around them are not to be trusted (a file out of order, or damaged timestamps)",
+                path.display(),
+                self.behind.count,
+                n(self.behind.count),
+                secs(self.behind_most),
+                self.behind.first.as_deref().unwrap_or("?"),
+                TOLERANCE_NS / 1_000_000
             ));
         }
         if self.far.count > 0 {
