@@ -25,6 +25,8 @@ pub struct DiffArgs {
     /// captures recorded with --func compare theirs without this.
     #[arg(long = "func", value_delimiter = ',', value_name = "FUNCTIONS")]
     functions: Vec<String>,
+    #[command(flatten)]
+    input: super::args::InputArgs,
 }
 
 /// What `diff` prints.
@@ -51,6 +53,7 @@ fn runs(paths: &[PathBuf], opts: &Options) -> Result<Vec<Run>> {
 }
 
 pub fn run(args: DiffArgs) -> Result<ExitStatus> {
+    args.input.apply();
     let (base_paths, cand_paths) = args.sides.split("diff")?;
     let mut opts = Options::default();
     opts.filter.functions = args.functions.clone();

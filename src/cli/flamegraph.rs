@@ -2,7 +2,7 @@
 //! where the CPUs ran (samples) or where the threads blocked, as an
 //! interactive SVG.
 
-use super::args::FilterArgs;
+use super::args::{FilterArgs, InputArgs};
 use crate::error::{ExitStatus, Result};
 use clap::Args;
 use std::path::PathBuf;
@@ -21,9 +21,12 @@ pub struct FlamegraphArgs {
     off_cpu: bool,
     #[command(flatten)]
     filter: FilterArgs,
+    #[command(flatten)]
+    input: InputArgs,
 }
 
 pub fn run(args: FlamegraphArgs) -> Result<ExitStatus> {
+    args.input.apply();
     let a = crate::pipeline::analyse(&args.paths, &args.filter.options()?)?;
     for w in &a.warnings {
         super::warn(w);

@@ -222,10 +222,13 @@ fn open_maybe_compressed(
         ));
     }
     if let (None, Some(codec)) = (within, compressed::detect(head)) {
-        let inner = compressed::decoder(codec, input.into_reader()).map_err(|e| {
-            InputError::new(path, format!("is not valid {} data: {e}", codec.name()))
-        })?;
-        return open_maybe_compressed(path, Chunked::from_reader(inner), Some(codec));
+        let meter = std::sync::Arc::new(compressed::Meter::new(format!("{} data", codec.name())));
+        let inner =
+            compressed::decoder(codec, input.into_reader(), meter.clone()).map_err(|e| {
+                InputError::new(path, format!("is not valid {} data: {e}", codec.name()))
+            })?;
+        let inner = open_maybe_compressed(path, Chunked::from_reader(inner), Some(codec))?;
+        return Ok(Box::new(compressed::Decompressed { inner, meter }));
     }
     if let Some(f) = FORMATS.iter().find(|f| (f.sniff)(head)) {
         if let (true, Some(c)) = (f.seeks, within) {
