@@ -68,6 +68,25 @@ impl FilterArgs {
     }
 }
 
+/// How much of each input is read.
+#[derive(Args, Debug)]
+pub struct InputArgs {
+    /// The most bytes decompressed from any one input (a gzip or zstd
+    /// file), e.g. 512M or 1T (K, M, G, T: powers of 1024): the file is
+    /// read up to it and what was read is analysed, with a warning. Data
+    /// that grows more than 100 times as it decompresses is warned about
+    /// (a decompression bomb?).
+    #[arg(long, value_name = "SIZE", default_value = "64G", value_parser = crate::ingest::compressed::parse_size)]
+    pub max_input: u64,
+}
+
+impl InputArgs {
+    /// Puts the limit in use for the whole run.
+    pub fn apply(&self) {
+        crate::ingest::compressed::set_max_input(self.max_input);
+    }
+}
+
 /// The two sides of `diff` and `check`: `GOOD BAD`, or `GOOD... -- BAD...`.
 #[derive(Args, Debug)]
 pub struct SidesArgs {

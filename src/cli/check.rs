@@ -24,6 +24,8 @@ pub struct CheckArgs {
     /// or more).
     #[arg(long, default_value = "10", value_parser = parse_threshold)]
     threshold: f64,
+    #[command(flatten)]
+    input: super::args::InputArgs,
 }
 
 /// A percentage of 0 or more. NaN compares false with everything (a
@@ -63,6 +65,7 @@ fn sides(runs: &[(Analysis, Inputs)]) -> Vec<(&Analysis, &Inputs)> {
 }
 
 pub fn run(args: CheckArgs) -> Result<ExitStatus> {
+    args.input.apply();
     // Unusable input is "cannot tell" (125) for git bisect, not a failure.
     let said = |e: Error| -> Result<ExitStatus> {
         if e.is_quiet() {

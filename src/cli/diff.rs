@@ -26,6 +26,8 @@ pub struct DiffArgs {
     /// captures recorded with --func compare theirs without this.
     #[arg(long = "func", value_delimiter = ',', value_name = "FUNCTIONS")]
     functions: Vec<String>,
+    #[command(flatten)]
+    input: super::args::InputArgs,
 }
 
 /// What `diff` prints.
@@ -52,6 +54,7 @@ fn runs(paths: &[PathBuf], opts: &Options) -> Result<Vec<Run>> {
 }
 
 pub fn run(args: DiffArgs) -> Result<ExitStatus> {
+    args.input.apply();
     let (base_paths, cand_paths) = args.sides.split("diff")?;
     let inputs: Vec<PathBuf> = base_paths.iter().chain(&cand_paths).cloned().collect();
     let check = |o: &Option<PathBuf>| {

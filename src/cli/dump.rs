@@ -20,6 +20,8 @@ pub struct DumpArgs {
     /// `json`: one JSON object per line.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
+    #[command(flatten)]
+    input: super::args::InputArgs,
 }
 
 /// Whether `ev` is one of the events asked for. Compared in place: this
@@ -47,6 +49,7 @@ fn wanted(only: &[String], ev: &Event) -> bool {
 }
 
 pub fn run(args: DumpArgs) -> Result<ExitStatus> {
+    args.input.apply();
     let mut merged = crate::pipeline::open(&args.paths)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut n = 0u64;

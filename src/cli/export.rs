@@ -39,9 +39,12 @@ pub struct ExportArgs {
     force: bool,
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub input: super::args::InputArgs,
 }
 
 pub fn run(args: ExportArgs) -> Result<ExitStatus> {
+    args.input.apply();
     let Some(dir) = &args.blktrace else {
         return super::export_tables::run(args);
     };

@@ -2,7 +2,7 @@
 //! where the CPUs ran (samples) or where the threads blocked, as an
 //! interactive SVG.
 
-use super::args::FilterArgs;
+use super::args::{FilterArgs, InputArgs};
 use crate::error::{ExitStatus, Result};
 use crate::report::output_file::OutputFile;
 use clap::Args;
@@ -22,6 +22,8 @@ pub struct FlamegraphArgs {
     off_cpu: bool,
     #[command(flatten)]
     filter: FilterArgs,
+    #[command(flatten)]
+    input: InputArgs,
 }
 
 pub fn run(args: FlamegraphArgs) -> Result<ExitStatus> {
@@ -32,6 +34,7 @@ pub fn run(args: FlamegraphArgs) -> Result<ExitStatus> {
         .cloned()
         .collect();
     let output = OutputFile::check(&args.output, &inputs)?;
+    args.input.apply();
     let a = crate::pipeline::analyse(&args.paths, &args.filter.options()?)?;
     for w in &a.warnings {
         super::warn(w);

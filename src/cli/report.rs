@@ -1,7 +1,7 @@
 //! `iosleuth report`: every layer's figures and the findings, or
 //! `--explain` what each rule found and why the others did not fire.
 
-use super::args::FilterArgs;
+use super::args::{FilterArgs, InputArgs};
 use crate::analyze::Analysis;
 use crate::diagnose::{catalog, Verdict};
 use crate::error::{Error, ExitStatus, Result};
@@ -30,6 +30,8 @@ pub struct ReportArgs {
     by_process: bool,
     #[command(flatten)]
     filter: FilterArgs,
+    #[command(flatten)]
+    input: InputArgs,
     /// Say what rule ID (or `all`) found, or why it did not fire.
     #[arg(long, value_name = "ID")]
     explain: Option<String>,
@@ -53,6 +55,7 @@ pub fn run(args: ReportArgs) -> Result<ExitStatus> {
         ));
     }
     let output = output_file(args.output.as_deref(), &args.paths, &args.filter)?;
+    args.input.apply();
     let mut opts = args.filter.options()?;
     opts.request_timeline = args.format == ReportFormat::Html;
     let mut a = crate::pipeline::analyse(&args.paths, &opts)?;

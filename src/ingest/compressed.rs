@@ -1,8 +1,15 @@
 //! Compressed inputs: a gzip or zstd stream is recognised by its magic
 //! bytes (never by the file's name) and decompressed while it is read, so
-//! memory stays flat as for any other input.
+//! memory stays flat as for any other input. What one input decompresses
+//! to is measured ([`Meter`]): it stops at `--max-input`, and a ratio
+//! past [`BOMB_RATIO`] is said, as decompression bombs have.
 
+use super::source::{Position, Source, SourceStats};
+use crate::model::Event;
 use std::io::{self, Read};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 
 /// The compressions iosleuth reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,73 +30,409 @@ impl Codec {
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
+/// zstd's skippable frames (`pzstd` writes one first): any user data,
+/// its length after the magic.
+fn is_skippable(magic: [u8; 4]) -> bool {
+    (0x184D_2A50..=0x184D_2A5F).contains(&u32::from_le_bytes(magic))
+}
+
 /// The compression the stream starts with, if any.
 pub fn detect(head: &[u8]) -> Option<Codec> {
     if head.starts_with(&GZIP_MAGIC) {
         Some(Codec::Gzip)
-    } else if head.starts_with(&ZSTD_MAGIC) {
+    } else if head.starts_with(&ZSTD_MAGIC)
+        || head
+            .get(..4)
+            .is_some_and(|m| is_skippable(m.try_into().unwrap()))
+    {
         Some(Codec::Zstd)
     } else {
         None
     }
 }
 
-/// The decompressed stream. Several gzip members or zstd frames one after
-/// the other (what `cat a.gz b.gz` or `pzstd` make) are read as one stream,
-/// as `zcat` and `zstdcat` do.
-pub fn decoder(codec: Codec, input: Box<dyn Read>) -> io::Result<Box<dyn Read>> {
-    Ok(match codec {
-        Codec::Gzip => Box::new(flate2::read::MultiGzDecoder::new(input)),
-        Codec::Zstd => Box::new(ZstdFrames::new(input)?),
-    })
+/// `--max-input`'s default: more than any trace iosleuth was run on,
+/// less than what a bomb would have it read for hours.
+pub const DEFAULT_MAX_INPUT: u64 = 64 << 30;
+
+static MAX_INPUT: AtomicU64 = AtomicU64::new(DEFAULT_MAX_INPUT);
+
+/// Sets `--max-input` for the whole run.
+pub fn set_max_input(bytes: u64) {
+    MAX_INPUT.store(bytes, Relaxed);
 }
 
-type ZstdFrame = ruzstd::decoding::StreamingDecoder<Box<dyn Read>, ruzstd::decoding::FrameDecoder>;
+/// The most bytes iosleuth decompresses from any one input.
+pub fn max_input() -> u64 {
+    MAX_INPUT.load(Relaxed)
+}
 
-/// zstd frames read one after the other until the input ends.
-struct ZstdFrames {
-    frame: Option<ZstdFrame>,
+/// Data that decompresses to this many times its size is said: traces
+/// compress 5 to 20 times, zstd at its best 32768 times (a bomb).
+pub const BOMB_RATIO: u64 = 100;
+/// ... once it is this large: a small file of repeated lines is no bomb.
+const BOMB_WORTH_SAYING: u64 = 64 << 20;
+
+/// What one input's compressed data decompressed to so far, against
+/// `--max-input`. Shared by the decompressor and the source that says it.
+#[derive(Debug)]
+pub struct Meter {
+    /// What is compressed, for messages: "gzip data", "compressed records".
+    what: String,
+    limit: u64,
+    compressed: AtomicU64,
+    inflated: AtomicU64,
+    /// The limit stopped the reading.
+    stopped: AtomicBool,
+}
+
+impl Meter {
+    pub fn new(what: impl Into<String>) -> Meter {
+        Meter {
+            what: what.into(),
+            limit: max_input(),
+            compressed: AtomicU64::new(0),
+            inflated: AtomicU64::new(0),
+            stopped: AtomicBool::new(false),
+        }
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    pub fn inflated(&self) -> u64 {
+        self.inflated.load(Relaxed)
+    }
+
+    pub fn compressed(&self) -> u64 {
+        self.compressed.load(Relaxed)
+    }
+
+    /// `n` more compressed bytes read.
+    pub fn read_compressed(&self, n: u64) {
+        self.compressed.fetch_add(n, Relaxed);
+    }
+
+    /// `n` more bytes decompressed from them.
+    pub fn inflate(&self, n: u64) {
+        self.inflated.fetch_add(n, Relaxed);
+    }
+
+    /// How many more bytes may be decompressed.
+    pub fn room(&self) -> u64 {
+        self.limit.saturating_sub(self.inflated())
+    }
+
+    /// The limit is reached and more was there: reading stops.
+    pub fn stop(&self) {
+        self.stopped.store(true, Relaxed);
+    }
+
+    pub fn stopped(&self) -> bool {
+        self.stopped.load(Relaxed)
+    }
+
+    /// How many times its compressed size the data grew.
+    fn ratio(&self) -> u64 {
+        self.inflated() / self.compressed().max(1)
+    }
+
+    /// The ratio when it is worth a word: large, and past [`BOMB_RATIO`].
+    pub fn bomb_ratio(&self) -> Option<u64> {
+        (self.inflated() >= BOMB_WORTH_SAYING && self.ratio() >= BOMB_RATIO).then(|| self.ratio())
+    }
+
+    /// What the user should know: the limit that stopped the reading,
+    /// a ratio that looks like a bomb.
+    pub fn notes(&self, path: &Path) -> Vec<String> {
+        let path = path.display();
+        let (c, d) = (size(self.compressed()), size(self.inflated()));
+        let mut out = Vec::new();
+        if self.stopped() {
+            let so_far = match self.inflated() {
+                0 => String::new(),
+                _ => format!(" ({c} -> {d} so far, {}x)", self.ratio()),
+            };
+            out.push(format!(
+                "{path}: stopped at --max-input ({}): its {} decompresses to more{so_far}; the rest is not in this report (a decompression bomb? a larger --max-input reads on)",
+                size(self.limit),
+                self.what,
+            ));
+        } else if let Some(r) = self.bomb_ratio() {
+            out.push(format!(
+                "{path}: its {} decompresses {r}x ({c} -> {d}): a decompression bomb? --max-input limits what is read",
+                self.what,
+            ));
+        }
+        out
+    }
+}
+
+/// A byte count as people read it: `262 KiB`, `8.0 GiB`.
+pub fn size(n: u64) -> String {
+    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    match u {
+        0 => format!("{n} bytes"),
+        _ if v < 10.0 => format!("{v:.1} {}", UNITS[u]),
+        _ => format!("{v:.0} {}", UNITS[u]),
+    }
+}
+
+/// `--max-input`'s SIZE: bytes, or with a K, M, G or T suffix (powers of
+/// 1024; `KiB`, `MB` and the like are read the same).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => return Err(format!("expected a size such as 512M or 64G, got {s:?}")),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("expected a size such as 512M or 64G, got {s:?}"))?;
+    n.checked_mul(1 << shift)
+        .filter(|b| *b > 0)
+        .ok_or_else(|| format!("expected a size from 1 byte to 16 EiB, got {s:?}"))
+}
+
+/// The decompressed stream, measured by `meter`. Several gzip members or
+/// zstd frames one after the other (what `cat a.gz b.gz` or `pzstd` make)
+/// are read as one stream, as `zcat` and `zstdcat` do; zstd's skippable
+/// frames are skipped. It ends at the meter's limit.
+pub fn decoder(codec: Codec, input: Box<dyn Read>, meter: Arc<Meter>) -> io::Result<Box<dyn Read>> {
+    let input = Counted {
+        inner: input,
+        meter: meter.clone(),
+    };
+    let inner: Box<dyn Read> = match codec {
+        Codec::Gzip => Box::new(flate2::read::MultiGzDecoder::new(input)),
+        Codec::Zstd => Box::new(ZstdFrames::new(Box::new(input))?),
+    };
+    Ok(Box::new(Limited { inner, meter }))
+}
+
+/// The compressed bytes, counted as they are read.
+struct Counted {
+    inner: Box<dyn Read>,
+    meter: Arc<Meter>,
+}
+
+impl Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.meter.read_compressed(n as u64);
+        Ok(n)
+    }
+}
+
+/// The decompressed bytes, counted and ended at the limit.
+struct Limited {
+    inner: Box<dyn Read>,
+    meter: Arc<Meter>,
+}
+
+impl Read for Limited {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let room = self.meter.room();
+        if room == 0 {
+            // At the limit: stopped only if there was more.
+            if !self.meter.stopped() && !buf.is_empty() {
+                let mut one = [0u8; 1];
+                if self.inner.read(&mut one)? > 0 {
+                    self.meter.stop();
+                }
+            }
+            return Ok(0);
+        }
+        let want = buf.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        self.meter.inflate(n as u64);
+        Ok(n)
+    }
+}
+
+/// A source read from decompressed data: the source, and what the
+/// decompression has to say (the limit, the ratio) among its warnings.
+pub struct Decompressed {
+    pub inner: Box<dyn Source>,
+    pub meter: Arc<Meter>,
+}
+
+impl Source for Decompressed {
+    fn next_event(&mut self) -> Option<Event> {
+        self.inner.next_event()
+    }
+    fn next_into(&mut self, slot: &mut Option<Event>) {
+        self.inner.next_into(slot)
+    }
+    fn block_only(&self) -> bool {
+        self.inner.block_only()
+    }
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+    fn format(&self) -> &'static str {
+        self.inner.format()
+    }
+    fn stats(&self) -> &SourceStats {
+        self.inner.stats()
+    }
+    fn position(&self) -> Position {
+        self.inner.position()
+    }
+    fn input_notes(&self) -> Vec<String> {
+        let mut out = self.inner.input_notes();
+        out.extend(self.meter.notes(self.inner.path()));
+        out
+    }
+}
+
+/// The compressed input between frames: the bytes read to tell what comes
+/// next, put back in front of the rest (a frame continues from where the
+/// last one ended, without a reader wrapped around the last one's: that
+/// nesting made each read cross every frame before it).
+struct Rest {
+    back: [u8; 4],
+    back_at: usize,
+    back_len: usize,
+    inner: Box<dyn Read>,
+}
+
+impl Read for Rest {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.back_at < self.back_len {
+            let n = (self.back_len - self.back_at).min(buf.len());
+            buf[..n].copy_from_slice(&self.back[self.back_at..self.back_at + n]);
+            self.back_at += n;
+            return Ok(n);
+        }
+        self.inner.read(buf)
+    }
+}
+
+impl Rest {
+    /// The next 4 bytes (a frame's magic), or how many there were before
+    /// the input ended.
+    fn magic(&mut self) -> io::Result<Result<[u8; 4], usize>> {
+        let mut m = [0u8; 4];
+        let mut got = 0;
+        while got < 4 {
+            match self.read(&mut m[got..]) {
+                Ok(0) => return Ok(Err(got)),
+                Ok(k) => got += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Ok(m))
+    }
+
+    fn put_back(&mut self, m: [u8; 4]) {
+        self.back = m;
+        self.back_at = 0;
+        self.back_len = 4;
+    }
+
+    /// Skips a skippable frame's data (its magic read).
+    fn skip_frame(&mut self) -> io::Result<()> {
+        let len = match self.magic()? {
+            Ok(l) => u64::from(u32::from_le_bytes(l)),
+            Err(_) => return Err(bad_zstd("a skippable frame cut short")),
+        };
+        let skipped = io::copy(&mut self.by_ref().take(len), &mut io::sink())?;
+        if skipped < len {
+            return Err(bad_zstd("a skippable frame cut short"));
+        }
+        Ok(())
+    }
+}
+
+fn bad_zstd(e: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("zstd: {e}"))
+}
+
+type Frame = ruzstd::decoding::StreamingDecoder<Rest, ruzstd::decoding::FrameDecoder>;
+
+/// zstd frames read one after the other until the input ends, with one
+/// frame decoder reused for all.
+enum ZstdFrames {
+    In(Frame),
+    Between(Rest, ruzstd::decoding::FrameDecoder),
+    Done,
 }
 
 impl ZstdFrames {
     fn new(input: Box<dyn Read>) -> io::Result<ZstdFrames> {
-        Ok(ZstdFrames {
-            frame: Some(start_frame(input)?),
-        })
+        let rest = Rest {
+            back: [0; 4],
+            back_at: 0,
+            back_len: 0,
+            inner: input,
+        };
+        let mut f = ZstdFrames::Between(rest, ruzstd::decoding::FrameDecoder::new());
+        // The first frame is read now: data that is no zstd at all is
+        // refused at once.
+        f.next_frame()?;
+        Ok(f)
     }
-}
 
-fn start_frame(input: Box<dyn Read>) -> io::Result<ZstdFrame> {
-    ruzstd::decoding::StreamingDecoder::new(input)
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("zstd: {e}")))
+    /// Moves past the frame just finished (and any skippable frames) to
+    /// the start of the next frame, or to the end.
+    fn next_frame(&mut self) -> io::Result<()> {
+        let ZstdFrames::Between(mut rest, decoder) = std::mem::replace(self, ZstdFrames::Done)
+        else {
+            return Ok(());
+        };
+        loop {
+            match rest.magic()? {
+                Err(0) => return Ok(()),
+                Err(n) => return Err(bad_zstd(format!("{n} stray bytes after the last frame"))),
+                Ok(m) if is_skippable(m) => rest.skip_frame()?,
+                Ok(m) => {
+                    rest.put_back(m);
+                    let frame = ruzstd::decoding::StreamingDecoder::new_with_decoder(rest, decoder)
+                        .map_err(bad_zstd)?;
+                    *self = ZstdFrames::In(frame);
+                    return Ok(());
+                }
+            }
+        }
+    }
 }
 
 impl Read for ZstdFrames {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
-            let Some(frame) = self.frame.as_mut() else {
-                return Ok(0);
+            let frame = match self {
+                ZstdFrames::Done => return Ok(0),
+                ZstdFrames::Between(..) => {
+                    self.next_frame()?;
+                    continue;
+                }
+                ZstdFrames::In(f) => f,
             };
-            let n = frame
-                .read(buf)
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("zstd: {e}")))?;
+            let n = frame.read(buf).map_err(bad_zstd)?;
             if n > 0 || buf.is_empty() {
                 return Ok(n);
             }
             // This frame is done: another one may follow.
-            let mut rest = self.frame.take().expect("checked").into_inner();
-            let mut first = [0u8; 1];
-            let got = loop {
-                match rest.read(&mut first) {
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    other => break other?,
-                }
+            let ZstdFrames::In(f) = std::mem::replace(self, ZstdFrames::Done) else {
+                unreachable!("matched above")
             };
-            if got == 0 {
-                return Ok(0);
-            }
-            let rest: Box<dyn Read> = Box::new(io::Cursor::new(first).chain(rest));
-            self.frame = Some(start_frame(rest)?);
+            let (rest, decoder) = f.into_parts();
+            *self = ZstdFrames::Between(rest, decoder);
         }
     }
 }
@@ -100,7 +443,8 @@ mod tests {
 
     fn read_all(codec: Codec, data: Vec<u8>) -> io::Result<Vec<u8>> {
         let mut out = Vec::new();
-        decoder(codec, Box::new(io::Cursor::new(data)))?.read_to_end(&mut out)?;
+        let meter = Arc::new(Meter::new(codec.name()));
+        decoder(codec, Box::new(io::Cursor::new(data)), meter)?.read_to_end(&mut out)?;
         Ok(out)
     }
 
@@ -144,6 +488,120 @@ mod tests {
         data.extend([0xff; 32]);
         assert_eq!(detect(&data), Some(Codec::Zstd));
         assert!(read_all(Codec::Zstd, data).is_err());
+    }
+
+    /// A zstd frame of `data` in one raw block (RFC 8878: a single
+    /// segment, its size in one byte).
+    fn raw_frame(data: &[u8]) -> Vec<u8> {
+        let block = 1 | (data.len() as u32) << 3;
+        let mut f = ZSTD_MAGIC.to_vec();
+        f.extend([0x20, data.len() as u8]);
+        f.extend(&block.to_le_bytes()[..3]);
+        f.extend(data);
+        f
+    }
+
+    fn skippable(magic_low: u8, data: &[u8]) -> Vec<u8> {
+        let mut f = vec![0x50 | magic_low, 0x2a, 0x4d, 0x18];
+        f.extend((data.len() as u32).to_le_bytes());
+        f.extend(data);
+        f
+    }
+
+    #[test]
+    fn skippable_frames_are_skipped_wherever_they_are() {
+        let mut data = skippable(0, b"pzstd's index");
+        data.extend(raw_frame(b"first\n"));
+        data.extend(skippable(0xf, b""));
+        data.extend(raw_frame(b"second\n"));
+        data.extend(skippable(3, &[0u8; 300]));
+        assert_eq!(detect(&data), Some(Codec::Zstd));
+        assert_eq!(read_all(Codec::Zstd, data).unwrap(), b"first\nsecond\n");
+        let mut cut = skippable(1, &[7u8; 100]);
+        cut.truncate(50);
+        let e = read_all(Codec::Zstd, cut).unwrap_err().to_string();
+        assert!(e.contains("skippable frame cut short"), "{e}");
+    }
+
+    #[test]
+    fn many_frames_take_linear_time() {
+        let text: Vec<u8> = (0..200_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        let data: Vec<u8> = text.iter().flat_map(|b| raw_frame(&[*b])).collect();
+        let t = std::time::Instant::now();
+        assert_eq!(read_all(Codec::Zstd, data).unwrap(), text);
+        // Quadratic, 200,000 frames took minutes.
+        assert!(t.elapsed().as_secs() < 10, "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn stray_bytes_after_the_last_frame_are_an_error() {
+        let mut data = raw_frame(b"x");
+        data.extend([0x28, 0xb5]);
+        let e = read_all(Codec::Zstd, data).unwrap_err().to_string();
+        assert!(e.contains("2 stray bytes"), "{e}");
+    }
+
+    #[test]
+    fn the_limit_ends_the_stream_and_is_said() {
+        let data = gzip(&vec![b'\n'; 1 << 20]);
+        let meter = Arc::new(Meter {
+            limit: 1000,
+            ..Meter::new("gzip data")
+        });
+        let mut out = Vec::new();
+        decoder(Codec::Gzip, Box::new(io::Cursor::new(data)), meter.clone())
+            .unwrap()
+            .read_to_end(&mut out)
+            .unwrap();
+        assert_eq!(out.len(), 1000);
+        assert!(meter.stopped());
+        let notes = meter.notes(Path::new("x.gz"));
+        assert!(
+            notes[0].starts_with(
+                "x.gz: stopped at --max-input (1000 bytes): its gzip data decompresses to more"
+            ),
+            "{notes:?}"
+        );
+        // Exactly at the limit is not past it.
+        let meter = Arc::new(Meter {
+            limit: 5,
+            ..Meter::new("gzip data")
+        });
+        let data = gzip(b"12345");
+        let mut d = decoder(Codec::Gzip, Box::new(io::Cursor::new(data)), meter.clone()).unwrap();
+        d.read_to_end(&mut out).unwrap();
+        assert!(!meter.stopped());
+        assert!(meter.notes(Path::new("x.gz")).is_empty());
+    }
+
+    #[test]
+    fn a_bomb_like_ratio_is_said() {
+        let meter = Meter::new("zstd data");
+        meter.read_compressed(256 << 10);
+        meter.inflate(8 << 30);
+        assert_eq!(
+            meter.notes(Path::new("x.zst")),
+            ["x.zst: its zstd data decompresses 32768x (256 KiB -> 8.0 GiB): a decompression bomb? --max-input limits what is read"]
+        );
+        let meter = Meter::new("zstd data");
+        meter.read_compressed(1 << 20);
+        meter.inflate(90 << 20);
+        assert!(meter.notes(Path::new("x.zst")).is_empty());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("10M"), Ok(10 << 20));
+        assert_eq!(parse_size("64G"), Ok(64 << 30));
+        assert_eq!(parse_size("1T"), Ok(1 << 40));
+        assert_eq!(parse_size("512KiB"), Ok(512 << 10));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        for bad in ["", "M", "0", "1.5G", "-1", "10X", "99999999999T"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+        assert_eq!(size(999), "999 bytes");
+        assert_eq!(size(262 << 10), "262 KiB");
+        assert_eq!(size(8 << 30), "8.0 GiB");
     }
 
     #[test]

@@ -237,11 +237,14 @@ fn open_maybe_compressed(
     }
     if let (None, Some(codec)) = (within, compressed::detect(head)) {
         let window = input.window();
-        let inner = compressed::decoder(codec, input.into_reader()).map_err(|e| {
-            InputError::new(path, format!("is not valid {} data: {e}", codec.name()))
-        })?;
+        let meter = std::sync::Arc::new(compressed::Meter::new(format!("{} data", codec.name())));
+        let inner =
+            compressed::decoder(codec, input.into_reader(), meter.clone()).map_err(|e| {
+                InputError::new(path, format!("is not valid {} data: {e}", codec.name()))
+            })?;
         let inner = Chunked::from_reader(inner).windowed(window);
-        return open_maybe_compressed(path, inner, Some(codec));
+        let inner = open_maybe_compressed(path, inner, Some(codec))?;
+        return Ok(Box::new(compressed::Decompressed { inner, meter }));
     }
     // Each format in turn, reading as much of the start as it looks at.
     let format = FORMATS.iter().find(|f| {

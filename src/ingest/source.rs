@@ -107,6 +107,11 @@ pub trait Source {
     fn position(&self) -> Position {
         Position::Event(self.stats().events)
     }
+    /// What the user should know about the input beneath the format (its
+    /// decompression), each a whole message that names the file.
+    fn input_notes(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Turns a source's counters into the warnings a user should see.
@@ -149,5 +154,6 @@ pub fn warnings_for(source: &dyn Source) -> Vec<String> {
         out.push(format!("{}: {}", source.path().display(), cut));
     }
     out.extend(s.notes.iter().cloned());
+    out.extend(source.input_notes());
     out
 }
