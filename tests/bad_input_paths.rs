@@ -543,3 +543,34 @@ fn parquet_summary_escapes_the_snapshots_host_and_kernel() {
         o.stderr
     );
 }
+
+/// `iosleuth report sda.blktrace.0` in the file's own directory: a bare
+/// name's parent is "", the current directory; every CPU's file of the
+/// device is read, named as bare as the one given.
+#[test]
+fn a_bare_blktrace_file_name_is_read_in_the_current_directory() {
+    let d = tempdir();
+    let o = bounded(&[
+        "export",
+        "--blktrace",
+        d.path().to_str().unwrap(),
+        "tests/fixtures/fsync-4k.cap",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let by_full_path = json_report(&[d.path().join("loop0.blktrace.0")], &[]);
+    let in_dir = |args: &[&str]| outcome_bounded(iosleuth().current_dir(d.path()).args(args), None);
+    let o = in_dir(&["report", "--format", "json", "loop0.blktrace.0"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let rep: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let inputs: Vec<&str> = rep["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(inputs, ["loop0.blktrace.0", "loop0.blktrace.1"]);
+    assert_eq!(rep["events"], by_full_path["events"]);
+    assert_eq!(rep["events"], 2577);
+    let o = in_dir(&["diff", "loop0.blktrace.1", "loop0.blktrace.0"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+}

@@ -54,21 +54,26 @@ fn expand(path: &Path) -> Result<Vec<PathBuf>, InputError> {
             format!("{}: {}", files::not_regular(&meta), files::READ_INSTEAD),
         ));
     } else if let Some((stem, _)) = blktrace_cpu_file(path) {
+        // A bare file name's parent is "": the current directory, its
+        // files named as bare as the one given.
         (
-            path.parent()
-                .map(Path::to_path_buf)
-                .unwrap_or_else(|| PathBuf::from(".")),
+            path.parent().map(Path::to_path_buf).unwrap_or_default(),
             Some(stem),
         )
     } else {
         return Ok(vec![path.to_path_buf()]);
     };
-    let rd =
-        std::fs::read_dir(&dir).map_err(|e| InputError::new(path, format!("cannot list: {e}")))?;
+    let listed = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        &dir
+    };
+    let rd = std::fs::read_dir(listed)
+        .map_err(|e| InputError::new(path, format!("cannot list: {e}")))?;
     let mut found: Vec<(String, u32, PathBuf)> = rd
         .filter_map(|e| e.ok())
         .filter_map(|e| {
-            let p = e.path();
+            let p = dir.join(e.file_name());
             let (stem, cpu) = blktrace_cpu_file(&p)?;
             if only_stem.as_ref().is_some_and(|s| *s != stem) {
                 return None;
@@ -77,7 +82,7 @@ fn expand(path: &Path) -> Result<Vec<PathBuf>, InputError> {
         })
         .collect();
     if found.is_empty() {
-        if let Some(what) = crate::model::capture_layout::looks_like_capture(&dir) {
+        if let Some(what) = crate::model::capture_layout::looks_like_capture(listed) {
             return Err(InputError::new(
                 path,
                 format!(
