@@ -1,6 +1,7 @@
 //! Decompression and fan-out bombs: small inputs that decompress or fan
-//! out to gigabytes (gzip and zstd files) are read in bounded memory and
-//! time, and what stops them is said naming the file.
+//! out to gigabytes (gzip and zstd files, trace.dat's compressed pages and
+//! CPUs that share their data) are read in bounded memory and time, and
+//! what stops them is said naming the file.
 
 mod common;
 
@@ -194,4 +195,310 @@ fn a_zstd_bomb_is_warned_about_with_its_ratio() {
         inflated / packed.len()
     );
     assert!(o.stderr.contains(&says), "{says}\n{}", o.stderr);
+}
+
+// --- trace.dat: CPUs that share their data, compressed chunks ------------
+
+const V6: &str = "tests/fixtures/tracedat-oncpu.v6.dat";
+const V7: &str = "tests/fixtures/tracedat-oncpu.v7.dat";
+const V7_ZSTD: &str = "tests/fixtures/tracedat-oncpu.v7-zstd.dat";
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+/// Where the NUL after byte `at` is, plus one.
+fn past_string(b: &[u8], at: usize) -> usize {
+    at + b[at..].iter().position(|&c| c == 0).unwrap() + 1
+}
+
+/// A v6 trace.dat with its CPUs' (offset, size) replaced.
+fn v6_with_cpus(cpus: &[(u64, u64)]) -> Vec<u8> {
+    let mut b = std::fs::read(V6).unwrap();
+    let fly = b.windows(10).position(|w| w == b"flyrecord\0").unwrap() + 10;
+    for (i, (off, size)) in cpus.iter().enumerate() {
+        let at = fly + 16 * i;
+        b[at..at + 8].copy_from_slice(&off.to_le_bytes());
+        b[at + 8..at + 16].copy_from_slice(&size.to_le_bytes());
+    }
+    b
+}
+
+/// A v7 trace.dat cut where its last options section (the one with the
+/// BUFFER option, trace-cmd writes it last) starts, the start of that
+/// option's data (the flyrecord offset, names and page size), and its
+/// CPUs (cpu, offset, size).
+struct V7 {
+    before: Vec<u8>,
+    head: Vec<u8>,
+    cpus: Vec<(u32, u64, u64)>,
+}
+
+fn v7(path: &str) -> V7 {
+    let b = std::fs::read(path).unwrap();
+    let mut at = past_string(&b, 10) + 6;
+    at = past_string(&b, past_string(&b, at));
+    let mut next = u64_at(&b, at) as usize;
+    loop {
+        let size = u64_at(&b, next + 8) as usize;
+        let data = &b[next + 16..next + 16 + size];
+        let mut o = 0;
+        loop {
+            let (id, n) = (
+                u16::from_le_bytes([data[o], data[o + 1]]),
+                u32_at(data, o + 2) as usize,
+            );
+            let d = &data[o + 6..o + 6 + n];
+            if id == 3 {
+                let head = past_string(d, past_string(d, 8)) + 4;
+                let cpus = (0..u32_at(d, head) as usize)
+                    .map(|i| {
+                        let c = head + 4 + 20 * i;
+                        (u32_at(d, c), u64_at(d, c + 4), u64_at(d, c + 12))
+                    })
+                    .collect();
+                return V7 {
+                    before: b[..next].to_vec(),
+                    head: d[..head].to_vec(),
+                    cpus,
+                };
+            }
+            if id == 0 {
+                next = u64_at(d, 0) as usize;
+                break;
+            }
+            o += 6 + n;
+        }
+    }
+}
+
+impl V7 {
+    /// The file with these CPUs, then `after` (at `self.data_at(n)` for
+    /// `n` CPUs).
+    fn with_cpus(&self, cpus: &[(u32, u64, u64)], after: &[u8]) -> Vec<u8> {
+        let mut b = self.before.clone();
+        b.extend(buffer_options(&self.head, cpus));
+        b.extend(after);
+        b
+    }
+
+    /// Where what follows the options of `n` CPUs starts.
+    fn data_at(&self, n: usize) -> u64 {
+        (self.before.len() + buffer_options(&self.head, &vec![(0, 0, 0); n]).len()) as u64
+    }
+}
+
+/// An options section with one BUFFER option (`head`, then the CPUs
+/// (cpu, offset, size)) and the DONE option that ends the chain.
+fn buffer_options(head: &[u8], cpus: &[(u32, u64, u64)]) -> Vec<u8> {
+    let mut buffer = head.to_vec();
+    buffer.extend((cpus.len() as u32).to_le_bytes());
+    for (cpu, off, size) in cpus {
+        buffer.extend(cpu.to_le_bytes());
+        buffer.extend(off.to_le_bytes());
+        buffer.extend(size.to_le_bytes());
+    }
+    let mut options = 3u16.to_le_bytes().to_vec();
+    options.extend((buffer.len() as u32).to_le_bytes());
+    options.extend(buffer);
+    options.extend(0u16.to_le_bytes());
+    options.extend(8u32.to_le_bytes());
+    options.extend(0u64.to_le_bytes());
+    let mut section = 0u16.to_le_bytes().to_vec();
+    section.extend(0u16.to_le_bytes());
+    section.extend(0u32.to_le_bytes());
+    section.extend((options.len() as u64).to_le_bytes());
+    section.extend(options);
+    section
+}
+
+/// `bytes` written as `name` in `dir`, reported (JSON) with `extra`.
+fn report_bytes(dir: &Path, name: &str, bytes: &[u8], extra: &[&str]) -> (Outcome, String) {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    let mut args = extra.to_vec();
+    args.push(p.to_str().unwrap());
+    let (o, _) = report(&args);
+    (o, p.display().to_string())
+}
+
+#[test]
+fn trace_dat_cpus_on_the_same_bytes_are_refused() {
+    let d = tempdir();
+    // v6: CPU 1 reads CPU 0's pages (every event of CPU 0 came twice).
+    let shared = v6_with_cpus(&[(8192, 12288), (8192, 12288)]);
+    let (o, p) = report_bytes(d.path(), "v6.dat", &shared, &[]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!("{p}: CPU 0's data (bytes 8192..20480) and CPU 1's (bytes 8192..20480) overlap: every event there would be read twice")),
+        "{}",
+        o.stderr
+    );
+    // v7: CPU 1's data starts inside CPU 0's.
+    let b = v7(V7).with_cpus(&[(0, 8192, 12288), (1, 12288, 12288)], b"");
+    let (o, p) = report_bytes(d.path(), "v7.dat", &b, &[]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "{p}: CPU 0's data (bytes 8192..20480) and CPU 1's (bytes 12288..24576) overlap"
+        )),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn trace_dat_cpus_on_one_compressed_chunk_are_refused() {
+    // 65,536 CPUs on CPU 0's chunk (12 KiB of pages each: 768 MiB).
+    let f = v7(V7_ZSTD);
+    let (_, off, size) = f.cpus[0];
+    let cpus: Vec<(u32, u64, u64)> = (0..65536).map(|c| (c, off, size)).collect();
+    let d = tempdir();
+    let (o, p) = report_bytes(d.path(), "fan.dat", &f.with_cpus(&cpus, b""), &[]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    // The chunk count before the chunks is not in trace-cmd's size.
+    let (from, to) = (off, off + size + 4);
+    assert!(
+        o.stderr.contains(&format!(
+            "{p}: CPU 0's data (bytes {from}..{to}) and CPU 1's (bytes {from}..{to}) overlap"
+        )),
+        "{}",
+        o.stderr
+    );
+}
+
+/// The fixture's first page of CPU 0 (decompressed).
+fn first_page_of_cpu0() -> Vec<u8> {
+    let b = std::fs::read(V7_ZSTD).unwrap();
+    let (_, off, _) = v7(V7_ZSTD).cpus[0];
+    let chunk = off as usize + 4;
+    let zsize = u32_at(&b, chunk) as usize;
+    let mut r = ruzstd::decoding::StreamingDecoder::new(&b[chunk + 8..chunk + 8 + zsize]).unwrap();
+    let mut pages = Vec::new();
+    std::io::Read::read_to_end(&mut r, &mut pages).unwrap();
+    pages.truncate(4096);
+    pages
+}
+
+/// A v7-zstd trace.dat of `n` CPUs, each one chunk: CPU 0's first page,
+/// then `zero_blocks` × 128 KiB of zeros (4 bytes each). Returns the
+/// file and each chunk's declared size.
+fn chunky_trace_dat(n: u32, zero_blocks: usize) -> (Vec<u8>, u64, Vec<(u32, u64, u64)>) {
+    let page = first_page_of_cpu0();
+    let mut frame = ZSTD_MAGIC.to_vec();
+    frame.extend([0x00, 7 << 3]);
+    let last = (zero_blocks == 0) as u32;
+    frame.extend(&(last | (page.len() as u32) << 3).to_le_bytes()[..3]);
+    frame.extend(&page);
+    if zero_blocks > 0 {
+        frame.extend(&rle_frame(0, zero_blocks)[6..]);
+    }
+    let size = page.len() as u64 + (zero_blocks as u64) * (128 << 10);
+    let f = v7(V7_ZSTD);
+    let at = f.data_at(n as usize);
+    let region = 4 + 8 + frame.len() as u64;
+    let cpus: Vec<(u32, u64, u64)> = (0..n)
+        .map(|c| (c, at + region * c as u64, region - 4))
+        .collect();
+    let mut data = Vec::new();
+    for _ in 0..n {
+        data.extend(1u32.to_le_bytes());
+        data.extend((frame.len() as u32).to_le_bytes());
+        data.extend((size as u32).to_le_bytes());
+        data.extend(&frame);
+    }
+    (f.with_cpus(&cpus, &data), size, cpus)
+}
+
+#[test]
+fn trace_dat_chunks_held_at_once_are_bounded() {
+    let d = tempdir();
+    // CPU 0's first page alone: the events one CPU gives.
+    let (one, _, _) = chunky_trace_dat(1, 0);
+    let p = d.path().join("one.dat");
+    std::fs::write(&p, one).unwrap();
+    let (o, json) = report(&[p.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let one_page = events(&json.unwrap());
+    assert!(one_page > 0);
+    // 16 CPUs, each a page of events then 64 MiB of zeros from a 2 KB
+    // frame: each CPU holds its chunk while its events wait to be merged,
+    // 1 GiB at once.
+    let (b, size, cpus) = chunky_trace_dat(16, 512);
+    let p = d.path().join("held.dat");
+    std::fs::write(&p, b).unwrap();
+    let (o, json) = report(&[p.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    // CPU 0's chunk is read; with the second it would be 128 MiB and more.
+    assert!(
+        o.stderr.contains(&format!("{}: CPU 1's compressed chunk at byte {} would decompress to {size} bytes while the other CPUs' chunks hold {size}, more than the 128 MiB iosleuth holds at once (and so would 14 other CPUs' chunks): their events from there on are left out", p.display(), cpus[1].1 + 4)),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(events(&json.unwrap()), one_page);
+    // --max-input below one chunk: nothing is decompressed.
+    let (o, _) = report(&["--max-input", "32M", p.to_str().unwrap()]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!("{}: stopped at --max-input (32 MiB): its zstd data decompresses to more; the rest is not in this report", p.display())),
+        "{}",
+        o.stderr
+    );
+}
+
+/// `head`, then `zeros` MiB of zeros, gzipped (members of 64 MiB).
+fn gzip_then_zeros(head: &[u8], zeros: usize) -> Vec<u8> {
+    let member = gzip(&vec![0u8; 64 << 20]);
+    let mut packed = gzip(head);
+    for _ in 0..zeros / 64 {
+        packed.extend(&member);
+    }
+    packed
+}
+
+#[test]
+fn a_compressed_trace_dat_is_checked_before_it_is_read_into_memory() {
+    let d = tempdir();
+    // A damaged header, then 640 MiB: refused after the first MiB, not
+    // read into memory up to 1 GiB first.
+    let mut head = std::fs::read(V6).unwrap();
+    head[10] = b'9';
+    let (o, p) = report_bytes(
+        d.path(),
+        "bad.dat.gz",
+        &gzip_then_zeros(&head[..4096], 640),
+        &[],
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains(&format!("{p}: trace.dat version \"9\" is not supported")),
+        "{}",
+        o.stderr
+    );
+    // Whole metadata whose CPU 1 lies 3 GiB in: refused before its data
+    // is read.
+    let far = v6_with_cpus(&[(8192, 12288), (3 << 30, 12288)]);
+    let (o, p) = report_bytes(d.path(), "far.dat.gz", &gzip_then_zeros(&far, 640), &[]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!("{p}: its CPUs' data, to byte {}, runs past the 1024 MiB of a trace.dat iosleuth reads into memory when it is not a file it can seek in (a compressed file, standard input): save it, decompressed, to a file and give its path", (3u64 << 30) + 12288)),
+        "{}",
+        o.stderr
+    );
+    // What it says is read, no more: the fixture then 640 MiB of zeros
+    // gives the report of the fixture.
+    let (o, p) = report_bytes(
+        d.path(),
+        "padded.dat.gz",
+        &gzip_then_zeros(&std::fs::read(V6).unwrap(), 640),
+        &[],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let got: serde_json::Value = serde_json::from_str(&o.stdout.replace(&p, "INPUT")).unwrap();
+    assert_eq!(events(&got), 234);
+    let want: serde_json::Value = serde_json::from_str(&report_as(Path::new(V6))).unwrap();
+    assert!(got == want, "not the report of {V6}");
 }

@@ -6,6 +6,7 @@
 //! is used.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::io::Read;
 
 pub const MAGIC: &[u8] = b"\x17\x08\x44tracing";
@@ -23,14 +24,30 @@ const MAX_STRING: u64 = 4096;
 pub enum Backing {
     File(std::fs::File, u64),
     Memory(Vec<u8>),
+    /// The first bytes of a stream while its metadata is read: reading
+    /// past them is noted (more must be read), not yet damage.
+    Prefix(Vec<u8>, Cell<bool>),
 }
 
 impl Backing {
     pub fn len(&self) -> u64 {
         match self {
             Backing::File(_, n) => *n,
-            Backing::Memory(v) => v.len() as u64,
+            Backing::Memory(v) | Backing::Prefix(v, _) => v.len() as u64,
         }
+    }
+
+    /// Something was looked for past the end of the bytes.
+    pub fn ran_out(&self) {
+        if let Backing::Prefix(_, short) = self {
+            short.set(true);
+        }
+    }
+
+    /// A prefix whose reader looked past its end: the rest of the stream
+    /// may hold what it looked for.
+    pub fn too_short(&self) -> bool {
+        matches!(self, Backing::Prefix(_, short) if short.get())
     }
 
     /// `n` bytes at `at`, never past the end of the file.
@@ -38,9 +55,14 @@ impl Backing {
         let end = at
             .checked_add(n)
             .filter(|e| *e <= self.len())
-            .ok_or_else(|| past_end("the file", at, n, self.len()))?;
+            .ok_or_else(|| {
+                self.ran_out();
+                past_end("the file", at, n, self.len())
+            })?;
         match self {
-            Backing::Memory(v) => Ok(Cow::Borrowed(&v[at as usize..end as usize])),
+            Backing::Memory(v) | Backing::Prefix(v, _) => {
+                Ok(Cow::Borrowed(&v[at as usize..end as usize]))
+            }
             Backing::File(f, _) => {
                 use std::os::unix::fs::FileExt;
                 let mut buf = vec![0u8; usize::try_from(n).map_err(|_| "a size beyond memory")?];
@@ -97,6 +119,8 @@ pub fn decompress(codec: Codec, data: &[u8], size: u64) -> Result<Vec<u8>, Strin
             codec.name()
         ));
     }
+    // Held while its pages are read: no room to spare.
+    out.shrink_to_fit();
     Ok(out)
 }
 
@@ -187,6 +211,9 @@ impl<'a> Cursor<'a> {
         let bytes = self.take(window)?;
         let Some(n) = memchr::memchr(0, &bytes) else {
             return Err(if at + window >= self.len() {
+                if let Src::File(b) = &self.src {
+                    b.ran_out();
+                }
                 format!(
                     "cut short: the string at byte {at} runs past the end of {}",
                     self.what()

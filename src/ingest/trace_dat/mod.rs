@@ -17,6 +17,7 @@ mod file;
 mod sections;
 
 use super::capture_dir::Decoder;
+use super::compressed::Meter;
 use super::reader::Chunked;
 use super::ring_buffer::{page_info, PageInfo, PageRecords};
 use super::source::{InputError, Position, Source, SourceStats};
@@ -37,34 +38,130 @@ pub fn detect(head: &[u8]) -> bool {
     head.starts_with(MAGIC)
 }
 
-/// The largest trace.dat read into memory (from standard input: the
-/// file is read out of order).
+/// The largest trace.dat read into memory (from standard input or a
+/// compressed file: the file is read out of order).
 const MAX_IN_MEMORY: u64 = 1 << 30;
 
+/// What is read of a stream before its metadata is tried; four times
+/// more each time the metadata runs past it.
+const FIRST_READ: u64 = 1 << 20;
+
 /// Opens a trace.dat: by its path, read where needed, when `path` is the
-/// file `input` reads; otherwise (standard input, bytes in memory) from
+/// file `input` reads; otherwise (standard input, a compressed file) from
 /// memory.
 pub fn open(path: &Path, input: Chunked) -> Result<Box<dyn Source>, InputError> {
     if let Some(b) = same_file(path, input.avail()) {
         return Ok(Box::new(TraceDatSource::new(path, b)?));
     }
-    let mut data = Vec::new();
-    use std::io::Read;
-    input
-        .into_reader()
-        .take(MAX_IN_MEMORY + 1)
-        .read_to_end(&mut data)
-        .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
-    if data.len() as u64 > MAX_IN_MEMORY {
-        return Err(InputError::new(
-            path,
-            format!(
-                "a trace.dat of more than {} MiB that is not a file iosleuth can seek in (standard input?): give its path instead",
-                MAX_IN_MEMORY >> 20
-            ),
-        ));
-    }
+    let data = read_stream(input.into_reader()).map_err(|e| InputError::new(path, e))?;
     Ok(Box::new(TraceDatSource::new(path, Backing::Memory(data))?))
+}
+
+/// A trace.dat from a stream, in memory: its header and metadata read
+/// and checked first, then only as far as its CPUs' data goes, refused
+/// when that is more than [`MAX_IN_MEMORY`] (so that a compressed file
+/// of zeros after a damaged header is not read into memory whole).
+fn read_stream(mut r: Box<dyn std::io::Read>) -> Result<Vec<u8>, String> {
+    let mut data = Vec::new();
+    let mut want = FIRST_READ;
+    let end = loop {
+        let ended = fill(&mut r, &mut data, want)?;
+        let b = Backing::Prefix(data, Default::default());
+        let meta = sections::read_meta(&b);
+        let short = b.too_short();
+        let Backing::Prefix(d, _) = b else {
+            unreachable!("made above")
+        };
+        data = d;
+        match meta {
+            Ok((_, m)) => break data_end(&m.buffers).max(data.len() as u64),
+            Err(e) if !short || ended => return Err(e),
+            Err(_) if want >= MAX_IN_MEMORY => return Err(too_large("its metadata")),
+            Err(_) => want = (want * 4).min(MAX_IN_MEMORY),
+        }
+    };
+    if end > MAX_IN_MEMORY {
+        return Err(too_large(&format!("its CPUs' data, to byte {end},")));
+    }
+    fill(&mut r, &mut data, end)?;
+    Ok(data)
+}
+
+fn too_large(what: &str) -> String {
+    format!(
+        "{what} runs past the {} MiB of a trace.dat iosleuth reads into memory when it is not a file it can seek in (a compressed file, standard input): save it, decompressed, to a file and give its path",
+        MAX_IN_MEMORY >> 20
+    )
+}
+
+/// Reads until `data` holds `want` bytes; true when the stream ended first.
+fn fill(r: &mut dyn std::io::Read, data: &mut Vec<u8>, want: u64) -> Result<bool, String> {
+    use std::io::Read;
+    let more = want.saturating_sub(data.len() as u64);
+    let got = r
+        .take(more)
+        .read_to_end(data)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    Ok((got as u64) < more)
+}
+
+/// Where CPU `d` of `buf` keeps its pages: the bytes its size says, and
+/// for compressed data the chunk count before them, which trace-cmd
+/// leaves out of the size.
+fn region(buf: &Buffer, d: &CpuData) -> (u64, u64) {
+    let count = if buf.compressed { 4 } else { 0 };
+    (
+        d.offset,
+        d.offset.saturating_add(d.size).saturating_add(count),
+    )
+}
+
+/// Where the last CPU's data ends.
+fn data_end(buffers: &[Buffer]) -> u64 {
+    buffers
+        .iter()
+        .flat_map(|b| b.cpus.iter().filter(|d| d.size > 0).map(|d| region(b, d).1))
+        .max()
+        .unwrap_or(0)
+}
+
+/// "CPU 3", or "instance \"name\" CPU 3".
+fn cpu_name(instance: &str, cpu: u32) -> String {
+    if instance.is_empty() {
+        format!("CPU {cpu}")
+    } else {
+        format!("instance {instance:?} CPU {cpu}")
+    }
+}
+
+/// Two CPUs whose data are the same bytes would give every event there
+/// twice (and a thousand CPUs on one compressed chunk would decompress it
+/// a thousand times over): refused, whatever the instances.
+fn refuse_shared_data(buffers: &[Buffer]) -> Result<(), String> {
+    let mut regions: Vec<(u64, u64, String)> = buffers
+        .iter()
+        .flat_map(|b| {
+            b.cpus.iter().filter(|d| d.size > 0).map(move |d| {
+                let (from, to) = region(b, d);
+                (from, to, cpu_name(&b.name, d.cpu))
+            })
+        })
+        .collect();
+    regions.sort_by_key(|r| r.0);
+    // The region that reaches furthest of those before.
+    let mut furthest: Option<&(u64, u64, String)> = None;
+    for r in &regions {
+        if let Some(f) = furthest.filter(|f| r.0 < f.1) {
+            return Err(format!(
+                "{}'s data (bytes {}..{}) and {}'s (bytes {}..{}) overlap: every event there would be read twice (a damaged or crafted file)",
+                f.2, f.0, f.1, r.2, r.0, r.1
+            ));
+        }
+        if furthest.is_none_or(|f| r.1 > f.1) {
+            furthest = Some(r);
+        }
+    }
+    Ok(())
 }
 
 /// The regular file at `path`, if it starts with `head`.
@@ -117,6 +214,7 @@ struct CpuStream {
 
 impl CpuStream {
     fn new(
+        path: &Path,
         b: &Backing,
         buf: &Buffer,
         d: CpuData,
@@ -136,6 +234,7 @@ impl CpuStream {
         let wanted = d.offset.saturating_add(d.size);
         if d.offset >= len {
             s.cut(
+                path,
                 stats,
                 format!(
                     "truncated: {}'s data should start at byte {} but the file ends at byte {len}: none of its events are in this report",
@@ -147,6 +246,7 @@ impl CpuStream {
         }
         let end = if wanted > len {
             s.cut(
+                path,
                 stats,
                 format!(
                     "truncated: {}'s data should end at byte {wanted} but the file ends at byte {len}: its events after that are missing",
@@ -164,13 +264,13 @@ impl CpuStream {
                 Ok(c) => Pages::Chunks {
                     codec,
                     next: d.offset + 4,
-                    end: len,
+                    end: region(buf, &d).1.min(len),
                     left: u32::from_le_bytes(c[..].try_into().unwrap()),
                     buf: Vec::new(),
                     pos: 0,
                 },
                 Err(e) => {
-                    s.cut(stats, format!("{}: {e}", s.who()));
+                    s.cut(path, stats, format!("{}: {e}", s.who()));
                     Pages::Done
                 }
             },
@@ -180,26 +280,23 @@ impl CpuStream {
     }
 
     fn who(&self) -> String {
-        if self.instance.is_empty() {
-            format!("CPU {}", self.cpu)
-        } else {
-            format!("instance {:?} CPU {}", self.instance, self.cpu)
-        }
+        cpu_name(&self.instance, self.cpu)
     }
 
     /// Something cut this CPU's data short; the first such problem is
-    /// kept as the source's, the others as notes.
-    fn cut(&mut self, stats: &mut SourceStats, what: String) {
+    /// kept as the source's, the others as notes (which name the file).
+    fn cut(&mut self, path: &Path, stats: &mut SourceStats, what: String) {
         self.pages = Pages::Done;
         if stats.cut_short.is_none() {
             stats.cut_short = Some(what);
         } else {
-            stats.notes.push(what);
+            stats.notes.push(format!("{}: {what}", path.display()));
         }
     }
 
     /// The next page's bytes (a last page may be short), or `None` at the end.
-    fn next_page(&mut self, b: &Backing, stats: &mut SourceStats) -> Option<Vec<u8>> {
+    fn next_page(&mut self, r: &Reader, stats: &mut SourceStats) -> Option<Vec<u8>> {
+        let b = &r.backing;
         let page_size = self.page_size as u64;
         loop {
             match &mut self.pages {
@@ -219,7 +316,7 @@ impl CpuStream {
                         }
                         Err(e) => {
                             let who = self.who();
-                            self.cut(stats, format!("{who}: {e}"));
+                            self.cut(&r.path, stats, format!("{who}: {e}"));
                             return None;
                         }
                     }
@@ -239,13 +336,19 @@ impl CpuStream {
                         self.page_at = None;
                         return Some(p);
                     }
+                    // This chunk is read: what it held is given back.
+                    r.held.set(r.held.get() - buf.len() as u64);
+                    *buf = Vec::new();
                     if *left == 0 {
                         self.pages = Pages::Done;
                         return None;
                     }
                     let at = *next;
                     let (codec, limit) = (*codec, *end);
-                    let chunk = (|| -> Result<(Vec<u8>, u64), String> {
+                    // Ok(None): --max-input is reached; Ok(Some(Err)): the
+                    // chunks held would pass MAX_HELD.
+                    type Chunk = Option<Result<(Vec<u8>, u64), String>>;
+                    let chunk = (|| -> Result<Chunk, String> {
                         let h = b.read(at, 8)?;
                         let zsize = u64::from(u32::from_le_bytes(h[0..4].try_into().unwrap()));
                         let size = u64::from(u32::from_le_bytes(h[4..8].try_into().unwrap()));
@@ -260,21 +363,48 @@ impl CpuStream {
                                 "truncated: the compressed chunk at byte {at} ({zsize} bytes) runs past the end of the file (byte {limit})"
                             ));
                         }
+                        if size > r.meter.room() {
+                            r.meter.stop();
+                            return Ok(None);
+                        }
+                        let held = r.held.get();
+                        if held + size > MAX_HELD {
+                            return Ok(Some(Err(format!(
+                                "compressed chunk at byte {at} would decompress to {size} bytes while the other CPUs' chunks hold {held}"
+                            ))));
+                        }
                         let data = b.read(at + 8, zsize)?;
                         let out = file::decompress(codec, &data, size)
                             .map_err(|e| format!("the compressed chunk at byte {at}: {e}"))?;
-                        Ok((out, at + 8 + zsize))
+                        r.meter.read_compressed(zsize);
+                        r.meter.inflate(out.len() as u64);
+                        Ok(Some(Ok((out, at + 8 + zsize))))
                     })();
                     match chunk {
-                        Ok((out, after)) => {
+                        Ok(Some(Ok((out, after)))) => {
                             *left -= 1;
                             *next = after;
+                            r.held.set(r.held.get() + out.len() as u64);
                             *buf = out;
                             *pos = 0;
                         }
+                        // --max-input is reached (the meter says it).
+                        Ok(None) => {
+                            self.pages = Pages::Done;
+                            return None;
+                        }
+                        Ok(Some(Err(why))) => {
+                            let mut over = r.over_held.borrow_mut();
+                            if over.0 == 0 {
+                                over.1 = format!("{}'s {why}", self.who());
+                            }
+                            over.0 += 1;
+                            self.pages = Pages::Done;
+                            return None;
+                        }
                         Err(e) => {
                             let who = self.who();
-                            self.cut(stats, format!("{who}: {e}"));
+                            self.cut(&r.path, stats, format!("{who}: {e}"));
                             return None;
                         }
                     }
@@ -285,7 +415,7 @@ impl CpuStream {
 
     /// Decodes the next page into `pending`; false at the end.
     fn fill(&mut self, r: &Reader, stats: &mut SourceStats) -> bool {
-        let Some(mut page) = self.next_page(&r.backing, stats) else {
+        let Some(mut page) = self.next_page(r, stats) else {
             return false;
         };
         let hdr = r.decoder.page;
@@ -344,12 +474,23 @@ impl CpuStream {
     }
 }
 
+/// The decompressed chunks all CPUs may hold at once (each holds the one
+/// it reads; trace-cmd's are a few pages).
+const MAX_HELD: u64 = 128 << 20;
+
 /// What every CPU stream reads with.
 struct Reader {
     path: PathBuf,
     backing: Backing,
     decoder: Decoder,
     clock: Clock,
+    /// The bytes of the decompressed chunks the CPUs hold.
+    held: std::cell::Cell<u64>,
+    /// What the compressed chunks decompressed to, against --max-input.
+    meter: Meter,
+    /// CPUs whose next chunk would have passed MAX_HELD: how many, and
+    /// what the first one's would have been.
+    over_held: std::cell::RefCell<(u64, String)>,
 }
 
 /// Every CPU of every instance of one trace.dat, merged by time.
@@ -394,6 +535,7 @@ impl TraceDatSource {
     fn new(path: &Path, backing: Backing) -> Result<TraceDatSource, InputError> {
         let err = |e: String| InputError::new(path, e);
         let (header, meta) = sections::read_meta(&backing).map_err(err)?;
+        refuse_shared_data(&meta.buffers).map_err(err)?;
         let page = meta.page;
         let ok = matches!(page.commit_size, 4 | 8)
             && page
@@ -426,7 +568,14 @@ impl TraceDatSource {
                 if d.size == 0 {
                     continue;
                 }
-                streams.push(CpuStream::new(&backing, buf, *d, header.codec, &mut stats));
+                streams.push(CpuStream::new(
+                    path,
+                    &backing,
+                    buf,
+                    *d,
+                    header.codec,
+                    &mut stats,
+                ));
             }
         }
         let r = Reader {
@@ -434,6 +583,12 @@ impl TraceDatSource {
             decoder: Decoder::new(&meta.formats, page),
             backing,
             clock: meta.clock,
+            held: Default::default(),
+            over_held: Default::default(),
+            meter: Meter::new(format!(
+                "{} data",
+                header.codec.map_or("compressed", Codec::name)
+            )),
         };
         let mut s = TraceDatSource {
             heads: (0..streams.len()).map(|_| None).collect(),
@@ -543,6 +698,22 @@ impl Source for TraceDatSource {
     }
     fn position(&self) -> Position {
         self.last
+    }
+    fn input_notes(&self) -> Vec<String> {
+        let mut out = self.r.meter.notes(&self.r.path);
+        let (n, first) = &*self.r.over_held.borrow();
+        if *n > 0 {
+            out.push(format!(
+                "{}: {first}, more than the {} MiB iosleuth holds at once{}: their events from there on are left out",
+                self.r.path.display(),
+                MAX_HELD >> 20,
+                match n {
+                    1 => String::new(),
+                    n => format!(" (and so would {} other CPUs' chunks)", n - 1),
+                }
+            ));
+        }
+        out
     }
 }
 

@@ -517,6 +517,7 @@ fn v7_options(b: &Backing, h: &Header) -> Result<Options, String> {
         }
         let at = next;
         if at >= b.len() {
+            b.ran_out();
             return Err(format!(
                 "its options section at byte {at} lies past the end of the file ({} bytes): the file is cut short",
                 b.len()
