@@ -473,3 +473,35 @@ fn time_going_back_within_the_tolerance_is_counted_and_said() {
     assert!(o.stderr.contains(&warning), "{}", o.stderr);
     assert_eq!(json["devices"][0]["completed"]["read"], 18000);
 }
+
+/// One record with a broken size near the end of a perf.data: the crate
+/// stopped there and dropped every sample of the round it held (all 134,
+/// "no usable events"); now the samples before it are kept.
+#[test]
+fn a_damaged_record_near_the_end_of_a_perf_data_keeps_the_samples_before_it() {
+    let data = std::fs::read("tests/fixtures/perf-urandom.data").unwrap();
+    let (_, _, recs) = perf_data_records(&data);
+    let samples: Vec<usize> = recs
+        .iter()
+        .filter(|(_, k)| *k == 9)
+        .map(|(at, _)| *at)
+        .collect();
+    assert_eq!(samples.len(), 134);
+    let last = *samples.last().unwrap();
+    let mut b = data.clone();
+    b[last + 6..last + 8].fill(0);
+    let dir = tempdir();
+    let p = dir.path().join("damaged.data");
+    std::fs::write(&p, b).unwrap();
+    let (o, json) = report_json(&[&p]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(json["on_cpu"]["samples"], 133);
+    assert!(
+        o.stderr.contains(&format!(
+            "{}: a record that claims 0 bytes at byte {last}: the 184 bytes of records from there to the end of the data were skipped",
+            p.display()
+        )),
+        "{}",
+        o.stderr
+    );
+}
