@@ -473,3 +473,93 @@ fn time_going_back_within_the_tolerance_is_counted_and_said() {
     assert!(o.stderr.contains(&warning), "{}", o.stderr);
     assert_eq!(json["devices"][0]["completed"]["read"], 18000);
 }
+
+/// One record with a broken size near the end of a perf.data: the crate
+/// stopped there and dropped every sample of the round it held (all 134,
+/// "no usable events"); now the samples before it are kept.
+#[test]
+fn a_damaged_record_near_the_end_of_a_perf_data_keeps_the_samples_before_it() {
+    let data = std::fs::read("tests/fixtures/perf-urandom.data").unwrap();
+    let (_, _, recs) = perf_data_records(&data);
+    let samples: Vec<usize> = recs
+        .iter()
+        .filter(|(_, k)| *k == 9)
+        .map(|(at, _)| *at)
+        .collect();
+    assert_eq!(samples.len(), 134);
+    let last = *samples.last().unwrap();
+    let mut b = data.clone();
+    b[last + 6..last + 8].fill(0);
+    let dir = tempdir();
+    let p = dir.path().join("damaged.data");
+    std::fs::write(&p, b).unwrap();
+    let (o, json) = report_json(&[&p]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(json["on_cpu"]["samples"], 133);
+    assert!(
+        o.stderr.contains(&format!(
+            "{}: a record that claims 0 bytes at byte {last}: the 184 bytes of records from there to the end of the data were skipped",
+            p.display()
+        )),
+        "{}",
+        o.stderr
+    );
+}
+
+/// A text trace of 20,000 devices (device d completes 1 + d % 3 reads):
+/// every device had its own section (a 301 MB HTML page, killed under
+/// 512 MiB); now the 64 busiest are shown and the rest summed in a line.
+#[test]
+fn twenty_thousand_devices_are_summed_past_the_busiest() {
+    let dir = tempdir();
+    let p = dir.path().join("devices.txt");
+    let mut text = String::new();
+    let mut us = 100_000_000u64;
+    for d in 0..20_000u32 {
+        let dev = format!("{},{}", 8 + d / 256, d % 256);
+        for r in 0..1 + d % 3 {
+            for line in ["issue", "complete"] {
+                us += 1;
+                let ts = format!("{}.{:06}", us / 1_000_000, us % 1_000_000);
+                let sector = r * 8;
+                text += &match line {
+                    "issue" => format!("             fio-7889    [000] .....  {ts}: block_rq_issue: {dev} R 4096 () {sector} + 8 [fio]\n"),
+                    _ => format!("          <idle>-0       [000] ..s1.  {ts}: block_rq_complete: {dev} R () {sector} + 8 [0]\n"),
+                };
+            }
+        }
+    }
+    std::fs::write(&p, text).unwrap();
+    let o = report_text(&p);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.stdout.matches("==================== Device ").count(), 64);
+    assert!(
+        o.stdout.contains(
+            "… and 19936 more devices (39807 requests completed), not shown: the 64 busiest are"
+        ),
+        "{}",
+        &o.stdout[o.stdout.len().saturating_sub(3000)..]
+    );
+    let (o, json) = report_json(&[&p]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let devices = json["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 1024);
+    assert!(devices.iter().all(|d| d["completed"]["read"] == 3));
+    assert_eq!(json["all_devices"]["not_listed"]["devices"], 18976);
+    assert_eq!(
+        json["all_devices"]["not_listed"]["requests_completed"],
+        39999 - 3 * 1024
+    );
+    let html = dir.path().join("devices.html");
+    let o = outcome_bounded(
+        iosleuth()
+            .args(["report", "--format", "html", "-o"])
+            .arg(&html)
+            .arg(&p),
+        None,
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.len() < 4 << 20, "{} bytes", page.len());
+    assert!(page.contains("… and 19936 more devices (39807 requests completed)"));
+}

@@ -15,6 +15,7 @@
 //! events of a capture are.
 
 use super::capture_dir::Decoder;
+use super::perf_damage::{self, Overlay};
 use super::perf_script_stack::parse_frame;
 use super::process_maps::SharedMappings;
 use super::source::{InputError, Source, SourceStats};
@@ -39,7 +40,12 @@ pub fn detect(head: &[u8]) -> bool {
 }
 
 pub struct PerfDataSource {
-    reader: PerfFileReader<BufReader<std::fs::File>>,
+    reader: PerfFileReader<BufReader<Overlay>>,
+    /// Records the reader handed out, to skip when it is opened again
+    /// past damage.
+    handed_out: u64,
+    /// It was (the damage found once is all there is to work around).
+    reopened: bool,
     /// Apart from the reader, whose records borrow it while they are read.
     records: Records,
 }
@@ -230,8 +236,7 @@ impl PerfDataSource {
         let mut f = std::fs::File::open(path)
             .map_err(|e| InputError::new(path, format!("cannot open: {e}")))?;
         check_sections(path, &mut f)?;
-        let reader = quietly(|| PerfFileReader::parse_file(BufReader::with_capacity(1 << 20, f)))
-            .unwrap_or(Err(linux_perf_data::Error::NoAttributes))
+        let reader = read_records(f, None)
             .map_err(|e| InputError::new(path, format!("not a usable perf.data file: {e}")))?;
         let build_ids = build_ids(&reader.perf_file);
         let mut stats = SourceStats::default();
@@ -261,6 +266,8 @@ impl PerfDataSource {
         };
         Ok(PerfDataSource {
             reader,
+            handed_out: 0,
+            reopened: false,
             records: Records {
                 path: path.to_path_buf(),
                 stats,
@@ -279,6 +286,46 @@ impl PerfDataSource {
                 chain: Vec::new(),
             },
         })
+    }
+}
+
+/// The crate's reader of `f`'s records, with the `damaged` stretch read
+/// as round ends (perf_damage.rs).
+fn read_records(
+    f: std::fs::File,
+    damaged: Option<(u64, u64)>,
+) -> Result<PerfFileReader<BufReader<Overlay>>, linux_perf_data::Error> {
+    let view = BufReader::with_capacity(1 << 20, Overlay::new(f, damaged));
+    quietly(|| PerfFileReader::parse_file(view))
+        .unwrap_or(Err(linux_perf_data::Error::NoAttributes))
+}
+
+impl PerfDataSource {
+    /// After the crate stopped at damage: the file read again with the
+    /// records from the damage on read as round ends, so that the good
+    /// records of the round the crate held come out; those handed out
+    /// already are skipped. Says what was left out; `None` when the
+    /// damage is not one of framing.
+    fn reopen_before_damage(&mut self) -> Option<String> {
+        if std::mem::replace(&mut self.reopened, true) {
+            return None;
+        }
+        let path = &self.records.path;
+        let (from, to, what) = perf_damage::cut(&std::fs::File::open(path).ok()?)?;
+        let f = std::fs::File::open(path).ok()?;
+        let mut reader = read_records(f, Some((from, to))).ok()?;
+        for _ in 0..self.handed_out {
+            reader
+                .record_iter
+                .next_record(&mut reader.perf_file)
+                .ok()??;
+        }
+        self.reader = reader;
+        Some(format!(
+            "{}: {what} at byte {from}: the {} bytes of records from there to the end of the data were skipped; the records before it are read",
+            path.display(),
+            to - from
+        ))
     }
 }
 
@@ -501,15 +548,30 @@ impl Source for PerfDataSource {
                 .record_iter
                 .next_record(&mut self.reader.perf_file)
             {
-                Ok(Some(PerfFileRecord::EventRecord { record, .. })) => record,
-                Ok(Some(_)) => continue,
+                Ok(Some(PerfFileRecord::EventRecord { record, .. })) => {
+                    self.handed_out += 1;
+                    record
+                }
+                Ok(Some(_)) => {
+                    self.handed_out += 1;
+                    continue;
+                }
                 Ok(None) => {
                     records.note_left_out();
                     return None;
                 }
                 Err(e) => {
-                    records.stats.cut_short = Some(format!("stopped reading: {e}"));
-                    records.note_left_out();
+                    let e = e.to_string();
+                    match self.reopen_before_damage() {
+                        Some(note) => self.records.stats.notes.push(note),
+                        None => {
+                            self.records.stats.cut_short = Some(format!("stopped reading: {e}"))
+                        }
+                    }
+                    if self.reopened && self.records.stats.cut_short.is_none() {
+                        return self.next_event();
+                    }
+                    self.records.note_left_out();
                     return None;
                 }
             };

@@ -12,6 +12,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub fn to_value(a: &Analysis, findings: &[Finding]) -> Value {
     let b = &a.block;
     let span = a.span;
+    let (listed, not_listed) = super::busiest_devices(&b.devices, super::DEVICES_LISTED);
     json!({
         "schema_version": SCHEMA_VERSION,
         "iosleuth_version": env!("CARGO_PKG_VERSION"),
@@ -23,8 +24,8 @@ pub fn to_value(a: &Analysis, findings: &[Finding]) -> Value {
             "seconds": (span.last_ns.saturating_sub(span.first_ns)) as f64 / 1e9,
         },
         "interval_s": b.interval_s,
-        "devices": b.devices,
-        "all_devices": { "btt": b.all_devices },
+        "devices": listed,
+        "all_devices": { "btt": b.all_devices, "not_listed": not_listed },
         "processes": b.processes,
         "stack": b.stack,
         "syscalls": a.syscalls,

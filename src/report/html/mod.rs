@@ -79,8 +79,13 @@ pub fn render(a: &Analysis, findings: &[Finding]) -> String {
     findings_section(&mut body, findings);
     warnings_section(&mut body, &a.warnings);
     operations::section(&mut body, a);
-    for d in &a.block.devices {
+    let (shown, rest) =
+        crate::report::busiest_devices(&a.block.devices, crate::report::DEVICES_SHOWN);
+    for d in shown {
         device::section(&mut body, d, a.block.first_ns);
+    }
+    if let Some(line) = crate::report::not_shown_line(&rest, crate::report::DEVICES_SHOWN) {
+        let _ = write!(body, "<p class=\"sub\">{}</p>", esc(&line));
     }
     scheduler_section(&mut body, a);
     flame_section(&mut body, a);

@@ -107,8 +107,12 @@ pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
             .as_ref()
             .and_then(|l| l.devices.iter().find(|x| x.device == dev))
     };
-    for d in &b.devices {
+    let (shown, rest) = super::busiest_devices(&b.devices, super::DEVICES_SHOWN);
+    for d in shown {
         device(&mut out, d, b.interval_s, light(&d.device));
+    }
+    if let Some(line) = super::not_shown_line(&rest, super::DEVICES_SHOWN) {
+        let _ = writeln!(out, "{line}\n");
     }
     if let Some(l) = &a.light {
         light_programs(&mut out, l);
