@@ -9,6 +9,7 @@ pub mod elf_symbols;
 pub mod files;
 pub mod light;
 pub mod merge;
+pub mod perf_compressed;
 pub mod perf_data;
 pub mod perf_samples;
 pub mod perf_script_stack;
