@@ -1,7 +1,7 @@
 //! Decompression and fan-out bombs: small inputs that decompress or fan
 //! out to gigabytes (gzip and zstd files, trace.dat's compressed pages and
-//! CPUs that share their data) are read in bounded memory and time, and
-//! what stops them is said naming the file.
+//! CPUs that share their data, perf.data's compressed records) are read
+//! in bounded memory and time, and what stops them is said naming the file.
 
 mod common;
 
@@ -501,4 +501,135 @@ fn a_compressed_trace_dat_is_checked_before_it_is_read_into_memory() {
     assert_eq!(events(&got), 234);
     let want: serde_json::Value = serde_json::from_str(&report_as(Path::new(V6))).unwrap();
     assert!(got == want, "not the report of {V6}");
+}
+
+// --- perf.data: compressed records -----------------------------------------
+
+const PERF: &str = "tests/fixtures/perf-record-g.data";
+
+/// The fixture with `records` added at the end of its data section (its
+/// feature sections, which follow the data, moved after them).
+fn perf_with_records(records: &[u8]) -> Vec<u8> {
+    let b = std::fs::read(PERF).unwrap();
+    let (start, size) = (u64_at(&b, 40), u64_at(&b, 48));
+    let end = (start + size) as usize;
+    let n = records.len() as u64;
+    let mut out = b[..end].to_vec();
+    out[48..56].copy_from_slice(&(size + n).to_le_bytes());
+    out.extend(records);
+    let mut rest = b[end..].to_vec();
+    let features = (0..256).filter(|i| b[72 + i / 8] & (1 << (i % 8)) != 0);
+    for (i, _) in features.enumerate() {
+        let at = 16 * i;
+        let moved = u64_at(&rest, at) + n;
+        rest[at..at + 8].copy_from_slice(&moved.to_le_bytes());
+    }
+    out.extend(rest);
+    out
+}
+
+/// Where the fixture's data section ends (the first record added).
+fn perf_data_end() -> u64 {
+    let b = std::fs::read(PERF).unwrap();
+    u64_at(&b, 40) + u64_at(&b, 48)
+}
+
+fn perf_record(kind: u32, body: &[u8]) -> Vec<u8> {
+    let size = u16::try_from(8 + body.len()).unwrap();
+    let mut r = kind.to_le_bytes().to_vec();
+    r.extend(0u16.to_le_bytes());
+    r.extend(size.to_le_bytes());
+    r.extend(body);
+    r
+}
+
+const PERF_RECORD_COMPRESSED: u32 = 81;
+const PERF_RECORD_FINISHED_ROUND: u32 = 68;
+
+/// A zstd frame of `n` bytes of `record` (a perf record) over and over.
+fn zstd_of_records(record: &[u8], n: usize) -> Vec<u8> {
+    let data: Vec<u8> = record.iter().copied().cycle().take(n).collect();
+    ruzstd::encoding::compress_to_vec(&data[..], ruzstd::encoding::CompressionLevel::Fastest)
+}
+
+#[test]
+fn a_perf_data_compressed_record_that_inflates_to_gigabytes_is_refused() {
+    // 48 KB of zstd, 1.5 GiB of zeros: the crate decompressed it whole.
+    let frame = rle_frame(0, 12288);
+    let b = perf_with_records(&perf_record(PERF_RECORD_COMPRESSED, &frame));
+    let d = tempdir();
+    let (o, p) = report_bytes(d.path(), "bomb.data", &b, &[]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    let says = format!(
+        "{p}: not read: its compressed record at byte {} ({} bytes of zstd) decompresses to more than 32 MiB, which perf never writes",
+        perf_data_end(),
+        frame.len()
+    );
+    assert!(o.stderr.contains(&says), "{says}\n{}", o.stderr);
+}
+
+#[test]
+fn perf_data_compressed_records_held_in_one_round_are_bounded() {
+    // Three records of 31 MiB of 8-byte records each, no FINISHED_ROUND
+    // between them: 12 million records the crate sorts in memory.
+    let tiny = perf_record(100, b"");
+    let frame = zstd_of_records(&tiny, 31 << 20);
+    let record = perf_record(PERF_RECORD_COMPRESSED, &frame);
+    let b = perf_with_records(&record.repeat(3));
+    let d = tempdir();
+    let (o, p) = report_bytes(d.path(), "round.data", &b, &[]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    let from = perf_data_end();
+    let says = format!(
+        "{p}: not read: its compressed records from byte {from} to byte {} decompress to {} records that the perf.data reader would hold in memory at once (no FINISHED_ROUND between them), more than 1.0 GiB",
+        from + 2 * record.len() as u64,
+        3 * (31 << 20) / 8
+    );
+    assert!(o.stderr.contains(&says), "{says}\n{}", o.stderr);
+    // --max-input bounds them all.
+    let (o, p) = report_bytes(d.path(), "round.data", &b, &["--max-input", "16M"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    let says = format!(
+        "{p}: not read: its compressed records decompress to more than --max-input (16 MiB), past byte {from}: a decompression bomb?"
+    );
+    assert!(o.stderr.contains(&says), "{says}\n{}", o.stderr);
+}
+
+/// A zstd frame of `n` perf records of `size` bytes (of type 100, the
+/// rest zeros): a raw block of each header, an RLE block of its zeros.
+fn zstd_of_big_records(size: u16, n: usize) -> Vec<u8> {
+    let mut f = ZSTD_MAGIC.to_vec();
+    f.extend([0x00, 7 << 3]);
+    let header = perf_record(100, &vec![0; size as usize - 8]);
+    for i in 0..n {
+        f.extend(&(8u32 << 3).to_le_bytes()[..3]);
+        f.extend(&header[..8]);
+        let last = (i + 1 == n) as u32;
+        f.extend(&(last | 1 << 1 | (u32::from(size) - 8) << 3).to_le_bytes()[..3]);
+        f.push(0);
+    }
+    f
+}
+
+#[test]
+fn perf_data_compressed_records_are_read_with_their_ratio_said() {
+    // Three rounds of 500 records of 64 KiB from 7.5 KB each: read (the
+    // samples before them are the fixture's), and their ratio said.
+    let frame = zstd_of_big_records(65528, 500);
+    let mut records = Vec::new();
+    for _ in 0..3 {
+        records.extend(perf_record(PERF_RECORD_COMPRESSED, &frame));
+        records.extend(perf_record(PERF_RECORD_FINISHED_ROUND, b""));
+    }
+    let d = tempdir();
+    let (o, p) = report_bytes(d.path(), "ratio.data", &perf_with_records(&records), &[]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let ratio = 500 * 65528 / frame.len();
+    let says = format!(
+        "{p}: its zstd data decompresses {ratio}x (22 KiB -> 94 MiB): a decompression bomb?"
+    );
+    assert!(o.stderr.contains(&says), "{says}\n{}", o.stderr);
+    let (_, json) = report(&[&p]);
+    let (_, plain) = report(&[PERF]);
+    assert_eq!(events(&json.unwrap()), events(&plain.unwrap()));
 }

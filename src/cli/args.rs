@@ -72,10 +72,12 @@ impl FilterArgs {
 #[derive(Args, Debug)]
 pub struct InputArgs {
     /// The most bytes decompressed from any one input (a gzip or zstd
-    /// file, a trace.dat's compressed pages), e.g. 512M or 1T (K, M, G, T:
-    /// powers of 1024): what was read up to it is analysed, with a
-    /// warning. Data that grows more than 100 times as it decompresses is
-    /// warned about (a decompression bomb?).
+    /// file, a trace.dat's compressed pages, a perf.data's compressed
+    /// records), e.g. 512M or 1T (K, M, G, T: powers of 1024). What was
+    /// read of a gzip or zstd file or of a trace.dat up to it is analysed,
+    /// with a warning; a perf.data whose compressed records decompress to
+    /// more is refused (exit 2). Data that grows more than 100 times as it
+    /// decompresses is warned about (a decompression bomb?).
     #[arg(long, value_name = "SIZE", default_value = "64G", value_parser = crate::ingest::compressed::parse_size)]
     pub max_input: u64,
 }

@@ -11,6 +11,7 @@ pub mod files;
 pub mod light;
 pub mod light_values;
 pub mod merge;
+pub mod perf_compressed;
 pub mod perf_damage;
 pub mod perf_data;
 pub mod perf_map;

@@ -236,10 +236,17 @@ impl PerfDataSource {
         let mut f = std::fs::File::open(path)
             .map_err(|e| InputError::new(path, format!("cannot open: {e}")))?;
         check_sections(path, &mut f)?;
+        let inflated = super::perf_compressed::measure(&mut f)
+            .map_err(|e| InputError::new(path, format!("not read: {e}")))?;
+        f.seek(SeekFrom::Start(0))
+            .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
         let reader = read_records(f, None)
             .map_err(|e| InputError::new(path, format!("not a usable perf.data file: {e}")))?;
         let build_ids = build_ids(&reader.perf_file);
         let mut stats = SourceStats::default();
+        stats
+            .notes
+            .extend(inflated.iter().flat_map(|m| m.notes(path)));
         let other_kernel = recorded_on_another_kernel(path, &build_ids);
         let other_kernel_symbols = other_kernel.as_ref().map(|_| KernelSymbols::default());
         let kernel_loading = match other_kernel {
