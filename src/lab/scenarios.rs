@@ -104,7 +104,7 @@ impl Lab {
 pub static SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "merges",
-        case: "case 1",
+        case: "merges_disabled",
         about: "sequential 4 KiB direct reads in batches of 32 on a loop device",
         expect: Some("merges_disabled"),
         good: "nomerges=0",
@@ -114,7 +114,7 @@ pub static SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "journal",
-        case: "case 2",
+        case: "journal_space_stall",
         about: "128 threads of random buffered 16 KiB writes + fsync on ext4",
         expect: Some("journal_space_stall"),
         good: "1 GiB journal",
@@ -124,7 +124,7 @@ pub static SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "rt-starvation",
-        case: "case 3",
+        case: "rt_starvation",
         about: "write+fsync loop pinned to CPU 1 on ext4",
         expect: Some("rt_starvation"),
         good: "alone",
@@ -134,7 +134,7 @@ pub static SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "slow-device",
-        case: "case 4",
+        case: "device_latency_spike",
         about: "write+fsync loop on ext4 over a loop device on iosleuth's FUSE disk",
         expect: Some("device_latency_spike"),
         good: "no stalls",

@@ -156,7 +156,7 @@ fn finding(a: &Analysis, kind: &str, o: &Outlier, median: u64) -> Finding {
             "summary": o.summary,
         }),
         explanation: format!(
-            "The operation was blocked while one request sat at the device{}, and its CPU was idle {:.0}% of that time: neither the CPU nor the scheduler held it up, the device did (case 4: an eMMC took 270 ms for one journal write).",
+            "The operation was blocked while one request sat at the device{}, and its CPU was idle {:.0}% of that time: neither the CPU nor the scheduler held it up, the device did (an eMMC has been measured taking 270 ms for one journal write).",
             r.and_then(|r| r.d2c_ns).map(|d| format!(" for {} ms", ms(d))).unwrap_or_default(),
             o.cpu_idle_percent
         ),
@@ -227,7 +227,7 @@ fn check_light(a: &Analysis, light: &LightSummary) -> Verdict {
             "device_percent": device_pct,
         }),
         explanation: format!(
-            "One request sat {} ms at the device while its device's {} requests usually take {} ms: the device stalled, not the queue or the CPU (case 4: an eMMC took 270 ms for one journal write). A light capture has no system calls: the full recorder shows which operations waited for it.",
+            "One request sat {} ms at the device while its device's {} requests usually take {} ms: the device stalled, not the queue or the CPU (an eMMC has been measured taking 270 ms for one journal write). A light capture has no system calls: the full recorder shows which operations waited for it.",
             ms(r.device_ns),
             r.op,
             ms(median)

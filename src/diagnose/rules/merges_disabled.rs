@@ -145,7 +145,7 @@ fn finding(a: &Analysis, d: &DeviceSummary, m: &MergeInfo, seq: f64) -> Finding 
             "nomerges": nomerges,
         }),
         explanation: format!(
-            "Adjacent bios normally merge into large requests (case 1: 32 bios of 8 sectors became one of 256). Here {q} bios became {} requests of {} sectors on average, so the device gets {:.0}x more commands than it would with merging{}.",
+            "Adjacent bios normally merge into large requests (measured: 32 bios of 8 sectors became one request of 256). Here {q} bios became {} requests of {} sectors on average, so the device gets {:.0}x more commands than it would with merging{}.",
             m.issued,
             m.blk_avg,
             CASE1_MERGED_SECTORS / m.blk_avg.max(1) as f64,
@@ -282,7 +282,7 @@ fn light_finding(a: &Analysis, d: &LightDeviceSummary, m: &LightMerges) -> Findi
             "nomerges": nomerges,
         }),
         explanation: format!(
-            "Adjacent bios normally merge into large requests (case 1: 32 bios of 8 sectors became one of 256). Here {} sequential requests of {} sectors were issued with several in flight and not one merge, so the device gets about {:.0}x more commands than it would with merging{}.",
+            "Adjacent bios normally merge into large requests (measured: 32 bios of 8 sectors became one request of 256). Here {} sequential requests of {} sectors were issued with several in flight and not one merge, so the device gets about {:.0}x more commands than it would with merging{}.",
             m.requests,
             m.avg_sectors,
             CASE1_MERGED_SECTORS / m.avg_sectors.max(1) as f64,

@@ -81,7 +81,7 @@ fn check(a: &Analysis) -> Verdict {
             "held_by": w.held_by,
             "sched_rt_runtime_us": rt,
         }),
-        explanation: "A real-time (SCHED_FIFO/RR) task runs until it blocks; a normal thread that shares its CPU waits, runnable, however urgent its I/O (case 3: kernel threads that complete I/O starved by an RT task after a kernel upgrade changed where they run).".into(),
+        explanation: "A real-time (SCHED_FIFO/RR) task runs until it blocks; a normal thread that shares its CPU waits, runnable, however urgent its I/O (measured: kernel threads that complete I/O starved by an RT task after a kernel upgrade changed where they run).".into(),
         workaround: format!(
             "keep the RT task off that CPU or lower it: taskset -pc OTHER_CPUS {} / chrt -o -p 0 {}; keep RT throttling on (sysctl kernel.sched_rt_runtime_us=950000)",
             h.pid, h.pid
