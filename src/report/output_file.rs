@@ -260,6 +260,13 @@ impl Drop for Staged {
 /// Refuses an output directory (`export --blktrace`, `--parquet`) that is
 /// one of the inputs or holds one: the export replaces files in it.
 pub fn refuse_inputs_in(dir: &Path, inputs: &[PathBuf]) -> Result<()> {
+    // A file named as the directory is refused for what it is first.
+    if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
+        return Err(Error::bad_input(format!(
+            "{}: exists and is not a directory: an export writes its files into a new or empty directory",
+            dir.display()
+        )));
+    }
     match inputs
         .iter()
         .find(|i| !files::is_stdin(i) && is_within(i, dir))
