@@ -24,10 +24,18 @@
 //!
 //! Holding changes no order: the events come out as the source gave them.
 //! The common case, an event in order, costs two comparisons.
+//!
+//! An event earlier than one before it on its CPU, but within the
+//! tolerance, is kept, and from then on the source's events pass through a
+//! window that puts them back in time order (as blkparse, `trace-cmd
+//! report` and perf's ordered events do): each waits until an event
+//! [`TOLERANCE_NS`] later arrives, at most [`WINDOW_EVENTS`] at a time.
+//! Sources in order never enter it.
 
 use super::source::{Position, Source};
 use crate::model::Event;
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::path::Path;
 
 /// How much earlier than an earlier event of its CPU an event may be.
@@ -43,6 +51,48 @@ pub const CONFIRM: usize = 1024;
 const CONFIRM_START: usize = 3;
 /// CPUs numbered below this are tracked in a vector.
 const DENSE_CPUS: u32 = 1024;
+/// The most events the re-sorting window holds (a few MB): more within
+/// the tolerance than this are passed on as they come, and counted.
+pub const WINDOW_EVENTS: usize = 1 << 16;
+
+/// An event in the re-sorting window, first out: the earliest, and of
+/// equal times the first read.
+struct Waiting {
+    ts: u64,
+    seq: u64,
+    ev: Event,
+}
+
+impl PartialEq for Waiting {
+    fn eq(&self, other: &Self) -> bool {
+        (self.ts, self.seq) == (other.ts, other.seq)
+    }
+}
+impl Eq for Waiting {}
+impl PartialOrd for Waiting {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Waiting {
+    /// Reversed: `BinaryHeap` is a max-heap.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.ts, other.seq).cmp(&(self.ts, self.seq))
+    }
+}
+
+/// The window that re-sorts a source once one of its events came behind
+/// its CPU.
+#[derive(Default)]
+struct Window {
+    waiting: BinaryHeap<Waiting>,
+    /// The latest time that entered.
+    newest: u64,
+    seq: u64,
+    /// The latest time passed on.
+    out: u64,
+    drained: bool,
+}
 
 /// Events skipped for one reason: how many, and the first one.
 #[derive(Debug, Clone, Default)]
@@ -100,6 +150,10 @@ pub struct TimeGuard {
     /// CPU (within [`TOLERANCE_NS`]), and the most one was behind.
     pub behind: Skipped,
     behind_most: u64,
+    /// Set at the first event behind its CPU.
+    window: Option<Window>,
+    /// Events the window passed on still out of order (it was full).
+    pub unsorted: u64,
 }
 
 /// An event's time and CPU; `None` for events outside the timeline.
@@ -192,9 +246,61 @@ impl TimeGuard {
     #[cold]
     #[inline(never)]
     pub fn next_judged(&mut self, src: &mut dyn Source) -> Option<Event> {
-        let ev = self.judge(src);
-        self.judging = self.jump.is_some() || !self.replay.is_empty();
-        ev
+        if self.window.is_some() {
+            return self.next_sorted(src);
+        }
+        match (self.judge(src), self.window.as_mut()) {
+            (Some(ev), Some(w)) => {
+                // The first event behind its CPU opened the window: it
+                // goes in, and all after it.
+                let ts = ev.ts().expect("timed");
+                w.newest = w.newest.max(ts);
+                w.waiting.push(Waiting { ts, seq: 0, ev });
+                self.judging = true;
+                self.next_sorted(src)
+            }
+            (ev, _) => {
+                self.judging = self.jump.is_some() || !self.replay.is_empty();
+                ev
+            }
+        }
+    }
+
+    /// The next event out of the re-sorting window: the earliest once one
+    /// [`TOLERANCE_NS`] later has come in (or the window is full, or the
+    /// source ended).
+    fn next_sorted(&mut self, src: &mut dyn Source) -> Option<Event> {
+        loop {
+            let w = self.window.as_mut().expect("sorting");
+            if let Some(first) = w.waiting.peek() {
+                if w.drained
+                    || w.waiting.len() >= WINDOW_EVENTS
+                    || first.ts.saturating_add(TOLERANCE_NS) < w.newest
+                {
+                    let Waiting { ts, ev, .. } = w.waiting.pop().expect("peeked");
+                    if ev.ts().is_some() {
+                        if ts < w.out {
+                            self.unsorted += 1;
+                        }
+                        w.out = w.out.max(ts);
+                    }
+                    return Some(ev);
+                }
+            } else if w.drained {
+                return None;
+            }
+            match self.judge(src) {
+                Some(ev) => {
+                    let w = self.window.as_mut().expect("sorting");
+                    // A name keeps its place after the events read before it.
+                    let ts = ev.ts().unwrap_or(w.newest);
+                    w.newest = w.newest.max(ts);
+                    w.seq += 1;
+                    w.waiting.push(Waiting { ts, seq: w.seq, ev });
+                }
+                None => self.window.as_mut().expect("sorting").drained = true,
+            }
+        }
     }
 
     fn judge(&mut self, src: &mut dyn Source) -> Option<Event> {
@@ -262,6 +368,11 @@ impl TimeGuard {
                 self.behind
                     .add(|| format!("{p} at {}, {} behind", secs(ts), secs(prev - ts)));
                 self.behind_most = self.behind_most.max(prev - ts);
+                // The source is out of order: re-sorted from here on.
+                self.window.get_or_insert_with(|| Window {
+                    newest: self.last.unwrap_or(ts),
+                    ..Window::default()
+                });
             }
             if self.last.is_some_and(|l| ts > l) {
                 self.last = Some(ts);
@@ -456,13 +567,17 @@ impl TimeGuard {
         }
         if self.behind.count > 0 {
             out.push(format!(
-                "{}: {} {} came earlier than an event before them on the same CPU, by up to {} (first: {}): kept in the order read, within the {} ms tolerance, but intervals and rates around them are not to be trusted (a file out of order, or damaged timestamps)",
+                "{}: {} {} came earlier than an event before them on the same CPU, by up to {} (first: {}): from the first on, the file's events were put back in time order (within the {} ms tolerance){}, but intervals and rates around them are not to be trusted (a file out of order, or damaged timestamps)",
                 path.display(),
                 self.behind.count,
                 n(self.behind.count),
                 secs(self.behind_most),
                 self.behind.first.as_deref().unwrap_or("?"),
-                TOLERANCE_NS / 1_000_000
+                TOLERANCE_NS / 1_000_000,
+                match self.unsorted {
+                    0 => String::new(),
+                    k => format!("; {k} could not be, more than {WINDOW_EVENTS} events coming within it"),
+                }
             ));
         }
         if self.far.count > 0 {
@@ -577,12 +692,16 @@ mod tests {
             g.backwards.first.as_deref(),
             Some("event 4 at 9.000000 s, 1.000000 s before an earlier event of CPU 0")
         );
-        // Within the tolerance, or on another CPU a little behind: kept.
-        let v = with(&[
+        // Within the tolerance, or on another CPU a little behind: kept,
+        // and in time order from the one behind its CPU on.
+        let (out, g) = run(with(&[
             Some((0, 10 * S + 1 - 500_000)),
             Some((2, 10 * S - 100_000_000)),
+        ]));
+        let v = with(&[
+            Some((2, 10 * S - 100_000_000)),
+            Some((0, 10 * S + 1 - 500_000)),
         ]);
-        let (out, g) = run(v.clone());
         assert_eq!((out, g.backwards.count), (v, 0));
         // Another CPU far behind the rest of the file: skipped.
         let (out, g) = run(with(&[Some((3, 8 * S)), Some((0, 10 * S + 2))]));
@@ -675,6 +794,57 @@ mod tests {
                 Some((0, 10 * S + 1)),
                 Some((0, 10 * S + 2))
             ]
+        );
+    }
+
+    #[test]
+    fn a_cpu_going_back_within_the_tolerance_is_resorted_from_there() {
+        // Event 3 goes back on CPU 0: from it on, time order (event 2 was
+        // passed on before); equal times keep the order read; the name
+        // stays after the event read before it.
+        let v = vec![
+            Some((0, 10 * S)),
+            Some((0, 10 * S + 500)),
+            Some((0, 10 * S + 300)),
+            Some((1, 10 * S + 400)),
+            None,
+            Some((0, 10 * S + 200)),
+            Some((1, 10 * S + 200)),
+            Some((0, 10 * S + 2_000_000)),
+        ];
+        let (out, g) = run(v);
+        assert_eq!(
+            out,
+            vec![
+                Some((0, 10 * S)),
+                Some((0, 10 * S + 500)),
+                Some((0, 10 * S + 200)),
+                Some((1, 10 * S + 200)),
+                Some((0, 10 * S + 300)),
+                Some((1, 10 * S + 400)),
+                None,
+                Some((0, 10 * S + 2_000_000)),
+            ]
+        );
+        assert_eq!((g.behind.count, g.unsorted, g.backwards.count), (3, 0, 0));
+    }
+
+    #[test]
+    fn the_resorting_window_is_bounded() {
+        // More events within the tolerance than the window holds, each
+        // 1 ns before the one before it, after one that opens the window.
+        let n = WINDOW_EVENTS as u64 + 10;
+        let mut ts = vec![10 * S + n + 1, 10 * S + n];
+        ts.extend((0..n).map(|i| 10 * S + n - 1 - i));
+        let (out, g) = run(timed(&ts));
+        assert_eq!(out.len(), ts.len());
+        // Full, the window passes on its earliest: the 11 read after that,
+        // each earlier still, came out of order, and are counted.
+        assert_eq!(g.unsorted, 11);
+        let w = g.warnings(Path::new("f"));
+        assert!(
+            w[0].contains("; 11 could not be, more than 65536 events coming within it"),
+            "{w:?}"
         );
     }
 }
