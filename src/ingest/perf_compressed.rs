@@ -6,6 +6,8 @@
 //! compressed ones decompressed (as the crate does, one stream across
 //! records) into a small buffer that is only counted, and a file whose
 //! records inflate past what perf writes is refused with what is wrong.
+//! Past `--max-input`, the records from the one that crossed it on are left
+//! out (read as round ends, perf_damage.rs), as other inputs stop there.
 
 use super::compressed::Meter;
 use std::io::{BufReader, Read, Seek, SeekFrom};
@@ -28,9 +30,12 @@ pub const MAX_ROUND: u64 = 1 << 30;
 /// type, the vector and the allocation).
 const HELD_PER_RECORD: u64 = 96;
 
-/// What the compressed records decompress to, or why the file is refused.
-/// `Ok(None)` when the file has none.
-pub fn measure(f: &mut std::fs::File) -> Result<Option<Meter>, String> {
+/// What the compressed records decompress to (`None` when the file has
+/// none), and where `--max-input` stops the reading: the stretch of the
+/// data section left out. Or why the file is refused.
+pub type Measured = (Option<Meter>, Option<(u64, u64)>);
+
+pub fn measure(f: &mut std::fs::File) -> Result<Measured, String> {
     let mut h = [0u8; 104];
     f.seek(SeekFrom::Start(0))
         .and_then(|_| f.read_exact(&mut h))
@@ -46,9 +51,11 @@ pub fn measure(f: &mut std::fs::File) -> Result<Option<Meter>, String> {
         inflater: None,
         round: Round::default(),
         records: Records::default(),
+        limit_at: None,
     };
     walk.records_until_damage()?;
-    Ok(walk.inflater.map(|i| i.meter))
+    let cut = walk.limit_at.map(|at| (at, walk.end));
+    Ok((walk.inflater.map(|i| i.meter), cut))
 }
 
 struct Walk<'a> {
@@ -59,6 +66,8 @@ struct Walk<'a> {
     inflater: Option<Inflater>,
     round: Round,
     records: Records,
+    /// The record that crossed `--max-input`.
+    limit_at: Option<u64>,
 }
 
 /// The inflated records of the round being read.
@@ -171,10 +180,9 @@ impl Walk<'_> {
                 ));
             }
             if inf.meter.inflated() > inf.meter.limit() {
-                return Err(format!(
-                    "its compressed records decompress to more than --max-input ({}), past byte {at}: a decompression bomb? A larger --max-input reads it",
-                    super::compressed::size(inf.meter.limit())
-                ));
+                inf.meter.stop();
+                self.limit_at = Some(at);
+                return Ok(false);
             }
             framed = framed && self.records.take(&inf.buf[..n]);
             if n < inf.buf.len() && input.pos() == data.len() {

@@ -236,11 +236,11 @@ impl PerfDataSource {
         let mut f = std::fs::File::open(path)
             .map_err(|e| InputError::new(path, format!("cannot open: {e}")))?;
         check_sections(path, &mut f)?;
-        let inflated = super::perf_compressed::measure(&mut f)
+        let (inflated, past_limit) = super::perf_compressed::measure(&mut f)
             .map_err(|e| InputError::new(path, format!("not read: {e}")))?;
         f.seek(SeekFrom::Start(0))
             .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
-        let reader = read_records(f, None)
+        let reader = read_records(f, past_limit)
             .map_err(|e| InputError::new(path, format!("not a usable perf.data file: {e}")))?;
         let build_ids = build_ids(&reader.perf_file);
         let mut stats = SourceStats::default();
