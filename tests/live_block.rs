@@ -41,7 +41,12 @@ fn record(nomerges: &str) -> Recorded {
     let session = BlkTracerSession::start(&opts, &blk).expect("blk tracer");
     run(&mut fio_batched_reads(&disk.path, 32));
     session.stop().unwrap();
-    tp.stop().unwrap();
+    let (_, lost) = tp.stop().unwrap();
+    // Lost events would show as requests missing from the text.
+    assert!(
+        lost.is_empty(),
+        "the tracepoint instance lost events (CPU, count): {lost:?}"
+    );
     let exported = dir.path().join("export");
     run(iosleuth()
         .arg("export")

@@ -64,7 +64,12 @@ fn every_event_set_decodes_its_fields() {
             "-c",
             &script,
         ]));
-        tp.stop().unwrap();
+        let (_, lost) = tp.stop().unwrap();
+        // Lost events would show as requests missing from the text.
+        assert!(
+            lost.is_empty(),
+            "the tracepoint instance lost events (CPU, count): {lost:?}"
+        );
         assert!(out.contains("write+fsync: 20 operations"), "{out}");
 
         // The same block events as the text of the same run: every one the

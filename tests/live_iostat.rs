@@ -118,7 +118,12 @@ fn iostat_columns_agree_with_sysstat() {
     set_fifo(false);
     assert!(fio.wait().unwrap().success());
     session.stop().unwrap();
-    tp.stop().unwrap();
+    let (_, lost) = tp.stop().unwrap();
+    // Lost events would show as requests missing from the text.
+    assert!(
+        lost.is_empty(),
+        "the tracepoint instance lost events (CPU, count): {lost:?}"
+    );
     let js: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iostat JSON");
     let sys = &js["sysstat"]["hosts"][0]["statistics"][0]["disk"][0];
     assert_eq!(sys["disk_device"], disk.name.as_str());

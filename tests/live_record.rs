@@ -50,7 +50,12 @@ fn capture_matches_text_of_the_same_run() {
     let fio = fio_batched_reads(&disk.path, 8);
     rec.arg(fio.get_program()).args(fio.get_args());
     run(&mut rec);
-    tp.stop().unwrap();
+    let (_, lost) = tp.stop().unwrap();
+    // Lost events would show as requests missing from the text.
+    assert!(
+        lost.is_empty(),
+        "the tracepoint instance lost events (CPU, count): {lost:?}"
+    );
     assert!(
         leftover_instances().is_empty(),
         "instances left: {:?}",
@@ -585,4 +590,49 @@ fn record_func_times_each_call_or_each_blocked_stretch() {
         "{err}"
     );
     assert!(!never.exists() && !marker.exists());
+}
+
+/// A tracepoint instance whose ring buffer overruns before its text is
+/// read says how many events each CPU lost, and iosleuth's report of that
+/// text says it too (the `[LOST N EVENTS]` lines `trace_pipe` writes):
+/// events missing from a text are never taken as events that did not
+/// happen.
+#[test]
+fn an_instance_that_falls_behind_says_what_it_lost() {
+    if !live() {
+        return;
+    }
+    let dir = tempdir();
+    let text = dir.path().join("text.txt");
+    // One page of ring buffer per CPU, and 100,000s of context switches a
+    // second: more than the text reader formats.
+    let tp = InstanceSession::start(
+        &["sched/sched_switch", "sched/sched_wakeup"],
+        4,
+        "mono",
+        &text,
+    )
+    .expect("text instance");
+    run(Command::new("stress-ng").args(["--switch", "2", "--timeout", "2", "--quiet"]));
+    let (_, lost) = tp.stop().unwrap();
+    let total: u64 = lost.iter().map(|(_, n)| n).sum();
+    assert!(total > 1000, "lost {lost:?}");
+    let o = outcome(&["report", "--format", "json", text.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let rep: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let said = rep["inputs"][0]["lost_events"].as_u64().unwrap_or(0);
+    eprintln!("the instance lost {total} events; the text's LOST lines say {said}");
+    assert!(
+        said > 0 && said <= total,
+        "text says {said}, stats {total}\n{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains(&format!(
+            "{}: the kernel lost {said} events",
+            text.display()
+        )),
+        "{}",
+        o.stderr
+    );
 }

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 pub struct InstanceSession {
     dir: PathBuf,
+    /// The events lost per CPU, read as the session stops.
+    lost: Vec<(u32, u64)>,
     reader: Option<PipeReader>,
     _tracefs: Tracefs,
 }
@@ -28,6 +30,7 @@ impl InstanceSession {
             .map_err(|e| CaptureError(format!("cannot create {}: {e}", dir.display())))?;
         let mut s = InstanceSession {
             dir,
+            lost: Vec::new(),
             reader: None,
             _tracefs: tracefs,
         };
@@ -58,8 +61,12 @@ impl InstanceSession {
         Ok(s)
     }
 
-    pub fn stop(mut self) -> Result<u64, CaptureError> {
-        self.finish()
+    /// Stops and removes the instance: the bytes of text written, and the
+    /// events each CPU lost (its ring buffer overran before `trace_pipe`
+    /// was read, or an event found no room), CPUs that lost none left out.
+    pub fn stop(mut self) -> Result<(u64, Vec<(u32, u64)>), CaptureError> {
+        let n = self.finish()?;
+        Ok((n, std::mem::take(&mut self.lost)))
     }
 
     fn finish(&mut self) -> Result<u64, CaptureError> {
@@ -70,10 +77,36 @@ impl InstanceSession {
                 .map_err(|e| CaptureError(format!("reading trace_pipe: {e}")))?,
             None => 0,
         };
+        self.lost = lost_per_cpu(&self.dir);
         super::journal::remove_instance(&self.dir)
             .map_err(|e| CaptureError(format!("cannot remove {}: {e}", self.dir.display())))?;
         Ok(n)
     }
+}
+
+/// `overrun` plus `dropped events` of each CPU's `per_cpu/cpuN/stats`.
+fn lost_per_cpu(dir: &Path) -> Vec<(u32, u64)> {
+    let Ok(cpus) = std::fs::read_dir(dir.join("per_cpu")) else {
+        return Vec::new();
+    };
+    let mut lost: Vec<(u32, u64)> = cpus
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let cpu = e.file_name().to_str()?.strip_prefix("cpu")?.parse().ok()?;
+            let stats = std::fs::read_to_string(e.path().join("stats")).ok()?;
+            let n: u64 = stats
+                .lines()
+                .filter_map(|l| {
+                    let (key, v) = l.split_once(':')?;
+                    matches!(key, "overrun" | "dropped events")
+                        .then(|| v.trim().parse::<u64>().ok())?
+                })
+                .sum();
+            (n > 0).then_some((cpu, n))
+        })
+        .collect();
+    lost.sort_unstable();
+    lost
 }
 
 impl Drop for InstanceSession {
