@@ -376,34 +376,44 @@ fn lab_journal_shows_the_journal_space_wait_in_stacks_and_flame_graphs() {
     );
     assert!(pct > 20.0, "{title}");
     // --func: the writers' blocked time inside add_transaction_credits
-    // grew (case 2's funclatency), and ext4_sync_file is timed per call.
-    let row = out
-        .lines()
-        .find(|l| l.starts_with("function add_transaction_credits blocked total ms"))
-        .unwrap_or_else(|| panic!("{out}"));
-    let v: Vec<f64> = row
-        .split_whitespace()
-        .filter_map(|w| w.parse().ok())
-        .collect();
-    if v.len() >= 2 {
-        eprintln!(
-            "margin: add_transaction_credits blocked total grew {:.2}x (the test needs > 2x)",
-            v[1] / v[0]
-        );
-    }
-    assert!(
-        v.len() >= 2 && v[1] > 2.0 * v[0] && row.ends_with('*'),
-        "{row}"
+    // grew (the funclatency that first showed it), and what separates the
+    // runs: the time in __jbd2_log_wait_for_space, the checkpoint a full
+    // journal forces (none with 1 GiB of journal). add_transaction_credits
+    // also waits for the committing transaction, which 128 fsyncers force
+    // in both runs: it grew only 2.1-3.7x over 6 runs on this VM, where the
+    // checkpoint went from 0 to 154-158 s.
+    let total = |function: &str| -> Vec<f64> {
+        let row = out
+            .lines()
+            .find(|l| l.starts_with(&format!("function {function} blocked total ms")))
+            .unwrap_or_else(|| panic!("{function}\n{out}"));
+        row.split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect()
+    };
+    let v = total("add_transaction_credits");
+    assert!(v.len() >= 2 && v[1] > v[0], "{v:?}");
+    eprintln!(
+        "margin: add_transaction_credits blocked total grew {:.2}x (the test needs more than 1x)",
+        v[1] / v[0]
     );
+    let c = total("__jbd2_log_wait_for_space");
+    assert!(c.len() >= 2, "{c:?}");
+    eprintln!(
+        "margin: __jbd2_log_wait_for_space blocked total {:.0} ms -> {:.0} ms (the test needs the bad run's above 10 s and 20 times the good run's)",
+        c[0], c[1]
+    );
+    assert!(c[1] > 10_000.0 && c[1] > 20.0 * c[0], "{c:?}");
     let dir = kept.0.join("journal");
     let rep = json_report(&[dir.join("bad.cap")], &[]);
     let f = rep["functions"].as_array().unwrap();
     assert_eq!(f[0]["name"], "add_transaction_credits");
+    assert_eq!(f[1]["name"], "__jbd2_log_wait_for_space");
     assert_eq!(
-        (&f[1]["name"], &f[1]["method"]),
+        (&f[2]["name"], &f[2]["method"]),
         (&"ext4_sync_file".into(), &"calls".into())
     );
-    assert!(f[1]["count"].as_u64().unwrap() > 100, "{}", f[1]);
+    assert!(f[2]["count"].as_u64().unwrap() > 100, "{}", f[2]);
     let bad = std::fs::read_to_string(dir.join("bad-off-cpu.svg")).unwrap();
     assert!(bad.contains("<title>add_transaction_credits ("));
     let diff = std::fs::read_to_string(dir.join("diff-off-cpu.svg")).unwrap();

@@ -323,12 +323,13 @@ fn journal(lab: &Lab) -> Result<(), CaptureError> {
         )
     };
     let events = "block,fs,sched,syscalls";
-    // With the writers' kernel stacks: case 2's proof was their time
-    // under add_transaction_credits.
+    // With the writers' kernel stacks: their time under
+    // add_transaction_credits, and in __jbd2_log_wait_for_space, the
+    // checkpoint only a full journal forces (what separates the runs).
     let stacks = [
         "--stacks",
         "--func",
-        "add_transaction_credits,ext4_sync_file",
+        "add_transaction_credits,__jbd2_log_wait_for_space,ext4_sync_file",
     ];
     {
         let fs = Ext4::create(2560, 1024, true)?;
