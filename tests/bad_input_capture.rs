@@ -226,12 +226,11 @@ fn an_insane_page_size_is_exit_2() {
         });
         let o = report(&cap, false);
         assert_eq!(o.code, 2, "{bad}: {}", o.stderr);
-        assert!(
-            o.stderr.contains(&format!(
+        assert_says(
+            &o.stderr,
+            &format!(
                 "iosleuth-capture.json: page_size {bad} is not a ring-buffer page size (a power of two from 4096 to 1048576)"
-            )),
-            "{}",
-            o.stderr
+            ),
         );
     }
 }

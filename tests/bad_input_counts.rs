@@ -311,13 +311,9 @@ fn a_sparse_slow_bin_is_read_record_by_record() {
     );
     // The zeroes are no records: skipped, by name.
     let zero_records = ((1u64 << 30) - len) / 96;
-    assert!(
-        o.stderr.contains(&format!(
-            "{}: skipped {zero_records} entries",
-            slow.display()
-        )),
-        "{}",
-        o.stderr
+    assert_says(
+        &o.stderr,
+        &format!("{}: skipped {zero_records} entries", slow.display()),
     );
 }
 
@@ -341,13 +337,12 @@ fn a_flight_recorder_of_tiny_records_is_read_in_bounded_memory() {
         "{}",
         o.stdout
     );
-    assert!(
-        o.stderr.contains(&format!(
+    assert_says(
+        &o.stderr,
+        &format!(
             "{}: {RECORDS} records could not be decoded (the first: record 0)",
             context.display()
-        )),
-        "{}",
-        o.stderr
+        ),
     );
 }
 
@@ -376,21 +371,19 @@ fn light_json_buckets_outside_and_impossible_counts_are_left_out_by_key() {
     let o = report_text(&cap);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let file = cap.join("light.json");
-    assert!(
-        o.stderr.contains(&format!(
+    assert_says(
+        &o.stderr,
+        &format!(
             "{}: devices[0].ops.read.device.buckets: 1 buckets outside 0..1183 were skipped (the first: 5000)",
             file.display()
-        )),
-        "{}",
-        o.stderr
+        ),
     );
-    assert!(
-        o.stderr.contains(&format!(
+    assert_says(
+        &o.stderr,
+        &format!(
             "{}: devices[1].ops.read.ios is 18446744073709551613, more than any capture counts: device 254,0 was left out",
             file.display()
-        )),
-        "{}",
-        o.stderr
+        ),
     );
     // Only the warning quotes it.
     assert!(
@@ -423,13 +416,12 @@ fn a_light_capture_without_light_json_says_its_counts_are_unknown() {
     std::fs::remove_file(cap.join("light.json")).unwrap();
     let o = report_text(&cap);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert!(
-        o.stderr.contains(&format!(
+    assert_says(
+        &o.stderr,
+        &format!(
             "{}: missing: this light capture's request counts, latency histograms, merges and losses are unknown",
             cap.join("light.json").display()
-        )),
-        "{}",
-        o.stderr
+        ),
     );
     // And nothing at all to read: exit 2, by name.
     let slow = cap.join("slow.bin");
@@ -511,13 +503,12 @@ fn a_damaged_record_near_the_end_of_a_perf_data_keeps_the_samples_before_it() {
     let (o, json) = report_json(&[&p]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(json["on_cpu"]["samples"], 133);
-    assert!(
-        o.stderr.contains(&format!(
+    assert_says(
+        &o.stderr,
+        &format!(
             "{}: a record that claims 0 bytes at byte {last}: the 184 bytes of records from there to the end of the data were skipped",
             p.display()
-        )),
-        "{}",
-        o.stderr
+        ),
     );
 }
 

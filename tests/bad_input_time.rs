@@ -116,12 +116,11 @@ fn a_blktrace_record_far_ahead_is_skipped() {
     let (at, t) = *recs.last().unwrap();
     set_time(&file, at, t + far);
     let o = report(file.parent().unwrap());
-    assert!(
-        o.stderr.contains(&format!(
+    assert_says(
+        &o.stderr,
+        &format!(
             "loop0.blktrace.0: skipped 1 event far out of time with the events around them (first: record at byte {at}"
-        )),
-        "{}",
-        o.stderr
+        ),
     );
     assert!(o.json["span"]["seconds"].as_f64().unwrap() < 1.0);
 }

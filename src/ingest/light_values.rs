@@ -44,53 +44,58 @@ pub fn checked(mut doc: LightDoc, file: &Path) -> (LightDoc, Vec<String>) {
             }
         }
     }
-    let mut leave_out = |what: &str, key: String, value: u64, part: &str| {
+    let file = file.to_string();
+    let mut leave_out = |what: String, (key, value): (String, u64), part: &str| {
         warnings.push(format!(
             "{file}: {key} is {value}, more than any capture counts: {what} was left out, its {part} unknown"
         ));
     };
-    let mut d = 0;
-    doc.devices.retain(|dev| {
-        let keep = match too_large(&to_value(dev), &format!("devices[{d}]"), "") {
-            Some((key, v)) => {
-                leave_out(&format!("device {}", dev.dev), key, v, "figures");
-                false
-            }
-            None => true,
-        };
-        d += 1;
-        keep
-    });
-    let mut c = 0;
-    doc.cpus.retain(|cpu| {
-        let keep = match too_large(&to_value(cpu), &format!("cpus[{c}]"), "") {
-            Some((key, v)) => {
-                leave_out(
-                    &format!("CPU {}", cpu.cpu),
-                    key,
-                    v,
-                    "scheduler and interrupt figures",
-                );
-                false
-            }
-            None => true,
-        };
-        c += 1;
-        keep
-    });
-    let mut p = 0;
-    doc.programs.retain(|prog| {
-        let keep = match too_large(&to_value(prog), &format!("programs[{p}]"), "") {
-            Some((key, v)) => {
-                leave_out(&format!("program {}", prog.name), key, v, "run time");
-                false
-            }
-            None => true,
-        };
-        p += 1;
-        keep
-    });
+    keep_plausible(
+        &mut doc.devices,
+        "devices",
+        |dev| format!("device {}", dev.dev),
+        "figures",
+        &mut leave_out,
+    );
+    keep_plausible(
+        &mut doc.cpus,
+        "cpus",
+        |cpu| format!("CPU {}", cpu.cpu),
+        "scheduler and interrupt figures",
+        &mut leave_out,
+    );
+    keep_plausible(
+        &mut doc.programs,
+        "programs",
+        |prog| format!("program {}", prog.name),
+        "run time",
+        &mut leave_out,
+    );
     (doc, warnings)
+}
+
+/// Keeps the items of `list` (named `key` in the file) with no count too
+/// large to be true; each left out goes to `say` with its name, the key
+/// and value that give it away, and `part`: what of it is then unknown.
+fn keep_plausible<T: serde::Serialize>(
+    list: &mut Vec<T>,
+    key: &str,
+    name: impl Fn(&T) -> String,
+    part: &str,
+    say: &mut impl FnMut(String, (String, u64), &str),
+) {
+    let mut i = 0;
+    list.retain(|item| {
+        let bad = too_large(&to_value(item), &format!("{key}[{i}]"), "");
+        i += 1;
+        match bad {
+            Some(found) => {
+                say(name(item), found, part);
+                false
+            }
+            None => true,
+        }
+    });
 }
 
 fn to_value<T: serde::Serialize>(v: &T) -> Value {

@@ -531,3 +531,10 @@ pub fn outcome_bounded(cmd: &mut Command, input: Option<Vec<u8>>) -> Outcome {
 pub fn bounded(args: &[&str]) -> Outcome {
     outcome_bounded(iosleuth().args(args), None)
 }
+
+/// Fails unless `out` (a command's stdout or stderr) holds `said`,
+/// showing both.
+#[track_caller]
+pub fn assert_says(out: &str, said: &str) {
+    assert!(out.contains(said), "expected:\n{said}\nin:\n{out}");
+}
