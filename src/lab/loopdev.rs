@@ -10,6 +10,24 @@ use std::path::{Path, PathBuf};
 /// 2560 sectors) in KiB.
 const DEFAULT_MAX_SECTORS_KB: u64 = 1280;
 
+/// The devices this process attached, in order, as `MAJ,MIN`, and whether
+/// each sits on a file in RAM: the lab judges a scenario by the findings
+/// about its own devices (the machine's disk may be busy with other work).
+static ATTACHED: std::sync::Mutex<Vec<(String, bool)>> = std::sync::Mutex::new(Vec::new());
+
+/// How many devices this process attached so far.
+pub fn attached_count() -> usize {
+    ATTACHED.lock().map(|a| a.len()).unwrap_or(0)
+}
+
+/// The devices attached since `attached_count` said `n`.
+pub fn attached_since(n: usize) -> Vec<(String, bool)> {
+    ATTACHED
+        .lock()
+        .map(|a| a.get(n..).unwrap_or_default().to_vec())
+        .unwrap_or_default()
+}
+
 pub struct LoopDevice {
     /// `/dev/loopN`
     pub path: PathBuf,
@@ -150,6 +168,10 @@ impl LoopDevice {
             ram,
         };
         dev.reset_stale_limits()?;
+        if let (Some(d), Ok(mut a)) = (dev.dev(), ATTACHED.lock()) {
+            // A slow disk's file is served by FUSE: not in RAM for this.
+            a.push((d.to_string(), dev.ram.is_some() && dev.slow.is_none()));
+        }
         Ok(dev)
     }
 

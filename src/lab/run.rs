@@ -6,6 +6,7 @@
 use super::noise::{self, Noise};
 use super::scenarios::{Lab, Scenario};
 use crate::capture::workload::{install_signal_handlers, interrupted};
+use crate::diagnose::{Finding, Severity};
 use crate::error::{Error, ExitStatus, Result};
 use crate::pipeline::{self, Options, Run};
 use std::io::Write;
@@ -107,6 +108,7 @@ fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<Verdict> {
     out.flush()?;
     let t = std::time::Instant::now();
     let before = machine_noise();
+    let attached = super::loopdev::attached_count();
     if let Err(e) = s.record(lab) {
         eprintln!("iosleuth: lab {}: {}", s.name, e.0);
         return Ok(Verdict::Not);
@@ -115,8 +117,9 @@ fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<Verdict> {
     let (Ok(good), Ok(bad)) = (diagnosed(&lab.good()), diagnosed(&lab.bad())) else {
         return Ok(Verdict::Not);
     };
-    findings(out, &format!("good ({})", s.good), &good)?;
-    findings(out, &format!("bad ({})", s.bad), &bad)?;
+    let ours = super::loopdev::attached_since(attached);
+    findings(out, &format!("good ({})", s.good), &good, &ours)?;
+    findings(out, &format!("bad ({})", s.bad), &bad, &ours)?;
     let d = crate::compare::diff(&good.analysis, &good.findings, &bad.analysis, &bad.findings);
     writeln!(
         out,
@@ -126,20 +129,38 @@ fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<Verdict> {
     if lab.keep {
         flame_graphs(lab, &good, &bad, out)?;
     }
-    let as_expected = s.as_expected(&good.findings, &bad.findings, &d);
+    let judged = |run: &Run| -> Vec<Finding> {
+        run.findings
+            .iter()
+            .filter(|f| about_ours(f, &ours))
+            .cloned()
+            .collect()
+    };
+    let (good_judged, bad_judged) = (judged(&good), judged(&bad));
+    let as_expected = s.as_expected(&good_judged, &bad_judged, &d);
     // Measured again after a miss: noise comes and goes.
     let noise = match (as_expected, before) {
         (false, Some(b)) => Some(machine_noise().map_or(b, |a| b.max(a))),
         _ => before,
     };
+    let ram_stall = match as_expected {
+        false => stall_of_a_disk_in_ram(s.expect, &good_judged, &ours),
+        true => None,
+    };
     let verdict = match noise {
         _ if as_expected => Verdict::AsExpected,
         Some(n) if n.too_noisy() => Verdict::Inconclusive,
+        _ if ram_stall.is_some() => Verdict::Inconclusive,
         _ => Verdict::Not,
     };
-    let said = match (&verdict, noise) {
-        (Verdict::AsExpected, _) => "as expected".to_string(),
-        (Verdict::Inconclusive, Some(n)) => format!("inconclusive: {}", n.why_inconclusive()),
+    let said = match (&verdict, noise, ram_stall) {
+        (Verdict::AsExpected, _, _) => "as expected".to_string(),
+        (Verdict::Inconclusive, Some(n), _) if n.too_noisy() => {
+            format!("inconclusive: {}", n.why_inconclusive())
+        }
+        (Verdict::Inconclusive, _, Some(ms)) => format!(
+            "inconclusive: in the good run one request took {ms:.1} ms on a lab disk in RAM, which has no stalls of its own: its loop worker waited for a CPU on this busy machine"
+        ),
         _ => "NOT as expected".to_string(),
     };
     writeln!(
@@ -192,7 +213,35 @@ fn diagnosed(path: &Path) -> Result<Run> {
     })
 }
 
-fn findings(out: &mut dyn Write, label: &str, run: &Run) -> Result<()> {
+/// The device a finding is about (its evidence's `device`), if it names one.
+fn device_of(f: &Finding) -> Option<&str> {
+    f.evidence.get("device").and_then(|d| d.as_str())
+}
+
+/// Whether a finding is about the scenario: it names one of the devices
+/// the scenario attached, or no device at all (a thread, the journal).
+fn about_ours(f: &Finding, ours: &[(String, bool)]) -> bool {
+    device_of(f).is_none_or(|d| ours.iter().any(|(o, _)| o == d))
+}
+
+/// A good run's device spike when every disk of the scenario is a file in
+/// RAM and the scenario is not about spikes: the time was the loop
+/// worker's wait for a CPU, not a device's. Its latency, ms.
+fn stall_of_a_disk_in_ram(
+    expect: Option<&str>,
+    good: &[Finding],
+    ours: &[(String, bool)],
+) -> Option<f64> {
+    const SPIKE: &str = "device_latency_spike";
+    if expect == Some(SPIKE) || ours.is_empty() || !ours.iter().all(|(_, ram)| *ram) {
+        return None;
+    }
+    good.iter()
+        .find(|f| f.id == SPIKE && f.severity == Severity::Critical)
+        .map(|f| f.evidence["latency_ns"].as_f64().unwrap_or(0.0) / 1e6)
+}
+
+fn findings(out: &mut dyn Write, label: &str, run: &Run, ours: &[(String, bool)]) -> Result<()> {
     writeln!(out, "{label}:")?;
     if run.findings.is_empty() {
         writeln!(out, "  no findings")?;
@@ -203,7 +252,66 @@ fn findings(out: &mut dyn Write, label: &str, run: &Run) -> Result<()> {
         for l in one.lines() {
             writeln!(out, "  {l}")?;
         }
+        if !about_ours(x, ours) {
+            writeln!(
+                out,
+                "    (device {} is not one of the lab's: not judged)",
+                device_of(x).unwrap_or("?")
+            )?;
+        }
     }
     writeln!(out)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(id: &'static str, evidence: serde_json::Value) -> Finding {
+        Finding {
+            id,
+            severity: Severity::Critical,
+            title: String::new(),
+            evidence,
+            explanation: String::new(),
+            workaround: String::new(),
+        }
+    }
+
+    #[test]
+    fn only_findings_about_the_lab_s_devices_are_judged() {
+        let ours = vec![("7,0".to_string(), true)];
+        let splitting = |d: &str| finding("request_splitting", serde_json::json!({ "device": d }));
+        assert!(about_ours(&splitting("7,0"), &ours));
+        // The machine's disk, busy with other work.
+        assert!(!about_ours(&splitting("254,0"), &ours));
+        // About no device: a thread, the journal.
+        assert!(about_ours(
+            &finding("rt_starvation", serde_json::json!({})),
+            &ours
+        ));
+    }
+
+    #[test]
+    fn a_spike_on_a_disk_in_ram_in_the_good_run_is_inconclusive() {
+        let spike = finding(
+            "device_latency_spike",
+            serde_json::json!({ "latency_ns": 114_748_570u64 }),
+        );
+        let good = [spike];
+        let ram = vec![("7,0".to_string(), true)];
+        assert_eq!(
+            stall_of_a_disk_in_ram(Some("journal_space_stall"), &good, &ram),
+            Some(114.74857)
+        );
+        // Not when spikes are the point, or a disk is not in RAM.
+        assert_eq!(
+            stall_of_a_disk_in_ram(Some("device_latency_spike"), &good, &ram),
+            None
+        );
+        let disk = vec![("7,0".to_string(), true), ("7,1".to_string(), false)];
+        assert_eq!(stall_of_a_disk_in_ram(None, &good, &disk), None);
+        assert_eq!(stall_of_a_disk_in_ram(None, &[], &ram), None);
+    }
 }
