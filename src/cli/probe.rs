@@ -14,7 +14,7 @@ pub struct ProbeArgs {
 
 #[derive(Subcommand, Debug)]
 enum ProbeKind {
-    /// write + fsync in a loop at the same offset (the test program of case 4).
+    /// write + fsync in a loop at the same offset (the program that showed an eMMC stalling 270 ms on journal writes).
     Fsync {
         #[arg(long)]
         path: PathBuf,
@@ -30,7 +30,7 @@ enum ProbeKind {
         #[arg(long)]
         append: bool,
     },
-    /// Sequential direct reads submitted in batches through io_uring (case 1's pattern).
+    /// Sequential direct reads submitted in batches through io_uring (the pattern where merging matters: 32 bios become one request).
     Seqread {
         /// A file or a block device.
         #[arg(long)]
@@ -43,7 +43,7 @@ enum ProbeKind {
         #[arg(long, value_parser = parse_size)]
         size: Option<u64>,
     },
-    /// N threads of random buffered writes, each followed by fsync (case 2's fio job).
+    /// N threads of random buffered writes, each followed by fsync (a job that fills a small journal).
     Randwrite {
         #[arg(long)]
         dir: PathBuf,
@@ -61,7 +61,7 @@ enum ProbeKind {
         duration: f64,
     },
     /// Burn a CPU in bursts, optionally as a SCHED_FIFO task pinned to one
-    /// CPU (case 3's real-time task).
+    /// CPU (a real-time task that starves the threads beside it).
     Burn {
         /// Pin to this CPU.
         #[arg(long)]
