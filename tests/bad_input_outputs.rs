@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{iosleuth, outcome_bounded, tempdir, Outcome};
+use common::{iosleuth, names_in, outcome_bounded, tempdir, Outcome};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -24,15 +24,6 @@ fn perfetto(out: &Path, input: &Path) -> Outcome {
         out.as_os_str(),
         input.as_os_str(),
     ])
-}
-
-fn names_in(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
 }
 
 fn is_root() -> bool {

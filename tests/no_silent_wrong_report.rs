@@ -68,15 +68,6 @@ fn check_usage_errors_abort_a_bisect() {
 const NOMERGES0_BLK: &str = "tests/fixtures/loop-seqread-nomerges0.blk";
 const NOMERGES2_BLK: &str = "tests/fixtures/loop-seqread-nomerges2.blk";
 
-fn names_in(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
 fn export(dir: &Path, extra: &[&str], inputs: &[&str]) -> Outcome {
     let d = dir.to_str().unwrap();
     let mut args = vec!["export", "--blktrace", d];

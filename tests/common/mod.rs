@@ -538,3 +538,13 @@ pub fn bounded(args: &[&str]) -> Outcome {
 pub fn assert_says(out: &str, said: &str) {
     assert!(out.contains(said), "expected:\n{said}\nin:\n{out}");
 }
+
+/// The names of the files in `dir`, sorted.
+pub fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
