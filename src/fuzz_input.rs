@@ -1,5 +1,5 @@
 //! How the fuzz targets (fuzz/) turn one byte string into what iosleuth
-//! reads, kept in the library so that tests/fuzz_regressions.rs replays a
+//! reads, kept in the library so that tests/offline/fuzz_regressions.rs replays a
 //! finding through the very same files and calls: several files travel as
 //! parts of one input, and a capture directory is built from seven parts
 //! over a committed fixture; a light capture, a perf.data of compressed

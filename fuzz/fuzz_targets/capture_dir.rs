@@ -16,7 +16,7 @@ use iosleuth_fuzz::FIXTURE_CAPTURE;
 use libfuzzer_sys::fuzz_target;
 use std::path::Path;
 
-// The capture is built by the library so that tests/fuzz_regressions.rs
+// The capture is built by the library so that tests/offline/fuzz_regressions.rs
 // replays a finding through the same files.
 fuzz_target!(|data: &[u8]| {
     let dir = iosleuth_fuzz::scratch("capture");

@@ -9,6 +9,6 @@
 
 use libfuzzer_sys::fuzz_target;
 
-// The body lives in the library so that tests/fuzz_regressions.rs replays
+// The body lives in the library so that tests/offline/fuzz_regressions.rs replays
 // a finding through the same calls.
 fuzz_target!(|data: &[u8]| iosleuth::fuzz_input::tracefs_format(data));

@@ -1,6 +1,7 @@
-//! Helpers for live tests: they need root, tracefs and loop devices. Where a
-//! capability is missing they skip with a message naming it; under CI=true a
-//! missing capability is a failure.
+//! Helpers for both test binaries (tests/offline, tests/live). A test that
+//! needs more than cargo (root, a program or engine `scripts/test` installs)
+//! is `#[ignore]`d with the reason and fails, naming what is missing, when
+//! run without it: never a pass that did not run.
 #![allow(dead_code)]
 
 pub mod browser;
@@ -13,19 +14,31 @@ pub fn iosleuth() -> Command {
     Command::new(env!("CARGO_BIN_EXE_iosleuth"))
 }
 
-/// Returns `Err(reason)` when live tests cannot run here.
+/// Fails the test, naming the first of `tools` that is not on PATH.
+pub fn need_programs(tools: &[&str]) {
+    for tool in tools {
+        assert!(
+            on_path(tool),
+            "test cannot run: missing the `{tool}` program (scripts/test installs it)"
+        );
+    }
+}
+
+fn on_path(tool: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// What live tests need and this machine lacks, if anything.
 fn missing_capability() -> Option<String> {
     if unsafe { libc::geteuid() } != 0 {
         return Some("root".into());
     }
     for tool in ["losetup", "fio", "blkparse", "btt", "iostat", "perf"] {
-        if Command::new("sh")
-            .arg("-c")
-            .arg(format!("command -v {tool}"))
-            .output()
-            .map(|o| !o.status.success())
-            .unwrap_or(true)
-        {
+        if !on_path(tool) {
             return Some(format!(
                 "the `{tool}` program (run scripts/test, which installs it)"
             ));
@@ -40,19 +53,20 @@ fn missing_capability() -> Option<String> {
     None
 }
 
-/// True when the test may run; prints why not and returns false otherwise.
-/// Panics under CI=true, where a missing capability is a failure.
-pub fn live() -> bool {
-    match missing_capability() {
-        None => true,
-        Some(what) => {
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!("live test cannot run: missing {what}");
-            }
-            eprintln!("SKIPPED: live test needs {what}");
-            false
-        }
+/// Every live test begins with `let _live = live();`. Live tests are
+/// `#[ignore]`d, so they run only when asked for (`scripts/test` as root):
+/// a missing capability is then a failure that names it, never a pass.
+/// The guard is one lock that all live tests share: each records the whole
+/// machine's kernel and asserts a contrast between two runs, so none may
+/// run beside another.
+pub fn live() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    // A live test that failed still released the machine: go on.
+    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(what) = missing_capability() {
+        panic!("live test cannot run: missing {what} (scripts/test, as root, runs the live tests)");
     }
+    guard
 }
 
 pub fn run(cmd: &mut Command) -> String {

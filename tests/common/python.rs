@@ -1,13 +1,14 @@
 //! The Python that has DuckDB and pyspark (scripts/test makes it: a venv in
 //! target/py-tests), for tests that read exported tables with the engines
-//! people use. Missing, the test skips saying so; under CI=true it fails.
+//! people use. Such tests are `#[ignore]`d under plain `cargo test`; run,
+//! a missing engine fails them with its name.
 
 use std::path::PathBuf;
 use std::process::Command;
 
 /// `IOSLEUTH_TEST_PYTHON`, else target/py-tests/bin/python, if it imports
-/// every module in `modules`.
-pub fn python_with(modules: &[&str]) -> Option<PathBuf> {
+/// every module in `modules`; fails the test, naming what is missing, if not.
+pub fn python_with(modules: &[&str]) -> PathBuf {
     let p = std::env::var_os("IOSLEUTH_TEST_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -24,18 +25,14 @@ pub fn python_with(modules: &[&str]) -> Option<PathBuf> {
         .map(|o| o.status.success())
         .unwrap_or(false);
     if ok {
-        return Some(p);
+        return p;
     }
     let what = format!(
         "a Python with {} at {} (scripts/test installs it)",
         modules.join(", "),
         p.display()
     );
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("test cannot run: missing {what}");
-    }
-    eprintln!("SKIPPED: test needs {what}");
-    None
+    panic!("test cannot run: missing {what}");
 }
 
 /// Runs `script` with `python`, `args` as sys.argv[1:]; its standard

@@ -543,7 +543,7 @@ mod tests {
         assert!((t.util - 100.0 * 89.0 / 1e9).abs() < 1e-9, "{}", t.util);
     }
 
-    /// A CI run of live_iostat once saw %util 100 against iostat's 84: its
+    /// A CI run of the live iostat test once saw %util 100 against iostat's 84: its
     /// time window began inside another request's bios, whose back merges
     /// grew the request below them; that one's completion left the rest in
     /// flight to the end.

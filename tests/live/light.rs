@@ -1,0 +1,216 @@
+//! Live: `record --light` counts every request in the kernel (the same
+//! numbers as /proc/diskstats), sends the slow ones with every stage, and
+//! leaves no BPF program behind, also when killed with SIGKILL.
+
+use crate::common;
+
+use common::*;
+use iosleuth::lab::loopdev::LoopDevice;
+use iosleuth::lab::slowdisk::Stall;
+use iosleuth::model::light::{LightDoc, SlowRequest, SLOW_HEADER, SLOW_RECORD};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Live and with the kernel's BTF, which --light needs.
+fn light_live() -> std::sync::MutexGuard<'static, ()> {
+    let live = live();
+    assert!(
+        Path::new("/sys/kernel/btf/vmlinux").exists(),
+        "live test cannot run: missing kernel BTF (/sys/kernel/btf/vmlinux)"
+    );
+    live
+}
+
+/// Reads and writes completed on a device so far (/sys/block/X/stat).
+fn diskstats(disk: &LoopDevice) -> (u64, u64) {
+    let name = disk
+        .path
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let stat = std::fs::read_to_string(format!("/sys/block/{name}/stat")).unwrap();
+    let f: Vec<u64> = stat
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    (f[0], f[4])
+}
+
+fn doc(cap: &Path) -> LightDoc {
+    serde_json::from_str(&std::fs::read_to_string(cap.join("light.json")).unwrap()).unwrap()
+}
+
+fn slow_requests(cap: &Path) -> Vec<SlowRequest> {
+    let b = std::fs::read(cap.join("slow.bin")).unwrap();
+    b[SLOW_HEADER..]
+        .chunks(SLOW_RECORD)
+        .map(|r| SlowRequest::parse(r).expect("a slow request"))
+        .collect()
+}
+
+/// The names of the light capture's programs loaded on the machine now.
+fn our_programs() -> Vec<String> {
+    aya::programs::loaded_programs()
+        .flatten()
+        .filter_map(|p| p.name_as_str().map(str::to_string))
+        .filter(|n| n.starts_with("iosl_"))
+        .collect()
+}
+
+#[test]
+#[ignore = "live: needs root, BTF and loop devices; scripts/test runs it"]
+fn light_counts_what_diskstats_counts_and_sends_every_slow_request() {
+    let _live = light_live();
+    let disk = LoopDevice::create(64, true).expect("loop device");
+    let dev = disk.dev().unwrap().to_string();
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    let (r0, w0) = diskstats(&disk);
+    let script = format!(
+        "dd if={0} of=/dev/null bs=4k count=3000 iflag=direct status=none && \
+         dd if=/dev/zero of={0} bs=8k count=700 oflag=direct status=none",
+        disk.path.display()
+    );
+    run(iosleuth()
+        .args([
+            "record",
+            "--light",
+            "--slow",
+            "0",
+            "--slow-cap",
+            "1000000",
+            "-o",
+        ])
+        .arg(&cap)
+        .args(["--", "sh", "-c", &script]));
+    let (r1, w1) = diskstats(&disk);
+    assert!(our_programs().is_empty(), "left: {:?}", our_programs());
+
+    let d = doc(&cap);
+    let light = d.devices.iter().find(|x| x.dev == dev).expect("the device");
+    let (reads, writes) = (&light.ops["read"], &light.ops["write"]);
+    // The same requests diskstats counted, to the request.
+    assert_eq!(reads.ios, r1 - r0);
+    assert_eq!(writes.ios, w1 - w0);
+    assert_eq!(reads.ios, 3000);
+    assert_eq!(reads.bytes, 3000 * 4096);
+    assert_eq!(writes.bytes, 700 * 8192);
+    assert_eq!(reads.device.n, 3000);
+    assert_eq!(light.counters.no_state + light.counters.state_full, 0);
+
+    // --slow 0: every request sent, with stages that agree with the
+    // histograms they were counted in.
+    let slow: Vec<SlowRequest> = slow_requests(&cap)
+        .into_iter()
+        .filter(|r| r.dev.to_string() == dev)
+        .collect();
+    assert_eq!(slow.len() as u64, reads.ios + writes.ios);
+    assert_eq!(light.counters.slow_sent, slow.len() as u64);
+    let read_device_sum: u64 = slow
+        .iter()
+        .filter(|r| r.cmd_flags & 0xff == 0)
+        .map(|r| r.device_ns())
+        .sum();
+    assert_eq!(read_device_sum, reads.device.sum_ns);
+    let longest = slow.iter().map(|r| r.total_ns()).max().unwrap();
+    let (lo, hi, _) = d.devices.iter().find(|x| x.dev == dev).unwrap().ops["read"]
+        .total
+        .rows()
+        .chain(writes.total.rows())
+        .max_by_key(|r| r.1)
+        .unwrap();
+    assert!(
+        lo <= longest && longest <= hi,
+        "{longest} not in {lo}..{hi}"
+    );
+    assert!(slow
+        .iter()
+        .all(|r| r.depth >= 1 && r.issue_ns <= r.complete_ns));
+    assert!(slow.iter().any(|r| &r.comm[..2] == b"dd"), "issued by dd");
+
+    // report: the histograms' counts, the slow requests as events.
+    let rep = json_report(&[&cap], &[]);
+    let device = rep["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["device"] == dev.as_str())
+        .unwrap();
+    assert_eq!(device["completed"]["read"], 3000);
+    assert_eq!(device["completed"]["write"], 700);
+    assert_eq!(device["d2c"]["count"], 3700);
+    assert_eq!(rep["light"]["attach"], "tp_btf");
+    assert!(rep["events"].as_u64().unwrap() >= 3 * 3700);
+}
+
+#[test]
+#[ignore = "live: needs root, BTF and loop devices; scripts/test runs it"]
+fn light_keeps_the_stalls_of_a_slow_device_under_the_adaptive_threshold() {
+    let _live = light_live();
+    let stall = Stall {
+        every: 200,
+        delay: Duration::from_millis(80),
+    };
+    let disk = LoopDevice::create_slow(64, stall).expect("slow loop device");
+    let dev = disk.dev().unwrap().to_string();
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    run(iosleuth()
+        .args(["record", "--light", "-o"])
+        .arg(&cap)
+        .args(["--", "dd", "if=/dev/zero"])
+        .arg(format!("of={}", disk.path.display()))
+        .args(["bs=4k", "count=2000", "oflag=direct", "status=none"]));
+    let d = doc(&cap);
+    let writes = &d.devices.iter().find(|x| x.dev == dev).expect("device").ops["write"];
+    // Requests of 50 ms or more by the histogram, and those sent: the same.
+    let long_in_hist: u64 = writes
+        .total
+        .rows()
+        .filter(|r| r.0 >= 50_000_000)
+        .map(|r| r.2)
+        .sum();
+    let long_sent = slow_requests(&cap)
+        .iter()
+        .filter(|r| r.dev.to_string() == dev && r.total_ns() >= 50_000_000)
+        .count() as u64;
+    eprintln!("margin: {long_in_hist} of 10 stalls in the histogram (the test needs >= 8)");
+    assert!(long_in_hist >= 8, "{long_in_hist} stalls of 10 expected");
+    assert_eq!(long_sent, long_in_hist);
+    // Not every request: the threshold is the running p99, at least 1 ms.
+    let sent = slow_requests(&cap).len() as u64;
+    assert!(sent < writes.ios / 10, "{sent} of {} sent", writes.ios);
+}
+
+#[test]
+#[ignore = "live: needs root, BTF and loop devices; scripts/test runs it"]
+fn light_programs_go_away_with_a_killed_recorder() {
+    let _live = light_live();
+    let dir = tempdir();
+    let mut child = iosleuth()
+        .args(["record", "--light", "-o"])
+        .arg(dir.path().join("cap"))
+        // Ends by itself once orphaned by the kill.
+        .args(["--", "sleep", "5"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    while our_programs().len() < 7 {
+        assert!(Instant::now() < until, "programs never loaded");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL: no handler runs
+    child.wait().unwrap();
+    // The kernel frees programs after an RCU grace period.
+    let until = Instant::now() + Duration::from_secs(5);
+    while !our_programs().is_empty() {
+        assert!(
+            Instant::now() < until,
+            "left after SIGKILL: {:?}",
+            our_programs()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

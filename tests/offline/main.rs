@@ -1,0 +1,38 @@
+//! The tests that need no root: parsers, reports, exports and diagnoses on
+//! the committed fixtures and crafted inputs, and the anchors (btt, iostat,
+//! DuckDB, Spark, Chromium) the outputs are checked against. One test binary,
+//! so that the suite links the library once for all of them. Tests that need
+//! a program `scripts/test` installs are ignored under plain `cargo test`
+//! with the reason; `scripts/test` runs them.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod bad_input;
+mod bad_input_bombs;
+mod bad_input_capture;
+mod bad_input_counts;
+mod bad_input_escape;
+mod bad_input_files;
+mod bad_input_outputs;
+mod bad_input_paths;
+mod bad_input_time;
+mod bpf_object;
+mod cli_polish;
+mod compressed_inputs;
+mod diagnose_fixtures;
+mod diagnose_generalizes;
+mod driver_events;
+mod fixtures_block;
+mod fixtures_layers;
+mod fuzz_parsers;
+mod fuzz_regressions;
+mod html_report;
+mod light_capture;
+mod no_silent_wrong_report;
+mod parquet_export;
+mod perfetto_export;
+mod readme_keys;
+mod seed_excerpts;
+mod stacks;
+mod trace_dat;

@@ -1,0 +1,266 @@
+//! `export --parquet`: tables that DuckDB and Spark read as one dataset
+//! over many hosts and captures, and that give `report`'s numbers.
+
+use crate::common;
+
+use common::python::{python_with, run_json};
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+
+/// Captures of two kernels, exported as if from two hosts.
+const FLEET: &[(&str, &str)] = &[
+    ("host-a", "tests/fixtures/healthy-run1.cap"),
+    ("host-a", "tests/fixtures/queue-saturated.cap"),
+    ("host-b", "tests/fixtures/cpu-contention-hogs.cap"),
+    ("host-b", "tests/fixtures/rt-burner.cap"),
+    ("host-b", "tests/fixtures/split-maxsectors16.cap"),
+];
+
+fn export_fleet(dir: &Path) {
+    for (host, cap) in FLEET {
+        let o = outcome(&[
+            "export",
+            "--parquet",
+            dir.to_str().unwrap(),
+            "--host",
+            host,
+            cap,
+        ]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+    }
+}
+
+/// Everything the tests compare, computed by DuckDB from the tables.
+const DUCKDB: &str = r#"
+import duckdb, json, sys
+root = sys.argv[1]
+def t(name):
+    return f"read_parquet('{root}/{name}/*/*/*.parquet', hive_partitioning = true)"
+q = lambda sql: duckdb.sql(sql).fetchall()
+out = {"devices": {}, "operations": {}, "runnable": {}, "iostat": {}, "findings": {}, "p99_by_host_kernel": []}
+for host, capture, device, n, n_d2c, lo, hi, avg in q(f"""
+    select host, capture, device, count(*), count(d2c_ns), min(d2c_ns), max(d2c_ns), avg(d2c_ns)
+    from {t('requests')} group by all"""):
+    # Nearest rank, as iosleuth's percentiles are defined.
+    rank = q(f"""select d2c_ns from {t('requests')}
+        where host = '{host}' and capture = '{capture}' and device = '{device}' and d2c_ns is not null
+        order by d2c_ns limit 1 offset cast(ceil(0.99 * {n_d2c}) as bigint) - 1""")
+    out["devices"][f"{capture}/{device}"] = dict(host=host, rows=n, d2c=n_d2c, min=lo, max=hi, avg=avg, p99=rank[0][0] if rank else None)
+for capture, kind, n, total in q(f"select capture, kind, count(*), sum(latency_ns) from {t('operations')} group by all"):
+    out["operations"][f"{capture}/{kind}"] = [n, int(total)]
+for capture, pid, ns in q(f"select capture, pid, sum(duration_ns) from {t('sched_waits')} where state = 'runnable' group by all"):
+    out["runnable"][f"{capture}/{pid}"] = int(ns)
+for capture, device, n, util in q(f"select capture, device, count(*), sum(util) from {t('iostat')} group by all"):
+    out["iostat"][f"{capture}/{device}"] = [n, util]
+for capture, ids in q(f"select capture, list(id order by rank) from {t('findings')} group by all"):
+    out["findings"][capture] = ids
+# The README's query: p99 D2C by host and kernel version over all captures.
+out["p99_by_host_kernel"] = q(f"""
+    select host, kernel, count(*) as requests, quantile_cont(d2c_ns, 0.99) / 1e3 as p99_d2c_us
+    from {t('requests')} where d2c_ns is not null group by host, kernel order by host, kernel""")
+print(json.dumps(out))
+"#;
+
+/// The same query on Spark (local mode): the README's Spark version.
+const SPARK: &str = r#"
+import json, sys
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[1]").appName("iosleuth-test")
+         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+spark.read.parquet(sys.argv[1] + "/requests").createOrReplaceTempView("requests")
+rows = spark.sql("""
+    select host, kernel, count(*) as requests, percentile(d2c_ns, 0.99) / 1e3 as p99_d2c_us
+    from requests where d2c_ns is not null group by host, kernel order by host, kernel""").collect()
+print(json.dumps([[r.host, r.kernel, r.requests, r.p99_d2c_us] for r in rows]))
+spark.stop()
+"#;
+
+fn capture_name(cap: &str) -> &str {
+    Path::new(cap).file_name().unwrap().to_str().unwrap()
+}
+
+#[test]
+#[ignore = "needs DuckDB and pyspark: scripts/test installs them and runs it"]
+fn duckdb_reads_reports_numbers_from_the_tables() {
+    let py = python_with(&["duckdb"]);
+    let d = tempdir();
+    export_fleet(d.path());
+    let got = run_json(&py, DUCKDB, &[d.path().to_str().unwrap()]);
+    for (host, cap) in FLEET {
+        let name = capture_name(cap);
+        let rep = json_report(&[cap], &["--top", "5"]);
+        for dev in rep["devices"].as_array().unwrap() {
+            let key = format!("{name}/{}", dev["device"].as_str().unwrap());
+            let completed: u64 = dev["completed"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_u64().unwrap())
+                .sum();
+            let g = &got["devices"][&key];
+            assert_eq!(g["host"], *host, "{key}");
+            assert_eq!(
+                g["rows"].as_u64(),
+                Some(completed),
+                "{key}: one row per completed request"
+            );
+            let d2c = &dev["d2c"];
+            assert_eq!(g["d2c"], d2c["count"], "{key}");
+            if d2c["count"].as_u64().unwrap() == 0 {
+                continue;
+            }
+            assert_eq!(g["min"], d2c["min"], "{key}");
+            assert_eq!(g["max"], d2c["max"], "{key}");
+            let (ga, ra) = (g["avg"].as_f64().unwrap(), d2c["avg"].as_f64().unwrap());
+            assert!((ga - ra).abs() <= ra * 1e-9, "{key}: avg {ga} vs {ra}");
+            // report's percentiles are the middle of a log-linear bucket
+            // (< 0.8 % wide) around the nearest-rank value.
+            let (gp, rp) = (g["p99"].as_f64().unwrap(), d2c["p99"].as_f64().unwrap());
+            assert!((gp - rp).abs() <= gp * 0.008, "{key}: p99 {gp} vs {rp}");
+            let rows = dev["iostat"].as_array().unwrap();
+            let util: f64 = rows.iter().map(|r| r["%util"].as_f64().unwrap()).sum();
+            let gi = &got["iostat"][&key];
+            assert_eq!(gi[0].as_u64(), Some(rows.len() as u64), "{key}");
+            assert!((gi[1].as_f64().unwrap() - util).abs() < 1e-9, "{key}");
+        }
+        for (kind, t) in rep["outliers"]["totals"].as_object().unwrap() {
+            let g = &got["operations"][format!("{name}/{kind}")];
+            assert_eq!(g[0], t["count"], "{name} {kind}");
+            assert_eq!(g[1], t["latency_ns"], "{name} {kind}");
+        }
+        for th in rep["sched"]["threads"].as_array().unwrap() {
+            let ns = th["runnable_ns"].as_u64().unwrap();
+            let g = got["runnable"][format!("{name}/{}", th["pid"])]
+                .as_u64()
+                .unwrap_or(0);
+            assert_eq!(g, ns, "{name} pid {}: runnable time", th["pid"]);
+        }
+        let ids: Vec<&Value> = rep["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| &f["id"])
+            .collect();
+        let gids: Vec<&Value> = got["findings"][name]
+            .as_array()
+            .map(|a| a.iter().collect())
+            .unwrap_or_default();
+        assert_eq!(gids, ids, "{name}: findings in order");
+    }
+    // One row per host and kernel that did I/O: host-a ran one kernel,
+    // host-b two (rt-burner did no I/O).
+    let by = got["p99_by_host_kernel"].as_array().unwrap();
+    let groups: Vec<(&str, &str, u64)> = by
+        .iter()
+        .map(|r| {
+            (
+                r[0].as_str().unwrap(),
+                r[1].as_str().unwrap(),
+                r[2].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(groups.len(), 3, "{groups:?}");
+    assert_eq!(
+        groups.iter().filter(|g| g.0 == "host-b").count(),
+        2,
+        "{groups:?}"
+    );
+}
+
+#[test]
+#[ignore = "needs DuckDB and pyspark: scripts/test installs them and runs it"]
+fn spark_gives_duckdbs_answer_to_the_fleet_query() {
+    let py = python_with(&["duckdb", "pyspark"]);
+    let d = tempdir();
+    export_fleet(d.path());
+    let root = d.path().to_str().unwrap();
+    let duck = run_json(&py, DUCKDB, &[root]);
+    let spark = run_json(&py, SPARK, &[root]);
+    let duck = duck["p99_by_host_kernel"].as_array().unwrap();
+    let spark = spark.as_array().unwrap();
+    assert_eq!(spark.len(), duck.len(), "{spark:?} vs {duck:?}");
+    for (s, k) in spark.iter().zip(duck) {
+        assert_eq!(s[0], k[0]);
+        assert_eq!(s[1], k[1]);
+        assert_eq!(s[2], k[2], "requests of {} {}", k[0], k[1]);
+        // Both interpolate linearly between the two nearest ranks.
+        let (a, b) = (s[3].as_f64().unwrap(), k[3].as_f64().unwrap());
+        assert!(
+            (a - b).abs() <= b * 1e-9,
+            "p99 of {} {}: spark {a}, duckdb {b}",
+            k[0],
+            k[1]
+        );
+    }
+}
+
+#[test]
+fn exporting_a_capture_again_replaces_it_and_names_collide_safely() {
+    let d = tempdir();
+    let dir = d.path().join("tables");
+    let cap = "tests/fixtures/queue-saturated.cap";
+    for _ in 0..2 {
+        let o = outcome(&[
+            "export",
+            "--parquet",
+            dir.to_str().unwrap(),
+            "--host",
+            "h",
+            cap,
+        ]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+    }
+    let parts = std::fs::read_dir(dir.join("requests/host=h"))
+        .unwrap()
+        .count();
+    assert_eq!(parts, 1, "the second export replaced the first");
+    // No scratch directory is left behind.
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.iter().all(|n| !n.starts_with('.')), "{left:?}");
+    // Two inputs of one name in one export: the second is NAME-2.
+    let other = d.path().join("b");
+    std::fs::create_dir_all(&other).unwrap();
+    copy_dir(Path::new(cap), &other.join("queue-saturated.cap"));
+    let o = outcome(&[
+        "export",
+        "--parquet",
+        dir.to_str().unwrap(),
+        "--host",
+        "h",
+        cap,
+        other.join("queue-saturated.cap").to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(dir
+        .join("requests/host=h/capture=queue-saturated.cap-2/part-0.parquet")
+        .is_file());
+}
+
+#[test]
+fn bad_inputs_write_nothing_and_exit_2() {
+    let d = tempdir();
+    let dir = d.path().join("tables");
+    let garbage = d.path().join("garbage.txt");
+    std::fs::write(&garbage, "not a trace\n").unwrap();
+    let o = outcome(&[
+        "export",
+        "--parquet",
+        dir.to_str().unwrap(),
+        garbage.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("garbage.txt"), "{}", o.stderr);
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .map(|r| r.count())
+        .into_iter()
+        .collect();
+    assert!(left.iter().all(|n| *n == 0), "nothing written: {left:?}");
+    let o = outcome(&["export", "--parquet", dir.to_str().unwrap(), "-"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+}
