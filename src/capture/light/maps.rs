@@ -1,6 +1,5 @@
-//! The BPF maps' keys and values as bpf/light.h lays them out (a test
-//! checks the sizes against the object's BTF-free layout rules: natural
-//! alignment, no padding).
+//! The BPF maps' keys and values as bpf/light.h lays them out: natural
+//! alignment, no padding (abi_check.rs compares every field with light.h).
 
 use crate::model::light::NBUCKET;
 
@@ -9,6 +8,27 @@ pub const NOP: u32 = 4;
 pub const NSTAGE: u32 = 3;
 pub const NDEPTH: usize = 64;
 pub const NSIZE: usize = 32;
+
+/// The maps user space opens by name (bpf/light.bpf.c).
+pub const MAP_DEV_SLOT: &str = "dev_slot";
+pub const MAP_LATENCY: &str = "latency";
+pub const MAP_SIZES: &str = "sizes";
+pub const MAP_DEPTHS: &str = "depths";
+pub const MAP_COUNTERS: &str = "counters";
+pub const MAP_THRESHOLD: &str = "threshold";
+pub const MAP_RECORDS: &str = "records";
+pub const MAP_CPU_STATS: &str = "cpu_stats";
+#[cfg(test)]
+pub const MAPS: [&str; 8] = [
+    MAP_DEV_SLOT,
+    MAP_LATENCY,
+    MAP_SIZES,
+    MAP_DEPTHS,
+    MAP_COUNTERS,
+    MAP_THRESHOLD,
+    MAP_RECORDS,
+    MAP_CPU_STATS,
+];
 
 /// The stages of a request, in the order of `latency`'s keys.
 pub const STAGE_QUEUED: u32 = 0;
@@ -84,18 +104,4 @@ unsafe impl aya::Pod for CpuStats {}
 /// The key of a device slot's operation's stage in `latency`.
 pub fn latency_key(slot: u32, op: u32, stage: u32) -> u32 {
     (slot * NOP + op) * NSTAGE + stage
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_match_light_h() {
-        assert_eq!(std::mem::size_of::<Hist>(), 16 + 4 * 1184);
-        assert_eq!(std::mem::size_of::<Counters>(), 22 * 8);
-        assert_eq!(std::mem::size_of::<CpuStats>(), 28 * 8);
-        assert_eq!(std::mem::size_of::<DepthHist>(), 256);
-        assert_eq!(std::mem::size_of::<SizeHist>(), 128);
-    }
 }

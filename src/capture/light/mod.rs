@@ -12,6 +12,8 @@
 //! checkpoints kept whole (classic tracepoints, whose raw records the
 //! capture decodes with the format files it keeps, as a full capture does).
 
+#[cfg(test)]
+mod abi_check;
 pub mod maps;
 
 use super::tracefs::CaptureError;
@@ -176,7 +178,7 @@ impl LightSession {
         let initial = opts.slow_ns.unwrap_or(INITIAL_SLOW_NS);
         {
             let mut th: Array<_, u64> =
-                Array::try_from(ebpf.map_mut("threshold").expect("threshold map"))
+                Array::try_from(ebpf.map_mut(maps::MAP_THRESHOLD).expect("threshold map"))
                     .map_err(|e| err("threshold map")(e.to_string()))?;
             for k in 0..NSLOT * NOP {
                 th.set(k, initial, 0)
@@ -200,11 +202,11 @@ impl LightSession {
         };
         let started_ns = super::snapshot::mono_ns();
         let poller = Poller {
-            records: RingBuf::try_from(ebpf.take_map("records").expect("records map"))
+            records: RingBuf::try_from(ebpf.take_map(maps::MAP_RECORDS).expect("records map"))
                 .map_err(|e| err("records map")(e.to_string()))?,
-            latency: PerCpuArray::try_from(ebpf.take_map("latency").expect("latency map"))
+            latency: PerCpuArray::try_from(ebpf.take_map(maps::MAP_LATENCY).expect("latency map"))
                 .map_err(|e| err("latency map")(e.to_string()))?,
-            threshold: Array::try_from(ebpf.take_map("threshold").expect("threshold map"))
+            threshold: Array::try_from(ebpf.take_map(maps::MAP_THRESHOLD).expect("threshold map"))
                 .map_err(|e| err("threshold map")(e.to_string()))?,
             slow: output(dir, crate::model::light::SLOW, &slow_header())?,
             context: output(dir, CONTEXT, &context_header())?,
@@ -279,13 +281,13 @@ impl LightSession {
     /// Each named device (and "other") with what the kernel counted.
     fn devices(&self, poller: &Poller) -> Result<Vec<LightDevice>, CaptureError> {
         let counters: PerCpuArray<_, Counters> =
-            PerCpuArray::try_from(self.ebpf.map("counters").expect("counters map"))
+            PerCpuArray::try_from(self.ebpf.map(maps::MAP_COUNTERS).expect("counters map"))
                 .map_err(|e| err("counters map")(e.to_string()))?;
         let depths: PerCpuArray<_, DepthHist> =
-            PerCpuArray::try_from(self.ebpf.map("depths").expect("depths map"))
+            PerCpuArray::try_from(self.ebpf.map(maps::MAP_DEPTHS).expect("depths map"))
                 .map_err(|e| err("depths map")(e.to_string()))?;
         let sizes: PerCpuArray<_, SizeHist> =
-            PerCpuArray::try_from(self.ebpf.map("sizes").expect("sizes map"))
+            PerCpuArray::try_from(self.ebpf.map(maps::MAP_SIZES).expect("sizes map"))
                 .map_err(|e| err("sizes map")(e.to_string()))?;
         let mut devices = Vec::new();
         let mut named: Vec<(String, u32)> = vec![("other".into(), 0)];
@@ -302,7 +304,7 @@ impl LightSession {
     /// The scheduler's and the interrupts' figures of each CPU.
     fn cpus(&self) -> Result<Vec<LightCpu>, CaptureError> {
         let stats: PerCpuArray<_, CpuStats> =
-            PerCpuArray::try_from(self.ebpf.map("cpu_stats").expect("cpu_stats map"))
+            PerCpuArray::try_from(self.ebpf.map(maps::MAP_CPU_STATS).expect("cpu_stats map"))
                 .map_err(|e| err("cpu_stats map")(e.to_string()))?;
         let per_cpu = stats
             .get(&0, 0)
@@ -360,7 +362,7 @@ impl LightSession {
 /// Writes each device's slot into `dev_slot`, where the programs look it up.
 fn name_devices(ebpf: &mut Ebpf, slots: &[(String, u32, Vec<u32>)]) -> Result<(), CaptureError> {
     let mut dev_slot: Array<_, u64> =
-        Array::try_from(ebpf.map_mut("dev_slot").expect("dev_slot map"))
+        Array::try_from(ebpf.map_mut(maps::MAP_DEV_SLOT).expect("dev_slot map"))
             .map_err(|e| err("dev_slot map")(e.to_string()))?;
     let mut taken = std::collections::HashSet::new();
     for (dev, slot) in slots
