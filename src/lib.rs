@@ -8,17 +8,53 @@
 //! `pipeline` wires the stages, `cli` parses arguments and calls it, `lab`
 //! reproduces the known pathologies on disks it makes itself.
 
-pub mod analyze;
-pub mod capture;
-pub mod cli;
-pub mod compare;
-pub mod diagnose;
-pub mod error;
+mod analyze;
+mod capture;
+mod cli;
+mod compare;
+mod diagnose;
+mod error;
 #[doc(hidden)]
 pub mod fuzz_input;
-pub mod ingest;
-pub mod lab;
-pub mod model;
-pub mod pipeline;
-pub mod progress;
-pub mod report;
+mod ingest;
+mod lab;
+mod model;
+mod pipeline;
+mod progress;
+mod report;
+
+// The binary's entry: run the command line, map the outcome to an exit code.
+pub use cli::run;
+pub use error::{Error, ExitStatus};
+pub use report::escape::escape_lines;
+
+/// What the test binaries (tests/offline, tests/live) and the fuzz targets
+/// reach inside. Not an API for other programs: it changes with them.
+#[doc(hidden)]
+pub mod testing {
+    pub use crate::analyze::{analyze, block::BlockConfig, Analysis, Filter};
+    pub use crate::capture::blk_tracer::{BlkTracerOptions, BlkTracerSession};
+    pub use crate::capture::build_ids::build_id;
+    pub use crate::capture::journal::remove_instance;
+    pub use crate::capture::pipe::PipeReader;
+    pub use crate::capture::recorder::EVENT_SETS;
+    pub use crate::capture::snapshot::mono_ns;
+    pub use crate::capture::tracefs::{CaptureError, Tracefs};
+    pub use crate::capture::unique_name;
+    pub use crate::diagnose::diagnose;
+    pub use crate::ingest::capture_dir::Decoder;
+    pub use crate::ingest::reader::Chunked;
+    pub use crate::ingest::text_source::{detect, TextFormat, TextSource};
+    pub use crate::ingest::{open_bytes, open_file, open_inputs, warnings_for, Merger, Source};
+    pub use crate::lab::{ext4::Ext4, loopdev::LoopDevice, slowdisk::Stall};
+    pub use crate::model::light::{
+        LightDoc, SlowRequest, CONTEXT_HEADER, SLOW_HEADER, SLOW_RECORD,
+    };
+    pub use crate::model::{Action, BlockEvent, Dev, Event, Extra, Rwbs};
+    pub use crate::pipeline::{analyse, Options};
+    pub use crate::report::blktrace::{export as export_blktrace, Target, MAX_CPUS};
+    pub use crate::report::json::{render as render_json, SCHEMA_VERSION};
+    pub use crate::report::perfetto::proto;
+    pub use crate::report::text::render as render_text;
+    pub use crate::report::Format;
+}

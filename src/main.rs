@@ -4,12 +4,12 @@
 //! iosleuth changed on the way up, and iosleuth ends quietly with 0.
 
 fn main() {
-    let code = match iosleuth::cli::run() {
+    let code = match iosleuth::run() {
         Ok(status) => status.0,
         Err(e) => {
             if !e.is_quiet() {
                 let msg = e.to_string();
-                eprintln!("iosleuth: {}", iosleuth::report::escape::escape_lines(&msg));
+                eprintln!("iosleuth: {}", iosleuth::escape_lines(&msg));
             }
             e.exit_code()
         }

@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 use std::path::Path;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(src) = iosleuth::ingest::open_bytes(Path::new("fuzz.blktrace.0"), data.to_vec()) {
+    if let Ok(src) = iosleuth::testing::open_bytes(Path::new("fuzz.blktrace.0"), data.to_vec()) {
         let _ = iosleuth_fuzz::drain(src);
     }
 });

@@ -8,8 +8,8 @@
 //! finding (a panic) before export runs, not quietly skipped.
 #![no_main]
 
-use iosleuth::ingest::{open_bytes, open_inputs};
-use iosleuth::model::{Dev, Event};
+use iosleuth::testing::{open_bytes, open_inputs};
+use iosleuth::testing::{Dev, Event};
 use libfuzzer_sys::fuzz_target;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -44,7 +44,7 @@ fuzz_target!(
             // records), with a warning: they make no file.
             if b.action.blktrace_code().is_some()
                 && b.dev != Dev(0)
-                && b.cpu < iosleuth::report::blktrace::MAX_CPUS
+                && b.cpu < iosleuth::testing::MAX_CPUS
             {
                 writers.insert((b.dev, b.cpu));
             }
@@ -67,10 +67,10 @@ fuzz_target!(
 
     let dir = iosleuth_fuzz::scratch("export").join("out");
     let _ = std::fs::remove_dir_all(&dir);
-    let Ok(target) = iosleuth::report::blktrace::Target::prepare(&dir, false) else {
+    let Ok(target) = iosleuth::testing::Target::prepare(&dir, false) else {
         return;
     };
-    let sum = match iosleuth::report::blktrace::export(events.into_iter(), &target, names) {
+    let sum = match iosleuth::testing::export_blktrace(events.into_iter(), &target, names) {
         Ok(s) => s,
         Err(_) => return,
     };

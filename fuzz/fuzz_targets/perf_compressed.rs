@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
         .expect("the fixture is a perf.data");
     let path = iosleuth_fuzz::scratch("perf_compressed").join("perf.data");
     std::fs::write(&path, file).expect("scratch file");
-    if let Ok(src) = iosleuth::ingest::open_file(&path) {
+    if let Ok(src) = iosleuth::testing::open_file(&path) {
         let _ = iosleuth_fuzz::drain(src);
     }
 });

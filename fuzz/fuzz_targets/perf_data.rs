@@ -7,7 +7,7 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let path = iosleuth_fuzz::scratch("perf_data").join("perf.data");
     std::fs::write(&path, data).expect("scratch file");
-    if let Ok(src) = iosleuth::ingest::open_file(&path) {
+    if let Ok(src) = iosleuth::testing::open_file(&path) {
         let _ = iosleuth_fuzz::drain(src);
     }
 });

@@ -1,7 +1,7 @@
 //! Any bytes read as blkparse's text (the format given, not detected).
 #![no_main]
 
-use iosleuth::ingest::text_source::TextFormat;
+use iosleuth::testing::TextFormat;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| iosleuth_fuzz::text_target(data, TextFormat::Blkparse));

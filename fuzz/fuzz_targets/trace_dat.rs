@@ -9,7 +9,7 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let path = iosleuth_fuzz::scratch("trace_dat").join("trace.dat");
     std::fs::write(&path, data).expect("scratch file");
-    if let Ok(src) = iosleuth::ingest::open_file(&path) {
+    if let Ok(src) = iosleuth::testing::open_file(&path) {
         let _ = iosleuth_fuzz::drain(src);
     }
 });

@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
         .expect("the fixtures are trace.dat v7 files");
     let path = iosleuth_fuzz::scratch("trace_dat_options").join("trace.dat");
     std::fs::write(&path, file).expect("scratch file");
-    if let Ok(src) = iosleuth::ingest::open_file(&path) {
+    if let Ok(src) = iosleuth::testing::open_file(&path) {
         let _ = iosleuth_fuzz::drain(src);
     }
 });

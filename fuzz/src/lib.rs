@@ -2,8 +2,8 @@
 //! directory per process, draining a source, and the analysis + diagnosis +
 //! rendering that runs on whatever a parser produced.
 
-use iosleuth::ingest::{warnings_for, Source};
-use iosleuth::model::Event;
+use iosleuth::testing::{warnings_for, Source};
+use iosleuth::testing::Event;
 use std::path::{Path, PathBuf};
 
 /// The committed capture whose format files, header page and manifest a
@@ -53,9 +53,9 @@ pub fn drain(mut src: Box<dyn Source>) -> (Vec<Event>, Vec<String>) {
 
 /// Diagnosis and the text rendering of an analysis, and the JSON one when
 /// `json` is set.
-pub fn render(a: &iosleuth::analyze::Analysis, json: bool) {
-    use iosleuth::report::Format;
-    let findings = iosleuth::diagnose::diagnose(a);
+pub fn render(a: &iosleuth::testing::Analysis, json: bool) {
+    use iosleuth::testing::Format;
+    let findings = iosleuth::testing::diagnose(a);
     let _ = Format::Text.report(a, &findings);
     if json {
         let _ = Format::Json.report(a, &findings);
@@ -65,8 +65,8 @@ pub fn render(a: &iosleuth::analyze::Analysis, json: bool) {
 /// The full pipeline on files (open, merge, analyse, diagnose, render), as
 /// `iosleuth report` runs it. An input error is a fine outcome.
 pub fn pipeline(paths: &[PathBuf], json: bool) {
-    let opts = iosleuth::pipeline::Options::default();
-    if let Ok(a) = iosleuth::pipeline::analyse(paths, &opts) {
+    let opts = iosleuth::testing::Options::default();
+    if let Ok(a) = iosleuth::testing::analyse(paths, &opts) {
         render(&a, json);
     }
 }
@@ -97,11 +97,11 @@ pub fn limit_file_size(bytes: u64) {
 
 /// One text format's target: detection runs, then the bytes are read as
 /// `format` (given, not detected) and drained.
-pub fn text_target(data: &[u8], format: iosleuth::ingest::text_source::TextFormat) {
-    let _ = iosleuth::ingest::text_source::detect(data);
-    let src = iosleuth::ingest::text_source::TextSource::new(
+pub fn text_target(data: &[u8], format: iosleuth::testing::TextFormat) {
+    let _ = iosleuth::testing::detect(data);
+    let src = iosleuth::testing::TextSource::new(
         std::path::Path::new("fuzz.txt"),
-        iosleuth::ingest::reader::Chunked::from_vec(data.to_vec()),
+        iosleuth::testing::Chunked::from_vec(data.to_vec()),
         format,
     );
     let _ = drain(Box::new(src));

@@ -1,5 +1,6 @@
 //! Fixed-size histograms: memory does not grow with the trace.
 
+use crate::model::log_linear;
 use serde::Serialize;
 
 /// bcc's power-of-two histogram: slot `k` (k ≥ 1) holds values
@@ -87,7 +88,6 @@ impl Serialize for Log2Hist {
 }
 
 const SUB_BITS: u32 = 7;
-const SUB: usize = 1 << SUB_BITS;
 
 /// Log-linear histogram for percentiles: values below 256 are exact, larger
 /// ones fall in buckets 1/128 of their magnitude wide (error < 0.8 %).
@@ -113,22 +113,11 @@ impl Default for LatencyDist {
 }
 
 fn bucket_of(v: u64) -> usize {
-    if v < 2 * SUB as u64 {
-        return v as usize;
-    }
-    let e = 63 - v.leading_zeros() - SUB_BITS;
-    (e as usize) * SUB + (v >> e) as usize
+    log_linear::bucket_of::<SUB_BITS>(v)
 }
 
-/// Inclusive value range of bucket `i`.
 fn bucket_range(i: usize) -> (u64, u64) {
-    if i < 2 * SUB {
-        return (i as u64, i as u64);
-    }
-    let e = (i / SUB - 1) as u32;
-    let sub = (i - (e as usize) * SUB) as u64;
-    let low = sub << e;
-    (low, low + (1u64 << e) - 1)
+    log_linear::bucket_range::<SUB_BITS>(i)
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -248,21 +237,6 @@ mod tests {
         assert!(text.contains(
             "         0 -> 1          : 2        |****************************************|"
         ));
-    }
-
-    #[test]
-    fn buckets_are_contiguous_and_tight() {
-        let mut prev_hi = None;
-        for i in 0..(SUB * 40) {
-            let (lo, hi) = bucket_range(i);
-            if let Some(p) = prev_hi {
-                assert_eq!(lo, p + 1, "bucket {i}");
-            }
-            assert_eq!(bucket_of(lo), i);
-            assert_eq!(bucket_of(hi), i);
-            assert!((hi - lo) as f64 <= lo as f64 / 127.0 + 1.0);
-            prev_hi = Some(hi);
-        }
     }
 
     #[test]

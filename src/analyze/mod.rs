@@ -114,32 +114,24 @@ pub struct Analysis {
     pub snapshot: Option<crate::model::snapshot::Snapshot>,
 }
 
-/// Runs every analysis over a time-ordered stream of events.
+/// Runs every analysis over a time-ordered stream of events, in one go:
+/// the rules' unit tests and the parser property tests (`pipeline` feeds
+/// [`Analyses`] in batches, with thread names from the snapshot). The
+/// inputs and what they could not read are the caller's to add: analyses
+/// never see files.
 pub fn analyze(
-    events: impl Iterator<Item = Event>,
-    filter: &Filter,
-    block_cfg: BlockConfig,
-) -> Analysis {
-    analyze_with_names(events, filter, block_cfg, &[])
-}
-
-/// The same, knowing some threads' names beforehand (from a snapshot);
-/// names the trace tells win. The inputs and what they could not read
-/// are the caller's to add (`pipeline`): analyses never see files.
-pub fn analyze_with_names(
     stream: impl Iterator<Item = Event>,
     filter: &Filter,
     block_cfg: BlockConfig,
-    known: &[(u32, String)],
 ) -> Analysis {
-    let mut all = Analyses::new(filter, block_cfg, known);
+    let mut all = Analyses::new(filter, block_cfg, &[]);
     for ev in stream {
         all.event(&ev);
     }
     all.finish()
 }
 
-/// [`analyze_with_names`] over batches of events, each handed to `done`
+/// [`analyze`] over batches of events, each handed to `done`
 /// once analysed: the thread that read them frees them, where their
 /// memory came from (freeing it on another thread made a tenth of the
 /// work malloc's).

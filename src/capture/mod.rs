@@ -10,7 +10,6 @@
 pub mod blk_tracer;
 pub mod build_ids;
 pub mod functions;
-pub mod instance;
 pub mod journal;
 pub mod light;
 pub mod pipe;

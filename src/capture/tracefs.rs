@@ -211,10 +211,6 @@ impl Knob {
         Knob::set(path, value)
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Restores now, reporting failure.
     pub fn restore(mut self) -> io::Result<()> {
         match self.old.take() {

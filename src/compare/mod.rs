@@ -6,7 +6,7 @@ mod functions;
 mod time_shift;
 
 pub use functions::FunctionShift;
-pub use time_shift::{PartShift, TimeShift};
+pub use time_shift::TimeShift;
 
 use crate::analyze::Analysis;
 use crate::diagnose::Finding;

@@ -5,7 +5,7 @@
 //! algorithm the very sequence btt sees after `blkparse -d`.
 
 use super::source::Source;
-use super::time_order::{time_and_cpu, TimeGuard};
+use super::time_order::TimeGuard;
 use crate::model::Event;
 use std::collections::VecDeque;
 
@@ -57,40 +57,18 @@ impl Merger {
     }
 
     /// Reads the next timed event of stream `i` into its head, through
-    /// the stream's time guard (time_order.rs; its common case inline).
+    /// the stream's time guard (time_order.rs); untimed events (process
+    /// names) wait in `untimed`.
     fn prime(&mut self, i: usize) -> bool {
-        loop {
-            let guard = &mut self.guards[i];
-            let ev = if guard.calm() {
-                let slot = &mut self.heads[i];
-                self.sources[i].next_into(slot);
-                let Some(ev) = slot.as_ref() else {
-                    break;
-                };
-                if let Some((ts, cpu)) = time_and_cpu(ev) {
-                    if guard.in_order(ts, cpu) {
-                        return true;
-                    }
-                    let ev = slot.take().expect("just read");
-                    guard.defer(ev, self.sources[i].position());
-                    continue;
-                }
-                slot.take().expect("just read")
-            } else {
-                match guard.next_judged(self.sources[i].as_mut()) {
-                    Some(ev) => ev,
-                    None => break,
-                }
-            };
-            match ev.ts() {
-                Some(_) => {
-                    self.heads[i] = Some(ev);
-                    return true;
-                }
-                None => self.untimed.push_back((i, ev)),
+        let slot = &mut self.heads[i];
+        while self.guards[i].next_into(self.sources[i].as_mut(), slot) {
+            if slot.as_ref().is_some_and(|ev| ev.ts().is_some()) {
+                return true;
             }
+            let ev = slot.take().expect("just read");
+            self.untimed.push_back((i, ev));
         }
-        self.heads[i] = None;
+        *slot = None;
         false
     }
 

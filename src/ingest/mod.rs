@@ -31,7 +31,7 @@ pub mod tracefs_format;
 pub mod user_frames;
 
 pub use merge::Merger;
-pub use source::{warnings_for, InputError, Position, Source, SourceStats};
+pub use source::{warnings_for, InputError, Source};
 
 use reader::Chunked;
 use std::path::{Path, PathBuf};

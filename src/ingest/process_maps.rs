@@ -175,10 +175,6 @@ impl ProcessMaps {
         })
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.by_pid.is_empty()
-    }
-
     /// What the user should know of the mappings (see [`SharedMappings`]).
     pub fn warning(&self, file: &std::path::Path) -> Option<String> {
         self.shared.warning(file)

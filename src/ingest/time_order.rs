@@ -176,34 +176,48 @@ impl TimeGuard {
         TimeGuard::default()
     }
 
-    /// The next event of `src` that keeps to its timeline. (The merger
-    /// inlines the same steps: `calm`, `in_order`, else `defer` and
-    /// `next_judged`.)
+    /// The next event of `src` that keeps to its timeline.
+    #[cfg(test)]
     pub fn next(&mut self, src: &mut dyn Source) -> Option<Event> {
+        let mut slot = None;
+        self.next_into(src, &mut slot);
+        slot
+    }
+
+    /// Reads the next event of `src` that keeps to its timeline into
+    /// `slot`, in place (the merger's heads: no move of the event in the
+    /// common case, an event in order on its CPU); false at the end.
+    #[inline]
+    pub fn next_into(&mut self, src: &mut dyn Source, slot: &mut Option<Event>) -> bool {
         if self.calm() {
-            let ev = src.next_event()?;
-            let Some((ts, cpu)) = time_and_cpu(&ev) else {
-                return Some(ev);
+            src.next_into(slot);
+            let Some(ev) = slot.as_ref() else {
+                return false;
+            };
+            let Some((ts, cpu)) = time_and_cpu(ev) else {
+                return true;
             };
             if self.in_order(ts, cpu) {
-                return Some(ev);
+                return true;
             }
+            let ev = slot.take().expect("just read");
             let p = src.position();
             self.defer(ev, p);
         }
-        self.next_judged(src)
+        *slot = self.next_judged(src);
+        slot.is_some()
     }
 
     /// Nothing held and nothing to judge again: the next event comes
     /// straight from the source, to `in_order`.
     #[inline]
-    pub fn calm(&self) -> bool {
+    fn calm(&self) -> bool {
         !self.judging
     }
 
     /// An event `in_order` did not take, just read at `p`: judged by
     /// `next_judged`.
-    pub fn defer(&mut self, ev: Event, p: Position) {
+    fn defer(&mut self, ev: Event, p: Position) {
         self.replay.push_front((ev, p));
         self.judging = true;
     }
@@ -211,7 +225,7 @@ impl TimeGuard {
     /// Takes an event that follows the timeline closely (the common case);
     /// false when it must be judged (`next_judged`), the timeline untouched.
     #[inline]
-    pub fn in_order(&mut self, ts: u64, cpu: u32) -> bool {
+    fn in_order(&mut self, ts: u64, cpu: u32) -> bool {
         let Some(last) = self.last else {
             return false;
         };
@@ -245,7 +259,7 @@ impl TimeGuard {
     /// once nothing is.
     #[cold]
     #[inline(never)]
-    pub fn next_judged(&mut self, src: &mut dyn Source) -> Option<Event> {
+    fn next_judged(&mut self, src: &mut dyn Source) -> Option<Event> {
         if self.window.is_some() {
             return self.next_sorted(src);
         }
@@ -596,7 +610,7 @@ impl TimeGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::SourceStats;
+    use crate::ingest::source::SourceStats;
     use crate::model::{Comm, OtherEvent};
 
     /// Events given as (cpu, ts); `None` is a process name.

@@ -429,7 +429,6 @@ pub mod tc {
     pub const AHEAD: u32 = 1 << 11;
     pub const META: u32 = 1 << 12;
     pub const DISCARD: u32 = 1 << 13;
-    pub const DRV_DATA: u32 = 1 << 14;
     pub const FUA: u32 = 1 << 15;
 }
 

@@ -67,24 +67,7 @@ pub const NBUCKET: usize = 1184;
 
 /// The inclusive range of values (ns) of bucket `i`.
 pub fn bucket_range(i: usize) -> (u64, u64) {
-    let sub = 1usize << SUB_BITS;
-    if i < 2 * sub {
-        return (i as u64, i as u64);
-    }
-    let e = (i / sub - 1) as u32;
-    let low = ((i - (e as usize) * sub) as u64) << e;
-    (low, low + (1u64 << e) - 1)
-}
-
-/// The bucket of `v` ns, as the BPF program computes it.
-pub fn bucket_of(v: u64) -> usize {
-    let sub = 1u64 << SUB_BITS;
-    if v < 2 * sub {
-        return v as usize;
-    }
-    let v = v.min((1 << 41) - 1);
-    let e = 63 - v.leading_zeros() - SUB_BITS;
-    (e as usize) * sub as usize + (v >> e) as usize
+    super::log_linear::bucket_range::<SUB_BITS>(i)
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -381,24 +364,3 @@ pub fn comm_string(c: &[u8]) -> String {
 
 /// The operation names of bpf/light.h's slots, in slot order.
 pub const OPS: [&str; 4] = ["read", "write", "flush", "other"];
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn buckets_are_contiguous_and_within_a_32nd() {
-        let mut prev = None;
-        for i in 0..NBUCKET {
-            let (lo, hi) = bucket_range(i);
-            if let Some(p) = prev {
-                assert_eq!(lo, p + 1, "bucket {i}");
-            }
-            assert_eq!(bucket_of(lo), i);
-            assert_eq!(bucket_of(hi), i);
-            assert!((hi - lo) as f64 <= lo as f64 / 31.0 + 1.0);
-            prev = Some(hi);
-        }
-        assert_eq!(bucket_of(u64::MAX), NBUCKET - 1);
-    }
-}

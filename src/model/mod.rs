@@ -11,6 +11,7 @@ pub mod fields;
 pub mod function_brackets;
 pub mod kallsyms;
 pub mod light;
+pub mod log_linear;
 pub mod perf_record;
 pub mod snapshot;
 

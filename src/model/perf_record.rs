@@ -22,7 +22,6 @@ pub const KERNEL_START: u64 = 0xffff_8000_0000_0000;
 pub const HEADER_LEN: usize = 8;
 pub const RECORD_MMAP: u32 = 1;
 pub const RECORD_LOST: u32 = 2;
-pub const RECORD_COMM: u32 = 3;
 pub const RECORD_FORK: u32 = 7;
 pub const RECORD_SAMPLE: u32 = 9;
 /// PERF_RECORD_MISC_USER: a record about user space (an MMAP's misc).

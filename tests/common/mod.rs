@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod instance;
 pub mod python;
 
 use std::path::Path;
@@ -44,7 +45,7 @@ fn missing_capability() -> Option<String> {
             ));
         }
     }
-    if let Err(e) = iosleuth::capture::tracefs::Tracefs::open() {
+    if let Err(e) = iosleuth::testing::Tracefs::open() {
         return Some(format!("tracefs ({e})"));
     }
     if !Path::new("/dev/loop-control").exists() {
@@ -289,7 +290,7 @@ pub fn assert_btt_agrees(exported: &Path, name: &str, dev_id: &str) {
 /// The tracepoints of `iosleuth record --events block` (as `block/NAME`),
 /// without the buffer-head events that heavy writers flood a buffer with.
 pub fn block_events() -> &'static [&'static str] {
-    iosleuth::capture::recorder::EVENT_SETS
+    iosleuth::testing::EVENT_SETS
         .iter()
         .find(|(n, _)| *n == "block")
         .map(|(_, e)| *e)

@@ -5,10 +5,10 @@
 
 use crate::common;
 
+use crate::common::instance::InstanceSession;
 use common::*;
-use iosleuth::capture::blk_tracer::{BlkTracerOptions, BlkTracerSession};
-use iosleuth::capture::instance::InstanceSession;
-use iosleuth::lab::loopdev::LoopDevice;
+use iosleuth::testing::LoopDevice;
+use iosleuth::testing::{BlkTracerOptions, BlkTracerSession};
 use std::path::Path;
 use std::process::Command;
 

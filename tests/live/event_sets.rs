@@ -5,9 +5,9 @@
 
 use crate::common;
 
+use crate::common::instance::InstanceSession;
 use common::*;
-use iosleuth::capture::instance::InstanceSession;
-use iosleuth::lab::ext4::Ext4;
+use iosleuth::testing::Ext4;
 use serde_json::Value;
 use std::collections::HashMap;
 

@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::*;
-use iosleuth::lab::loopdev::LoopDevice;
+use iosleuth::testing::LoopDevice;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -62,7 +62,7 @@ fn interrupted_recordings_leave_nothing_behind() {
     let _live = live();
     // Keep tracefs mounted for the whole test, so that the settings compared
     // are readable even on a machine where it starts unmounted.
-    let _tracefs = iosleuth::capture::tracefs::Tracefs::open().expect("tracefs");
+    let _tracefs = iosleuth::testing::Tracefs::open().expect("tracefs");
     let disk = LoopDevice::create(64, true).expect("loop device");
     let before = state(&disk.name);
     assert!(!before["current_tracer"].is_empty(), "tracefs is readable");

@@ -21,10 +21,10 @@
 
 use crate::common;
 
+use crate::common::instance::InstanceSession;
 use common::*;
-use iosleuth::capture::blk_tracer::{BlkTracerOptions, BlkTracerSession};
-use iosleuth::capture::instance::InstanceSession;
-use iosleuth::lab::loopdev::LoopDevice;
+use iosleuth::testing::LoopDevice;
+use iosleuth::testing::{BlkTracerOptions, BlkTracerSession};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -34,7 +34,7 @@ const WINDOW_S: f64 = 3.0;
 const IOSTAT_STARTUP_NS: u64 = 3_000_000;
 
 fn mono_ns() -> u64 {
-    iosleuth::capture::snapshot::mono_ns()
+    iosleuth::testing::mono_ns()
 }
 
 /// The calling thread to SCHED_FIFO 10, or back to SCHED_OTHER.

@@ -7,7 +7,7 @@
 use crate::common;
 
 use common::*;
-use iosleuth::lab::loopdev::LoopDevice;
+use iosleuth::testing::LoopDevice;
 use std::collections::BTreeMap;
 
 /// `/proc/softirqs` text → vector → per-CPU counts.

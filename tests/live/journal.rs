@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::*;
-use iosleuth::lab::ext4::Ext4;
+use iosleuth::testing::Ext4;
 
 const FIXTURE_EVENTS: &str = "jbd2:jbd2_start_commit,jbd2:jbd2_end_commit,\
     jbd2:jbd2_run_stats,jbd2:jbd2_checkpoint,jbd2:jbd2_checkpoint_stats,\

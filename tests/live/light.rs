@@ -5,9 +5,9 @@
 use crate::common;
 
 use common::*;
-use iosleuth::lab::loopdev::LoopDevice;
-use iosleuth::lab::slowdisk::Stall;
-use iosleuth::model::light::{LightDoc, SlowRequest, SLOW_HEADER, SLOW_RECORD};
+use iosleuth::testing::LoopDevice;
+use iosleuth::testing::Stall;
+use iosleuth::testing::{LightDoc, SlowRequest, SLOW_HEADER, SLOW_RECORD};
 use std::path::Path;
 use std::time::{Duration, Instant};
 

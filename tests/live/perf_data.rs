@@ -112,7 +112,7 @@ fn perf_data_tracepoints_read_as_perf_script_text_of_them() {
     let _live = live();
     // perf mounts tracefs for -e tracepoints and leaves it mounted: held
     // open here, it is unmounted after the test if it was not mounted.
-    let _tracefs = iosleuth::capture::tracefs::Tracefs::open().unwrap();
+    let _tracefs = iosleuth::testing::Tracefs::open().unwrap();
     let dir = tempdir();
     let (data, text, out) = (
         dir.path().join("perf.data"),
@@ -175,7 +175,7 @@ fn perf_data_tracepoints_read_as_perf_script_text_of_them() {
 #[ignore = "live: needs root, tracefs and loop devices; scripts/test runs it"]
 fn perf_sched_switch_call_chains_fold_as_blocked_time() {
     let _live = live();
-    let _tracefs = iosleuth::capture::tracefs::Tracefs::open().unwrap();
+    let _tracefs = iosleuth::testing::Tracefs::open().unwrap();
     let dir = tempdir();
     let (data, text, out) = (
         dir.path().join("perf.data"),

@@ -4,9 +4,9 @@
 
 use crate::common;
 
+use crate::common::instance::InstanceSession;
 use common::*;
-use iosleuth::capture::instance::InstanceSession;
-use iosleuth::lab::loopdev::LoopDevice;
+use iosleuth::testing::LoopDevice;
 use std::process::Command;
 
 /// `iosleuth-PID-N` instances whose process is gone: what a recording left
@@ -387,7 +387,7 @@ fn record_stacks_folds_blocked_time_and_leaves_no_trigger() {
     let _live = live();
     // Held open (mounted if it was not) for the whole test, so that the
     // top-level trigger can be read before and after.
-    let tracefs = iosleuth::capture::tracefs::Tracefs::open().unwrap();
+    let tracefs = iosleuth::testing::Tracefs::open().unwrap();
     let trigger_file = tracefs.root.join("events/sched/sched_switch/trigger");
     let top_trigger = || std::fs::read_to_string(&trigger_file).unwrap();
     let before = top_trigger();

@@ -8,7 +8,7 @@
 use crate::common;
 
 use common::*;
-use iosleuth::lab::{ext4::Ext4, loopdev::LoopDevice, slowdisk::Stall};
+use iosleuth::testing::{Ext4, LoopDevice, Stall};
 use std::time::Duration;
 
 #[test]

@@ -251,7 +251,7 @@ fn blkparse_dump_of_an_export_reads_the_same() {
 
 #[test]
 fn remap_split_unplug_payloads_survive_export() {
-    use iosleuth::model::{Action, Event, Extra};
+    use iosleuth::testing::{Action, Event, Extra};
     // Real remaps and unplugs from case 1's btrace text, plus a split.
     let dir = tempdir();
     let mut text =
@@ -274,7 +274,7 @@ fn remap_split_unplug_payloads_survive_export() {
         if std::fs::metadata(&f).unwrap().len() == 0 {
             continue;
         }
-        let mut s = iosleuth::ingest::open_file(&f).unwrap();
+        let mut s = iosleuth::testing::open_file(&f).unwrap();
         while let Some(e) = s.next_event() {
             if let Event::Block(b) = e {
                 if b.extra != Extra::None {
@@ -283,7 +283,7 @@ fn remap_split_unplug_payloads_survive_export() {
             }
         }
     }
-    use iosleuth::model::Dev;
+    use iosleuth::testing::Dev;
     assert!(extras.contains(&(
         Action::Remap,
         Extra::Remap {

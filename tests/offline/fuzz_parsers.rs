@@ -1,8 +1,8 @@
 //! No input makes a parser or the analysis panic: arbitrary bytes, and real
 //! captures with random damage (truncation, flipped bytes, spliced lines).
 
-use iosleuth::analyze::{analyze, block::BlockConfig, Filter};
-use iosleuth::ingest::{open_bytes, Merger};
+use iosleuth::testing::{analyze, BlockConfig, Filter};
+use iosleuth::testing::{open_bytes, Merger};
 use proptest::prelude::*;
 use std::path::Path;
 
@@ -15,9 +15,9 @@ fn drain(name: &str, data: Vec<u8>) {
             &Filter::default(),
             BlockConfig::default(),
         );
-        let found = iosleuth::diagnose::diagnose(&a);
-        let _ = iosleuth::report::text::render(&a, &found);
-        let _ = iosleuth::report::json::render(&a, &found);
+        let found = iosleuth::testing::diagnose(&a);
+        let _ = iosleuth::testing::render_text(&a, &found);
+        let _ = iosleuth::testing::render_json(&a, &found);
     }
 }
 

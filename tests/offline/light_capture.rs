@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::*;
-use iosleuth::model::light::{LightDoc, SlowRequest, SLOW_HEADER, SLOW_RECORD};
+use iosleuth::testing::{LightDoc, SlowRequest, SLOW_HEADER, SLOW_RECORD};
 
 const CAP: &str = "tests/fixtures/light-dd.cap";
 
@@ -110,7 +110,7 @@ fn damaged_light_captures_are_named() {
 fn context_records(cap: &str) -> Vec<Vec<u8>> {
     let b = std::fs::read(format!("{cap}/context.bin")).unwrap();
     let mut out = Vec::new();
-    let mut at = iosleuth::model::light::CONTEXT_HEADER;
+    let mut at = iosleuth::testing::CONTEXT_HEADER;
     while at < b.len() {
         let len = u16::from_le_bytes([b[at + 2], b[at + 3]]) as usize;
         out.push(b[at..at + len].to_vec());

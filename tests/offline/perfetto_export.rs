@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::*;
-use iosleuth::report::perfetto::proto::{trace_packet::Data, track_descriptor, track_event, Trace};
+use iosleuth::testing::proto::{trace_packet::Data, track_descriptor, track_event, Trace};
 use prost::Message;
 use std::collections::HashMap;
 use std::path::Path;
@@ -73,7 +73,7 @@ fn export(cap: &str) -> Decoded {
                             .debug_annotations
                             .iter()
                             .filter_map(|a| {
-                                use iosleuth::report::perfetto::proto::debug_annotation::{
+                                use iosleuth::testing::proto::debug_annotation::{
                                     NameField, Value,
                                 };
                                 match (&a.name_field, &a.value) {

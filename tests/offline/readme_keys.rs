@@ -23,8 +23,5 @@ fn the_readme_key_table_is_what_json_prints() {
     let rep = json_report(&["tests/fixtures/fsync-4k.cap"], &[]);
     let printed: BTreeSet<String> = rep.as_object().unwrap().keys().cloned().collect();
     assert_eq!(documented, printed);
-    assert_eq!(
-        rep["schema_version"],
-        iosleuth::report::json::SCHEMA_VERSION
-    );
+    assert_eq!(rep["schema_version"], iosleuth::testing::SCHEMA_VERSION);
 }

@@ -1,7 +1,7 @@
 //! The trace text quoted in the seed cases parses into the right events.
 
-use iosleuth::ingest::open_file;
-use iosleuth::model::{Action, BlockEvent, Dev, Event, Extra, Rwbs};
+use iosleuth::testing::open_file;
+use iosleuth::testing::{Action, BlockEvent, Dev, Event, Extra, Rwbs};
 use std::path::Path;
 
 fn events(name: &str) -> (Vec<Event>, u64) {

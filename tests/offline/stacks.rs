@@ -611,7 +611,7 @@ fn user_frames_are_named_from_the_binaries_that_ran() {
         .iter()
         .find(|(p, _)| p.ends_with("/libc.so.6"))
         .expect("libc in build-ids.json");
-    let here: Option<String> = iosleuth::capture::build_ids::build_id(libc.as_ref())
+    let here: Option<String> = iosleuth::testing::build_id(libc.as_ref())
         .map(|b| b.iter().map(|b| format!("{b:02x}")).collect());
     let glibc = "clock_gettime@@GLIBC_2.17";
     if here.as_ref() == Some(id) {

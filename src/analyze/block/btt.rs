@@ -211,10 +211,6 @@ fn setup<'a>(
 }
 
 impl Btt {
-    pub fn new() -> Btt {
-        Btt::default()
-    }
-
     pub fn add(&mut self, e: &BlockEvent) {
         if e.passthrough {
             return;
@@ -433,11 +429,6 @@ impl Btt {
         d.n_act_q += 1;
     }
 
-    /// Devices in btt's order of first appearance.
-    pub fn devices(&self) -> &[Dev] {
-        &self.order
-    }
-
     pub fn all(&self) -> &Intervals {
         &self.all
     }
@@ -501,7 +492,7 @@ mod tests {
 
     #[test]
     fn merged_bios_each_count_d2c_and_q2c() {
-        let mut b = Btt::new();
+        let mut b = Btt::default();
         for e in [
             ev(100, Action::Queue, 0, 8),
             ev(110, Action::GetRq, 0, 8),
@@ -531,7 +522,7 @@ mod tests {
 
     #[test]
     fn events_before_first_queue_are_culled_and_duplicates_ignored() {
-        let mut b = Btt::new();
+        let mut b = Btt::default();
         b.add(&ev(1, Action::Complete, 0, 8));
         b.add(&ev(2, Action::Queue, 0, 8));
         b.add(&ev(3, Action::Queue, 0, 8));

@@ -34,9 +34,7 @@ mod summary;
 mod touch;
 mod workload;
 
-pub use summary::{
-    add_breakdown, describe_part, Breakdown, Holder, KindTotal, Outlier, OutliersSummary, Request,
-};
+pub use summary::{add_breakdown, describe_part, Breakdown, KindTotal, Outlier, OutliersSummary};
 pub use touch::{touch_of, touch_of_block, Touch};
 pub use workload::{workload_kinds, workload_time, WorkloadTime};
 

@@ -174,11 +174,6 @@ fn same_file(path: &Path, head: &[u8]) -> Option<Backing> {
     (first == head[..n]).then(|| Backing::File(f, meta.len()))
 }
 
-/// Like `open`, for a trace.dat in memory (tests, fuzzing).
-pub fn open_bytes(path: &Path, data: Vec<u8>) -> Result<Box<dyn Source>, InputError> {
-    Ok(Box::new(TraceDatSource::new(path, Backing::Memory(data))?))
-}
-
 /// Where one CPU's pages are.
 enum Pages {
     Plain {
@@ -737,7 +732,7 @@ mod tests {
     fn not_a_trace_dat() {
         assert!(detect(b"\x17\x08\x44tracing6\0"));
         assert!(!detect(b"\x17\x08\x44trac"));
-        let e = open_bytes(Path::new("x.dat"), b"\x17\x08\x44tracing".to_vec())
+        let e = crate::ingest::open_bytes(Path::new("x.dat"), b"\x17\x08\x44tracing".to_vec())
             .err()
             .unwrap();
         assert!(e.to_string().starts_with("x.dat: "), "{e}");

@@ -1,9 +1,9 @@
 //! A private tracefs instance (`instances/iosleuth-PID-N`) that records
 //! tracepoints as text through its `trace_pipe`, without touching the
-//! top-level instance. Removed when the session ends or is dropped.
+//! top-level instance: what live tests compare iosleuth's own recordings
+//! with. Removed when the session ends or is dropped.
 
-use super::pipe::PipeReader;
-use super::tracefs::{CaptureError, Tracefs};
+use iosleuth::testing::{remove_instance, unique_name, CaptureError, PipeReader, Tracefs};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -25,7 +25,7 @@ impl InstanceSession {
         output: &Path,
     ) -> Result<InstanceSession, CaptureError> {
         let tracefs = Tracefs::open()?;
-        let dir = tracefs.path(&format!("instances/iosleuth-{}", super::unique_name()));
+        let dir = tracefs.path(&format!("instances/iosleuth-{}", unique_name()));
         std::fs::create_dir(&dir)
             .map_err(|e| CaptureError(format!("cannot create {}: {e}", dir.display())))?;
         let mut s = InstanceSession {
@@ -78,7 +78,7 @@ impl InstanceSession {
             None => 0,
         };
         self.lost = lost_per_cpu(&self.dir);
-        super::journal::remove_instance(&self.dir)
+        remove_instance(&self.dir)
             .map_err(|e| CaptureError(format!("cannot remove {}: {e}", self.dir.display())))?;
         Ok(n)
     }
