@@ -66,7 +66,7 @@ impl RamDir {
             )
         };
         if rc != 0 {
-            return Err(CaptureError(format!(
+            return Err(CaptureError::Unusable(format!(
                 "cannot mount a tmpfs on {} for the lab's disk: {}",
                 dir.display(),
                 std::io::Error::last_os_error()
@@ -95,7 +95,17 @@ impl LoopDevice {
     /// Creates a sparse file of `size_mb` in a fresh directory (named
     /// `iosleuth-…` so leftovers are recognisable) and attaches it.
     pub fn create(size_mb: u64, direct_io: bool) -> Result<LoopDevice, CaptureError> {
-        Self::create_with(size_mb, direct_io, None)
+        let chosen = std::env::var_os("IOSLEUTH_LAB_DIR").map(PathBuf::from);
+        Self::create_with(size_mb, direct_io, None, chosen)
+    }
+
+    /// A device whose file is in `dir` (on that file system, not in RAM).
+    pub fn create_in(
+        dir: &Path,
+        size_mb: u64,
+        direct_io: bool,
+    ) -> Result<LoopDevice, CaptureError> {
+        Self::create_with(size_mb, direct_io, None, Some(dir.to_path_buf()))
     }
 
     /// A device whose every Nth write stalls (see `slowdisk`): its file is
@@ -104,15 +114,17 @@ impl LoopDevice {
         size_mb: u64,
         stall: super::slowdisk::Stall,
     ) -> Result<LoopDevice, CaptureError> {
-        Self::create_with(size_mb, false, Some(stall))
+        let chosen = std::env::var_os("IOSLEUTH_LAB_DIR").map(PathBuf::from);
+        Self::create_with(size_mb, false, Some(stall), chosen)
     }
 
+    /// `chosen`: the directory for the file; None puts it in a tmpfs.
     fn create_with(
         size_mb: u64,
         direct_io: bool,
         stall: Option<super::slowdisk::Stall>,
+        chosen: Option<PathBuf>,
     ) -> Result<LoopDevice, CaptureError> {
-        let chosen = std::env::var_os("IOSLEUTH_LAB_DIR").map(PathBuf::from);
         let base = chosen.clone().unwrap_or_else(|| PathBuf::from("/var/tmp"));
         let dir = base.join(format!("iosleuth-lab-{}", crate::capture::unique_name()));
         std::fs::create_dir_all(&dir)?;
@@ -145,11 +157,13 @@ impl LoopDevice {
             ))
             .arg(&image)
             .output()
-            .map_err(|e| CaptureError(format!("cannot run losetup (package util-linux): {e}")))?;
+            .map_err(|e| {
+                CaptureError::Unusable(format!("cannot run losetup (package util-linux): {e}"))
+            })?;
         if !out.status.success() {
             drop(slow);
             return Err(gone(
-                CaptureError(format!(
+                CaptureError::Unusable(format!(
                     "losetup failed: {} (loop devices need root and the loop module)",
                     String::from_utf8_lossy(&out.stderr).trim()
                 )),

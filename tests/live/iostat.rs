@@ -64,11 +64,11 @@ fn iostat_columns_agree_with_sysstat() {
     let dir = tempdir();
     // On the machine's disk, not the lab's tmpfs: a device in RAM runs
     // reads faster than the tracepoint instance's text is drained, and the
-    // counts compared here are of every request.
-    // SAFETY: this test binary runs one test; nothing reads the environment
-    // concurrently.
-    unsafe { std::env::set_var("IOSLEUTH_LAB_DIR", "/var/tmp") };
-    let mut disk = LoopDevice::create(256, true).expect("loop device");
+    // counts compared here are of every request. (Not through
+    // IOSLEUTH_LAB_DIR: the environment is the whole test binary's, and
+    // would put every later lab's disks on the machine's disk too.)
+    let mut disk =
+        LoopDevice::create_in(std::path::Path::new("/var/tmp"), 256, true).expect("loop device");
     disk.set_queue("scheduler", "mq-deadline").unwrap();
     disk.set_queue("nomerges", "0").unwrap();
     run(Command::new("dd")
