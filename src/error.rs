@@ -133,6 +133,18 @@ impl From<crate::ingest::InputError> for Error {
     }
 }
 
+/// A recording's error keeps its class: what the machine or the options
+/// cannot do is exit 2, a failure while recording exit 1.
+impl From<crate::capture::tracefs::CaptureError> for Error {
+    fn from(e: crate::capture::tracefs::CaptureError) -> Self {
+        use crate::capture::tracefs::CaptureError;
+        match e {
+            CaptureError::Unusable(m) => Error::bad_input(m),
+            CaptureError::Failed(m) => Error::failed(m),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,6 +163,15 @@ mod tests {
         assert_eq!(Error::from(pipe).exit_code(), 0);
         assert!(Error::from(io::Error::from(io::ErrorKind::BrokenPipe)).is_quiet());
         assert_eq!(Error::from(io::Error::other("disk full")).exit_code(), 1);
+    }
+
+    #[test]
+    fn a_recording_that_fails_writing_exits_1_and_one_the_machine_cannot_do_2() {
+        use crate::capture::tracefs::CaptureError;
+        let full = io::Error::from_raw_os_error(libc::ENOSPC);
+        assert_eq!(Error::from(CaptureError::from(full)).exit_code(), 1);
+        let root = CaptureError::Unusable("tracing needs root".into());
+        assert_eq!(Error::from(root).exit_code(), 2);
     }
 
     #[test]

@@ -279,12 +279,12 @@ fn recorded_functions(paths: &[PathBuf]) -> Vec<String> {
         let Ok(text) = ingest::files::read_small(&p.join(MANIFEST), 1 << 20) else {
             continue;
         };
-        let Ok(m) = serde_json::from_str::<serde_json::Value>(&text) else {
+        let Ok(m) = crate::model::manifest::Manifest::parse(&text) else {
             continue;
         };
-        for f in m["functions"].as_array().into_iter().flatten() {
-            if let Some(f) = f.as_str().filter(|f| !out.iter().any(|o| o == f)) {
-                out.push(f.to_string());
+        for f in m.functions {
+            if !out.contains(&f) {
+                out.push(f);
             }
         }
     }

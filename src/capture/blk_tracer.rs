@@ -63,7 +63,7 @@ impl BlkTracerSession {
             .split_whitespace()
             .any(|x| x == "blk")
         {
-            return Err(CaptureError(
+            return Err(CaptureError::Unusable(
                 "the kernel has no `blk` tracer (it needs CONFIG_BLK_DEV_IO_TRACE)".into(),
             ));
         }
@@ -98,7 +98,7 @@ impl BlkTracerSession {
         for d in &opts.devices {
             let trace_dir = Path::new("/sys/block").join(d).join("trace");
             if !trace_dir.exists() {
-                return Err(CaptureError(format!(
+                return Err(CaptureError::Unusable(format!(
                     "no such block device to trace: {d} ({} is missing)",
                     trace_dir.display()
                 )));
@@ -118,8 +118,9 @@ impl BlkTracerSession {
         )?);
         std::fs::write(t("trace"), "")?;
 
-        let out = File::create(output)
-            .map_err(|e| CaptureError(format!("cannot create {}: {e}", output.display())))?;
+        let out = File::create(output).map_err(|e| {
+            CaptureError::Failed(format!("cannot create {}: {e}", output.display()))
+        })?;
         let reader = PipeReader::spawn(&t("trace_pipe"), out)?;
         knobs.push(Knob::set_recorded(t("tracing_on"), "1", &mut journal)?);
         knobs.reverse();
@@ -149,7 +150,7 @@ impl BlkTracerSession {
             self.knobs.remove(0).restore()?;
         }
         let written = self.reader.finish().map_err(|e| {
-            CaptureError(format!(
+            CaptureError::Failed(format!(
                 "reading trace_pipe into {}: {e}",
                 self.output.display()
             ))

@@ -12,6 +12,7 @@ use super::tracefs::{CaptureError, Tracefs};
 use crate::model::capture_layout::{
     self as layout, EVENT_FORMATS, HEADER_EVENT, HEADER_PAGE, MANIFEST, SNAPSHOT,
 };
+use crate::model::manifest::{Manifest, Samples};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -219,19 +220,20 @@ pub struct Recorder {
 
 fn write(p: &Path, v: &str) -> Result<(), CaptureError> {
     std::fs::write(p, v)
-        .map_err(|e| CaptureError(format!("cannot write {v:?} to {}: {e}", p.display())))
+        .map_err(|e| CaptureError::Unusable(format!("cannot write {v:?} to {}: {e}", p.display())))
 }
 
 impl Recorder {
     pub fn start(opts: &RecordOptions, out: &Path) -> Result<Recorder, CaptureError> {
         let tracefs = Tracefs::open()?;
         std::fs::create_dir_all(out.join(EVENT_FORMATS))
-            .map_err(|e| CaptureError(format!("cannot create {}: {e}", out.display())))?;
+            .map_err(|e| CaptureError::Failed(format!("cannot create {}: {e}", out.display())))?;
         let instance = tracefs.path(&format!("instances/iosleuth-{}", super::unique_name()));
         let mut journal = Journal::new();
         journal.record_instance(&instance);
-        std::fs::create_dir(&instance)
-            .map_err(|e| CaptureError(format!("cannot create {}: {e}", instance.display())))?;
+        std::fs::create_dir(&instance).map_err(|e| {
+            CaptureError::Unusable(format!("cannot create {}: {e}", instance.display()))
+        })?;
         let mut r = Recorder {
             instance,
             out: out.to_path_buf(),
@@ -258,7 +260,7 @@ impl Recorder {
             ("events/header_event", HEADER_EVENT),
         ] {
             std::fs::copy(r.tracefs.path(src), out.join(dst))
-                .map_err(|e| CaptureError(format!("cannot copy {src}: {e}")))?;
+                .map_err(|e| CaptureError::Unusable(format!("cannot copy {src}: {e}")))?;
         }
         for ev in &opts.events {
             let dir = i.join("events").join(ev);
@@ -274,7 +276,7 @@ impl Recorder {
         }
         r.stack_trigger_and_internal_formats(opts.off_cpu_stacks)?;
         if r.enabled.is_empty() {
-            return Err(CaptureError(
+            return Err(CaptureError::Unusable(
                 "none of the requested events exists on this kernel".into(),
             ));
         }
@@ -313,7 +315,7 @@ impl Recorder {
                 super::sampler::write_vdso(&mut File::create(dir.join(layout::VDSO))?).map(drop)
             };
             start_maps(&dir).map_err(|e| {
-                CaptureError(format!("writing the running processes' mappings: {e}"))
+                CaptureError::Unusable(format!("writing the running processes' mappings: {e}"))
             })?;
             r.sampler = Some((freq, sampler));
         }
@@ -401,58 +403,57 @@ impl Recorder {
         let samples = self.sampler.take().map(|(freq, s)| {
             let lost = s.lost.clone();
             let written = s.stop();
-            serde_json::json!({
-                "freq_hz": freq,
-                "sample_type": crate::model::perf_record::SAMPLE_TYPE,
-                "bytes": written.as_ref().ok(),
-                "error": written.as_ref().err().map(|e| e.to_string()),
-                "lost": lost.load(std::sync::atomic::Ordering::Relaxed),
-                "user_frames": true,
-            })
+            Samples {
+                freq_hz: freq,
+                sample_type: crate::model::perf_record::SAMPLE_TYPE,
+                bytes: written.as_ref().ok().copied(),
+                error: written.as_ref().err().map(|e| e.to_string()),
+                lost: lost.load(std::sync::atomic::Ordering::Relaxed),
+                user_frames: true,
+            }
         });
         let mut bytes = 0;
         let mut result = Ok(());
         for (_, r) in &mut self.readers {
             match r.finish() {
                 Ok(n) => bytes += n,
-                Err(e) => result = Err(CaptureError(format!("reading trace_pipe_raw: {e}"))),
+                Err(e) => {
+                    result = Err(CaptureError::Failed(format!("reading trace_pipe_raw: {e}")))
+                }
             }
         }
         // Ring-buffer losses, per CPU, before the instance goes away.
-        let mut stats = serde_json::Map::new();
+        let mut stats = std::collections::BTreeMap::new();
         for (cpu, _) in &self.readers {
             if let Ok(t) =
                 std::fs::read_to_string(self.instance.join(format!("per_cpu/cpu{cpu}/stats")))
             {
-                let mut m = serde_json::Map::new();
-                for line in t.lines() {
-                    if let Some((k, v)) = line.split_once(':') {
-                        if let Ok(n) = v.trim().parse::<f64>() {
-                            m.insert(k.trim().to_string(), serde_json::json!(n));
-                        }
-                    }
-                }
-                stats.insert(cpu.to_string(), serde_json::Value::Object(m));
+                let counters = t
+                    .lines()
+                    .filter_map(|line| {
+                        let (k, v) = line.split_once(':')?;
+                        Some((k.trim().to_string(), v.trim().parse::<f64>().ok()?))
+                    })
+                    .collect();
+                stats.insert(cpu.to_string(), counters);
             }
         }
         let removed = remove_instance(&self.instance);
         if removed.is_ok() {
             self.journal.close();
         }
-        let manifest = serde_json::json!({
-            "format": layout::FORMAT,
-            "version": layout::VERSION,
-            "page_size": page_size(),
-            "clock": self.clock,
-            "cpus": self.readers.iter().map(|(c, _)| c).collect::<Vec<_>>(),
-            "events": self.enabled,
-            "missing_events": self.missing,
-            "triggers": self.triggers,
-            "functions": self.functions,
-            "samples": samples,
-            "recorder_tids": self.own_tids,
-            "ring_buffer_stats": stats,
-        });
+        let manifest = Manifest {
+            page_size: Some(page_size() as u64),
+            cpus: self.readers.iter().map(|(c, _)| *c).collect(),
+            events: self.enabled.iter().map(|e| e.to_string()).collect(),
+            missing_events: self.missing.iter().map(|e| e.to_string()).collect(),
+            triggers: self.triggers.clone(),
+            functions: self.functions.clone(),
+            samples: samples.clone(),
+            recorder_tids: self.own_tids.clone(),
+            ring_buffer_stats: stats,
+            ..Manifest::new(&self.clock)
+        };
         let snapshot = super::snapshot::document(
             std::mem::take(&mut self.snapshot_before),
             std::mem::take(&mut self.workload),
@@ -461,10 +462,7 @@ impl Recorder {
             self.out.join(SNAPSHOT),
             serde_json::to_string_pretty(&snapshot).unwrap_or_default(),
         )?;
-        std::fs::write(
-            self.out.join(MANIFEST),
-            serde_json::to_string_pretty(&manifest).unwrap_or_default(),
-        )?;
+        std::fs::write(self.out.join(MANIFEST), manifest.to_json())?;
         if self.enabled.iter().any(|e| e.starts_with("workqueue"))
             || !self.triggers.is_empty()
             || samples.is_some()
@@ -477,8 +475,9 @@ impl Recorder {
             // And user frames by the binaries that ran, which may change.
             let _ = super::build_ids::write_for_capture(&self.out);
         }
-        removed
-            .map_err(|e| CaptureError(format!("cannot remove {}: {e}", self.instance.display())))?;
+        removed.map_err(|e| {
+            CaptureError::Failed(format!("cannot remove {}: {e}", self.instance.display()))
+        })?;
         result.map(|_| bytes)
     }
 }

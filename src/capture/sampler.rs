@@ -180,7 +180,7 @@ impl Sampler {
             } as libc::c_int;
             if fd < 0 {
                 let e = std::io::Error::last_os_error();
-                return Err(CaptureError(format!(
+                return Err(CaptureError::Unusable(format!(
                     "perf_event_open (CPU clock sampling) on CPU {cpu}: {e} (needs root, or kernel.perf_event_paranoid <= 0)"
                 )));
             }
@@ -199,14 +199,14 @@ impl Sampler {
             if map == libc::MAP_FAILED {
                 let e = std::io::Error::last_os_error();
                 unsafe { libc::close(fd) };
-                return Err(CaptureError(format!(
+                return Err(CaptureError::Unusable(format!(
                     "mmap of the sampling buffer of CPU {cpu}: {e}"
                 )));
             }
             let c = Arc::new(CpuSampler { fd, map, map_len });
             s.cpus.push((cpu, c.clone()));
-            let file =
-                out(cpu).map_err(|e| CaptureError(format!("samples file of CPU {cpu}: {e}")))?;
+            let file = out(cpu)
+                .map_err(|e| CaptureError::Unusable(format!("samples file of CPU {cpu}: {e}")))?;
             let (stop, lost) = (s.stop.clone(), s.lost.clone());
             s.threads.push(std::thread::spawn(move || {
                 drain(&c, file, &stop, &lost, page)

@@ -7,21 +7,40 @@ use std::path::{Path, PathBuf};
 
 pub const DEFAULT_ROOT: &str = "/sys/kernel/tracing";
 
-/// An error that says what is missing and how to get it.
+/// Why a recording could not start or did not finish, and so how iosleuth
+/// exits (error.rs).
 #[derive(Debug)]
-pub struct CaptureError(pub String);
+pub enum CaptureError {
+    /// This machine or these options cannot record it: permissions, a
+    /// kernel feature or event it lacks, a device that is not there. Says
+    /// what is missing and how to get it; exits 2, as unusable input.
+    Unusable(String),
+    /// Recording failed while it ran or was written: a full disk, a
+    /// kernel buffer that could not be read. Names the file; exits 1.
+    Failed(String),
+}
+
+impl CaptureError {
+    pub fn message(&self) -> &str {
+        match self {
+            CaptureError::Unusable(m) | CaptureError::Failed(m) => m,
+        }
+    }
+}
 
 impl std::fmt::Display for CaptureError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.message())
     }
 }
 
 impl std::error::Error for CaptureError {}
 
+/// An I/O error without its file: a failure, never "unusable input" (a
+/// full disk while recording is not the user's doing).
 impl From<io::Error> for CaptureError {
     fn from(e: io::Error) -> Self {
-        CaptureError(e.to_string())
+        CaptureError::Failed(e.to_string())
     }
 }
 
@@ -90,7 +109,7 @@ impl Tracefs {
             return Ok(Tracefs { root, users });
         }
         if unsafe { libc::geteuid() } != 0 {
-            return Err(CaptureError(
+            return Err(CaptureError::Unusable(
                 "tracing needs root: tracefs is not mounted and only root can mount it (run with sudo)".into(),
             ));
         }
@@ -107,7 +126,7 @@ impl Tracefs {
                 root: find_mounted().unwrap_or(root),
                 users,
             }),
-            _ => Err(CaptureError(format!(
+            _ => Err(CaptureError::Unusable(format!(
                 "tracefs is not available: mounting it at {DEFAULT_ROOT} failed (the kernel needs CONFIG_FTRACE; try `mount -t tracefs nodev {DEFAULT_ROOT}`)"
             ))),
         }
@@ -186,10 +205,10 @@ impl Knob {
     pub fn set(path: impl Into<PathBuf>, value: &str) -> Result<Knob, CaptureError> {
         let path = path.into();
         let raw = fs::read_to_string(&path)
-            .map_err(|e| CaptureError(format!("cannot read {}: {e}", path.display())))?;
+            .map_err(|e| CaptureError::Unusable(format!("cannot read {}: {e}", path.display())))?;
         let old = current_value(&raw);
         fs::write(&path, value).map_err(|e| {
-            CaptureError(format!("cannot write {value:?} to {}: {e}", path.display()))
+            CaptureError::Unusable(format!("cannot write {value:?} to {}: {e}", path.display()))
         })?;
         Ok(Knob {
             path,
@@ -206,7 +225,7 @@ impl Knob {
     ) -> Result<Knob, CaptureError> {
         let path = path.into();
         let raw = fs::read_to_string(&path)
-            .map_err(|e| CaptureError(format!("cannot read {}: {e}", path.display())))?;
+            .map_err(|e| CaptureError::Unusable(format!("cannot read {}: {e}", path.display())))?;
         journal.record_knob(&path, &current_value(&raw));
         Knob::set(path, value)
     }
@@ -247,7 +266,7 @@ impl GlobalLock {
         locked(Self::FILE, libc::LOCK_EX)
             .map(|f| GlobalLock { _file: f })
             .ok_or_else(|| {
-                CaptureError(format!(
+                CaptureError::Unusable(format!(
                     "cannot lock {}",
                     state_dir().join(Self::FILE).display()
                 ))

@@ -159,7 +159,7 @@ fn record_capture(output: &Path, args: &RecordArgs) -> Result<i32> {
         sample_freq: args.stacks.then_some(args.freq),
         functions: args.functions.clone(),
     };
-    let mut rec = Recorder::start(&opts, output).map_err(|e| Error::bad_input(e.0))?;
+    let mut rec = Recorder::start(&opts, output)?;
     if !rec.missing.is_empty() {
         eprintln!(
             "iosleuth: this kernel lacks {} of the requested events; skipped: {}",
@@ -182,7 +182,7 @@ fn record_capture(output: &Path, args: &RecordArgs) -> Result<i32> {
     if let Some(s) = sample {
         rec.set_workload(s);
     }
-    let bytes = rec.stop().map_err(|e| Error::failed(e.0))?;
+    let bytes = rec.stop().map_err(|e| Error::failed(e.message()))?;
     eprintln!(
         "iosleuth: wrote {bytes} bytes of trace to {}",
         output.display()
@@ -197,7 +197,7 @@ fn plan_functions(functions: &[String]) -> Result<(Vec<&'static str>, bool)> {
     if functions.is_empty() {
         return Ok((Vec::new(), false));
     }
-    let tracefs = Tracefs::open().map_err(|e| Error::bad_input(e.0))?;
+    let tracefs = Tracefs::open()?;
     let kallsyms = std::fs::read_to_string("/proc/kallsyms")
         .map_err(|e| Error::bad_input(format!("--func: cannot read /proc/kallsyms: {e}")))?;
     let (mut events, mut blocked) = (Vec::new(), false);
@@ -250,8 +250,7 @@ fn record_blk(output: &Path, args: &RecordArgs) -> Result<i32> {
         buffer_kb: args.buffer_kb,
         ..Default::default()
     };
-    let session =
-        BlkTracerSession::start(&opts, staged.path()).map_err(|e| Error::bad_input(e.0))?;
+    let session = BlkTracerSession::start(&opts, staged.path())?;
     let mut sample = serde_json::Value::Null;
     let w = Workload {
         command: &args.command,
@@ -272,7 +271,7 @@ fn record_blk(output: &Path, args: &RecordArgs) -> Result<i32> {
         super::warn(&e.to_string());
     }
     placed?;
-    let bytes = stopped.map_err(|e| Error::failed(e.0))?;
+    let bytes = stopped.map_err(|e| Error::failed(e.message()))?;
     eprintln!(
         "iosleuth: wrote {bytes} bytes to {} (settings in {})",
         output.display(),

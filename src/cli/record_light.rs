@@ -5,8 +5,9 @@ use crate::capture::light::{LightOptions, LightSession};
 use crate::capture::snapshot;
 use crate::capture::workload::{self, Workload};
 use crate::error::{Error, Result};
-use crate::model::capture_layout::{FORMAT, MANIFEST, SNAPSHOT, VERSION};
+use crate::model::capture_layout::{MANIFEST, SNAPSHOT};
 use crate::model::light::{LIGHT, MODE};
+use crate::model::manifest::Manifest;
 use std::path::Path;
 
 pub fn record(
@@ -31,7 +32,7 @@ pub fn record(
         .map_err(|e| Error::bad_input(format!("cannot create {}: {e}", output.display())))?;
     workload::install_signal_handlers();
     let before = snapshot::take();
-    let session = LightSession::start(opts, output).map_err(|e| Error::bad_input(e.0))?;
+    let session = LightSession::start(opts, output)?;
     let mut sample = serde_json::Value::Null;
     let w = Workload {
         command,
@@ -41,7 +42,7 @@ pub fn record(
     let status = workload::run(&w, &mut |pid| sample = snapshot::workload(pid), &|_| {
         String::new()
     });
-    let doc = session.stop().map_err(|e| Error::failed(e.0))?;
+    let doc = session.stop().map_err(|e| Error::failed(e.message()))?;
     let write = |name: &str, value: &serde_json::Value| {
         std::fs::write(
             output.join(name),
@@ -51,16 +52,17 @@ pub fn record(
     };
     write(SNAPSHOT, &snapshot::document(before, sample))?;
     write(LIGHT, &serde_json::to_value(&doc).unwrap_or_default())?;
-    write(
-        MANIFEST,
-        &serde_json::json!({
-            "format": FORMAT,
-            "version": VERSION,
-            "mode": MODE,
-            "attach": doc.attach,
-            "clock": "mono",
-        }),
-    )?;
+    let manifest = Manifest {
+        mode: Some(MODE.into()),
+        attach: Some(doc.attach.clone()),
+        ..Manifest::new("mono")
+    };
+    std::fs::write(output.join(MANIFEST), manifest.to_json()).map_err(|e| {
+        Error::failed(format!(
+            "cannot write {}: {e}",
+            output.join(MANIFEST).display()
+        ))
+    })?;
     let (ios, slow): (u64, u64) = doc.devices.iter().fold((0, 0), |(i, s), d| {
         (
             i + d.ops.values().map(|o| o.ios).sum::<u64>(),

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::model::capture_layout::{self as layout, ADDRESS_FIELDS, MANIFEST, SYMBOLS};
+use crate::model::manifest::Manifest;
 
 static RECORDER_SELF: std::sync::LazyLock<Arc<str>> =
     std::sync::LazyLock::new(|| "iosleuth:recorder_itself".into());
@@ -355,56 +356,6 @@ pub(super) fn load_formats(dir: &Path) -> Result<(Vec<EventFormat>, PageHeader),
     Ok((formats, page))
 }
 
-/// Checks the manifest's format, version and page size; returns the page
-/// size (4096 when the manifest does not say).
-fn check_manifest(path: &Path, m: &serde_json::Value) -> Result<usize, InputError> {
-    if !m.is_object() {
-        return Err(InputError::new(
-            path,
-            "not a capture manifest: not a JSON object",
-        ));
-    }
-    let known = format!(
-        "this iosleuth reads \"{}\" version {}",
-        layout::FORMAT,
-        layout::VERSION
-    );
-    match m.get("format") {
-        None => {}
-        Some(serde_json::Value::String(f)) if f == layout::FORMAT => {}
-        Some(other) => {
-            return Err(InputError::new(
-                path,
-                format!("format {other} is not an iosleuth capture's ({known})"),
-            ))
-        }
-    }
-    match m.get("version") {
-        None => {}
-        Some(v) if v.as_u64() == Some(layout::VERSION) => {}
-        Some(other) => {
-            return Err(InputError::new(
-                path,
-                format!("capture format version {other} is not supported ({known})"),
-            ))
-        }
-    }
-    match m.get("page_size") {
-        None => Ok(4096),
-        Some(v) => match v.as_u64() {
-            Some(n) if n.is_power_of_two() && layout::PAGE_SIZES.contains(&n) => Ok(n as usize),
-            _ => Err(InputError::new(
-                path,
-                format!(
-                    "page_size {v} is not a ring-buffer page size (a power of two from {} to {})",
-                    layout::PAGE_SIZES.start(),
-                    layout::PAGE_SIZES.end()
-                ),
-            )),
-        },
-    }
-}
-
 /// The header page must fit in a page: the commit word (4 or 8 bytes)
 /// before the data, the data starting inside the page.
 fn check_page_header(dir: &Path, page: PageHeader, page_size: usize) -> Result<(), InputError> {
@@ -473,20 +424,18 @@ fn per_cpu_files(
 
 fn cpu_files(
     dir: &Path,
-    manifest: &serde_json::Value,
+    manifest: &Manifest,
     notes: &mut Vec<String>,
 ) -> Result<Vec<(u32, PathBuf)>, InputError> {
     let cpus = per_cpu_files(dir, layout::cpu_of_file)
         .map_err(|e| InputError::new(dir, format!("cannot list: {e}")))?;
     // CPUs the manifest lists whose file is not there at all.
-    if let Some(listed) = manifest["cpus"].as_array() {
-        for cpu in listed.iter().filter_map(|c| c.as_u64()) {
-            if !cpus.iter().any(|(c, _)| u64::from(*c) == cpu) {
-                notes.push(format!(
-                    "{}: missing, although the manifest lists CPU {cpu}: that CPU's events are not in this report",
-                    dir.join(format!("cpu{cpu}.raw")).display()
-                ));
-            }
+    for &cpu in &manifest.cpus {
+        if !cpus.iter().any(|(c, _)| *c == cpu) {
+            notes.push(format!(
+                "{}: missing, although the manifest lists CPU {cpu}: that CPU's events are not in this report",
+                dir.join(layout::cpu_file(cpu)).display()
+            ));
         }
     }
     Ok(cpus)
@@ -498,25 +447,17 @@ fn cpu_files(
 /// missing); no readable file at all is an error.
 pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
     let manifest_path = dir.join(MANIFEST);
-    let manifest: serde_json::Value = serde_json::from_str(&read_capture_file(&manifest_path)?)
-        .map_err(|e| InputError::new(&manifest_path, format!("not a capture manifest: {e}")))?;
-    if manifest["mode"].as_str() == Some(crate::model::light::MODE) {
+    let manifest = Manifest::parse(&read_capture_file(&manifest_path)?)
+        .map_err(|e| InputError::new(&manifest_path, e))?;
+    if manifest.mode.as_deref() == Some(crate::model::light::MODE) {
         return super::light::open(dir);
     }
-    let page_size = check_manifest(&manifest_path, &manifest)?;
+    let page_size = manifest.page_size();
     let (formats, page) = load_formats(dir)?;
     check_page_header(dir, page, page_size)?;
     let mut notes = Vec::new();
     let mut decoder = Decoder::new(&formats, page);
-    decoder.skip_tids = manifest["recorder_tids"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_u64())
-                .map(|v| v as u32)
-                .collect()
-        })
-        .unwrap_or_default();
+    decoder.skip_tids = manifest.recorder_tids.iter().copied().collect();
     decoder.symbols = load_symbols(dir, &mut notes);
     notes.extend(stacks_without_symbols(dir, &manifest, &decoder));
     let decoder = Arc::new(decoder);
@@ -541,8 +482,7 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
         };
         // The kernel's own per-CPU counters, read when recording stopped:
         // the authoritative count of events lost on this CPU.
-        let counters = &manifest["ring_buffer_stats"][cpu.to_string()];
-        let count = |k: &str| counters[k].as_f64().unwrap_or(0.0) as u64;
+        let count = |k: &str| manifest.cpu_stat(cpu, k);
         let lost = count("overrun").saturating_add(count("dropped events"));
         let handed_out = count("read events");
         if meta.len() == 0 && handed_out > 0 {
@@ -592,15 +532,8 @@ pub fn open_capture(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
 
 /// Stacks are addresses in the ring buffer and the samples: without the
 /// capture's symbols every frame is [unknown]; say so.
-fn stacks_without_symbols(
-    dir: &Path,
-    manifest: &serde_json::Value,
-    decoder: &Decoder,
-) -> Option<String> {
-    let has_stacks = manifest["triggers"]
-        .as_array()
-        .is_some_and(|t| !t.is_empty())
-        || manifest["samples"].is_object();
+fn stacks_without_symbols(dir: &Path, manifest: &Manifest, decoder: &Decoder) -> Option<String> {
+    let has_stacks = !manifest.triggers.is_empty() || manifest.samples.is_some();
     (has_stacks && decoder.symbols.is_empty() && !dir.join(SYMBOLS).exists()).then(|| {
         format!(
             "{}: the capture holds kernel stacks but no {SYMBOLS}: their frames are shown as [unknown] (the recorder could not read /proc/kallsyms, or the file was removed)",
@@ -613,7 +546,7 @@ fn stacks_without_symbols(
 /// manifest says they hold what the decoder reads.
 fn sample_sources(
     dir: &Path,
-    manifest: &serde_json::Value,
+    manifest: &Manifest,
     decoder: &Arc<Decoder>,
     window: usize,
     notes: &mut Vec<String>,
@@ -624,7 +557,7 @@ fn sample_sources(
     if files.is_empty() {
         return Vec::new();
     }
-    let sample_type = manifest["samples"]["sample_type"].as_u64();
+    let sample_type = manifest.samples.as_ref().map(|s| s.sample_type);
     if sample_type != Some(SAMPLE_TYPE) {
         notes.push(format!(
             "{}: on-CPU samples of an unknown layout (sample_type {sample_type:?}, this iosleuth reads {SAMPLE_TYPE}) were skipped",
@@ -632,7 +565,7 @@ fn sample_sources(
         ));
         return Vec::new();
     }
-    let user_space = (manifest["samples"]["user_frames"] == true)
+    let user_space = (manifest.samples.as_ref().is_some_and(|s| s.user_frames))
         .then(|| Arc::new(user_space(dir, &files, notes)));
     if let Some(u) = &user_space {
         notes.extend(u.maps.warning(dir));

@@ -18,12 +18,12 @@ pub(super) fn data_file(path: &Path, mb: u64) -> Result<(), CaptureError> {
         .arg(format!("of={}", path.display()))
         .args(["bs=1M", &format!("count={mb}"), "conv=fsync", "status=none"])
         .status()
-        .map_err(|e| CaptureError(format!("cannot run dd: {e}")))?
+        .map_err(|e| CaptureError::Unusable(format!("cannot run dd: {e}")))?
         .success();
     if ok {
         Ok(())
     } else {
-        Err(CaptureError(format!(
+        Err(CaptureError::Unusable(format!(
             "dd could not write {}",
             path.display()
         )))
@@ -96,7 +96,7 @@ impl DirtyLimit {
         let read = |k: &str| {
             std::fs::read_to_string(vm(k))
                 .map(|s| s.trim().to_string())
-                .map_err(|e| CaptureError(format!("cannot read {}: {e}", vm(k))))
+                .map_err(|e| CaptureError::Unusable(format!("cannot read {}: {e}", vm(k))))
         };
         let mut saved = Vec::new();
         for (bytes_key, ratio_key) in [
@@ -116,7 +116,7 @@ impl DirtyLimit {
             ("dirty_background_bytes", background_bytes),
         ] {
             std::fs::write(vm(k), v.to_string())
-                .map_err(|e| CaptureError(format!("cannot write {}: {e}", vm(k))))?;
+                .map_err(|e| CaptureError::Unusable(format!("cannot write {}: {e}", vm(k))))?;
         }
         Ok(guard)
     }
@@ -215,12 +215,12 @@ pub fn cgroup(lab: &Lab) -> Result<(), CaptureError> {
     let dev = fs
         .disk
         .dev()
-        .ok_or_else(|| CaptureError("the lab disk has no device number".into()))?;
+        .ok_or_else(|| CaptureError::Unusable("the lab disk has no device number".into()))?;
     let events = "block,syscalls,workqueue,sched";
     for (out, limit) in [(lab.good(), None), (lab.bad(), Some(200))] {
         let dir = Path::new(BLKIO).join(format!("iosleuth-lab-{}", crate::capture::unique_name()));
         std::fs::create_dir(&dir)
-            .map_err(|e| CaptureError(format!("cannot create {}: {e}", dir.display())))?;
+            .map_err(|e| CaptureError::Unusable(format!("cannot create {}: {e}", dir.display())))?;
         let mut cg = Cgroup {
             dir: dir.clone(),
             _limit: None,

@@ -19,11 +19,11 @@ pub struct Ext4 {
 fn run(cmd: &mut Command, what: &str) -> Result<(), CaptureError> {
     let out = cmd
         .output()
-        .map_err(|e| CaptureError(format!("cannot run {what}: {e}")))?;
+        .map_err(|e| CaptureError::Unusable(format!("cannot run {what}: {e}")))?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(CaptureError(format!(
+        Err(CaptureError::Unusable(format!(
             "{what} failed: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         )))
@@ -80,14 +80,14 @@ impl Ext4 {
                 .args(&args[1..])
                 .arg(&self.disk.path)
                 .output()
-                .map_err(|e| CaptureError(format!("cannot run {}: {e}", args[0])))?;
+                .map_err(|e| CaptureError::Unusable(format!("cannot run {}: {e}", args[0])))?;
             Ok(String::from_utf8_lossy(&o.stdout).into_owned())
         };
         let block: u64 = out(&["dumpe2fs", "-h"])?
             .lines()
             .find_map(|l| l.strip_prefix("Block size:"))
             .and_then(|v| v.trim().parse().ok())
-            .ok_or_else(|| CaptureError("dumpe2fs printed no block size".into()))?;
+            .ok_or_else(|| CaptureError::Unusable("dumpe2fs printed no block size".into()))?;
         let stat = out(&["debugfs", "-R", "stat <8>"])?;
         // `(0-4095):49153-53248`
         let (first, last) = stat
@@ -104,7 +104,7 @@ impl Ext4 {
                 None => Some((a, b)),
                 Some((x, y)) => Some((x.min(a), y.max(b))),
             })
-            .ok_or_else(|| CaptureError("debugfs printed no journal extents".into()))?;
+            .ok_or_else(|| CaptureError::Unusable("debugfs printed no journal extents".into()))?;
         Ok(first * block..(last + 1) * block)
     }
 }

@@ -89,7 +89,7 @@ fn machine_noise() -> Option<Noise> {
         .inspect_err(|e| {
             eprintln!(
                 "iosleuth: lab: cannot measure this machine's noise: {}",
-                e.0
+                e.message()
             )
         })
         .ok()
@@ -110,7 +110,7 @@ fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<Verdict> {
     let before = machine_noise();
     let attached = super::loopdev::attached_count();
     if let Err(e) = s.record(lab) {
-        eprintln!("iosleuth: lab {}: {}", s.name, e.0);
+        eprintln!("iosleuth: lab {}: {}", s.name, e.message());
         return Ok(Verdict::Not);
     }
     // The lab's own runs: their warnings are noise here.

@@ -71,7 +71,7 @@ impl Lab {
         script: &str,
     ) -> Result<(), CaptureError> {
         if (self.stop)() {
-            return Err(CaptureError("interrupted".into()));
+            return Err(CaptureError::Unusable("interrupted".into()));
         }
         let _ = std::fs::remove_dir_all(out);
         let mut record = Command::new(&self.exe);
@@ -85,13 +85,15 @@ impl Lab {
             .args(["--", "sh", "-c", script])
             .env("IOSLEUTH", &self.exe)
             .output()
-            .map_err(|e| CaptureError(format!("cannot run {}: {e}", self.exe.display())))?;
+            .map_err(|e| {
+                CaptureError::Unusable(format!("cannot run {}: {e}", self.exe.display()))
+            })?;
         // The recorder stops on the same Ctrl-C and exits 130.
         if o.status.code() == Some(130) || (self.stop)() {
-            return Err(CaptureError("interrupted".into()));
+            return Err(CaptureError::Unusable("interrupted".into()));
         }
         if !o.status.success() {
-            return Err(CaptureError(format!(
+            return Err(CaptureError::Unusable(format!(
                 "recording {} failed: {}",
                 out.display(),
                 String::from_utf8_lossy(&o.stderr).trim()

@@ -212,7 +212,7 @@ impl SlowDisk {
             MountOption::RW,
         ];
         let session = fuser::spawn_mount(fs, mnt, &cfg).map_err(|e| {
-            CaptureError(format!(
+            CaptureError::Unusable(format!(
                 "cannot mount the slow disk's FUSE file system on {}: {e} (needs root and /dev/fuse)",
                 mnt.display()
             ))

@@ -12,6 +12,7 @@ pub mod function_brackets;
 pub mod kallsyms;
 pub mod light;
 pub mod log_linear;
+pub mod manifest;
 pub mod perf_record;
 pub mod snapshot;
 

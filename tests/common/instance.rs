@@ -27,7 +27,7 @@ impl InstanceSession {
         let tracefs = Tracefs::open()?;
         let dir = tracefs.path(&format!("instances/iosleuth-{}", unique_name()));
         std::fs::create_dir(&dir)
-            .map_err(|e| CaptureError(format!("cannot create {}: {e}", dir.display())))?;
+            .map_err(|e| CaptureError::Unusable(format!("cannot create {}: {e}", dir.display())))?;
         let mut s = InstanceSession {
             dir,
             lost: Vec::new(),
@@ -36,7 +36,7 @@ impl InstanceSession {
         };
         let w = |rel: &str, v: &str| -> Result<(), CaptureError> {
             std::fs::write(s.dir.join(rel), v)
-                .map_err(|e| CaptureError(format!("cannot write {v:?} to {rel}: {e}")))
+                .map_err(|e| CaptureError::Unusable(format!("cannot write {v:?} to {rel}: {e}")))
         };
         w("tracing_on", "0")?;
         // A new instance inherits the top-level output flags: a concurrent
@@ -54,8 +54,9 @@ impl InstanceSession {
         for ev in events {
             w(&format!("events/{ev}/enable"), "1")?;
         }
-        let out = File::create(output)
-            .map_err(|e| CaptureError(format!("cannot create {}: {e}", output.display())))?;
+        let out = File::create(output).map_err(|e| {
+            CaptureError::Failed(format!("cannot create {}: {e}", output.display()))
+        })?;
         s.reader = Some(PipeReader::spawn(&s.dir.join("trace_pipe"), out)?);
         w("tracing_on", "1")?;
         Ok(s)
@@ -74,12 +75,13 @@ impl InstanceSession {
         let n = match self.reader.as_mut() {
             Some(r) => r
                 .finish()
-                .map_err(|e| CaptureError(format!("reading trace_pipe: {e}")))?,
+                .map_err(|e| CaptureError::Unusable(format!("reading trace_pipe: {e}")))?,
             None => 0,
         };
         self.lost = lost_per_cpu(&self.dir);
-        remove_instance(&self.dir)
-            .map_err(|e| CaptureError(format!("cannot remove {}: {e}", self.dir.display())))?;
+        remove_instance(&self.dir).map_err(|e| {
+            CaptureError::Unusable(format!("cannot remove {}: {e}", self.dir.display()))
+        })?;
         Ok(n)
     }
 }

@@ -127,7 +127,7 @@ pub struct LightSession {
 }
 
 fn err(what: &str) -> impl Fn(String) -> CaptureError + '_ {
-    move |e| CaptureError(format!("{what}: {e}"))
+    move |e| CaptureError::Unusable(format!("{what}: {e}"))
 }
 
 /// Why BPF cannot be used here, as the user should read it.
@@ -138,7 +138,7 @@ fn load_error(e: impl std::fmt::Display) -> CaptureError {
     } else {
         ""
     };
-    CaptureError(format!(
+    CaptureError::Unusable(format!(
         "cannot load the BPF programs of --light: {e}{hint}; the full recorder (`iosleuth record` without --light) needs only tracefs"
     ))
 }
@@ -149,7 +149,7 @@ impl LightSession {
     /// `DIR/context.bin`.
     pub fn start(opts: &LightOptions, dir: &Path) -> Result<LightSession, CaptureError> {
         let btf = Btf::from_sys_fs().map_err(|e| {
-            CaptureError(format!(
+            CaptureError::Unusable(format!(
                 "--light needs the kernel's BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF): {e}; use the full recorder (`iosleuth record` without --light)"
             ))
         })?;
@@ -198,7 +198,7 @@ impl LightSession {
                 }
                 attach_events(&mut ebpf, opts.floor)?
             }
-            Err(e) => vec![format!("every journal event ({})", e.0)],
+            Err(e) => vec![format!("every journal event ({})", e.message())],
         };
         let started_ns = super::snapshot::mono_ns();
         let poller = Poller {
@@ -257,7 +257,7 @@ impl LightSession {
             .take()
             .expect("started")
             .join()
-            .map_err(|_| CaptureError("the slow-request reader panicked".into()))??;
+            .map_err(|_| CaptureError::Failed("the slow-request reader panicked".into()))??;
         let devices = self.devices(&poller)?;
         let cpus = self.cpus()?;
         drop(self.stats.take());
@@ -438,7 +438,7 @@ fn keep_formats(tracefs: &Tracefs, dir: &Path) -> Result<(), CaptureError> {
         }
         std::fs::copy(&from, &to)
             .map(|_| ())
-            .map_err(|e| CaptureError(format!("cannot copy {}: {e}", from.display())))
+            .map_err(|e| CaptureError::Unusable(format!("cannot copy {}: {e}", from.display())))
     };
     copy(tracefs.path("events/header_page"), dir.join(HEADER_PAGE))?;
     for (system, event) in CONTEXT_EVENTS {
