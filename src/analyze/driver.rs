@@ -1,6 +1,6 @@
 //! Below the block layer: the driver's own events split a request's D2C
 //! into the time before the command reached the device, the device's
-//! time, and the completion path after it. Case 4's proof was the 269 ms
+//! time, and the completion path after it. The measured eMMC stall's proof was the 269 ms
 //! between `mmc_request_start` and `mmc_request_done` of one journal
 //! write.
 //!

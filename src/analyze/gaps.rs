@@ -1,5 +1,5 @@
 //! Gaps: the longest stretches without any event, per CPU and per thread.
-//! Case 4 found its spike this way: 184 ms of silence on CPU 0 between an
+//! The measured eMMC stall was found this way: 184 ms of silence on CPU 0 between an
 //! I/O issue and its completion. Memory: the last event of each CPU and
 //! thread, a few gaps each.
 

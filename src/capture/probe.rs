@@ -100,7 +100,7 @@ impl ProbeResult {
     }
 }
 
-/// Case 4's test program: write SIZE bytes at offset 0 and fsync, COUNT
+/// The test program of the measured eMMC stall: write SIZE bytes at offset 0 and fsync, COUNT
 /// times (or until one takes longer than `stop_above_ms`).
 pub fn fsync_loop(
     path: &Path,
@@ -141,7 +141,7 @@ pub fn fsync_loop(
     Ok(res)
 }
 
-/// Case 2's fio job: `threads` threads, each with its own file of
+/// The fio job of the measured small-journal stall: `threads` threads, each with its own file of
 /// `file_size` in `dir`, writing `bs` at random aligned offsets (buffered),
 /// each write followed by fsync when `fsync`, for `duration_s`.
 pub fn randwrite(
@@ -234,7 +234,7 @@ impl Drop for Aligned {
     }
 }
 
-/// Case 1's pattern: sequential direct reads of `bs`, submitted `depth` at a
+/// The pattern of the measured unmerged reads: sequential direct reads of `bs`, submitted `depth` at a
 /// time through io_uring so that the block layer can merge them.
 pub fn seqread(
     path: &Path,
@@ -325,7 +325,7 @@ pub fn pin_to_cpu(cpu: usize) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A CPU burner for the scheduler cases (case 3): busy for `on_ms`, asleep
+/// A CPU burner for the scheduler workloads (an RT task starving I/O completion): busy for `on_ms`, asleep
 /// for `off_ms`, for `duration_s`; optionally SCHED_FIFO at `fifo_prio`
 /// and pinned to `cpu`. Each burst is one operation.
 pub fn burn(

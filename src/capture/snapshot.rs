@@ -94,7 +94,7 @@ fn mounts() -> Value {
     )
 }
 
-/// The journal size of each mounted ext4 (case 2 hinged on it), by device
+/// The journal size of each mounted ext4 (the measured fsync stall on a 4 MiB journal hinged on it), by device
 /// name as jbd2 names it (`loop0` for `loop0-8`; `mounts` has the rest),
 /// from `dumpe2fs -h`: the kernel shows it nowhere else. A device dumpe2fs
 /// cannot open says why.

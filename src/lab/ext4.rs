@@ -32,7 +32,7 @@ fn run(cmd: &mut Command, what: &str) -> Result<(), CaptureError> {
 
 impl Ext4 {
     /// `size_mb` of disk, `journal_mb` of journal (ext4's minimum is 1 MiB;
-    /// 4 MiB and 1024 MiB are the two sides of case 2).
+    /// 4 MiB and 1024 MiB are the two sides of the measured small-journal fsync stall).
     pub fn create(size_mb: u64, journal_mb: u64, direct_io: bool) -> Result<Ext4, CaptureError> {
         Self::on(LoopDevice::create(size_mb, direct_io)?, journal_mb)
     }

@@ -1,4 +1,4 @@
-//! A disk that stalls on purpose, like case 4's eMMC: a FUSE file system,
+//! A disk that stalls on purpose, like the measured eMMC whose journal writes stalled 150–270 ms: a FUSE file system,
 //! served by iosleuth itself, with one file (`disk.img`) backed by a real
 //! file, that holds every Nth write for a while. A loop device over that
 //! file is a block device whose requests sometimes take 150 ms, with the

@@ -1,4 +1,4 @@
-//! Case 4 of DESIGN.md: an operation far slower than usual, nearly all of
+//! An operation far slower than usual, nearly all of
 //! it spent waiting for the device.
 //!
 //! The outliers analysis follows the slowest operations of each kind
@@ -29,19 +29,19 @@ pub const RULE: Rule = Rule {
     check,
 };
 
-/// Chosen between case 4's normal fsyncs (< 5 ms) and its spikes (150–270
+/// Chosen between the measured eMMC's normal fsyncs (< 5 ms) and its spikes (150–270
 /// ms); the workaround's `probe fsync --stop-above 50` uses the same bound.
 const MIN_NS: u64 = 50_000_000;
-/// Chosen: "nearly all" device time (case 4: CPU idle, the gap at the
+/// Chosen: "nearly all" device time (the measured eMMC: CPU idle, the gap at the
 /// device; slowdev-fsync.cap: 99.6 %).
 const MIN_DEVICE_PERCENT: f64 = 80.0;
 /// Commit 4302d61: a lab journal run's openat was 81 % device over 28.8 ms
 /// but its longest request 1.2 ms (a busy device, busy-device.synthetic.txt).
 const MIN_MAIN_REQUEST_SHARE: f64 = 0.5;
-/// Chosen from case 4: under 5 ms normally, 150–270 ms in a spike (30x+).
+/// Chosen from the measured eMMC: under 5 ms normally, 150–270 ms in a spike (30x+).
 const MIN_TIMES_MEDIAN: u64 = 10;
 
-/// A light capture's request spikes are critical from this many: case 4's
+/// A light capture's request spikes are critical from this many: the measured eMMC's
 /// came every ~200 writes; one alone on a shared disk may be its noise.
 const CRITICAL_LIGHT_SPIKES: usize = 2;
 

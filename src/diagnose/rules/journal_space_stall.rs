@@ -1,4 +1,4 @@
-//! Case 2 of DESIGN.md: writers wait for journal space while they
+//! Writers wait for journal space while they
 //! checkpoint it.
 //!
 //! When a jbd2 journal has no room for a new transaction, the task that
@@ -25,7 +25,7 @@ const JOURNAL_THREAD_PREFIX: &str = "jbd2/";
 /// Where a writer waits for journal space (fs/jbd2/transaction.c:
 /// add_transaction_credits, and wait_transaction_locked under it;
 /// fs/jbd2/checkpoint.c: __jbd2_log_wait_for_space), by this kernel's
-/// names: case 2 found 93 % of fsync's time under the first.
+/// names: the measured stall had 93 % of fsync's time under the first.
 const JOURNAL_SPACE_WAIT_FUNCTIONS: [&str; 3] = [
     "add_transaction_credits",
     "wait_transaction_locked",
@@ -47,7 +47,7 @@ const CRITICAL_WRITER_CHECKPOINTS: u64 = 10;
 /// lab's rt-starvation runs checkpoint 2 times for 0.1 % of that time.
 const MIN_JOURNAL_SPACE_PERCENT: f64 = 1.0;
 /// Critical from this share: the lab's 4 MiB journal runs show 85–92 %
-/// with 128 writers (11–32 % with 64), case 2 93 %.
+/// with 128 writers (11–32 % with 64), the measured stall 93 %.
 const CRITICAL_JOURNAL_SPACE_PERCENT: f64 = 5.0;
 
 fn check(a: &Analysis) -> Verdict {

@@ -1,4 +1,4 @@
-//! Case 1 of DESIGN.md: sequential I/O that the block layer did not merge.
+//! Sequential I/O that the block layer did not merge.
 //!
 //! Adjacent bios queued together normally merge (back or front merge, `M`
 //! in blktrace) into one large request. With `queue/nomerges` 2 (or 1 for
@@ -41,11 +41,11 @@ const MAX_BIOS_PER_REQUEST: f64 = 1.1;
 const CRITICAL_SEQUENTIAL: f64 = 0.8;
 /// With it: chosen, nearly no merge at all (nomerges 2 in the lab gives 1.0).
 const CRITICAL_BIOS_PER_REQUEST: f64 = 1.05;
-/// Case 1: 32 bios of 8 sectors merged into one request of 256 sectors.
+/// Measured (nomerges=2 on an NVMe): 32 bios of 8 sectors merged into one request of 256 sectors.
 const CASE1_MERGED_SECTORS: f64 = 256.0;
 /// Requests of at least this size (64 KiB, in sectors) are not "small":
 /// their per-command cost is amortized and merging could not cut the
-/// command count much. Case 1's unmerged requests were 8 sectors; a healthy
+/// command count much. The measured unmerged requests were 8 sectors; a healthy
 /// `dd` writer's writeback bios (dd-seqwrite.cap, the VM disk under the
 /// loop device's file) were 2167 sectors each, already as large as the
 /// queue takes, and read as "merging is off" before this bound.
@@ -118,7 +118,7 @@ fn finding(a: &Analysis, d: &DeviceSummary, m: &MergeInfo, seq: f64) -> Finding 
     // nomerges 1 and 2 are the kernel's "merging (partly) off": the
     // cause. With 0 the setting is not it, and iosleuth cannot tell
     // what stopped the merges: a warning. Without a snapshot, strong
-    // evidence alone is critical (case 1's btrace).
+    // evidence alone is critical (the measured btrace of unmerged reads).
     let strong = seq > CRITICAL_SEQUENTIAL && m.ratio < CRITICAL_BIOS_PER_REQUEST;
     let severity = match nomerges.as_deref() {
         Some("1") | Some("2") => Severity::Critical,

@@ -1,8 +1,8 @@
-//! Case 3 of DESIGN.md: runnable threads kept off their CPU by a real-time
+//! Runnable threads kept off their CPU by a real-time
 //! task.
 //!
 //! A SCHED_FIFO/RR task runs until it blocks; a normal thread that shares
-//! its CPU waits, runnable, however urgent its I/O (in case 3, the kernel
+//! its CPU waits, runnable, however urgent its I/O (measured: the kernel
 //! threads that complete I/O). The scheduler analysis keeps the longest
 //! runqueue waits and who ran on that CPU meanwhile (RT: kernel priority
 //! below 100 in `sched_switch`); a long wait held by an RT task is the
@@ -21,7 +21,7 @@ pub const RULE: Rule = Rule {
     check,
 };
 
-/// Chosen (commit 19e6dbc names no source), far below case 3's 100 ms
+/// Chosen (commit 19e6dbc names no source), far below the measured 100 ms
 /// spikes; rt-short-bursts.cap's longest wait is 1.19 ms.
 const MIN_WAIT_NS: u64 = 10_000_000;
 /// Chosen: the RT task held the CPU for most of the wait (no source named).

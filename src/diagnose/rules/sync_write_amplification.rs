@@ -7,7 +7,7 @@
 //! asked to write into file data and jbd2's own writes, and counts the
 //! flushes; the syscall analysis (or ext4_sync_file) counts the syncs. A
 //! property of the application, so never more than a warning. No case of
-//! DESIGN.md (case 2's writers are such a load); recorded in the lab as
+//! DESIGN.md (the writers of the measured small-journal stall are such a load); recorded in the lab as
 //! fsync-4k.cap against fsync-bulk.cap.
 
 use super::helpers::{device_name, not, not_any};
