@@ -20,6 +20,7 @@ pub mod perf_script_stack;
 pub mod perf_tracing_data;
 pub mod process_maps;
 pub mod reader;
+pub mod resort;
 pub mod ring_buffer;
 pub mod source;
 pub mod text_fields;

@@ -32,10 +32,11 @@
 //! [`TOLERANCE_NS`] later arrives, at most [`WINDOW_EVENTS`] at a time.
 //! Sources in order never enter it.
 
+use super::resort::Window;
+pub use super::resort::WINDOW_EVENTS;
 use super::source::{Position, Source};
 use crate::model::Event;
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 
 /// How much earlier than an earlier event of its CPU an event may be.
@@ -51,49 +52,6 @@ pub const CONFIRM: usize = 1024;
 const CONFIRM_START: usize = 3;
 /// CPUs numbered below this are tracked in a vector.
 const DENSE_CPUS: u32 = 1024;
-/// The most events the re-sorting window holds (a few MB): more within
-/// the tolerance than this are passed on as they come, and counted.
-pub const WINDOW_EVENTS: usize = 1 << 16;
-
-/// An event in the re-sorting window, first out: the earliest, and of
-/// equal times the first read.
-struct Waiting {
-    ts: u64,
-    seq: u64,
-    ev: Event,
-}
-
-impl PartialEq for Waiting {
-    fn eq(&self, other: &Self) -> bool {
-        (self.ts, self.seq) == (other.ts, other.seq)
-    }
-}
-impl Eq for Waiting {}
-impl PartialOrd for Waiting {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Waiting {
-    /// Reversed: `BinaryHeap` is a max-heap.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.ts, other.seq).cmp(&(self.ts, self.seq))
-    }
-}
-
-/// The window that re-sorts a source once one of its events came behind
-/// its CPU.
-#[derive(Default)]
-struct Window {
-    waiting: BinaryHeap<Waiting>,
-    /// The latest time that entered.
-    newest: u64,
-    seq: u64,
-    /// The latest time passed on.
-    out: u64,
-    drained: bool,
-}
-
 /// Events skipped for one reason: how many, and the first one.
 #[derive(Debug, Clone, Default)]
 pub struct Skipped {
@@ -267,9 +225,7 @@ impl TimeGuard {
             (Some(ev), Some(w)) => {
                 // The first event behind its CPU opened the window: it
                 // goes in, and all after it.
-                let ts = ev.ts().expect("timed");
-                w.newest = w.newest.max(ts);
-                w.waiting.push(Waiting { ts, seq: 0, ev });
+                w.push(ev);
                 self.judging = true;
                 self.next_sorted(src)
             }
@@ -286,32 +242,15 @@ impl TimeGuard {
     fn next_sorted(&mut self, src: &mut dyn Source) -> Option<Event> {
         loop {
             let w = self.window.as_mut().expect("sorting");
-            if let Some(first) = w.waiting.peek() {
-                if w.drained
-                    || w.waiting.len() >= WINDOW_EVENTS
-                    || first.ts.saturating_add(TOLERANCE_NS) < w.newest
-                {
-                    let Waiting { ts, ev, .. } = w.waiting.pop().expect("peeked");
-                    if ev.ts().is_some() {
-                        if ts < w.out {
-                            self.unsorted += 1;
-                        }
-                        w.out = w.out.max(ts);
-                    }
-                    return Some(ev);
-                }
-            } else if w.drained {
+            if let Some((ev, late)) = w.pop_ready() {
+                self.unsorted += u64::from(late);
+                return Some(ev);
+            }
+            if w.drained {
                 return None;
             }
             match self.judge(src) {
-                Some(ev) => {
-                    let w = self.window.as_mut().expect("sorting");
-                    // A name keeps its place after the events read before it.
-                    let ts = ev.ts().unwrap_or(w.newest);
-                    w.newest = w.newest.max(ts);
-                    w.seq += 1;
-                    w.waiting.push(Waiting { ts, seq: w.seq, ev });
-                }
+                Some(ev) => self.window.as_mut().expect("sorting").push(ev),
                 None => self.window.as_mut().expect("sorting").drained = true,
             }
         }
@@ -383,10 +322,8 @@ impl TimeGuard {
                     .add(|| format!("{p} at {}, {} behind", secs(ts), secs(prev - ts)));
                 self.behind_most = self.behind_most.max(prev - ts);
                 // The source is out of order: re-sorted from here on.
-                self.window.get_or_insert_with(|| Window {
-                    newest: self.last.unwrap_or(ts),
-                    ..Window::default()
-                });
+                let newest = self.last.unwrap_or(ts);
+                self.window.get_or_insert_with(|| Window::opened_at(newest));
             }
             if self.last.is_some_and(|l| ts > l) {
                 self.last = Some(ts);
