@@ -523,11 +523,14 @@ static __always_inline int is_rt(int prio)
 	return prio < 100;
 }
 
-static __always_inline void mark_runnable(__u32 tid, __u32 cpu, __u64 now)
+/* Stamps a thread runnable from `now`. A wakeup keeps an earlier stamp
+ * (woken twice, queued since the first); a switch-out (`fresh`) always
+ * restamps. */
+static __always_inline void mark_runnable(__u32 tid, __u32 cpu, __u64 now, int fresh)
 {
 	__u32 idx = tid & (NTASK - 1);
 	struct runnable *r = bpf_map_lookup_elem(&runnable, &idx);
-	if (!r || (r->tid == tid && r->since))
+	if (!r || (!fresh && r->tid == tid && r->since))
 		return;
 	struct cpu_rt *rt = bpf_map_lookup_elem(&cpu_rt, &cpu);
 	r->tid = tid;
@@ -542,14 +545,14 @@ int BPF_PROG(iosl_wakeup, struct task_struct___iosl *p)
 	struct cpu_stats *s = stats_here();
 	if (s)
 		s->wakeups += 1;
-	mark_runnable(p->pid, p->thread_info.cpu, bpf_ktime_get_ns());
+	mark_runnable(p->pid, p->thread_info.cpu, bpf_ktime_get_ns(), 0);
 	return 0;
 }
 
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(iosl_wakeup_new, struct task_struct___iosl *p)
 {
-	mark_runnable(p->pid, p->thread_info.cpu, bpf_ktime_get_ns());
+	mark_runnable(p->pid, p->thread_info.cpu, bpf_ktime_get_ns(), 0);
 	return 0;
 }
 
@@ -615,10 +618,28 @@ int BPF_PROG(iosl_switch, _Bool preempt, struct task_struct___iosl *prev,
 		if (now > rt->rt_since)
 			rt->rt_ns += now - rt->rt_since;
 		rt->rt_since = 0;
+	} else if (prev_tid && is_rt(prev->prio) && prev_since && now > prev_since) {
+		/* Made real-time while running (sched_setscheduler switches
+		 * nothing): its whole run counts. */
+		rt->rt_ns += now - prev_since;
+		rt->tid = prev_tid;
+		rt->prio = prev->prio;
+		bpf_probe_read_kernel_str(rt->comm, sizeof(rt->comm), prev->comm);
 	}
-	/* Preempted (or yielding) while running: runnable from now. */
-	if (prev_tid && (preempt || prev_state == 0))
-		mark_runnable(prev_tid, cpu, now);
+	if (prev_tid) {
+		/* Preempted (or yielding) while running: runnable from now. Gone
+		 * to sleep: not runnable, whatever a wakeup stamped while it
+		 * still ran (sched_wakeup also fires for a running thread), so
+		 * that its next wakeup starts afresh. */
+		if (preempt || prev_state == 0) {
+			mark_runnable(prev_tid, cpu, now, 1);
+		} else {
+			__u32 idx = prev_tid & (NTASK - 1);
+			struct runnable *r = bpf_map_lookup_elem(&runnable, &idx);
+			if (r && r->tid == prev_tid)
+				r->since = 0;
+		}
+	}
 	__u32 tid = next->pid;
 	if (!tid)
 		return 0;

@@ -174,8 +174,28 @@ fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<Verdict> {
             None => String::new(),
         }
     )?;
+    if let (Verdict::Not | Verdict::Inconclusive, Some(id)) = (&verdict, s.expect) {
+        why_silent(out, id, &bad)?;
+    }
     out.flush()?;
     Ok(verdict)
+}
+
+/// After a miss: what the expected rule said of the bad run, so that a
+/// miss can be told from a rule that fired below another one.
+fn why_silent(out: &mut dyn Write, id: &str, bad: &Run) -> Result<()> {
+    let Some(rule) = crate::diagnose::catalog().iter().find(|r| r.id == id) else {
+        return Ok(());
+    };
+    match crate::diagnose::verdict(&bad.analysis, rule) {
+        crate::diagnose::Verdict::Fired(f) => {
+            writeln!(out, "{id} fired in the bad run, not first: {}\n", f.title)?
+        }
+        crate::diagnose::Verdict::NotFired(why) => {
+            writeln!(out, "{id} stayed silent in the bad run: {why}\n")?
+        }
+    }
+    Ok(())
 }
 
 /// Beside kept captures recorded with stacks: each run's off-CPU flame

@@ -214,3 +214,55 @@ fn light_programs_go_away_with_a_killed_recorder() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The flight recorder counts a real-time task's time also when it became
+/// real-time while running (`sched_setscheduler` switches nothing). Two
+/// sleepers woken onto its CPU wait for the rest of its burst; the second
+/// to run gets the CPU from the first, so only the real-time time counted
+/// on that CPU can name the burner for it (before the fix: none).
+#[test]
+#[ignore = "live: needs root and BTF; scripts/test runs it"]
+fn light_counts_a_task_made_real_time_while_running() {
+    let _live = light_live();
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    let exe = env!("CARGO_BIN_EXE_iosleuth");
+    // The sleepers sleep on CPU 1; 50 ms later the burner takes CPU 1 for
+    // 400 ms as SCHED_FIFO, so their wakeups at 200 ms queue behind it
+    // for about 250 ms.
+    let script = format!(
+        "taskset -c 1 sleep 0.2 & taskset -c 1 sleep 0.2 & sleep 0.05; \
+         '{exe}' probe burn --cpu 1 --fifo 50 --on-ms 400 --off-ms 1 --duration 0.01 >/dev/null; wait"
+    );
+    run(iosleuth()
+        .args(["record", "--light", "-o"])
+        .arg(&cap)
+        .args(["--", "sh", "-c", &script]));
+    let report = json_report(&[&cap], &[]);
+    let waits = report["sched"]["long_waits"].as_array().unwrap();
+    let sleepers: Vec<_> = waits
+        .iter()
+        .filter(|w| w["comm"] == "sleep" && w["cpu"] == 1)
+        .filter(|w| w["wait_ns"].as_u64().unwrap() >= 100_000_000)
+        .collect();
+    assert_eq!(sleepers.len(), 2, "two sleepers' waits: {waits:#?}");
+    for w in sleepers {
+        let wait = w["wait_ns"].as_u64().unwrap();
+        let holder = &w["held_by"][0];
+        let rt = holder["ns"].as_u64().unwrap_or(0);
+        eprintln!(
+            "margin: sleep waited {:.1} ms, {:.0} % of it held by {} ({}) (the test needs RT and >= 80 %)",
+            wait as f64 / 1e6,
+            100.0 * rt as f64 / wait as f64,
+            holder["comm"],
+            holder["policy"]
+        );
+        assert_eq!(holder["policy"], "RT", "{w:#}");
+        assert!(rt as f64 >= 0.8 * wait as f64, "{w:#}");
+    }
+    assert_eq!(
+        report["findings"][0]["id"], "rt_starvation",
+        "{:#}",
+        report["findings"]
+    );
+}
