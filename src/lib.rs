@@ -51,7 +51,7 @@ pub mod testing {
         LightDoc, SlowRequest, CONTEXT_HEADER, SLOW_HEADER, SLOW_RECORD,
     };
     pub use crate::model::{Action, BlockEvent, Dev, Event, Extra, Rwbs};
-    pub use crate::pipeline::{analyse, Options};
+    pub use crate::pipeline::{analyze as analyze_paths, Options};
     pub use crate::report::blktrace::{export as export_blktrace, Target, MAX_CPUS};
     pub use crate::report::json::{render as render_json, SCHEMA_VERSION};
     pub use crate::report::perfetto::proto;

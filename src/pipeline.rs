@@ -3,7 +3,7 @@
 //! snapshot a capture carries and the thread names it knows) → findings
 //! (diagnose). The command line only calls these.
 
-use crate::analyze::rows::RowSinks;
+use crate::analyze::rows::{self, RowCounts, RowSinks, RowWriters};
 use crate::analyze::{self, block::BlockConfig, Analysis, Filter, InputSummary};
 use crate::diagnose::{self, Finding};
 use crate::error::{Error, Result};
@@ -16,7 +16,7 @@ use std::sync::mpsc::{Receiver, Sender};
 mod provenance;
 pub use provenance::{comparison_warnings, Inputs, Tap};
 
-/// How to read and analyse the inputs.
+/// How to read and analyze the inputs.
 #[derive(Clone, Debug)]
 pub struct Options {
     pub filter: Filter,
@@ -142,11 +142,11 @@ pub fn snapshots_of(paths: &[PathBuf]) -> (Vec<Option<Snapshot>>, Vec<String>) {
 
 /// Reads and analyses `paths` as one trace. Fails with a message naming
 /// the files when nothing usable is left.
-pub fn analyse(paths: &[PathBuf], opts: &Options) -> Result<Analysis> {
+pub fn analyze(paths: &[PathBuf], opts: &Options) -> Result<Analysis> {
     read(paths, opts).map(|(a, _)| a)
 }
 
-/// [`analyse`], with what the inputs were. Refuses two inputs that are one
+/// [`analyze`], with what the inputs were. Refuses two inputs that are one
 /// run recorded twice (every request would count twice) and warns, first,
 /// when the inputs are different recordings merged as one trace.
 pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
@@ -180,7 +180,7 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         .map(Snapshot::thread_names)
         .unwrap_or_default();
     let progress = crate::progress::Progress::new("reading");
-    let mut a = analyse_beside(
+    let mut a = analyze_beside(
         |batch| marked.fill(batch, &progress),
         |batches, done| {
             let done = |b| {
@@ -210,7 +210,7 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
     Ok((a, inputs))
 }
 
-/// Events handed from the reading thread to the analysing one at a time
+/// Events handed from the reading thread to the analyzing one at a time
 /// (4096 rather than 1024: a tenth less CPU on blktrace files, fewer
 /// wake-ups of the other thread).
 const BATCH: usize = 4096;
@@ -218,22 +218,22 @@ const BATCH: usize = 4096;
 /// (about 1.4 MB).
 const BATCHES_IN_FLIGHT: usize = 4;
 
-/// Runs `analyse` on its own thread over the batches `fill` fills (with
+/// Runs `analyze` on its own thread over the batches `fill` fills (with
 /// [`BATCH`] events, fewer only at the end) on this one, which reads:
-/// decoding and merging the inputs, and analysing their events, each take a
+/// decoding and merging the inputs, and analyzing their events, each take a
 /// core (on blktrace files they take 40 % and 60 % of the time). The order
-/// of the events is unchanged. `analyse` hands each batch back once done
+/// of the events is unchanged. `analyze` hands each batch back once done
 /// (an unbounded channel: it never waits for this thread, which may be
 /// waiting for it); this thread empties it for the next batch, so that the
 /// events are freed where they were allocated.
-fn analyse_beside<T: Send>(
+fn analyze_beside<T: Send>(
     mut fill: impl FnMut(&mut Vec<Event>),
-    analyse: impl FnOnce(Receiver<Vec<Event>>, Sender<Vec<Event>>) -> T + Send,
+    analyze: impl FnOnce(Receiver<Vec<Event>>, Sender<Vec<Event>>) -> T + Send,
 ) -> T {
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Event>>(BATCHES_IN_FLIGHT);
         let (done_tx, done_rx) = std::sync::mpsc::channel::<Vec<Event>>();
-        let analysing = scope.spawn(move || analyse(rx, done_tx));
+        let analyzing = scope.spawn(move || analyze(rx, done_tx));
         loop {
             let mut batch = match done_rx.try_recv() {
                 Ok(mut used) => {
@@ -250,7 +250,7 @@ fn analyse_beside<T: Send>(
             }
         }
         drop(tx);
-        let result = analysing
+        let result = analyzing
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         drop(done_rx);
@@ -258,10 +258,21 @@ fn analyse_beside<T: Send>(
     })
 }
 
-/// One input analysed with `base`'s options while its rows go to `rows`
-/// (exports). The senders are dropped on return, which ends the
-/// receivers' loops.
-pub fn read_sending(input: &Path, base: &Options, rows: RowSinks) -> Result<(Analysis, Inputs)> {
+/// One input analyzed with `base`'s options while `writers` write the
+/// rows it sends (exports), each kind on a thread of its own
+/// ([`rows::drive`]). Returns the analysis and, apart, the rows written or
+/// the first write error, which the exporter names its output with.
+pub fn analyze_writing(
+    input: &Path,
+    base: &Options,
+    writers: RowWriters<'_>,
+) -> (Result<(Analysis, Inputs)>, std::io::Result<RowCounts>) {
+    rows::drive(writers, |sinks| read_sending(input, base, sinks))
+}
+
+/// One input analyzed with `base`'s options while its rows go to `rows`.
+/// The senders are dropped on return, which ends the writers' loops.
+fn read_sending(input: &Path, base: &Options, rows: RowSinks) -> Result<(Analysis, Inputs)> {
     let opts = Options {
         rows,
         ..base.clone()
@@ -348,7 +359,7 @@ fn nothing_usable(a: &Analysis, filter: &Filter) -> Error {
     Error::bad_input(msg)
 }
 
-/// One run, analysed with `opts` and diagnosed.
+/// One run, analyzed with `opts` and diagnosed.
 pub fn diagnosed(path: &Path, opts: &Options) -> Result<Run> {
     let (analysis, inputs) = read(&[path.to_path_buf()], opts)?;
     let findings = diagnose::diagnose(&analysis);

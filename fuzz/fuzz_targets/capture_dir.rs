@@ -1,5 +1,5 @@
 //! A capture directory of `iosleuth record` built from the input, then the
-//! whole of `iosleuth report` on it (open, decode, merge, analyse with the
+//! whole of `iosleuth report` on it (open, decode, merge, analyze with the
 //! snapshot, diagnose, render text and JSON).
 //!
 //! Input: parts split by `iosleuth::fuzz_input::split` —

@@ -62,11 +62,11 @@ pub fn render(a: &iosleuth::testing::Analysis, json: bool) {
     }
 }
 
-/// The full pipeline on files (open, merge, analyse, diagnose, render), as
+/// The full pipeline on files (open, merge, analyze, diagnose, render), as
 /// `iosleuth report` runs it. An input error is a fine outcome.
 pub fn pipeline(paths: &[PathBuf], json: bool) {
     let opts = iosleuth::testing::Options::default();
-    if let Ok(a) = iosleuth::testing::analyse(paths, &opts) {
+    if let Ok(a) = iosleuth::testing::analyze_paths(paths, &opts) {
         render(&a, json);
     }
 }

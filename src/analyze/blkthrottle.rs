@@ -3,7 +3,8 @@
 //! comes from a kworker running `blk_throtl_dispatch_work_fn`. Counting
 //! those bios per device measures what the limit held back.
 
-use crate::model::{Action, BlockEvent, OtherEvent};
+use crate::model::tracepoint::Field;
+use crate::model::{Action, BlockEvent, TraceEvent, Tracepoint};
 use rustc_hash::FxHashSet;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -41,13 +42,13 @@ impl ThrottleAnalysis {
     }
 
     /// Work starts and ends (the workqueue analysis uses them too).
-    pub fn add(&mut self, e: &OtherEvent) {
-        let start = match e.short_name() {
-            "workqueue_execute_start" => true,
-            "workqueue_execute_end" => false,
+    pub fn add(&mut self, e: &TraceEvent) {
+        let start = match e.kind {
+            Tracepoint::WorkqueueExecuteStart => true,
+            Tracepoint::WorkqueueExecuteEnd => false,
             _ => return,
         };
-        let is_dispatch = e.fields.str("function") == Some(DISPATCH_FN);
+        let is_dispatch = e.fields.str(Field::Function) == Some(DISPATCH_FN);
         if start && is_dispatch {
             self.out.dispatch_runs += 1;
             self.dispatching.insert(e.pid);

@@ -18,7 +18,8 @@
 
 use super::histogram::{LatencyDist, Percentiles};
 use super::top::keep_largest;
-use crate::model::{Action, BlockEvent, Dev, OtherEvent};
+use crate::model::tracepoint::Field;
+use crate::model::{Action, BlockEvent, Dev, TraceEvent, Tracepoint};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -206,11 +207,13 @@ impl DriverAnalysis {
     }
 
     /// A driver event; true when it is one.
-    pub fn add(&mut self, o: &OtherEvent) -> bool {
-        let name = o.short_name();
+    pub fn add(&mut self, o: &TraceEvent) -> bool {
+        let name = o.kind;
         if matches!(
             name,
-            "mmc_request_start" | "nvme_setup_cmd" | "scsi_dispatch_cmd_start"
+            Tracepoint::MmcRequestStart
+                | Tracepoint::NvmeSetupCmd
+                | Tracepoint::ScsiDispatchCmdStart
         ) {
             // Commands that move no data (MMC status polls) pair nothing.
             let Some(s) = started(name, o) else {
@@ -228,9 +231,9 @@ impl DriverAnalysis {
             );
             return true;
         }
-        if name == "mmc_request_done"
+        if name == Tracepoint::MmcRequestDone
             && o.fields
-                .int("cmd_opcode")
+                .int(Field::CmdOpcode)
                 .is_some_and(|op| !MMC_DATA_OPCODES.contains(&op))
         {
             return true;
@@ -316,37 +319,37 @@ const MMC_DATA_OPCODES: [i64; 4] = [17, 18, 24, 25];
 
 /// The MMC host an event names (`name` in binary captures; the text's
 /// `mmc0:` prefix is not a field, and one host is one queue then).
-fn mmc_host(o: &OtherEvent) -> String {
+fn mmc_host(o: &TraceEvent) -> String {
     // With command queueing several requests are out at once, by tag.
     let f = &o.fields;
     format!(
         "mmc {} {}",
-        f.str("name").unwrap_or(""),
-        f.int("tag").unwrap_or(0)
+        f.str(Field::Name).unwrap_or(""),
+        f.int(Field::Tag).unwrap_or(0)
     )
 }
 
-fn nvme_key(o: &OtherEvent) -> Option<String> {
+fn nvme_key(o: &TraceEvent) -> Option<String> {
     let f = &o.fields;
-    let ctrl = f.int("ctrl_id").map(|c| c.to_string());
-    let disk = f.str("disk").map(str::to_string);
-    let cid = f.int("cmdid").or_else(|| f.int("cid"))?;
+    let ctrl = f.int(Field::CtrlId).map(|c| c.to_string());
+    let disk = f.str(Field::Disk).map(str::to_string);
+    let cid = f.int(Field::Cmdid).or_else(|| f.int(Field::Cid))?;
     Some(format!(
         "nvme {} {} {cid}",
         ctrl.or(disk).unwrap_or_default(),
-        f.int("qid")?
+        f.int(Field::Qid)?
     ))
 }
 
-fn scsi_key(o: &OtherEvent) -> Option<String> {
+fn scsi_key(o: &TraceEvent) -> Option<String> {
     let f = &o.fields;
     Some(format!(
         "scsi {} {} {} {} {}",
-        f.int("host_no")?,
-        f.int("channel")?,
-        f.int("id")?,
-        f.int("lun")?,
-        f.int("driver_tag").unwrap_or(-1)
+        f.int(Field::HostNo)?,
+        f.int(Field::Channel)?,
+        f.int(Field::Id)?,
+        f.int(Field::Lun)?,
+        f.int(Field::DriverTag).unwrap_or(-1)
     ))
 }
 
@@ -359,22 +362,22 @@ fn lba_sectors(lba: i64) -> Vec<u64> {
 
 /// The command as the text names it (`cmd=(nvme_cmd_write …` gives
 /// `nvme_cmd_write`), or its opcode where the trace has only numbers.
-fn command_name(o: &OtherEvent, field: &str) -> String {
+fn command_name(o: &TraceEvent, field: Field) -> String {
     let f = &o.fields;
     f.str(field)
         .map(|c| c.trim_start_matches('(').to_string())
-        .unwrap_or_else(|| format!("opcode={}", f.int("opcode").unwrap_or(-1)))
+        .unwrap_or_else(|| format!("opcode={}", f.int(Field::Opcode).unwrap_or(-1)))
 }
 
-fn started(name: &str, o: &OtherEvent) -> Option<Started> {
+fn started(name: Tracepoint, o: &TraceEvent) -> Option<Started> {
     let f = &o.fields;
     match name {
-        "mmc_request_start" => {
-            let op = f.int("cmd_opcode")?;
-            let arg = f.int("cmd_arg")?;
+        Tracepoint::MmcRequestStart => {
+            let op = f.int(Field::CmdOpcode)?;
+            let arg = f.int(Field::CmdArg)?;
             // `blk_addr` (newer kernels) is the sector; else the argument:
             // high-capacity cards address 512-byte blocks, others bytes.
-            let sectors = match f.int("blk_addr") {
+            let sectors = match f.int(Field::BlkAddr) {
                 Some(b) => vec![b as u64],
                 None => vec![arg as u64, arg as u64 / 512],
             };
@@ -385,29 +388,29 @@ fn started(name: &str, o: &OtherEvent) -> Option<Started> {
                 what: format!("cmd_opcode={op}"),
             })
         }
-        "nvme_setup_cmd" => Some(Started {
+        Tracepoint::NvmeSetupCmd => Some(Started {
             driver: Driver::Nvme,
             key: nvme_key(o)?,
-            sectors: f.int("slba").map(lba_sectors).unwrap_or_default(),
-            what: command_name(o, "cmd"),
+            sectors: f.int(Field::Slba).map(lba_sectors).unwrap_or_default(),
+            what: command_name(o, Field::Cmd),
         }),
-        "scsi_dispatch_cmd_start" => Some(Started {
+        Tracepoint::ScsiDispatchCmdStart => Some(Started {
             driver: Driver::Scsi,
             key: scsi_key(o)?,
-            sectors: f.int("lba").map(lba_sectors).unwrap_or_default(),
-            what: command_name(o, "cmnd"),
+            sectors: f.int(Field::Lba).map(lba_sectors).unwrap_or_default(),
+            what: command_name(o, Field::Cmnd),
         }),
         _ => None,
     }
 }
 
-fn ended(name: &str, o: &OtherEvent) -> Option<String> {
+fn ended(name: Tracepoint, o: &TraceEvent) -> Option<String> {
     match name {
-        "mmc_request_done" => Some(mmc_host(o)),
-        "nvme_complete_rq" => nvme_key(o),
-        "scsi_dispatch_cmd_done" | "scsi_dispatch_cmd_timeout" | "scsi_dispatch_cmd_error" => {
-            scsi_key(o)
-        }
+        Tracepoint::MmcRequestDone => Some(mmc_host(o)),
+        Tracepoint::NvmeCompleteRq => nvme_key(o),
+        Tracepoint::ScsiDispatchCmdDone
+        | Tracepoint::ScsiDispatchCmdTimeout
+        | Tracepoint::ScsiDispatchCmdError => scsi_key(o),
         _ => None,
     }
 }

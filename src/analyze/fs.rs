@@ -9,7 +9,8 @@ use super::histogram::{LatencyDist, Percentiles};
 use super::names::ThreadNames;
 use super::syscalls::CallStats;
 use super::top::keep_largest;
-use crate::model::{Action, BlockEvent, Dev, OtherEvent, Rwbs};
+use crate::model::tracepoint::Field;
+use crate::model::{Action, BlockEvent, Dev, Rwbs, TraceEvent, Tracepoint};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -211,44 +212,44 @@ impl FsAnalysis {
     }
 
     /// Feeds one event; returns false for events this analysis ignores.
-    pub fn add(&mut self, e: &OtherEvent, names: &ThreadNames) -> bool {
+    pub fn add(&mut self, e: &TraceEvent, names: &ThreadNames) -> bool {
         let f = &e.fields;
-        let dev = || Dev(f.int("dev").unwrap_or(0) as u32);
-        match e.short_name() {
-            "ext4_sync_file_enter" => {
-                let ino = f.int("ino").unwrap_or(0) as u64;
-                let datasync = f.int("datasync").unwrap_or(0) != 0;
+        let dev = || Dev(f.int(Field::Dev).unwrap_or(0) as u32);
+        match e.kind {
+            Tracepoint::Ext4SyncFileEnter => {
+                let ino = f.int(Field::Ino).unwrap_or(0) as u64;
+                let datasync = f.int(Field::Datasync).unwrap_or(0) != 0;
                 self.open_fsync.insert(e.pid, (dev(), ino, datasync, e.ts));
             }
-            "ext4_sync_file_exit" => self.fsync_exit(e, names),
-            "jbd2_start_commit" => self.commit_start(e, dev()),
-            phase @ ("jbd2_commit_locking" | "jbd2_commit_flushing" | "jbd2_commit_logging") => {
-                self.commit_phase(e, dev(), phase)
-            }
-            "jbd2_end_commit" => self.commit_end(e, dev()),
-            "jbd2_run_stats" => self.run_stats(e, dev()),
-            "jbd2_handle_start" => {
+            Tracepoint::Ext4SyncFileExit => self.fsync_exit(e, names),
+            Tracepoint::Jbd2StartCommit => self.commit_start(e, dev()),
+            phase @ (Tracepoint::Jbd2CommitLocking
+            | Tracepoint::Jbd2CommitFlushing
+            | Tracepoint::Jbd2CommitLogging) => self.commit_phase(e, dev(), phase),
+            Tracepoint::Jbd2EndCommit => self.commit_end(e, dev()),
+            Tracepoint::Jbd2RunStats => self.run_stats(e, dev()),
+            Tracepoint::Jbd2HandleStart => {
                 let j = self.journals.entry(dev()).or_default();
-                let t = ext4_handle_type(f.int("type").unwrap_or(-1));
+                let t = ext4_handle_type(f.int(Field::Type).unwrap_or(-1));
                 *j.out.handle_starts.entry(t).or_default() += 1;
             }
-            "jbd2_checkpoint" => {
+            Tracepoint::Jbd2Checkpoint => {
                 let j = self.journals.entry(dev()).or_default();
                 j.out.checkpoints.passes += 1;
                 *self.checkpoints_by_pid.entry((dev(), e.pid)).or_default() += 1;
             }
-            "jbd2_checkpoint_stats" => {
+            Tracepoint::Jbd2CheckpointStats => {
                 let c = &mut self.journals.entry(dev()).or_default().out.checkpoints;
                 c.transactions += 1;
-                c.written += f.int("written").unwrap_or(0) as u64;
-                c.dropped += f.int("dropped").unwrap_or(0) as u64;
-                c.forced_to_close += f.int("forced_to_close").unwrap_or(0) as u64;
+                c.written += f.int(Field::Written).unwrap_or(0) as u64;
+                c.dropped += f.int(Field::Dropped).unwrap_or(0) as u64;
+                c.forced_to_close += f.int(Field::ForcedToClose).unwrap_or(0) as u64;
             }
-            "jbd2_update_log_tail" => {
+            Tracepoint::Jbd2UpdateLogTail => {
                 self.journals.entry(dev()).or_default().out.log_tail_updates += 1;
             }
-            "balance_dirty_pages" => self.dirty_pause(e),
-            "jbd2_lock_buffer_stall" => {
+            Tracepoint::BalanceDirtyPages => self.dirty_pause(e),
+            Tracepoint::Jbd2LockBufferStall => {
                 self.journals
                     .entry(dev())
                     .or_default()
@@ -263,7 +264,7 @@ impl FsAnalysis {
     /// An fsync ends: its latency, overall, per thread and among the
     /// slowest; an exit without its entry is only counted.
     #[inline]
-    fn fsync_exit(&mut self, e: &OtherEvent, names: &ThreadNames) {
+    fn fsync_exit(&mut self, e: &TraceEvent, names: &ThreadNames) {
         match self.open_fsync.remove(&e.pid) {
             Some(_) if !names.keeps(e.pid) => {}
             Some((d, ino, datasync, start)) if e.ts >= start => {
@@ -293,16 +294,16 @@ impl FsAnalysis {
 
     /// A commit of `dev`'s journal opens.
     #[inline]
-    fn commit_start(&mut self, e: &OtherEvent, dev: Dev) {
+    fn commit_start(&mut self, e: &TraceEvent, dev: Dev) {
         let f = &e.fields;
         let j = self.journals.entry(dev).or_default();
-        let tid = f.int("transaction").unwrap_or(0) as u64;
+        let tid = f.int(Field::Transaction).unwrap_or(0) as u64;
         j.open.insert(
             tid,
             OpenCommit {
                 commit: Commit {
                     transaction: tid,
-                    sync: f.int("sync_commit").unwrap_or(0) != 0,
+                    sync: f.int(Field::SyncCommit).unwrap_or(0) != 0,
                     start_ns: e.ts,
                     ..Default::default()
                 },
@@ -313,13 +314,13 @@ impl FsAnalysis {
 
     /// An open commit enters its locking, flushing or logging phase.
     #[inline]
-    fn commit_phase(&mut self, e: &OtherEvent, dev: Dev, phase: &str) {
+    fn commit_phase(&mut self, e: &TraceEvent, dev: Dev, phase: Tracepoint) {
         let j = self.journals.entry(dev).or_default();
-        let tid = e.fields.int("transaction").unwrap_or(0) as u64;
+        let tid = e.fields.int(Field::Transaction).unwrap_or(0) as u64;
         if let Some(c) = j.open.get_mut(&tid) {
             let at = match phase {
-                "jbd2_commit_locking" => &mut c.locking_at,
-                "jbd2_commit_flushing" => &mut c.flushing_at,
+                Tracepoint::Jbd2CommitLocking => &mut c.locking_at,
+                Tracepoint::Jbd2CommitFlushing => &mut c.flushing_at,
                 _ => &mut c.logging_at,
             };
             *at = Some(e.ts);
@@ -329,9 +330,9 @@ impl FsAnalysis {
     /// A commit ends: its total and phase durations, into the journal's
     /// distributions, counts and slowest commits.
     #[inline]
-    fn commit_end(&mut self, e: &OtherEvent, dev: Dev) {
+    fn commit_end(&mut self, e: &TraceEvent, dev: Dev) {
         let j = self.journals.entry(dev).or_default();
-        let tid = e.fields.int("transaction").unwrap_or(0) as u64;
+        let tid = e.fields.int(Field::Transaction).unwrap_or(0) as u64;
         if let Some(mut c) = j.open.remove(&tid) {
             let start = c.commit.start_ns;
             c.commit.total_ns = e.ts.saturating_sub(start);
@@ -373,30 +374,30 @@ impl FsAnalysis {
 
     /// `jbd2_run_stats`: a committed transaction's handles and blocks.
     #[inline]
-    fn run_stats(&mut self, e: &OtherEvent, dev: Dev) {
+    fn run_stats(&mut self, e: &TraceEvent, dev: Dev) {
         let f = &e.fields;
         let j = self.journals.entry(dev).or_default();
-        let handles = f.int("handle_count").unwrap_or(0) as u64;
+        let handles = f.int(Field::HandleCount).unwrap_or(0) as u64;
         j.run_stats += 1;
         j.handles += handles;
         j.out.max_handles_per_commit = j.out.max_handles_per_commit.max(handles);
-        j.blocks += f.int("blocks").unwrap_or(0) as u64;
-        j.blocks_logged += f.int("blocks_logged").unwrap_or(0) as u64;
+        j.blocks += f.int(Field::Blocks).unwrap_or(0) as u64;
+        j.blocks_logged += f.int(Field::BlocksLogged).unwrap_or(0) as u64;
     }
 
     /// `balance_dirty_pages`: a writer paused at the dirty page limit.
     #[inline]
-    fn dirty_pause(&mut self, e: &OtherEvent) {
+    fn dirty_pause(&mut self, e: &TraceEvent) {
         let f = &e.fields;
         let d = &mut self.out.dirty_throttle;
-        let pause = f.int("pause").unwrap_or(0).max(0) as u64;
+        let pause = f.int(Field::Pause).unwrap_or(0).max(0) as u64;
         d.events += 1;
         d.pause_ms_total += pause;
         d.max_pause_ms = d.max_pause_ms.max(pause);
-        d.limit_pages = f.int("limit").unwrap_or(0).max(0) as u64;
+        d.limit_pages = f.int(Field::Limit).unwrap_or(0).max(0) as u64;
         d.max_dirty_pages = d
             .max_dirty_pages
-            .max(f.int("dirty").unwrap_or(0).max(0) as u64);
+            .max(f.int(Field::Dirty).unwrap_or(0).max(0) as u64);
         *self.paused_by_pid.entry(e.pid).or_default() += pause;
     }
 

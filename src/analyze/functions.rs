@@ -19,7 +19,7 @@
 use super::histogram::Log2Hist;
 use super::names::ThreadNames;
 use crate::model::function_brackets::BRACKETS;
-use crate::model::OtherEvent;
+use crate::model::TraceEvent;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
@@ -112,7 +112,7 @@ impl FunctionAnalysis {
     }
 
     /// An entry or return tracepoint of a wanted function.
-    pub fn add(&mut self, o: &OtherEvent, names: &ThreadNames) {
+    pub fn add(&mut self, o: &TraceEvent, names: &ThreadNames) {
         // Most reports ask for no function: no lookup per event then.
         if self.events.is_empty() {
             return;
@@ -194,8 +194,8 @@ mod tests {
     use super::*;
     use crate::model::{Comm, Fields};
 
-    fn ev(ts: u64, pid: u32, name: &str) -> OtherEvent {
-        OtherEvent::new(ts, 0, pid, name.into(), Comm::default(), Fields::default())
+    fn ev(ts: u64, pid: u32, name: &str) -> TraceEvent {
+        TraceEvent::new(ts, 0, pid, name.into(), Comm::default(), Fields::default())
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! their counts and time, and softirq raises. Memory: one open handler per
 //! CPU, fixed tables.
 
-use crate::model::OtherEvent;
+use crate::model::tracepoint::Field;
+use crate::model::{TraceEvent, Tracepoint};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -108,23 +109,22 @@ impl IrqAnalysis {
     }
 
     /// Feeds one event; returns false for events this analysis ignores.
-    pub fn add(&mut self, e: &OtherEvent) -> bool {
-        let short = e.short_name();
+    pub fn add(&mut self, e: &TraceEvent) -> bool {
         let vec = || {
             e.fields
-                .int("vec")
+                .int(Field::Vec)
                 .and_then(|v| usize::try_from(v).ok())
                 .filter(|&v| v < VECTORS.len())
         };
-        match short {
-            "softirq_entry" => {
+        match e.kind {
+            Tracepoint::SoftirqEntry => {
                 if let Some(v) = vec() {
                     let c = self.cpus.entry(e.cpu).or_default();
                     c.counts[v] += 1;
                     c.soft = Some((v, e.ts));
                 }
             }
-            "softirq_exit" => {
+            Tracepoint::SoftirqExit => {
                 let c = self.cpus.entry(e.cpu).or_default();
                 match (c.soft.take(), vec()) {
                     (Some((v, since)), Some(x)) if v == x && e.ts >= since => {
@@ -141,13 +141,13 @@ impl IrqAnalysis {
                     _ => {}
                 }
             }
-            "softirq_raise" => {
+            Tracepoint::SoftirqRaise => {
                 if let Some(v) = vec() {
                     self.raised[v] += 1;
                 }
             }
-            "irq_handler_entry" => {
-                let irq = e.fields.int("irq").unwrap_or(-1);
+            Tracepoint::IrqHandlerEntry => {
+                let irq = e.fields.int(Field::Irq).unwrap_or(-1);
                 let h = self.hard.entry(irq).or_insert_with(|| Hardirq {
                     irq,
                     name: String::new(),
@@ -155,15 +155,15 @@ impl IrqAnalysis {
                     by_cpu: BTreeMap::new(),
                 });
                 if h.name.is_empty() {
-                    h.name = e.fields.str("name").unwrap_or("").to_string();
+                    h.name = e.fields.str(Field::Name).unwrap_or("").to_string();
                 }
                 *h.by_cpu.entry(e.cpu).or_default() += 1;
                 self.cpus.entry(e.cpu).or_default().hard = Some((irq, e.ts));
             }
-            "irq_handler_exit" => {
+            Tracepoint::IrqHandlerExit => {
                 let c = self.cpus.entry(e.cpu).or_default();
                 if let Some((irq, since)) = c.hard.take() {
-                    if Some(irq) == e.fields.int("irq") && e.ts >= since {
+                    if Some(irq) == e.fields.int(Field::Irq) && e.ts >= since {
                         if let Some(h) = self.hard.get_mut(&irq) {
                             h.stats.add(e.ts - since);
                             let name = &h.name;

@@ -81,7 +81,7 @@ impl Span {
 pub struct Analysis {
     pub inputs: Vec<InputSummary>,
     pub events: u64,
-    /// First and last timestamp of the analysed events, ns.
+    /// First and last timestamp of the analyzed events, ns.
     pub span: Span,
     pub block: BlockSummary,
     pub syscalls: syscalls::SyscallSummary,
@@ -106,7 +106,7 @@ pub struct Analysis {
     /// `off_cpu` (report::json).
     #[serde(skip)]
     pub stacks: stacks::StacksSummary,
-    /// Events iosleuth does not analyse yet, by name.
+    /// Events iosleuth does not analyze yet, by name.
     pub unknown_events: BTreeMap<String, u64>,
     pub warnings: Vec<String>,
     /// The system snapshot of a capture (`{before, workload, after}`), when
@@ -116,7 +116,7 @@ pub struct Analysis {
 
 /// Runs every analysis over a time-ordered stream of events, in one go:
 /// the rules' unit tests and the parser property tests (`pipeline` feeds
-/// [`Analyses`] in batches, with thread names from the snapshot). The
+/// [`Analyzers`] in batches, with thread names from the snapshot). The
 /// inputs and what they could not read are the caller's to add: analyses
 /// never see files.
 pub fn analyze(
@@ -124,7 +124,7 @@ pub fn analyze(
     filter: &Filter,
     block_cfg: BlockConfig,
 ) -> Analysis {
-    let mut all = Analyses::new(filter, block_cfg, &[]);
+    let mut all = Analyzers::new(filter, block_cfg, &[]);
     for ev in stream {
         all.event(&ev);
     }
@@ -132,7 +132,7 @@ pub fn analyze(
 }
 
 /// [`analyze`] over batches of events, each handed to `done`
-/// once analysed: the thread that read them frees them, where their
+/// once analyzed: the thread that read them frees them, where their
 /// memory came from (freeing it on another thread made a tenth of the
 /// work malloc's).
 pub fn analyze_batches(
@@ -142,7 +142,7 @@ pub fn analyze_batches(
     block_cfg: BlockConfig,
     known: &[(u32, String)],
 ) -> Analysis {
-    let mut all = Analyses::new(filter, block_cfg, known);
+    let mut all = Analyzers::new(filter, block_cfg, known);
     for batch in batches {
         for ev in &batch {
             all.event(ev);
@@ -153,7 +153,7 @@ pub fn analyze_batches(
 }
 
 /// Every analysis, fed one event at a time.
-struct Analyses<'f> {
+struct Analyzers<'f> {
     filter: &'f Filter,
     blk: BlockAnalysis,
     sched: sched::SchedAnalysis,
@@ -179,7 +179,7 @@ struct Analyses<'f> {
     operations_possible: bool,
 }
 
-impl<'f> Analyses<'f> {
+impl<'f> Analyzers<'f> {
     fn new(filter: &'f Filter, block_cfg: BlockConfig, known: &[(u32, String)]) -> Self {
         let mut cfg = block_cfg;
         if cfg.origin_ns.is_none() {
@@ -197,7 +197,7 @@ impl<'f> Analyses<'f> {
         if filter.selects_threads() {
             names.only(filter.pids.clone(), filter.comms.clone());
         }
-        Analyses {
+        Analyzers {
             filter,
             blk: BlockAnalysis::new(cfg),
             sched: sched::SchedAnalysis::new().with_rows(rows.thread_states),
@@ -225,7 +225,7 @@ impl<'f> Analyses<'f> {
         match ev {
             Event::Block(b) => self.block(b),
             Event::ProcessName { pid, comm } => self.blk.process_name(*pid, *comm),
-            Event::Other(o) => self.other(o),
+            Event::Trace(o) => self.other(o),
             Event::Stack(k) => self.stack(k),
         }
     }
@@ -246,12 +246,8 @@ impl<'f> Analyses<'f> {
         self.names.learn_block(b.pid, b.comm);
         self.gaps
             .add(b.ts, b.cpu, b.pid, gaps::EventName::Block(b.action));
-        if let Some(t) =
-            outliers::touch_of_block(b.action, b.dev).filter(|_| self.operations_possible)
-        {
-            self.outliers.before(b.ts, &t);
-            self.outliers.block(b);
-            self.outliers.after_block(b.ts);
+        if self.operations_possible {
+            self.outliers.block_event(b);
         }
         self.blk.add(b);
         self.fs.block(b);
@@ -259,7 +255,7 @@ impl<'f> Analyses<'f> {
         self.driver.block(b);
     }
 
-    fn other(&mut self, o: &crate::model::OtherEvent) {
+    fn other(&mut self, o: &crate::model::TraceEvent) {
         if !self.filter.keeps_time(o.ts) {
             return;
         }
@@ -268,31 +264,36 @@ impl<'f> Analyses<'f> {
         self.names.learn(o);
         self.gaps
             .add(o.ts, o.cpu, o.pid, gaps::EventName::Named(o.name.clone()));
-        let touch = outliers::touch_of(o);
-        if let Some(t) = &touch {
-            self.outliers.before(o.ts, t);
-        }
         let names = &self.names;
-        let used = self.sched.add(o)
-            | self.sys.add(o, names)
-            | self.fs.add(o, names)
-            | self.irq.add(o)
-            | self.wq.add(o)
-            | self.wbt.add(o)
-            | self.readahead.add(o)
-            | self.driver.add(o);
-        self.throttle.add(o);
-        self.functions.add(o, names);
-        if let Some((pid, ns, frames)) = self.stacks.add(o, names) {
-            let named = frames.iter().map(|f| stacks::function(f));
-            self.functions.blocked(pid, ns, named);
-        }
-        // After the scheduler: an operation's end is integrated with the
-        // state the scheduler analysis holds.
-        self.outliers.add(o, names, &self.sched);
-        if let Some(t) = &touch {
-            self.outliers.after(o.ts, t, &self.sched);
-        }
+        let (sys, fs, irq, wq, wbt) = (
+            &mut self.sys,
+            &mut self.fs,
+            &mut self.irq,
+            &mut self.wq,
+            &mut self.wbt,
+        );
+        let (readahead, driver, throttle) =
+            (&mut self.readahead, &mut self.driver, &mut self.throttle);
+        let (functions, off_cpu) = (&mut self.functions, &mut self.stacks);
+        let used = self
+            .outliers
+            .trace_event(o, names, &mut self.sched, |sched| {
+                let used = sched.add(o)
+                    | sys.add(o, names)
+                    | fs.add(o, names)
+                    | irq.add(o)
+                    | wq.add(o)
+                    | wbt.add(o)
+                    | readahead.add(o)
+                    | driver.add(o);
+                throttle.add(o);
+                functions.add(o, names);
+                if let Some((pid, ns, frames)) = off_cpu.add(o, names) {
+                    let named = frames.iter().map(|f| stacks::function(f));
+                    functions.blocked(pid, ns, named);
+                }
+                used
+            });
         if used {
             return;
         }
@@ -324,7 +325,7 @@ impl<'f> Analyses<'f> {
         if !self.unknown.is_empty() {
             let total: u64 = self.unknown.values().sum();
             warnings.push(format!(
-                "{total} events of {} kinds are not analysed yet (kept and counted under unknown_events)",
+                "{total} events of {} kinds are not analyzed yet (kept and counted under unknown_events)",
                 self.unknown.len()
             ));
         }

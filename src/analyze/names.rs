@@ -1,7 +1,8 @@
 //! Thread names as the trace tells them: from text lines' task column and
 //! from `sched_switch`'s comms (captures carry no names in their headers).
 
-use crate::model::{Comm, OtherEvent};
+use crate::model::tracepoint::Field;
+use crate::model::{Comm, TraceEvent, Tracepoint};
 use rustc_hash::FxHashMap;
 
 #[derive(Default)]
@@ -35,18 +36,21 @@ impl ThreadNames {
             || self.only_comms.iter().any(|c| c == comm)
     }
 
-    pub fn learn(&mut self, e: &OtherEvent) {
+    pub fn learn(&mut self, e: &TraceEvent) {
         if !e.comm.is_empty() {
             self.comms.insert(e.pid, e.comm);
         }
-        let pairs: &[(&str, &str)] = match e.short_name() {
-            "sched_switch" => &[("next_pid", "next_comm"), ("prev_pid", "prev_comm")],
-            "sched_waking" | "sched_wakeup" | "sched_wakeup_new" => &[("pid", "comm")],
-            "sched_process_fork" => &[("child_pid", "child_comm")],
+        let pairs: &[(Field, Field)] = match e.kind {
+            Tracepoint::SchedSwitch => &[
+                (Field::NextPid, Field::NextComm),
+                (Field::PrevPid, Field::PrevComm),
+            ],
+            k if k.is_wakeup() => &[(Field::Pid, Field::Comm)],
+            Tracepoint::SchedProcessFork => &[(Field::ChildPid, Field::ChildComm)],
             _ => return,
         };
         for (p, c) in pairs {
-            if let (Some(pid), Some(c)) = (e.fields.int(p), e.fields.str(c)) {
+            if let (Some(pid), Some(c)) = (e.fields.int(*p), e.fields.str(*c)) {
                 if pid != 0 {
                     self.comms.insert(pid as u32, Comm::new(c.as_bytes()));
                 }

@@ -3,7 +3,8 @@
 //! where the file's previous read ended (sequential), and the readahead
 //! window the kernel had (`ra_pages`).
 
-use crate::model::OtherEvent;
+use crate::model::tracepoint::Field;
+use crate::model::{TraceEvent, Tracepoint};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -38,11 +39,11 @@ pub struct ReadaheadAnalysis {
 
 /// The kernel's dev_t inside the event (`MAJ << 20 | MIN`), or `MAJ:MIN`
 /// as text.
-fn device(e: &OtherEvent) -> Option<String> {
-    if let Some(d) = e.fields.int("s_dev") {
+fn device(e: &TraceEvent) -> Option<String> {
+    if let Some(d) = e.fields.int(Field::SDev) {
         return Some(format!("{},{}", d >> 20, d & 0xf_ffff));
     }
-    e.fields.str("dev").map(|d| d.replace(':', ","))
+    e.fields.str(Field::Dev).map(|d| d.replace(':', ","))
 }
 
 impl ReadaheadAnalysis {
@@ -50,24 +51,30 @@ impl ReadaheadAnalysis {
         ReadaheadAnalysis::default()
     }
 
-    pub fn add(&mut self, e: &OtherEvent) -> bool {
-        let sync = match e.short_name() {
-            "page_cache_sync_ra" => true,
-            "page_cache_async_ra" => false,
+    pub fn add(&mut self, e: &TraceEvent) -> bool {
+        let sync = match e.kind {
+            Tracepoint::PageCacheSyncRa => true,
+            Tracepoint::PageCacheAsyncRa => false,
             _ => return false,
         };
         let Some(dev) = device(e) else { return true };
         let f = &e.fields;
-        let (index, count) = (f.int("index").unwrap_or(0), f.int("req_count").unwrap_or(1));
-        let ra_pages = f.int("ra_pages").unwrap_or(0).max(0) as u64;
-        let inode = f.int("i_ino").or_else(|| f.int("ino")).unwrap_or(0);
+        let (index, count) = (
+            f.int(Field::Index).unwrap_or(0),
+            f.int(Field::ReqCount).unwrap_or(1),
+        );
+        let ra_pages = f.int(Field::RaPages).unwrap_or(0).max(0) as u64;
+        let inode = f
+            .int(Field::IIno)
+            .or_else(|| f.int(Field::Ino))
+            .unwrap_or(0);
         let d = self.out.devices.entry(dev.clone()).or_default();
         if d.sync_misses + d.async_readaheads == 0 {
             d.ra_pages_min = ra_pages;
         }
         d.ra_pages_min = d.ra_pages_min.min(ra_pages);
         d.ra_pages_max = d.ra_pages_max.max(ra_pages);
-        d.pages_read_ahead += f.int("size").unwrap_or(0).max(0) as u64;
+        d.pages_read_ahead += f.int(Field::Size).unwrap_or(0).max(0) as u64;
         // With readahead off (ra_pages 0) a synchronous miss reads the one
         // page it missed, whatever the reader asked for: the kernel's
         // page_cache_sync_ra sets req_count to 1 and forces that read. The

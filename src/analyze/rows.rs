@@ -6,7 +6,8 @@
 pub use super::block::requests::RequestRow;
 use super::outliers::Breakdown;
 use crate::model::Comm;
-use std::sync::mpsc::SyncSender;
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::thread::{Scope, ScopedJoinHandle};
 
 /// An operation (a syscall or a probe operation) that ended, with its
 /// breakdown (the same as an outlier's).
@@ -90,6 +91,94 @@ pub struct RowSinks {
     pub operations: Option<SyncSender<OperationRow>>,
     pub thread_states: Option<SyncSender<ThreadStateRow>>,
     pub spans: Option<SyncSender<SpanRow>>,
+}
+
+/// Writes one kind of row, on a thread of its own, as the analysis sends
+/// each.
+pub type WriteRow<'a, T> = Box<dyn FnMut(T) -> std::io::Result<()> + Send + 'a>;
+
+/// What writes each kind of row (an exporter's tables or tracks); `None`:
+/// that kind is not sent.
+#[derive(Default)]
+pub struct RowWriters<'a> {
+    pub requests: Option<WriteRow<'a, RequestRow>>,
+    pub operations: Option<WriteRow<'a, OperationRow>>,
+    pub thread_states: Option<WriteRow<'a, ThreadStateRow>>,
+    pub spans: Option<WriteRow<'a, SpanRow>>,
+}
+
+/// Rows written, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RowCounts {
+    pub requests: u64,
+    pub operations: u64,
+    pub thread_states: u64,
+    pub spans: u64,
+}
+
+/// Runs `analyze` with sinks whose rows `writers` write, each kind on a
+/// thread of its own behind a bounded queue (the analysis waits for a
+/// slow writer rather than buffer: memory stays flat). The one thread
+/// set-up every exporter shares. Returns what `analyze` returned and the
+/// rows written, or the first write error (the rows after it are drained
+/// and dropped, so the analysis still ends).
+pub fn drive<R>(
+    writers: RowWriters<'_>,
+    analyze: impl FnOnce(RowSinks) -> R,
+) -> (R, std::io::Result<RowCounts>) {
+    std::thread::scope(|scope| {
+        let (requests, req) = writer_thread(scope, writers.requests);
+        let (operations, op) = writer_thread(scope, writers.operations);
+        let (thread_states, st) = writer_thread(scope, writers.thread_states);
+        let (spans, sp) = writer_thread(scope, writers.spans);
+        let analyzed = analyze(RowSinks {
+            requests,
+            operations,
+            thread_states,
+            spans,
+        });
+        let written = (|| {
+            Ok(RowCounts {
+                requests: joined(req)?,
+                operations: joined(op)?,
+                thread_states: joined(st)?,
+                spans: joined(sp)?,
+            })
+        })();
+        (analyzed, written)
+    })
+}
+
+type Written<'scope> = Option<ScopedJoinHandle<'scope, std::io::Result<u64>>>;
+
+/// A thread that writes each row the returned sender brings; the number
+/// written, or the first error.
+fn writer_thread<'scope, 'env, T: Send + 'env>(
+    scope: &'scope Scope<'scope, 'env>,
+    write: Option<WriteRow<'env, T>>,
+) -> (Option<SyncSender<T>>, Written<'scope>) {
+    const QUEUE: usize = 8192;
+    let Some(mut write) = write else {
+        return (None, None);
+    };
+    let (tx, rx) = sync_channel::<T>(QUEUE);
+    let handle = scope.spawn(move || {
+        let (mut n, mut error) = (0, None);
+        for row in rx {
+            if error.is_none() {
+                match write(row) {
+                    Ok(()) => n += 1,
+                    Err(e) => error = Some(e),
+                }
+            }
+        }
+        error.map_or(Ok(n), Err)
+    });
+    (Some(tx), Some(handle))
+}
+
+fn joined(h: Written<'_>) -> std::io::Result<u64> {
+    h.map_or(Ok(0), |h| h.join().expect("a row writer panicked"))
 }
 
 /// Sends `row`; a receiver that went away (an export that stopped on an

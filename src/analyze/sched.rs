@@ -13,7 +13,8 @@
 
 use super::histogram::{LatencyDist, Log2Hist, Percentiles};
 use super::top::{keep_largest, qualifies};
-use crate::model::{Comm, OtherEvent};
+use crate::model::tracepoint::Field;
+use crate::model::{Comm, TraceEvent, Tracepoint};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -218,27 +219,29 @@ impl SchedAnalysis {
     }
 
     /// Feeds one event; returns false for events this analysis ignores.
-    pub fn add(&mut self, e: &OtherEvent) -> bool {
-        match e.short_name() {
-            "sched_switch" => self.switch(e),
-            "sched_waking" => {
+    pub fn add(&mut self, e: &TraceEvent) -> bool {
+        match e.kind {
+            Tracepoint::SchedSwitch => self.switch(e),
+            Tracepoint::SchedWaking => {
                 self.have_waking = true;
                 self.wakeup(e);
             }
-            "sched_wakeup" => {
+            Tracepoint::SchedWakeup => {
                 if !self.have_waking {
                     self.wakeup(e)
                 }
             }
-            "sched_wakeup_new" => self.wakeup(e),
-            "sched_migrate_task" => {
-                if let (Some(pid), Some(to)) = (e.fields.int("pid"), e.fields.int("dest_cpu")) {
+            Tracepoint::SchedWakeupNew => self.wakeup(e),
+            Tracepoint::SchedMigrateTask => {
+                if let (Some(pid), Some(to)) =
+                    (e.fields.int(Field::Pid), e.fields.int(Field::DestCpu))
+                {
                     if let Some(t) = self.threads.get_mut(&(pid as u32)) {
                         t.cpu = Some(to as u32);
                     }
                 }
             }
-            "sched_process_exit" | "sched_process_fork" => {}
+            Tracepoint::SchedProcessExit | Tracepoint::SchedProcessFork => {}
             _ => return false,
         }
         true
@@ -298,16 +301,16 @@ impl SchedAnalysis {
         self.threads.entry(pid).or_default()
     }
 
-    fn wakeup(&mut self, e: &OtherEvent) {
-        let Some(pid) = e.fields.int("pid") else {
+    fn wakeup(&mut self, e: &TraceEvent) {
+        let Some(pid) = e.fields.int(Field::Pid) else {
             return;
         };
         let pid = pid as u32;
         self.wakeups += 1;
         let ts = e.ts;
-        let target = e.fields.int("target_cpu").map(|c| c as u32);
+        let target = e.fields.int(Field::TargetCpu).map(|c| c as u32);
         let t = self.thread(pid);
-        if let Some(c) = e.fields.str("comm") {
+        if let Some(c) = e.fields.str(Field::Comm) {
             t.comm = Comm::new(c.as_bytes());
         }
         if target.is_some() {
@@ -337,18 +340,18 @@ impl SchedAnalysis {
         }
     }
 
-    fn switch(&mut self, e: &OtherEvent) {
+    fn switch(&mut self, e: &TraceEvent) {
         let f = &e.fields;
-        let (Some(prev), Some(next)) = (f.int("prev_pid"), f.int("next_pid")) else {
+        let (Some(prev), Some(next)) = (f.int(Field::PrevPid), f.int(Field::NextPid)) else {
             return;
         };
         let (prev, next, ts, cpu) = (prev as u32, next as u32, e.ts, e.cpu);
         self.switches += 1;
-        let state = task_state(f.get("prev_state"));
-        let prev_prio = f.int("prev_prio").unwrap_or(120);
-        let next_prio = f.int("next_prio").unwrap_or(120);
-        let prev_comm = Comm::new(f.str("prev_comm").unwrap_or("").as_bytes());
-        let next_comm = Comm::new(f.str("next_comm").unwrap_or("").as_bytes());
+        let state = task_state(f.get(Field::PrevState));
+        let prev_prio = f.int(Field::PrevPrio).unwrap_or(120);
+        let next_prio = f.int(Field::NextPrio).unwrap_or(120);
+        let prev_comm = Comm::new(f.str(Field::PrevComm).unwrap_or("").as_bytes());
+        let next_comm = Comm::new(f.str(Field::NextComm).unwrap_or("").as_bytes());
 
         // The CPU's slice of `prev` ends here.
         let c = self.cpus.entry(cpu).or_default();
@@ -569,9 +572,9 @@ mod tests {
     use crate::model::{Fields, Value};
 
     /// `sched_switch` on CPU 0 from `prev` (left in `state`) to `next`.
-    fn switch(ts: u64, prev: (u32, &str), state: &str, next: (u32, &str)) -> OtherEvent {
+    fn switch(ts: u64, prev: (u32, &str), state: &str, next: (u32, &str)) -> TraceEvent {
         let f = |k: &str, v: Value| (std::sync::Arc::from(k), v);
-        OtherEvent::new(
+        TraceEvent::new(
             ts,
             0,
             prev.0,

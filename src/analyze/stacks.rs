@@ -8,7 +8,8 @@
 //! …;innermost`.
 
 use super::sched::task_state;
-use crate::model::{OtherEvent, StackEvent};
+use crate::model::tracepoint::Field;
+use crate::model::{StackEvent, TraceEvent, Tracepoint};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
@@ -142,14 +143,14 @@ impl StackAnalysis {
     /// a stack: (thread, off-CPU ns, stack).
     pub fn add(
         &mut self,
-        o: &OtherEvent,
+        o: &TraceEvent,
         names: &super::names::ThreadNames,
     ) -> Option<(u32, u64, Frames)> {
-        if o.short_name() != "sched_switch" {
+        if o.kind != Tracepoint::SchedSwitch {
             return None;
         }
         let f = &o.fields;
-        let (Some(prev), Some(next)) = (f.int("prev_pid"), f.int("next_pid")) else {
+        let (Some(prev), Some(next)) = (f.int(Field::PrevPid), f.int(Field::NextPid)) else {
             return None;
         };
         let mut ended = None;
@@ -173,9 +174,9 @@ impl StackAnalysis {
             }
         }
         self.awaiting_stack.remove(&o.cpu);
-        let comm = f.str("prev_comm").unwrap_or("");
+        let comm = f.str(Field::PrevComm).unwrap_or("");
         if prev != 0
-            && matches!(task_state(f.get("prev_state")), 'S' | 'D')
+            && matches!(task_state(f.get(Field::PrevState)), 'S' | 'D')
             && names.keeps_named(prev, comm)
         {
             let comm: Arc<str> = comm.into();
@@ -429,14 +430,14 @@ mod tests {
 
     #[test]
     fn blocked_time_runs_from_switch_out_to_switch_in() {
-        use crate::model::{Comm, Fields, OtherEvent, Value};
+        use crate::model::{Comm, Fields, TraceEvent, Value};
         let switch = |ts: u64, prev: i64, state: &str, next: i64| {
             let mut fields = Fields::default();
             fields.push("prev_comm".into(), Value::Str("w".into()));
             fields.push("prev_pid".into(), Value::Int(prev));
             fields.push("prev_state".into(), Value::Str(state.into()));
             fields.push("next_pid".into(), Value::Int(next));
-            OtherEvent::new(
+            TraceEvent::new(
                 ts,
                 0,
                 prev as u32,

@@ -6,7 +6,9 @@
 use super::histogram::{LatencyDist, Log2Hist, Percentiles};
 use super::names::ThreadNames;
 use super::top::{keep_largest, qualifies};
-use crate::model::OtherEvent;
+use crate::model::tracepoint::syscall_of;
+use crate::model::tracepoint::Field;
+use crate::model::{TraceEvent, Tracepoint};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -80,24 +82,25 @@ impl SyscallAnalysis {
     }
 
     /// Feeds one event; returns false for events this analysis ignores.
-    pub fn add(&mut self, e: &OtherEvent, names: &ThreadNames) -> bool {
-        let short = e.short_name();
-        if let Some(name) = short.strip_prefix("sys_enter_") {
-            self.pending.insert(e.pid, (name.into(), e.ts));
+    pub fn add(&mut self, e: &TraceEvent, names: &ThreadNames) -> bool {
+        let name = || syscall_of(e.short_name()).unwrap_or_default();
+        if e.kind == Tracepoint::SysEnter {
+            self.pending.insert(e.pid, (name().into(), e.ts));
             return true;
         }
-        if let Some(name) = short.strip_prefix("sys_exit_") {
+        if e.kind == Tracepoint::SysExit {
+            let name = name();
             match self.pending.remove(&e.pid) {
                 Some((n, start)) if &*n == name && e.ts >= start => {
-                    let ret = e.fields.int("ret");
+                    let ret = e.fields.int(Field::Ret);
                     self.record(name, e.pid, names, start, e.ts - start, ret, false);
                 }
                 _ => self.out.unmatched_exits += 1,
             }
             return true;
         }
-        if short == "print" {
-            if let Some(buf) = e.fields.str("buf") {
+        if e.kind == Tracepoint::Print {
+            if let Some(buf) = e.fields.str(Field::Buf) {
                 self.mark(e, names, buf.trim_end());
             }
             return true;
@@ -106,7 +109,7 @@ impl SyscallAnalysis {
     }
 
     /// `iosleuth: fsync 3 begin` / `iosleuth: fsync 3 end 1234`.
-    fn mark(&mut self, e: &OtherEvent, names: &ThreadNames, text: &str) {
+    fn mark(&mut self, e: &TraceEvent, names: &ThreadNames, text: &str) {
         let Some(rest) = text.strip_prefix("iosleuth: ") else {
             return;
         };

@@ -3,7 +3,8 @@
 //! How long write bios then waited for a request is btt's (Q→G of
 //! writes, `DeviceSummary::write_waits`).
 
-use crate::model::OtherEvent;
+use crate::model::tracepoint::Field;
+use crate::model::{TraceEvent, Tracepoint};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -54,19 +55,18 @@ impl WbtAnalysis {
         WbtAnalysis::default()
     }
 
-    pub fn add(&mut self, e: &OtherEvent) -> bool {
-        let short = e.short_name();
-        if !short.starts_with("wbt_") {
+    pub fn add(&mut self, e: &TraceEvent) -> bool {
+        if !e.kind.is_wbt() {
             return false;
         }
         self.events += 1;
-        let Some(name) = e.fields.str("name") else {
+        let Some(name) = e.fields.str(Field::Name) else {
             return true;
         };
         let d = self.devs.entry(dev_key(name)).or_default();
-        match short {
-            "wbt_step" => {
-                let step = e.fields.int("step").unwrap_or(0);
+        match e.kind {
+            Tracepoint::WbtStep => {
+                let step = e.fields.int(Field::Step).unwrap_or(0);
                 if d.step > 0 {
                     d.out.stepped_down_ns += e.ts.saturating_sub(d.step_since);
                 }
@@ -79,12 +79,13 @@ impl WbtAnalysis {
                     (None, Some(v)) => Some(v.max(0) as u64),
                     (c, None) => c,
                 };
-                d.out.min_max_depth = min(d.out.min_max_depth, e.fields.int("max"));
-                d.out.min_background_depth = min(d.out.min_background_depth, e.fields.int("bg"));
+                d.out.min_max_depth = min(d.out.min_max_depth, e.fields.int(Field::Max));
+                d.out.min_background_depth =
+                    min(d.out.min_background_depth, e.fields.int(Field::Bg));
             }
-            "wbt_lat" => {
+            Tracepoint::WbtLat => {
                 d.out.latency_exceeded += 1;
-                let lat = e.fields.int("lat").unwrap_or(0).max(0) as u64;
+                let lat = e.fields.int(Field::Lat).unwrap_or(0).max(0) as u64;
                 d.out.max_read_latency_us = d.out.max_read_latency_us.max(lat);
             }
             _ => {}

@@ -5,7 +5,8 @@
 
 use super::histogram::{LatencyDist, Percentiles};
 use super::names::ThreadNames;
-use crate::model::{OtherEvent, Value};
+use crate::model::tracepoint::Field;
+use crate::model::{TraceEvent, Tracepoint, Value};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -48,8 +49,8 @@ pub struct WorkqueueAnalysis {
     running: FxHashMap<u32, (String, u64)>,
 }
 
-fn function_of(e: &OtherEvent) -> Option<String> {
-    match e.fields.get("function")? {
+fn function_of(e: &TraceEvent) -> Option<String> {
+    match e.fields.get(Field::Function)? {
         Value::Str(s) => Some(s.to_string()),
         Value::Int(a) => Some(format!("{:#x}", *a as u64)),
     }
@@ -60,21 +61,21 @@ impl WorkqueueAnalysis {
         WorkqueueAnalysis::default()
     }
 
-    pub fn add(&mut self, e: &OtherEvent) -> bool {
+    pub fn add(&mut self, e: &TraceEvent) -> bool {
         // `work=` in captures; `work struct=c63c21ac` (hex, no 0x) in old text.
-        let work = e.fields.int("work").or_else(|| {
-            let s = e.fields.str("struct")?;
+        let work = e.fields.int(Field::Work).or_else(|| {
+            let s = e.fields.str(Field::Struct)?;
             u64::from_str_radix(s.trim_start_matches("0x"), 16)
                 .ok()
                 .map(|v| v as i64)
         });
-        match e.short_name() {
-            "workqueue_queue_work" => {
+        match e.kind {
+            Tracepoint::WorkqueueQueueWork => {
                 if let Some(w) = work {
                     self.queued.insert(w, e.ts);
                 }
             }
-            "workqueue_execute_start" => {
+            Tracepoint::WorkqueueExecuteStart => {
                 let Some(f) = function_of(e) else {
                     return true;
                 };
@@ -86,7 +87,7 @@ impl WorkqueueAnalysis {
                 }
                 self.running.insert(e.pid, (f, e.ts));
             }
-            "workqueue_execute_end" => {
+            Tracepoint::WorkqueueExecuteEnd => {
                 if let Some((f, start)) = self.running.remove(&e.pid) {
                     let ns = e.ts.saturating_sub(start);
                     let row = self.rows.entry(f).or_default();
@@ -94,7 +95,7 @@ impl WorkqueueAnalysis {
                     row.max_run_ns = row.max_run_ns.max(ns);
                 }
             }
-            "workqueue_activate_work" => {}
+            Tracepoint::WorkqueueActivateWork => {}
             _ => return false,
         }
         true

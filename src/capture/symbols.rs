@@ -19,7 +19,7 @@ pub fn write_for_capture(dir: &Path) -> std::io::Result<usize> {
         for mut s in sources {
             while let Some(e) = s.next_event() {
                 match e {
-                    Event::Other(o) => {
+                    Event::Trace(o) => {
                         for (k, v) in &o.fields.0 {
                             if let (true, Value::Int(a)) = (ADDRESS_FIELDS.contains(&&**k), v) {
                                 addrs.insert(*a as u64);

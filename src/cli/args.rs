@@ -6,7 +6,7 @@ use crate::model::Dev;
 use clap::Args;
 use std::path::PathBuf;
 
-/// Which events and threads to analyse, and how finely.
+/// Which events and threads to analyze, and how finely.
 #[derive(Args, Debug)]
 pub struct FilterArgs {
     /// Only this device, as MAJ,MIN (e.g. 7,0).
@@ -74,7 +74,7 @@ pub struct InputArgs {
     /// The most bytes decompressed from any one input (a gzip or zstd
     /// file, a trace.dat's compressed pages, a perf.data's compressed
     /// records), e.g. 512M or 1T (K, M, G, T: powers of 1024). What was
-    /// read of a gzip or zstd file or of a trace.dat up to it is analysed,
+    /// read of a gzip or zstd file or of a trace.dat up to it is analyzed,
     /// with a warning; a perf.data whose compressed records decompress to
     /// more is refused (exit 2). Data that grows more than 100 times as it
     /// decompresses is warned about (a decompression bomb?).

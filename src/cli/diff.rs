@@ -5,7 +5,7 @@ use super::args::SidesArgs;
 use crate::error::{Error, ExitStatus, Result};
 use crate::pipeline::{self, Options, Run};
 use crate::report::output_file::OutputFile;
-use crate::report::Format;
+use crate::report::{Command, Format};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -13,8 +13,8 @@ use std::path::PathBuf;
 pub struct DiffArgs {
     #[command(flatten)]
     sides: SidesArgs,
-    #[arg(long, value_enum, default_value = "text")]
-    format: DiffFormat,
+    #[arg(long, value_parser = Format::parser(Command::Diff), default_value = "text")]
+    format: Format,
     /// Write the diff to this file rather than to standard output.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -30,16 +30,7 @@ pub struct DiffArgs {
     input: super::args::InputArgs,
 }
 
-/// What `diff` prints.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum DiffFormat {
-    Text,
-    Json,
-    // One self-contained page: verdict, settings, both sides plotted.
-    Html,
-}
-
-/// Each run analysed and diagnosed on its own; its warnings said.
+/// Each run analyzed and diagnosed on its own; its warnings said.
 fn runs(paths: &[PathBuf], opts: &Options) -> Result<Vec<Run>> {
     paths
         .iter()
@@ -62,10 +53,11 @@ pub fn run(args: DiffArgs) -> Result<ExitStatus> {
             .map(|o| OutputFile::check(o, &inputs))
             .transpose()
     };
+    super::refuse_page_on_terminal(args.format, args.output.as_deref())?;
     let (output, svg_output) = (check(&args.output)?, check(&args.flamegraph)?);
     let mut opts = Options::default();
     opts.filter.functions = args.functions.clone();
-    opts.request_timeline = matches!(args.format, DiffFormat::Html);
+    opts.request_timeline = args.format == Format::Html;
     let (base, cand) = super::args::both(runs(&base_paths, &opts), runs(&cand_paths, &opts))?;
     for w in pipeline::comparison_warnings(&sides(&base), &sides(&cand)) {
         super::warn(&w);
@@ -75,13 +67,10 @@ pub fn run(args: DiffArgs) -> Result<ExitStatus> {
         let paths: Vec<&PathBuf> = base_paths.iter().chain(&cand_paths).collect();
         differential_flamegraph(svg, &base, &cand, &paths)?;
     }
-    let out = match args.format {
-        DiffFormat::Text => Format::Text.diff(&d),
-        DiffFormat::Json => Format::Json.diff(&d),
-        DiffFormat::Html => {
-            crate::report::html::render_diff(&d, &html_side(&base), &html_side(&cand))
-        }
-    };
+    let out = args
+        .format
+        .diff(&d, &html_side(&base), &html_side(&cand))
+        .ok_or_else(|| Error::bad_input("diff writes text, json or html"))?;
     super::write_output(output.as_ref(), &out)?;
     Ok(ExitStatus::SUCCESS)
 }

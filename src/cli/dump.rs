@@ -2,7 +2,7 @@
 
 use crate::error::{Error, ExitStatus, Result};
 use crate::model::Event;
-use crate::report::{dump, Format};
+use crate::report::{dump, Command, Format};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
@@ -18,7 +18,7 @@ pub struct DumpArgs {
     #[arg(long)]
     limit: Option<u64>,
     /// `json`: one JSON object per line.
-    #[arg(long, value_enum, default_value = "text")]
+    #[arg(long, value_parser = Format::parser(Command::Dump), default_value = "text")]
     format: Format,
     #[command(flatten)]
     input: super::args::InputArgs,
@@ -36,7 +36,7 @@ fn wanted(only: &[String], ev: &Event) -> bool {
             only.iter()
                 .any(|w| w.strip_prefix("block:").unwrap_or(w) == letter)
         }
-        Event::Other(o) => only.iter().any(|w| **w == *o.name || w == o.short_name()),
+        Event::Trace(o) => only.iter().any(|w| **w == *o.name || w == o.short_name()),
         Event::Stack(k) => {
             let names: &[&str] = match k.sampled {
                 true => &["cpu-clock", "perf:cpu-clock"],

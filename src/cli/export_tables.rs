@@ -1,7 +1,9 @@
 //! `iosleuth export --parquet DIR` and `--perfetto FILE`.
 
 use super::export::ExportArgs;
+use crate::analyze::rows::RowWriters;
 use crate::error::{Error, ExitStatus, Result};
+use crate::pipeline;
 use crate::report::Esc;
 
 pub fn run(args: ExportArgs) -> Result<ExitStatus> {
@@ -15,9 +17,22 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
         ));
     }
     if let Some(dir) = &args.parquet {
-        let opts = crate::pipeline::Options::default();
-        let written =
-            crate::report::parquet::export(dir, &args.inputs, args.host.as_deref(), &opts)?;
+        let opts = pipeline::Options::default();
+        let snapshot_of = |input: &std::path::Path| {
+            let (snapshots, _) = pipeline::snapshots_of(&[input.to_path_buf()]);
+            snapshots.into_iter().flatten().next()
+        };
+        let analyze = |input: &std::path::Path, writers: RowWriters<'_>| {
+            let (analyzed, written) = pipeline::analyze_writing(input, &opts, writers);
+            (analyzed.map(|(a, _)| a), written)
+        };
+        let written = crate::report::parquet::export(
+            dir,
+            &args.inputs,
+            args.host.as_deref(),
+            &snapshot_of,
+            &analyze,
+        )?;
         for w in &written {
             let p = w.partition.as_ref().expect("set by export");
             let counts: Vec<String> = w.rows.iter().map(|(t, n)| format!("{t} {n}")).collect();
@@ -43,8 +58,7 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
             "export --perfetto writes one capture per trace file: give one input",
         ));
     };
-    let opts = crate::pipeline::Options::default();
-    let s = crate::report::perfetto::export(input, out, &opts)?;
+    let s = perfetto(input, out)?;
     eprintln!(
         "iosleuth: wrote {} ({} bytes, {} tracks): {} requests, {} operations, {} thread states, {} journal commits, {} irqs, {} softirqs (open it at https://ui.perfetto.dev)",
         out.display(),
@@ -58,4 +72,18 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
         s.softirqs
     );
     Ok(ExitStatus::SUCCESS)
+}
+
+/// The input analyzed while its rows become a Perfetto trace at `out`.
+fn perfetto(
+    input: &std::path::Path,
+    out: &std::path::Path,
+) -> Result<crate::report::perfetto::Summary> {
+    use crate::report::perfetto::{device_names, Export};
+    let (snapshots, _) = pipeline::snapshots_of(&[input.to_path_buf()]);
+    let snapshot = snapshots.into_iter().flatten().next();
+    let export = Export::begin(input, out, device_names(snapshot.as_ref()))?;
+    let (analyzed, written) =
+        pipeline::analyze_writing(input, &pipeline::Options::default(), export.writers());
+    export.finish(written, analyzed.map(|_| ()))
 }

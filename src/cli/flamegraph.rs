@@ -35,7 +35,7 @@ pub fn run(args: FlamegraphArgs) -> Result<ExitStatus> {
         .collect();
     let output = OutputFile::check(&args.output, &inputs)?;
     args.input.apply();
-    let a = crate::pipeline::analyse(&args.paths, &args.filter.options()?)?;
+    let a = crate::pipeline::analyze(&args.paths, &args.filter.options()?)?;
     for w in &a.warnings {
         super::warn(w);
     }

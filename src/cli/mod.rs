@@ -30,7 +30,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
-    /// Analyse traces: btt intervals, iostat columns, latency, sizes, processes.
+    /// Analyze traces: btt intervals, iostat columns, latency, sizes, processes.
     ///
     /// Reads blktrace files (per-CPU DEV.blktrace.N or `blkparse -d` output),
     /// the blk tracer's binary or text output, ftrace/trace-cmd text, perf
@@ -151,6 +151,21 @@ fn warn(w: &str) {
 /// The command's output: to `path` when given (checked by
 /// [`OutputFile::check`] before the work; said on stderr), else to
 /// standard output.
+/// Refuses, before any work, a page for a browser (`--format html`)
+/// bound for a terminal: it wants `-o FILE` (or a pipe).
+fn refuse_page_on_terminal(
+    format: crate::report::Format,
+    output: Option<&std::path::Path>,
+) -> crate::error::Result<()> {
+    use std::io::IsTerminal;
+    if format.for_terminal() || output.is_some() || !std::io::stdout().is_terminal() {
+        return Ok(());
+    }
+    Err(crate::error::Error::bad_input(
+        "--format html writes a page for a browser, not a terminal: give -o FILE (or pipe it)",
+    ))
+}
+
 fn write_output(path: Option<&OutputFile>, out: &str) -> crate::error::Result<()> {
     use std::io::Write;
     match path {

@@ -6,7 +6,7 @@ use crate::analyze::Analysis;
 use crate::diagnose::{catalog, Verdict};
 use crate::error::{Error, ExitStatus, Result};
 use crate::report::output_file::OutputFile;
-use crate::report::{self, Format};
+use crate::report::{self, Command, Format};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -16,8 +16,8 @@ pub struct ReportArgs {
     /// standard input.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
-    #[arg(long, value_enum, default_value = "text")]
-    format: ReportFormat,
+    #[arg(long, value_parser = Format::parser(Command::Report), default_value = "text")]
+    format: Format,
     /// Write the report to this file rather than to standard output.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -37,28 +37,18 @@ pub struct ReportArgs {
     explain: Option<String>,
 }
 
-/// What `report` prints.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum ReportFormat {
-    Text,
-    Json,
-    // Folded stacks for flame graphs (FlameGraph, inferno, speedscope).
-    Folded,
-    // One self-contained page: findings, plots, flame graphs (-o FILE).
-    Html,
-}
-
 pub fn run(args: ReportArgs) -> Result<ExitStatus> {
-    if args.off_cpu && args.format != ReportFormat::Folded {
+    if args.off_cpu && args.format != Format::Folded {
         return Err(Error::bad_input(
             "--off-cpu goes with --format folded (or `iosleuth flamegraph --off-cpu`)",
         ));
     }
+    super::refuse_page_on_terminal(args.format, args.output.as_deref())?;
     let output = output_file(args.output.as_deref(), &args.paths, &args.filter)?;
     args.input.apply();
     let mut opts = args.filter.options()?;
-    opts.request_timeline = args.format == ReportFormat::Html;
-    let mut a = crate::pipeline::analyse(&args.paths, &opts)?;
+    opts.request_timeline = args.format == Format::Html;
+    let mut a = crate::pipeline::analyze(&args.paths, &opts)?;
     if !args.by_process {
         for f in &mut a.functions {
             f.by_process.clear();
@@ -69,17 +59,11 @@ pub fn run(args: ReportArgs) -> Result<ExitStatus> {
     }
     let out = match (&args.explain, args.format) {
         (Some(id), _) => explain(&a, id)?,
-        (None, ReportFormat::Folded) => folded(&a, &args.paths, args.off_cpu)?,
-        (None, ReportFormat::Html) => report::html::render(&a, &crate::diagnose::diagnose(&a)),
-        (None, f) => {
-            let found = crate::diagnose::diagnose(&a);
-            let f = if f == ReportFormat::Json {
-                Format::Json
-            } else {
-                Format::Text
-            };
-            f.report(&a, &found)
+        (None, Format::Folded) => {
+            super::stacks::require(&a, &args.paths, args.off_cpu)?;
+            Format::Folded.report(&a, &[], args.off_cpu)
         }
+        (None, f) => f.report(&a, &crate::diagnose::diagnose(&a), args.off_cpu),
     };
     super::write_output(output.as_ref(), &out)?;
     Ok(ExitStatus::SUCCESS)
@@ -114,21 +98,13 @@ fn explain(a: &Analysis, id: &str) -> Result<String> {
         match crate::diagnose::verdict(a, r) {
             Verdict::Fired(f) => report::text::finding(&mut out, &f),
             Verdict::NotFired(why) => out.push_str(&format!(
-                "{}: not found ({}): {}\n",
+                "{}: not found ({}): {}\n  fires when: {}\n",
                 r.id,
                 r.looks_for,
-                report::escape(&why)
+                report::escape(&why),
+                r.fires_when
             )),
         }
     }
     Ok(out)
-}
-
-/// `--format folded`: on-CPU samples, or blocked time with `--off-cpu`.
-fn folded(a: &Analysis, paths: &[PathBuf], off_cpu: bool) -> Result<String> {
-    super::stacks::require(a, paths, off_cpu)?;
-    Ok(match off_cpu {
-        true => report::folded::text(report::folded::off_cpu_lines(a)),
-        false => report::folded::text(report::folded::on_cpu_lines(a)),
-    })
 }

@@ -194,7 +194,7 @@ pub fn unexplained(a: &Analysis) -> Option<Finding> {
     let pct = |ns: u64| (ns as f64 * 1000.0 / total.max(1) as f64).round() / 10.0;
     let parts = b.parts();
     let (top, top_ns) = parts.iter().max_by_key(|(_, ns)| *ns).copied()?;
-    let ms = |ns: u64| (ns as f64 / 1e4).round() / 100.0;
+    let ms = crate::model::units::ms_2dp;
     Some(Finding {
         id: UNEXPLAINED,
         severity: Severity::Info,

@@ -45,10 +45,10 @@ mod tests {
 
     /// The text report of `cap`, its path taken out.
     fn report(cap: &Path) -> String {
-        let a = crate::pipeline::analyse(&[cap.to_path_buf()], &Default::default()).unwrap();
+        let a = crate::pipeline::analyze(&[cap.to_path_buf()], &Default::default()).unwrap();
         let findings = crate::diagnose::diagnose(&a);
         Format::Text
-            .report(&a, &findings)
+            .report(&a, &findings, false)
             .replace(&cap.display().to_string(), "CAP")
     }
 

@@ -9,7 +9,7 @@ use super::tracefs_format::{
     parse_format, parse_header_page, read_int, read_str, EventFormat, Field, FieldKind, PageHeader,
 };
 use crate::model::{
-    Action, BlockEvent, Comm, Dev, Event, Extra, Fields, OtherEvent, Rwbs, StackEvent, Value,
+    Action, BlockEvent, Comm, Dev, Event, Extra, Fields, Rwbs, StackEvent, TraceEvent, Value,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::HashMap;
@@ -201,7 +201,7 @@ impl Decoder {
                 .and_then(|f| read_int(rec, f))
                 .unwrap_or(0);
             if flags & (0x08 | 0x10 | 0x40) == 0 {
-                return Some(Event::Other(OtherEvent::new(
+                return Some(Event::Trace(TraceEvent::new(
                     ts,
                     cpu,
                     pid,
@@ -223,7 +223,7 @@ impl Decoder {
                         }
                     }
                 }
-                Some(Event::Other(OtherEvent::new(
+                Some(Event::Trace(TraceEvent::new(
                     ts,
                     cpu,
                     pid,

@@ -288,7 +288,7 @@ fn context_events(dir: &Path, stats: &mut SourceStats) -> Result<Vec<Event>, Inp
             let id = (*ids.get(usize::from(e.event))?)?;
             let data = with_common_fields(e.data, id, e.tid);
             let mut ev = decoder.decode(e.ts_ns, e.cpu, &data)?;
-            if let Event::Other(o) = &mut ev {
+            if let Event::Trace(o) = &mut ev {
                 o.comm = Comm::new(comm_str(&e.comm));
             }
             Some(ev)

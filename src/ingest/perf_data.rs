@@ -24,7 +24,7 @@ use crate::model::kallsyms::KernelSymbols;
 use crate::model::perf_record::{
     CONTEXT_HV, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER, KERNEL_START,
 };
-use crate::model::{Comm, Event, StackEvent};
+use crate::model::{Comm, Event, StackEvent, Tracepoint};
 use linux_perf_data::linux_perf_event_reader::{
     EventRecord, RawEventRecord, RecordType, SampleRecord,
 };
@@ -724,11 +724,11 @@ impl Records {
             return None;
         };
         // perf names a sample's task as its thread was named then.
-        if let (Event::Other(o), Some(c)) = (&mut ev, comm) {
+        if let (Event::Trace(o), Some(c)) = (&mut ev, comm) {
             o.comm = c;
         }
         let switch = match &ev {
-            Event::Other(o) if o.short_name() == "sched_switch" => Some(o),
+            Event::Trace(o) if o.kind == Tracepoint::SchedSwitch => Some(o),
             _ => None,
         };
         match (switch, &s.callchain) {

@@ -189,7 +189,7 @@ impl SampleSource {
                     self.stats.lost_events = self.stats.lost_events.saturating_add(n);
                     self.stats.lost_reports.push((None, n));
                 }
-                // Throttle, unthrottle and the like: nothing to analyse.
+                // Throttle, unthrottle and the like: nothing to analyze.
                 _ => {}
             }
         }

@@ -5,7 +5,7 @@
 //! as ftrace prints them) and a bare `0x0` (syscall exits elsewhere).
 
 use crate::model::fields::value_of_text;
-use crate::model::{Fields, Value};
+use crate::model::{Fields, Tracepoint, Value};
 use std::sync::Arc;
 
 /// Where a `key=` starts: at the start or after a space, `[` or `(`, a
@@ -131,8 +131,8 @@ fn sched_plugin_fields(
 ) -> Option<Fields> {
     let text = std::str::from_utf8(p).ok()?.trim();
     let mut out = Fields::default();
-    match short_name {
-        "sched_switch" => {
+    match Tracepoint::of(short_name) {
+        Tracepoint::SchedSwitch => {
             let (prev, next) = text.split_once(" ==> ")?;
             let (prev, state) = prev.trim_end().rsplit_once(' ')?;
             let (pc, pp, pprio) = task_at_end(prev)?;
@@ -149,7 +149,7 @@ fn sched_plugin_fields(
                 out.push(key(k.as_bytes()), value_of_text(v));
             }
         }
-        "sched_wakeup" | "sched_waking" | "sched_wakeup_new" => {
+        k if k.is_wakeup() => {
             let (task, cpu) = text.rsplit_once(" CPU:")?;
             let task = task.trim_end();
             let task = match task.rsplit_once(" success=") {
@@ -200,6 +200,15 @@ pub fn parse_ftrace_syscall(
 
 #[cfg(test)]
 mod tests {
+    use crate::model::tracepoint::Field;
+
+    /// A field no analysis reads, by its name.
+    fn int(f: &Fields, name: &str) -> Option<i64> {
+        f.named(name).and_then(|v| match v {
+            Value::Int(n) => Some(*n),
+            Value::Str(s) => crate::model::fields::parse_int(s),
+        })
+    }
     use super::*;
     use crate::model::Value;
 
@@ -214,18 +223,18 @@ mod tests {
             b"dev 259,3 tid 5461 wait 0 request_delay 0 running 5 locked 0 flushing 0 logging 4 handle_count 12 blocks 3 blocks_logged 4",
             &mut k,
         );
-        assert_eq!(f.int("dev"), Some((259 << 20) | 3));
-        assert_eq!(f.int("tid"), Some(5461));
-        assert_eq!(f.int("logging"), Some(4));
-        assert_eq!(f.int("blocks_logged"), Some(4));
+        assert_eq!(f.int(Field::Dev), Some((259 << 20) | 3));
+        assert_eq!(int(&f, "tid"), Some(5461));
+        assert_eq!(int(&f, "logging"), Some(4));
+        assert_eq!(f.int(Field::BlocksLogged), Some(4));
         let f = parse_payload(
             "ext4_sync_file_enter",
             b"dev 7,0 ino 12 parent 2 datasync 0 ",
             &mut k,
         );
-        assert_eq!(f.int("dev"), Some(7 << 20));
-        assert_eq!(f.int("ino"), Some(12));
-        assert_eq!(f.int("datasync"), Some(0));
+        assert_eq!(f.int(Field::Dev), Some(7 << 20));
+        assert_eq!(f.int(Field::Ino), Some(12));
+        assert_eq!(f.int(Field::Datasync), Some(0));
     }
 
     #[test]
@@ -235,25 +244,28 @@ mod tests {
             b"prev_comm=Web Content prev_pid=89 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120",
             &mut k,
         );
-        assert_eq!(f.str("prev_comm"), Some("Web Content"));
-        assert_eq!(f.int("prev_pid"), Some(89));
-        assert_eq!(f.str("prev_state"), Some("S"));
-        assert_eq!(f.str("next_comm"), Some("swapper/0"));
-        assert_eq!(f.int("next_prio"), Some(120));
+        assert_eq!(f.str(Field::PrevComm), Some("Web Content"));
+        assert_eq!(f.int(Field::PrevPid), Some(89));
+        assert_eq!(f.str(Field::PrevState), Some("S"));
+        assert_eq!(f.str(Field::NextComm), Some("swapper/0"));
+        assert_eq!(f.int(Field::NextPrio), Some(120));
     }
 
     #[test]
     fn softirq_and_syscalls() {
         let f = parse_payload("softirq_entry", b"vec=4 [action=BLOCK]", &mut k);
-        assert_eq!(f.int("vec"), Some(4));
-        assert_eq!(f.str("action"), Some("BLOCK"));
+        assert_eq!(f.int(Field::Vec), Some(4));
+        assert_eq!(
+            f.named("action").map(|v| v.to_string()).as_deref(),
+            Some("BLOCK")
+        );
         let f = parse_payload(
             "sched_stat_runtime",
             b"comm=a b pid=89 runtime=53666 [ns] vruntime=4 [ns]",
             &mut k,
         );
         assert_eq!(
-            (f.str("comm"), f.int("runtime"), f.int("vruntime")),
+            (f.str(Field::Comm), int(&f, "runtime"), int(&f, "vruntime")),
             (Some("a b"), Some(53666), Some(4))
         );
         let f = parse_payload(
@@ -261,23 +273,23 @@ mod tests {
             b"work struct 00000000cbdcc894: function ext4_end_io_rsv_work",
             &mut k,
         );
-        assert_eq!(f.int("work"), Some(0xcbdcc894));
-        assert_eq!(f.str("function"), Some("ext4_end_io_rsv_work"));
+        assert_eq!(f.int(Field::Work), Some(0xcbdcc894));
+        assert_eq!(f.str(Field::Function), Some("ext4_end_io_rsv_work"));
         let f = parse_payload("sys_enter_fsync", b"fd: 0x00000003", &mut k);
-        assert_eq!(f.int("fd"), Some(3));
+        assert_eq!(int(&f, "fd"), Some(3));
         let f = parse_payload("sys_exit_fsync", b"0xfffffffffffffffb", &mut k);
-        assert_eq!(f.int("ret"), Some(-5));
+        assert_eq!(f.int(Field::Ret), Some(-5));
         let (n, f) = parse_ftrace_syscall(
             b"sys_pwrite64(fd: 3, buf: 0x560b9af31dd0, count: 0x2000, pos: 0)",
             &mut k,
         )
         .unwrap();
         assert_eq!(n, "sys_enter_pwrite64");
-        assert_eq!(f.int("fd"), Some(3));
-        assert_eq!(f.int("count"), Some(0x2000));
+        assert_eq!(int(&f, "fd"), Some(3));
+        assert_eq!(int(&f, "count"), Some(0x2000));
         let (n, f) = parse_ftrace_syscall(b"sys_fsync -> 0x0", &mut k).unwrap();
         assert_eq!(
-            (n.as_str(), f.get("ret")),
+            (n.as_str(), f.get(Field::Ret)),
             ("sys_exit_fsync", Some(&Value::Int(0)))
         );
     }
@@ -286,6 +298,7 @@ mod tests {
 #[cfg(test)]
 mod sched_plugin_tests {
     use super::*;
+    use crate::model::tracepoint::Field;
 
     fn fields(name: &str, text: &str) -> Fields {
         parse_payload(name, text.as_bytes(), &mut |k| {
@@ -299,25 +312,25 @@ mod sched_plugin_tests {
             "sched_switch",
             "kworker/u8:1:29 [120] R+ ==> fio 2:7889 [100]",
         );
-        assert_eq!(f.str("prev_comm"), Some("kworker/u8:1"));
-        assert_eq!(f.int("prev_pid"), Some(29));
-        assert_eq!(f.int("prev_prio"), Some(120));
-        assert_eq!(f.str("prev_state"), Some("R+"));
-        assert_eq!(f.str("next_comm"), Some("fio 2"));
-        assert_eq!(f.int("next_pid"), Some(7889));
-        assert_eq!(f.int("next_prio"), Some(100));
+        assert_eq!(f.str(Field::PrevComm), Some("kworker/u8:1"));
+        assert_eq!(f.int(Field::PrevPid), Some(29));
+        assert_eq!(f.int(Field::PrevPrio), Some(120));
+        assert_eq!(f.str(Field::PrevState), Some("R+"));
+        assert_eq!(f.str(Field::NextComm), Some("fio 2"));
+        assert_eq!(f.int(Field::NextPid), Some(7889));
+        assert_eq!(f.int(Field::NextPrio), Some(100));
     }
 
     #[test]
     fn trace_cmd_sched_wakeup_plugin_text_gives_the_tracepoint_fields() {
         for text in ["dd:29696 [120] CPU:001", "dd:29696 [120] success=1 CPU:001"] {
             let f = fields("sched_waking", text);
-            assert_eq!(f.str("comm"), Some("dd"), "{text}");
-            assert_eq!(f.int("pid"), Some(29696));
-            assert_eq!(f.int("target_cpu"), Some(1));
+            assert_eq!(f.str(Field::Comm), Some("dd"), "{text}");
+            assert_eq!(f.int(Field::Pid), Some(29696));
+            assert_eq!(f.int(Field::TargetCpu), Some(1));
         }
         // The kernel's own format still parses as key=value.
         let f = fields("sched_wakeup", "comm=dd pid=29696 prio=120 target_cpu=001");
-        assert_eq!(f.int("pid"), Some(29696));
+        assert_eq!(f.int(Field::Pid), Some(29696));
     }
 }

@@ -11,7 +11,7 @@ use super::text_line::{
     first_word, parse_ftrace_header, parse_header, parse_timestamp, parse_u32, split_event,
     split_event_word, trim, trim_start,
 };
-use crate::model::{Action, BlockEvent, Comm, Dev, Event, OtherEvent, StackEvent};
+use crate::model::{Action, BlockEvent, Comm, Dev, Event, StackEvent, TraceEvent, Tracepoint};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -345,7 +345,7 @@ impl TextSource {
         if t.starts_with(b"Input file") {
             return Line::Ignore;
         }
-        // A message (`m N ...`) is a valid line with nothing to analyse.
+        // A message (`m N ...`) is a valid line with nothing to analyze.
         let fields: Vec<&[u8]> = t
             .split(|c| c.is_ascii_whitespace())
             .filter(|f| !f.is_empty())
@@ -424,7 +424,7 @@ impl TextSource {
             let names = &mut self.names;
             let mut key = |b: &[u8]| intern_in(names, b);
             return match parse_ftrace_syscall(rest_t, &mut key) {
-                Some((name, fields)) => Line::Event(Event::Other(OtherEvent::new(
+                Some((name, fields)) => Line::Event(Event::Trace(TraceEvent::new(
                     ts,
                     cpu,
                     pid,
@@ -448,7 +448,7 @@ impl TextSource {
         }
         let name = self.intern(name);
         // The event finds its short name once; its fields are read by it.
-        let mut e = OtherEvent::new(
+        let mut e = TraceEvent::new(
             h.ts,
             h.cpu,
             h.pid,
@@ -458,7 +458,7 @@ impl TextSource {
         );
         let names = &mut self.names;
         e.fields = parse_payload(e.short_name(), payload, &mut |b: &[u8]| intern_in(names, b));
-        Line::Event(Event::Other(e))
+        Line::Event(Event::Trace(e))
     }
 }
 
@@ -516,7 +516,7 @@ impl TextSource {
         match self.classify(line) {
             Line::Event(ev) => {
                 let (pid, comm, switch) = match &ev {
-                    Event::Other(o) => (o.pid, o.comm, o.short_name() == "sched_switch"),
+                    Event::Trace(o) => (o.pid, o.comm, o.kind == Tracepoint::SchedSwitch),
                     Event::Block(b) => (b.pid, b.comm, false),
                     _ => (0, Default::default(), false),
                 };

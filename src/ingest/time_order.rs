@@ -119,7 +119,7 @@ pub struct TimeGuard {
 pub fn time_and_cpu(ev: &Event) -> Option<(u64, u32)> {
     match ev {
         Event::Block(b) => Some((b.ts, b.cpu)),
-        Event::Other(o) => Some((o.ts, o.cpu)),
+        Event::Trace(o) => Some((o.ts, o.cpu)),
         Event::Stack(k) => Some((k.ts, k.cpu)),
         Event::ProcessName { .. } => None,
     }
@@ -548,7 +548,7 @@ impl TimeGuard {
 mod tests {
     use super::*;
     use crate::ingest::source::SourceStats;
-    use crate::model::{Comm, OtherEvent};
+    use crate::model::{Comm, TraceEvent};
 
     /// Events given as (cpu, ts); `None` is a process name.
     struct Fake {
@@ -562,7 +562,7 @@ mod tests {
             let e = self.events.next()?;
             self.n += 1;
             Some(match e {
-                Some((cpu, ts)) => Event::Other(OtherEvent::new(
+                Some((cpu, ts)) => Event::Trace(TraceEvent::new(
                     ts,
                     cpu,
                     self.n as u32,

@@ -63,7 +63,7 @@ impl Noise {
 }
 
 fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
+    crate::model::units::ms(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// Measures both for `window`, on a fresh 8 MiB lab disk (removed after).

@@ -224,7 +224,7 @@ fn flame_graphs(lab: &Lab, good: &Run, bad: &Run, out: &mut dyn Write) -> Result
     Ok(())
 }
 
-/// A lab run, analysed; a failure is said, as the lab goes on.
+/// A lab run, analyzed; a failure is said, as the lab goes on.
 fn diagnosed(path: &Path) -> Result<Run> {
     pipeline::diagnosed(path, &Options::default()).inspect_err(|e| {
         if !e.is_quiet() {

@@ -222,6 +222,35 @@ impl Action {
         })
     }
 
+    /// The tracepoint that logs this action (the first, for Remap), for
+    /// tests that write trace text; checked against `from_tracepoint`.
+    #[cfg(test)]
+    pub fn tracepoint(self) -> Option<&'static str> {
+        use Action::*;
+        Some(match self {
+            Queue => "block_bio_queue",
+            BackMerge => "block_bio_backmerge",
+            FrontMerge => "block_bio_frontmerge",
+            GetRq => "block_getrq",
+            SleepRq => "block_sleeprq",
+            Requeue => "block_rq_requeue",
+            Issue => "block_rq_issue",
+            Complete => "block_rq_complete",
+            Plug => "block_plug",
+            UnplugIo => "block_unplug",
+            Insert => "block_rq_insert",
+            Split => "block_split",
+            Bounce => "block_bio_bounce",
+            Remap => "block_bio_remap",
+            RqMerge => "block_rq_merge",
+            BioComplete => "block_bio_complete",
+            RqError => "block_rq_error",
+            IoStart => "block_io_start",
+            IoDone => "block_io_done",
+            UnplugTimer | Abort | DrvData => return None,
+        })
+    }
+
     /// Request-level events (as opposed to bio-level ones) carry the whole
     /// request's range.
     pub fn is_request_level(self) -> bool {
@@ -533,5 +562,23 @@ impl BlockEvent {
             passthrough: false,
             extra: Extra::None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Action;
+
+    #[test]
+    fn each_actions_tracepoint_decodes_to_it() {
+        for ta in 1..=40 {
+            let Some(a) = Action::from_blktrace(ta) else {
+                continue;
+            };
+            if let Some(name) = a.tracepoint() {
+                assert_eq!(Action::from_tracepoint(name), Some(a), "{name}");
+            }
+        }
+        assert_eq!(Action::Issue.tracepoint(), Some("block_rq_issue"));
     }
 }

@@ -1,8 +1,9 @@
 //! The payload of a non-block event, decoded by field name: from a
 //! tracefs `format` (captures) or from the `key=value` text that ftrace,
-//! trace-cmd and perf print. Analyses read fields by name because field
-//! lists change between kernel versions.
+//! trace-cmd and perf print. Analyses read fields by name (`Field`, from one table) because
+//! field lists change between kernel versions.
 
+use super::tracepoint::Field;
 use std::fmt;
 use std::sync::Arc;
 
@@ -25,21 +26,25 @@ impl fmt::Display for Value {
 pub struct Fields(pub Vec<(Arc<str>, Value)>);
 
 impl Fields {
-    pub fn get(&self, name: &str) -> Option<&Value> {
-        self.0.iter().find(|(n, _)| &**n == name).map(|(_, v)| v)
+    pub fn get(&self, field: Field) -> Option<&Value> {
+        self.named(field.name())
     }
     /// An integer field; text that holds a number counts.
-    pub fn int(&self, name: &str) -> Option<i64> {
-        match self.get(name)? {
+    pub fn int(&self, field: Field) -> Option<i64> {
+        match self.get(field)? {
             Value::Int(n) => Some(*n),
             Value::Str(s) => parse_int(s),
         }
     }
-    pub fn str(&self, name: &str) -> Option<&str> {
-        match self.get(name)? {
+    pub fn str(&self, field: Field) -> Option<&str> {
+        match self.get(field)? {
             Value::Str(s) => Some(s),
             Value::Int(_) => None,
         }
+    }
+    /// A field by a name known only at run time (a format's, a user's).
+    pub fn named(&self, name: &str) -> Option<&Value> {
+        self.0.iter().find(|(n, _)| &**n == name).map(|(_, v)| v)
     }
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()

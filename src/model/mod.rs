@@ -15,9 +15,12 @@ pub mod log_linear;
 pub mod manifest;
 pub mod perf_record;
 pub mod snapshot;
+pub mod tracepoint;
+pub mod units;
 
 pub use block::{Action, BlockEvent, Comm, Dev, Extra, Rwbs};
 pub use fields::{Fields, Value};
+pub use tracepoint::Tracepoint;
 
 /// One event of any kind.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,8 +31,9 @@ pub enum Event {
         pid: u32,
         comm: Comm,
     },
-    /// An event iosleuth does not decode yet; kept so that it can be counted.
-    Other(OtherEvent),
+    /// A tracepoint's event (or a function's entry or return) with its
+    /// fields by name; `kind` says which.
+    Trace(TraceEvent),
     /// A kernel call chain the tracer wrote right after an event (the
     /// `stacktrace` trigger, ftrace's `<stack trace>`).
     Stack(StackEvent),
@@ -40,7 +44,7 @@ impl Event {
     pub fn ts(&self) -> Option<u64> {
         match self {
             Event::Block(b) => Some(b.ts),
-            Event::Other(o) => Some(o.ts),
+            Event::Trace(o) => Some(o.ts),
             Event::Stack(k) => Some(k.ts),
             Event::ProcessName { .. } => None,
         }
@@ -50,7 +54,7 @@ impl Event {
     pub fn cpu(&self) -> Option<u32> {
         match self {
             Event::Block(b) => Some(b.cpu),
-            Event::Other(o) => Some(o.cpu),
+            Event::Trace(o) => Some(o.cpu),
             Event::Stack(k) => Some(k.cpu),
             Event::ProcessName { .. } => None,
         }
@@ -58,16 +62,18 @@ impl Event {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct OtherEvent {
+pub struct TraceEvent {
     pub ts: u64,
     pub cpu: u32,
     pub pid: u32,
     /// Event name as the source printed it, e.g. `ext4_sync_file_enter` or
     /// `sched:sched_switch`.
     pub name: std::sync::Arc<str>,
-    /// Where `name` without its system begins: every analysis asks for the
-    /// short name of every event, so it is found once, by `OtherEvent::new`.
+    /// Where `name` without its system begins, found once by
+    /// `TraceEvent::new`.
     short_at: u32,
+    /// Which tracepoint it is, decided once from the name.
+    pub kind: Tracepoint,
     /// The task's name where the source prints it (text headers).
     pub comm: Comm,
     pub fields: Fields,
@@ -91,7 +97,7 @@ pub struct StackEvent {
     pub comm: Comm,
 }
 
-impl OtherEvent {
+impl TraceEvent {
     pub fn new(
         ts: u64,
         cpu: u32,
@@ -99,14 +105,17 @@ impl OtherEvent {
         name: std::sync::Arc<str>,
         comm: Comm,
         fields: Fields,
-    ) -> OtherEvent {
-        let short_at = (name.len() - fields::short_name(&name).len()) as u32;
-        OtherEvent {
+    ) -> TraceEvent {
+        let short = fields::short_name(&name);
+        let kind = Tracepoint::of(short);
+        let short_at = (name.len() - short.len()) as u32;
+        TraceEvent {
             ts,
             cpu,
             pid,
             name,
             short_at,
+            kind,
             comm,
             fields,
         }
@@ -122,7 +131,7 @@ impl OtherEvent {
 
 #[cfg(test)]
 mod tests {
-    use super::{Comm, Fields, OtherEvent};
+    use super::{Comm, Fields, TraceEvent};
 
     #[test]
     fn the_short_name_is_found_once_and_agrees_with_the_scan() {
@@ -134,10 +143,10 @@ mod tests {
             "",
             "x:",
         ] {
-            let e = OtherEvent::new(1, 0, 1, name.into(), Comm::default(), Fields::default());
+            let e = TraceEvent::new(1, 0, 1, name.into(), Comm::default(), Fields::default());
             assert_eq!(e.short_name(), super::fields::short_name(name), "{name}");
         }
-        let e = OtherEvent::new(
+        let e = TraceEvent::new(
             1,
             0,
             1,
@@ -146,5 +155,15 @@ mod tests {
             Fields::default(),
         );
         assert_eq!(e.short_name(), "block_rq_issue");
+        assert_eq!(e.kind, super::Tracepoint::Other);
+        let e = TraceEvent::new(
+            1,
+            0,
+            1,
+            "sched:sched_switch".into(),
+            Comm::default(),
+            Fields::default(),
+        );
+        assert_eq!(e.kind, super::Tracepoint::SchedSwitch);
     }
 }

@@ -3,7 +3,7 @@
 //! (or a test) can see exactly what iosleuth read. Names and text fields
 //! come from the trace: printed escaped (report/escape.rs).
 
-use crate::model::{Event, OtherEvent, Value};
+use crate::model::{Event, TraceEvent, Value};
 use crate::report::escape::Esc;
 use std::fmt::Write;
 
@@ -26,7 +26,7 @@ pub fn line(ev: &Event) -> Option<String> {
                 let _ = write!(s, " error={}", b.error);
             }
         }
-        Event::Other(o) => other(&mut s, o),
+        Event::Trace(o) => other(&mut s, o),
         Event::Stack(k) => {
             head(&mut s, k.ts, k.cpu, k.pid, "");
             s.push_str(stack_event_name(k));
@@ -52,7 +52,7 @@ pub fn json(ev: &Event) -> Option<serde_json::Value> {
                 "bytes": b.bytes, "error": b.error,
             },
         }),
-        Event::Other(o) => {
+        Event::Trace(o) => {
             let fields: serde_json::Map<String, serde_json::Value> = o
                 .fields
                 .0
@@ -78,7 +78,7 @@ pub fn json(ev: &Event) -> Option<serde_json::Value> {
     })
 }
 
-fn other(s: &mut String, o: &OtherEvent) {
+fn other(s: &mut String, o: &TraceEvent) {
     head(s, o.ts, o.cpu, o.pid, o.comm.as_str());
     let _ = write!(s, "{}:", Esc(&o.name));
     for (n, v) in &o.fields.0 {

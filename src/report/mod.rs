@@ -1,7 +1,9 @@
-//! Output: text for people, JSON for programs, blktrace files for the tools
-//! people already use. One file per format; [`Format`] picks the renderer
-//! of a report (one capture's analysis and findings) or of a diff.
-//! A new format is a variant here and a file beside text.rs and json.rs.
+//! Output: text for people, JSON for programs, pages, flame graphs, and
+//! files for the tools people already use (blktrace, Parquet, Perfetto).
+//! One file per format; [`Format`] is the registry of what `--format`
+//! writes. The exporters (`parquet`, `perfetto`) are row writers that the
+//! pipeline drives (`pipeline::analyze_writing`); nothing here runs an
+//! analysis.
 
 pub mod blktrace;
 pub mod diff_text;
@@ -70,30 +72,82 @@ pub fn not_shown_line(rest: &NotListed, shown: usize) -> Option<String> {
     })
 }
 
-/// The formats of `report`, `diff` and `dump` (`--format`).
+/// Every format an analysis is written in, known in one place: its name
+/// (`--format`), which commands write it, whether it suits a terminal,
+/// and its renderer of a report (one capture's analysis and findings) and
+/// of a diff. A new format is a variant here, its arms below and a file
+/// beside text.rs and json.rs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    // For people: findings first, then every layer (no doc comment:
-    // clap would turn it into a longer --help).
+    // No doc comments: clap would turn them into a longer --help.
+    // For people: findings first, then every layer.
     Text,
     // For programs: one object with stable top-level keys (README).
     Json,
+    // Folded stacks for flame graphs (FlameGraph, inferno, speedscope).
+    Folded,
+    // One self-contained page: findings, plots, flame graphs (-o FILE).
+    Html,
+}
+
+/// The commands that take `--format`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    Report,
+    Diff,
+    Dump,
 }
 
 impl Format {
-    /// One capture's report.
-    pub fn report(self, a: &Analysis, findings: &[Finding]) -> String {
+    /// Whether `command` writes this format.
+    pub const fn written_by(self, command: Command) -> bool {
         match self {
-            Format::Text => text::render(a, findings),
-            Format::Json => json::render(a, findings),
+            Format::Text | Format::Json => true,
+            Format::Folded => matches!(command, Command::Report),
+            Format::Html => matches!(command, Command::Report | Command::Diff),
         }
     }
 
-    /// Two sides of runs compared.
-    pub fn diff(self, d: &Diff) -> String {
+    /// A page for a browser, not for a terminal: written to a file (`-o`)
+    /// or a pipe, never printed on a terminal.
+    pub const fn for_terminal(self) -> bool {
+        !matches!(self, Format::Html)
+    }
+
+    /// `--format`'s parser for `command`: it offers (and `--help` lists)
+    /// only the formats that command writes.
+    pub fn parser(command: Command) -> impl clap::builder::TypedValueParser<Value = Format> {
+        use clap::builder::TypedValueParser;
+        use clap::ValueEnum;
+        let offered: Vec<clap::builder::PossibleValue> = Format::value_variants()
+            .iter()
+            .filter(|f| f.written_by(command))
+            .filter_map(|f| f.to_possible_value())
+            .collect();
+        clap::builder::PossibleValuesParser::new(offered)
+            .map(|name: String| Format::from_str(&name, false).expect("one of the offered names"))
+    }
+
+    /// One capture's report; `off_cpu` picks the blocked-time stacks for
+    /// `folded`.
+    pub fn report(self, a: &Analysis, findings: &[Finding], off_cpu: bool) -> String {
         match self {
-            Format::Text => diff_text::render(d),
-            Format::Json => json::diff(d),
+            Format::Text => text::render(a, findings),
+            Format::Json => json::render(a, findings),
+            Format::Folded if off_cpu => folded::text(folded::off_cpu_lines(a)),
+            Format::Folded => folded::text(folded::on_cpu_lines(a)),
+            Format::Html => html::render(a, findings),
+        }
+    }
+
+    /// Two sides of runs compared (each side's runs for the page's plots);
+    /// `None` for a format `diff` does not write.
+    pub fn diff(self, d: &Diff, base: &[html::DiffRun], cand: &[html::DiffRun]) -> Option<String> {
+        match self {
+            Format::Text => Some(diff_text::render(d)),
+            Format::Json => Some(json::diff(d)),
+            Format::Html => Some(html::render_diff(d, base, cand)),
+            Format::Folded => None,
         }
     }
 }

@@ -83,7 +83,7 @@ fn capture_matches_text_of_the_same_run() {
     // The raw capture keeps nanoseconds; the text has microseconds.
     let first = da["btt"]["q2c"]["min_ns"].as_u64().unwrap();
     assert!(first % 1000 != 0 || da["btt"]["d2c"]["min_ns"].as_u64().unwrap() % 1000 != 0);
-    // The sched set was recorded too, and analysed.
+    // The sched set was recorded too, and analyzed.
     assert!(
         a["sched"]["switches"].as_u64().unwrap_or(0) > 0,
         "{}",

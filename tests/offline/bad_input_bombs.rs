@@ -144,7 +144,7 @@ fn max_input_stops_a_gzip_bomb_and_says_so() {
     let (plain, want) = report(&[head.to_str().unwrap()]);
     assert_eq!(plain.code, 0, "{}", plain.stderr);
     let (o, got) = report(&["--max-input", "10M", bomb.to_str().unwrap()]);
-    // What was read is analysed, with a warning.
+    // What was read is analyzed, with a warning.
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(
         o.stderr.contains(&format!(

@@ -72,3 +72,39 @@ fn progress_is_shown_on_a_terminal_only() {
         "{piped:?}"
     );
 }
+
+/// `--format html` on a terminal is refused before any work (exit 2,
+/// saying to give -o); through a pipe the page is written; `--format`
+/// offers each command only what it writes.
+#[test]
+fn a_page_is_not_printed_on_a_terminal_and_each_command_offers_its_formats() {
+    let bin = env!("CARGO_BIN_EXE_iosleuth");
+    let cap = "tests/fixtures/wbt-default.cap";
+    let o = std::process::Command::new("script")
+        .args([
+            "-qec",
+            &format!("{bin} report --format html {cap}"),
+            "/dev/null",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let tty = String::from_utf8_lossy(&o.stdout);
+    assert!(tty.contains("give -o FILE"), "{tty:?}");
+    assert!(!tty.contains("<html"), "{tty:?}");
+    let piped = iosleuth()
+        .args(["report", "--format", "html", cap])
+        .output()
+        .unwrap();
+    assert!(piped.status.success(), "{piped:?}");
+    assert!(String::from_utf8_lossy(&piped.stdout).contains("<html"));
+    for (command, refused) in [("diff", "folded"), ("dump", "html"), ("dump", "folded")] {
+        let o = iosleuth()
+            .args([command, "--format", refused, cap, cap])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{command} --format {refused}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("possible values"), "{err}");
+    }
+}

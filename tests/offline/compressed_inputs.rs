@@ -1,5 +1,5 @@
 //! gzip and zstd traces are read as if they were uncompressed, whatever
-//! their names; a compressed stream cut short is analysed up to the cut
+//! their names; a compressed stream cut short is analyzed up to the cut
 //! with a warning; what cannot be read gives exit 2 naming the file.
 
 use crate::common;

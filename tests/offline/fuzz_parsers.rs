@@ -8,7 +8,7 @@ use std::path::Path;
 
 fn drain(name: &str, data: Vec<u8>) {
     // Detection may refuse the input; that is fine. Anything accepted must
-    // be read to the end and analysed without a panic.
+    // be read to the end and analyzed without a panic.
     if let Ok(src) = open_bytes(Path::new(name), data) {
         let a = analyze(
             Merger::new(vec![src]),

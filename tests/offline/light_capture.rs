@@ -83,7 +83,7 @@ fn damaged_light_captures_are_named() {
     copy_dir(std::path::Path::new(CAP), &cap);
     let slow = cap.join("slow.bin");
     let bytes = std::fs::read(&slow).unwrap();
-    // Cut inside a record: analysed, with a warning.
+    // Cut inside a record: analyzed, with a warning.
     std::fs::write(&slow, &bytes[..bytes.len() - 40]).unwrap();
     let out = outcome(&["report", cap.to_str().unwrap()]);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -227,6 +227,35 @@ fn light_slowdev_capture_names_the_stalled_requests() {
     assert!(ev["spikes"].as_u64().unwrap() >= 2);
 }
 
+/// Exactly the rules whose evidence only the full recorder writes say
+/// what a light capture lacks; the others judge it.
+#[test]
+fn explain_all_says_which_rules_a_light_capture_cannot_judge() {
+    let out = outcome(&["report", "--explain", "all", "tests/fixtures/light-rt.cap"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let mut lacking: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains(": a light capture lacks "))
+        .filter_map(|l| l.split(':').next())
+        .collect();
+    lacking.sort_unstable();
+    assert_eq!(
+        lacking,
+        [
+            "cgroup_io_throttle",
+            "dirty_throttling",
+            "queue_saturation",
+            "readahead_small",
+            "scheduler_overhead",
+            "sync_write_amplification",
+            "wbt_throttling",
+        ],
+        "{}",
+        out.stdout
+    );
+}
+
 /// A rule a light capture cannot judge says what it lacks.
 #[test]
 fn explain_says_what_a_light_capture_lacks() {
@@ -246,7 +275,7 @@ fn explain_says_what_a_light_capture_lacks() {
     );
 }
 
-/// A damaged flight recorder: cut short, analysed with a warning; not one
+/// A damaged flight recorder: cut short, analyzed with a warning; not one
 /// at all, exit 2 naming the file.
 #[test]
 fn damaged_flight_recorders_are_named() {

@@ -131,7 +131,7 @@ fn case4_ftrace_journal_write() {
     let others: Vec<(&str, u64)> = v
         .iter()
         .filter_map(|e| match e {
-            Event::Other(o) => Some((&*o.name, o.ts)),
+            Event::Trace(o) => Some((&*o.name, o.ts)),
             _ => None,
         })
         .collect();
@@ -150,7 +150,7 @@ fn case4_ftrace_sched_excerpt() {
     assert_eq!(skipped, 0, "every event line of the excerpt parses");
     assert_eq!(v.len(), 22);
     let first = match &v[0] {
-        Event::Other(o) => o,
+        Event::Trace(o) => o,
         e => panic!("{e:?}"),
     };
     // The `(#1)` annotation of the article is not part of the task name.
@@ -160,7 +160,7 @@ fn case4_ftrace_sched_excerpt() {
     );
     let switches = v
         .iter()
-        .filter(|e| matches!(e, Event::Other(o) if &*o.name == "sched_switch"))
+        .filter(|e| matches!(e, Event::Trace(o) if &*o.name == "sched_switch"))
         .count();
     assert_eq!(switches, 6);
 }
@@ -191,6 +191,6 @@ fn case4_mmc_command_splits_the_journal_write_at_the_device() {
     assert_eq!(c["device_ns"], 474_492_701_000u64 - 474_223_072_000);
     assert_eq!(c["before_device_ns"], 26_000);
     assert_eq!(d["unmatched_commands"], 0);
-    // No longer "not analysed".
+    // No longer "not analyzed".
     assert!(rep["unknown_events"].as_object().unwrap().is_empty());
 }

@@ -2,7 +2,7 @@
 //! range matches look for neighbours) but cheap to change: the tree holds
 //! 4-byte slot numbers and the values sit in a slab, so inserting and
 //! removing moves slot numbers, not 64-120-byte records, along a node.
-//! On the bench's 3.5 M events the value moves were 4 % of the analysing
+//! On the bench's 3.5 M events the value moves were 4 % of the analyzing
 //! thread's instructions (memcpy from the B-tree's insert and remove).
 
 use std::collections::btree_map::Entry;

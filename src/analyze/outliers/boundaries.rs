@@ -10,36 +10,38 @@ use super::OutlierAnalysis;
 use crate::analyze::names::ThreadNames;
 use crate::analyze::sched::{SchedAnalysis, ThreadView};
 use crate::analyze::top::{keep_largest, qualifies};
-use crate::model::{Dev, OtherEvent};
+use crate::model::tracepoint::syscall_of;
+use crate::model::tracepoint::Field;
+use crate::model::{Dev, TraceEvent, Tracepoint};
 use rustc_hash::FxHashMap;
 
 impl OutlierAnalysis {
     /// Operation boundaries and journal commits.
-    pub fn add(&mut self, e: &OtherEvent, names: &ThreadNames, sched: &SchedAnalysis) {
-        let short = e.short_name();
-        match short {
-            "jbd2_checkpoint" => {
-                let d = Dev(e.fields.int("dev").unwrap_or(0) as u32);
+    pub fn add(&mut self, e: &TraceEvent, names: &ThreadNames, sched: &SchedAnalysis) {
+        let syscall = || syscall_of(e.short_name()).unwrap_or_default();
+        match e.kind {
+            Tracepoint::Jbd2Checkpoint => {
+                let d = Dev(e.fields.int(Field::Dev).unwrap_or(0) as u32);
                 self.checkpointing.insert(e.pid, d);
             }
-            "jbd2_start_commit" | "jbd2_end_commit" => {
-                let d = Dev(e.fields.int("dev").unwrap_or(0) as u32);
+            Tracepoint::Jbd2StartCommit | Tracepoint::Jbd2EndCommit => {
+                let d = Dev(e.fields.int(Field::Dev).unwrap_or(0) as u32);
                 let n = self.commits.entry(d).or_default();
-                *n = if short == "jbd2_start_commit" {
+                *n = if e.kind == Tracepoint::Jbd2StartCommit {
                     *n + 1
                 } else {
                     n.saturating_sub(1)
                 };
             }
-            "ext4_sync_file_enter" => {
-                let d = Dev(e.fields.int("dev").unwrap_or(0) as u32);
+            Tracepoint::Ext4SyncFileEnter => {
+                let d = Dev(e.fields.int(Field::Dev).unwrap_or(0) as u32);
                 self.begin(Kind("", "ext4_sync_file"), e, Some(d), names, sched);
             }
-            "ext4_sync_file_exit" => self.end(Kind("", "ext4_sync_file"), e, names),
-            "print" => {
+            Tracepoint::Ext4SyncFileExit => self.end(Kind("", "ext4_sync_file"), e, names),
+            Tracepoint::Print => {
                 let Some(rest) = e
                     .fields
-                    .str("buf")
+                    .str(Field::Buf)
                     .and_then(|b| b.trim_end().strip_prefix("iosleuth: "))
                 else {
                     return;
@@ -54,25 +56,23 @@ impl OutlierAnalysis {
                     }
                 }
             }
-            _ => {
-                if let Some(n) = short.strip_prefix("sys_enter_") {
-                    self.begin(Kind("syscall ", n), e, None, names, sched);
-                } else if let Some(n) = short.strip_prefix("sys_exit_") {
-                    self.end(Kind("syscall ", n), e, names);
-                    // Its checkpoint, if it ran one, is over with the call.
-                    if self.checkpointing.contains_key(&e.pid) {
-                        self.before(e.ts, &Touch::Blocked);
-                        self.checkpointing.remove(&e.pid);
-                    }
+            Tracepoint::SysEnter => self.begin(Kind("syscall ", syscall()), e, None, names, sched),
+            Tracepoint::SysExit => {
+                self.end(Kind("syscall ", syscall()), e, names);
+                // Its checkpoint, if it ran one, is over with the call.
+                if self.checkpointing.contains_key(&e.pid) {
+                    self.before(e.ts, &Touch::Blocked);
+                    self.checkpointing.remove(&e.pid);
                 }
             }
+            _ => {}
         }
     }
 
     fn begin(
         &mut self,
         kind: Kind,
-        e: &OtherEvent,
+        e: &TraceEvent,
         dev: Option<Dev>,
         names: &ThreadNames,
         sched: &SchedAnalysis,
@@ -104,7 +104,7 @@ impl OutlierAnalysis {
         }
     }
 
-    fn end(&mut self, kind: Kind, e: &OtherEvent, names: &ThreadNames) {
+    fn end(&mut self, kind: Kind, e: &TraceEvent, names: &ThreadNames) {
         let Some(i) = self
             .open
             .iter()

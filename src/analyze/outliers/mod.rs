@@ -23,8 +23,9 @@
 //! - `explain`: an ended operation as an `Outlier` with its summary line;
 //! - `summary`: the reported types and the arithmetic on breakdowns;
 //! - `workload`: the workload's time, which findings take shares of;
-//! - here: the analysis' state and the hooks around each event (`before`,
-//!   `after_block`, `after`) that integrate the operations it touches.
+//! - here: the analysis' state and the hooks around each event
+//!   (`block_event`, `trace_event`: the only place their order is written)
+//!   that integrate the operations it touches.
 
 mod boundaries;
 mod explain;
@@ -35,12 +36,12 @@ mod touch;
 mod workload;
 
 pub use summary::{add_breakdown, describe_part, Breakdown, KindTotal, Outlier, OutliersSummary};
-pub use touch::{touch_of, touch_of_block, Touch};
+use touch::{touch_of, touch_of_block, Touch};
 pub use workload::{workload_kinds, workload_time, WorkloadTime};
 
 use super::names::ThreadNames;
 use super::sched::{SchedAnalysis, ThreadView};
-use crate::model::Dev;
+use crate::model::{BlockEvent, Dev, TraceEvent};
 use inflight::{DevState, DevView, InFlight, ReqKey};
 use op::{integrate, IdleClocks, OpenOp};
 use rustc_hash::FxHashMap;
@@ -96,9 +97,42 @@ impl OutlierAnalysis {
         self
     }
 
+    /// One block event, with the hooks around it in their order.
+    pub fn block_event(&mut self, b: &BlockEvent) {
+        if let Some(t) = touch_of_block(b.action, b.dev) {
+            self.before(b.ts, &t);
+            self.block(b);
+            self.after_block(b.ts);
+        }
+    }
+
+    /// One trace event, with the hooks around it in the one order that
+    /// is right: the operations it touches are brought up to it with the
+    /// state that held until now; `feed` then gives it to the analyses
+    /// whose state it changes (the scheduler's first); operations begin
+    /// and end; and the touched ones learn their thread's new state.
+    pub fn trace_event<R>(
+        &mut self,
+        o: &TraceEvent,
+        names: &ThreadNames,
+        sched: &mut SchedAnalysis,
+        feed: impl FnOnce(&mut SchedAnalysis) -> R,
+    ) -> R {
+        let touch = touch_of(o);
+        if let Some(t) = &touch {
+            self.before(o.ts, t);
+        }
+        let fed = feed(sched);
+        self.add(o, names, sched);
+        if let Some(t) = &touch {
+            self.after(o.ts, t, sched);
+        }
+        fed
+    }
+
     /// Before an event that may change the situation of some operations:
     /// brings those up to `ts`, with the situation that held until now.
-    pub fn before(&mut self, ts: u64, t: &Touch) {
+    fn before(&mut self, ts: u64, t: &Touch) {
         if self.open.is_empty() {
             return;
         }
@@ -135,7 +169,7 @@ impl OutlierAnalysis {
 
     /// After a block event: the blocked operations whose device view it
     /// changed are integrated up to it, with the view that held until now.
-    pub fn after_block(&mut self, ts: u64) {
+    fn after_block(&mut self, ts: u64) {
         for i in 0..self.pending_views.len() {
             let (dev, old) = self.pending_views[i];
             if self.dev_view(dev) == old {
@@ -154,7 +188,7 @@ impl OutlierAnalysis {
 
     /// After the event at `ts`: the touched operations learn their
     /// thread's new state; after a switch, its CPU's idle clock.
-    pub fn after(&mut self, ts: u64, t: &Touch, sched: &SchedAnalysis) {
+    fn after(&mut self, ts: u64, t: &Touch, sched: &SchedAnalysis) {
         if let Touch::Threads { cpu, .. } = *t {
             if let Some(c) = cpu {
                 let idle = sched.on_cpu(c).is_some_and(|(pid, _, _)| pid == 0);
@@ -194,7 +228,7 @@ mod tests {
     use super::inflight::DONE_LOOK_FROM;
     use super::*;
     use crate::diagnose::testkit::Trace;
-    use crate::model::Event;
+    use crate::model::{Action, Event, Tracepoint};
 
     /// The `sched_wakeup` payload of probe-100 on CPU 0.
     const WAKE_PROBE: &str = "comm=probe pid=100 prio=120 target_cpu=000";
@@ -210,10 +244,28 @@ mod tests {
     fn sleep_in(tr: &mut Trace, t: u64, call: &str, args: &str, us: u64) {
         tr.add(t, "probe-100", 0, &format!("sys_enter_{call}"), args);
         let asleep = switch("probe-100", "S", "swapper/0-0");
-        tr.add(t + 1, "probe-100", 0, "sched_switch", &asleep);
-        tr.add(t + us, "<idle>-0", 0, "sched_wakeup", WAKE_PROBE);
+        tr.add(
+            t + 1,
+            "probe-100",
+            0,
+            Tracepoint::SchedSwitch.name(),
+            &asleep,
+        );
+        tr.add(
+            t + us,
+            "<idle>-0",
+            0,
+            Tracepoint::SchedWakeup.name(),
+            WAKE_PROBE,
+        );
         let back = switch("swapper/0-0", "R", "probe-100");
-        tr.add(t + us + 1, "<idle>-0", 0, "sched_switch", &back);
+        tr.add(
+            t + us + 1,
+            "<idle>-0",
+            0,
+            Tracepoint::SchedSwitch.name(),
+            &back,
+        );
         tr.add(
             t + us + 2,
             "probe-100",
@@ -228,18 +280,42 @@ mod tests {
     /// 4 µs after that.
     fn blocked_on_write(tr: &mut Trace, t: u64, sector: u64, us: u64) {
         let blocked = switch("probe-100", "D", "swapper/0-0");
-        tr.add(t, "probe-100", 0, "sched_switch", &blocked);
+        tr.add(t, "probe-100", 0, Tracepoint::SchedSwitch.name(), &blocked);
         let issue = format!("7,0 W 4096 () {sector} + 8 be,0,4 [kworker/0:1]");
-        tr.add(t + 1, "kworker/0:1-60", 0, "block_rq_issue", &issue);
+        tr.add(
+            t + 1,
+            "kworker/0:1-60",
+            0,
+            Action::Issue.tracepoint().unwrap(),
+            &issue,
+        );
         let done = format!("7,0 W () {sector} + 8 be,0,4 [0]");
-        tr.add(t + 1 + us, "<idle>-0", 0, "block_rq_complete", &done);
-        tr.add(t + 2 + us, "<idle>-0", 0, "sched_wakeup", WAKE_PROBE);
+        tr.add(
+            t + 1 + us,
+            "<idle>-0",
+            0,
+            Action::Complete.tracepoint().unwrap(),
+            &done,
+        );
+        tr.add(
+            t + 2 + us,
+            "<idle>-0",
+            0,
+            Tracepoint::SchedWakeup.name(),
+            WAKE_PROBE,
+        );
         let back = switch("swapper/0-0", "R", "probe-100");
-        tr.add(t + 3 + us, "<idle>-0", 0, "sched_switch", &back);
+        tr.add(
+            t + 3 + us,
+            "<idle>-0",
+            0,
+            Tracepoint::SchedSwitch.name(),
+            &back,
+        );
         tr.add(t + 4 + us, "probe-100", 0, "sys_exit_fsync", "0x0");
     }
 
-    /// The outlier analysis alone, fed as `Analyses` feeds it.
+    /// The outlier analysis alone, fed as `Analyzers` feeds it.
     fn run(text: &str) -> (OutlierAnalysis, ThreadNames) {
         let path = std::path::Path::new("outliers-test.txt");
         let mut src = crate::ingest::open_bytes(path, text.as_bytes().to_vec()).expect("readable");
@@ -247,24 +323,10 @@ mod tests {
         let mut out = OutlierAnalysis::new(5);
         while let Some(ev) = src.next_event() {
             match &ev {
-                Event::Block(b) => {
-                    if let Some(t) = touch_of_block(b.action, b.dev) {
-                        out.before(b.ts, &t);
-                        out.block(b);
-                        out.after_block(b.ts);
-                    }
-                }
-                Event::Other(o) => {
+                Event::Block(b) => out.block_event(b),
+                Event::Trace(o) => {
                     names.learn(o);
-                    let t = touch_of(o);
-                    if let Some(t) = &t {
-                        out.before(o.ts, t);
-                    }
-                    sched.add(o);
-                    out.add(o, &names, &sched);
-                    if let Some(t) = &t {
-                        out.after(o.ts, t, &sched);
-                    }
+                    out.trace_event(o, &names, &mut sched, |sched| sched.add(o));
                 }
                 _ => {}
             }
@@ -290,7 +352,7 @@ mod tests {
             11,
             "reader-200",
             1,
-            "sched_switch",
+            Tracepoint::SchedSwitch.name(),
             &switch("reader-200", "S", "swapper/1-0"),
         );
         let mut t = 100;
@@ -337,14 +399,14 @@ mod tests {
             t + 1,
             "probe-100",
             0,
-            "sched_switch",
+            Tracepoint::SchedSwitch.name(),
             &switch("probe-100", "R", "hog-300"),
         );
         tr.add(
             t + 400,
             "hog-300",
             0,
-            "sched_switch",
+            Tracepoint::SchedSwitch.name(),
             &switch("hog-300", "R", "probe-100"),
         );
         blocked_on_write(&mut tr, t + 401, 5000, 498);

@@ -3,7 +3,8 @@
 
 use super::op::OpenOp;
 use crate::analyze::sched::ThreadView;
-use crate::model::{Action, Dev, OtherEvent};
+use crate::model::tracepoint::Field;
+use crate::model::{Action, Dev, TraceEvent, Tracepoint};
 
 /// Which open operations an event may change the situation of; between
 /// such events each operation's situation is constant, so only these are
@@ -19,23 +20,23 @@ pub enum Touch {
     Device(Dev),
 }
 
-pub fn touch_of(e: &OtherEvent) -> Option<Touch> {
+pub fn touch_of(e: &TraceEvent) -> Option<Touch> {
     let f = &e.fields;
-    let pid = |k: &str| f.int(k).map(|p| p as u32).unwrap_or(u32::MAX);
-    Some(match e.short_name() {
-        "sched_switch" => Touch::Threads {
-            a: pid("prev_pid"),
-            b: pid("next_pid"),
+    let pid = |k: Field| f.int(k).map(|p| p as u32).unwrap_or(u32::MAX);
+    Some(match e.kind {
+        Tracepoint::SchedSwitch => Touch::Threads {
+            a: pid(Field::PrevPid),
+            b: pid(Field::NextPid),
             cpu: Some(e.cpu),
         },
-        "sched_waking" | "sched_wakeup" | "sched_wakeup_new" | "sched_migrate_task" => {
-            Touch::Threads {
-                a: pid("pid"),
-                b: u32::MAX,
-                cpu: None,
-            }
+        k if k.is_wakeup() || k == Tracepoint::SchedMigrateTask => Touch::Threads {
+            a: pid(Field::Pid),
+            b: u32::MAX,
+            cpu: None,
+        },
+        Tracepoint::Jbd2StartCommit | Tracepoint::Jbd2EndCommit | Tracepoint::Jbd2Checkpoint => {
+            Touch::Blocked
         }
-        "jbd2_start_commit" | "jbd2_end_commit" | "jbd2_checkpoint" => Touch::Blocked,
         _ => return None,
     })
 }

@@ -17,11 +17,14 @@ use serde_json::json;
 pub const RULE: Rule = Rule {
     id: "cgroup_io_throttle",
     looks_for: "bios held by a cgroup I/O limit (blk-throttle) before they reach the device",
+    fires_when: "bios queued by kthrotld (a kworker running `blk_throtl_dispatch_work_fn`: held by blk-throttle), with the cgroup's `io.max` / `blkio.throttle.*` line from the snapshot (critical ≥ 50 % of the device's bios, or when the workload spent ≥ 50 % of its time waiting with nothing at the device: blk-throttle passes a budget's worth of bios at once and holds the rest)",
+    light_lacks: Some("the queued bios and the workqueue events"),
     check,
 };
 
-/// Critical when the limit held at least half of the device's bios; chosen
-/// (commit ebd9cd0 names no source); cgroup-throttled.cap: 62 % (5 of 8).
+/// Critical when the limit held at least half of the device's bios: then
+/// the limit, not the device, sets the pace (cgroup-throttled.cap: 62 %,
+/// 5 of 8; cgroup-none.cap: none held).
 const CRITICAL_HELD_PERCENT: f64 = 50.0;
 /// Critical too when the workload spent this share of its time blocked
 /// with no request at the device while the limit released bios: blk-throttle

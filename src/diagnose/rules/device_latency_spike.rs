@@ -15,7 +15,7 @@
 //! at the device, far above the median of their device and operation, not
 //! overlapping an RT-held wait).
 
-use super::helpers::{median_of, ms, not_any};
+use super::helpers::{median_of, ms_2dp, not_any};
 use super::rt_starvation::rt_held_waits;
 use crate::analyze::light::{LightSummary, SlowRequestSummary};
 use crate::analyze::outliers::Outlier;
@@ -26,6 +26,8 @@ use serde_json::json;
 pub const RULE: Rule = Rule {
     id: "device_latency_spike",
     looks_for: "an operation far slower than its median, nearly all of it device time",
+    fires_when: "an operation ≥ 50 ms and ≥ 10× its median, ≥ 80 % device time, ≥ 50 % of it waiting for one request",
+    light_lacks: None,
     check,
 };
 
@@ -83,7 +85,7 @@ fn held_by_one_request(a: &Analysis, kind: &str, o: &Outlier, median: u64) -> Re
     if share < MIN_DEVICE_PERCENT / 100.0 {
         return Err(format!(
             "slowest {kind} ({} ms) was {:.0}% device time",
-            ms(o.latency_ns),
+            ms_2dp(o.latency_ns),
             share * 100.0
         ));
     }
@@ -93,17 +95,17 @@ fn held_by_one_request(a: &Analysis, kind: &str, o: &Outlier, median: u64) -> Re
     if (longest as f64) < MIN_MAIN_REQUEST_SHARE * o.latency_ns as f64 {
         return Err(format!(
             "slowest {kind} ({} ms) was {:.0}% device time, but no one request held it: the longest it waited for covers {} ms ({:.0}%), a busy device rather than a slow request (see queue_saturation)",
-            ms(o.latency_ns),
+            ms_2dp(o.latency_ns),
             share * 100.0,
-            ms(longest),
+            ms_2dp(longest),
             longest as f64 * 100.0 / o.latency_ns.max(1) as f64
         ));
     }
     if median > 0 && o.latency_ns < MIN_TIMES_MEDIAN * median {
         return Err(format!(
             "slowest {kind} ({} ms) is under {MIN_TIMES_MEDIAN}x its median ({} ms)",
-            ms(o.latency_ns),
-            ms(median)
+            ms_2dp(o.latency_ns),
+            ms_2dp(median)
         ));
     }
     // Time "at the device" while the thread that would complete the
@@ -113,10 +115,10 @@ fn held_by_one_request(a: &Analysis, kind: &str, o: &Outlier, median: u64) -> Re
         let h = &w.held_by[0];
         return Err(format!(
             "slowest {kind} ({} ms) overlaps {} ({})'s {} ms wait for CPU {} held by real-time {} ({}): completion work was starved (rt_starvation), not the device",
-            ms(o.latency_ns),
+            ms_2dp(o.latency_ns),
             w.comm,
             w.pid,
-            ms(w.wait_ns),
+            ms_2dp(w.wait_ns),
             w.cpu,
             h.comm,
             h.pid
@@ -140,8 +142,8 @@ fn finding(a: &Analysis, kind: &str, o: &Outlier, median: u64) -> Finding {
         severity: Severity::Critical,
         title: format!(
             "{kind}: {} ms instead of {} ms, {:.0}% of it waiting for the device{}",
-            ms(o.latency_ns),
-            ms(median),
+            ms_2dp(o.latency_ns),
+            ms_2dp(median),
             o.percent.get("device").copied().unwrap_or(0.0),
             r.map(|r| format!(" ({} {})", r.class, r.dev)).unwrap_or_default()
         ),
@@ -157,7 +159,7 @@ fn finding(a: &Analysis, kind: &str, o: &Outlier, median: u64) -> Finding {
         }),
         explanation: format!(
             "The operation was blocked while one request sat at the device{}, and its CPU was idle {:.0}% of that time: neither the CPU nor the scheduler held it up, the device did (an eMMC has been measured taking 270 ms for one journal write).",
-            r.and_then(|r| r.d2c_ns).map(|d| format!(" for {} ms", ms(d))).unwrap_or_default(),
+            r.and_then(|r| r.d2c_ns).map(|d| format!(" for {} ms", ms_2dp(d))).unwrap_or_default(),
             o.cpu_idle_percent
         ),
         workaround: "take the synchronous write off the latency-critical path (a separate I/O thread, or an asynchronous commit such as PostgreSQL's synchronous_commit=off), or replace the device; confirm with iosleuth probe fsync --path FILE --stop-above 50".into(),
@@ -178,7 +180,7 @@ fn check_light(a: &Analysis, light: &LightSummary) -> Verdict {
             };
             why.push(format!(
                 "the slowest {other}request the light capture kept took {} ms ({} on {})",
-                ms(r.total_ns),
+                ms_2dp(r.total_ns),
                 r.op,
                 r.device
             ));
@@ -212,8 +214,8 @@ fn check_light(a: &Analysis, light: &LightSummary) -> Verdict {
             "{} requests on {}: {} ms instead of {} ms, {device_pct:.0}% of it at the device ({} KiB at sector {} by {}); {} such spikes",
             r.op,
             r.device,
-            ms(r.total_ns),
-            ms(median),
+            ms_2dp(r.total_ns),
+            ms_2dp(median),
             r.bytes / 1024,
             r.sector,
             r.comm,
@@ -228,9 +230,9 @@ fn check_light(a: &Analysis, light: &LightSummary) -> Verdict {
         }),
         explanation: format!(
             "One request sat {} ms at the device while its device's {} requests usually take {} ms: the device stalled, not the queue or the CPU (an eMMC has been measured taking 270 ms for one journal write). A light capture has no system calls: the full recorder shows which operations waited for it.",
-            ms(r.device_ns),
+            ms_2dp(r.device_ns),
             r.op,
-            ms(median)
+            ms_2dp(median)
         ),
         workaround: "take the synchronous write off the latency-critical path (a separate I/O thread, or an asynchronous commit such as PostgreSQL's synchronous_commit=off), or replace the device; confirm with iosleuth probe fsync --path FILE --stop-above 50, recorded without --light to see the operations that waited".into(),
     })
@@ -247,7 +249,7 @@ fn request_spike(
     if share < MIN_DEVICE_PERCENT / 100.0 {
         return Err(format!(
             "a {} ms {} request on {} was {:.0}% device time (the rest queued)",
-            ms(r.total_ns),
+            ms_2dp(r.total_ns),
             r.op,
             r.device,
             share * 100.0
@@ -264,22 +266,22 @@ fn request_spike(
     if median > 0 && r.total_ns < MIN_TIMES_MEDIAN * median {
         return Err(format!(
             "a {} ms {} request on {} is under {MIN_TIMES_MEDIAN}x its median ({} ms)",
-            ms(r.total_ns),
+            ms_2dp(r.total_ns),
             r.op,
             r.device,
-            ms(median)
+            ms_2dp(median)
         ));
     }
     let (from, to) = (r.issue_ns, r.issue_ns + r.device_ns);
     if let Some(w) = rt_held_waits(a).find(|w| w.start_ns < to && w.start_ns + w.wait_ns > from) {
         return Err(format!(
             "a {} ms {} request on {} overlaps {} ({})'s {} ms wait for CPU {} held by real-time {}: completion work was starved (rt_starvation), not the device",
-            ms(r.total_ns),
+            ms_2dp(r.total_ns),
             r.op,
             r.device,
             w.comm,
             w.pid,
-            ms(w.wait_ns),
+            ms_2dp(w.wait_ns),
             w.cpu,
             w.held_by[0].comm
         ));

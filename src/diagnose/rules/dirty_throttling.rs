@@ -15,10 +15,13 @@ use serde_json::json;
 pub const RULE: Rule = Rule {
     id: "dirty_throttling",
     looks_for: "writers paused by balance_dirty_pages (the dirty page limit)",
+    fires_when: "writers paused by `balance_dirty_pages` ≥ 20 ms and ≥ 5 % of the trace (critical ≥ 20 %), with `vm.dirty_*` from the snapshot",
+    light_lacks: Some("the writeback events (balance_dirty_pages)"),
     check,
 };
 
-/// Chosen (commit da41173 names no source); dirty-throttle.cap: 48 ms.
+/// A pause long enough to be felt as latency; dirty-throttle.cap's
+/// longest is 48 ms, dirty-none.cap has none.
 const MIN_PAUSE_MS: u64 = 20;
 /// Chosen (no source named); dirty-throttle.cap: 30 %, dirty-none.cap: 0 %.
 const MIN_PAUSE_PERCENT: f64 = 5.0;

@@ -25,12 +25,9 @@ pub(super) fn not_any(why: Vec<String>, nothing: impl Into<String>) -> Verdict {
     }
 }
 
-/// Nanoseconds as milliseconds with two decimals.
-pub(super) fn ms(ns: u64) -> f64 {
-    (ns as f64 / 1e4).round() / 100.0
-}
+pub(super) use crate::model::units::ms_2dp;
 
-/// The time between the trace's first and last analysed event, ns.
+/// The time between the trace's first and last analyzed event, ns.
 pub(super) fn span_ns(a: &Analysis) -> u64 {
     a.span.last_ns.saturating_sub(a.span.first_ns)
 }

@@ -25,11 +25,14 @@ use serde_json::json;
 pub const RULE: Rule = Rule {
     id: "merges_disabled",
     looks_for: "sequential bios issued one by one as small requests (no merging)",
+    fires_when: "≥ 64 bios, ≥ 50 % of them sequential, ≤ 1.1 bios per request, requests < 64 KiB on average (critical with `nomerges` 1/2 in the snapshot, or without a snapshot on strong evidence; a warning when `nomerges` is 0: the setting is not the cause)",
+    light_lacks: None,
     check,
 };
 
-/// Bios needed to judge merging; origin not recorded (commit 19e6dbc): case
-/// 1's btrace excerpts (1–2 bios) are too few, the lab's 512-bio reads enough.
+/// Bios needed to judge merging: the measured unmerged-reads excerpts
+/// (1–2 bios) are too few to tell sequential from random, the lab's
+/// 512-bio reads enough.
 const MIN_BIOS: u64 = 64;
 /// Chosen so that random I/O stays out: committed random captures 0–27 %.
 const MIN_SEQUENTIAL: f64 = 0.5;

@@ -20,10 +20,14 @@ use serde_json::json;
 pub const RULE: Rule = Rule {
     id: "queue_saturation",
     looks_for: "a busy device whose requests mostly wait behind others",
+    fires_when: "over the device's active span (first request to last): `%util` ≥ 80, `aqu-sz` ≥ 2 and ≥ 50 % of a request's Q2C spent waiting (iostat's service time = busy time per request); critical ≥ 90 % / 75 % when bios also waited for a tag (Q2G ≥ 10 %)",
+    light_lacks: Some("iostat's columns (every request's stages)"),
     check,
 };
 
-/// Requests needed to judge; chosen (commit ebd9cd0 names no source).
+/// Requests needed to judge: below 100, one request moves the waiting
+/// share by more than a point (queue-saturated.cap and queue-depth1.cap
+/// hold thousands).
 const MIN_REQUESTS: u64 = 100;
 /// Chosen (no source named); queue-saturated.cap: 97, queue-depth1.cap: 84.
 const MIN_UTIL_PERCENT: f64 = 80.0;

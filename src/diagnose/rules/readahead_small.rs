@@ -18,11 +18,14 @@ pub const RULE: Rule = Rule {
     id: "readahead_small",
     looks_for:
         "sequential buffered reads missing the page cache page by page (readahead too small)",
+    fires_when: "≥ 64 synchronous page-cache misses (`readahead` set), ≥ 50 % of them sequential, window ≤ 16 KiB (critical with `read_ahead_kb` ≤ 16)",
+    light_lacks: Some("the readahead and page cache events"),
     check,
 };
 
-/// Misses needed to judge; chosen (commit ebd9cd0 names no source);
-/// readahead-0.cap: 512, readahead-128.cap: 1.
+/// Misses needed to judge: a reader held back page by page misses on
+/// every page (readahead-0.cap: 512), a working readahead almost never
+/// (readahead-128.cap: 1); 64 sits far from both.
 const MIN_SYNC_MISSES: u64 = 64;
 /// Chosen so that random reads stay out (readahead-0-random.cap: 0 %,
 /// readahead-0.cap: 511 of 512).

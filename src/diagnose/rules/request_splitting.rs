@@ -23,11 +23,13 @@ use serde_json::json;
 pub const RULE: Rule = Rule {
     id: "request_splitting",
     looks_for: "bios split into several requests (larger than the device's max_sectors_kb)",
+    fires_when: "≥ 16 splits and ≥ 10 % of queued bios (critical with ≥ 4 requests per bio and `max_sectors_kb` below `max_hw_sectors_kb`)",
+    light_lacks: None,
     check,
 };
 
-/// Chosen (commit 2345171 names no source): fsync-bulk.cap's 12 stray
-/// splits stay below it; split-maxsectors16.cap has 240.
+/// Between fsync-bulk.cap's 12 stray splits (a healthy run) and
+/// split-maxsectors16.cap's 240.
 const MIN_SPLITS: u64 = 16;
 /// Chosen: one split per ten queued bios (split-maxsectors16.cap: 15 per bio).
 const MIN_SPLITS_PER_BIO: f64 = 0.1;

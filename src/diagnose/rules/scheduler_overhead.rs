@@ -8,7 +8,7 @@
 //! not the scheduler. No case of DESIGN.md; recorded in the lab as
 //! sched-bfq.cap against sched-mq-deadline.cap.
 
-use super::helpers::{device_name, ms, not_any, queue_dir, queue_setting};
+use super::helpers::{device_name, ms_2dp, not_any, queue_dir, queue_setting};
 use crate::analyze::Analysis;
 use crate::diagnose::{Finding, Rule, Severity, Verdict};
 use serde_json::json;
@@ -16,10 +16,14 @@ use serde_json::json;
 pub const RULE: Rule = Rule {
     id: "scheduler_overhead",
     looks_for: "requests held inside the I/O scheduler between insert and dispatch",
+    fires_when: "G2I+I2D ≥ 15 % of Q2C over ≥ 100 inserted requests, scheduler not `none` (critical ≥ 25 %); BFQ gets its `slice_idle` workaround",
+    light_lacks: Some("the I/O scheduler's inserts (block_rq_insert)"),
     check,
 };
 
-/// Inserted requests needed to judge; chosen (commit ebd9cd0 names no source).
+/// Inserted requests needed to judge: below 100, one slow request moves
+/// the share by more than a point (the bfq and mq-deadline captures hold
+/// thousands).
 const MIN_INSERTED: u64 = 100;
 /// Bios followed from queue to completion needed to judge; chosen likewise.
 const MIN_BIOS: u64 = 100;
@@ -85,7 +89,7 @@ fn check(a: &Analysis) -> Verdict {
                 held / 1e3,
                 q2c / 1e3,
                 sched.as_deref().unwrap_or("(unknown)"),
-                ms(b.i2d.max_ns)
+                ms_2dp(b.i2d.max_ns)
             ),
             evidence: json!({
                 "device": d.device,
@@ -93,7 +97,7 @@ fn check(a: &Analysis) -> Verdict {
                 "requests_inserted": b.i2d.n,
                 "g2i_avg_us": b.g2i.avg_ns() / 1e3,
                 "i2d_avg_us": b.i2d.avg_ns() / 1e3,
-                "i2d_max_ms": ms(b.i2d.max_ns),
+                "i2d_max_ms": ms_2dp(b.i2d.max_ns),
                 "q2c_avg_us": q2c / 1e3,
                 "percent_in_scheduler": share,
             }),

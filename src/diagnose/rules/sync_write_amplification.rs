@@ -19,11 +19,13 @@ pub const RULE: Rule = Rule {
     id: "sync_write_amplification",
     looks_for:
         "small synced writes costing the device several times their size in journal and flushes",
+    fires_when: "≥ 32 fsync/fdatasync and ≥ 3 bytes written to the device (data + journal) per byte of data; flushes per sync in the evidence (warning: a property of the application)",
+    light_lacks: Some("the system calls (fsync, write)"),
     check,
 };
 
-/// Syncs needed to judge what each costs; chosen (commit ebd9cd0 names no
-/// source); fsync-4k.cap: 100, fsync-bulk.cap: 1.
+/// Syncs needed to judge what each costs: one sync's journal commit and
+/// flush say nothing of the next (fsync-bulk.cap: 1); fsync-4k.cap has 100.
 const MIN_SYNCS: u64 = 32;
 /// Bytes written per byte of data; chosen (no source named): fsync-4k.cap
 /// 6.9x, the healthy runs' appends 2.3x, slowdev-fsync.cap 1.1x.

@@ -9,7 +9,9 @@
 //! waits for a request. No case of DESIGN.md; recorded in the lab as
 //! wbt-target10us.cap against wbt-default.cap.
 
-use super::helpers::{block_device, device_name, ms, not_any, queue_dir, queue_setting, span_ns};
+use super::helpers::{
+    block_device, device_name, ms_2dp, not_any, queue_dir, queue_setting, span_ns,
+};
 use crate::analyze::Analysis;
 use crate::diagnose::{Finding, Rule, Severity, Verdict};
 use serde_json::json;
@@ -17,10 +19,13 @@ use serde_json::json;
 pub const RULE: Rule = Rule {
     id: "wbt_throttling",
     looks_for: "writeback throttling (wbt) holding writes to a small depth because reads look slow",
+    fires_when: "wbt stepped below its default depth (`wbt_step` step > 0) for ≥ 100 ms and ≥ 10 % of the trace (critical at depth ≤ 2 for ≥ 25 %), with `wbt_lat_usec` from the snapshot and the read latencies wbt reported (`wbt_lat`)",
+    light_lacks: Some("the writeback events (wbt_step)"),
     check,
 };
 
-/// Chosen (commit ebd9cd0 names no source); wbt-target10us.cap: 1801 ms.
+/// Time with wbt's limit below its default: wbt-target10us.cap spends
+/// 1801 ms stepped down, wbt-default.cap none.
 const MIN_STEPPED_DOWN_NS: u64 = 100_000_000;
 /// Chosen (no source named); wbt-target10us.cap: 80 %, wbt-default.cap: 0 %.
 const MIN_STEPPED_DOWN_PERCENT: f64 = 10.0;
@@ -44,7 +49,7 @@ fn check(a: &Analysis) -> Verdict {
         {
             why.push(format!(
                 "{dev}: wbt stepped down {} ms ({share:.0}% of the trace; highest step {}, smallest write depth {})",
-                ms(w.stepped_down_ns),
+                ms_2dp(w.stepped_down_ns),
                 w.max_step,
                 w.min_max_depth.unwrap_or(0)
             ));
@@ -67,7 +72,7 @@ fn check(a: &Analysis) -> Verdict {
             title: format!(
                 "{}: writeback throttling cut writes in flight to {depth} for {} ms ({share:.0}% of the trace){}",
                 name.as_deref().unwrap_or(dev),
-                ms(w.stepped_down_ns),
+                ms_2dp(w.stepped_down_ns),
                 match &target {
                     Some(t) => format!(
                         ": reads took {} µs against its {t} µs target",
@@ -81,15 +86,15 @@ fn check(a: &Analysis) -> Verdict {
                 "highest_step": w.max_step,
                 "smallest_write_depth": depth,
                 "smallest_background_depth": w.min_background_depth,
-                "stepped_down_ms": ms(w.stepped_down_ns),
+                "stepped_down_ms": ms_2dp(w.stepped_down_ns),
                 "percent_of_trace": share,
                 "windows_over_target": w.latency_exceeded,
                 "max_read_latency_us": w.max_read_latency_us,
                 "wbt_lat_usec": target,
                 "write_bios": writes.bios,
                 "writes_waiting_1ms_or_more": writes.over_1ms,
-                "write_wait_ms": ms(writes.q2g.total_ns),
-                "write_wait_max_ms": ms(writes.q2g.max_ns),
+                "write_wait_ms": ms_2dp(writes.q2g.total_ns),
+                "write_wait_max_ms": ms_2dp(writes.q2g.max_ns),
             }),
             explanation: format!(
                 "blk-wbt watches read latency in windows; when the fastest read of a window is slower than wbt_lat_usec it halves the writes allowed in flight, step by step down to 1, and writers (sync writes and background writeback) sleep before they get a request. Here {} windows were over the target and writes were held to a depth of {depth}: write throughput falls to what one request at a time gives.",

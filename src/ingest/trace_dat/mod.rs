@@ -23,7 +23,8 @@ use super::ring_buffer::{page_info, PageInfo, PageRecords};
 use super::source::{InputError, Position, Source, SourceStats};
 use crate::model::capture_layout::ADDRESS_FIELDS;
 use crate::model::kallsyms::KernelSymbols;
-use crate::model::{Comm, Event, Value};
+use crate::model::tracepoint::Field;
+use crate::model::{Comm, Event, Tracepoint, Value};
 use file::{Backing, Codec};
 use sections::{Buffer, Clock, CpuData};
 use std::cmp::Reverse;
@@ -625,7 +626,7 @@ impl TraceDatSource {
     fn name(&mut self, ev: &mut Event) {
         match ev {
             Event::Block(b) if b.comm.is_empty() => b.comm = self.comm_of(b.pid),
-            Event::Other(o) => {
+            Event::Trace(o) => {
                 o.comm = self.comm_of(o.pid);
                 if !self.symbols.is_empty() {
                     for (k, v) in &mut o.fields.0 {
@@ -636,13 +637,18 @@ impl TraceDatSource {
                         }
                     }
                 }
-                let pairs: &[(&str, &str)] = match o.short_name() {
-                    "sched_switch" => &[("prev_pid", "prev_comm"), ("next_pid", "next_comm")],
-                    "sched_wakeup" | "sched_wakeup_new" => &[("pid", "comm")],
+                let pairs: &[(Field, Field)] = match o.kind {
+                    Tracepoint::SchedSwitch => &[
+                        (Field::PrevPid, Field::PrevComm),
+                        (Field::NextPid, Field::NextComm),
+                    ],
+                    Tracepoint::SchedWakeup | Tracepoint::SchedWakeupNew => {
+                        &[(Field::Pid, Field::Comm)]
+                    }
                     _ => &[],
                 };
                 for (p, c) in pairs {
-                    if let (Some(pid), Some(c)) = (o.fields.int(p), o.fields.str(c)) {
+                    if let (Some(pid), Some(c)) = (o.fields.int(*p), o.fields.str(*c)) {
                         if pid > 0 && pid <= i64::from(u32::MAX) {
                             self.comms
                                 .entry(pid as u32)

@@ -19,7 +19,7 @@ fn op_class(p: &RequestPoint) -> &'static str {
 }
 
 pub(super) fn hover(p: &RequestPoint, first_ns: u64) -> String {
-    let ms = |ns: u64| ns as f64 / 1e6;
+    let ms = crate::model::units::ms;
     let mut s = format!(
         "{} {} KiB done at {:.6} s: Q2C {}",
         op_class(p),

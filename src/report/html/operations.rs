@@ -61,9 +61,7 @@ pub(super) fn section(body: &mut String, a: &Analysis) {
 /// One timeline row: its label and its bars.
 type Row = (String, Vec<svg::Bar>);
 
-fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
-}
+use crate::model::units::ms;
 
 /// Milliseconds from the operation's start.
 fn since(o: &Outlier, t: u64) -> f64 {

@@ -21,11 +21,11 @@
 mod rows;
 pub mod table;
 
-use crate::analyze::rows::RowSinks;
+use crate::analyze::rows::{RowCounts, RowWriters};
+use crate::analyze::Analysis;
 use crate::error::{Error, Result};
-use crate::pipeline::Options;
+use crate::model::snapshot::Snapshot;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::sync_channel;
 use table::TableWriter;
 
 /// Where a capture's rows go: the partition values and the columns every
@@ -73,12 +73,20 @@ pub fn escape_partition_value(v: &str) -> String {
     out
 }
 
-/// Exports each input as its own capture into `dir`.
+/// Runs the analysis of one input while the writers write its rows
+/// (the pipeline's `analyze_writing`): the analysis, and the rows written
+/// or the first write error.
+pub type Analyze<'a> =
+    dyn Fn(&Path, RowWriters<'_>) -> (Result<Analysis>, std::io::Result<RowCounts>) + 'a;
+
+/// Exports each input as its own capture into `dir`; `snapshot_of` finds
+/// an input's system snapshot (host, kernel, when it was taken).
 pub fn export(
     dir: &Path,
     inputs: &[PathBuf],
     host: Option<&str>,
-    base: &Options,
+    snapshot_of: &dyn Fn(&Path) -> Option<Snapshot>,
+    analyze: &Analyze<'_>,
 ) -> Result<Vec<Written>> {
     // A capture exported again replaces its directories in each table.
     for table in TABLES {
@@ -89,7 +97,7 @@ pub fn export(
     let mut used: Vec<String> = Vec::new();
     let mut out = Vec::new();
     for input in inputs {
-        let mut part = partition_of(input, host);
+        let mut part = partition_of(input, host, snapshot_of(input));
         // Two inputs of the same name (a/run, b/run) must not overwrite
         // each other within one export.
         let stem = part.capture.clone();
@@ -99,7 +107,7 @@ pub fn export(
             part.capture = format!("{stem}-{n}");
         }
         used.push(part.capture.clone());
-        out.push(export_one(dir, input, part, base)?);
+        out.push(export_one(dir, input, part, analyze)?);
     }
     Ok(out)
 }
@@ -107,9 +115,7 @@ pub fn export(
 /// The partition of one input: host and kernel from its snapshot (`--host`
 /// wins), its name, and when it was taken (the snapshot's wall-clock time,
 /// else the file's modification time).
-fn partition_of(input: &Path, host: Option<&str>) -> Partition {
-    let (snapshots, _) = crate::pipeline::snapshots_of(&[input.to_path_buf()]);
-    let snap = snapshots.into_iter().flatten().next();
+fn partition_of(input: &Path, host: Option<&str>, snap: Option<Snapshot>) -> Partition {
     let before = snap.as_ref().map(|s| &s.before);
     let name = std::fs::canonicalize(input)
         .ok()
@@ -135,9 +141,9 @@ fn partition_of(input: &Path, host: Option<&str>) -> Partition {
     }
 }
 
-fn export_one(dir: &Path, input: &Path, part: Partition, base: &Options) -> Result<Written> {
+fn export_one(dir: &Path, input: &Path, part: Partition, analyze: &Analyze<'_>) -> Result<Written> {
     let scratch = scratch_dir(dir)?;
-    let result = write_tables(&scratch, input, &part, base)
+    let result = write_tables(&scratch, input, &part, analyze)
         .and_then(|rows| move_into_place(dir, &scratch, &part).map(|_| rows));
     let _ = std::fs::remove_dir_all(&scratch);
     Ok(Written {
@@ -178,62 +184,50 @@ fn create(scratch: &Path, table: &'static str, part: &Partition) -> Result<Table
     TableWriter::create(&path, table, rows::columns(table)).map_err(|e| failed(&path, e))
 }
 
-/// Runs the analysis with the row tables written by threads of their own
-/// as rows come; then the tables made from the whole analysis.
+/// Runs the analysis with the row tables written as rows come (each on a
+/// thread of its own, see `analyze::rows::drive`); then the tables made
+/// from the whole analysis.
 fn write_tables(
     scratch: &Path,
     input: &Path,
     part: &Partition,
-    base: &Options,
+    analyze: &Analyze<'_>,
 ) -> Result<Vec<(&'static str, u64)>> {
-    // Bounded: the analysis waits for a slow writer instead of buffering.
-    const QUEUE: usize = 8192;
-    let (req_tx, req_rx) = sync_channel(QUEUE);
-    let (op_tx, op_rx) = sync_channel(QUEUE);
-    let (wait_tx, wait_rx) = sync_channel(QUEUE);
     let mut requests = create(scratch, "requests", part)?;
     let mut operations = create(scratch, "operations", part)?;
     let mut waits = create(scratch, "sched_waits", part)?;
-    let (p1, p2, p3) = (part.clone(), part.clone(), part.clone());
-    let t1 = std::thread::spawn(move || {
-        for r in req_rx {
-            rows::request(&mut requests, &p1, &r)?;
-        }
-        requests.finish()
-    });
-    let t2 = std::thread::spawn(move || {
-        for r in op_rx {
-            rows::operation(&mut operations, &p2, &r)?;
-        }
-        operations.finish()
-    });
-    let t3 = std::thread::spawn(move || {
-        for r in wait_rx {
-            rows::sched_wait(&mut waits, &p3, &r)?;
-        }
-        waits.finish()
-    });
-    let rows = RowSinks {
-        requests: Some(req_tx),
-        operations: Some(op_tx),
-        thread_states: Some(wait_tx),
+    // A failed row names its table's file.
+    let named = |table: &str| {
+        let path = part_file(scratch, table, part);
+        move |e: table::Error| std::io::Error::other(format!("{}: {e}", path.display()))
+    };
+    let (req_err, op_err, wait_err) =
+        (named("requests"), named("operations"), named("sched_waits"));
+    let writers = RowWriters {
+        requests: Some(Box::new(|r| {
+            rows::request(&mut requests, part, &r).map_err(&req_err)
+        })),
+        operations: Some(Box::new(|o| {
+            rows::operation(&mut operations, part, &o).map_err(&op_err)
+        })),
+        thread_states: Some(Box::new(|t| {
+            rows::sched_wait(&mut waits, part, &t).map_err(&wait_err)
+        })),
         spans: None,
     };
-    let analysed = crate::pipeline::read_sending(input, base, rows);
-    let joined = |t: std::thread::JoinHandle<table::Result<u64>>, name: &str| {
-        t.join()
-            .expect("a table writer panicked")
-            .map_err(|e| failed(&part_file(scratch, name, part), e))
-    };
-    let counts = [
-        ("requests", joined(t1, "requests")),
-        ("operations", joined(t2, "operations")),
-        ("sched_waits", joined(t3, "sched_waits")),
-    ];
-    let (analysis, _) = analysed?;
+    let (analyzed, written) = analyze(input, writers);
+    written.map_err(|e| Error::failed(e.to_string()))?;
+    let analysis = analyzed?;
     let mut written = Vec::new();
-    for (name, n) in counts {
-        written.push((name, n?));
+    for (name, w) in [
+        ("requests", requests),
+        ("operations", operations),
+        ("sched_waits", waits),
+    ] {
+        let n = w
+            .finish()
+            .map_err(|e| failed(&part_file(scratch, name, part), e))?;
+        written.push((name, n));
     }
     let findings = crate::diagnose::diagnose(&analysis);
     for table in ["iostat", "findings", "settings"] {

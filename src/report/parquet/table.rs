@@ -159,7 +159,8 @@ pub struct TableWriter {
     writer: SerializedFileWriter<File>,
 }
 
-pub type Result<T> = std::result::Result<T, parquet::errors::ParquetError>;
+pub type Error = parquet::errors::ParquetError;
+pub type Result<T> = std::result::Result<T, Error>;
 
 impl TableWriter {
     pub fn create(path: &Path, table: &str, columns: &'static [Column]) -> Result<TableWriter> {

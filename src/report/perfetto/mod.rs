@@ -22,13 +22,16 @@
 pub mod proto;
 mod tracks;
 
-use crate::analyze::rows::{OperationRow, RequestRow, RowSinks, SpanRow, ThreadStateRow};
+use crate::analyze::rows::{
+    OperationRow, RequestRow, RowCounts, RowWriters, SpanRow, ThreadStateRow,
+};
 use crate::error::Result;
-use crate::pipeline::Options;
-use crate::report::output_file::OutputFile;
+use crate::model::snapshot::Snapshot;
+use crate::report::output_file::{OutputFile, Staged};
+use std::fs::File;
+use std::io::BufWriter;
 use std::path::Path;
-use std::sync::mpsc::{sync_channel, Receiver};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use tracks::Writer;
 
 /// What was written, by kind of slice.
@@ -44,100 +47,80 @@ pub struct Summary {
     pub bytes: u64,
 }
 
-/// Writes `input`'s Perfetto trace to `out`: checked before the analysis
-/// (see [`OutputFile`]), written beside it and renamed over it when
-/// complete; on any failure `out` is left as it was.
-pub fn export(input: &Path, out: &Path, base: &Options) -> Result<Summary> {
-    const QUEUE: usize = 8192;
-    let staged = OutputFile::check(out, &[input.to_path_buf()])?.stage()?;
-    let file = staged.file().try_clone().map_err(|e| staged.failed(e))?;
-    let failed = |e: std::io::Error| staged.failed(e);
-    // Every row is written as the analyses send it (Perfetto sorts events
-    // by time itself): memory does not follow the number of rows, except
-    // the queue depth's changes (see `Writer::queue_depths`).
-    let names = device_names(input);
-    let w = Arc::new(Mutex::new(Writer::new(
-        std::io::BufWriter::new(file),
-        names,
-    )));
-    let (req_tx, req_rx) = sync_channel::<RequestRow>(QUEUE);
-    let (op_tx, op_rx) = sync_channel::<OperationRow>(QUEUE);
-    let (st_tx, st_rx) = sync_channel::<ThreadStateRow>(QUEUE);
-    let (span_tx, span_rx) = sync_channel::<SpanRow>(QUEUE);
-    let reqs = write_as_they_come(&w, req_rx, |w, r| w.request(&r));
-    let ops = write_as_they_come(&w, op_rx, |w, o| w.operation(&o));
-    let states = write_as_they_come(&w, st_rx, |w, s| w.thread_state(&s));
-    let spans = write_as_they_come(&w, span_rx, |w, s| w.span(&s));
-    let rows = RowSinks {
-        requests: Some(req_tx),
-        operations: Some(op_tx),
-        thread_states: Some(st_tx),
-        spans: Some(span_tx),
-    };
-    let analysed = crate::pipeline::read_sending(input, base, rows);
-    let requests = reqs.join().expect("writer").map_err(failed)?;
-    let operations = ops.join().expect("writer").map_err(failed)?;
-    let thread_states = states.join().expect("writer").map_err(failed)?;
-    spans.join().expect("writer").map_err(failed)?;
-    analysed?;
-    let mut w = Arc::try_unwrap(w)
-        .ok()
-        .expect("the writer threads ended")
-        .into_inner()
-        .expect("not poisoned");
-    let (commits, irqs, softirqs) = w.span_counts();
-    let mut sum = Summary {
-        requests,
-        operations,
-        thread_states,
-        commits,
-        irqs,
-        softirqs,
-        ..Default::default()
-    };
-    let written = (|| -> std::io::Result<()> {
-        w.queue_depths()?;
-        let (tracks, bytes) = w.finish()?;
-        sum.tracks = tracks;
-        sum.bytes = bytes;
-        Ok(())
-    })();
-    written.map_err(failed)?;
-    staged.commit()?;
-    Ok(sum)
+/// A Perfetto trace being written: `begin` checks and stages the output,
+/// `writers` write each row as the analyses send it (Perfetto sorts events
+/// by time itself, so memory does not follow the number of rows, except
+/// the queue depth's changes, see `Writer::queue_depths`), `finish` adds
+/// the tracks and renames the file over `out`. On any failure `out` is
+/// left as it was.
+pub struct Export {
+    staged: Staged,
+    writer: Mutex<Writer<BufWriter<File>>>,
 }
 
-type Shared = Arc<Mutex<Writer<std::io::BufWriter<std::fs::File>>>>;
+impl Export {
+    /// Checks `out` before the analysis (see [`OutputFile`]); `devices`
+    /// name the device tracks (`7,0` → `loop0`, from [`device_names`]).
+    pub fn begin(input: &Path, out: &Path, devices: Vec<(String, String)>) -> Result<Export> {
+        let staged = OutputFile::check(out, &[input.to_path_buf()])?.stage()?;
+        let file = staged.file().try_clone().map_err(|e| staged.failed(e))?;
+        Ok(Export {
+            writer: Mutex::new(Writer::new(BufWriter::new(file), devices)),
+            staged,
+        })
+    }
 
-/// A thread that writes each row `rx` brings; the number written, or the
-/// first error (the rows after it are drained and dropped).
-fn write_as_they_come<T: Send + 'static>(
-    w: &Shared,
-    rx: Receiver<T>,
-    write: fn(&mut Writer<std::io::BufWriter<std::fs::File>>, T) -> std::io::Result<()>,
-) -> std::thread::JoinHandle<std::io::Result<u64>> {
-    let w = Arc::clone(w);
-    std::thread::spawn(move || {
-        let mut n = 0;
-        let mut error = None;
-        for row in rx {
-            if error.is_none() {
-                let mut guard = w.lock().expect("not poisoned");
-                match write(&mut guard, row) {
-                    Ok(()) => n += 1,
-                    Err(e) => error = Some(e),
-                }
-            }
+    /// Requests, operations, thread states and spans, each written as it
+    /// comes.
+    pub fn writers(&self) -> RowWriters<'_> {
+        let w = &self.writer;
+        let lock = move || w.lock().expect("not poisoned");
+        RowWriters {
+            requests: Some(Box::new(move |r: RequestRow| lock().request(&r))),
+            operations: Some(Box::new(move |o: OperationRow| lock().operation(&o))),
+            thread_states: Some(Box::new(move |t: ThreadStateRow| lock().thread_state(&t))),
+            spans: Some(Box::new(move |s: SpanRow| lock().span(&s))),
         }
-        error.map_or(Ok(n), Err)
-    })
+    }
+
+    /// After the analysis: a write error names the output; else the
+    /// analysis' own error; else the queue depths and the track tree are
+    /// written and the file put in place.
+    pub fn finish(
+        self,
+        written: std::io::Result<RowCounts>,
+        analyzed: Result<()>,
+    ) -> Result<Summary> {
+        let staged = self.staged;
+        let counts = written.map_err(|e| staged.failed(e))?;
+        analyzed?;
+        let mut w = self.writer.into_inner().expect("not poisoned");
+        let (commits, irqs, softirqs) = w.span_counts();
+        let mut sum = Summary {
+            requests: counts.requests,
+            operations: counts.operations,
+            thread_states: counts.thread_states,
+            commits,
+            irqs,
+            softirqs,
+            ..Default::default()
+        };
+        let tracks = (|| -> std::io::Result<()> {
+            w.queue_depths()?;
+            let (tracks, bytes) = w.finish()?;
+            sum.tracks = tracks;
+            sum.bytes = bytes;
+            Ok(())
+        })();
+        tracks.map_err(|e| staged.failed(e))?;
+        staged.commit()?;
+        Ok(sum)
+    }
 }
 
-/// Device names from the input's snapshot (`7,0` → `loop0`), for track
-/// names.
-fn device_names(input: &Path) -> Vec<(String, String)> {
-    let (snapshots, _) = crate::pipeline::snapshots_of(&[input.to_path_buf()]);
-    let Some(s) = snapshots.into_iter().flatten().next() else {
+/// Device names from a snapshot (`7,0` → `loop0`), for track names.
+pub fn device_names(snapshot: Option<&Snapshot>) -> Vec<(String, String)> {
+    let Some(s) = snapshot else {
         return Vec::new();
     };
     s.before

@@ -31,9 +31,7 @@ pub(super) fn us(ns: u64) -> String {
     format!("{:.1}", ns as f64 / 1000.0)
 }
 
-pub(super) fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
-}
+pub(super) use crate::model::units::ms;
 
 /// One finding, as a person reads it. Titles, evidence and advice quote
 /// the trace (process and device names): printed escaped.
@@ -161,7 +159,7 @@ pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
     workqueues(&mut out, &a.workqueue);
     gaps(&mut out, &a.gaps);
     if !a.unknown_events.is_empty() {
-        let _ = writeln!(out, "events not analysed yet:");
+        let _ = writeln!(out, "events not analyzed yet:");
         for (n, c) in &a.unknown_events {
             let _ = writeln!(out, "  {:<40} {c:>10}", Esc(n));
         }
