@@ -156,9 +156,10 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
             "--interval must be a positive number of seconds",
         ));
     }
+    let (functions, enabled) = recorded(paths);
     let mut filter = opts.filter.clone();
     if filter.functions.is_empty() {
-        filter.functions = recorded_functions(paths);
+        filter.functions = functions;
     }
     let filter = &filter;
     let mut marked = open_marked(paths)?;
@@ -197,6 +198,7 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         analyze::light::apply(&mut a, light);
     }
     a.warnings.extend(snapshot_warnings);
+    a.recorded.enabled = enabled;
     let inputs = tap.inputs(&snapshots);
     a.snapshot = snapshots.into_iter().flatten().next();
     // A light capture without a slow request still has its histograms.
@@ -280,26 +282,35 @@ fn read_sending(input: &Path, base: &Options, rows: RowSinks) -> Result<(Analysi
     read(&[input.to_path_buf()], &opts)
 }
 
-/// The functions the captures among `paths` were recorded to measure
-/// (`record --func`, the manifest's `functions`), in order, once each.
-fn recorded_functions(paths: &[PathBuf]) -> Vec<String> {
+/// What the captures among `paths` were recorded with, from their
+/// manifests: the functions to measure (`record --func`), in order, once
+/// each; and the events enabled, when every input is a capture that
+/// lists them (else `None`: the inputs do not say).
+fn recorded(paths: &[PathBuf]) -> (Vec<String>, Option<Vec<String>>) {
     use crate::model::capture_layout::{is_capture, MANIFEST};
-    let mut out: Vec<String> = Vec::new();
-    for p in paths.iter().filter(|p| is_capture(p)) {
+    let (mut functions, mut enabled): (Vec<String>, Option<Vec<String>>) =
+        (Vec::new(), Some(Vec::new()));
+    for p in paths {
         // An unreadable manifest is the capture reader's to report.
-        let Ok(text) = ingest::files::read_small(&p.join(MANIFEST), 1 << 20) else {
-            continue;
-        };
-        let Ok(m) = crate::model::manifest::Manifest::parse(&text) else {
+        let manifest = is_capture(p)
+            .then(|| ingest::files::read_small(&p.join(MANIFEST), 1 << 20).ok())
+            .flatten()
+            .and_then(|text| crate::model::manifest::Manifest::parse(&text).ok());
+        let Some(m) = manifest else {
+            enabled = None;
             continue;
         };
         for f in m.functions {
-            if !out.contains(&f) {
-                out.push(f);
+            if !functions.contains(&f) {
+                functions.push(f);
             }
         }
+        match (&mut enabled, m.events.is_empty()) {
+            (Some(all), false) => all.extend(m.events),
+            _ => enabled = None,
+        }
     }
-    out
+    (functions, enabled.filter(|e| !e.is_empty()))
 }
 
 /// What the light captures among `paths` counted in the kernel

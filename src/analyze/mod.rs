@@ -3,6 +3,7 @@
 
 pub mod blkthrottle;
 pub mod block;
+pub mod coverage;
 pub mod driver;
 pub mod fs;
 pub mod functions;
@@ -112,6 +113,10 @@ pub struct Analysis {
     /// The system snapshot of a capture (`{before, workload, after}`), when
     /// the input carries one.
     pub snapshot: Option<crate::model::snapshot::Snapshot>,
+    /// The event sets the input recorded or holds (for the rules'
+    /// coverage; in JSON as `rules`).
+    #[serde(skip)]
+    pub recorded: coverage::Recorded,
 }
 
 /// Runs every analysis over a time-ordered stream of events, in one go:
@@ -172,6 +177,8 @@ struct Analyzers<'f> {
     names: names::ThreadNames,
     /// Events no analysis used, by name.
     unknown: BTreeMap<String, u64>,
+    /// The kinds of events seen.
+    recorded: coverage::Recorded,
     events: u64,
     span: Span,
     /// Operations can open (the inputs hold more than block events): only
@@ -215,6 +222,7 @@ impl<'f> Analyzers<'f> {
             driver: driver::DriverAnalysis::new(),
             names,
             unknown: BTreeMap::new(),
+            recorded: coverage::Recorded::default(),
             events: 0,
             span: Span::default(),
             operations_possible,
@@ -243,6 +251,7 @@ impl<'f> Analyzers<'f> {
         }
         self.events += 1;
         self.span.add(b.ts);
+        self.recorded.saw_action(b.action);
         self.names.learn_block(b.pid, b.comm);
         self.gaps
             .add(b.ts, b.cpu, b.pid, gaps::EventName::Block(b.action));
@@ -261,6 +270,7 @@ impl<'f> Analyzers<'f> {
         }
         self.events += 1;
         self.span.add(o.ts);
+        self.recorded.saw_kind(o.kind);
         self.names.learn(o);
         self.gaps
             .add(o.ts, o.cpu, o.pid, gaps::EventName::Named(o.name.clone()));
@@ -366,6 +376,7 @@ impl<'f> Analyzers<'f> {
             unknown_events: self.unknown,
             warnings,
             snapshot: None,
+            recorded: self.recorded,
         }
     }
 }

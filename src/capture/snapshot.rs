@@ -1,4 +1,4 @@
-//! The settings the seed cases hinged on, read from /proc and /sys: block
+//! The settings the measured slow-downs hinged on, read from /proc and /sys: block
 //! queue settings (nomerges, scheduler, …) and the device stack, mounts,
 //! journals, dirty-page limits, real-time throttling, thread policies and
 //! affinities, IRQ affinity, interrupt and disk counters, pressure, cgroup

@@ -79,7 +79,7 @@ enum Measure {
 
 /// A cause that explains less than this share of the workload's time is
 /// not critical, whatever its own numbers say: even the upper bound of
-/// what it cost is small (DESIGN: severity follows the lost time).
+/// what it cost is small (DESIGN.md, Diagnose: severity follows the lost time).
 const CRITICAL_MIN_SHARE_PERCENT: f64 = 5.0;
 /// Below this share a finding is context, not a problem to fix: `info`.
 const WARNING_MIN_SHARE_PERCENT: f64 = 1.0;

@@ -78,6 +78,8 @@ pub struct Rule {
     /// holds the table to this text; beside the constants, a change of
     /// one shows here).
     pub fires_when: &'static str,
+    /// The event sets (`record --events`) without which it cannot judge.
+    pub needs: &'static [&'static str],
     /// What a light capture (`record --light`) lacks to judge this rule
     /// (only the full recorder writes those events); `None`: it can.
     pub light_lacks: Option<&'static str>,
@@ -97,6 +99,62 @@ pub fn verdicts(a: &Analysis) -> Vec<(&'static str, Verdict)> {
 /// One rule's verdict, with what a light capture lacked when it is one.
 pub fn verdict(a: &Analysis, r: &Rule) -> Verdict {
     light_lacks(a, r, (r.check)(a))
+}
+
+/// Which rules the input let judge, and why the others could not.
+#[derive(Debug, Default, Serialize)]
+pub struct Coverage {
+    pub judged: Vec<&'static str>,
+    pub not_judged: Vec<NotJudged>,
+    /// The command that would record what they lacked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct NotJudged {
+    pub id: &'static str,
+    pub lacks: String,
+}
+
+/// What each rule could judge. A rule that fired judged; one whose event
+/// sets the input lacks (or, on a light capture, whose evidence only the
+/// full recorder writes) could not, and its silence is no verdict.
+pub fn coverage(a: &Analysis, findings: &[Finding]) -> Coverage {
+    let mut c = Coverage::default();
+    let mut sets: Vec<&str> = Vec::new();
+    for r in catalog() {
+        let lacks = match (&a.light, r.light_lacks) {
+            _ if findings.iter().any(|f| f.id == r.id) => None,
+            (Some(_), Some(what)) => Some(format!("a light capture lacks {what}")),
+            (Some(_), None) => None,
+            (None, _) => {
+                let missing: Vec<&str> = r
+                    .needs
+                    .iter()
+                    .copied()
+                    .filter(|s| a.recorded.has_set(s).is_err())
+                    .collect();
+                for s in &missing {
+                    if !sets.contains(s) {
+                        sets.push(s);
+                    }
+                }
+                missing.first().and_then(|s| a.recorded.has_set(s).err())
+            }
+        };
+        match lacks {
+            Some(lacks) => c.not_judged.push(NotJudged { id: r.id, lacks }),
+            None => c.judged.push(r.id),
+        }
+    }
+    c.record = match (&a.light, sets.is_empty(), c.not_judged.is_empty()) {
+        (_, _, true) => None,
+        (Some(_), _, _) => Some("iosleuth record (without --light)".into()),
+        (None, false, _) => Some(format!("iosleuth record --events {}", sets.join(","))),
+        (None, true, _) => None,
+    };
+    c
 }
 
 /// A rule that did not fire on a light capture says what the capture

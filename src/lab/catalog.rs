@@ -1,4 +1,4 @@
-//! Lab scenarios for the rules beyond the four seed cases: each records a
+//! Lab scenarios for the rules beyond the four measured slow-downs: each records a
 //! good run without the cause and a bad run with it, on the lab's own
 //! disks, with ordinary tools (dd, cat, sh) as the workload where they
 //! suffice and fio where a pattern needs it (random reads at a depth).

@@ -46,6 +46,7 @@ pub fn to_value(a: &Analysis, findings: &[Finding]) -> Value {
         "unknown_events": a.unknown_events,
         "warnings": a.warnings,
         "findings": findings,
+        "rules": crate::diagnose::coverage(a, findings),
         "snapshot": a.snapshot,
     })
 }

@@ -73,6 +73,15 @@ fn summary(input: &Path, r: &Value) -> String {
     if findings.is_empty() {
         s += "findings: none\n";
     }
+    let not_judged: Vec<&str> = r["rules"]["not_judged"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n["id"].as_str())
+        .collect();
+    if !not_judged.is_empty() {
+        s += &format!("not judged: {}\n", not_judged.join(", "));
+    }
     for f in findings {
         s += &format!(
             "{} {}: {}\n",
@@ -134,4 +143,74 @@ fn every_fixtures_json_keys_and_first_lines_are_the_golden_ones() {
     let keys: String = keys.into_iter().map(|k| k + "\n").collect();
     check_golden("json-keys.txt", &keys);
     check_golden("first-lines.txt", &first_lines);
+}
+
+/// Every report says which rules its input let judge: the twelve are
+/// judged or not, never both; a capture that did not record the scheduler
+/// events never has rt_starvation judged; "findings: none" in the text
+/// names how many rules judged, and a line names the others and what
+/// each lacked.
+#[test]
+fn every_report_says_which_rules_could_not_judge() {
+    for input in fixtures() {
+        let r = json_report(&[&input], &[]);
+        let rules = &r["rules"];
+        let ids = |k: &str| -> Vec<String> {
+            rules[k]
+                .as_array()
+                .unwrap_or_else(|| panic!("{}: rules.{k}", input.display()))
+                .iter()
+                .map(|x| x.as_str().or(x["id"].as_str()).unwrap().to_string())
+                .collect()
+        };
+        let (judged, not_judged) = (ids("judged"), ids("not_judged"));
+        assert_eq!(judged.len() + not_judged.len(), 12, "{}", input.display());
+        assert!(judged.iter().all(|j| !not_judged.contains(j)));
+        let manifest = input.join("iosleuth-capture.json");
+        if let Ok(text) = std::fs::read_to_string(&manifest) {
+            let m: Value = serde_json::from_str(&text).unwrap();
+            let light = input.join("light.json").exists();
+            let sched = m["events"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|e| e.as_str().unwrap_or("").starts_with("sched/"));
+            if !sched && !light {
+                assert!(
+                    not_judged.iter().any(|n| n == "rt_starvation"),
+                    "{}: no sched events recorded, yet rt_starvation judged",
+                    input.display()
+                );
+            }
+        }
+        let text = run(iosleuth().arg("report").arg(&input));
+        if let Some(line) = text.lines().find(|l| l.starts_with("findings: none")) {
+            assert!(
+                line.contains(&format!("among the {} rule", judged.len()))
+                    || (judged.is_empty() && line.contains("no rule could judge")),
+                "{}: {line}",
+                input.display()
+            );
+        }
+        if !not_judged.is_empty() {
+            let said = format!("not judged, {} of 12 rules: ", not_judged.len());
+            let line = text.lines().find(|l| l.starts_with(&said));
+            let line = line.unwrap_or_else(|| panic!("{}: no {said:?}", input.display()));
+            for id in &not_judged {
+                assert!(line.contains(&format!("{id} (")), "{line}");
+            }
+        }
+    }
+    // The page says it too, beside the findings.
+    let page = run(iosleuth().args([
+        "report",
+        "--format",
+        "html",
+        "tests/fixtures/healthy-run1.cap",
+    ]));
+    assert!(
+        page.contains("7 of 12 rules judged this input; 5 could not:")
+            && page.contains("<b>rt_starvation</b>: the `sched` events were not recorded"),
+        "no coverage box"
+    );
 }

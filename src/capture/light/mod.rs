@@ -92,7 +92,7 @@ pub const WAIT_MIN_NS: u64 = 5_000_000;
 /// threshold is `INITIAL_SLOW_NS`; after, its running p99.
 const MIN_FOR_P99: u64 = 100;
 /// 10 ms: slower than any healthy SSD or loop-device request, faster than
-/// the stalls the seed cases hunt.
+/// the 100-270 ms stalls iosleuth hunts.
 pub const INITIAL_SLOW_NS: u64 = 10_000_000;
 /// The adaptive threshold never goes below 1 ms: the p99 of a fast device
 /// would send thousands of requests a second that explain nothing.

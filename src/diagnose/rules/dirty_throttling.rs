@@ -3,7 +3,7 @@
 //! A task that dirties page cache faster than writeback cleans it sleeps
 //! in `balance_dirty_pages` (the `writeback:balance_dirty_pages` event and
 //! its `pause`, in ms) once dirty pages near `vm.dirty_bytes` or
-//! `vm.dirty_ratio`. No case of DESIGN.md; recorded in the lab as
+//! `vm.dirty_ratio`. Not one of the four measured slow-downs of DESIGN.md; recorded in the lab as
 //! dirty-throttle.cap (vm.dirty_bytes 4 MiB) against dirty-none.cap (the
 //! default dirty ratio). The limit in force comes from the snapshot.
 
@@ -16,6 +16,7 @@ pub const RULE: Rule = Rule {
     id: "dirty_throttling",
     looks_for: "writers paused by balance_dirty_pages (the dirty page limit)",
     fires_when: "writers paused by `balance_dirty_pages` ≥ 20 ms and ≥ 5 % of the trace (critical ≥ 20 %), with `vm.dirty_*` from the snapshot",
+    needs: &["writeback"],
     light_lacks: Some("the writeback events (balance_dirty_pages)"),
     check,
 };

@@ -26,6 +26,7 @@ pub const RULE: Rule = Rule {
     id: "merges_disabled",
     looks_for: "sequential bios issued one by one as small requests (no merging)",
     fires_when: "≥ 64 bios, ≥ 50 % of them sequential, ≤ 1.1 bios per request, requests < 64 KiB on average (critical with `nomerges` 1/2 in the snapshot, or without a snapshot on strong evidence; a warning when `nomerges` is 0: the setting is not the cause)",
+    needs: &["block"],
     light_lacks: None,
     check,
 };

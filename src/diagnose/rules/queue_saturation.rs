@@ -8,7 +8,7 @@
 //! request to last), not the whole trace: a workload that starts a
 //! quarter second after the recorder is no less saturated for it. Critical only when the request pool itself ran out
 //! (bios waited for a tag, btt's Q2G): many busy submitters alone are a
-//! load, not a misconfiguration. No case of DESIGN.md; recorded in the lab
+//! load, not a misconfiguration. Not one of the four measured slow-downs of DESIGN.md; recorded in the lab
 //! as queue-saturated.cap (nr_requests 4, 32 reads in flight) against
 //! queue-depth1.cap.
 
@@ -21,6 +21,7 @@ pub const RULE: Rule = Rule {
     id: "queue_saturation",
     looks_for: "a busy device whose requests mostly wait behind others",
     fires_when: "over the device's active span (first request to last): `%util` ≥ 80, `aqu-sz` ≥ 2 and ≥ 50 % of a request's Q2C spent waiting (iostat's service time = busy time per request); critical ≥ 90 % / 75 % when bios also waited for a tag (Q2G ≥ 10 %)",
+    needs: &["block"],
     light_lacks: Some("iostat's columns (every request's stages)"),
     check,
 };

@@ -6,7 +6,7 @@
 //! page, every read is a synchronous miss (`page_cache_sync_ra`) waiting
 //! for its own small request. The readahead analysis counts the misses
 //! per device and which of them continued where the file's previous read
-//! ended. No case of DESIGN.md; recorded in the lab as readahead-0.cap
+//! ended. Not one of the four measured slow-downs of DESIGN.md; recorded in the lab as readahead-0.cap
 //! against readahead-128.cap and readahead-0-random.cap.
 
 use super::helpers::{block_device, device_name, not_any, queue_dir, queue_setting};
@@ -19,6 +19,7 @@ pub const RULE: Rule = Rule {
     looks_for:
         "sequential buffered reads missing the page cache page by page (readahead too small)",
     fires_when: "≥ 64 synchronous page-cache misses (`readahead` set), ≥ 50 % of them sequential, window ≤ 16 KiB (critical with `read_ahead_kb` ≤ 16)",
+    needs: &["readahead"],
     light_lacks: Some("the readahead and page cache events"),
     check,
 };

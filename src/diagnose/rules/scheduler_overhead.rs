@@ -5,7 +5,7 @@
 //! G2I + I2D against Q2C is the share of a request's life spent there.
 //! BFQ holds requests back on purpose (slice_idle, weights). With no
 //! scheduler (`none` in the snapshot) that time is the driver being busy,
-//! not the scheduler. No case of DESIGN.md; recorded in the lab as
+//! not the scheduler. Not one of the four measured slow-downs of DESIGN.md; recorded in the lab as
 //! sched-bfq.cap against sched-mq-deadline.cap.
 
 use super::helpers::{device_name, ms_2dp, not_any, queue_dir, queue_setting};
@@ -17,6 +17,7 @@ pub const RULE: Rule = Rule {
     id: "scheduler_overhead",
     looks_for: "requests held inside the I/O scheduler between insert and dispatch",
     fires_when: "G2I+I2D ≥ 15 % of Q2C over ≥ 100 inserted requests, scheduler not `none` (critical ≥ 25 %); BFQ gets its `slice_idle` workaround",
+    needs: &["block"],
     light_lacks: Some("the I/O scheduler's inserts (block_rq_insert)"),
     check,
 };

@@ -6,8 +6,8 @@
 //! two cache flushes. The fs analysis splits the bytes each device was
 //! asked to write into file data and jbd2's own writes, and counts the
 //! flushes; the syscall analysis (or ext4_sync_file) counts the syncs. A
-//! property of the application, so never more than a warning. No case of
-//! DESIGN.md (the writers of the measured small-journal stall are such a load); recorded in the lab as
+//! property of the application, so never more than a warning. Not one of the
+//! four measured slow-downs of DESIGN.md (the writers of the measured small-journal stall are such a load); recorded in the lab as
 //! fsync-4k.cap against fsync-bulk.cap.
 
 use super::helpers::{device_name, not, not_any};
@@ -20,6 +20,7 @@ pub const RULE: Rule = Rule {
     looks_for:
         "small synced writes costing the device several times their size in journal and flushes",
     fires_when: "≥ 32 fsync/fdatasync and ≥ 3 bytes written to the device (data + journal) per byte of data; flushes per sync in the evidence (warning: a property of the application)",
+    needs: &["block", "syscalls"],
     light_lacks: Some("the system calls (fsync, write)"),
     check,
 };

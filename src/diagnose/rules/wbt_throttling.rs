@@ -6,7 +6,7 @@
 //! scale step above 0), halving the writes allowed in flight, down to 1.
 //! The wbt analysis measures how long each device stayed stepped down and
 //! the read latencies wbt reported (`wbt_lat`); btt gives the write bios'
-//! waits for a request. No case of DESIGN.md; recorded in the lab as
+//! waits for a request. Not one of the four measured slow-downs of DESIGN.md; recorded in the lab as
 //! wbt-target10us.cap against wbt-default.cap.
 
 use super::helpers::{
@@ -20,6 +20,7 @@ pub const RULE: Rule = Rule {
     id: "wbt_throttling",
     looks_for: "writeback throttling (wbt) holding writes to a small depth because reads look slow",
     fires_when: "wbt stepped below its default depth (`wbt_step` step > 0) for ≥ 100 ms and ≥ 10 % of the trace (critical at depth ≤ 2 for ≥ 25 %), with `wbt_lat_usec` from the snapshot and the read latencies wbt reported (`wbt_lat`)",
+    needs: &["writeback"],
     light_lacks: Some("the writeback events (wbt_step)"),
     check,
 };

@@ -48,6 +48,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:32px 0 8px;border-bott
 h3{font-size:15px;margin:20px 0 6px}.sub{color:#5a6170}
 .finding{border-left:5px solid #999;background:#f6f7f9;margin:10px 0;padding:8px 12px;border-radius:3px}
 .finding.critical{border-color:#c62828}.finding.warning{border-color:#ef8f00}.finding.info{border-color:#1e6fd9}
+.coverage{border:1px dashed #999;background:#fafafa;margin:10px 0;padding:4px 12px;border-radius:3px;font-size:90%}
 .sev{font-weight:700;text-transform:uppercase;font-size:12px;margin-right:6px}
 .critical .sev{color:#c62828}.warning .sev{color:#b86e00}.info .sev{color:#1e6fd9}
 pre{background:#f6f7f9;padding:8px;overflow:auto;font-size:12px;border-radius:3px}
@@ -76,7 +77,7 @@ pub fn render(a: &Analysis, findings: &[Finding]) -> String {
         a.events,
         a.span.last_ns.saturating_sub(a.span.first_ns) as f64 / 1e9
     );
-    findings_section(&mut body, findings);
+    findings_section(&mut body, a, findings);
     warnings_section(&mut body, &a.warnings);
     operations::section(&mut body, a);
     let (shown, rest) =
@@ -105,14 +106,38 @@ pub(crate) fn page(title: &str, body: &str) -> String {
     )
 }
 
-fn findings_section(body: &mut String, findings: &[Finding]) {
+fn findings_section(body: &mut String, a: &Analysis, findings: &[Finding]) {
     body.push_str("<h2>Findings</h2>");
     findings_section_inner(body, findings);
+    coverage_box(body, &crate::diagnose::coverage(a, findings));
+}
+
+/// Which rules the input let judge; the others and what each lacked.
+fn coverage_box(body: &mut String, c: &crate::diagnose::Coverage) {
+    let total = c.judged.len() + c.not_judged.len();
+    let _ = write!(
+        body,
+        "<div class=\"coverage\"><p>{} of {total} rules judged this input",
+        c.judged.len()
+    );
+    if c.not_judged.is_empty() {
+        body.push_str(".</p></div>");
+        return;
+    }
+    let _ = write!(body, "; {} could not:</p><ul>", c.not_judged.len());
+    for n in &c.not_judged {
+        let _ = write!(body, "<li><b>{}</b>: {}</li>", esc(n.id), esc(&n.lacks));
+    }
+    body.push_str("</ul>");
+    if let Some(r) = &c.record {
+        let _ = write!(body, "<p>To judge them: <code>{}</code></p>", esc(r));
+    }
+    body.push_str("</div>");
 }
 
 pub(crate) fn findings_section_inner(body: &mut String, findings: &[Finding]) {
     if findings.is_empty() {
-        body.push_str("<p>No rule of the catalog fired.</p>");
+        body.push_str("<p>No rule that judged fired.</p>");
     }
     for f in findings {
         let sev = f.severity.name();

@@ -53,20 +53,43 @@ pub fn finding(out: &mut String, f: &crate::diagnose::Finding) {
     let _ = writeln!(out, "  try: {}", Esc(&f.workaround));
 }
 
-fn findings(out: &mut String, fs: &[crate::diagnose::Finding]) {
+fn findings(out: &mut String, a: &Analysis, fs: &[crate::diagnose::Finding]) {
+    let c = crate::diagnose::coverage(a, fs);
     if fs.is_empty() {
+        let _ = match c.judged.len() {
+            0 => writeln!(out, "findings: none: no rule could judge this input"),
+            n => writeln!(
+                out,
+                "findings: none among the {n} rule{} this input lets judge (`report --explain ID` says why each did not fire)",
+                if n == 1 { "" } else { "s" }
+            ),
+        };
+    } else {
+        let _ = writeln!(out, "==================== Findings ====================\n");
+        for f in fs {
+            finding(out, f);
+            out.push('\n');
+        }
+    }
+    if !c.not_judged.is_empty() {
+        let lacks: Vec<String> = c
+            .not_judged
+            .iter()
+            .map(|n| format!("{} ({})", n.id, n.lacks))
+            .collect();
         let _ = writeln!(
             out,
-            "findings: none ({} rules checked; `report --explain ID` says why each did not fire)\n",
-            crate::diagnose::catalog().len()
+            "not judged, {} of {} rules: {}{}",
+            c.not_judged.len(),
+            c.judged.len() + c.not_judged.len(),
+            Esc(&lacks.join("; ")),
+            c.record
+                .as_ref()
+                .map(|r| format!("; to judge them: {r}"))
+                .unwrap_or_default()
         );
-        return;
     }
-    let _ = writeln!(out, "==================== Findings ====================\n");
-    for f in fs {
-        finding(out, f);
-        out.push('\n');
-    }
+    out.push('\n');
 }
 
 pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
@@ -91,7 +114,7 @@ pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
         );
     }
     out.push('\n');
-    findings(&mut out, found);
+    findings(&mut out, a, found);
     snapshot(&mut out, a);
     if !b.stack.is_empty() {
         let _ = writeln!(out, "device stack (from remaps):");
