@@ -146,7 +146,8 @@ fn every_fixtures_json_keys_and_first_lines_are_the_golden_ones() {
 }
 
 /// Every report says which rules its input let judge: the twelve are
-/// judged or not, never both; a capture that did not record the scheduler
+/// judged or not, never both; without scheduler events no breakdown says
+/// "on CPU"; a capture that did not record the scheduler
 /// events never has rt_starvation judged; "findings: none" in the text
 /// names how many rules judged, and a line names the others and what
 /// each lacked.
@@ -184,6 +185,15 @@ fn every_report_says_which_rules_could_not_judge() {
             }
         }
         let text = run(iosleuth().arg("report").arg(&input));
+        // Unknown is not zero: without scheduler events no operation was
+        // seen running, so none says "on CPU".
+        if r["sched"]["switches"] == 0 {
+            let outliers = r["outliers"]["by_kind"].as_object().into_iter().flatten();
+            for o in outliers.flat_map(|(_, v)| v.as_array().into_iter().flatten()) {
+                assert_eq!(o["breakdown"]["on_cpu_ns"], 0, "{}: {o:#}", input.display());
+            }
+            assert!(!text.contains("% on CPU"), "{}", input.display());
+        }
         if let Some(line) = text.lines().find(|l| l.starts_with("findings: none")) {
             assert!(
                 line.contains(&format!("among the {} rule", judged.len()))

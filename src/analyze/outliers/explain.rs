@@ -143,6 +143,7 @@ fn summarize(
                 None => "runnable".to_string(),
             },
             "on_cpu" => "on CPU".to_string(),
+            "not_recorded" => "thread state not recorded (no sched events)".to_string(),
             "queued" => "queued before the device".to_string(),
             "journal" => "journal commit".to_string(),
             "journal_space" => "waiting for journal space (checkpoint)".to_string(),
@@ -162,6 +163,7 @@ fn summarize(
     );
     let off = 100.0
         - percent.get("on_cpu").copied().unwrap_or(0.0)
+        - percent.get("not_recorded").copied().unwrap_or(0.0)
         - percent.get("runnable").copied().unwrap_or(0.0);
     if off >= 1.0 {
         s.push_str(&format!("; CPU idle {cpu_idle:.0}% of the wait"));

@@ -88,7 +88,9 @@ pub(super) fn integrate(op: &mut OpenOp, ts: u64, dev: &DevView, idle: &IdleCloc
     }
     let b = &mut op.b;
     match view {
-        ThreadView::Running | ThreadView::Unknown => b.on_cpu_ns += dt,
+        ThreadView::Running => b.on_cpu_ns += dt,
+        // Unknown is not zero, nor running.
+        ThreadView::Unknown => b.not_recorded_ns += dt,
         // A CPU does not idle while a task waits on its runqueue: the
         // switch-in went unseen (see the scheduler analysis).
         ThreadView::Runnable if cpu_idle => b.on_cpu_ns += dt,

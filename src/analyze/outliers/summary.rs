@@ -7,7 +7,11 @@ use std::collections::BTreeMap;
 
 #[derive(Debug, Serialize, Clone, Default, PartialEq)]
 pub struct Breakdown {
+    /// Running, as the scheduler events show.
     pub on_cpu_ns: u64,
+    /// Time whose thread state the input did not record (no scheduler
+    /// events for the thread): not "on CPU", not a wait: unknown.
+    pub not_recorded_ns: u64,
     pub runnable_ns: u64,
     /// Blocked while the device held a request, by the request's class.
     pub device_ns: BTreeMap<&'static str, u64>,
@@ -92,11 +96,12 @@ pub struct KindTotal {
 
 impl Breakdown {
     /// The parts that add up to an operation's time, by the names reports
-    /// use: on_cpu, runnable, device (outside checkpoints), journal_space,
-    /// queued, journal, other_wait.
-    pub fn parts(&self) -> [(&'static str, u64); 7] {
+    /// use: on_cpu, not_recorded, runnable, device (outside checkpoints),
+    /// journal_space, queued, journal, other_wait.
+    pub fn parts(&self) -> [(&'static str, u64); 8] {
         [
             ("on_cpu", self.on_cpu_ns),
+            ("not_recorded", self.not_recorded_ns),
             ("runnable", self.runnable_ns),
             ("device", self.device_only_ns),
             ("journal_space", self.journal_space_ns),
@@ -116,6 +121,7 @@ pub fn describe_part(name: &str) -> &'static str {
         "journal" => "waiting for a journal commit",
         "runnable" => "runnable, waiting for a CPU",
         "on_cpu" => "running on a CPU",
+        "not_recorded" => "in a thread state not recorded (no scheduler events)",
         _ => "blocked on something else (locks, sleeps, pipes)",
     }
 }
@@ -123,6 +129,7 @@ pub fn describe_part(name: &str) -> &'static str {
 /// Adds one operation's breakdown to its kind's totals.
 pub fn add_breakdown(to: &mut Breakdown, b: &Breakdown) {
     to.on_cpu_ns += b.on_cpu_ns;
+    to.not_recorded_ns += b.not_recorded_ns;
     to.runnable_ns += b.runnable_ns;
     for (k, v) in &b.device_ns {
         *to.device_ns.entry(k).or_default() += v;

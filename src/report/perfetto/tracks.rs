@@ -283,16 +283,22 @@ impl<W: Write> Writer<W> {
             }
         };
         let b = &o.breakdown;
-        let mut args = vec![
-            Arg::Int("latency_ns", o.latency_ns as i64),
-            Arg::Int("on_cpu_ns", b.on_cpu_ns as i64),
-            Arg::Int("runnable_ns", b.runnable_ns as i64),
+        // Unknown is not zero: without the thread's states, no CPU figures.
+        let mut args = vec![Arg::Int("latency_ns", o.latency_ns as i64)];
+        match b.not_recorded_ns {
+            0 => args.extend([
+                Arg::Int("on_cpu_ns", b.on_cpu_ns as i64),
+                Arg::Int("runnable_ns", b.runnable_ns as i64),
+            ]),
+            n => args.push(Arg::Int("not_recorded_ns", n as i64)),
+        }
+        args.extend([
             Arg::Int("device_ns", b.device_ns.values().sum::<u64>() as i64),
             Arg::Int("queued_ns", b.queued_ns as i64),
             Arg::Int("journal_ns", b.journal_ns as i64),
             Arg::Int("journal_space_ns", b.journal_space_ns as i64),
             Arg::Int("other_wait_ns", b.other_wait_ns as i64),
-        ];
+        ]);
         if let Some(d) = o.dev {
             args.push(Arg::Text("device", format!("{},{}", d.major(), d.minor())));
         }
