@@ -38,12 +38,23 @@ pub struct Setting {
     pub candidate: String,
 }
 
+/// A finding the other side could not judge, and what it lacked.
+#[derive(Debug, Serialize, Clone)]
+pub struct NotJudgedThere {
+    pub id: String,
+    pub lacks: String,
+}
+
 #[derive(Debug, Serialize)]
 pub struct Diff {
     pub figures: Vec<Figure>,
     pub settings: Vec<Setting>,
     pub only_in_baseline: Vec<String>,
     pub only_in_candidate: Vec<String>,
+    /// Findings of one side that the other side's inputs could not judge
+    /// (they lacked the rule's events): unknown there, not absent.
+    pub not_judged_in_baseline: Vec<NotJudgedThere>,
+    pub not_judged_in_candidate: Vec<NotJudgedThere>,
     /// The workload's time per operation on each side and where it grew.
     pub time_shift: Option<TimeShift>,
     /// Kernel functions whose share of the blocked time, and of the on-CPU
@@ -252,8 +263,40 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
     let settings = settings(a.snapshot.as_ref(), b.snapshot.as_ref());
     let ids = |f: &[Finding]| -> Vec<String> { f.iter().map(|x| x.id.to_string()).collect() };
     let (ia, ib) = (ids(fa), ids(fb));
-    let only_in_baseline: Vec<String> = ia.iter().filter(|i| !ib.contains(i)).cloned().collect();
-    let only_in_candidate: Vec<String> = ib.iter().filter(|i| !ia.contains(i)).cloned().collect();
+    // A rule no run of a side could judge is unknown there: a finding of
+    // the other side is then not "only" on that side.
+    let unjudged = |side: &[(&Analysis, &[Finding])]| -> Vec<NotJudgedThere> {
+        let per_run: Vec<_> = side
+            .iter()
+            .map(|(a, f)| crate::diagnose::coverage(a, f).not_judged)
+            .collect();
+        let mut out: Vec<NotJudgedThere> = Vec::new();
+        for n in per_run.first().into_iter().flatten() {
+            if per_run.iter().all(|r| r.iter().any(|x| x.id == n.id)) {
+                out.push(NotJudgedThere {
+                    id: n.id.to_string(),
+                    lacks: n.lacks.clone(),
+                });
+            }
+        }
+        out
+    };
+    let (ua, ub) = (unjudged(base), unjudged(cand));
+    let unknown = |u: &[NotJudgedThere], id: &str| u.iter().any(|n| n.id == id);
+    let only_in_baseline: Vec<String> = ia
+        .iter()
+        .filter(|i| !ib.contains(i) && !unknown(&ub, i))
+        .cloned()
+        .collect();
+    let only_in_candidate: Vec<String> = ib
+        .iter()
+        .filter(|i| !ia.contains(i) && !unknown(&ua, i))
+        .cloned()
+        .collect();
+    let not_judged_in_baseline: Vec<NotJudgedThere> =
+        ua.into_iter().filter(|n| ib.contains(&n.id)).collect();
+    let not_judged_in_candidate: Vec<NotJudgedThere> =
+        ub.into_iter().filter(|n| ia.contains(&n.id)).collect();
     let base_runs: Vec<&Analysis> = base.iter().map(|(a, _)| *a).collect();
     let cand_runs: Vec<&Analysis> = cand.iter().map(|(a, _)| *a).collect();
     let time_shift = time_shift::time_shift(&base_runs, &cand_runs);
@@ -276,6 +319,8 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
         settings,
         only_in_baseline,
         only_in_candidate,
+        not_judged_in_baseline,
+        not_judged_in_candidate,
         time_shift,
         off_cpu_functions,
         on_cpu_functions,

@@ -95,6 +95,19 @@ pub fn render(d: &Diff) -> String {
             join_escaped(&d.only_in_baseline, ", ")
         );
     }
+    for (side, other, list) in [
+        ("candidate", "baseline", &d.not_judged_in_baseline),
+        ("baseline", "candidate", &d.not_judged_in_candidate),
+    ] {
+        for n in list {
+            let _ = writeln!(
+                out,
+                "{}: in the {side}; the {other} could not judge it ({}): unknown there, not absent",
+                Esc(&n.id),
+                Esc(&n.lacks)
+            );
+        }
+    }
     let _ = writeln!(out, "\nverdict: {}", Esc(&d.verdict));
     out
 }

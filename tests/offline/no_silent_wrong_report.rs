@@ -389,3 +389,31 @@ fn diff_of_unrelated_inputs_says_there_is_nothing_to_compare() {
     let o = outcome(&["diff", QD1, QSAT]);
     assert!(!o.stderr.contains("nothing to compare"), "{}", o.stderr);
 }
+
+/// A finding of one side that the other side's capture could not judge
+/// (it did not record the rule's events) is unknown there, not "only in"
+/// one side: the diff says so, and its verdict does not rest on it.
+#[test]
+fn diff_says_a_rule_the_other_side_could_not_judge_is_unknown_there() {
+    let (journal, rt) = (
+        "tests/fixtures/journal-4m.cap",
+        "tests/fixtures/rt-burner.cap",
+    );
+    let o = outcome(&["diff", "--format", "json", journal, rt]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let d: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(d["only_in_candidate"], serde_json::json!([]), "{d:#}");
+    assert_eq!(d["only_in_baseline"], serde_json::json!([]), "{d:#}");
+    assert_eq!(d["not_judged_in_baseline"][0]["id"], "rt_starvation");
+    assert_eq!(
+        d["not_judged_in_baseline"][0]["lacks"],
+        "the `sched` events were not recorded"
+    );
+    assert_eq!(d["not_judged_in_candidate"][0]["id"], "journal_space_stall");
+    assert!(!d["verdict"].as_str().unwrap().contains("rt_starvation"));
+    let text = outcome(&["diff", journal, rt]).stdout;
+    assert!(
+        text.contains("rt_starvation: in the candidate; the baseline could not judge it (the `sched` events were not recorded): unknown there, not absent"),
+        "{text}"
+    );
+}
