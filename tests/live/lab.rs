@@ -229,14 +229,14 @@ fn lab_run_all_names_each_cause_and_cleans_up_also_after_ctrl_c() {
     assert_eq!(state(), before, "the lab left something behind");
 }
 
-/// `lab run --light`: the four seed cases' bad runs and the splitting
+/// `lab run --light`: the four measured slow-downs' bad runs and the splitting
 /// scenario's, recorded with `record --light` (BPF histograms, slow
 /// requests, the flight recorder), have the same top finding as with the
 /// full recorder; healthy runs have no critical finding; nothing is left
 /// behind.
 #[test]
 #[ignore = "live: needs root, tracefs and loop devices; scripts/test runs it"]
-fn lab_run_light_names_the_seed_cases_from_light_captures() {
+fn lab_run_light_names_the_measured_causes_from_light_captures() {
     let _live = live();
     assert!(
         std::path::Path::new("/sys/kernel/btf/vmlinux").exists(),

@@ -1,4 +1,4 @@
-//! The trace text quoted in the seed cases parses into the right events.
+//! The trace text quoted from the four measured slow-downs parses into the right events.
 
 use iosleuth::testing::open_file;
 use iosleuth::testing::{Action, BlockEvent, Dev, Event, Extra, Rwbs};
