@@ -31,6 +31,11 @@ impl Recorded {
         self.seen_actions |= 1 << a as u32;
     }
 
+    /// Whether the input holds this tracepoint's events.
+    pub fn saw(&self, k: Tracepoint) -> bool {
+        self.seen_kinds & (1 << k as u32) != 0
+    }
+
     /// Whether one of `set`'s events was recorded (a capture's manifest),
     /// or, where the input does not say, is in it.
     pub fn has_set(&self, set: &str) -> Result<(), String> {

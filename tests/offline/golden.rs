@@ -194,6 +194,23 @@ fn every_report_says_which_rules_could_not_judge() {
             }
             assert!(!text.contains("% on CPU"), "{}", input.display());
         }
+        // Nor do the journal's writes, flushes and phases read 0 when
+        // their events were not recorded.
+        let block_lacked = r["rules"]["not_judged"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|n| {
+                n["id"] == "merges_disabled" && n["lacks"].as_str().unwrap().contains("`block`")
+            });
+        if block_lacked {
+            assert!(!text.contains("0.0 journal writes"), "{}", input.display());
+        }
+        assert!(
+            !text.contains("locking 0.000, flushing 0.000, logging 0.000"),
+            "{}",
+            input.display()
+        );
         if let Some(line) = text.lines().find(|l| l.starts_with("findings: none")) {
             assert!(
                 line.contains(&format!("among the {} rule", judged.len()))

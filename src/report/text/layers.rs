@@ -89,7 +89,10 @@ pub(super) fn outliers(out: &mut String, o: &crate::analyze::outliers::OutliersS
                 .map(|(k, p)| (*k, *p))
                 .collect();
             parts.sort_by(|a, b| b.1.total_cmp(&a.1));
-            let parts: Vec<String> = parts.iter().map(|(k, p)| format!("{p:.1}% {k}")).collect();
+            let parts: Vec<String> = parts
+                .iter()
+                .map(|(k, p)| format!("{p:.1}% {}", crate::analyze::outliers::describe_part(k)))
+                .collect();
             let _ = writeln!(
                 out,
                 "  all {} of them, {:.3} s in total: {}",
@@ -119,7 +122,11 @@ pub(super) fn outliers(out: &mut String, o: &crate::analyze::outliers::OutliersS
     );
 }
 
-pub(super) fn filesystem(out: &mut String, f: &crate::analyze::fs::FsSummary) {
+pub(super) fn filesystem(
+    out: &mut String,
+    f: &crate::analyze::fs::FsSummary,
+    recorded: &crate::analyze::coverage::Recorded,
+) {
     call_table(
         out,
         "fsync in the filesystem (ext4_sync_file)",
@@ -143,12 +150,23 @@ pub(super) fn filesystem(out: &mut String, f: &crate::analyze::fs::FsSummary) {
         out.push('\n');
     }
     for (dev, j) in &f.journals {
-        journal(out, dev, j);
+        journal(out, dev, j, recorded);
     }
 }
 
 /// One jbd2 journal: commits and their phases, checkpoints, the slowest commits.
-fn journal(out: &mut String, dev: &str, j: &crate::analyze::fs::JournalSummary) {
+/// Unknown is not zero: the journal's writes and flushes need the block
+/// events, its commit phases their own jbd2 events; without them the
+/// figures say "not recorded".
+fn journal(
+    out: &mut String,
+    dev: &str,
+    j: &crate::analyze::fs::JournalSummary,
+    recorded: &crate::analyze::coverage::Recorded,
+) {
+    use crate::model::Tracepoint;
+    let writes_seen = recorded.has_set("block").is_ok();
+    let phases_seen = recorded.saw(Tracepoint::Jbd2CommitLocking);
     let _ = writeln!(
         out,
         "==================== Journal {} (jbd2) ====================\n",
@@ -156,7 +174,7 @@ fn journal(out: &mut String, dev: &str, j: &crate::analyze::fs::JournalSummary) 
     );
     let _ = writeln!(
         out,
-        "commits: {} ({} sync), {:.1}/s; per commit: {:.1} handles (max {}), {:.1} blocks, {:.1} logged, {:.1} journal writes, {:.1} flushes",
+        "commits: {} ({} sync), {:.1}/s; per commit: {:.1} handles (max {}), {:.1} blocks, {:.1} logged, {}",
         j.commits,
         j.sync_commits,
         j.commits_per_s,
@@ -164,8 +182,13 @@ fn journal(out: &mut String, dev: &str, j: &crate::analyze::fs::JournalSummary) 
         j.max_handles_per_commit,
         j.blocks_per_commit,
         j.blocks_logged_per_commit,
-        j.journal_writes_per_commit,
-        j.flushes_per_commit
+        match writes_seen {
+            true => format!(
+                "{:.1} journal writes, {:.1} flushes",
+                j.journal_writes_per_commit, j.flushes_per_commit
+            ),
+            false => "journal writes and flushes not recorded (no block events)".to_string(),
+        }
     );
     let phases = [
         ("commit", &j.phases.total),
@@ -212,18 +235,30 @@ fn journal(out: &mut String, dev: &str, j: &crate::analyze::fs::JournalSummary) 
     if !j.slowest_commits.is_empty() {
         let _ = writeln!(out, "slowest commits:");
         for c in j.slowest_commits.iter().take(5) {
+            let phases = match phases_seen {
+                true => format!(
+                    "locking {:.3}, flushing {:.3}, logging {:.3} ms",
+                    ms(c.locking_ns),
+                    ms(c.flushing_ns),
+                    ms(c.logging_ns)
+                ),
+                false => "phases not recorded".to_string(),
+            };
+            let writes = match writes_seen {
+                true => format!(
+                    "{} journal writes, {} KiB, {} flushes",
+                    c.journal_writes,
+                    c.journal_bytes / 1024,
+                    c.flushes
+                ),
+                false => "writes not recorded".to_string(),
+            };
             let _ = writeln!(
                 out,
-                "  {:>10.3} ms  transaction {} at {} (locking {:.3}, flushing {:.3}, logging {:.3} ms; {} journal writes, {} KiB, {} flushes)",
+                "  {:>10.3} ms  transaction {} at {} ({phases}; {writes})",
                 ms(c.total_ns),
                 c.transaction,
                 secs(c.start_ns),
-                ms(c.locking_ns),
-                ms(c.flushing_ns),
-                ms(c.logging_ns),
-                c.journal_writes,
-                c.journal_bytes / 1024,
-                c.flushes
             );
         }
     }

@@ -174,7 +174,7 @@ pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
     driver(&mut out, &a.driver);
     outliers(&mut out, &a.outliers);
     syscalls(&mut out, &a.syscalls);
-    filesystem(&mut out, &a.fs);
+    filesystem(&mut out, &a.fs, &a.recorded);
     functions(&mut out, &a.functions);
     stacks(&mut out, &a.stacks);
     sched(&mut out, &a.sched);
