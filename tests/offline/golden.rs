@@ -206,6 +206,15 @@ fn every_report_says_which_rules_could_not_judge() {
         if block_lacked {
             assert!(!text.contains("0.0 journal writes"), "{}", input.display());
         }
+        // A capture without wakeups does not say "0 wakeups".
+        let wakeups = r["sched"]["wakeups"].as_u64().unwrap_or(0);
+        if r["sched"]["switches"].as_u64().unwrap_or(0) > 0 && wakeups == 0 {
+            assert!(
+                text.contains("wakeups not recorded") && !text.contains(", 0 wakeups)"),
+                "{}",
+                input.display()
+            );
+        }
         assert!(
             !text.contains("locking 0.000, flushing 0.000, logging 0.000"),
             "{}",

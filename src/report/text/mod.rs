@@ -177,7 +177,7 @@ pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
     filesystem(&mut out, &a.fs, &a.recorded);
     functions(&mut out, &a.functions);
     stacks(&mut out, &a.stacks);
-    sched(&mut out, &a.sched);
+    sched(&mut out, &a.sched, &a.recorded);
     interrupts(&mut out, &a.irq, &a.sched);
     workqueues(&mut out, &a.workqueue);
     gaps(&mut out, &a.gaps);

@@ -2,19 +2,42 @@
 
 use super::*;
 
-pub(super) fn sched(out: &mut String, s: &crate::analyze::sched::SchedSummary) {
+/// Unknown is not zero: without wakeup events a thread's blocked time
+/// (which ends at its wakeup) and the wakeups are not recorded, and the
+/// runqueue latency holds only the waits after a preemption.
+pub(super) fn sched(
+    out: &mut String,
+    s: &crate::analyze::sched::SchedSummary,
+    recorded: &crate::analyze::coverage::Recorded,
+) {
+    use crate::model::Tracepoint;
     if s.switches == 0 {
         return;
     }
+    let woken = [
+        Tracepoint::SchedWaking,
+        Tracepoint::SchedWakeup,
+        Tracepoint::SchedWakeupNew,
+    ]
+    .into_iter()
+    .any(|k| recorded.saw(k));
     let _ = writeln!(
         out,
-        "==================== Scheduler ({} switches, {} wakeups) ====================\n",
-        s.switches, s.wakeups
+        "==================== Scheduler ({} switches, {}) ====================\n",
+        s.switches,
+        match woken {
+            true => format!("{} wakeups", s.wakeups),
+            false => "wakeups not recorded".to_string(),
+        }
     );
     if s.runqlat_us.total() > 0 {
         let _ = writeln!(
             out,
-            "runqueue latency (wakeup or preemption -> on CPU), all threads:"
+            "runqueue latency ({}), all threads:",
+            match woken {
+                true => "wakeup or preemption -> on CPU",
+                false => "preemption -> on CPU only: wakeups not recorded",
+            }
         );
         out.push_str(&s.runqlat_us.render("usecs"));
         out.push('\n');
@@ -25,9 +48,13 @@ pub(super) fn sched(out: &mut String, s: &crate::analyze::sched::SchedSummary) {
         "PID", "COMM", "KIND", "PRIO", "waits", "avg ms", "max ms", "runnable ms", "blocked ms"
     );
     for t in s.threads.iter().take(15) {
+        let blocked = match woken {
+            true => format!("{:.3}", ms(t.blocked_ns)),
+            false => "—".to_string(),
+        };
         let _ = writeln!(
             out,
-            "{:>8} {:<16} {:<10} {:>5} {:>8} {:>11.3} {:>11.3} {:>11.3} {:>11.3}",
+            "{:>8} {:<16} {:<10} {:>5} {:>8} {:>11.3} {:>11.3} {:>11.3} {:>11}",
             t.pid,
             Esc(&t.comm),
             t.kind,
@@ -36,7 +63,13 @@ pub(super) fn sched(out: &mut String, s: &crate::analyze::sched::SchedSummary) {
             ms(t.avg_delay_ns),
             ms(t.max_delay_ns),
             ms(t.runnable_ns),
-            ms(t.blocked_ns)
+            blocked
+        );
+    }
+    if !woken {
+        let _ = writeln!(
+            out,
+            "(—: blocked time ends at a wakeup; no wakeup events were recorded)"
         );
     }
     out.push('\n');
