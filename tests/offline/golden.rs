@@ -206,6 +206,15 @@ fn every_report_says_which_rules_could_not_judge() {
         if block_lacked {
             assert!(!text.contains("0.0 journal writes"), "{}", input.display());
         }
+        // A light capture counts no bio one by one.
+        if input.join("light.json").exists() && text.contains("bios queued") {
+            assert!(!text.contains("bios queued 0"), "{}", input.display());
+            assert!(
+                text.contains("bios queued not recorded"),
+                "{}",
+                input.display()
+            );
+        }
         // A capture without wakeups does not say "0 wakeups".
         let wakeups = r["sched"]["wakeups"].as_u64().unwrap_or(0);
         if r["sched"]["switches"].as_u64().unwrap_or(0) > 0 && wakeups == 0 {

@@ -91,6 +91,26 @@ pub(super) fn device(
         b.write as f64 / 1048576.0
     );
     let a = &d.actions;
+    if let Some(l) = light {
+        // The kernel's counters; bios one by one were not recorded (only
+        // the full recorder sees each), so their count is derived.
+        let k = &l.counters;
+        let (requests, _) = l.data_requests();
+        let bios = (requests + l.merges()).saturating_sub(k.splits);
+        let _ = writeln!(
+            out,
+            "bios queued not recorded (light capture; requests - splits + merges = {bios}), merged {} (back {}, front {}), requests merged {}, split {}, requeued {}, errors {}; remapped and FUA not recorded\n",
+            k.back_merges + k.front_merges,
+            k.back_merges,
+            k.front_merges,
+            k.rq_merges,
+            k.splits,
+            k.requeues,
+            k.errors
+        );
+        light_device(out, d, l);
+        return;
+    }
     let _ = writeln!(
         out,
         "bios queued {}, merged {} (back {}, front {}), requests merged {}, split {}, requeued {}, remapped {}, FUA {}, errors {}\n",
@@ -105,10 +125,6 @@ pub(super) fn device(
         d.fua_requests,
         d.errors
     );
-    if let Some(l) = light {
-        light_device(out, d, l);
-        return;
-    }
     let _ = writeln!(out, "btt intervals (seconds, per queued bio):");
     btt_table(out, &d.btt);
     if let Some(m) = &d.btt_merge {
