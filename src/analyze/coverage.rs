@@ -31,6 +31,17 @@ impl Recorded {
         self.seen_actions |= 1 << a as u32;
     }
 
+    /// The event sets (`record --events`) the input lacks; none for a light
+    /// capture, whose BPF programs stand for the sets (its rules'
+    /// `light_lacks` say what it lacks).
+    pub fn missing_sets(&self) -> Vec<&'static str> {
+        EVENT_SETS
+            .iter()
+            .map(|(set, _)| *set)
+            .filter(|set| self.has_set(set).is_err())
+            .collect()
+    }
+
     /// Whether the input holds this tracepoint's events.
     pub fn saw(&self, k: Tracepoint) -> bool {
         self.seen_kinds & (1 << k as u32) != 0
@@ -86,5 +97,8 @@ mod tests {
             r.has_set("sched"),
             Err("the `sched` events were not recorded".to_string())
         );
+        let missing = r.missing_sets();
+        assert!(!missing.contains(&"writeback") && missing.contains(&"sched"));
+        assert_eq!(missing.len(), EVENT_SETS.len() - 1);
     }
 }

@@ -113,6 +113,14 @@ pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
             i.events
         );
     }
+    let missing = super::json::not_recorded(a);
+    if !missing.is_empty() {
+        let _ = writeln!(
+            out,
+            "not recorded: the {} events (what needs them says \"not recorded\", never 0)",
+            missing.join(", ")
+        );
+    }
     out.push('\n');
     findings(&mut out, a, found);
     snapshot(&mut out, a);
