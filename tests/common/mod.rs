@@ -320,13 +320,17 @@ pub fn with_machine_idle<T>(f: impl FnOnce() -> T) -> (T, f64) {
     (out, idle)
 }
 
-/// Case 4 in a report: the fsyncs slower than 100 ms are device time of
-/// a journal write (more than 90 % each), with the CPU idle meanwhile
-/// (more than `min_idle_pct` of the wait). Returns how many such fsyncs
-/// there were.
+/// The eMMC-like stall in a report: the fsyncs slower than 100 ms are
+/// device time of a journal write (more than 90 % each), with the CPU
+/// idle meanwhile: more than `min_idle_pct` of the wait for each fsync
+/// when `Idle::Each` (a committed capture), for the most idle one when
+/// `Idle::Best` (live: a 150 ms window of one CPU can be taken by the
+/// recorder or a kworker even on a quiet machine). Returns how many such
+/// fsyncs there were.
 pub fn assert_slow_fsyncs_are_journal_device_time(
     rep: &serde_json::Value,
     min_idle_pct: f64,
+    idle: Idle,
 ) -> usize {
     let mut slow = 0;
     for kind in ["probe fsync", "syscall fsync", "ext4_sync_file"] {
@@ -348,19 +352,32 @@ pub fn assert_slow_fsyncs_are_journal_device_time(
             assert_eq!(r["class"], "journal write", "{o:#}");
             assert!(r["comm"].as_str().unwrap().starts_with("jbd2/"), "{o:#}");
             assert!(r["d2c_ns"].as_u64().unwrap() > 140_000_000, "{o:#}");
-            assert!(
-                o["cpu_idle_percent"].as_f64().unwrap() > min_idle_pct,
-                "{o:#}"
-            );
+            let idle_pct = o["cpu_idle_percent"].as_f64().unwrap();
+            assert!(idle == Idle::Best || idle_pct > min_idle_pct, "{o:#}");
             let s = o["summary"].as_str().unwrap();
             assert!(
                 s.contains("device (journal write") && s.contains("CPU idle"),
                 "{s}"
             );
         }
+        let best = over
+            .iter()
+            .map(|o| o["cpu_idle_percent"].as_f64().unwrap())
+            .fold(f64::MIN, f64::max);
+        if !over.is_empty() {
+            eprintln!("margin: {kind}: the most idle slow fsync's CPU idle {best:.0} % (needs > {min_idle_pct})");
+            assert!(best > min_idle_pct, "{kind}: CPU idle at most {best:.0} %");
+        }
         slow = slow.max(over.len());
     }
     slow
+}
+
+/// Which slow fsyncs must show their CPU idle.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Idle {
+    Each,
+    Best,
 }
 
 /// Case 3 in a report: the pinned victim (`iosleuth probe burn`, comm

@@ -58,7 +58,7 @@ fn slow_device_fsyncs_are_device_time_of_a_journal_write() {
         );
         -1.0
     };
-    let slow = assert_slow_fsyncs_are_journal_device_time(&rep, min_idle);
+    let slow = assert_slow_fsyncs_are_journal_device_time(&rep, min_idle, Idle::Best);
     assert!(slow >= 1, "no fsync over 100 ms: {:#}", rep["outliers"]);
     // Each held write shows in the filesystem's fsync spans too.
     let worst = &rep["fs"]["slowest_fsyncs"][0];

@@ -17,7 +17,7 @@ fn slowdev() -> std::path::PathBuf {
 fn case4_spikes_are_device_time_of_a_journal_write_with_the_cpu_idle() {
     let rep = json_report(&[&slowdev()], &[]);
     assert_eq!(rep["syscalls"]["operations"]["fsync"]["count"], 120);
-    let slow = assert_slow_fsyncs_are_journal_device_time(&rep, 90.0);
+    let slow = assert_slow_fsyncs_are_journal_device_time(&rep, 90.0, Idle::Each);
     assert!(slow >= 2, "{:#}", rep["outliers"]);
     // --top bounds every kind's list.
     let rep2 = json_report(&[&slowdev()], &["--top", "2"]);
