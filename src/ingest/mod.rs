@@ -14,6 +14,7 @@ pub mod merge;
 pub mod perf_compressed;
 pub mod perf_damage;
 pub mod perf_data;
+mod perf_header;
 pub mod perf_map;
 pub mod perf_samples;
 pub mod perf_script_stack;
