@@ -74,6 +74,18 @@ impl Recorded {
     }
 }
 
+impl super::Analysis {
+    /// The event sets the input lacks: what needs them is unknown, not 0.
+    /// None for a light capture, whose rules' `light_lacks` say what it
+    /// lacks.
+    pub fn not_recorded(&self) -> Vec<&'static str> {
+        match self.light {
+            Some(_) => Vec::new(),
+            None => self.recorded.missing_sets(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -129,18 +129,17 @@ pub fn coverage(a: &Analysis, findings: &[Finding]) -> Coverage {
             (Some(_), Some(what)) => Some(format!("a light capture lacks {what}")),
             (Some(_), None) => None,
             (None, _) => {
-                let missing: Vec<&str> = r
+                let missing: Vec<(&str, String)> = r
                     .needs
                     .iter()
-                    .copied()
-                    .filter(|s| a.recorded.has_set(s).is_err())
+                    .filter_map(|s| a.recorded.has_set(s).err().map(|why| (*s, why)))
                     .collect();
-                for s in &missing {
+                for (s, _) in &missing {
                     if !sets.contains(s) {
                         sets.push(s);
                     }
                 }
-                missing.first().and_then(|s| a.recorded.has_set(s).err())
+                missing.into_iter().next().map(|(_, why)| why)
             }
         };
         match lacks {

@@ -47,17 +47,9 @@ pub fn to_value(a: &Analysis, findings: &[Finding]) -> Value {
         "warnings": a.warnings,
         "findings": findings,
         "rules": crate::diagnose::coverage(a, findings),
-        "not_recorded": not_recorded(a),
+        "not_recorded": a.not_recorded(),
         "snapshot": a.snapshot,
     })
-}
-
-/// The event sets the input lacks: what needs them is unknown, not 0.
-pub(crate) fn not_recorded(a: &Analysis) -> Vec<&'static str> {
-    match a.light {
-        Some(_) => Vec::new(),
-        None => a.recorded.missing_sets(),
-    }
 }
 
 /// Rows of the off-CPU stacks and functions in the JSON report (all of

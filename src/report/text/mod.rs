@@ -113,7 +113,7 @@ pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
             i.events
         );
     }
-    let missing = super::json::not_recorded(a);
+    let missing = a.not_recorded();
     if !missing.is_empty() {
         let _ = writeln!(
             out,
