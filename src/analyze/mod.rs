@@ -41,6 +41,11 @@ pub struct Filter {
     pub comms: Vec<String>,
     /// Kernel functions whose latency to measure (`analyze::functions`).
     pub functions: Vec<String>,
+    /// The recorded command's process, when the trace holds the forks
+    /// that follow it to its children: the syscalls of other processes
+    /// (the shell that started it, a compiler beside it, a FUSE server)
+    /// are then not the workload's operations.
+    pub workload_root: Option<u32>,
 }
 
 impl Filter {
@@ -216,7 +221,9 @@ impl<'f> Analyzers<'f> {
             wbt: wbt::WbtAnalysis::new(),
             readahead: readahead::ReadaheadAnalysis::new(),
             throttle: blkthrottle::ThrottleAnalysis::new(),
-            outliers: outliers::OutlierAnalysis::new(filter.top).with_rows(rows.operations),
+            outliers: outliers::OutlierAnalysis::new(filter.top)
+                .with_rows(rows.operations)
+                .with_workload(filter.workload_root),
             stacks: stacks::StackAnalysis::new(),
             functions: functions::FunctionAnalysis::new(&filter.functions),
             driver: driver::DriverAnalysis::new(),

@@ -60,6 +60,7 @@ impl FilterArgs {
                 pids: self.pid,
                 comms: self.comm,
                 functions: self.functions,
+                workload_root: None,
             },
             interval_s: self.interval,
             rows: Default::default(),

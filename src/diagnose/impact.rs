@@ -13,7 +13,7 @@
 //! needs scheduler events: without them there is no share.
 
 use super::{Finding, Severity};
-use crate::analyze::outliers::{self, describe_part, Breakdown, Outlier};
+use crate::analyze::outliers::{self, Breakdown};
 use crate::analyze::Analysis;
 use serde_json::json;
 
@@ -29,6 +29,18 @@ enum Part {
 }
 
 impl Part {
+    /// As the breakdown names it (`Breakdown::parts`).
+    fn name(self) -> &'static str {
+        match self {
+            Part::Device => "device",
+            Part::Queued => "queued",
+            Part::JournalSpace => "journal_space",
+            Part::Journal => "journal",
+            Part::Runnable => "runnable",
+            Part::OtherWait => "other_wait",
+        }
+    }
+
     fn ns(self, b: &Breakdown) -> u64 {
         match self {
             Part::Device => b.device_only_ns,
@@ -52,6 +64,7 @@ fn parts_of(id: &str) -> (&'static [Part], Measure) {
         // follows (before its first syscall, in user code): the share
         // counts only what happened inside them.
         "rt_starvation" => (&[Part::Runnable], Measure::AtLeast),
+        "cpu_contention" => (&[Part::Runnable], Measure::Measured),
         // Held before the device: waiting with no request there.
         "cgroup_io_throttle" | "dirty_throttling" => (&[Part::OtherWait], Measure::Measured),
         "device_latency_spike" => (&[Part::Device], Measure::Bound),
@@ -140,6 +153,20 @@ pub(in crate::diagnose) fn workload_time(a: &Analysis) -> Option<(u64, Breakdown
     (w.latency_ns > 0).then_some((w.latency_ns, w.breakdown))
 }
 
+/// The parts of the workload's time the findings' causes account for
+/// (`Breakdown::parts` names).
+pub(super) fn claimed(findings: &[Finding]) -> Vec<&'static str> {
+    let mut parts: Vec<&'static str> = Vec::new();
+    for f in findings {
+        for p in parts_of(f.id).0 {
+            if !parts.contains(&p.name()) {
+                parts.push(p.name());
+            }
+        }
+    }
+    parts
+}
+
 /// The share of the workload's time, in percent, that the finding's
 /// cause explains; also written into its evidence.
 pub fn attach_shares(a: &Analysis, findings: &mut [Finding]) -> Vec<Option<f64>> {
@@ -157,72 +184,6 @@ pub fn attach_shares(a: &Analysis, findings: &mut [Finding]) -> Vec<Option<f64>>
             Some(share)
         })
         .collect()
-}
-
-/// The id of the finding that names no cause, only where slow time went.
-pub const UNEXPLAINED: &str = "unexplained";
-
-/// Slow operations: at least this many times their kind's median…
-const SLOW_TIMES_MEDIAN: u64 = 10;
-/// …and at least this long (shorter ones are scheduling noise to a user).
-const SLOW_MIN_NS: u64 = 5_000_000;
-
-/// When the workload has slow operations and no rule named a cause: how
-/// many, how slow, and where their time went, so the user knows where to
-/// look next. An `info`: it names no cause.
-pub fn unexplained(a: &Analysis) -> Option<Finding> {
-    let mut slow: Vec<(&str, &Outlier, u64)> = Vec::new();
-    for kind in outliers::workload_kinds(&a.outliers) {
-        let Some(median) = super::rules::median_of(a, kind) else {
-            continue;
-        };
-        for o in a.outliers.by_kind.get(kind).into_iter().flatten() {
-            if o.latency_ns >= SLOW_MIN_NS && o.latency_ns >= SLOW_TIMES_MEDIAN * median.max(1) {
-                slow.push((kind, o, median));
-            }
-        }
-    }
-    let (kind, worst, median) = *slow.iter().max_by_key(|(_, o, _)| o.latency_ns)?;
-    // Without scheduler events the breakdown cannot tell waiting from
-    // running: say that there are slow operations, not where.
-    let measured = a.sched.switches > 0;
-    let total: u64 = slow.iter().map(|(_, o, _)| o.latency_ns).sum();
-    let mut b = Breakdown::default();
-    for (_, o, _) in &slow {
-        outliers::add_breakdown(&mut b, &o.breakdown);
-    }
-    let pct = |ns: u64| (ns as f64 * 1000.0 / total.max(1) as f64).round() / 10.0;
-    let parts = b.parts();
-    let (top, top_ns) = parts.iter().max_by_key(|(_, ns)| *ns).copied()?;
-    let ms = crate::model::units::ms_2dp;
-    Some(Finding {
-        id: UNEXPLAINED,
-        severity: Severity::Info,
-        title: format!(
-            "{} slow operation{} that no rule explains (slowest: {kind} {} ms, {}x its median); {}",
-            slow.len(),
-            if slow.len() == 1 { "" } else { "s" },
-            ms(worst.latency_ns),
-            worst.latency_ns / median.max(1),
-            if !measured {
-                "the capture has no scheduler events to tell where their time went (record the sched set)".to_string()
-            } else {
-                format!("{}% of their time {}", pct(top_ns), describe_part(top))
-            }
-        ),
-        evidence: json!({
-            "slow_operations": slow.len(),
-            "slow_time_ms": ms(total),
-            "slowest": {"kind": kind, "pid": worst.pid, "comm": worst.comm, "latency_ms": ms(worst.latency_ns), "median_ms": ms(median), "summary": worst.summary},
-            "percent_of_slow_time": measured.then(|| parts.iter().map(|(n, ns)| (n.to_string(), json!(pct(*ns)))).collect::<serde_json::Map<_, _>>()),
-        }),
-        explanation: format!(
-            "Operations at least {SLOW_TIMES_MEDIAN}x their median and {} ms took {} ms in all, and none of the rules found its cause in this capture. Their time is split as the outlier breakdowns measured it; the largest part says which layer to look at next (report's slowest operations list each one).",
-            SLOW_MIN_NS / 1_000_000,
-            ms(total)
-        ),
-        workaround: "look at the slowest operations in `iosleuth report` (their breakdown and the request or CPU holder they waited for); record the missing event sets (`--events all`) if a layer is not in the capture".into(),
-    })
 }
 
 #[cfg(test)]

@@ -21,10 +21,11 @@
 //! becomes a function in `rules/helpers.rs`.
 
 mod impact;
-
-pub use impact::UNEXPLAINED;
 mod rules;
 mod stack;
+mod unclaimed;
+
+pub use unclaimed::UNEXPLAINED;
 
 /// Small ftrace texts for unit tests outside the rules too.
 #[cfg(test)]
@@ -170,9 +171,9 @@ fn light_lacks(a: &Analysis, r: &Rule, v: Verdict) -> Verdict {
 /// The findings, most important first: by severity, then by the share of
 /// the workload's time the cause explains (in each finding's evidence when
 /// the capture can tell it; the severity follows it too), then in catalog
-/// order. When the workload has
-/// slow operations and no rule fired, an `unexplained` finding says where
-/// their time went.
+/// order. When a large part of the workload's time is one no finding's
+/// cause accounts for, an `unexplained` finding names it and what held it
+/// there.
 pub fn diagnose(a: &Analysis) -> Vec<Finding> {
     let mut out: Vec<Finding> = verdicts(a)
         .into_iter()
@@ -194,8 +195,10 @@ pub fn diagnose(a: &Analysis) -> Vec<Finding> {
         )
     });
     let mut out: Vec<Finding> = ranked.into_iter().map(|(f, _)| f).collect();
-    if out.is_empty() {
-        out.extend(impact::unexplained(a));
+    if let Some(u) = unclaimed::unexplained(a, &out) {
+        out.push(u);
+        // Stable: after the findings of its severity, whose causes are named.
+        out.sort_by_key(|f| f.severity);
     }
     for f in &mut out {
         round_evidence(&mut f.evidence);

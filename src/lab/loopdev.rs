@@ -189,6 +189,12 @@ impl LoopDevice {
         Ok(dev)
     }
 
+    /// The image on the stalling FUSE file system, for a workload that
+    /// writes to it directly (without the loop device in between).
+    pub fn fuse_image(&self) -> Option<PathBuf> {
+        self.slow.as_ref().map(|s| s.image())
+    }
+
     /// A loop device keeps the `max_sectors_kb` someone wrote to it across
     /// detach and attach (the kernel stores it as a user limit): a `4` left
     /// by an earlier experiment stops every merge on the next device with

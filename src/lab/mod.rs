@@ -1,6 +1,7 @@
 //! The lab: disks that iosleuth creates (and removes) itself — loop
 //! devices (`loopdev`), ext4 on them (`ext4`), a disk that stalls on purpose
-//! (`slowdisk`) — the known pathologies built on them (`scenarios`), and
+//! (`slowdisk`) — the known pathologies built on them (`scenarios`,
+//! `catalog`, `waits`), healthy shapes (`shapes`), and
 //! `lab run` (`run`): record each scenario's good and bad run, diagnose,
 //! compare, and judge whether it went as expected.
 
@@ -12,6 +13,7 @@ pub mod run;
 pub mod scenarios;
 pub mod shapes;
 pub mod slowdisk;
+pub mod waits;
 
 /// A helper program (losetup, mkfs, mount, …) in its own process group: a
 /// Ctrl-C at the terminal reaches iosleuth alone, which then undoes what the

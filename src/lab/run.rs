@@ -147,13 +147,21 @@ fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<Verdict> {
         false => stall_of_a_disk_in_ram(s.expect, &good_judged, &ours),
         true => None,
     };
+    let busy = match as_expected {
+        false => cpus_taken(s.expect, &good_judged, &bad_judged),
+        true => None,
+    };
     let verdict = match noise {
         _ if as_expected => Verdict::AsExpected,
         Some(n) if n.too_noisy() => Verdict::Inconclusive,
-        _ if ram_stall.is_some() => Verdict::Inconclusive,
+        _ if ram_stall.is_some() || busy.is_some() => Verdict::Inconclusive,
         _ => Verdict::Not,
     };
     let said = match (&verdict, noise, ram_stall) {
+        (Verdict::Inconclusive, _, None) if busy.is_some() => format!(
+            "inconclusive: {}",
+            busy.as_deref().unwrap_or_default()
+        ),
         (Verdict::AsExpected, _, _) => "as expected".to_string(),
         (Verdict::Inconclusive, Some(n), _) if n.too_noisy() => {
             format!("inconclusive: {}", n.why_inconclusive())
@@ -259,6 +267,23 @@ fn stall_of_a_disk_in_ram(
     good.iter()
         .find(|f| f.id == SPIKE && f.severity == Severity::Critical)
         .map(|f| f.evidence["latency_ns"].as_f64().unwrap_or(0.0) / 1e6)
+}
+
+/// A run whose operations waited for CPUs that other processes held,
+/// when the scenario is not about that: this machine's load, not the
+/// scenario's cause, decided the run.
+fn cpus_taken(expect: Option<&str>, good: &[Finding], bad: &[Finding]) -> Option<String> {
+    const CONTENTION: &str = "cpu_contention";
+    if expect == Some(CONTENTION) {
+        return None;
+    }
+    [("good", good), ("bad", bad)].iter().find_map(|(run, f)| {
+        let f = f.iter().find(|f| f.id == CONTENTION)?;
+        Some(format!(
+            "the {run} run waited for CPUs other processes held ({}): this machine was busy",
+            f.title
+        ))
+    })
 }
 
 fn findings(out: &mut dyn Write, label: &str, run: &Run, ours: &[(String, bool)]) -> Result<()> {

@@ -110,6 +110,8 @@ pub struct Partition {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct Workload {
+    /// The recorded command's process.
+    pub pid: Option<u64>,
     pub threads: Vec<Thread>,
 }
 

@@ -176,6 +176,7 @@ fields! {
     NextPid = "next_pid",
     NextPrio = "next_prio",
     Opcode = "opcode",
+    ParentPid = "parent_pid",
     Pause = "pause",
     Pid = "pid",
     PrevComm = "prev_comm",

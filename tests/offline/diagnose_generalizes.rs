@@ -92,7 +92,7 @@ fn slow_operations_no_rule_explains_are_named_with_where_their_time_went() {
     assert_eq!(f[0]["severity"], "info");
     assert_eq!(
         f[0]["title"],
-        "1 slow operation that no rule explains (slowest: syscall pwrite64 60.6 ms, 1210x its median); 99% of their time at the device"
+        "1 slow operation that no rule explains (slowest: syscall pwrite64 60.6 ms, 1210x its median): 99% of their time at the device, longest behind a data write of 4 KiB on 7,0 issued by kworker/1:1"
     );
     assert_eq!(f[0]["evidence"]["percent_of_slow_time"]["device"], 99.0);
     // A healthy run has none.

@@ -244,6 +244,7 @@ fn explain_all_says_which_rules_a_light_capture_cannot_judge() {
         lacking,
         [
             "cgroup_io_throttle",
+            "cpu_contention",
             "dirty_throttling",
             "queue_saturation",
             "readahead_small",

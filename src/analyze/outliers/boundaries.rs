@@ -20,6 +20,16 @@ impl OutlierAnalysis {
     pub fn add(&mut self, e: &TraceEvent, names: &ThreadNames, sched: &SchedAnalysis) {
         let syscall = || syscall_of(e.short_name()).unwrap_or_default();
         match e.kind {
+            Tracepoint::SchedProcessFork => {
+                if let Some(w) = &mut self.workload {
+                    let parent = e.fields.int(Field::ParentPid).unwrap_or(-1);
+                    if u32::try_from(parent).is_ok_and(|p| w.contains(&p)) {
+                        if let Some(child) = e.fields.int(Field::ChildPid) {
+                            w.insert(child as u32);
+                        }
+                    }
+                }
+            }
             Tracepoint::Jbd2Checkpoint => {
                 let d = Dev(e.fields.int(Field::Dev).unwrap_or(0) as u32);
                 self.checkpointing.insert(e.pid, d);
@@ -56,7 +66,9 @@ impl OutlierAnalysis {
                     }
                 }
             }
-            Tracepoint::SysEnter => self.begin(Kind("syscall ", syscall()), e, None, names, sched),
+            Tracepoint::SysEnter if self.workload.as_ref().is_none_or(|w| w.contains(&e.pid)) => {
+                self.begin(Kind("syscall ", syscall()), e, None, names, sched)
+            }
             Tracepoint::SysExit => {
                 self.end(Kind("syscall ", syscall()), e, names);
                 // Its checkpoint, if it ran one, is over with the call.

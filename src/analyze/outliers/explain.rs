@@ -14,8 +14,12 @@ impl OutlierAnalysis {
     pub(super) fn explain(&self, op: OpenOp, latency: u64, names: &ThreadNames) -> Outlier {
         let b = op.b;
         let percent = percentages(&b, latency);
-        let off =
-            b.device_only_ns + b.journal_space_ns + b.queued_ns + b.journal_ns + b.other_wait_ns;
+        let off = b.device_only_ns
+            + b.journal_space_ns
+            + b.queued_ns
+            + b.journal_ns
+            + b.other_wait_ns
+            + b.asleep_ns;
         let cpu_idle_percent = if off == 0 {
             0.0
         } else {
@@ -147,7 +151,8 @@ fn summarize(
             "queued" => "queued before the device".to_string(),
             "journal" => "journal commit".to_string(),
             "journal_space" => "waiting for journal space (checkpoint)".to_string(),
-            _ => "other wait".to_string(),
+            "asleep" => "asleep (pipe, futex, poll, timer)".to_string(),
+            _ => "blocked in the kernel, nothing at the device".to_string(),
         };
         parts.push((p, format!("{p:.1}% {what}")));
     }

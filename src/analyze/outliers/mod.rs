@@ -35,7 +35,9 @@ mod summary;
 mod touch;
 mod workload;
 
-pub use summary::{add_breakdown, describe_part, Breakdown, KindTotal, Outlier, OutliersSummary};
+pub use summary::{
+    add_breakdown, describe_part, Breakdown, Holder, KindTotal, Outlier, OutliersSummary,
+};
 use touch::{touch_of, touch_of_block, Touch};
 pub use workload::{workload_kinds, workload_time, WorkloadTime};
 
@@ -77,6 +79,10 @@ pub struct OutlierAnalysis {
     /// Ended operations whose allocations the next ones reuse.
     spare: Vec<OpenOp>,
     rows: Option<std::sync::mpsc::SyncSender<super::rows::OperationRow>>,
+    /// The workload's processes and threads, followed through their
+    /// forks from the recorded command: only their syscalls are
+    /// operations. `None`: every thread's are.
+    workload: Option<rustc_hash::FxHashSet<u32>>,
 }
 
 impl OutlierAnalysis {
@@ -94,6 +100,13 @@ impl OutlierAnalysis {
         sink: Option<std::sync::mpsc::SyncSender<super::rows::OperationRow>>,
     ) -> Self {
         self.rows = sink;
+        self
+    }
+
+    /// Follows the recorded command `root` and its descendants: only
+    /// their syscalls are operations.
+    pub fn with_workload(mut self, root: Option<u32>) -> Self {
+        self.workload = root.map(|r| std::iter::once(r).collect());
         self
     }
 

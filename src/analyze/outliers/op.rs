@@ -101,7 +101,7 @@ pub(super) fn integrate(op: &mut OpenOp, ts: u64, dev: &DevView, idle: &IdleCloc
             }
         }
         // Asleep by choice (a pipe, a futex, poll): not I/O.
-        ThreadView::Off(state) if state != 'D' => b.other_wait_ns += dt,
+        ThreadView::Off(state) if state != 'D' => b.asleep_ns += dt,
         ThreadView::Off(_) => {
             if let Some((k, issued, class)) = dev.oldest {
                 match op.device.iter_mut().find(|(c, _)| std::ptr::eq(*c, class)) {

@@ -24,8 +24,13 @@ pub struct Breakdown {
     pub device_only_ns: u64,
     /// Blocked while a journal commit ran with no request at the device.
     pub journal_ns: u64,
-    /// Blocked or asleep on anything else.
+    /// Blocked in the kernel (uninterruptible, `D`) on anything else: a
+    /// lock, a throttle, a page under writeback.
     pub other_wait_ns: u64,
+    /// Asleep by choice (interruptible, `S`/`I`): a pipe, a futex, poll,
+    /// a timer, or completions it polls for (io_getevents). Not the
+    /// kernel holding it back: not a wait a finding can name.
+    pub asleep_ns: u64,
     /// Off CPU while its CPU sat idle.
     pub cpu_idle_ns: u64,
 }
@@ -97,8 +102,8 @@ pub struct KindTotal {
 impl Breakdown {
     /// The parts that add up to an operation's time, by the names reports
     /// use: on_cpu, not_recorded, runnable, device (outside checkpoints),
-    /// journal_space, queued, journal, other_wait.
-    pub fn parts(&self) -> [(&'static str, u64); 8] {
+    /// journal_space, queued, journal, other_wait, asleep.
+    pub fn parts(&self) -> [(&'static str, u64); 9] {
         [
             ("on_cpu", self.on_cpu_ns),
             ("not_recorded", self.not_recorded_ns),
@@ -108,6 +113,7 @@ impl Breakdown {
             ("queued", self.queued_ns),
             ("journal", self.journal_ns),
             ("other_wait", self.other_wait_ns),
+            ("asleep", self.asleep_ns),
         ]
     }
 }
@@ -122,7 +128,8 @@ pub fn describe_part(name: &str) -> &'static str {
         "runnable" => "runnable, waiting for a CPU",
         "on_cpu" => "running on a CPU",
         "not_recorded" => "in a thread state not recorded (no scheduler events)",
-        _ => "blocked on something else (locks, sleeps, pipes)",
+        "asleep" => "asleep by choice (a pipe, futex, poll or timer: not I/O)",
+        _ => "blocked in the kernel with no request at the device (a lock, a throttle)",
     }
 }
 
@@ -139,12 +146,13 @@ pub fn add_breakdown(to: &mut Breakdown, b: &Breakdown) {
     to.device_only_ns += b.device_only_ns;
     to.journal_ns += b.journal_ns;
     to.other_wait_ns += b.other_wait_ns;
+    to.asleep_ns += b.asleep_ns;
     to.cpu_idle_ns += b.cpu_idle_ns;
 }
 
 /// The parts of `latency` in percent, adding up to 100: on_cpu, runnable,
 /// device (outside checkpoints), journal_space, queued, journal,
-/// other_wait.
+/// other_wait, asleep.
 pub(super) fn percentages(b: &Breakdown, latency: u64) -> BTreeMap<&'static str, f64> {
     let pct = |x: u64| {
         if latency == 0 {

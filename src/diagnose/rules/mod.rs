@@ -9,6 +9,7 @@ mod helpers;
 pub(crate) mod testkit;
 
 mod cgroup_io_throttle;
+mod cpu_contention;
 mod device_latency_spike;
 mod dirty_throttling;
 mod journal_space_stall;
@@ -23,7 +24,7 @@ mod wbt_throttling;
 
 use super::Rule;
 
-pub(super) use helpers::median_of;
+pub(super) use helpers::{cpu_holders, holders_text, slow_operations, worth_naming, Slow};
 
 pub static CATALOG: &[Rule] = &[
     merges_disabled::RULE,
@@ -32,6 +33,7 @@ pub static CATALOG: &[Rule] = &[
     dirty_throttling::RULE,
     device_latency_spike::RULE,
     rt_starvation::RULE,
+    cpu_contention::RULE,
     wbt_throttling::RULE,
     cgroup_io_throttle::RULE,
     queue_saturation::RULE,
@@ -74,7 +76,7 @@ mod tests {
     }
 
     #[test]
-    fn the_catalog_lists_designs_twelve_ids_in_its_order() {
+    fn the_catalog_lists_designs_ids_in_its_order() {
         let ids: Vec<&str> = super::CATALOG.iter().map(|r| r.id).collect();
         assert_eq!(
             ids,
@@ -85,6 +87,7 @@ mod tests {
                 "dirty_throttling",
                 "device_latency_spike",
                 "rt_starvation",
+                "cpu_contention",
                 "wbt_throttling",
                 "cgroup_io_throttle",
                 "queue_saturation",

@@ -61,7 +61,7 @@ svg .read{fill:#1e6fd9;stroke:#1e6fd9}svg .write{fill:#e0720b;stroke:#e0720b}svg
 svg .other{fill:#5a6170;stroke:#5a6170}svg .slow{fill:#c62828;stroke:#c62828}svg .cell{fill:#1e6fd9}svg .bar{fill:#1e6fd9}
 svg .line{fill:none;stroke-width:1.6}
 svg .on_cpu{fill:#2e8b57}svg .runnable{fill:#c62828}svg .device{fill:#e0720b}svg .journal_space{fill:#7b3fb8}
-svg .queued{fill:#d9a400}svg .journal{fill:#1e6fd9}svg .other_wait{fill:#9aa1ad}svg .not_recorded{fill:#e3e5e8;stroke:#9aa1ad;stroke-dasharray:2 2}svg .span{fill:#5a6170}svg .main{fill:#c62828}
+svg .queued{fill:#d9a400}svg .journal{fill:#1e6fd9}svg .other_wait{fill:#9aa1ad}svg .asleep{fill:#cfd3da}svg .not_recorded{fill:#e3e5e8;stroke:#9aa1ad;stroke-dasharray:2 2}svg .span{fill:#5a6170}svg .main{fill:#c62828}
 iframe.flame{width:100%;height:520px;border:1px solid #d8dce3}
 .warn{color:#8a5300}
 "#;

@@ -56,6 +56,7 @@ const OPERATIONS: &[Column] = common![
     int("journal_ns"),
     int("journal_space_ns"),
     int("other_wait_ns"),
+    int("asleep_ns"),
     int("cpu_idle_ns"),
 ];
 
@@ -216,6 +217,7 @@ pub fn operation(w: &mut TableWriter, p: &Partition, o: &OperationRow) -> Result
             b.journal_ns.into(),
             b.journal_space_ns.into(),
             b.other_wait_ns.into(),
+            b.asleep_ns.into(),
             b.cpu_idle_ns.into(),
         ],
     )

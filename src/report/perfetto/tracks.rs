@@ -298,6 +298,7 @@ impl<W: Write> Writer<W> {
             Arg::Int("journal_ns", b.journal_ns as i64),
             Arg::Int("journal_space_ns", b.journal_space_ns as i64),
             Arg::Int("other_wait_ns", b.other_wait_ns as i64),
+            Arg::Int("asleep_ns", b.asleep_ns as i64),
         ]);
         if let Some(d) = o.dev {
             args.push(Arg::Text("device", format!("{},{}", d.major(), d.minor())));

@@ -1,0 +1,231 @@
+//! The workload's threads ready to run while other tasks held their CPU,
+//! whatever those tasks' scheduling class.
+//!
+//! An ordinary (SCHED_OTHER) task shares its CPU by weight: a thread that
+//! wakes when its I/O completes waits for the CPU's current task to use
+//! its slice, more so when that task has a larger weight (a lower nice
+//! value) or there are several. Each operation then carries that wait
+//! however fast the device is. The outlier analysis measures it as the
+//! "runnable" part of the workload's operations, with who ran meanwhile;
+//! a real-time holder is `rt_starvation`'s cause and is left to it.
+
+use super::helpers::{
+    cpu_holders, holders_text, not, slow_operations, span_ns, worth_naming, MIN_SPAN_PERCENT,
+};
+use crate::analyze::Analysis;
+use crate::diagnose::{impact, Finding, Rule, Severity, Verdict};
+use serde_json::json;
+
+pub const RULE: Rule = Rule {
+    id: "cpu_contention",
+    looks_for: "the workload's operations waiting runnable while ordinary tasks held the CPU",
+    fires_when: "operations runnable ≥ 20 % of the workload's time (or ≥ 30 % of its slow operations'), adding up to ≥ 5 % of the trace's span, the CPU held < 80 % by RT tasks",
+    needs: &["sched"],
+    light_lacks: Some("the operations' thread states (the full recorder's scheduler events)"),
+    check,
+};
+
+/// A fifth of the workload's time waiting for a CPU is as much as the
+/// measured causes it sits beside (the lab's journal and RT runs show
+/// 11–31 % for their own parts); the lab's healthy runs show 0–5 %, the
+/// fsync probe beside two CPU burners 1.2 %.
+const MIN_SHARE_PERCENT: f64 = 20.0;
+/// Over the slow operations only (10x their median and 5 ms): as the
+/// `unexplained` finding names a part that large.
+const MIN_SLOW_SHARE_PERCENT: f64 = 30.0;
+/// Held mostly by real-time tasks: `rt_starvation` judges those waits.
+const RT_HELD_SHARE: f64 = 0.8;
+
+fn pct(part: u64, whole: u64) -> f64 {
+    (part as f64 * 1000.0 / whole.max(1) as f64).round() / 10.0
+}
+
+fn check(a: &Analysis) -> Verdict {
+    let Some((total, b)) = impact::workload_time(a) else {
+        return not(if a.sched.switches == 0 {
+            "no scheduler events in the trace (record the `sched` event set)"
+        } else {
+            "the trace follows no operation of the workload"
+        });
+    };
+    let share = pct(b.runnable_ns, total);
+    let slow = slow_operations(a);
+    let slow_ns: u64 = slow.iter().map(|s| s.op.latency_ns).sum();
+    let slow_runnable: u64 = slow.iter().map(|s| s.op.breakdown.runnable_ns).sum();
+    let slow_share = pct(slow_runnable, slow_ns);
+    if share < MIN_SHARE_PERCENT && (slow_ns == 0 || slow_share < MIN_SLOW_SHARE_PERCENT) {
+        return not(format!(
+            "the workload's operations waited runnable {share}% of their time (fires at {MIN_SHARE_PERCENT} %){}",
+            if slow_ns == 0 {
+                String::new()
+            } else {
+                format!(", its slow operations {slow_share}% (fires at {MIN_SLOW_SHARE_PERCENT} %)")
+            }
+        ));
+    }
+    let waited = if share < MIN_SHARE_PERCENT {
+        slow_runnable
+    } else {
+        b.runnable_ns
+    };
+    if !worth_naming(a, waited) {
+        return not(format!(
+            "the workload waited runnable {share}% of its time, but only {} ms over a {} ms trace (fires at {MIN_SPAN_PERCENT} % of it)",
+            crate::model::units::ms_2dp(waited),
+            crate::model::units::ms_2dp(span_ns(a))
+        ));
+    }
+    // Who held the CPU: over the slow operations when they are what
+    // fired, else over every kept operation of the workload.
+    let kinds = crate::analyze::outliers::workload_kinds(&a.outliers);
+    let holders = if share < MIN_SHARE_PERCENT {
+        cpu_holders(slow.iter().map(|s| s.op))
+    } else {
+        cpu_holders(
+            kinds
+                .iter()
+                .filter_map(|k| a.outliers.by_kind.get(*k))
+                .flatten(),
+        )
+    };
+    let held: u64 = holders.iter().map(|h| h.ns).sum();
+    let rt: u64 = holders.iter().filter(|h| h.prio < 100).map(|h| h.ns).sum();
+    if held > 0 && rt as f64 >= RT_HELD_SHARE * held as f64 {
+        return not(format!(
+            "the workload waited runnable {share}% of its time, but real-time tasks held the CPU for {}% of it: rt_starvation judges that",
+            pct(rt, held)
+        ));
+    }
+    let workload: Vec<u32> = kinds
+        .iter()
+        .filter_map(|k| a.outliers.by_kind.get(*k))
+        .flatten()
+        .map(|o| o.pid)
+        .collect();
+    let own: u64 = holders
+        .iter()
+        .filter(|h| workload.contains(&h.pid))
+        .map(|h| h.ns)
+        .sum();
+    let own_threads = held > 0 && own * 2 > held;
+    let pids: Vec<String> = holders
+        .iter()
+        .filter(|h| h.prio >= 100 && !workload.contains(&h.pid))
+        .take(3)
+        .map(|h| h.pid.to_string())
+        .collect();
+    Verdict::Fired(Finding {
+        id: RULE.id,
+        severity: Severity::Warning,
+        title: format!(
+            "{} waited runnable for a CPU {share}% of its time{}: the CPU was held by {}",
+            kinds.join(", "),
+            if slow_ns > 0 {
+                format!(" ({slow_share}% of its slow operations')")
+            } else {
+                String::new()
+            },
+            if holders.is_empty() {
+                "tasks the trace did not name".to_string()
+            } else if own_threads {
+                format!("the workload's own threads ({})", holders_text(&holders, held))
+            } else {
+                holders_text(&holders, held)
+            }
+        ),
+        evidence: json!({
+            "runnable_percent_of_workload_time": share,
+            "runnable_ms": crate::model::units::ms_2dp(b.runnable_ns),
+            "slow_operations": slow.len(),
+            "runnable_percent_of_slow_time": (slow_ns > 0).then_some(slow_share),
+            "held_by": holders.iter().take(5).map(|h| json!({
+                "pid": h.pid, "comm": h.comm, "policy": super::helpers::policy_of(h.prio),
+                "percent_of_held_time": pct(h.ns, held), "of_the_workload": workload.contains(&h.pid),
+            })).collect::<Vec<_>>(),
+            "real_time_percent_of_held_time": pct(rt, held),
+        }),
+        explanation: "The workload's threads were ready to run but their CPU ran other tasks. An ordinary (SCHED_OTHER) task shares a CPU by weight: a thread woken when its I/O completes waits for the running task's slice, longer behind tasks of lower nice value or behind several; each operation carries that wait however fast the device is (measured here as the runnable part of the operations' time).".into(),
+        workaround: if own_threads {
+            "the workload's own threads compete for the CPUs: run fewer busy threads than CPUs, or give it more CPUs".into()
+        } else if pids.is_empty() {
+            "give the workload its CPU: move the other tasks off its CPUs (taskset), lower their weight (renice, a cgroup's cpu.weight), or pin the workload where they do not run".into()
+        } else {
+            format!(
+                "give the workload its CPU: move the holders off its CPUs (taskset -pc OTHER_CPUS {p}) or lower their weight (renice -n 10 -p {ps}; in a cgroup, cpu.weight), or pin the workload to CPUs they do not use",
+                p = pids[0],
+                ps = pids.join(" ")
+            )
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testkit::{analysis, fired, silent, Trace};
+    use crate::model::Tracepoint;
+
+    /// A thread (pid 60) whose reads (pread64) each wait `runnable_us` for CPU
+    /// 1 behind `holder` (pid 50, kernel priority `prio`), after 100 µs
+    /// blocked; ten of them.
+    fn contended(holder: &str, prio: u32, runnable_us: u64) -> String {
+        let mut t = Trace::default();
+        let sw = Tracepoint::SchedSwitch.name();
+        let mut at = 1_000_000;
+        t.add(at, "<idle>-0", 1, sw, "prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=victim next_pid=60 next_prio=120");
+        for _ in 0..10 {
+            t.add(
+                at + 1,
+                "victim-60",
+                1,
+                "sys_enter_pread64",
+                "fd: 0x00000003, buf: 0x7f0000000000, count: 0x00001000, pos: 0x00000000",
+            );
+            t.add(at + 2, "victim-60", 1, sw, &format!("prev_comm=victim prev_pid=60 prev_prio=120 prev_state=D ==> next_comm={holder} next_pid=50 next_prio={prio}"));
+            t.add(
+                at + 100,
+                &format!("{holder}-50"),
+                1,
+                Tracepoint::SchedWakeup.name(),
+                "comm=victim pid=60 prio=120 target_cpu=001",
+            );
+            t.add(at + 100 + runnable_us, &format!("{holder}-50"), 1, sw, &format!("prev_comm={holder} prev_pid=50 prev_prio={prio} prev_state=R ==> next_comm=victim next_pid=60 next_prio=120"));
+            t.add(
+                at + 110 + runnable_us,
+                "victim-60",
+                1,
+                "sys_exit_pread64",
+                "0x1000",
+            );
+            at += 200 + runnable_us;
+        }
+        t.text()
+    }
+
+    #[test]
+    fn fires_when_ordinary_tasks_hold_the_cpu_and_names_them() {
+        let f = fired(check(&analysis(&contended("yes", 110, 400))));
+        assert!(
+            f.title.starts_with("syscall pread64 waited runnable for a CPU 78.6% of its time: the CPU was held by yes 50 (nice -10) 100%"),
+            "{}",
+            f.title
+        );
+        assert_eq!(f.evidence["held_by"][0]["policy"], "nice -10");
+        assert!(
+            f.workaround.contains("renice -n 10 -p 50"),
+            "{}",
+            f.workaround
+        );
+    }
+
+    #[test]
+    fn silent_when_real_time_tasks_hold_it_or_the_wait_is_small() {
+        let why = silent(check(&analysis(&contended("burner", 49, 400))));
+        assert!(why.contains("rt_starvation judges that"), "{why}");
+        let why = silent(check(&analysis(&contended("yes", 120, 10))));
+        assert!(
+            why.starts_with("the workload's operations waited runnable 8.4% of their time"),
+            "{why}"
+        );
+    }
+}
