@@ -27,8 +27,9 @@ pub const UNEXPLAINED: &str = "unexplained";
 const SLOW_PART_PERCENT: f64 = 30.0;
 /// A wait this large of all the workload's time is named.
 const WAIT_PART_PERCENT: f64 = 20.0;
-/// A wait that costs the workload this share of its time is a warning;
-/// below, or the I/O's own time, an info: it names no cause.
+/// A wait that costs the workload this share of its time (and 5 % of the
+/// trace's span) is a warning; below, or the I/O's own time, an info: it
+/// names no cause.
 const WARNING_SHARE_PERCENT: f64 = 5.0;
 
 /// Functions a thread blocks in while the I/O it asked for is done: the
@@ -235,8 +236,8 @@ pub fn unexplained(a: &Analysis, findings: &[Finding]) -> Option<Finding> {
             .as_str()
             .is_some_and(|chain| IO_ITSELF.contains(&chain.split(" ← ").next().unwrap_or("")))
     };
-    let severity = |part: &str, held: &serde_json::Value, share: f64| {
-        if is_wait(part, held) && share >= WARNING_SHARE_PERCENT {
+    let severity = |part: &str, held: &serde_json::Value, share: f64, ns: u64| {
+        if is_wait(part, held) && share >= WARNING_SHARE_PERCENT && worth_naming(a, ns) {
             Severity::Warning
         } else {
             Severity::Info
@@ -257,7 +258,7 @@ pub fn unexplained(a: &Analysis, findings: &[Finding]) -> Option<Finding> {
             let (holder, held) = held_by(a, part, &ops, ops.iter().map(|o| part_ns(o, part)).sum());
             Some(Finding {
                 id: UNEXPLAINED,
-                severity: severity(part, &held, share),
+                severity: severity(part, &held, share, ns),
                 title: format!("{kinds} spent {share}% of the workload's time {}{holder}, which no rule explains", describe(a, part)),
                 evidence: json!({"part": part, "part_ms": ms(ns), "share_of_workload_time_percent": share, "held_by": held}),
                 explanation,
@@ -274,7 +275,7 @@ pub fn unexplained(a: &Analysis, findings: &[Finding]) -> Option<Finding> {
                 .max_by_key(|(_, o, _)| o.latency_ns)?;
             Some(Finding {
                 id: UNEXPLAINED,
-                severity: severity(part, &held, share),
+                severity: severity(part, &held, share, ns),
                 title: format!(
                     "{} slow operation{} that no rule explains (slowest: {kind} {} ms, {}x its median): {}% of their time {}{holder}",
                     slow.len(),

@@ -147,21 +147,13 @@ fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<Verdict> {
         false => stall_of_a_disk_in_ram(s.expect, &good_judged, &ours),
         true => None,
     };
-    let busy = match as_expected {
-        false => cpus_taken(s.expect, &good_judged, &bad_judged),
-        true => None,
-    };
     let verdict = match noise {
         _ if as_expected => Verdict::AsExpected,
         Some(n) if n.too_noisy() => Verdict::Inconclusive,
-        _ if ram_stall.is_some() || busy.is_some() => Verdict::Inconclusive,
+        _ if ram_stall.is_some() => Verdict::Inconclusive,
         _ => Verdict::Not,
     };
     let said = match (&verdict, noise, ram_stall) {
-        (Verdict::Inconclusive, _, None) if busy.is_some() => format!(
-            "inconclusive: {}",
-            busy.as_deref().unwrap_or_default()
-        ),
         (Verdict::AsExpected, _, _) => "as expected".to_string(),
         (Verdict::Inconclusive, Some(n), _) if n.too_noisy() => {
             format!("inconclusive: {}", n.why_inconclusive())
@@ -248,8 +240,14 @@ fn device_of(f: &Finding) -> Option<&str> {
 
 /// Whether a finding is about the scenario: it names one of the devices
 /// the scenario attached, or no device at all (a thread, the journal).
+/// Whether a finding is about the scenario: on one of its disks, and for
+/// CPUs, held mostly by the scenario's own processes (not by other work on
+/// this machine, which says nothing of the scenario).
 fn about_ours(f: &Finding, ours: &[(String, bool)]) -> bool {
     device_of(f).is_none_or(|d| ours.iter().any(|(o, _)| o == d))
+        && f.evidence["held_outside_the_recorded_command_percent"]
+            .as_f64()
+            .is_none_or(|p| p < 50.0)
 }
 
 /// A good run's device spike when every disk of the scenario is a file in
@@ -269,23 +267,6 @@ fn stall_of_a_disk_in_ram(
         .map(|f| f.evidence["latency_ns"].as_f64().unwrap_or(0.0) / 1e6)
 }
 
-/// A run whose operations waited for CPUs that other processes held,
-/// when the scenario is not about that: this machine's load, not the
-/// scenario's cause, decided the run.
-fn cpus_taken(expect: Option<&str>, good: &[Finding], bad: &[Finding]) -> Option<String> {
-    const CONTENTION: &str = "cpu_contention";
-    if expect == Some(CONTENTION) {
-        return None;
-    }
-    [("good", good), ("bad", bad)].iter().find_map(|(run, f)| {
-        let f = f.iter().find(|f| f.id == CONTENTION)?;
-        Some(format!(
-            "the {run} run waited for CPUs other processes held ({}): this machine was busy",
-            f.title
-        ))
-    })
-}
-
 fn findings(out: &mut dyn Write, label: &str, run: &Run, ours: &[(String, bool)]) -> Result<()> {
     writeln!(out, "{label}:")?;
     if run.findings.is_empty() {
@@ -298,11 +279,13 @@ fn findings(out: &mut dyn Write, label: &str, run: &Run, ours: &[(String, bool)]
             writeln!(out, "  {l}")?;
         }
         if !about_ours(x, ours) {
-            writeln!(
-                out,
-                "    (device {} is not one of the lab's: not judged)",
-                device_of(x).unwrap_or("?")
-            )?;
+            match device_of(x) {
+                Some(d) => writeln!(out, "    (device {d} is not one of the lab's: not judged)")?,
+                None => writeln!(
+                    out,
+                    "    (the CPUs were held by other work on this machine, not the scenario's: not judged)"
+                )?,
+            }
         }
     }
     writeln!(out)?;

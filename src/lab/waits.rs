@@ -19,7 +19,7 @@ use std::time::Duration;
 pub fn cpu_contention(lab: &Lab) -> Result<(), CaptureError> {
     let fs = Ext4::create(256, 8, true)?;
     let events = "block,fs,sched,syscalls";
-    let fsync = fsync_script(&fs, 2000, Some(1));
+    let fsync = fsync_script(&fs, 600, Some(1));
     lab.record(&lab.good(), events, &fsync)?;
     let hog = "taskset -c 1 nice -n -10 sh -c 'while :; do :; done'";
     let script = format!("{hog} & a=$!; {hog} & b=$!; sleep 0.05; {fsync}; kill $a $b; wait");

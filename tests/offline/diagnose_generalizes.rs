@@ -4,6 +4,7 @@
 use crate::common;
 
 use common::*;
+use serde_json::Value;
 
 /// `dd if=/dev/zero of=F bs=1M count=256 conv=fsync` on ext4 over a loop
 /// device (tests/fixtures/dd-seqwrite.cap, recorded with every event set):
@@ -182,4 +183,81 @@ fn a_lower_devices_symptoms_are_consequences_of_the_cause_above_it() {
         );
     }
     assert!(f.iter().any(|x| x["id"] == "merges_disabled"), "{f:#?}");
+}
+
+/// tests/fixtures/cpu-contention-nice.cap (`lab run cpu-contention`, bad
+/// run): the fsync probe pinned to CPU 1 beside two busy shell loops at
+/// nice -10, recorded while a compiler also ran. The rule names the shell
+/// loops, ordinary tasks, as holders inside the recorded command; the
+/// same fsyncs alone (cpu-contention-alone.cap, 5 % runnable) and behind a
+/// real-time burner (rt-burner.cap, rt_starvation's) leave it silent.
+#[test]
+fn cpu_contention_names_ordinary_holders_and_leaves_real_time_to_rt_starvation() {
+    let f = findings("tests/fixtures/cpu-contention-nice.cap");
+    assert_eq!(f[0]["id"], "cpu_contention", "{f:#?}");
+    assert_eq!(f[0]["severity"], "critical");
+    let e = &f[0]["evidence"];
+    assert_eq!(e["runnable_percent_of_workload_time"], 87.1);
+    assert_eq!(e["real_time_percent_of_held_time"], 0.0);
+    let loops: Vec<&Value> = e["held_by"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["comm"] == "sh")
+        .collect();
+    assert_eq!(loops.len(), 2, "{e:#}");
+    for h in loops {
+        assert_eq!(h["policy"], "nice -10");
+        assert_eq!(h["of_the_recorded_command"], true);
+    }
+    assert!(
+        f[0]["workaround"]
+            .as_str()
+            .unwrap()
+            .contains("renice -n 10 -p"),
+        "{:#}",
+        f[0]
+    );
+    assert!(
+        f.iter().all(|x| x["id"] != "device_latency_spike"),
+        "{f:#?}"
+    );
+    for (cap, why) in [
+        (
+            "tests/fixtures/cpu-contention-alone.cap",
+            "the workload's operations waited runnable 5.2% of their time (fires at 20 %)",
+        ),
+        (
+            "tests/fixtures/rt-burner.cap",
+            "but real-time tasks held the CPU for 100% of it: rt_starvation judges that",
+        ),
+    ] {
+        let out = explain(cap, "cpu_contention");
+        assert!(out.contains(why), "{cap}: {out}");
+    }
+}
+
+/// tests/fixtures/fuse-wait-{good,bad}.cap (`lab run fuse-wait`): dd's
+/// 4 KiB writes straight to a file on a FUSE file system, recorded with
+/// --stacks; in the bad run the server holds every 100th write 30 ms. No
+/// rule knows that wait; `unexplained` names the kernel function from the
+/// stacks, as a warning, and the good run has no finding. The shell that
+/// waited for dd (asleep in do_wait) is not a slow operation.
+#[test]
+fn a_wait_no_rule_knows_is_named_by_its_kernel_function() {
+    let f = findings("tests/fixtures/fuse-wait-bad.cap");
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0]["id"], "unexplained");
+    assert_eq!(f[0]["severity"], "warning");
+    assert_eq!(f[0]["evidence"]["part"], "asleep");
+    assert_eq!(f[0]["evidence"]["slow_operations"], 5);
+    assert_eq!(
+        f[0]["evidence"]["held_by"]["kernel_stack"],
+        "request_wait_answer ← __fuse_simple_request ← fuse_direct_io"
+    );
+    assert_eq!(f[0]["evidence"]["slowest"]["comm"], "dd");
+    assert_eq!(
+        findings("tests/fixtures/fuse-wait-good.cap"),
+        Vec::<Value>::new()
+    );
 }

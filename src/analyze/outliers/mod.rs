@@ -228,10 +228,15 @@ impl OutlierAnalysis {
                 o.comm = names.get(o.pid);
             }
         }
+        let mut workload: Option<Vec<u32>> = self.workload.map(|w| w.into_iter().collect());
+        if let Some(w) = &mut workload {
+            w.sort_unstable();
+        }
         OutliersSummary {
             top: self.top,
             by_kind: self.by_kind,
             totals: self.totals,
+            workload,
         }
     }
 }

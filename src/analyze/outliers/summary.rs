@@ -88,6 +88,20 @@ pub struct OutliersSummary {
     pub by_kind: BTreeMap<String, Vec<Outlier>>,
     /// Per kind, every operation's time added up, with its breakdown.
     pub totals: BTreeMap<String, KindTotal>,
+    /// The recorded command's processes and threads (sorted), when the
+    /// trace followed its forks; `None`: not known.
+    #[serde(skip)]
+    pub workload: Option<Vec<u32>>,
+}
+
+impl OutliersSummary {
+    /// Whether thread `pid` belongs to the recorded command (`None`: the
+    /// trace cannot tell).
+    pub fn of_recorded_command(&self, pid: u32) -> Option<bool> {
+        self.workload
+            .as_ref()
+            .map(|w| w.binary_search(&pid).is_ok())
+    }
 }
 
 #[derive(Debug, Serialize, Clone, Default)]
@@ -128,7 +142,7 @@ pub fn describe_part(name: &str) -> &'static str {
         "runnable" => "runnable, waiting for a CPU",
         "on_cpu" => "running on a CPU",
         "not_recorded" => "in a thread state not recorded (no scheduler events)",
-        "asleep" => "asleep by choice (a pipe, futex, poll or timer: not I/O)",
+        "asleep" => "asleep in an interruptible wait (a pipe, futex, poll, timer, or a user-space server's reply)",
         _ => "blocked in the kernel with no request at the device (a lock, a throttle)",
     }
 }

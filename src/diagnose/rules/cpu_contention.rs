@@ -108,6 +108,16 @@ fn check(a: &Analysis) -> Verdict {
         .map(|h| h.ns)
         .sum();
     let own_threads = held > 0 && own * 2 > held;
+    // Held by processes the recorded command did not start (other work on
+    // this machine), when the trace followed the command's forks.
+    let outside: Option<u64> = holders
+        .iter()
+        .map(|h| {
+            a.outliers
+                .of_recorded_command(h.pid)
+                .map(|inside| if inside { 0 } else { h.ns })
+        })
+        .sum();
     let pids: Vec<String> = holders
         .iter()
         .filter(|h| h.prio >= 100 && !workload.contains(&h.pid))
@@ -129,6 +139,11 @@ fn check(a: &Analysis) -> Verdict {
                 "tasks the trace did not name".to_string()
             } else if own_threads {
                 format!("the workload's own threads ({})", holders_text(&holders, held))
+            } else if outside.is_some_and(|o| o * 2 > held) {
+                format!(
+                    "processes outside the recorded command ({})",
+                    holders_text(&holders, held)
+                )
             } else {
                 holders_text(&holders, held)
             }
@@ -141,7 +156,9 @@ fn check(a: &Analysis) -> Verdict {
             "held_by": holders.iter().take(5).map(|h| json!({
                 "pid": h.pid, "comm": h.comm, "policy": super::helpers::policy_of(h.prio),
                 "percent_of_held_time": pct(h.ns, held), "of_the_workload": workload.contains(&h.pid),
+                "of_the_recorded_command": a.outliers.of_recorded_command(h.pid),
             })).collect::<Vec<_>>(),
+            "held_outside_the_recorded_command_percent": outside.map(|o| pct(o, held)),
             "real_time_percent_of_held_time": pct(rt, held),
         }),
         explanation: "The workload's threads were ready to run but their CPU ran other tasks. An ordinary (SCHED_OTHER) task shares a CPU by weight: a thread woken when its I/O completes waits for the running task's slice, longer behind tasks of lower nice value or behind several; each operation carries that wait however fast the device is (measured here as the runnable part of the operations' time).".into(),

@@ -16,7 +16,7 @@
 //! overlapping an RT-held wait).
 
 use super::helpers::{median_of, ms_2dp, not_any};
-use super::rt_starvation::rt_held_waits;
+use super::rt_starvation::starved_completion;
 use crate::analyze::light::{LightSummary, SlowRequestSummary};
 use crate::analyze::outliers::Outlier;
 use crate::analyze::Analysis;
@@ -112,20 +112,28 @@ fn held_by_one_request(a: &Analysis, kind: &str, o: &Outlier, median: u64) -> Re
     // Time "at the device" while the thread that would complete the
     // request could not run: the CPU was the bottleneck, not the device.
     let (from, to) = (o.start_ns, o.start_ns + o.latency_ns);
-    if let Some(w) = rt_held_waits(a).find(|w| w.start_ns < to && w.start_ns + w.wait_ns > from) {
-        let h = &w.held_by[0];
+    if let Some((w, rt)) = starved_completion(a, from, to) {
         return Err(format!(
-            "slowest {kind} ({} ms) overlaps {} ({})'s {} ms wait for CPU {} held by real-time {} ({}): completion work was starved (rt_starvation), not the device",
+            "slowest {kind} ({} ms) overlaps {} ({})'s {} ms wait for CPU {} held by {}: completion work was starved ({}), not the device",
             ms_2dp(o.latency_ns),
             w.comm,
             w.pid,
             ms_2dp(w.wait_ns),
             w.cpu,
-            h.comm,
-            h.pid
+            holder(w, rt),
+            if rt { "rt_starvation" } else { "cpu_contention" }
         ));
     }
     Ok(())
+}
+
+/// Who held a starved thread's CPU: `real-time burner (70)`.
+fn holder(w: &crate::analyze::sched::LongWait, rt: bool) -> String {
+    match w.held_by.first() {
+        Some(h) if rt => format!("real-time {} ({})", h.comm, h.pid),
+        Some(h) => format!("{} ({}, {})", h.comm, h.pid, h.policy),
+        None => "tasks the trace did not name".into(),
+    }
 }
 
 /// The finding for the slowest spike, `o` of `kind`.
@@ -274,9 +282,9 @@ fn request_spike(
         ));
     }
     let (from, to) = (r.issue_ns, r.issue_ns + r.device_ns);
-    if let Some(w) = rt_held_waits(a).find(|w| w.start_ns < to && w.start_ns + w.wait_ns > from) {
+    if let Some((w, rt)) = starved_completion(a, from, to) {
         return Err(format!(
-            "a {} ms {} request on {} overlaps {} ({})'s {} ms wait for CPU {} held by real-time {}: completion work was starved (rt_starvation), not the device",
+            "a {} ms {} request on {} overlaps {} ({})'s {} ms wait for CPU {} held by {}: completion work was starved ({}), not the device",
             ms_2dp(r.total_ns),
             r.op,
             r.device,
@@ -284,7 +292,8 @@ fn request_spike(
             w.pid,
             ms_2dp(w.wait_ns),
             w.cpu,
-            w.held_by[0].comm
+            holder(w, rt),
+            if rt { "rt_starvation" } else { "cpu_contention" }
         ));
     }
     Ok(median)

@@ -41,6 +41,27 @@ pub(super) fn rt_held_waits(a: &Analysis) -> impl Iterator<Item = &LongWait> {
     })
 }
 
+/// Kernel threads that complete or carry I/O: the block layer's and
+/// loop devices' workers, softirq threads, the journal, threaded irqs.
+const COMPLETES_IO: &[&str] = &["kworker/", "ksoftirqd/", "loop", "jbd2/", "irq/"];
+
+/// A runqueue wait of at least 10 ms overlapping `from..to` by a thread
+/// that completes I/O: held by a real-time task, or by any task when the
+/// waiting thread is a kernel thread that completes I/O (its wait is the
+/// request's "device" time). The CPU, not the device, was the bottleneck.
+pub(super) fn starved_completion(a: &Analysis, from: u64, to: u64) -> Option<(&LongWait, bool)> {
+    let overlaps = |w: &&LongWait| w.start_ns < to && w.start_ns + w.wait_ns > from;
+    if let Some(w) = rt_held_waits(a).find(overlaps) {
+        return Some((w, true));
+    }
+    a.sched
+        .long_waits
+        .iter()
+        .filter(|w| w.wait_ns >= MIN_WAIT_NS && COMPLETES_IO.iter().any(|p| w.comm.starts_with(p)))
+        .find(overlaps)
+        .map(|w| (w, false))
+}
+
 fn check(a: &Analysis) -> Verdict {
     let waits: Vec<_> = rt_held_waits(a).collect();
     if waits.is_empty() {
