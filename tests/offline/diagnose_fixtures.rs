@@ -458,10 +458,12 @@ fn readahead_small_with_read_ahead_kb_0_not_for_random_reads_or_the_default() {
     assert_eq!(e["read_ahead_kb"], "0");
     assert_eq!(e["read_request_kb_avg"], 4.0);
     assert_eq!(r["severity"], "critical");
-    // Sequential 4 KiB bios one at a time are not a merging problem.
+    // Sequential 4 KiB readahead bios, one page each, are not a merging
+    // problem; below the loop device, its worker's reads come one at a time.
     assert!(finding(&f, "merges_disabled").is_none(), "{f:#?}");
-    assert!(explain("tests/fixtures/readahead-0.cap", "merges_disabled")
-        .contains("one bio at a time, nothing to merge"));
+    let why = explain("tests/fixtures/readahead-0.cap", "merges_disabled");
+    assert!(why.contains("7,0: 512 of 512 bios are the kernel's readahead (RA), 4 KiB on average: with the readahead window at 0 KiB (511 of 511 windows, read_ahead_kb 0) each reads the one page that missed: readahead made them small, not missing merges (see readahead_small)"), "{why}");
+    assert!(why.contains("254,0: 100% of bios are sequential but only 0% were queued before the previous one completed: one bio at a time, nothing to merge"), "{why}");
     let random = "tests/fixtures/readahead-0-random.cap";
     assert!(finding(&findings(random), "readahead_small").is_none());
     assert!(explain(random, "readahead_small").contains("readahead would not help random reads"));
@@ -525,6 +527,13 @@ fn readahead_small_at_a_16_kib_window_not_merges_disabled_nor_for_1_mib_reads() 
         f.iter()
             .all(|x| x["id"] != "merges_disabled" || x["evidence"]["device"] != dev),
         "{f:#?}"
+    );
+    let why = run(iosleuth()
+        .args(["report", cap, "--device", dev])
+        .args(["--explain", "merges_disabled"]));
+    assert!(
+        why.contains("bios are the kernel's readahead (RA), 16 KiB on average, the size of the readahead windows (16 KiB: "),
+        "{why}"
     );
 
     let big = recorded("tests/fixtures/readahead-16-bs1m.cap");

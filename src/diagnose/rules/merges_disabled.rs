@@ -114,6 +114,9 @@ fn unmerged<'a>(a: &Analysis, d: &'a DeviceSummary) -> Result<(&'a MergeInfo, f6
             seq * 100.0
         ));
     }
+    // Before "one at a time": a reader held at a small window also reads
+    // one window at a time, and the window is what to name.
+    sized_by_readahead(a, d)?;
     let together = d.back_to_back_sequential_bios as f64 / q as f64;
     if together < MIN_QUEUED_TOGETHER {
         return Err(format!(
@@ -124,7 +127,6 @@ fn unmerged<'a>(a: &Analysis, d: &'a DeviceSummary) -> Result<(&'a MergeInfo, f6
         ));
     }
     merged_or_large(&d.device, m.ratio, m.blk_avg)?;
-    sized_by_readahead(a, d)?;
     Ok((m, seq))
 }
 
@@ -143,7 +145,7 @@ fn sized_by_readahead(a: &Analysis, d: &DeviceSummary) -> Result<(), String> {
     let bios =
         format!("{ra} of {q} bios are the kernel's readahead (RA), {bio_kib:.0} KiB on average");
     let setting = queue_setting(a, dev, "read_ahead_kb");
-    let see = "readahead made them small, not missing merges: each window is read as one bio, the next when the reader reaches it (see readahead_small)";
+    let see = "readahead made them small, not missing merges (see readahead_small)";
     let Some(r) = a.readahead.devices.get(dev) else {
         let Some(kb) = setting.and_then(|k| k.parse::<u64>().ok()) else {
             return Ok(());
@@ -163,10 +165,16 @@ fn sized_by_readahead(a: &Analysis, d: &DeviceSummary) -> Result<(), String> {
         // A window of 0 pages: the one page that missed.
         let window_kib = (pages.max(1) * 4) as f64;
         if (bio_kib - window_kib).abs() <= WINDOW_SIZE_TOLERANCE * window_kib {
-            return Err(format!(
-                "{dev}: {bios}, the size of the readahead windows ({} KiB: {n} of {total} windows{setting}): {see}",
-                pages * 4
-            ));
+            return Err(if pages == 0 {
+                format!(
+                    "{dev}: {bios}: with the readahead window at 0 KiB ({n} of {total} windows{setting}) each reads the one page that missed: {see}"
+                )
+            } else {
+                format!(
+                    "{dev}: {bios}, the size of the readahead windows ({} KiB: {n} of {total} windows{setting}): each window is read as one bio, the next when the reader reaches it: {see}",
+                    pages * 4
+                )
+            });
         }
     }
     if let Some(kib) = super::readahead_small::held_window_kib(r) {
@@ -400,7 +408,19 @@ mod tests {
     /// and, before each, the readahead event that read it: the window the
     /// reader had entered, `window` pages, under a limit of `ra_pages`.
     fn readahead(n: u64, sectors: u64, window: u64, ra_pages: u64) -> String {
-        let mut tr = bios(n, sectors, "RA", true);
+        readahead_queued(n, sectors, window, ra_pages, true)
+    }
+
+    /// [`readahead`], the bios queued together or each after the one
+    /// before completed.
+    fn readahead_queued(
+        n: u64,
+        sectors: u64,
+        window: u64,
+        ra_pages: u64,
+        together: bool,
+    ) -> String {
+        let mut tr = bios(n, sectors, "RA", together);
         for i in 0..n {
             let ra = format!("dev=7:0 ino=c index={} req_count=1 order=0 size={window} async_size={window} ra_pages={ra_pages} mmap_miss=0 prev_pos=-1", (i + 1) * window);
             tr.add(1_000 + i * 10, "fio-200", 0, "page_cache_async_ra", &ra);
@@ -423,8 +443,18 @@ mod tests {
         let a = nomerges_2(analysis(&readahead(64, 32, 4, 4)), "16");
         assert_eq!(
             silent(check(&a)),
-            "7,0: 64 of 64 bios are the kernel's readahead (RA), 16 KiB on average, the size of the readahead windows (16 KiB: 63 of 63 windows, read_ahead_kb 16): readahead made them small, not missing merges: each window is read as one bio, the next when the reader reaches it (see readahead_small)"
+            "7,0: 64 of 64 bios are the kernel's readahead (RA), 16 KiB on average, the size of the readahead windows (16 KiB: 63 of 63 windows, read_ahead_kb 16): each window is read as one bio, the next when the reader reaches it: readahead made them small, not missing merges (see readahead_small)"
         );
+    }
+
+    /// A reader held at a small window reads one window at a time: the
+    /// reason names the window, not only the one-at-a-time reads.
+    #[test]
+    fn names_the_window_of_a_reader_that_reads_one_window_at_a_time() {
+        let a = analysis(&readahead_queued(64, 32, 4, 4, false));
+        assert!(silent(check(&a)).starts_with(
+            "7,0: 64 of 64 bios are the kernel's readahead (RA), 16 KiB on average, the size of the readahead windows (16 KiB: 63 of 63 windows)"
+        ));
     }
 
     /// Without readahead events, read_ahead_kb bounds a readahead bio.
@@ -433,7 +463,7 @@ mod tests {
         let a = nomerges_2(analysis(&bios(64, 32, "RA", true).text()), "16");
         assert_eq!(
             silent(check(&a)),
-            "7,0: 64 of 64 bios are the kernel's readahead (RA), 16 KiB on average, no larger than read_ahead_kb 16 allows: readahead made them small, not missing merges: each window is read as one bio, the next when the reader reaches it (see readahead_small); record the `readahead` set to see the windows"
+            "7,0: 64 of 64 bios are the kernel's readahead (RA), 16 KiB on average, no larger than read_ahead_kb 16 allows: readahead made them small, not missing merges (see readahead_small); record the `readahead` set to see the windows"
         );
     }
 
