@@ -374,7 +374,7 @@ impl<'f> Analyzers<'f> {
                 s
             },
             wbt: self.wbt.finish(span.last_ns),
-            readahead: self.readahead.finish(),
+            readahead: self.readahead.finish(names),
             cgroup_throttle: self.throttle.finish(),
             functions: self.functions.finish(names),
             light: None,

@@ -36,7 +36,7 @@ pub fn run(args: LabArgs) -> Result<ExitStatus> {
             for s in SCENARIOS {
                 writeln!(
                     out,
-                    "{:<14} {:<8} {} — good: {}; bad: {}",
+                    "{:<15} {:<24} {} — good: {}; bad: {}",
                     s.name, s.case, s.about, s.good, s.bad
                 )?;
             }

@@ -61,6 +61,29 @@ pub fn readahead(lab: &Lab) -> Result<(), CaptureError> {
     lab.record(&lab.bad(), events, &script)
 }
 
+/// `readahead_small` with a small window, not 0: `dd bs=4k` (a reader of
+/// 4 KiB at a time, as programs reading records or lines are) of an 8 MiB
+/// file not in the page cache, with the device's default read_ahead_kb
+/// (128), then with 16: the kernel grows the window to 16 KiB and no
+/// further, and the reader waits for one 16 KiB request per window. Not
+/// `cat`: it asks for 128 KiB at a time, and the kernel reads ahead as much
+/// as the reader asks whatever read_ahead_kb says (mm/readahead.c,
+/// ractl_max_pages: up to the device's largest I/O).
+pub fn readahead_window(lab: &Lab) -> Result<(), CaptureError> {
+    let mut fs = Ext4::create(128, 4, true)?;
+    let file = fs.mnt.join("data");
+    data_file(&file, 8)?;
+    let script = format!(
+        "{} && dd if={} of=/dev/null bs=4k status=none",
+        uncache(&file),
+        file.display()
+    );
+    let events = "block,readahead,syscalls";
+    lab.record(&lab.good(), events, &script)?;
+    fs.disk.set_queue("read_ahead_kb", "16")?;
+    lab.record(&lab.bad(), events, &script)
+}
+
 /// `sync_write_amplification`: 16 MiB written and synced once, then 4 KiB
 /// appends each followed by fsync.
 pub fn sync_writes(lab: &Lab) -> Result<(), CaptureError> {

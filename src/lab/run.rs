@@ -170,12 +170,20 @@ fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<Verdict> {
         t.elapsed().as_secs_f64(),
         noise.map_or("not measured".to_string(), |n| n.figures()),
         match s.expect {
-            Some(id) => format!("; expected the bad run's top finding to be {id}"),
+            Some(id) if s.rivals.is_empty() =>
+                format!("; expected the bad run's top finding to be {id}"),
+            Some(id) => format!(
+                "; expected the bad run's top finding to be {id}, and no {}",
+                s.rivals.join(" or ")
+            ),
             None => String::new(),
         }
     )?;
     if let (Verdict::Not | Verdict::Inconclusive, Some(id)) = (&verdict, s.expect) {
         why_silent(out, id, &bad)?;
+        for f in bad_judged.iter().filter(|f| s.rivals.contains(&f.id)) {
+            writeln!(out, "{} fired in the bad run: {}\n", f.id, f.title)?;
+        }
     }
     out.flush()?;
     Ok(verdict)

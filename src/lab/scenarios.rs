@@ -18,6 +18,9 @@ pub struct Scenario {
     pub about: &'static str,
     /// The bad run's expected top finding (none for `healthy`).
     pub expect: Option<&'static str>,
+    /// Findings that would name a rival cause of the bad run's symptom:
+    /// the bad run must have none of them.
+    pub rivals: &'static [&'static str],
     pub good: &'static str,
     pub bad: &'static str,
     run: fn(&Lab) -> Result<(), CaptureError>,
@@ -109,6 +112,7 @@ pub static SCENARIOS: &[Scenario] = &[
         case: "merges_disabled",
         about: "sequential 4 KiB direct reads in batches of 32 on a loop device",
         expect: Some("merges_disabled"),
+        rivals: &[],
         good: "nomerges=0",
         bad: "nomerges=2",
         run: merges,
@@ -119,6 +123,7 @@ pub static SCENARIOS: &[Scenario] = &[
         case: "journal_space_stall",
         about: "128 threads of random buffered 16 KiB writes + fsync on ext4",
         expect: Some("journal_space_stall"),
+        rivals: &[],
         good: "1 GiB journal",
         bad: "4 MiB journal",
         run: journal,
@@ -129,6 +134,7 @@ pub static SCENARIOS: &[Scenario] = &[
         case: "rt_starvation",
         about: "write+fsync loop pinned to CPU 1 on ext4",
         expect: Some("rt_starvation"),
+        rivals: &[],
         good: "alone",
         bad: "sharing CPU 1 with a SCHED_FIFO task (150 ms on, 250 ms off)",
         run: rt_starvation,
@@ -139,6 +145,7 @@ pub static SCENARIOS: &[Scenario] = &[
         case: "device_latency_spike",
         about: "write+fsync loop on ext4 over a loop device on iosleuth's FUSE disk",
         expect: Some("device_latency_spike"),
+        rivals: &[],
         good: "no stalls",
         bad: "every 200th journal write held 150 ms",
         run: slow_device,
@@ -149,6 +156,7 @@ pub static SCENARIOS: &[Scenario] = &[
         case: "no case",
         about: "write+fsync loop and sequential reads, nothing wrong",
         expect: None,
+        rivals: &[],
         good: "first run",
         bad: "second run",
         run: healthy,
@@ -159,6 +167,7 @@ pub static SCENARIOS: &[Scenario] = &[
         case: "request_splitting",
         about: "256 KiB direct reads with dd on a loop device",
         expect: Some("request_splitting"),
+        rivals: &[],
         good: "max_sectors_kb default",
         bad: "max_sectors_kb=16",
         run: catalog::splitting,
@@ -169,9 +178,21 @@ pub static SCENARIOS: &[Scenario] = &[
         case: "readahead_small",
         about: "cat of an 8 MiB file not in the page cache, on ext4",
         expect: Some("readahead_small"),
+        rivals: &["merges_disabled"],
         good: "read_ahead_kb default",
         bad: "read_ahead_kb=0",
         run: catalog::readahead,
+        missing: nothing_missing,
+    },
+    Scenario {
+        name: "readahead-small",
+        case: "readahead_small",
+        about: "dd bs=4k of an 8 MiB file not in the page cache, on ext4",
+        expect: Some("readahead_small"),
+        rivals: &["merges_disabled"],
+        good: "read_ahead_kb default",
+        bad: "read_ahead_kb=16",
+        run: catalog::readahead_window,
         missing: nothing_missing,
     },
     Scenario {
@@ -179,6 +200,7 @@ pub static SCENARIOS: &[Scenario] = &[
         case: "sync_write_amplification",
         about: "synced writes on ext4",
         expect: Some("sync_write_amplification"),
+        rivals: &[],
         good: "16 MiB with dd conv=fsync",
         bad: "200 appends of 4 KiB, each followed by fsync",
         run: catalog::sync_writes,
@@ -189,6 +211,7 @@ pub static SCENARIOS: &[Scenario] = &[
         case: "dirty_throttling",
         about: "160 MiB of buffered writes with dd on ext4",
         expect: Some("dirty_throttling"),
+        rivals: &[],
         good: "the machine's dirty limit",
         bad: "vm.dirty_bytes=4 MiB (restored)",
         run: catalog::dirty,
@@ -199,6 +222,7 @@ pub static SCENARIOS: &[Scenario] = &[
         case: "wbt_throttling",
         about: "two O_DSYNC dd writers and a direct dd reader on ext4",
         expect: Some("wbt_throttling"),
+        rivals: &[],
         good: "wbt_lat_usec default",
         bad: "wbt_lat_usec=1",
         run: catalog::wbt,
@@ -209,6 +233,7 @@ pub static SCENARIOS: &[Scenario] = &[
         case: "cgroup_io_throttle",
         about: "600 direct 4 KiB reads with dd in a cgroup",
         expect: Some("cgroup_io_throttle"),
+        rivals: &[],
         good: "no limit",
         bad: "blkio.throttle.read_iops_device 200",
         run: catalog::cgroup,
@@ -219,6 +244,7 @@ pub static SCENARIOS: &[Scenario] = &[
         case: "queue_saturation",
         about: "fio: random 64 KiB direct reads on a queue of nr_requests=4",
         expect: Some("queue_saturation"),
+        rivals: &[],
         good: "one read at a time",
         bad: "32 reads in flight",
         run: catalog::queue,
@@ -229,6 +255,7 @@ pub static SCENARIOS: &[Scenario] = &[
         case: "scheduler_overhead",
         about: "fio: two random readers of unequal I/O priority",
         expect: Some("scheduler_overhead"),
+        rivals: &[],
         good: "mq-deadline",
         bad: "bfq",
         run: catalog::io_scheduler,
@@ -243,6 +270,7 @@ pub static SCENARIOS: &[Scenario] = &[
         bad: "sharing CPU 1 with two busy shell loops at nice -10",
         run: waits::cpu_contention,
         missing: nothing_missing,
+        rivals: &[],
     },
     Scenario {
         name: "fuse-wait",
@@ -254,12 +282,14 @@ pub static SCENARIOS: &[Scenario] = &[
         bad: "every 100th write answered after 30 ms",
         run: waits::fuse_wait,
         missing: nothing_missing,
+        rivals: &[],
     },
     Scenario {
         name: "healthy-write",
         case: "no case",
         about: "dd of 128 MiB through the page cache, conv=fsync",
         expect: None,
+        rivals: &[],
         good: "first run",
         bad: "second run",
         run: shapes::seq_write,
@@ -270,6 +300,7 @@ pub static SCENARIOS: &[Scenario] = &[
         case: "no case",
         about: "cat of a 32 MiB file not in the page cache",
         expect: None,
+        rivals: &[],
         good: "first run",
         bad: "second run",
         run: shapes::seq_read,
@@ -280,6 +311,7 @@ pub static SCENARIOS: &[Scenario] = &[
         case: "no case",
         about: "fio: random 4 KiB direct reads at depth 8",
         expect: None,
+        rivals: &[],
         good: "first run",
         bad: "second run",
         run: shapes::random_read,
@@ -290,6 +322,7 @@ pub static SCENARIOS: &[Scenario] = &[
         case: "no case",
         about: "2000 small files written by a shell loop, then sync",
         expect: None,
+        rivals: &[],
         good: "first run",
         bad: "second run",
         run: shapes::small_files,
@@ -309,15 +342,16 @@ impl Scenario {
     }
 
     /// The good run has no critical finding; the bad run's top finding is
-    /// the expected one and the good run does not have it. Two healthy
-    /// runs of one setup have no finding above info, and no setting
-    /// differs.
+    /// the expected one, it has none of the rivals, and the good run does
+    /// not have the expected one. Two healthy runs of one setup have no
+    /// finding above info, and no setting differs.
     pub fn as_expected(&self, good: &[Finding], bad: &[Finding], diff: &Diff) -> bool {
         let at_most = |f: &[Finding], s: Severity| f.iter().all(|x| x.severity >= s);
         match self.expect {
             Some(id) => {
                 at_most(good, Severity::Warning)
                     && bad.first().is_some_and(|f| f.id == id)
+                    && bad.iter().all(|f| !self.rivals.contains(&f.id))
                     && good.iter().all(|f| f.id != id)
             }
             None => {

@@ -10,7 +10,7 @@ mod sector_map;
 pub mod timeline;
 
 use crate::analyze::histogram::{Log2Hist, Percentiles};
-use crate::model::{Action, BlockEvent, Comm, Dev};
+use crate::model::{Action, BlockEvent, Comm, Dev, Rwbs};
 use btt::{Btt, Intervals, MergeInfo, Overhead};
 use iostat::IostatRow;
 use requests::{op_of, DeviceRequests, DeviceStack, OpCounts};
@@ -130,6 +130,9 @@ pub struct BlockAnalysis {
     /// and how many sequential bios followed their predecessor with no
     /// completion between (queued together, so they could merge).
     back_to_back: HashMap<Dev, (bool, u64)>,
+    /// Per device: queued bios the kernel flagged as readahead (`RA`), and
+    /// their bytes.
+    readahead: HashMap<Dev, (u64, u64)>,
     origin: Option<u64>,
     first_ts: Option<u64>,
     last_ts: u64,
@@ -172,6 +175,10 @@ pub struct DeviceSummary {
     /// Of those, the ones queued with no completion since the previous
     /// bio: a synchronous reader's bios come one at a time, never these.
     pub back_to_back_sequential_bios: u64,
+    /// Queued bios the kernel flagged as readahead (`RA`: page-cache
+    /// readahead, sized by its window), and their bytes.
+    pub readahead_bios: u64,
+    pub readahead_bio_bytes: u64,
     /// Each completed request's time and latencies, for plots (not in
     /// JSON: the requests table of exports carries them).
     #[serde(skip)]
@@ -235,6 +242,11 @@ impl BlockAnalysis {
             }
             b.0 = false;
             s.0 = e.sector.saturating_add(e.bytes as u64 >> 9);
+            if e.rwbs.has(Rwbs::AHEAD) {
+                let r = self.readahead.entry(e.dev).or_default();
+                r.0 += 1;
+                r.1 += e.bytes as u64;
+            }
             let p = self.processes.entry(e.pid).or_default();
             if !e.comm.is_empty() {
                 p.comm = e.comm;
@@ -335,6 +347,8 @@ impl BlockAnalysis {
                 in_flight_at_end: open,
                 sequential_bios: self.sequential.get(&dev).map_or(0, |s| s.1),
                 back_to_back_sequential_bios: self.back_to_back.get(&dev).map_or(0, |b| b.1),
+                readahead_bios: self.readahead.get(&dev).map_or(0, |r| r.0),
+                readahead_bio_bytes: self.readahead.get(&dev).map_or(0, |r| r.1),
                 timeline: std::mem::take(&mut r.timeline),
             });
         }

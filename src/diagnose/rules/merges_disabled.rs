@@ -6,7 +6,11 @@
 //! alone, every bio becomes its own small request: btt's bios per request
 //! (#Q / #D) stays at 1. The rule needs the queued bios (Q) to judge, and
 //! stays silent for a synchronous reader whose bios come one at a time
-//! (nothing to merge: see readahead_small).
+//! (nothing to merge: see readahead_small), and for bios the kernel's
+//! readahead made small: a readahead window is read as one bio (flagged
+//! `RA`), and the next window only when the reader reaches it, so small
+//! windows give small sequential bios that no merging could join (the
+//! window is readahead_small's to judge).
 //!
 //! A light capture (`record --light`) has no bios, only the kernel's
 //! counters: requests, merges, requests that began where the previous one
@@ -55,6 +59,14 @@ const CASE1_MERGED_SECTORS: f64 = 256.0;
 /// queue takes, and read as "merging is off" before this bound.
 const SMALL_REQUEST_SECTORS: u64 = 128;
 
+/// Readahead bios (`RA`) from this share of the queued bios on, their
+/// size may be the readahead window's: chosen, most of them.
+const MIN_READAHEAD_SHARE: f64 = 0.5;
+/// A readahead bio this close to the window (within a quarter) carries the
+/// whole window: the window decided its size. Chosen; a reader held at
+/// 16 KiB sends 16 KiB bios but for the first window of each file.
+const WINDOW_SIZE_TOLERANCE: f64 = 0.25;
+
 /// A light capture's median queue depth at issue from which its requests
 /// count as queued together (a synchronous reader issues at depth 1).
 const MIN_LIGHT_DEPTH: u64 = 2;
@@ -68,7 +80,7 @@ fn check(a: &Analysis) -> Verdict {
     }
     let mut why = Vec::new();
     for d in &a.block.devices {
-        match unmerged(d) {
+        match unmerged(a, d) {
             Ok((m, seq)) => return Verdict::Fired(finding(a, d, m, seq)),
             Err(reason) => why.push(reason),
         }
@@ -78,7 +90,7 @@ fn check(a: &Analysis) -> Verdict {
 
 /// The device's merge figures and its share of sequential bios when small
 /// sequential bios, queued together, were not merged; else why not.
-fn unmerged(d: &DeviceSummary) -> Result<(&MergeInfo, f64), String> {
+fn unmerged<'a>(a: &Analysis, d: &'a DeviceSummary) -> Result<(&'a MergeInfo, f64), String> {
     let q = d.actions.queued;
     let Some(m) = &d.btt_merge else {
         return Err(format!(
@@ -102,6 +114,9 @@ fn unmerged(d: &DeviceSummary) -> Result<(&MergeInfo, f64), String> {
             seq * 100.0
         ));
     }
+    // Before "one at a time": a reader held at a small window also reads
+    // one window at a time, and the window is what to name.
+    sized_by_readahead(a, d)?;
     let together = d.back_to_back_sequential_bios as f64 / q as f64;
     if together < MIN_QUEUED_TOGETHER {
         return Err(format!(
@@ -113,6 +128,61 @@ fn unmerged(d: &DeviceSummary) -> Result<(&MergeInfo, f64), String> {
     }
     merged_or_large(&d.device, m.ratio, m.blk_avg)?;
     Ok((m, seq))
+}
+
+/// Why small sequential bios are no merging problem when the kernel's
+/// readahead made them: most are readahead bios (`RA`) as large as the
+/// readahead windows the events show (a window of 0 reads the one page
+/// that missed), or the events show the reader held at a small window;
+/// without readahead events, no larger than the device's read_ahead_kb.
+fn sized_by_readahead(a: &Analysis, d: &DeviceSummary) -> Result<(), String> {
+    let (q, ra) = (d.actions.queued, d.readahead_bios);
+    if ra == 0 || (ra as f64) < MIN_READAHEAD_SHARE * q as f64 {
+        return Ok(());
+    }
+    let bio_kib = d.readahead_bio_bytes as f64 / ra as f64 / 1024.0;
+    let dev = &d.device;
+    let bios =
+        format!("{ra} of {q} bios are the kernel's readahead (RA), {bio_kib:.0} KiB on average");
+    let setting = queue_setting(a, dev, "read_ahead_kb");
+    let see = "readahead made them small, not missing merges (see readahead_small)";
+    let Some(r) = a.readahead.devices.get(dev) else {
+        let Some(kb) = setting.and_then(|k| k.parse::<u64>().ok()) else {
+            return Ok(());
+        };
+        if bio_kib <= kb.max(4) as f64 {
+            return Err(format!(
+                "{dev}: {bios}, no larger than read_ahead_kb {kb} allows: {see}; record the `readahead` set to see the windows"
+            ));
+        }
+        return Ok(());
+    };
+    let setting = setting
+        .map(|k| format!(", read_ahead_kb {k}"))
+        .unwrap_or_default();
+    let total: u64 = r.windows.values().sum();
+    if let Some((&pages, &n)) = r.windows.iter().max_by_key(|(p, n)| (**n, **p)) {
+        // A window of 0 pages: the one page that missed.
+        let window_kib = (pages.max(1) * 4) as f64;
+        if (bio_kib - window_kib).abs() <= WINDOW_SIZE_TOLERANCE * window_kib {
+            return Err(if pages == 0 {
+                format!(
+                    "{dev}: {bios}: with the readahead window at 0 KiB ({n} of {total} windows{setting}) each reads the one page that missed: {see}"
+                )
+            } else {
+                format!(
+                    "{dev}: {bios}, the size of the readahead windows ({} KiB: {n} of {total} windows{setting}): each window is read as one bio, the next when the reader reaches it: {see}",
+                    pages * 4
+                )
+            });
+        }
+    }
+    if let Some(kib) = super::readahead_small::held_window_kib(r) {
+        return Err(format!(
+            "{dev}: {bios}, and the readahead events show the reader held at a {kib} KiB window{setting}: {see}"
+        ));
+    }
+    Ok(())
 }
 
 fn finding(a: &Analysis, d: &DeviceSummary, m: &MergeInfo, seq: f64) -> Finding {
@@ -313,30 +383,101 @@ mod tests {
     /// request: all queued first, then completed (`together`), or each
     /// completed before the next is queued.
     fn reads(n: u64, together: bool) -> String {
+        bios(n, 8, "R", together).text()
+    }
+
+    /// [`reads`] of `sectors` each, with these flags (`RA`: readahead).
+    fn bios(n: u64, sectors: u64, rwbs: &str, together: bool) -> Trace {
         let mut tr = Trace::default();
         for i in 0..n {
-            let (t, s) = (1_000 + i * 10, i * 8);
-            tr.add(
-                t,
-                "fio-200",
-                0,
-                "block_bio_queue",
-                &format!("7,0 R {s} + 8 [fio]"),
-            );
-            tr.add(
-                t + 1,
-                "fio-200",
-                0,
-                "block_getrq",
-                &format!("7,0 R {s} + 8 [fio]"),
-            );
-            let issue = format!("7,0 R 4096 () {s} + 8 be,0,4 [fio]");
+            let (t, s) = (1_000 + i * 10, i * sectors);
+            let bio = format!("7,0 {rwbs} {s} + {sectors} [fio]");
+            tr.add(t, "fio-200", 0, "block_bio_queue", &bio);
+            tr.add(t + 1, "fio-200", 0, "block_getrq", &bio);
+            let bytes = sectors * 512;
+            let issue = format!("7,0 {rwbs} {bytes} () {s} + {sectors} be,0,4 [fio]");
             tr.add(t + 2, "fio-200", 0, "block_rq_issue", &issue);
-            let done = format!("7,0 R () {s} + 8 be,0,4 [0]");
+            let done = format!("7,0 {rwbs} () {s} + {sectors} be,0,4 [0]");
             let at = if together { 5_000 + i * 10 } else { t + 5 };
             tr.add(at, "<idle>-0", 0, "block_rq_complete", &done);
         }
+        tr
+    }
+
+    /// `n` readahead bios of `sectors` each (as [`bios`], queued together)
+    /// and, before each, the readahead event that read it: the window the
+    /// reader had entered, `window` pages, under a limit of `ra_pages`.
+    fn readahead(n: u64, sectors: u64, window: u64, ra_pages: u64) -> String {
+        readahead_queued(n, sectors, window, ra_pages, true)
+    }
+
+    /// [`readahead`], the bios queued together or each after the one
+    /// before completed.
+    fn readahead_queued(
+        n: u64,
+        sectors: u64,
+        window: u64,
+        ra_pages: u64,
+        together: bool,
+    ) -> String {
+        let mut tr = bios(n, sectors, "RA", together);
+        for i in 0..n {
+            let ra = format!("dev=7:0 ino=c index={} req_count=1 order=0 size={window} async_size={window} ra_pages={ra_pages} mmap_miss=0 prev_pos=-1", (i + 1) * window);
+            tr.add(1_000 + i * 10, "fio-200", 0, "page_cache_async_ra", &ra);
+        }
         tr.text()
+    }
+
+    fn nomerges_2(a: Analysis, read_ahead_kb: &str) -> Analysis {
+        let queue = [("nomerges", "2"), ("read_ahead_kb", read_ahead_kb)];
+        with_snapshot(
+            a,
+            json!({ "block_devices": block_devices("loop0", "7,0", &queue) }),
+        )
+    }
+
+    /// A reader held at a 16 KiB readahead window: each window one 16 KiB
+    /// bio. Even with merging off, merges are not what is missing.
+    #[test]
+    fn silent_for_bios_as_large_as_the_readahead_window() {
+        let a = nomerges_2(analysis(&readahead(64, 32, 4, 4)), "16");
+        assert_eq!(
+            silent(check(&a)),
+            "7,0: 64 of 64 bios are the kernel's readahead (RA), 16 KiB on average, the size of the readahead windows (16 KiB: 63 of 63 windows, read_ahead_kb 16): each window is read as one bio, the next when the reader reaches it: readahead made them small, not missing merges (see readahead_small)"
+        );
+    }
+
+    /// A reader held at a small window reads one window at a time: the
+    /// reason names the window, not only the one-at-a-time reads.
+    #[test]
+    fn names_the_window_of_a_reader_that_reads_one_window_at_a_time() {
+        let a = analysis(&readahead_queued(64, 32, 4, 4, false));
+        assert!(silent(check(&a)).starts_with(
+            "7,0: 64 of 64 bios are the kernel's readahead (RA), 16 KiB on average, the size of the readahead windows (16 KiB: 63 of 63 windows)"
+        ));
+    }
+
+    /// Without readahead events, read_ahead_kb bounds a readahead bio.
+    #[test]
+    fn silent_for_readahead_bios_no_larger_than_read_ahead_kb() {
+        let a = nomerges_2(analysis(&bios(64, 32, "RA", true).text()), "16");
+        assert_eq!(
+            silent(check(&a)),
+            "7,0: 64 of 64 bios are the kernel's readahead (RA), 16 KiB on average, no larger than read_ahead_kb 16 allows: readahead made them small, not missing merges (see readahead_small); record the `readahead` set to see the windows"
+        );
+    }
+
+    /// 128 KiB windows read as 4 KiB bios (a file system that sends a bio
+    /// per page): merging is what would join them, and nomerges 2 stops it.
+    #[test]
+    fn fires_for_readahead_bios_smaller_than_their_window() {
+        let a = nomerges_2(analysis(&readahead(64, 8, 32, 32)), "128");
+        let f = fired(check(&a));
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(
+            f.title,
+            "loop0: 98% of bios are sequential but each became its own 8-sector request"
+        );
     }
 
     #[test]
