@@ -304,7 +304,7 @@ fn diff_names_case1_and_judges_several_runs_by_their_ranges() {
         "{out}"
     );
     assert!(
-        out.contains("biggest change: 7,0 requests 8.000 -> 512.000 (+6300%)"),
+        out.contains("biggest change: 7,0 requests 8.000 -> 512.000 (64.00x)"),
         "{out}"
     );
     // Two recordings a side (the blk tracer's and the tracepoints' of the
@@ -444,7 +444,15 @@ fn scheduler_overhead_under_bfq_not_under_mq_deadline() {
     assert_explains(
         dl,
         "scheduler_overhead",
-        "% of their time in the scheduler (mq-deadline)",
+        "7,0: 1.5% of the bios' queue-to-completion time (btt Q2C) was spent in the scheduler (mq-deadline)",
+    );
+    // btt's Device Overhead, G2I+I2D of Q2C: the 203 requests healthy-run1
+    // inserted averaged 1.55x the life of its 1213 bios, which is 26 % of
+    // their total time (and no I/O scheduler held them).
+    assert_explains(
+        "tests/fixtures/healthy-run1.cap",
+        "scheduler_overhead",
+        "7,0: 26% of the bios' queue-to-completion time (btt Q2C) was between request allocation and issue, but there is no I/O scheduler (the driver was busy)",
     );
 }
 
@@ -562,7 +570,7 @@ fn diff_says_when_nothing_explains_a_change() {
         "tests/fixtures/fsync-bulk.cap",
     ]));
     assert!(
-        out.contains("verdict: biggest change: 254,0 D2C p99 ms 0.434 -> 5.737 (+1221%), which no finding or setting explains: with one run a side a time may move by run-to-run noise alone"),
+        out.contains("verdict: biggest change: 254,0 D2C p99 ms 0.434 -> 5.737 (13.21x), which no finding or setting explains: with one run a side a time may move by run-to-run noise alone"),
         "{out}"
     );
     // A size is not a time: named as unexplained, without the noise remark.
@@ -601,7 +609,7 @@ fn diff_says_where_the_added_time_went_when_no_rule_explains_it() {
     assert_eq!(t["parts"][1]["part"], "journal");
     let verdict = j["verdict"].as_str().unwrap();
     assert!(
-        verdict.starts_with("biggest change: 7,0 D2C p99 ms 0.041 -> 3.924 (+9391%), which no finding or setting explains")
+        verdict.starts_with("biggest change: 7,0 D2C p99 ms 0.041 -> 3.924 (94.91x), which no finding or setting explains")
             && verdict.ends_with("; the 0.891 ms per operation the candidate added was spent mostly at the device (+0.754 ms, 85%)"),
         "{verdict}"
     );

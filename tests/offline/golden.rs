@@ -259,3 +259,77 @@ fn every_report_says_which_rules_could_not_judge() {
         "no coverage box"
     );
 }
+
+/// The percentages in `text` (a number right before `%`) above 100.
+fn percentages_above_100(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, _) in text.match_indices('%') {
+        let digits = text[..i]
+            .trim_end_matches(' ')
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect::<String>();
+        let number: String = digits.chars().rev().collect();
+        if let Ok(x) = number.trim_start_matches('.').parse::<f64>() {
+            if x > 100.0 {
+                let from = text[..i].len().saturating_sub(60);
+                let from = (0..=from)
+                    .rev()
+                    .find(|&k| text.is_char_boundary(k))
+                    .unwrap_or(0);
+                out.push(text[from..=i].to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn percentages_above_100_are_found() {
+    assert_eq!(
+        percentages_above_100("a 7,0: 155% between, 100% of it, 99.5 %, %util 12"),
+        ["a 7,0: 155%"]
+    );
+    assert!(percentages_above_100("100.0% of 200 ms, 1.55x the trace").is_empty());
+}
+
+/// Every percentage a finding or a rule's reason says is a share of a
+/// named whole, so never above 100 % (a ratio is said as one, "1.55x"):
+/// the findings' title, explanation, evidence and workaround in the JSON
+/// report, and every rule's reason in `--explain all`.
+#[test]
+fn no_finding_or_reason_says_a_percentage_above_100() {
+    let inputs = fixtures();
+    let check = |part: &[PathBuf]| {
+        let mut bad = Vec::new();
+        for input in part {
+            let r = json_report(&[input], &[]);
+            for f in r["findings"].as_array().into_iter().flatten() {
+                let mut texts = vec![f["evidence"].to_string()];
+                for k in ["title", "explanation", "workaround"] {
+                    texts.push(f[k].as_str().unwrap_or_default().to_string());
+                }
+                for t in texts {
+                    for p in percentages_above_100(&t) {
+                        bad.push(format!("{}: {} {p}", input.display(), f["id"]));
+                    }
+                }
+            }
+            let explain = run(iosleuth().args(["report", "--explain", "all"]).arg(input));
+            for p in percentages_above_100(&explain) {
+                bad.push(format!("{} (--explain all): {p}", input.display()));
+            }
+        }
+        bad
+    };
+    let (first, second) = inputs.split_at(inputs.len() / 2);
+    let bad: Vec<String> = std::thread::scope(|s| {
+        let a = s.spawn(|| check(first));
+        let b = s.spawn(|| check(second));
+        let mut all = a.join().unwrap();
+        all.extend(b.join().unwrap());
+        all
+    });
+    assert!(bad.is_empty(), "percentages above 100:\n{}", bad.join("\n"));
+}
