@@ -242,6 +242,22 @@ fn request_splitting_on_a_lowered_max_sectors_kb_not_on_small_io() {
     );
 }
 
+/// tests/fixtures/dd-seqwrite.cap: buffered `dd bs=1M` to ext4 on a loop
+/// device whose max_sectors_kb is its max_hw_sectors_kb (1280): writeback's
+/// large bios are cut at that limit, 192 times for 49 bios. Nothing can be
+/// raised and the pieces were issued sooner than the other requests: how
+/// large I/O travels, no finding, and the reason says so.
+#[test]
+fn request_splitting_silent_for_bios_cut_at_the_hardwares_limit() {
+    let cap = "tests/fixtures/dd-seqwrite.cap";
+    assert!(finding(&findings(cap), "request_splitting").is_none());
+    assert_explains(
+        cap,
+        "request_splitting",
+        "7,0: 49 bios were split 192 times at the hardware's limit (pieces of up to 1280 KiB), max_sectors_kb = max_hw_sectors_kb = 1280: how large I/O travels, not a cause: the split requests waited 0.51 ms on average from queue to issue, the others 15.16 ms (a finding from 1 ms more than the others)",
+    );
+}
+
 /// tests/fixtures/dirty-{throttle,none}.cap: `iosleuth record --events
 /// writeback` around `dd bs=1M count=48` (buffered) to ext4 on a loop
 /// device, with vm.dirty_bytes = 4 MiB, and with the default dirty_ratio.

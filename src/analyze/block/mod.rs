@@ -172,6 +172,11 @@ pub struct DeviceSummary {
     /// Of those, the ones queued with no completion since the previous
     /// bio: a synchronous reader's bios come one at a time, never these.
     pub back_to_back_sequential_bios: u64,
+    /// What splits made of the bios: their pieces' waits against the
+    /// other requests' (not in JSON: `request_splitting`'s evidence
+    /// quotes them where it judges).
+    #[serde(skip)]
+    pub split_costs: requests::SplitCosts,
     /// Each completed request's time and latencies, for plots (not in
     /// JSON: the requests table of exports carries them).
     #[serde(skip)]
@@ -335,6 +340,7 @@ impl BlockAnalysis {
                 in_flight_at_end: open,
                 sequential_bios: self.sequential.get(&dev).map_or(0, |s| s.1),
                 back_to_back_sequential_bios: self.back_to_back.get(&dev).map_or(0, |b| b.1),
+                split_costs: r.split_costs,
                 timeline: std::mem::take(&mut r.timeline),
             });
         }

@@ -25,6 +25,8 @@ struct PendingBio {
     /// Who queued it: the request's process.
     pid: u32,
     comm: Comm,
+    /// A piece of a bio cut by a split (X).
+    split: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -44,6 +46,39 @@ struct Request {
     rwbs: Rwbs,
     pid: u32,
     comm: Comm,
+    /// Holds a piece of a split bio.
+    split: bool,
+}
+
+/// The requests with data that were issued and completed, of one kind
+/// (pieces of split bios, or the others): what `request_splitting` sets
+/// against each other.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RequestCost {
+    pub requests: u64,
+    /// Waits from the first bio queued to issue (Q→D), summed, ns.
+    pub wait_ns: u64,
+    /// Device times (D→C), summed, ns.
+    pub d2c_ns: u64,
+    pub sectors: u64,
+}
+
+impl RequestCost {
+    /// The average wait before issue, ns.
+    pub fn avg_wait_ns(&self) -> Option<u64> {
+        (self.requests > 0).then(|| self.wait_ns / self.requests)
+    }
+}
+
+/// What splits made of a device's bios.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SplitCosts {
+    /// Requests holding a piece of a split bio.
+    pub split: RequestCost,
+    /// The other requests.
+    pub unsplit: RequestCost,
+    /// The largest piece a split cut off (the limit it was cut at), sectors.
+    pub largest_piece_sectors: u64,
 }
 
 /// One completed request with every stage's time, for tables (Parquet)
@@ -86,6 +121,7 @@ pub struct DeviceRequests {
     pub bytes_completed: OpCounts,
     pub merges: OpCounts,
     pub splits: u64,
+    pub split_costs: SplitCosts,
     pub requeues: u64,
     pub fua: u64,
     pub completions_without_start: u64,
@@ -193,6 +229,7 @@ impl DeviceRequests {
             rwbs: e.rwbs,
             pid: bio.map_or(e.pid, |b| b.pid),
             comm: bio.map_or(e.comm, |b| b.comm),
+            split: bio.is_some_and(|b| b.split),
         }
     }
 
@@ -234,6 +271,7 @@ impl DeviceRequests {
                         rwbs: e.rwbs,
                         pid: e.pid,
                         comm: e.comm,
+                        split: false,
                     },
                 );
             }
@@ -317,7 +355,7 @@ impl DeviceRequests {
             }
             return;
         }
-        self.pending.remove(&e.sector);
+        let split = self.pending.remove(&e.sector).is_some_and(|b| b.split);
         let end = e.sector.saturating_add(e.sectors());
         if e.action == Action::BackMerge {
             // The bio joins the request that ends where it starts; one
@@ -329,11 +367,13 @@ impl DeviceRequests {
                 if at.saturating_add(r.sectors) == e.sector {
                     r.sectors += e.sectors();
                     r.bios += 1;
+                    r.split |= split;
                 }
             }
         } else if let Some(mut r) = self.requests.remove(end) {
             r.sectors += e.sectors();
             r.bios += 1;
+            r.split |= split;
             r.sector = e.sector;
             r.first_q = r.first_q.min(e.ts);
             self.requests.insert(e.sector, r);
@@ -347,6 +387,9 @@ impl DeviceRequests {
             let end = e.sector.saturating_add(b.sectors);
             if new_sector > e.sector && new_sector < end {
                 b.sectors = new_sector - e.sector;
+                b.split = true;
+                let piece = &mut self.split_costs.largest_piece_sectors;
+                *piece = (*piece).max(b.sectors);
                 let second = PendingBio {
                     sectors: end - new_sector,
                     ..*b
@@ -420,6 +463,18 @@ impl DeviceRequests {
             let d2c = ts.saturating_sub(d);
             self.d2c.add(d2c);
             self.d2c_log2_us.add(d2c / 1000);
+            if sectors > 0 {
+                let c = &mut self.split_costs;
+                let cost = if r.split {
+                    &mut c.split
+                } else {
+                    &mut c.unsplit
+                };
+                cost.requests += 1;
+                cost.wait_ns += d.saturating_sub(r.first_q);
+                cost.d2c_ns += d2c;
+                cost.sectors += r.sectors.max(sectors);
+            }
         }
         if self.keep_timeline {
             self.timeline.add(super::timeline::RequestPoint {
