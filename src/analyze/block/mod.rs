@@ -157,6 +157,10 @@ pub struct DeviceSummary {
     pub d2c: Percentiles,
     /// Per request, first bio queued → complete (ns).
     pub q2c: Percentiles,
+    /// The same of the requests with data, without the flushes (which
+    /// btt's intervals, per queued bio, do not count).
+    pub d2c_without_flushes: Percentiles,
+    pub q2c_without_flushes: Percentiles,
     pub d2c_hist_us: Log2Hist,
     pub q2c_hist_us: Log2Hist,
     pub request_size_hist_kib: Log2Hist,
@@ -330,6 +334,8 @@ impl BlockAnalysis {
                 write_waits: self.btt.write_waits(dev),
                 d2c: r.d2c.summary(),
                 q2c: r.q2c.summary(),
+                d2c_without_flushes: r.without_flushes().0.summary(),
+                q2c_without_flushes: r.without_flushes().1.summary(),
                 d2c_hist_us: r.d2c_log2_us.clone(),
                 q2c_hist_us: r.q2c_log2_us.clone(),
                 request_size_hist_kib: r.size_log2_kib.clone(),

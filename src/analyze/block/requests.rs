@@ -113,6 +113,11 @@ pub struct DeviceRequests {
     pub d2c: LatencyDist,
     /// Whole life per request (first Q → C), ns.
     pub q2c: LatencyDist,
+    /// D→C and Q→C of the requests with data, without the flushes (btt
+    /// counts queued bios, and a flush is none): from the first flush on,
+    /// until then `d2c` and `q2c` (a device without flushes, most of a
+    /// machine's many, keeps no second copy).
+    data: Option<Box<(LatencyDist, LatencyDist)>>,
     pub d2c_log2_us: Log2Hist,
     pub q2c_log2_us: Log2Hist,
     /// Sizes of issued requests, KiB, log2.
@@ -198,6 +203,14 @@ impl DeviceRequests {
         self.dev = dev;
         self.rows = sink;
         self
+    }
+
+    /// D→C and Q→C of the requests with data (without flushes).
+    pub fn without_flushes(&self) -> (&LatencyDist, &LatencyDist) {
+        match &self.data {
+            Some(x) => (&x.0, &x.1),
+            None => (&self.d2c, &self.q2c),
+        }
     }
 
     /// Requests in flight plus bios queued and not yet completed.
@@ -457,12 +470,23 @@ impl DeviceRequests {
         self.iostat.sectors_done(ts, op, sectors);
         self.iostat.io_done(ts, op, ts.saturating_sub(r.start));
         let q2c = ts.saturating_sub(r.first_q);
+        let data = op != OpKind::Flush;
+        if !data && self.data.is_none() {
+            // The first flush: until now every request had data.
+            self.data = Some(Box::new((self.d2c.clone(), self.q2c.clone())));
+        }
         self.q2c.add(q2c);
         self.q2c_log2_us.add(q2c / 1000);
+        if let (true, Some(x)) = (data, self.data.as_mut()) {
+            x.1.add(q2c);
+        }
         if let Some(d) = issued {
             let d2c = ts.saturating_sub(d);
             self.d2c.add(d2c);
             self.d2c_log2_us.add(d2c / 1000);
+            if let (true, Some(x)) = (data, self.data.as_mut()) {
+                x.0.add(d2c);
+            }
             if sectors > 0 {
                 let c = &mut self.split_costs;
                 let cost = if r.split {
