@@ -75,6 +75,24 @@ impl Recorded {
 }
 
 impl super::Analysis {
+    /// Whether the analyses had `set`'s events as they need them: what
+    /// the input recorded; for a light capture, whose programs stand for
+    /// the sets, the scheduler when they counted switches, interrupts when
+    /// they counted irqs, and never the block layer's bios and
+    /// requests one by one (its requests are the kernel's counters and
+    /// histograms).
+    pub fn recorded_set(&self, set: &str) -> bool {
+        match (&self.light, set) {
+            (Some(_), "sched") => self.sched.switches > 0 || self.recorded.has_set(set).is_ok(),
+            (Some(_), "irq") => {
+                !(self.irq.hardirq.is_empty() && self.irq.softirq.is_empty())
+                    || self.recorded.has_set(set).is_ok()
+            }
+            (Some(_), "block") => false,
+            _ => self.recorded.has_set(set).is_ok(),
+        }
+    }
+
     /// The event sets the input lacks: what needs them is unknown, not 0.
     /// None for a light capture, whose rules' `light_lacks` say what it
     /// lacks.

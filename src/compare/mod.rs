@@ -364,8 +364,11 @@ fn verdict(
             verdict.push_str("; ");
         }
         verdict.push_str(&format!(
-            "biggest change: {} {:.3} -> {:.3} ({:+.0}%)",
-            f.name, f.baseline, f.candidate, c
+            "biggest change: {} {:.3} -> {:.3} ({})",
+            f.name,
+            f.baseline,
+            f.candidate,
+            crate::model::units::change(c)
         ));
         if unexplained {
             verdict.push_str(", which no finding or setting explains");

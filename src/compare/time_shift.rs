@@ -108,9 +108,14 @@ impl TimeShift {
         let top = self.parts.first()?;
         let pct = top.percent_of_added?;
         Some(format!(
-            "the {added:.3} ms per operation the candidate added was spent mostly {} (+{:.3} ms, {pct:.0}%)",
+            "the {added:.3} ms per operation the candidate added was spent mostly {} (+{:.3} ms, {})",
             describe_part(top.part),
             top.candidate_ms_per_op - top.baseline_ms_per_op,
+            if pct > 100.0 {
+                format!("{:.2}x the time added: other parts shrank", pct / 100.0)
+            } else {
+                format!("{pct:.0}%")
+            },
         ))
     }
 }

@@ -13,8 +13,45 @@ pub fn ms_2dp(ns: u64) -> f64 {
     (ns as f64 / 1e4).round() / 100.0
 }
 
+/// A percentage as a share of `whole` ("25% of the trace"), or, past
+/// 100 % (a sum over several threads, or parts of different
+/// populations), as the ratio it is ("1.55x the trace"): a percentage
+/// a user reads is never above 100.
+pub fn share_of(percent: f64, decimals: usize, whole: &str) -> String {
+    if percent <= 100.0 {
+        format!("{percent:.decimals$}% of {whole}")
+    } else {
+        format!("{:.2}x {whole}", percent / 100.0)
+    }
+}
+
+/// A relative change (`+40%`, `-50%`), or past +100 % the ratio of the new
+/// value to the old (`+6300%` is `64.00x`).
+pub fn change(percent: f64) -> String {
+    if percent > 100.0 {
+        format!("{:.2}x", 1.0 + percent / 100.0)
+    } else {
+        format!("{percent:+.0}%")
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn changes_above_100_percent_are_ratios() {
+        assert_eq!(super::change(40.0), "+40%");
+        assert_eq!(super::change(-50.0), "-50%");
+        assert_eq!(super::change(100.0), "+100%");
+        assert_eq!(super::change(6300.0), "64.00x");
+    }
+
+    #[test]
+    fn shares_above_a_whole_are_ratios() {
+        assert_eq!(super::share_of(25.04, 1, "the trace"), "25.0% of the trace");
+        assert_eq!(super::share_of(100.0, 0, "the trace"), "100% of the trace");
+        assert_eq!(super::share_of(155.2, 0, "the trace"), "1.55x the trace");
+    }
+
     #[test]
     fn milliseconds() {
         assert_eq!(super::ms(36_789_600), 36.7896);

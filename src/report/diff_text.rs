@@ -30,7 +30,7 @@ pub fn render(d: &Diff) -> String {
             f.baseline,
             f.candidate,
             f.change_pct
-                .map(|c| format!("{c:+.0}%"))
+                .map(crate::model::units::change)
                 .unwrap_or_else(|| "-".into()),
             if f.baseline_range.0 != f.baseline_range.1
                 || f.candidate_range.0 != f.candidate_range.1
@@ -141,8 +141,13 @@ fn render_time_shift(out: &mut String, t: &TimeShift) {
             p.part,
             p.baseline_ms_per_op,
             p.candidate_ms_per_op,
+            // Past 100 % (other parts shrank) a ratio of the time added.
             p.percent_of_added
-                .map(|x| format!("{x:.0}%"))
+                .map(|x| if x > 100.0 {
+                    format!("{:.2}x", x / 100.0)
+                } else {
+                    format!("{x:.0}%")
+                })
                 .unwrap_or_else(|| "-".into())
         );
     }

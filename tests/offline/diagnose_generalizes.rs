@@ -33,7 +33,7 @@ fn a_healthy_buffered_sequential_writer_is_not_a_merging_or_splitting_problem() 
     assert_explains(
         cap,
         "request_splitting",
-        "7,0: 49 bios were split 192 times into requests of 1130 KiB on average: large I/O",
+        "7,0: 49 bios were split 192 times at the hardware's limit (pieces of up to 1280 KiB), max_sectors_kb = max_hw_sectors_kb = 1280: how large I/O travels, not a cause",
     );
 }
 

@@ -259,3 +259,291 @@ fn every_report_says_which_rules_could_not_judge() {
         "no coverage box"
     );
 }
+
+/// The percentages in `text` (a number right before `%`) above 100.
+fn percentages_above_100(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, _) in text.match_indices('%') {
+        let digits = text[..i]
+            .trim_end_matches(' ')
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect::<String>();
+        let number: String = digits.chars().rev().collect();
+        if let Ok(x) = number.trim_start_matches('.').parse::<f64>() {
+            if x > 100.0 {
+                let from = text[..i].len().saturating_sub(60);
+                let from = (0..=from)
+                    .rev()
+                    .find(|&k| text.is_char_boundary(k))
+                    .unwrap_or(0);
+                out.push(text[from..=i].to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn percentages_above_100_are_found() {
+    assert_eq!(
+        percentages_above_100("a 7,0: 155% between, 100% of it, 99.5 %, %util 12"),
+        ["a 7,0: 155%"]
+    );
+    assert!(percentages_above_100("100.0% of 200 ms, 1.55x the trace").is_empty());
+}
+
+/// Every percentage a finding or a rule's reason says is a share of a
+/// named whole, so never above 100 % (a ratio is said as one, "1.55x"):
+/// the findings' title, explanation, evidence and workaround in the JSON
+/// report, and every rule's reason in `--explain all`.
+#[test]
+fn no_finding_or_reason_says_a_percentage_above_100() {
+    let inputs = fixtures();
+    let check = |part: &[PathBuf]| {
+        let mut bad = Vec::new();
+        for input in part {
+            let r = json_report(&[input], &[]);
+            for f in r["findings"].as_array().into_iter().flatten() {
+                let mut texts = vec![f["evidence"].to_string()];
+                for k in ["title", "explanation", "workaround"] {
+                    texts.push(f[k].as_str().unwrap_or_default().to_string());
+                }
+                for t in texts {
+                    for p in percentages_above_100(&t) {
+                        bad.push(format!("{}: {} {p}", input.display(), f["id"]));
+                    }
+                }
+            }
+            let explain = run(iosleuth().args(["report", "--explain", "all"]).arg(input));
+            for p in percentages_above_100(&explain) {
+                bad.push(format!("{} (--explain all): {p}", input.display()));
+            }
+        }
+        bad
+    };
+    let (first, second) = inputs.split_at(inputs.len() / 2);
+    let bad: Vec<String> = std::thread::scope(|s| {
+        let a = s.spawn(|| check(first));
+        let b = s.spawn(|| check(second));
+        let mut all = a.join().unwrap();
+        all.extend(b.join().unwrap());
+        all
+    });
+    assert!(bad.is_empty(), "percentages above 100:\n{}", bad.join("\n"));
+}
+
+/// The event set of a recorded event (`sched/sched_switch` → `sched`), as
+/// `record --events` names them.
+fn event_set(event: &str) -> &'static str {
+    match event.split('/').next().unwrap_or("") {
+        "block" => "block",
+        "ext4" | "jbd2" | "xfs" => "fs",
+        "writeback" | "wbt" => "writeback",
+        "readahead" => "readahead",
+        "sched" => "sched",
+        "irq" => "irq",
+        "workqueue" => "workqueue",
+        "syscalls" => "syscalls",
+        _ => "other",
+    }
+}
+
+/// Unknown is not zero, as a table: every committed fixture × the report's
+/// sections. For each event set the capture's manifest says was not
+/// recorded (for other inputs, the sets the report says they lack), the
+/// JSON section's figures are null and its `not_recorded` names the set,
+/// and the text prints no counter of it: the section is left out, or its
+/// figures say "not recorded", and the first lines name the set.
+#[test]
+fn every_section_of_a_set_not_recorded_is_null_not_zero() {
+    const SETS: [&str; 8] = [
+        "block",
+        "fs",
+        "writeback",
+        "readahead",
+        "sched",
+        "irq",
+        "workqueue",
+        "syscalls",
+    ];
+    // Section, its set, the text's header of it.
+    let sections = [
+        ("sched", "sched", "==================== Scheduler ("),
+        ("irq", "irq", "==================== Interrupts"),
+        ("workqueue", "workqueue", "==================== Workqueues"),
+        ("wbt", "writeback", "wbt"),
+        ("readahead", "readahead", "readahead"),
+    ];
+    let mut judged = BTreeMap::<&str, usize>::new();
+    for input in fixtures() {
+        let name = input.display().to_string();
+        let r = json_report(&[&input], &[]);
+        let text = run(iosleuth().arg("report").arg(&input));
+        let light = input.join("light.json").exists();
+        let said: Vec<&str> = r["not_recorded"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap())
+            .collect();
+        let manifest = std::fs::read_to_string(input.join("iosleuth-capture.json")).ok();
+        let missing: Vec<&str> = match manifest {
+            Some(m) if !light => {
+                let m: Value = serde_json::from_str(&m).unwrap();
+                let recorded: BTreeSet<&str> = m["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|e| event_set(e.as_str().unwrap()))
+                    .collect();
+                let missing: Vec<&str> =
+                    SETS.into_iter().filter(|s| !recorded.contains(s)).collect();
+                let mut said_sorted = said.clone();
+                said_sorted.sort();
+                let mut want = missing.clone();
+                want.sort();
+                assert_eq!(
+                    said_sorted, want,
+                    "{name}: not_recorded against the manifest"
+                );
+                missing
+            }
+            // A light capture's sets are what its programs delivered; other
+            // inputs, what they hold.
+            _ => sections
+                .iter()
+                .filter(|(sec, set, _)| r[sec]["not_recorded"] == serde_json::json!([set]))
+                .map(|(_, set, _)| *set)
+                .chain(said.iter().copied())
+                .collect(),
+        };
+        if !missing.is_empty() && !light {
+            let line = text.lines().find(|l| l.starts_with("not recorded: the "));
+            let line = line.unwrap_or_else(|| panic!("{name}: no 'not recorded' line"));
+            for set in &missing {
+                assert!(line.contains(set), "{name}: {line} lacks {set}");
+            }
+        }
+        for (sec, set, header) in sections {
+            let v = &r[sec];
+            let lacks = v["not_recorded"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{name}: {sec}"));
+            if !missing.contains(&set) {
+                assert!(!lacks.iter().any(|x| x == set), "{name}: {sec} {v}");
+                continue;
+            }
+            *judged.entry(sec).or_default() += 1;
+            assert_eq!(lacks, &vec![Value::from(set)], "{name}: {sec}");
+            for (k, x) in v.as_object().unwrap() {
+                assert!(
+                    k == "not_recorded" || x.is_null(),
+                    "{name}: {sec}.{k} = {x}"
+                );
+            }
+            if header.starts_with("====") {
+                assert!(
+                    !text.contains(header),
+                    "{name}: a {sec} section in the text"
+                );
+            }
+        }
+        // Sched recorded without wakeups: no wakeup count, no blocked time.
+        if !missing.contains(&"sched")
+            && r["sched"]["not_recorded"] == serde_json::json!(["sched/sched_wakeup"])
+        {
+            *judged.entry("sched wakeups").or_default() += 1;
+            assert!(r["sched"]["wakeups"].is_null(), "{name}");
+            assert!(!text.contains(" 0 wakeups"), "{name}");
+        }
+        // The filesystem and its journals.
+        let fs = &r["fs"];
+        for set in ["fs", "writeback", "block"] {
+            let said = fs["not_recorded"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x == set);
+            if !light {
+                assert_eq!(
+                    said,
+                    missing.contains(&set),
+                    "{name}: fs.not_recorded {set}"
+                );
+            }
+        }
+        if missing.contains(&"fs") && !light {
+            *judged.entry("fs").or_default() += 1;
+            assert!(fs["fsync"].is_null() && fs["journals"].is_null(), "{name}");
+        }
+        for (dev, j) in fs["journals"].as_object().into_iter().flatten() {
+            let lacks_block = j["not_recorded"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x == "block");
+            if !light {
+                assert_eq!(
+                    lacks_block,
+                    missing.contains(&"block"),
+                    "{name}: journal {dev}"
+                );
+            }
+            if lacks_block {
+                *judged.entry("journal").or_default() += 1;
+                assert!(j["journal_writes_per_commit"].is_null(), "{name}");
+                assert!(j["flushes_per_commit"].is_null(), "{name}");
+                for c in j["slowest_commits"].as_array().unwrap() {
+                    assert!(
+                        c["journal_writes"].is_null() && c["flushes"].is_null(),
+                        "{name}: {c}"
+                    );
+                }
+                assert!(
+                    text.contains("journal writes and flushes not recorded"),
+                    "{name}"
+                );
+                assert!(!text.contains("0.0 journal writes"), "{name}");
+            }
+        }
+        // A light capture's devices: no bio counted one by one.
+        if light {
+            for d in r["devices"].as_array().unwrap() {
+                *judged.entry("light devices").or_default() += 1;
+                assert!(
+                    d["actions"].is_null() && d["iostat_total"].is_null(),
+                    "{name}: {d}"
+                );
+                assert!(d["not_recorded"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|x| x == "btt"));
+            }
+            assert!(!text.contains("bios queued 0"), "{name}");
+        } else {
+            for d in r["devices"].as_array().unwrap() {
+                assert!(d["actions"]["queued"].is_u64(), "{name}");
+                assert_eq!(d["not_recorded"], serde_json::json!([]), "{name}");
+            }
+        }
+    }
+    // Each kind of section was judged on some fixture.
+    for k in [
+        "sched",
+        "irq",
+        "workqueue",
+        "wbt",
+        "readahead",
+        "fs",
+        "journal",
+        "light devices",
+    ] {
+        assert!(
+            judged.get(k).copied().unwrap_or(0) > 0,
+            "no fixture lacks {k}: {judged:?}"
+        );
+    }
+}

@@ -160,6 +160,10 @@ pub struct DeviceSummary {
     pub d2c: Percentiles,
     /// Per request, first bio queued → complete (ns).
     pub q2c: Percentiles,
+    /// The same of the requests with data, without the flushes (which
+    /// btt's intervals, per queued bio, do not count).
+    pub d2c_without_flushes: Percentiles,
+    pub q2c_without_flushes: Percentiles,
     pub d2c_hist_us: Log2Hist,
     pub q2c_hist_us: Log2Hist,
     pub request_size_hist_kib: Log2Hist,
@@ -179,6 +183,11 @@ pub struct DeviceSummary {
     /// readahead, sized by its window), and their bytes.
     pub readahead_bios: u64,
     pub readahead_bio_bytes: u64,
+    /// What splits made of the bios: their pieces' waits against the
+    /// other requests' (not in JSON: `request_splitting`'s evidence
+    /// quotes them where it judges).
+    #[serde(skip)]
+    pub split_costs: requests::SplitCosts,
     /// Each completed request's time and latencies, for plots (not in
     /// JSON: the requests table of exports carries them).
     #[serde(skip)]
@@ -337,6 +346,8 @@ impl BlockAnalysis {
                 write_waits: self.btt.write_waits(dev),
                 d2c: r.d2c.summary(),
                 q2c: r.q2c.summary(),
+                d2c_without_flushes: r.without_flushes().0.summary(),
+                q2c_without_flushes: r.without_flushes().1.summary(),
                 d2c_hist_us: r.d2c_log2_us.clone(),
                 q2c_hist_us: r.q2c_log2_us.clone(),
                 request_size_hist_kib: r.size_log2_kib.clone(),
@@ -349,6 +360,7 @@ impl BlockAnalysis {
                 back_to_back_sequential_bios: self.back_to_back.get(&dev).map_or(0, |b| b.1),
                 readahead_bios: self.readahead.get(&dev).map_or(0, |r| r.0),
                 readahead_bio_bytes: self.readahead.get(&dev).map_or(0, |r| r.1),
+                split_costs: r.split_costs,
                 timeline: std::mem::take(&mut r.timeline),
             });
         }

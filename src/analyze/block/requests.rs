@@ -25,6 +25,8 @@ struct PendingBio {
     /// Who queued it: the request's process.
     pid: u32,
     comm: Comm,
+    /// A piece of a bio cut by a split (X).
+    split: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -44,6 +46,39 @@ struct Request {
     rwbs: Rwbs,
     pid: u32,
     comm: Comm,
+    /// Holds a piece of a split bio.
+    split: bool,
+}
+
+/// The requests with data that were issued and completed, of one kind
+/// (pieces of split bios, or the others): what `request_splitting` sets
+/// against each other.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RequestCost {
+    pub requests: u64,
+    /// Waits from the first bio queued to issue (Q→D), summed, ns.
+    pub wait_ns: u64,
+    /// Device times (D→C), summed, ns.
+    pub d2c_ns: u64,
+    pub sectors: u64,
+}
+
+impl RequestCost {
+    /// The average wait before issue, ns.
+    pub fn avg_wait_ns(&self) -> Option<u64> {
+        (self.requests > 0).then(|| self.wait_ns / self.requests)
+    }
+}
+
+/// What splits made of a device's bios.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SplitCosts {
+    /// Requests holding a piece of a split bio.
+    pub split: RequestCost,
+    /// The other requests.
+    pub unsplit: RequestCost,
+    /// The largest piece a split cut off (the limit it was cut at), sectors.
+    pub largest_piece_sectors: u64,
 }
 
 /// One completed request with every stage's time, for tables (Parquet)
@@ -78,6 +113,11 @@ pub struct DeviceRequests {
     pub d2c: LatencyDist,
     /// Whole life per request (first Q → C), ns.
     pub q2c: LatencyDist,
+    /// D→C and Q→C of the requests with data, without the flushes (btt
+    /// counts queued bios, and a flush is none): from the first flush on,
+    /// until then `d2c` and `q2c` (a device without flushes, most of a
+    /// machine's many, keeps no second copy).
+    data: Option<Box<(LatencyDist, LatencyDist)>>,
     pub d2c_log2_us: Log2Hist,
     pub q2c_log2_us: Log2Hist,
     /// Sizes of issued requests, KiB, log2.
@@ -86,6 +126,7 @@ pub struct DeviceRequests {
     pub bytes_completed: OpCounts,
     pub merges: OpCounts,
     pub splits: u64,
+    pub split_costs: SplitCosts,
     pub requeues: u64,
     pub fua: u64,
     pub completions_without_start: u64,
@@ -164,6 +205,14 @@ impl DeviceRequests {
         self
     }
 
+    /// D→C and Q→C of the requests with data (without flushes).
+    pub fn without_flushes(&self) -> (&LatencyDist, &LatencyDist) {
+        match &self.data {
+            Some(x) => (&x.0, &x.1),
+            None => (&self.d2c, &self.q2c),
+        }
+    }
+
     /// Requests in flight plus bios queued and not yet completed.
     pub fn in_flight(&self) -> usize {
         self.requests.len() + self.empty.len()
@@ -193,6 +242,7 @@ impl DeviceRequests {
             rwbs: e.rwbs,
             pid: bio.map_or(e.pid, |b| b.pid),
             comm: bio.map_or(e.comm, |b| b.comm),
+            split: bio.is_some_and(|b| b.split),
         }
     }
 
@@ -234,6 +284,7 @@ impl DeviceRequests {
                         rwbs: e.rwbs,
                         pid: e.pid,
                         comm: e.comm,
+                        split: false,
                     },
                 );
             }
@@ -317,7 +368,7 @@ impl DeviceRequests {
             }
             return;
         }
-        self.pending.remove(&e.sector);
+        let split = self.pending.remove(&e.sector).is_some_and(|b| b.split);
         let end = e.sector.saturating_add(e.sectors());
         if e.action == Action::BackMerge {
             // The bio joins the request that ends where it starts; one
@@ -329,11 +380,13 @@ impl DeviceRequests {
                 if at.saturating_add(r.sectors) == e.sector {
                     r.sectors += e.sectors();
                     r.bios += 1;
+                    r.split |= split;
                 }
             }
         } else if let Some(mut r) = self.requests.remove(end) {
             r.sectors += e.sectors();
             r.bios += 1;
+            r.split |= split;
             r.sector = e.sector;
             r.first_q = r.first_q.min(e.ts);
             self.requests.insert(e.sector, r);
@@ -347,6 +400,9 @@ impl DeviceRequests {
             let end = e.sector.saturating_add(b.sectors);
             if new_sector > e.sector && new_sector < end {
                 b.sectors = new_sector - e.sector;
+                b.split = true;
+                let piece = &mut self.split_costs.largest_piece_sectors;
+                *piece = (*piece).max(b.sectors);
                 let second = PendingBio {
                     sectors: end - new_sector,
                     ..*b
@@ -414,12 +470,35 @@ impl DeviceRequests {
         self.iostat.sectors_done(ts, op, sectors);
         self.iostat.io_done(ts, op, ts.saturating_sub(r.start));
         let q2c = ts.saturating_sub(r.first_q);
+        let data = op != OpKind::Flush;
+        if !data && self.data.is_none() {
+            // The first flush: until now every request had data.
+            self.data = Some(Box::new((self.d2c.clone(), self.q2c.clone())));
+        }
         self.q2c.add(q2c);
         self.q2c_log2_us.add(q2c / 1000);
+        if let (true, Some(x)) = (data, self.data.as_mut()) {
+            x.1.add(q2c);
+        }
         if let Some(d) = issued {
             let d2c = ts.saturating_sub(d);
             self.d2c.add(d2c);
             self.d2c_log2_us.add(d2c / 1000);
+            if let (true, Some(x)) = (data, self.data.as_mut()) {
+                x.0.add(d2c);
+            }
+            if sectors > 0 {
+                let c = &mut self.split_costs;
+                let cost = if r.split {
+                    &mut c.split
+                } else {
+                    &mut c.unsplit
+                };
+                cost.requests += 1;
+                cost.wait_ns += d.saturating_sub(r.first_q);
+                cost.d2c_ns += d2c;
+                cost.sectors += r.sectors.max(sectors);
+            }
         }
         if self.keep_timeline {
             self.timeline.add(super::timeline::RequestPoint {

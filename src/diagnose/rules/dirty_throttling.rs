@@ -10,6 +10,7 @@
 use super::helpers::{not, span_ns, vm_setting};
 use crate::analyze::Analysis;
 use crate::diagnose::{Finding, Rule, Severity, Verdict};
+use crate::model::units::share_of;
 use serde_json::json;
 
 pub const RULE: Rule = Rule {
@@ -47,8 +48,9 @@ fn check(a: &Analysis) -> Verdict {
     };
     if d.pause_ms_total < MIN_PAUSE_MS || share < MIN_PAUSE_PERCENT {
         return not(format!(
-            "writers were paused {} ms in all ({share:.1}% of the trace's {span_ms:.0} ms)",
-            d.pause_ms_total
+            "writers were paused {} ms in all ({})",
+            d.pause_ms_total,
+            share_of(share, 1, &format!("the trace's {span_ms:.0} ms"))
         ));
     }
     let (bytes, ratio) = (vm_setting(a, "dirty_bytes"), vm_setting(a, "dirty_ratio"));
@@ -71,14 +73,18 @@ fn check(a: &Analysis) -> Verdict {
             Severity::Warning
         },
         title: format!(
-            "writers were paused {} ms by the dirty page limit ({share:.0}% of the trace), most of it {who} ({ms_most} ms)",
-            d.pause_ms_total
+            "writers were paused {} ms by the dirty page limit ({}{}), most of it {who} ({ms_most} ms)",
+            d.pause_ms_total,
+            share_of(share, 0, "the trace"),
+            if share > 100.0 { ": several paused at once" } else { "" }
         ),
         evidence: json!({
             "pauses": d.events,
             "pause_ms_total": d.pause_ms_total,
             "max_pause_ms": d.max_pause_ms,
-            "percent_of_trace": share,
+            // Pauses of several writers add up past the trace: a ratio then.
+            "percent_of_trace": (share <= 100.0).then_some(share),
+            "pauses_per_trace_time": (share > 100.0).then_some(share / 100.0),
             "by_process": d.by_process,
             "limit_pages": d.limit_pages,
             "max_dirty_pages": d.max_dirty_pages,
@@ -160,6 +166,19 @@ mod tests {
         assert_eq!(f.severity, Severity::Warning);
         assert_eq!(f.evidence["percent_of_trace"], 15.0);
         assert!(f.workaround.ends_with("(now the dirty limit)"));
+    }
+
+    /// Pauses of writers paused at once add up past the trace's span: the
+    /// title says the ratio, never a percentage above 100.
+    #[test]
+    fn pauses_longer_than_the_trace_are_a_ratio() {
+        let f = fired(check(&analysis(&dirtying(&[100, 100, 100]))));
+        assert_eq!(
+            f.title,
+            "writers were paused 300 ms by the dirty page limit (1.50x the trace: several paused at once), most of it dd (500) (300 ms)"
+        );
+        assert_eq!(f.evidence["percent_of_trace"], json!(null));
+        assert_eq!(f.evidence["pauses_per_trace_time"], 1.5);
     }
 
     #[test]

@@ -126,6 +126,7 @@ pub(super) fn filesystem(
     out: &mut String,
     f: &crate::analyze::fs::FsSummary,
     recorded: &crate::analyze::coverage::Recorded,
+    writes_seen: bool,
 ) {
     call_table(
         out,
@@ -150,7 +151,7 @@ pub(super) fn filesystem(
         out.push('\n');
     }
     for (dev, j) in &f.journals {
-        journal(out, dev, j, recorded);
+        journal(out, dev, j, recorded, writes_seen);
     }
 }
 
@@ -163,9 +164,9 @@ fn journal(
     dev: &str,
     j: &crate::analyze::fs::JournalSummary,
     recorded: &crate::analyze::coverage::Recorded,
+    writes_seen: bool,
 ) {
     use crate::model::Tracepoint;
-    let writes_seen = recorded.has_set("block").is_ok();
     let phases_seen = recorded.saw(Tracepoint::Jbd2CommitLocking);
     let _ = writeln!(
         out,
@@ -187,7 +188,7 @@ fn journal(
                 "{:.1} journal writes, {:.1} flushes",
                 j.journal_writes_per_commit, j.flushes_per_commit
             ),
-            false => "journal writes and flushes not recorded (no block events)".to_string(),
+            false => "journal writes and flushes not recorded (no block events one by one)".to_string(),
         }
     );
     let phases = [

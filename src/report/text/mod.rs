@@ -182,7 +182,7 @@ pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
     driver(&mut out, &a.driver);
     outliers(&mut out, &a.outliers);
     syscalls(&mut out, &a.syscalls);
-    filesystem(&mut out, &a.fs, &a.recorded);
+    filesystem(&mut out, &a.fs, &a.recorded, a.recorded_set("block"));
     functions(&mut out, &a.functions);
     stacks(&mut out, &a.stacks);
     sched(&mut out, &a.sched, &a.recorded);
