@@ -515,7 +515,6 @@ fn recorded(path: &'static str) -> &'static str {
 /// windows, one 16 KiB readahead bio each, which merging could not join;
 /// `dd bs=1M` under the same setting gets windows as large as its reads.
 #[test]
-#[ignore = "needs tests/fixtures/readahead-16.cap and readahead-16-bs1m.cap: record them with `sudo scripts/make-fixtures-readahead`"]
 fn readahead_small_at_a_16_kib_window_not_merges_disabled_nor_for_1_mib_reads() {
     let cap = recorded("tests/fixtures/readahead-16.cap");
     let f = findings(cap);
