@@ -254,7 +254,7 @@ fn request_splitting_silent_for_bios_cut_at_the_hardwares_limit() {
     assert_explains(
         cap,
         "request_splitting",
-        "7,0: 49 bios were split 192 times at the hardware's limit (pieces of up to 1280 KiB), max_sectors_kb = max_hw_sectors_kb = 1280: how large I/O travels, not a cause: the split requests waited 0.51 ms on average from queue to issue, the others 15.16 ms (a finding from 1 ms more than the others)",
+        "7,0: 49 bios were split 192 times at the hardware's limit (pieces of up to 1280 KiB), max_sectors_kb = max_hw_sectors_kb = 1280: how large I/O travels, not a cause: the split requests waited 0.51 ms on average from queue to issue, the others 15.16 ms (the device's queue: no larger request is possible)",
     );
 }
 
