@@ -255,8 +255,22 @@ fn every_report_says_which_rules_could_not_judge() {
     ]));
     assert!(
         page.contains("7 of 13 rules judged this input; 6 could not:")
-            && page.contains("<b>rt_starvation</b>: the `sched` events were not recorded"),
+            && page.contains("<b>rt_starvation</b>: the `sched` events were not recorded")
+            && page.contains("<p>No rule that judged fired.</p>"),
         "no coverage box"
+    );
+    // Where no rule could judge, the page does not say that none fired.
+    let page = run(iosleuth().args([
+        "report",
+        "--format",
+        "html",
+        "tests/fixtures/perf-urandom.data",
+    ]));
+    assert!(
+        page.contains("<p>No rule could judge this input.</p>")
+            && page.contains("0 of 13 rules judged this input; 13 could not:")
+            && !page.contains("No rule that judged fired"),
+        "perf-urandom.data's page"
     );
 }
 

@@ -152,7 +152,7 @@ fn summarize(
             "journal" => "journal commit".to_string(),
             "journal_space" => "waiting for journal space (checkpoint)".to_string(),
             "asleep" => "asleep (interruptible wait)".to_string(),
-            _ => "blocked in the kernel, nothing at the device".to_string(),
+            _ => "blocked in the kernel, no request seen at the device".to_string(),
         };
         parts.push((p, format!("{p:.1}% {what}")));
     }

@@ -108,8 +108,13 @@ pub(crate) fn page(title: &str, body: &str) -> String {
 
 fn findings_section(body: &mut String, a: &Analysis, findings: &[Finding]) {
     body.push_str("<h2>Findings</h2>");
-    findings_section_inner(body, findings);
-    coverage_box(body, &crate::diagnose::coverage(a, findings));
+    let coverage = crate::diagnose::coverage(a, findings);
+    if findings.is_empty() && coverage.judged.is_empty() {
+        body.push_str("<p>No rule could judge this input.</p>");
+    } else {
+        findings_section_inner(body, findings);
+    }
+    coverage_box(body, &coverage);
 }
 
 /// Which rules the input let judge; the others and what each lacked.
