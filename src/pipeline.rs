@@ -157,9 +157,23 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         ));
     }
     let (functions, enabled) = recorded(paths);
+    let (snapshots, snapshot_warnings) = snapshots_of(paths);
     let mut filter = opts.filter.clone();
     if filter.functions.is_empty() {
         filter.functions = functions;
+    }
+    // The workload is the recorded command's process tree when the trace
+    // holds the forks to follow it; else every thread's syscalls.
+    let forks = enabled
+        .as_ref()
+        .is_some_and(|e| e.iter().any(|x| x.ends_with("sched_process_fork")));
+    if forks && paths.len() == 1 {
+        filter.workload_root = snapshots
+            .iter()
+            .flatten()
+            .next()
+            .and_then(|s| s.workload.pid)
+            .and_then(|p| u32::try_from(p).ok());
     }
     let filter = &filter;
     let mut marked = open_marked(paths)?;
@@ -171,22 +185,6 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         block_only: marked.merger.sources().iter().all(|s| s.block_only()),
         ..Default::default()
     };
-    let (snapshots, snapshot_warnings) = snapshots_of(paths);
-    // The workload is the recorded command's process tree when the trace
-    // holds the forks to follow it; else every thread's syscalls.
-    let forks = enabled
-        .as_ref()
-        .is_some_and(|e| e.iter().any(|x| x.ends_with("sched_process_fork")));
-    let mut filter = filter.clone();
-    if forks && paths.len() == 1 {
-        filter.workload_root = snapshots
-            .iter()
-            .flatten()
-            .next()
-            .and_then(|s| s.workload.pid)
-            .and_then(|p| u32::try_from(p).ok());
-    }
-    let filter = &filter;
     // Thread names the snapshot knows (the workload's threads, kernel
     // threads with their workqueue), for threads the trace never names.
     let known = snapshots

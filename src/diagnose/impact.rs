@@ -177,7 +177,7 @@ pub fn attach_shares(a: &Analysis, findings: &mut [Finding]) -> Vec<Option<f64>>
         .iter_mut()
         .map(|f| {
             let ns: u64 = parts_of(f.id).0.iter().map(|p| p.ns(&b)).sum();
-            let share = (ns as f64 * 1000.0 / total as f64).round() / 10.0;
+            let share = crate::model::units::percent_1dp(ns, total);
             if let Some(e) = f.evidence.as_object_mut() {
                 e.insert("share_of_workload_time_percent".into(), json!(share));
             }

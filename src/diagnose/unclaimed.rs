@@ -13,11 +13,12 @@
 //! workload's slow operations; with kernel stacks, a sleep in a function
 //! that does I/O (a FUSE request, an NFS call) is.
 
-use super::rules::{cpu_holders, holders_text, slow_operations, worth_naming, Slow};
+use super::rules::{cpu_holders, holders_text, slow_operations, workload_ops, worth_naming, Slow};
 use super::{impact, Finding, Severity};
 use crate::analyze::outliers::{describe_part, Breakdown, Outlier};
 use crate::analyze::stacks::function;
 use crate::analyze::Analysis;
+use crate::model::units::percent_1dp as pct;
 use serde_json::json;
 
 /// The id of the finding that names no cause, only where time went.
@@ -80,10 +81,6 @@ const NOT_IO: &[&str] = &[
     "sigsuspend",
     "__x64_sys_pause",
 ];
-
-fn pct(part: u64, whole: u64) -> f64 {
-    (part as f64 * 1000.0 / whole.max(1) as f64).round() / 10.0
-}
 
 /// Whether the operation's sleep (asleep by choice) was in a function
 /// that does I/O: only kernel stacks tell.
@@ -194,8 +191,7 @@ pub fn unexplained(a: &Analysis, findings: &[Finding]) -> Option<Finding> {
     let measured = a.sched.switches > 0;
     let slow: Vec<(Slow, Breakdown)> = slow_operations(a)
         .into_iter()
-        .filter_map(|s| Some((io_part(s.op)?, s)))
-        .map(|(b, s)| (s, b))
+        .filter_map(|s| io_part(s.op).map(|b| (s, b)))
         .collect();
     let slow_ns: u64 = slow.iter().map(|(s, _)| s.op.latency_ns).sum();
     let mut slow_b = Breakdown::default();
@@ -244,16 +240,30 @@ pub fn unexplained(a: &Analysis, findings: &[Finding]) -> Option<Finding> {
         }
     };
     let kinds = crate::analyze::outliers::workload_kinds(&a.outliers).join(", ");
+    // The slowest of the slow operations, and the words and evidence that
+    // introduce them.
+    let slowest = slow
+        .iter()
+        .map(|(s, _)| (s.kind, s.op, s.median))
+        .max_by_key(|(_, o, _)| o.latency_ns);
+    let slow_head = slowest.map(|(kind, worst, median)| {
+        format!(
+            "{} slow operation{} that no rule explains (slowest: {kind} {} ms, {}x its median)",
+            slow.len(),
+            if slow.len() == 1 { "" } else { "s" },
+            ms(worst.latency_ns),
+            worst.latency_ns / median.max(1),
+        )
+    });
+    let slowest_json = slowest.map(|(kind, worst, median)| {
+        json!({"kind": kind, "pid": worst.pid, "comm": worst.comm, "latency_ms": ms(worst.latency_ns), "median_ms": ms(median), "summary": worst.summary})
+    });
     let explanation = "No rule of the catalog names a cause for this time. The part is measured from the scheduler's events (running, waiting for a CPU, asleep) and what the thread's device and journal did meanwhile; what held it there says which layer to look at next.".to_string();
     let workaround = "look at the slowest operations in `iosleuth report` (their breakdown and the request, CPU holder or kernel stack they waited for); record the missing event sets (`--events all`) or `--stacks` if a layer is not in the capture".to_string();
     match (from_all, from_slow) {
         // A wait over all the operations, larger than any slow part.
         (Some((part, ns)), s) if s.is_none_or(|(_, sns)| pct(ns, total) >= pct(sns, slow_ns)) => {
-            let ops: Vec<&Outlier> = crate::analyze::outliers::workload_kinds(&a.outliers)
-                .iter()
-                .filter_map(|k| a.outliers.by_kind.get(*k))
-                .flatten()
-                .collect();
+            let ops: Vec<&Outlier> = workload_ops(a).collect();
             let share = pct(ns, total);
             let (holder, held) = held_by(a, part, &ops, ops.iter().map(|o| part_ns(o, part)).sum());
             Some(Finding {
@@ -269,19 +279,12 @@ pub fn unexplained(a: &Analysis, findings: &[Finding]) -> Option<Finding> {
             let ops: Vec<&Outlier> = slow.iter().map(|(s, _)| s.op).collect();
             let share = pct(ns, total);
             let (holder, held) = held_by(a, part, &ops, ns);
-            let (kind, worst, median) = slow
-                .iter()
-                .map(|(s, _)| (s.kind, s.op, s.median))
-                .max_by_key(|(_, o, _)| o.latency_ns)?;
             Some(Finding {
                 id: UNEXPLAINED,
                 severity: severity(part, &held, share, ns),
                 title: format!(
-                    "{} slow operation{} that no rule explains (slowest: {kind} {} ms, {}x its median): {}% of their time {}{holder}",
-                    slow.len(),
-                    if slow.len() == 1 { "" } else { "s" },
-                    ms(worst.latency_ns),
-                    worst.latency_ns / median.max(1),
+                    "{}: {}% of their time {}{holder}",
+                    slow_head?,
                     pct(ns, slow_ns),
                     describe(a, part),
                 ),
@@ -291,7 +294,7 @@ pub fn unexplained(a: &Analysis, findings: &[Finding]) -> Option<Finding> {
                     "part": part,
                     "share_of_workload_time_percent": (total > 0).then_some(share),
                     "held_by": held,
-                    "slowest": {"kind": kind, "pid": worst.pid, "comm": worst.comm, "latency_ms": ms(worst.latency_ns), "median_ms": ms(median), "summary": worst.summary},
+                    "slowest": slowest_json,
                     "percent_of_slow_time": slow_b.parts().iter().filter(|(n, _)| *n != "not_recorded").map(|(n, x)| (n.to_string(), json!(pct(*x, slow_ns)))).collect::<serde_json::Map<_, _>>(),
                 }),
                 explanation,
@@ -301,24 +304,17 @@ pub fn unexplained(a: &Analysis, findings: &[Finding]) -> Option<Finding> {
         // No rule fired and the capture cannot tell where the slow
         // operations' time went: say that there are some.
         _ if findings.is_empty() && !measured && !slow.is_empty() => {
-            let (kind, worst, median) = slow
-                .iter()
-                .map(|(s, _)| (s.kind, s.op, s.median))
-                .max_by_key(|(_, o, _)| o.latency_ns)?;
             Some(Finding {
                 id: UNEXPLAINED,
                 severity: Severity::Info,
                 title: format!(
-                    "{} slow operation{} that no rule explains (slowest: {kind} {} ms, {}x its median); the capture has no scheduler events to tell where their time went (record the sched set)",
-                    slow.len(),
-                    if slow.len() == 1 { "" } else { "s" },
-                    ms(worst.latency_ns),
-                    worst.latency_ns / median.max(1),
+                    "{}; the capture has no scheduler events to tell where their time went (record the sched set)",
+                    slow_head?
                 ),
                 evidence: json!({
                     "slow_operations": slow.len(),
                     "slow_time_ms": ms(slow_ns),
-                    "slowest": {"kind": kind, "pid": worst.pid, "comm": worst.comm, "latency_ms": ms(worst.latency_ns), "median_ms": ms(median), "summary": worst.summary},
+                    "slowest": slowest_json,
                 }),
                 explanation,
                 workaround,

@@ -13,6 +13,11 @@ pub fn ms_2dp(ns: u64) -> f64 {
     (ns as f64 / 1e4).round() / 100.0
 }
 
+/// `part` in percent of `whole`, to one decimal (0 of nothing is 0).
+pub fn percent_1dp(part: u64, whole: u64) -> f64 {
+    (part as f64 * 1000.0 / whole.max(1) as f64).round() / 10.0
+}
+
 /// A percentage as a share of `whole` ("25% of the trace"), or, past
 /// 100 % (a sum over several threads, or parts of different
 /// populations), as the ratio it is ("1.55x the trace"): a percentage

@@ -10,10 +10,12 @@
 //! a real-time holder is `rt_starvation`'s cause and is left to it.
 
 use super::helpers::{
-    cpu_holders, holders_text, not, slow_operations, span_ns, worth_naming, MIN_SPAN_PERCENT,
+    cpu_holders, holders_text, not, slow_operations, span_ns, workload_ops, worth_naming,
+    MIN_SPAN_PERCENT,
 };
 use crate::analyze::Analysis;
 use crate::diagnose::{impact, Finding, Rule, Severity, Verdict};
+use crate::model::units::percent_1dp as pct;
 use serde_json::json;
 
 pub const RULE: Rule = Rule {
@@ -35,10 +37,6 @@ const MIN_SHARE_PERCENT: f64 = 20.0;
 const MIN_SLOW_SHARE_PERCENT: f64 = 30.0;
 /// Held mostly by real-time tasks: `rt_starvation` judges those waits.
 const RT_HELD_SHARE: f64 = 0.8;
-
-fn pct(part: u64, whole: u64) -> f64 {
-    (part as f64 * 1000.0 / whole.max(1) as f64).round() / 10.0
-}
 
 fn check(a: &Analysis) -> Verdict {
     let Some((total, b)) = impact::workload_time(a) else {
@@ -81,12 +79,7 @@ fn check(a: &Analysis) -> Verdict {
     let holders = if share < MIN_SHARE_PERCENT {
         cpu_holders(slow.iter().map(|s| s.op))
     } else {
-        cpu_holders(
-            kinds
-                .iter()
-                .filter_map(|k| a.outliers.by_kind.get(*k))
-                .flatten(),
-        )
+        cpu_holders(workload_ops(a))
     };
     let held: u64 = holders.iter().map(|h| h.ns).sum();
     let rt: u64 = holders.iter().filter(|h| h.prio < 100).map(|h| h.ns).sum();
@@ -96,12 +89,7 @@ fn check(a: &Analysis) -> Verdict {
             pct(rt, held)
         ));
     }
-    let workload: Vec<u32> = kinds
-        .iter()
-        .filter_map(|k| a.outliers.by_kind.get(*k))
-        .flatten()
-        .map(|o| o.pid)
-        .collect();
+    let workload: Vec<u32> = workload_ops(a).map(|o| o.pid).collect();
     let own: u64 = holders
         .iter()
         .filter(|h| workload.contains(&h.pid))

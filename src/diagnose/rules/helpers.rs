@@ -190,6 +190,14 @@ pub(in crate::diagnose) fn slow_operations(a: &Analysis) -> Vec<Slow<'_>> {
     slow
 }
 
+/// Every kept operation of the workload's kinds.
+pub(in crate::diagnose) fn workload_ops(a: &Analysis) -> impl Iterator<Item = &Outlier> {
+    outliers::workload_kinds(&a.outliers)
+        .into_iter()
+        .filter_map(|k| a.outliers.by_kind.get(k))
+        .flatten()
+}
+
 /// Who held the CPU while operations waited runnable, summed over them,
 /// longest first.
 pub(in crate::diagnose) fn cpu_holders<'a>(ops: impl Iterator<Item = &'a Outlier>) -> Vec<Holder> {

@@ -24,7 +24,9 @@ mod wbt_throttling;
 
 use super::Rule;
 
-pub(super) use helpers::{cpu_holders, holders_text, slow_operations, worth_naming, Slow};
+pub(super) use helpers::{
+    cpu_holders, holders_text, slow_operations, workload_ops, worth_naming, Slow,
+};
 
 pub static CATALOG: &[Rule] = &[
     merges_disabled::RULE,
