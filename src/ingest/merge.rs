@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 
 pub struct Merger {
     sources: Vec<Box<dyn Source>>,
-    /// Each source's timeline kept honest (time_order.rs).
+    /// Each source's timeline kept honest (ingest/time_order).
     guards: Vec<TimeGuard>,
     /// Each stream's next event (timed), read in place (`next_into`).
     heads: Vec<Option<Event>>,
@@ -57,7 +57,7 @@ impl Merger {
     }
 
     /// Reads the next timed event of stream `i` into its head, through
-    /// the stream's time guard (time_order.rs); untimed events (process
+    /// the stream's time guard (ingest/time_order); untimed events (process
     /// names) wait in `untimed`.
     fn prime(&mut self, i: usize) -> bool {
         let slot = &mut self.heads[i];

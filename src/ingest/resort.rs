@@ -1,5 +1,5 @@
 //! The re-sorting window of a source whose events came behind their CPU
-//! (time_order.rs opens it): each event waits until one
+//! (ingest/time_order opens it): each event waits until one
 //! [`TOLERANCE_NS`] later has come in, at most [`WINDOW_EVENTS`] events,
 //! and leaves earliest first; of equal times, first read first.
 
