@@ -108,6 +108,11 @@ const CRITICAL_MEASURED_SHARE_PERCENT: f64 = 20.0;
 /// part of what the cause cost (`AtLeast`) never lowers a severity. The
 /// evidence says why the severity moved. Findings marked as another's
 /// consequence stay.
+/// Evidence key of a finding whose share, however large, is the
+/// workload's own shape rather than a cause to fix: its reason. A share
+/// never makes such a finding critical.
+pub(in crate::diagnose) const AT_MOST_WARNING: &str = "at_most_warning_because";
+
 pub fn calibrate_severity(findings: &mut [Finding], shares: &[Option<f64>]) {
     for (f, share) in findings.iter_mut().zip(shares) {
         let Some(share) = *share else { continue };
@@ -124,7 +129,9 @@ pub fn calibrate_severity(findings: &mut [Finding], shares: &[Option<f64>]) {
                 Severity::Info
             }
             Severity::Warning
-                if measure != Measure::Bound && share >= CRITICAL_MEASURED_SHARE_PERCENT =>
+                if measure != Measure::Bound
+                    && share >= CRITICAL_MEASURED_SHARE_PERCENT
+                    && f.evidence.get(AT_MOST_WARNING).is_none() =>
             {
                 Severity::Critical
             }
@@ -257,6 +264,19 @@ mod tests {
             calibrated("dirty_throttling", Severity::Warning, Some(19.9)).severity,
             Severity::Warning
         );
+    }
+
+    #[test]
+    fn a_finding_about_the_workloads_shape_stays_a_warning() {
+        let mut f = finding("cpu_contention", Severity::Warning);
+        f.evidence[AT_MOST_WARNING] = json!("its own threads");
+        let mut fs = [f];
+        calibrate_severity(&mut fs, &[Some(51.0)]);
+        assert_eq!(fs[0].severity, Severity::Warning);
+        assert!(fs[0].evidence.get("severity_from_share").is_none());
+        let mut fs = [finding("cpu_contention", Severity::Warning)];
+        calibrate_severity(&mut fs, &[Some(51.0)]);
+        assert_eq!(fs[0].severity, Severity::Critical);
     }
 
     #[test]

@@ -13,6 +13,8 @@ use super::helpers::{
     cpu_holders, holders_text, not, slow_operations, span_ns, workload_ops, worth_naming,
     MIN_SPAN_PERCENT,
 };
+use crate::analyze::outliers::Holder;
+use crate::analyze::sched::thread_kind;
 use crate::analyze::Analysis;
 use crate::diagnose::{impact, Finding, Rule, Severity, Verdict};
 use crate::model::units::percent_1dp as pct;
@@ -90,12 +92,22 @@ fn check(a: &Analysis) -> Verdict {
         ));
     }
     let workload: Vec<u32> = workload_ops(a).map(|o| o.pid).collect();
-    let own: u64 = holders
-        .iter()
-        .filter(|h| workload.contains(&h.pid))
-        .map(|h| h.ns)
-        .sum();
-    let own_threads = held > 0 && own * 2 > held;
+    // The workload's threads: those its kept operations ran on, and (only
+    // the slowest are kept) the recorded command's threads of the same name.
+    let mut comms: Vec<&str> = workload_ops(a).map(|o| o.comm.as_str()).collect();
+    comms.sort_unstable();
+    comms.dedup();
+    let of_workload = |h: &Holder| {
+        workload.contains(&h.pid)
+            || (a.outliers.of_recorded_command(h.pid) != Some(false)
+                && comms.binary_search(&h.comm.as_str()).is_ok())
+    };
+    let of_kernel = |h: &Holder| !matches!(thread_kind(&h.comm, h.pid), "task" | "idle");
+    let sum = |keep: &dyn Fn(&Holder) -> bool| -> u64 {
+        holders.iter().filter(|h| keep(h)).map(|h| h.ns).sum()
+    };
+    let own = sum(&of_workload);
+    let kernel = sum(&|h| !of_workload(h) && of_kernel(h));
     // Held by processes the recorded command did not start (other work on
     // this machine), when the trace followed the command's forks.
     let outside: Option<u64> = holders
@@ -106,52 +118,74 @@ fn check(a: &Analysis) -> Verdict {
                 .map(|inside| if inside { 0 } else { h.ns })
         })
         .sum();
+    // Its own threads and the kernel threads doing its I/O: nothing to
+    // move away, the cure is fewer busy threads than CPUs. Real time lost,
+    // but the workload's shape rather than a cause beside it.
+    let self_made = held > 0 && (own + kernel) * 2 > held;
     let pids: Vec<String> = holders
         .iter()
-        .filter(|h| h.prio >= 100 && !workload.contains(&h.pid))
+        .filter(|h| h.prio >= 100 && !of_workload(h) && !of_kernel(h))
         .take(3)
         .map(|h| h.pid.to_string())
         .collect();
+    let whom = if holders.is_empty() {
+        "tasks the trace did not name".to_string()
+    } else if own * 2 > held {
+        format!(
+            "the workload's own threads ({})",
+            holders_text(&holders, held)
+        )
+    } else if self_made {
+        format!(
+            "the kernel threads doing its I/O{} ({})",
+            if own > 0 { " and its own threads" } else { "" },
+            holders_text(&holders, held)
+        )
+    } else if outside.is_some_and(|o| o * 2 > held) {
+        format!(
+            "processes outside the recorded command ({})",
+            holders_text(&holders, held)
+        )
+    } else {
+        holders_text(&holders, held)
+    };
+    let mut evidence = json!({
+        "runnable_percent_of_workload_time": share,
+        "runnable_ms": crate::model::units::ms_2dp(b.runnable_ns),
+        "slow_operations": slow.len(),
+        "runnable_percent_of_slow_time": (slow_ns > 0).then_some(slow_share),
+        "held_by": holders.iter().take(5).map(|h| json!({
+            "pid": h.pid, "comm": h.comm, "policy": super::helpers::policy_of(h.prio),
+            "percent_of_held_time": pct(h.ns, held), "of_the_workload": of_workload(h),
+            "kernel_thread": of_kernel(h),
+            "of_the_recorded_command": a.outliers.of_recorded_command(h.pid),
+        })).collect::<Vec<_>>(),
+        "held_by_the_workload_percent": pct(own, held),
+        "held_by_kernel_threads_percent": pct(kernel, held),
+        "held_outside_the_recorded_command_percent": outside.map(|o| pct(o, held)),
+        "real_time_percent_of_held_time": pct(rt, held),
+    });
+    if self_made {
+        evidence[impact::AT_MOST_WARNING] = json!(
+            "the workload's own threads and the kernel threads doing its I/O held the CPU: its shape, not a cause beside it"
+        );
+    }
     Verdict::Fired(Finding {
         id: RULE.id,
         severity: Severity::Warning,
         title: format!(
-            "{} waited runnable for a CPU {share}% of its time{}: the CPU was held by {}",
+            "{} waited runnable for a CPU {share}% of its time{}: the CPU was held by {whom}",
             kinds.join(", "),
             if slow_ns > 0 {
                 format!(" ({slow_share}% of its slow operations')")
             } else {
                 String::new()
             },
-            if holders.is_empty() {
-                "tasks the trace did not name".to_string()
-            } else if own_threads {
-                format!("the workload's own threads ({})", holders_text(&holders, held))
-            } else if outside.is_some_and(|o| o * 2 > held) {
-                format!(
-                    "processes outside the recorded command ({})",
-                    holders_text(&holders, held)
-                )
-            } else {
-                holders_text(&holders, held)
-            }
         ),
-        evidence: json!({
-            "runnable_percent_of_workload_time": share,
-            "runnable_ms": crate::model::units::ms_2dp(b.runnable_ns),
-            "slow_operations": slow.len(),
-            "runnable_percent_of_slow_time": (slow_ns > 0).then_some(slow_share),
-            "held_by": holders.iter().take(5).map(|h| json!({
-                "pid": h.pid, "comm": h.comm, "policy": super::helpers::policy_of(h.prio),
-                "percent_of_held_time": pct(h.ns, held), "of_the_workload": workload.contains(&h.pid),
-                "of_the_recorded_command": a.outliers.of_recorded_command(h.pid),
-            })).collect::<Vec<_>>(),
-            "held_outside_the_recorded_command_percent": outside.map(|o| pct(o, held)),
-            "real_time_percent_of_held_time": pct(rt, held),
-        }),
+        evidence,
         explanation: "The workload's threads were ready to run but their CPU ran other tasks. An ordinary (SCHED_OTHER) task shares a CPU by weight: a thread woken when its I/O completes waits for the running task's slice, longer behind tasks of lower nice value or behind several; each operation carries that wait however fast the device is (measured here as the runnable part of the operations' time).".into(),
-        workaround: if own_threads {
-            "the workload's own threads compete for the CPUs: run fewer busy threads than CPUs, or give it more CPUs".into()
+        workaround: if self_made {
+            "the workload's own threads and the kernel's work for them compete for the CPUs: run fewer busy threads than CPUs, or give it more CPUs".into()
         } else if pids.is_empty() {
             "give the workload its CPU: move the other tasks off its CPUs (taskset), lower their weight (renice, a cgroup's cpu.weight), or pin the workload where they do not run".into()
         } else {
@@ -221,6 +255,28 @@ mod tests {
             "{}",
             f.workaround
         );
+    }
+
+    #[test]
+    fn kernel_threads_doing_the_io_make_it_the_workloads_shape_never_critical() {
+        let f = fired(check(&analysis(&contended("kworker/u8:2", 120, 400))));
+        assert!(
+            f.title.ends_with("the CPU was held by the kernel threads doing its I/O (kworker/u8:2 50 (nice 0) 100%)"),
+            "{}",
+            f.title
+        );
+        assert_eq!(f.evidence["held_by_kernel_threads_percent"], 100.0);
+        assert!(f.evidence.get(impact::AT_MOST_WARNING).is_some());
+        assert!(
+            f.workaround
+                .starts_with("the workload's own threads and the kernel's work"),
+            "{}",
+            f.workaround
+        );
+        // The same wait behind an ordinary process is a cause beside it.
+        let f = fired(check(&analysis(&contended("yes", 120, 400))));
+        assert!(f.evidence.get(impact::AT_MOST_WARNING).is_none());
+        assert_eq!(f.evidence["held_by_kernel_threads_percent"], 0.0);
     }
 
     #[test]
