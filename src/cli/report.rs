@@ -32,6 +32,10 @@ pub struct ReportArgs {
     filter: FilterArgs,
     #[command(flatten)]
     input: InputArgs,
+    /// Print every thread's and every input's lines in the text report,
+    /// where it otherwise shows the first few and sums up the rest.
+    #[arg(long)]
+    all: bool,
     /// Say what rule ID (or `all`) found, or why it did not fire.
     #[arg(long, value_name = "ID")]
     explain: Option<String>,
@@ -62,6 +66,9 @@ pub fn run(args: ReportArgs) -> Result<ExitStatus> {
         (None, Format::Folded) => {
             super::stacks::require(&a, &args.paths, args.off_cpu)?;
             Format::Folded.report(&a, &[], args.off_cpu)
+        }
+        (None, Format::Text) => {
+            report::text::render_with(&a, &crate::diagnose::diagnose(&a), args.all)
         }
         (None, f) => f.report(&a, &crate::diagnose::diagnose(&a), args.off_cpu),
     };

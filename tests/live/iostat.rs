@@ -91,7 +91,13 @@ fn iostat_columns_agree_with_sysstat() {
         "--offset_increment=64M",
     ]);
     fio.stdout(Stdio::null());
+    // fio at a real-time priority too (it inherits this thread's): beside
+    // a compile on both CPUs, its batches came late and the device sat
+    // idle between them in gaps shorter than a jiffy, which io_ticks
+    // rounds (seen: %util 28 by iostat against 38 busy in the trace).
+    set_fifo(true);
     let mut fio = fio.spawn().unwrap();
+    set_fifo(false);
     std::thread::sleep(Duration::from_millis(700));
     let spawned = mono_ns();
     // This thread and iostat (which inherits it) at a real-time priority

@@ -413,7 +413,7 @@ fn judged(run: &str) -> Vec<&str> {
         if t.starts_with("CRITICAL ") || t.starts_with("WARNING ") || t.starts_with("INFO ") {
             out.extend(current.take().filter(|(_, ours)| *ours).map(|(f, _)| f));
             current = Some((t, true));
-        } else if t.ends_with("is not one of the lab's: not judged)") {
+        } else if t.ends_with(": not judged)") {
             if let Some(c) = current.as_mut() {
                 c.1 = false;
             }
@@ -428,6 +428,8 @@ fn judged_findings_leave_out_other_devices() {
     let run = "bad (x):\n  WARNING request_splitting: vda: 73 bios\n    evidence: device=254,0\n    (device 254,0 is not one of the lab's: not judged)\n  WARNING queue_saturation: loop0\n    why: …\n\ndiff";
     assert_eq!(judged(run), ["WARNING queue_saturation: loop0"]);
     assert!(judged("good (x):\n  no findings\n\n").is_empty());
+    let run = "bad (x):\n  CRITICAL cpu_contention: rustc\n    (the CPUs were held by other work on this machine, not the scenario's: not judged)\n  CRITICAL cgroup_io_throttle: loop0\n\n";
+    assert_eq!(judged(run), ["CRITICAL cgroup_io_throttle: loop0"]);
 }
 
 /// `lab run SCENARIO --keep`: its output, and the directory of the kept

@@ -23,6 +23,7 @@ mod compressed_inputs;
 mod diagnose_fixtures;
 mod diagnose_generalizes;
 mod driver_events;
+mod first_screen;
 mod fixtures_block;
 mod fixtures_layers;
 mod fuzz_parsers;

@@ -7,6 +7,7 @@ pub(super) fn call_table(
     out: &mut String,
     title: &str,
     rows: &std::collections::BTreeMap<String, crate::analyze::syscalls::CallStats>,
+    all: bool,
 ) {
     if rows.is_empty() {
         return;
@@ -17,8 +18,25 @@ pub(super) fn call_table(
         "{:<24} {:>9} {:>11} {:>10} {:>10} {:>10} {:>10}",
         "NAME", "count", "total ms", "p50 µs", "p99 µs", "p99.9 µs", "max µs"
     );
-    for (name, s) in rows {
-        let Some(l) = &s.latency else { continue };
+    let timed: Vec<(&String, &crate::analyze::syscalls::CallStats, &Percentiles)> = rows
+        .iter()
+        .filter_map(|(n, s)| s.latency.as_ref().map(|l| (n, s, l)))
+        .collect();
+    // Many rows (a thread each, for 64 writers): the slowest few, and the
+    // range the others span.
+    let shown: Vec<_> = if all || timed.len() <= ROWS_BEFORE_COLLAPSE {
+        timed.clone()
+    } else {
+        let mut by_p99 = timed.clone();
+        by_p99.sort_by_key(|(_, _, l)| std::cmp::Reverse(l.p99));
+        by_p99.truncate(ROWS_WHEN_COLLAPSED);
+        timed
+            .iter()
+            .filter(|(n, _, _)| by_p99.iter().any(|(m, _, _)| m == n))
+            .cloned()
+            .collect()
+    };
+    for (name, s, l) in &shown {
         let _ = writeln!(
             out,
             "{:<24} {:>9} {:>11.3} {:>10.1} {:>10.1} {:>10.1} {:>10.1}",
@@ -31,21 +49,46 @@ pub(super) fn call_table(
             l.max as f64 / 1e3
         );
     }
+    let rest: Vec<&Percentiles> = timed
+        .iter()
+        .filter(|(n, _, _)| !shown.iter().any(|(m, _, _)| m == n))
+        .map(|(_, _, l)| *l)
+        .collect();
+    if !rest.is_empty() {
+        let range = |f: fn(&Percentiles) -> u64| {
+            let lo = rest.iter().map(|l| f(l)).min().unwrap_or(0);
+            let hi = rest.iter().map(|l| f(l)).max().unwrap_or(0);
+            format!("{:.1}-{:.1}", lo as f64 / 1e3, hi as f64 / 1e3)
+        };
+        let _ = writeln!(
+            out,
+            "… and {} more with p50 {} µs and p99 {} µs (the {ROWS_WHEN_COLLAPSED} with the highest p99 are above; --all prints every one)",
+            rest.len(),
+            range(|l| l.p50),
+            range(|l| l.p99)
+        );
+    }
     out.push('\n');
-    for (name, s) in rows {
+    for (name, s, _) in &shown {
         let _ = writeln!(out, "{}:", Esc(name));
         out.push_str(&s.hist_us.render("usecs"));
         out.push('\n');
     }
 }
 
-pub(super) fn syscalls(out: &mut String, s: &crate::analyze::syscalls::SyscallSummary) {
+/// A table of more rows than this shows only the slowest few…
+const ROWS_BEFORE_COLLAPSE: usize = 8;
+/// …this many, unless `--all`.
+const ROWS_WHEN_COLLAPSED: usize = 5;
+
+pub(super) fn syscalls(out: &mut String, s: &crate::analyze::syscalls::SyscallSummary, st: &Style) {
     call_table(
         out,
         "Probe operations (from their trace marks)",
         &s.operations,
+        st.all,
     );
-    call_table(out, "Syscalls", &s.by_name);
+    call_table(out, "Syscalls", &s.by_name, st.all);
     if !s.slowest.is_empty() {
         let _ = writeln!(out, "slowest calls:");
         for c in &s.slowest {
@@ -56,7 +99,7 @@ pub(super) fn syscalls(out: &mut String, s: &crate::analyze::syscalls::SyscallSu
                 Esc(&c.name),
                 c.pid,
                 Esc(&c.comm),
-                secs(c.start_ns),
+                st.at(c.start_ns),
                 c.ret.map(|r| format!(" = {r}")).unwrap_or_default()
             );
         }
@@ -64,7 +107,11 @@ pub(super) fn syscalls(out: &mut String, s: &crate::analyze::syscalls::SyscallSu
     }
 }
 
-pub(super) fn outliers(out: &mut String, o: &crate::analyze::outliers::OutliersSummary) {
+pub(super) fn outliers(
+    out: &mut String,
+    o: &crate::analyze::outliers::OutliersSummary,
+    st: &Style,
+) {
     // The kinds whose slowest operation took at least 1 ms, slowest first.
     let mut kinds: Vec<(&String, &Vec<crate::analyze::outliers::Outlier>)> = o
         .by_kind
@@ -107,7 +154,7 @@ pub(super) fn outliers(out: &mut String, o: &crate::analyze::outliers::OutliersS
                 "  {:>8} {:<16} at {}  {}",
                 x.pid,
                 Esc(&x.comm),
-                secs(x.start_ns),
+                st.at(x.start_ns),
                 Esc(&x.summary)
             );
             if let Some(b) = &x.blocked_in {
@@ -127,11 +174,13 @@ pub(super) fn filesystem(
     f: &crate::analyze::fs::FsSummary,
     recorded: &crate::analyze::coverage::Recorded,
     writes_seen: bool,
+    st: &Style,
 ) {
     call_table(
         out,
         "fsync in the filesystem (ext4_sync_file)",
         &f.fsync_by_process,
+        st.all,
     );
     if !f.slowest_fsyncs.is_empty() {
         let _ = writeln!(out, "slowest fsyncs:");
@@ -145,13 +194,13 @@ pub(super) fn filesystem(
                 Esc(&c.dev),
                 c.ino,
                 if c.datasync { " (datasync)" } else { "" },
-                secs(c.start_ns)
+                st.at(c.start_ns)
             );
         }
         out.push('\n');
     }
     for (dev, j) in &f.journals {
-        journal(out, dev, j, recorded, writes_seen);
+        journal(out, dev, j, recorded, writes_seen, st);
     }
 }
 
@@ -165,6 +214,7 @@ fn journal(
     j: &crate::analyze::fs::JournalSummary,
     recorded: &crate::analyze::coverage::Recorded,
     writes_seen: bool,
+    st: &Style,
 ) {
     use crate::model::Tracepoint;
     let phases_seen = recorded.saw(Tracepoint::Jbd2CommitLocking);
@@ -259,7 +309,7 @@ fn journal(
                 "  {:>10.3} ms  transaction {} at {} ({phases}; {writes})",
                 ms(c.total_ns),
                 c.transaction,
-                secs(c.start_ns),
+                st.at(c.start_ns),
             );
         }
     }
@@ -283,7 +333,7 @@ fn blocked_in(b: &crate::analyze::stacks::BlockedIn) -> String {
 }
 
 /// Driver commands matched to their requests: D2C split at the device.
-pub(super) fn driver(out: &mut String, d: &crate::analyze::driver::DriverSummary) {
+pub(super) fn driver(out: &mut String, d: &crate::analyze::driver::DriverSummary, st: &Style) {
     if d.devices.is_empty() && d.unmatched_commands == 0 {
         return;
     }
@@ -325,7 +375,7 @@ pub(super) fn driver(out: &mut String, d: &crate::analyze::driver::DriverSummary
                 Esc(&c.command),
                 ms(c.device_ns),
                 ms(c.before_device_ns),
-                secs(c.issue_ns)
+                st.at(c.issue_ns)
             );
         }
     }

@@ -14,6 +14,7 @@ mod functions;
 mod layers;
 mod sched;
 mod stacks;
+mod summary;
 mod system;
 
 use block::*;
@@ -21,6 +22,7 @@ use functions::*;
 use layers::*;
 use sched::*;
 use stacks::*;
+use summary::*;
 use system::*;
 
 pub(super) fn secs(ns: u64) -> String {
@@ -32,6 +34,20 @@ pub(super) fn us(ns: u64) -> String {
 }
 
 pub(super) use crate::model::units::ms;
+
+/// How the sections are printed: every repeated line or the first few
+/// (`--all`), and the clock's origin (times are seconds from it).
+pub(super) struct Style {
+    pub all: bool,
+    pub origin: u64,
+}
+
+impl Style {
+    /// A trace-clock time as seconds from the report's start, to the ns.
+    pub fn at(&self, ns: u64) -> String {
+        secs(ns.saturating_sub(self.origin))
+    }
+}
 
 /// One finding, as a person reads it. Titles, evidence and advice quote
 /// the trace (process and device names): printed escaped.
@@ -55,21 +71,19 @@ pub fn finding(out: &mut String, f: &crate::diagnose::Finding) {
 
 fn findings(out: &mut String, a: &Analysis, fs: &[crate::diagnose::Finding]) {
     let c = crate::diagnose::coverage(a, fs);
+    if fs.is_empty() && c.not_judged.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "==================== Findings ====================\n");
+    for f in fs {
+        finding(out, f);
+        out.push('\n');
+    }
     if fs.is_empty() {
-        let _ = match c.judged.len() {
-            0 => writeln!(out, "findings: none: no rule could judge this input"),
-            n => writeln!(
-                out,
-                "findings: none among the {n} rule{} this input lets judge (`report --explain ID` says why each did not fire)",
-                if n == 1 { "" } else { "s" }
-            ),
-        };
-    } else {
-        let _ = writeln!(out, "==================== Findings ====================\n");
-        for f in fs {
-            finding(out, f);
-            out.push('\n');
-        }
+        let _ = writeln!(
+            out,
+            "no finding: `report --explain all` says why each rule did not fire"
+        );
     }
     if !c.not_judged.is_empty() {
         let lacks: Vec<String> = c
@@ -93,35 +107,32 @@ fn findings(out: &mut String, a: &Analysis, fs: &[crate::diagnose::Finding]) {
 }
 
 pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
+    render_with(a, found, false)
+}
+
+/// The report; `all` prints every thread's and every input's lines where
+/// repeated ones are otherwise collapsed.
+pub fn render_with(a: &Analysis, found: &[crate::diagnose::Finding], all: bool) -> String {
     let mut out = String::new();
     let b = &a.block;
-    let _ = writeln!(
-        out,
-        "iosleuth: {} events from {} input(s), {} .. {} ({:.3} s)",
-        a.events,
-        a.inputs.len(),
-        secs(a.span.first_ns),
-        secs(a.span.last_ns),
-        a.span.last_ns.saturating_sub(a.span.first_ns) as f64 / 1e9
-    );
-    for i in &a.inputs {
-        let _ = writeln!(
-            out,
-            "  {} ({}, {} events)",
-            Esc(&i.path),
-            i.format,
-            i.events
-        );
+    let st = Style {
+        all,
+        origin: a.span.first_ns,
+    };
+    summary(&mut out, a, found);
+    if all && a.inputs.len() > 1 {
+        let _ = writeln!(out, "inputs:");
+        for i in &a.inputs {
+            let _ = writeln!(
+                out,
+                "  {} ({}, {} events)",
+                Esc(&i.path),
+                i.format,
+                i.events
+            );
+        }
+        out.push('\n');
     }
-    let missing = a.not_recorded();
-    if !missing.is_empty() {
-        let _ = writeln!(
-            out,
-            "not recorded: the {} events (what needs them says \"not recorded\", never 0)",
-            missing.join(", ")
-        );
-    }
-    out.push('\n');
     findings(&mut out, a, found);
     snapshot(&mut out, a);
     if !b.stack.is_empty() {
@@ -179,16 +190,16 @@ pub fn render(a: &Analysis, found: &[crate::diagnose::Finding]) -> String {
         }
         out.push('\n');
     }
-    driver(&mut out, &a.driver);
-    outliers(&mut out, &a.outliers);
-    syscalls(&mut out, &a.syscalls);
-    filesystem(&mut out, &a.fs, &a.recorded, a.recorded_set("block"));
+    driver(&mut out, &a.driver, &st);
+    outliers(&mut out, &a.outliers, &st);
+    syscalls(&mut out, &a.syscalls, &st);
+    filesystem(&mut out, &a.fs, &a.recorded, a.recorded_set("block"), &st);
     functions(&mut out, &a.functions);
     stacks(&mut out, &a.stacks);
-    sched(&mut out, &a.sched, &a.recorded);
+    sched(&mut out, &a.sched, &a.recorded, &st);
     interrupts(&mut out, &a.irq, &a.sched);
     workqueues(&mut out, &a.workqueue);
-    gaps(&mut out, &a.gaps);
+    gaps(&mut out, &a.gaps, &st);
     if !a.unknown_events.is_empty() {
         let _ = writeln!(out, "events not analyzed yet:");
         for (n, c) in &a.unknown_events {

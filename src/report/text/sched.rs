@@ -9,6 +9,7 @@ pub(super) fn sched(
     out: &mut String,
     s: &crate::analyze::sched::SchedSummary,
     recorded: &crate::analyze::coverage::Recorded,
+    st: &Style,
 ) {
     use crate::model::Tracepoint;
     if s.switches == 0 {
@@ -97,7 +98,7 @@ pub(super) fn sched(
                 Esc(&w.comm),
                 w.pid,
                 w.cpu,
-                secs(w.start_ns),
+                st.at(w.start_ns),
                 if held.is_empty() {
                     "nothing recorded".to_string()
                 } else {
@@ -244,7 +245,7 @@ pub(super) fn workqueues(out: &mut String, w: &crate::analyze::workqueue::Workqu
     out.push('\n');
 }
 
-pub(super) fn gaps(out: &mut String, g: &crate::analyze::gaps::GapsSummary) {
+pub(super) fn gaps(out: &mut String, g: &crate::analyze::gaps::GapsSummary, st: &Style) {
     if g.cpus.is_empty() {
         return;
     }
@@ -259,7 +260,7 @@ pub(super) fn gaps(out: &mut String, g: &crate::analyze::gaps::GapsSummary) {
                 "  CPU {:<3} {:>10.3} ms at {}  between {} and {}",
                 cpu,
                 ms(x.gap_ns),
-                secs(x.start_ns),
+                st.at(x.start_ns),
                 Esc(&x.before),
                 Esc(&x.after)
             );
@@ -272,7 +273,7 @@ pub(super) fn gaps(out: &mut String, g: &crate::analyze::gaps::GapsSummary) {
             t.pid,
             Esc(&t.comm),
             ms(t.gap.gap_ns),
-            secs(t.gap.start_ns),
+            st.at(t.gap.start_ns),
             Esc(&t.gap.before),
             Esc(&t.gap.after)
         );

@@ -68,17 +68,70 @@ pub(super) fn snapshot(out: &mut String, a: &Analysis) {
     );
     // Numbers the snapshot lacks show as JSON's `null`.
     let or_null = |v: Option<i64>| v.map_or("null".to_string(), |v| v.to_string());
+    // Threads with the same name and settings are one line: a workload of
+    // 64 writers is one setting, not 64.
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     for t in &s.workload.threads {
-        let _ = writeln!(
-            out,
-            "workload thread {} {}: {} rt_priority {}, nice {}, CPUs {}",
-            or_null(t.tid.map(|v| v as i64)),
+        let key = format!(
+            "{}: {} rt_priority {}, nice {}, CPUs {}",
             Esc(t.comm.as_deref().unwrap_or("")),
             Esc(t.policy.as_deref().unwrap_or("")),
             or_null(t.rt_priority),
             or_null(t.nice),
             Esc(t.cpus_allowed.as_deref().unwrap_or("?"))
         );
+        let tid = or_null(t.tid.map(|v| v as i64));
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, tids)) => tids.push(tid),
+            None => groups.push((key, vec![tid])),
+        }
+    }
+    for (key, tids) in groups {
+        let (name, settings) = key.split_once(": ").unwrap_or((&key, ""));
+        if tids.len() == 1 {
+            let _ = writeln!(out, "workload thread {} {name}: {settings}", tids[0]);
+        } else {
+            let _ = writeln!(
+                out,
+                "workload threads {name}, {} of them ({}): {settings}",
+                tids.len(),
+                tid_ranges(&tids)
+            );
+        }
     }
     out.push('\n');
+}
+
+/// `6146-6210, 7001`: thread ids, consecutive ones as ranges (ids that are
+/// not numbers kept as they are).
+fn tid_ranges(tids: &[String]) -> String {
+    let mut nums: Vec<u64> = tids.iter().filter_map(|t| t.parse().ok()).collect();
+    nums.sort_unstable();
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < nums.len() {
+        let mut j = i;
+        while j + 1 < nums.len() && nums[j + 1] == nums[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            nums[i].to_string()
+        } else {
+            format!("{}-{}", nums[i], nums[j])
+        });
+        i = j + 1;
+    }
+    parts.extend(tids.iter().filter(|t| t.parse::<u64>().is_err()).cloned());
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thread_ids_read_as_ranges() {
+        let t =
+            |v: &[&str]| super::tid_ranges(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(t(&["3", "1", "2", "7", "null"]), "1-3, 7, null");
+        assert_eq!(t(&["5"]), "5");
+    }
 }
