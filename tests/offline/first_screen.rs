@@ -168,3 +168,32 @@ fn times_are_seconds_from_the_trace_start() {
         secs(first)
     )));
 }
+
+#[test]
+fn each_event_set_not_recorded_is_named_once_with_what_it_would_show() {
+    let text = report("tests/fixtures/slowdev-fsync.cap", &[]);
+    let section = text
+        .split("==================== Not recorded ====================")
+        .nth(1)
+        .expect("a Not recorded section")
+        .split("\n\n")
+        .nth(1)
+        .unwrap();
+    let sets: Vec<&str> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        sets,
+        ["writeback", "readahead", "irq", "workqueue"],
+        "{section}"
+    );
+    assert!(section
+        .contains("(record them: iosleuth record --events writeback,readahead,irq,workqueue)"));
+    // A capture with every set has no such section.
+    let rep = json_report(&["tests/fixtures/cgroup-throttled.cap"], &[]);
+    let missing = rep["not_recorded"].as_array().map_or(0, |a| a.len());
+    let text = report("tests/fixtures/cgroup-throttled.cap", &[]);
+    assert_eq!(text.contains("==== Not recorded ===="), missing > 0);
+}

@@ -200,6 +200,7 @@ pub fn render_with(a: &Analysis, found: &[crate::diagnose::Finding], all: bool) 
     interrupts(&mut out, &a.irq, &a.sched);
     workqueues(&mut out, &a.workqueue);
     gaps(&mut out, &a.gaps, &st);
+    not_recorded(&mut out, a);
     if !a.unknown_events.is_empty() {
         let _ = writeln!(out, "events not analyzed yet:");
         for (n, c) in &a.unknown_events {
@@ -214,6 +215,42 @@ pub fn render_with(a: &Analysis, found: &[crate::diagnose::Finding], all: bool) 
         }
     }
     out
+}
+
+/// What each event set the capture lacks would have shown: a section
+/// that is missing here is unknown, not empty.
+fn not_recorded(out: &mut String, a: &Analysis) {
+    let missing = a.not_recorded();
+    if missing.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "==================== Not recorded ====================\n"
+    );
+    let _ = writeln!(
+        out,
+        "the capture holds no events of these sets: what they measure is unknown here, not 0"
+    );
+    for set in &missing {
+        let shows = match *set {
+            "block" => "requests at each device: btt's intervals, iostat -x, D2C and Q2C, merges and splits",
+            "fs" => "fsync in the filesystem and the ext4 journal's commits and checkpoints",
+            "writeback" => "dirty-page throttling (balance_dirty_pages) and writeback throttling (wbt)",
+            "readahead" => "readahead windows and the page cache's misses",
+            "sched" => "thread states (on CPU, runnable, blocked), who held the CPU, runqueue latency",
+            "irq" => "hard and soft interrupt time per CPU",
+            "workqueue" => "kernel work items (the cgroup throttle's dispatch, the loop device's work)",
+            "syscalls" => "system calls: which operations waited and for how long",
+            _ => "",
+        };
+        let _ = writeln!(out, "  {set:<10} {shows}");
+    }
+    let _ = writeln!(
+        out,
+        "(record them: iosleuth record --events {})\n",
+        missing.join(",")
+    );
 }
 
 /// The BPF programs' own cost (`record --light --bpf-stats`).
