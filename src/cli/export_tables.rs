@@ -41,9 +41,9 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
             eprintln!(
                 "iosleuth: {}: host={} capture={} kernel {}: {} rows",
                 Esc(&dir.display().to_string()),
-                Esc(&p.host),
+                Esc(p.host.as_deref().unwrap_or("(unknown: NULL)")),
                 Esc(&p.capture),
-                Esc(&p.kernel),
+                Esc(p.kernel.as_deref().unwrap_or("unknown")),
                 counts.join(", ")
             );
         }

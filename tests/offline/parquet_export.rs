@@ -49,9 +49,9 @@ for host, capture, device, n, n_d2c, lo, hi, avg in q(f"""
     out["devices"][f"{capture}/{device}"] = dict(host=host, rows=n, d2c=n_d2c, min=lo, max=hi, avg=avg, p99=rank[0][0] if rank else None)
 for capture, kind, n, total in q(f"select capture, kind, count(*), sum(latency_ns) from {t('operations')} group by all"):
     out["operations"][f"{capture}/{kind}"] = [n, int(total)]
-for capture, pid, ns in q(f"select capture, pid, sum(duration_ns) from {t('sched_waits')} where state = 'runnable' group by all"):
-    out["runnable"][f"{capture}/{pid}"] = int(ns)
-for capture, device, n, util in q(f"select capture, device, count(*), sum(util) from {t('iostat')} group by all"):
+for capture, tid, ns in q(f"select capture, tid, sum(duration_ns) from {t('sched_waits')} where state = 'runnable' group by all"):
+    out["runnable"][f"{capture}/{tid}"] = int(ns)
+for capture, device, n, util in q(f"select capture, device, count(*), sum(util_pct) from {t('iostat')} group by all"):
     out["iostat"][f"{capture}/{device}"] = [n, util]
 for capture, ids in q(f"select capture, list(id order by rank) from {t('findings')} group by all"):
     out["findings"][capture] = ids
