@@ -230,7 +230,12 @@ impl Snapshot {
     /// lists with both: the workload's and the kernel threads.
     pub fn thread_groups(&self) -> std::collections::HashMap<u32, u32> {
         let mut out = std::collections::HashMap::new();
-        for t in self.workload.threads.iter().chain(&self.before.kernel_threads) {
+        for t in self
+            .workload
+            .threads
+            .iter()
+            .chain(&self.before.kernel_threads)
+        {
             if let (Some(pid), Some(tid)) = (t.pid, t.tid) {
                 if let (Ok(pid), Ok(tid)) = (u32::try_from(pid), u32::try_from(tid)) {
                     out.insert(tid, pid);

@@ -25,6 +25,7 @@ mod diagnose_generalizes;
 mod driver_events;
 mod fixtures_block;
 mod fixtures_layers;
+mod formats_doc;
 mod fuzz_parsers;
 mod fuzz_regressions;
 mod golden;

@@ -165,7 +165,12 @@ fn partition_of(input: &Path, host: Option<&str>, snap: Option<Snapshot>) -> Par
             Some(ns) => (Some((ns / 1000) as i64), Some(TimeSource::Snapshot)),
             None => (mtime_us, mtime_us.map(|_| TimeSource::FileMtime)),
         };
-    let known = |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
+    // An empty value is no value; any other is kept as the snapshot has it.
+    let known = |v: &Option<String>| {
+        v.as_deref()
+            .filter(|v| !v.trim().is_empty())
+            .map(str::to_string)
+    };
     Partition {
         host: host
             .map(str::to_string)

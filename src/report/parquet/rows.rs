@@ -176,7 +176,12 @@ const DEVICE_SETTINGS: &[Column] = common![
 pub const SYSTEM_KNOBS: &[(&str, &str, &str, i64)] = &[
     ("vm", "dirty_ratio", "dirty_ratio_pct", 1),
     ("vm", "dirty_bytes", "dirty_bytes", 1),
-    ("vm", "dirty_background_ratio", "dirty_background_ratio_pct", 1),
+    (
+        "vm",
+        "dirty_background_ratio",
+        "dirty_background_ratio_pct",
+        1,
+    ),
     ("vm", "dirty_background_bytes", "dirty_background_bytes", 1),
     ("vm", "dirty_expire_centisecs", "dirty_expire_ms", 10),
     ("vm", "dirty_writeback_centisecs", "dirty_writeback_ms", 10),
