@@ -262,10 +262,12 @@ impl<'f> Analyzers<'f> {
         self.names.learn_block(b.pid, b.comm);
         self.gaps
             .add(b.ts, b.cpu, b.pid, gaps::EventName::Block(b.action));
+        // The block analysis numbers the requests: first, so that the
+        // outlier analysis learns the id of each one issued.
+        let issued = self.blk.add(b);
         if self.operations_possible {
-            self.outliers.block_event(b);
+            self.outliers.block_event(b, issued);
         }
-        self.blk.add(b);
         self.fs.block(b);
         self.throttle.block(b);
         self.driver.block(b);

@@ -13,6 +13,14 @@ use std::thread::{Scope, ScopedJoinHandle};
 /// breakdown (the same as an outlier's).
 #[derive(Clone, Debug, PartialEq)]
 pub struct OperationRow {
+    /// Numbered as operations begin, in the capture.
+    pub id: u64,
+    /// The operation of its thread that encloses it (a syscall's probe
+    /// operation, an `ext4_sync_file`'s fsync), if one was open.
+    pub parent: Option<u64>,
+    /// The requests (`RequestRow::id`) it was blocked on while they were
+    /// at the device, with how long, ns.
+    pub waited_for: Vec<(u64, u64)>,
     pub kind: String,
     pub pid: u32,
     /// The thread's name when the operation ended.

@@ -41,9 +41,9 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
             eprintln!(
                 "iosleuth: {}: host={} capture={} kernel {}: {} rows",
                 Esc(&dir.display().to_string()),
-                Esc(&p.host),
+                Esc(p.host.as_deref().unwrap_or("(unknown: NULL)")),
                 Esc(&p.capture),
-                Esc(&p.kernel),
+                Esc(p.kernel.as_deref().unwrap_or("unknown")),
                 counts.join(", ")
             );
         }
@@ -82,7 +82,11 @@ fn perfetto(
     use crate::report::perfetto::{device_names, Export};
     let (snapshots, _) = pipeline::snapshots_of(&[input.to_path_buf()]);
     let snapshot = snapshots.into_iter().flatten().next();
-    let export = Export::begin(input, out, device_names(snapshot.as_ref()))?;
+    let processes = snapshot
+        .as_ref()
+        .map(|s| s.thread_groups())
+        .unwrap_or_default();
+    let export = Export::begin(input, out, device_names(snapshot.as_ref()), processes)?;
     let (analyzed, written) =
         pipeline::analyze_writing(input, &pipeline::Options::default(), export.writers());
     export.finish(written, analyzed.map(|_| ()))

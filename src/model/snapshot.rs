@@ -225,6 +225,31 @@ impl Snapshot {
     }
 }
 
+impl Snapshot {
+    /// Thread id → process id (thread group) of the threads the snapshot
+    /// lists with both: the workload's and the kernel threads.
+    pub fn thread_groups(&self) -> std::collections::HashMap<u32, u32> {
+        let mut out = std::collections::HashMap::new();
+        for t in self
+            .workload
+            .threads
+            .iter()
+            .chain(&self.before.kernel_threads)
+        {
+            if let (Some(pid), Some(tid)) = (t.pid, t.tid) {
+                if let (Ok(pid), Ok(tid)) = (u32::try_from(pid), u32::try_from(tid)) {
+                    out.insert(tid, pid);
+                }
+            }
+        }
+        // The recorded command's first thread is its process.
+        if let Some(p) = self.workload.pid.and_then(|p| u32::try_from(p).ok()) {
+            out.insert(p, p);
+        }
+        out
+    }
+}
+
 impl BlockDevice {
     /// A queue setting as the kernel reports it, its current choice picked
     /// out (`mq-deadline [none]` → `none`).

@@ -26,6 +26,7 @@ mod driver_events;
 mod first_screen;
 mod fixtures_block;
 mod fixtures_layers;
+mod formats_doc;
 mod fuzz_parsers;
 mod fuzz_regressions;
 mod golden;

@@ -49,9 +49,9 @@ for host, capture, device, n, n_d2c, lo, hi, avg in q(f"""
     out["devices"][f"{capture}/{device}"] = dict(host=host, rows=n, d2c=n_d2c, min=lo, max=hi, avg=avg, p99=rank[0][0] if rank else None)
 for capture, kind, n, total in q(f"select capture, kind, count(*), sum(latency_ns) from {t('operations')} group by all"):
     out["operations"][f"{capture}/{kind}"] = [n, int(total)]
-for capture, pid, ns in q(f"select capture, pid, sum(duration_ns) from {t('sched_waits')} where state = 'runnable' group by all"):
-    out["runnable"][f"{capture}/{pid}"] = int(ns)
-for capture, device, n, util in q(f"select capture, device, count(*), sum(util) from {t('iostat')} group by all"):
+for capture, tid, ns in q(f"select capture, tid, sum(duration_ns) from {t('sched_waits')} where state = 'runnable' group by all"):
+    out["runnable"][f"{capture}/{tid}"] = int(ns)
+for capture, device, n, util in q(f"select capture, device, count(*), sum(util_pct) from {t('iostat')} group by all"):
     out["iostat"][f"{capture}/{device}"] = [n, util]
 for capture, ids in q(f"select capture, list(id order by rank) from {t('findings')} group by all"):
     out["findings"][capture] = ids
@@ -264,4 +264,120 @@ fn bad_inputs_write_nothing_and_exit_2() {
     assert!(left.iter().all(|n| *n == 0), "nothing written: {left:?}");
     let o = outcome(&["export", "--parquet", dir.to_str().unwrap(), "-"]);
     assert_eq!(o.code, 2, "{}", o.stderr);
+}
+
+/// One column of a table's file, by name: integers, NULL as `None`.
+fn ints(file: &Path, column: &str) -> Vec<Option<i64>> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field;
+    let r = SerializedFileReader::new(std::fs::File::open(file).unwrap()).unwrap();
+    r.get_row_iter(None)
+        .unwrap()
+        .map(|row| {
+            let row = row.unwrap();
+            let (_, v) = row
+                .get_column_iter()
+                .find(|(n, _)| *n == column)
+                .unwrap_or_else(|| panic!("no column {column}"));
+            match v {
+                Field::Long(n) => Some(*n),
+                Field::Null => None,
+                other => panic!("{column}: {other:?}"),
+            }
+        })
+        .collect()
+}
+
+/// The ids join: every operation and request has its own, an operation's
+/// parent is an operation of the capture that encloses it on its thread,
+/// and every request an operation waited for is a row of `requests`; the
+/// workload's threads have their process, the others NULL, never their
+/// thread id made up as one.
+#[test]
+fn ids_link_operations_to_their_parents_and_requests() {
+    let d = tempdir();
+    let root = d.path().join("tables");
+    let o = outcome(&[
+        "export",
+        "--parquet",
+        root.to_str().unwrap(),
+        "tests/fixtures/slowdev-fsync.cap",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let file = |t: &str| {
+        root.join(t)
+            .join("host=__HIVE_DEFAULT_PARTITION__/capture=slowdev-fsync.cap/part-0.parquet")
+    };
+    let ops = file("operations");
+    let op_ids: Vec<i64> = ints(&ops, "op_id")
+        .into_iter()
+        .map(Option::unwrap)
+        .collect();
+    let unique: std::collections::HashSet<i64> = op_ids.iter().copied().collect();
+    assert_eq!(unique.len(), op_ids.len(), "an id per operation");
+    let (starts, ends, tids) = (
+        ints(&ops, "start_ns"),
+        ints(&ops, "end_ns"),
+        ints(&ops, "tid"),
+    );
+    let at: std::collections::HashMap<i64, usize> =
+        op_ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    let parents = ints(&ops, "parent_op_id");
+    assert!(
+        parents.iter().any(Option::is_some),
+        "fsyncs inside probe operations"
+    );
+    for (i, p) in parents.iter().enumerate() {
+        let Some(p) = p else { continue };
+        let j = at[p];
+        assert_eq!(
+            tids[j], tids[i],
+            "op {}: its parent is of its thread",
+            op_ids[i]
+        );
+        assert!(
+            starts[j] <= starts[i] && ends[i] <= ends[j],
+            "op {}: inside its parent",
+            op_ids[i]
+        );
+    }
+    let requests: std::collections::HashSet<i64> = ints(&file("requests"), "request_id")
+        .into_iter()
+        .map(Option::unwrap)
+        .collect();
+    let waited = file("waited_for");
+    let (w_ops, w_reqs) = (ints(&waited, "op_id"), ints(&waited, "request_id"));
+    assert!(!w_ops.is_empty(), "the stalled fsyncs waited for requests");
+    for (o, r) in w_ops.iter().zip(&w_reqs) {
+        assert!(unique.contains(&o.unwrap()), "{o:?} is an operation");
+        assert!(requests.contains(&r.unwrap()), "{r:?} is a request");
+    }
+    // Processes: known for the workload's threads (from the snapshot),
+    // NULL for threads it does not list, never a copy of the thread id.
+    let waits = file("sched_waits");
+    let (tids, pids) = (ints(&waits, "tid"), ints(&waits, "pid"));
+    assert!(pids.iter().any(Option::is_some));
+    assert!(pids.iter().any(Option::is_none));
+    let rep = json_report(&["tests/fixtures/slowdev-fsync.cap"], &[]);
+    let listed: std::collections::HashMap<i64, i64> = rep["snapshot"]["workload"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["tid"].as_i64().unwrap(), t["pid"].as_i64().unwrap()))
+        .collect();
+    for (t, p) in tids.iter().zip(&pids) {
+        if let Some(p) = p {
+            assert!(
+                listed.get(&t.unwrap()) == Some(p) || kernel_thread(&rep, t.unwrap()),
+                "tid {t:?} pid {p}"
+            );
+        }
+    }
+}
+
+/// Whether the snapshot lists `tid` among the kernel threads.
+fn kernel_thread(rep: &Value, tid: i64) -> bool {
+    rep["snapshot"]["before"]["kernel_threads"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|t| t["tid"].as_i64() == Some(tid)))
 }

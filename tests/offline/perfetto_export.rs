@@ -1,5 +1,7 @@
 //! `export --perfetto`: the trace decodes (protobuf, Perfetto's messages),
-//! every slice is well formed on its track, and the tracks hold what
+//! follows the format's rules (every slice ends, every counter value is on
+//! a track declared a counter track, every thread's process has a process
+//! track, every flow id is at both of its ends), and the tracks hold what
 //! `report` counts: requests per device, operations per kind, runnable
 //! time per thread, journal commits, irqs and softirqs.
 
@@ -22,6 +24,10 @@ struct Decoded {
     /// (track, start, end, name, int arguments)
     slices: Vec<Slice>,
     counters: usize,
+    /// flow id → the tracks of the events that carry it.
+    flows: HashMap<u64, Vec<u64>>,
+    /// thread id → its process id, as the thread tracks say.
+    thread_pids: HashMap<i64, i32>,
 }
 
 fn export(cap: &str) -> Decoded {
@@ -35,6 +41,10 @@ fn export(cap: &str) -> Decoded {
     let mut open: HashMap<u64, Vec<(u64, String, Args)>> = HashMap::new();
     let mut slices = Vec::new();
     let mut counters = 0;
+    let mut counter_tracks = std::collections::HashSet::new();
+    let mut processes = std::collections::HashSet::new();
+    let mut thread_pids = HashMap::new();
+    let mut flows: HashMap<u64, Vec<u64>> = HashMap::new();
     for p in &trace.packet {
         assert_eq!(
             p.trusted_packet_sequence_id,
@@ -55,6 +65,17 @@ fn export(cap: &str) -> Decoded {
                     assert!(tracks.contains_key(&parent), "parent described first");
                 }
                 let tid = t.thread.as_ref().and_then(|t| t.tid);
+                if t.counter.is_some() {
+                    counter_tracks.insert(t.uuid.unwrap());
+                }
+                if let Some(p) = &t.process {
+                    assert!(t.thread.is_none(), "a process or a thread, not both");
+                    processes.insert(p.pid.expect("a process track has its pid"));
+                }
+                if let Some(th) = &t.thread {
+                    let pid = th.pid.expect("a thread track has its process id");
+                    thread_pids.insert(th.tid.expect("and its thread id"), pid);
+                }
                 assert!(tracks
                     .insert(t.uuid.unwrap(), (name, t.parent_uuid, tid))
                     .is_none());
@@ -63,6 +84,9 @@ fn export(cap: &str) -> Decoded {
                 let track = e.track_uuid.unwrap();
                 assert!(tracks.contains_key(&track), "event on a described track");
                 let ts = p.timestamp.unwrap();
+                for f in &e.flow_ids {
+                    flows.entry(*f).or_default().push(track);
+                }
                 match track_event::Type::try_from(e.r#type.unwrap()).unwrap() {
                     track_event::Type::SliceBegin => {
                         let name = match &e.name_field {
@@ -94,7 +118,16 @@ fn export(cap: &str) -> Decoded {
                         assert!(ts >= start);
                         slices.push((track, start, ts, name, args));
                     }
-                    track_event::Type::Counter => counters += 1,
+                    track_event::Type::Counter => {
+                        // The trace processor drops values on a track not
+                        // declared a counter track.
+                        assert!(
+                            counter_tracks.contains(&track),
+                            "a counter on a counter track"
+                        );
+                        counters += 1
+                    }
+                    track_event::Type::Instant => assert!(!e.flow_ids.is_empty()),
                     other => panic!("unexpected event type {other:?}"),
                 }
             }
@@ -102,10 +135,21 @@ fn export(cap: &str) -> Decoded {
         }
     }
     assert!(open.values().all(|s| s.is_empty()), "every slice ended");
+    for (tid, pid) in &thread_pids {
+        assert!(
+            processes.contains(pid),
+            "thread {tid}: its process {pid} has a process track"
+        );
+    }
+    for (id, ends) in &flows {
+        assert_eq!(ends.len(), 2, "flow {id}: an operation and a request");
+    }
     Decoded {
         tracks,
         slices,
         counters,
+        flows,
+        thread_pids,
     }
 }
 
@@ -354,4 +398,53 @@ fn bad_input_and_several_inputs_exit_2() {
     ]);
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(o.stderr.contains("give one input"), "{}", o.stderr);
+}
+
+/// An fsync stalled on a slow device: each operation's slice has a flow to
+/// each request it waited for, as the Parquet `waited_for` table links
+/// them; threads sit in their process (the snapshot's thread groups); each
+/// CPU's track shows which thread ran there.
+#[test]
+fn operations_flow_to_their_requests_and_cpus_show_who_ran() {
+    let cap = "tests/fixtures/slowdev-fsync.cap";
+    let t = export(cap);
+    t.assert_nested();
+    assert!(
+        !t.flows.is_empty(),
+        "the stalled fsyncs waited for requests"
+    );
+    // A thread's track, or a child of one (probe operations by kind).
+    let on_thread = |tr: u64| {
+        t.tracks[&tr].2.is_some() || t.tracks[&tr].1.is_some_and(|p| t.tracks[&p].2.is_some())
+    };
+    for (id, ends) in &t.flows {
+        let at_request = |tr: &u64| t.path(*tr).last() == Some(&"Block devices");
+        assert_eq!(
+            (
+                ends.iter().filter(|tr| on_thread(**tr)).count(),
+                ends.iter().filter(|tr| at_request(tr)).count()
+            ),
+            (1, 1),
+            "flow {id}: from an operation to a request"
+        );
+    }
+    // The workload's threads are in its process, not each its own.
+    let rep = report(cap);
+    let workload = rep["snapshot"]["workload"]["pid"].as_i64().unwrap();
+    assert_eq!(
+        t.thread_pids.get(&workload),
+        Some(&(workload as i32)),
+        "{:?}",
+        t.thread_pids
+    );
+    let on_cpus: Vec<&Slice> = t
+        .slices
+        .iter()
+        .filter(|s| t.path(s.0).last() == Some(&"CPUs"))
+        .collect();
+    assert!(!on_cpus.is_empty(), "the CPUs' tracks");
+    assert!(
+        on_cpus.iter().any(|s| s.4.get("tid") == Some(&workload)),
+        "the workload ran on some CPU"
+    );
 }

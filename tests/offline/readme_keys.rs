@@ -1,4 +1,4 @@
-//! The README's table of JSON keys says what `report --format json`
+//! docs/FORMATS.md's table of JSON keys says what `report --format json`
 //! prints: every top-level key of a report of a real capture is in the
 //! table, and every key of the table is printed.
 
@@ -8,10 +8,10 @@ use common::*;
 use std::collections::BTreeSet;
 
 #[test]
-fn the_readme_key_table_is_what_json_prints() {
-    let readme = std::fs::read_to_string("README.md").unwrap();
-    let table = readme
-        .split("### JSON keys")
+fn the_documented_key_table_is_what_json_prints() {
+    let formats = std::fs::read_to_string("docs/FORMATS.md").unwrap();
+    let table = formats
+        .split("\n## JSON keys")
         .nth(1)
         .and_then(|t| t.split("\n\n").nth(2))
         .expect("the key table after its heading");

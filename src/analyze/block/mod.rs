@@ -136,6 +136,8 @@ pub struct BlockAnalysis {
     origin: Option<u64>,
     first_ts: Option<u64>,
     last_ts: u64,
+    /// The next request's id (`RequestRow::id`), over all devices.
+    request_ids: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Everything the block analysis found on one device.
@@ -232,7 +234,9 @@ impl BlockAnalysis {
         self.names.insert(pid, comm);
     }
 
-    pub fn add(&mut self, e: &BlockEvent) {
+    /// Feeds one event; returns the id of the request an issue (D) sent to
+    /// the driver, which the outlier analysis names as waited for.
+    pub fn add(&mut self, e: &BlockEvent) -> Option<u64> {
         let origin = *self.origin.get_or_insert(e.ts);
         self.first_ts.get_or_insert(e.ts);
         self.last_ts = self.last_ts.max(e.ts);
@@ -291,24 +295,26 @@ impl BlockAnalysis {
         }
         // Plugs and unplugs name no device in tracepoints.
         if matches!(e.action, Action::Plug | Action::UnplugIo) && e.dev == Dev(0) {
-            return;
+            return None;
         }
         let interval = self.cfg.interval_ns;
         let rows = &self.cfg.rows.requests;
         let timeline = self.cfg.request_timeline;
         let order = &mut self.order;
+        let ids = &self.request_ids;
         // One lookup per event (a contains_key first was a second one).
         let (counts, reqs) = self.devices.entry(e.dev).or_insert_with(|| {
             order.push(e.dev);
             (
                 ActionCounts::default(),
                 DeviceRequests::new(origin, interval)
+                    .with_ids(ids.clone())
                     .with_rows(e.dev, rows.clone())
                     .with_timeline(timeline),
             )
         });
         counts.add(e.action);
-        reqs.add(e, start);
+        reqs.add(e, start)
     }
 
     pub fn finish(mut self) -> BlockSummary {

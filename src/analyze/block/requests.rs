@@ -31,6 +31,8 @@ struct PendingBio {
 
 #[derive(Clone, Copy, Debug)]
 struct Request {
+    /// The capture-wide number of the request (`RequestRow::id`).
+    id: u64,
     /// Accounting start (allocation), iostat's start.
     start: u64,
     /// First bio queued, for Q2C.
@@ -85,6 +87,9 @@ pub struct SplitCosts {
 /// and timelines (Perfetto). Times are ns in the trace's clock.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RequestRow {
+    /// Numbered as the requests start, over every device of the capture:
+    /// what the operations that waited for it name (`OperationRow`).
+    pub id: u64,
     pub dev: Dev,
     pub sector: u64,
     pub sectors: u64,
@@ -142,6 +147,8 @@ pub struct DeviceRequests {
     dev: Dev,
     rows: Option<std::sync::mpsc::SyncSender<RequestRow>>,
     keep_timeline: bool,
+    /// The next request's id, shared by the capture's devices.
+    ids: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -205,6 +212,12 @@ impl DeviceRequests {
         self
     }
 
+    /// Numbers requests from the counter every device of a capture shares.
+    pub fn with_ids(mut self, ids: std::sync::Arc<std::sync::atomic::AtomicU64>) -> Self {
+        self.ids = ids;
+        self
+    }
+
     /// D→C and Q→C of the requests with data (without flushes).
     pub fn without_flushes(&self) -> (&LatencyDist, &LatencyDist) {
         match &self.data {
@@ -230,6 +243,7 @@ impl DeviceRequests {
     fn start_request_at(&mut self, e: &BlockEvent, start: u64, bio: Option<PendingBio>) -> Request {
         self.iostat.io_started(start);
         Request {
+            id: self.ids.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             start,
             first_q: bio.map_or(e.ts, |b| b.ts),
             issued: None,
@@ -273,7 +287,8 @@ impl DeviceRequests {
     /// Feeds one event. `start` is when the kernel's accounting of a request
     /// allocated by this G began: the G itself, or the plug's cached clock
     /// when the request was allocated under a plug (see `BlockAnalysis`).
-    pub fn add(&mut self, e: &BlockEvent, start: Option<u64>) {
+    /// Returns the id of the request an issue (D) sent to the driver.
+    pub fn add(&mut self, e: &BlockEvent, start: Option<u64>) -> Option<u64> {
         match e.action {
             Action::Queue => {
                 self.pending.insert(
@@ -312,14 +327,20 @@ impl DeviceRequests {
                 } else {
                     None
                 };
-                match at {
-                    Some(r) => Self::staged(r, e, &mut self.fua, &mut self.size_log2_kib),
+                let id = match at {
+                    Some(r) => {
+                        Self::staged(r, e, &mut self.fua, &mut self.size_log2_kib);
+                        r.id
+                    }
                     None => {
                         let mut r = self.take_or_start(e);
                         Self::staged(&mut r, e, &mut self.fua, &mut self.size_log2_kib);
+                        let id = r.id;
                         self.put(e.sector, r);
+                        id
                     }
-                }
+                };
+                return (e.action == Action::Issue).then_some(id);
             }
             Action::Requeue => {
                 let mut r = self.take_or_start(e);
@@ -331,6 +352,7 @@ impl DeviceRequests {
             Action::Complete | Action::BioComplete => self.complete(e),
             _ => {}
         }
+        None
     }
 
     /// I, D: the request reached the scheduler or the driver.
@@ -511,6 +533,7 @@ impl DeviceRequests {
         }
         let dev = self.dev;
         crate::analyze::rows::send(&mut self.rows, || RequestRow {
+            id: r.id,
             dev,
             sector: r.sector,
             sectors: r.sectors.max(sectors),

@@ -137,7 +137,37 @@ impl OutlierAnalysis {
             t.latency_ns += latency;
             add_breakdown(&mut t.breakdown, &op.b);
         }
+        let (open, done, queued) = (&self.open, &self.done, &self.queued);
         crate::analyze::rows::send(&mut self.rows, || crate::analyze::rows::OperationRow {
+            id: op.id,
+            // The innermost operation of its thread that began before it
+            // and is still open: it encloses this one (a probe's
+            // operation its syscall, an fsync its ext4_sync_file).
+            parent: open
+                .iter()
+                .filter(|o| o.pid == op.pid && o.id < op.id)
+                .map(|o| o.id)
+                .max(),
+            // The requests it waited for at the device, as the breakdown
+            // counted them (completed, or still there).
+            waited_for: {
+                let mut w: Vec<(u64, u64)> = op
+                    .waited_on
+                    .iter()
+                    .filter_map(|(&(k, issued), &ns)| {
+                        let id = match done.get(&(k, issued)) {
+                            Some((r, _)) => r.id,
+                            None => queued
+                                .get(&k)
+                                .filter(|r| r.issued_at == Some(issued))
+                                .and_then(|r| r.id),
+                        };
+                        Some((id?, ns))
+                    })
+                    .collect();
+                w.sort_unstable();
+                w
+            },
             kind: op.kind.to_string(),
             pid: op.pid,
             comm: names.get(op.pid),
@@ -176,7 +206,10 @@ impl OutlierAnalysis {
     /// nothing (the CPU holders, the requests waited for) and naming their
     /// kind cost a tenth of the breakdowns on a capture of 16 writers.
     fn fresh_op(&mut self, kind: Kind, pid: u32, ts: u64, dev: Option<Dev>) -> OpenOp {
+        let id = self.next_op_id;
+        self.next_op_id += 1;
         let fresh = |kind| OpenOp {
+            id,
             kind,
             pid,
             start: ts,

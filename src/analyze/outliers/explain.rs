@@ -55,6 +55,7 @@ impl OutlierAnalysis {
                             comm: Default::default(),
                             bytes: 0,
                             issued_at: Some(issued),
+                            id: None,
                         },
                         None,
                     ),

@@ -37,6 +37,9 @@ pub(super) struct InFlight {
     pub(super) comm: crate::model::Comm,
     pub(super) bytes: u32,
     pub(super) issued_at: Option<u64>,
+    /// The block analysis' id of the request (`RequestRow::id`), learnt at
+    /// its issue.
+    pub(super) id: Option<u64>,
 }
 
 impl InFlight {
@@ -47,6 +50,7 @@ impl InFlight {
             comm: b.comm,
             bytes: b.bytes,
             issued_at: None,
+            id: None,
         }
     }
 }
@@ -147,7 +151,7 @@ impl OutlierAnalysis {
         self.done_limit = (2 * self.done.len()).max(DONE_LOOK_FROM);
     }
 
-    pub fn block(&mut self, b: &BlockEvent) {
+    pub fn block(&mut self, b: &BlockEvent, issued: Option<u64>) {
         let key = (b.dev, b.sector);
         match b.action {
             Action::Queue => {
@@ -159,6 +163,7 @@ impl OutlierAnalysis {
             }
             Action::Issue => {
                 let r = self.queued.entry(key).or_insert_with(|| InFlight::of(b));
+                r.id = issued.or(r.id);
                 if r.issued_at.is_none() {
                     r.issued_at = Some(b.ts);
                     let d = self.devs.entry(b.dev).or_default();

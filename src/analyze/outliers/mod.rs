@@ -79,6 +79,8 @@ pub struct OutlierAnalysis {
     /// Ended operations whose allocations the next ones reuse.
     spare: Vec<OpenOp>,
     rows: Option<std::sync::mpsc::SyncSender<super::rows::OperationRow>>,
+    /// The next operation's id (`OperationRow::id`), in the order they begin.
+    next_op_id: u64,
     /// The workload's processes and threads, followed through their
     /// forks from the recorded command: only their syscalls are
     /// operations. `None`: every thread's are.
@@ -111,10 +113,11 @@ impl OutlierAnalysis {
     }
 
     /// One block event, with the hooks around it in their order.
-    pub fn block_event(&mut self, b: &BlockEvent) {
+    /// `issued`: the id the block analysis gave the request an issue sent.
+    pub fn block_event(&mut self, b: &BlockEvent, issued: Option<u64>) {
         if let Some(t) = touch_of_block(b.action, b.dev) {
             self.before(b.ts, &t);
-            self.block(b);
+            self.block(b, issued);
             self.after_block(b.ts);
         }
     }
@@ -341,7 +344,7 @@ mod tests {
         let mut out = OutlierAnalysis::new(5);
         while let Some(ev) = src.next_event() {
             match &ev {
-                Event::Block(b) => out.block_event(b),
+                Event::Block(b) => out.block_event(b, None),
                 Event::Trace(o) => {
                     names.learn(o);
                     out.trace_event(o, &names, &mut sched, |sched| sched.add(o));

@@ -11,6 +11,8 @@ use rustc_hash::FxHashMap;
 /// One operation in progress: its thread's situation as last seen, and
 /// where its time went so far.
 pub(super) struct OpenOp {
+    /// Numbered as operations begin (`OperationRow::id`).
+    pub(super) id: u64,
     pub(super) kind: Box<str>,
     pub(super) pid: u32,
     pub(super) start: u64,

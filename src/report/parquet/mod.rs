@@ -29,15 +29,46 @@ use std::path::{Path, PathBuf};
 use table::TableWriter;
 
 /// Where a capture's rows go: the partition values and the columns every
-/// row carries.
+/// row carries. Unknown is `None` (NULL), never a stand-in.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Partition {
-    pub host: String,
+    /// `None`: the partition `host=__HIVE_DEFAULT_PARTITION__`, which
+    /// Hive, Spark and DuckDB read as NULL.
+    pub host: Option<String>,
     pub capture: String,
-    pub kernel: String,
+    pub kernel: Option<String>,
     /// Microseconds since the epoch.
-    pub capture_time_us: i64,
+    pub capture_time_us: Option<i64>,
+    pub capture_time_source: Option<TimeSource>,
+    /// Thread → process (thread group), as the snapshot lists them.
+    pub processes: std::collections::HashMap<u32, u32>,
 }
+
+/// Where a capture's wall-clock time comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeSource {
+    Snapshot,
+    FileMtime,
+}
+
+impl TimeSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            TimeSource::Snapshot => "snapshot",
+            TimeSource::FileMtime => "file mtime",
+        }
+    }
+}
+
+impl Partition {
+    /// The process (thread group id) of thread `tid`, when known.
+    pub fn process_of(&self, tid: u32) -> Option<u32> {
+        self.processes.get(&tid).copied()
+    }
+}
+
+/// Hive's name for a NULL partition value.
+pub const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
 
 /// What one capture's export wrote: rows per table.
 #[derive(Debug, Default, Clone)]
@@ -50,9 +81,12 @@ pub struct Written {
 pub const TABLES: &[&str] = &[
     "requests",
     "operations",
+    "waited_for",
     "sched_waits",
     "iostat",
     "findings",
+    "device_settings",
+    "system_settings",
     "settings",
 ];
 
@@ -114,7 +148,7 @@ pub fn export(
 
 /// The partition of one input: host and kernel from its snapshot (`--host`
 /// wins), its name, and when it was taken (the snapshot's wall-clock time,
-/// else the file's modification time).
+/// else the file's modification time, said so in `capture_time_source`).
 fn partition_of(input: &Path, host: Option<&str>, snap: Option<Snapshot>) -> Partition {
     let before = snap.as_ref().map(|s| &s.before);
     let name = std::fs::canonicalize(input)
@@ -125,19 +159,27 @@ fn partition_of(input: &Path, host: Option<&str>, snap: Option<Snapshot>) -> Par
         .and_then(|m| m.modified())
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_micros() as i64);
+        .map(|d| d.as_micros() as i64);
+    let (capture_time_us, capture_time_source) =
+        match before.and_then(|b| b.taken_at_unix_ns).filter(|&ns| ns > 0) {
+            Some(ns) => (Some((ns / 1000) as i64), Some(TimeSource::Snapshot)),
+            None => (mtime_us, mtime_us.map(|_| TimeSource::FileMtime)),
+        };
+    // An empty value is no value; any other is kept as the snapshot has it.
+    let known = |v: &Option<String>| {
+        v.as_deref()
+            .filter(|v| !v.trim().is_empty())
+            .map(str::to_string)
+    };
     Partition {
         host: host
             .map(str::to_string)
-            .or_else(|| before.and_then(|b| b.hostname.clone()))
-            .unwrap_or_else(|| "unknown".into()),
+            .or_else(|| before.and_then(|b| known(&b.hostname))),
         capture: name,
-        kernel: before
-            .and_then(|b| b.kernel.release.clone())
-            .unwrap_or_else(|| "unknown".into()),
-        capture_time_us: before
-            .and_then(|b| b.taken_at_unix_ns)
-            .map_or(mtime_us, |ns| (ns / 1000) as i64),
+        kernel: before.and_then(|b| known(&b.kernel.release)),
+        capture_time_us,
+        capture_time_source,
+        processes: snap.as_ref().map(|s| s.thread_groups()).unwrap_or_default(),
     }
 }
 
@@ -168,8 +210,12 @@ fn scratch_dir(dir: &Path) -> Result<PathBuf> {
 
 /// The file of `table` for `part` under `root`.
 pub fn part_file(root: &Path, table: &str, part: &Partition) -> PathBuf {
+    let host = part
+        .host
+        .as_deref()
+        .map_or_else(|| NULL_PARTITION.to_string(), escape_partition_value);
     root.join(table)
-        .join(format!("host={}", escape_partition_value(&part.host)))
+        .join(format!("host={host}"))
         .join(format!("capture={}", escape_partition_value(&part.capture)))
         .join("part-0.parquet")
 }
@@ -195,20 +241,26 @@ fn write_tables(
 ) -> Result<Vec<(&'static str, u64)>> {
     let mut requests = create(scratch, "requests", part)?;
     let mut operations = create(scratch, "operations", part)?;
+    let mut waited_for = create(scratch, "waited_for", part)?;
     let mut waits = create(scratch, "sched_waits", part)?;
     // A failed row names its table's file.
     let named = |table: &str| {
         let path = part_file(scratch, table, part);
         move |e: table::Error| std::io::Error::other(format!("{}: {e}", path.display()))
     };
-    let (req_err, op_err, wait_err) =
-        (named("requests"), named("operations"), named("sched_waits"));
+    let (req_err, op_err, waited_err, wait_err) = (
+        named("requests"),
+        named("operations"),
+        named("waited_for"),
+        named("sched_waits"),
+    );
     let writers = RowWriters {
         requests: Some(Box::new(|r| {
             rows::request(&mut requests, part, &r).map_err(&req_err)
         })),
         operations: Some(Box::new(|o| {
-            rows::operation(&mut operations, part, &o).map_err(&op_err)
+            rows::operation(&mut operations, part, &o).map_err(&op_err)?;
+            rows::waited_for(&mut waited_for, part, &o).map_err(&waited_err)
         })),
         thread_states: Some(Box::new(|t| {
             rows::sched_wait(&mut waits, part, &t).map_err(&wait_err)
@@ -222,6 +274,7 @@ fn write_tables(
     for (name, w) in [
         ("requests", requests),
         ("operations", operations),
+        ("waited_for", waited_for),
         ("sched_waits", waits),
     ] {
         let n = w
@@ -230,13 +283,22 @@ fn write_tables(
         written.push((name, n));
     }
     let findings = crate::diagnose::diagnose(&analysis);
-    for table in ["iostat", "findings", "settings"] {
+    let snap = analysis.snapshot.as_ref();
+    for table in [
+        "iostat",
+        "findings",
+        "device_settings",
+        "system_settings",
+        "settings",
+    ] {
         let mut w = create(scratch, table, part)?;
         let path = part_file(scratch, table, part);
         match table {
             "iostat" => rows::iostat(&mut w, part, &analysis),
             "findings" => rows::findings(&mut w, part, &findings),
-            _ => rows::settings(&mut w, part, analysis.snapshot.as_ref()),
+            "device_settings" => rows::device_settings(&mut w, part, snap),
+            "system_settings" => rows::system_settings(&mut w, part, snap),
+            _ => rows::settings(&mut w, part, snap),
         }
         .map_err(|e| failed(&path, e))?;
         written.push((table, w.finish().map_err(|e| failed(&path, e))?));

@@ -3,7 +3,7 @@
 //! (CLOCK_MONOTONIC for iosleuth captures); `capture_time` is wall-clock.
 
 use super::table::{
-    float, int, opt_int, opt_text, text, timestamp, Cell, Column, Result, TableWriter,
+    float, int, opt_int, opt_text, opt_timestamp, text, Cell, Column, Result, TableWriter,
 };
 use super::Partition;
 use crate::analyze::block::iostat::OpKind;
@@ -14,17 +14,23 @@ use crate::diagnose::Finding;
 /// Columns every table starts with.
 macro_rules! common {
     ($($c:expr),* $(,)?) => {
-        &[text("kernel"), timestamp("capture_time"), $($c),*]
+        &[
+            opt_text("kernel"),
+            opt_timestamp("capture_time"),
+            opt_text("capture_time_source"),
+            $($c),*
+        ]
     };
 }
 
 const REQUESTS: &[Column] = common![
+    int("request_id"),
     text("device"),
     int("major"),
     int("minor"),
     int("sector"),
     int("sectors"),
-    int("bytes"),
+    int("size_bytes"),
     text("op"),
     text("rwbs"),
     int("queued_ns"),
@@ -35,14 +41,18 @@ const REQUESTS: &[Column] = common![
     int("q2c_ns"),
     opt_int("d2c_ns"),
     int("bios"),
-    int("pid"),
+    int("tid"),
+    opt_int("pid"),
     text("comm"),
     int("error"),
 ];
 
 const OPERATIONS: &[Column] = common![
+    int("op_id"),
+    opt_int("parent_op_id"),
     text("kind"),
-    int("pid"),
+    int("tid"),
+    opt_int("pid"),
     text("comm"),
     int("start_ns"),
     int("end_ns"),
@@ -60,8 +70,11 @@ const OPERATIONS: &[Column] = common![
     int("cpu_idle_ns"),
 ];
 
+const WAITED_FOR: &[Column] = common![int("op_id"), int("request_id"), int("waited_ns")];
+
 const SCHED_WAITS: &[Column] = common![
-    int("pid"),
+    int("tid"),
+    opt_int("pid"),
     text("comm"),
     text("state"),
     int("start_ns"),
@@ -71,54 +84,55 @@ const SCHED_WAITS: &[Column] = common![
 ];
 
 /// iostat's columns, by their name in iosleuth's JSON (`r/s`) and as a
-/// column (`r_s`): SQL names cannot hold `/`, `-` or `%`.
+/// column, with its unit (`reads_per_s`): SQL names cannot hold `/`, `-`
+/// or `%`, and a name without its unit is a guess.
 pub const IOSTAT_FIELDS: &[(&str, &str)] = &[
     ("start_s", "start_s"),
-    ("seconds", "seconds"),
-    ("r/s", "r_s"),
-    ("w/s", "w_s"),
-    ("d/s", "d_s"),
-    ("f/s", "f_s"),
-    ("rkB/s", "rkb_s"),
-    ("wkB/s", "wkb_s"),
-    ("dkB/s", "dkb_s"),
-    ("rrqm/s", "rrqm_s"),
-    ("wrqm/s", "wrqm_s"),
-    ("drqm/s", "drqm_s"),
-    ("r_await", "r_await"),
-    ("w_await", "w_await"),
-    ("d_await", "d_await"),
-    ("f_await", "f_await"),
-    ("aqu-sz", "aqu_sz"),
-    ("rareq-sz", "rareq_sz"),
-    ("wareq-sz", "wareq_sz"),
-    ("dareq-sz", "dareq_sz"),
-    ("%util", "util"),
+    ("seconds", "interval_s"),
+    ("r/s", "reads_per_s"),
+    ("w/s", "writes_per_s"),
+    ("d/s", "discards_per_s"),
+    ("f/s", "flushes_per_s"),
+    ("rkB/s", "read_kib_per_s"),
+    ("wkB/s", "write_kib_per_s"),
+    ("dkB/s", "discard_kib_per_s"),
+    ("rrqm/s", "read_merges_per_s"),
+    ("wrqm/s", "write_merges_per_s"),
+    ("drqm/s", "discard_merges_per_s"),
+    ("r_await", "read_await_ms"),
+    ("w_await", "write_await_ms"),
+    ("d_await", "discard_await_ms"),
+    ("f_await", "flush_await_ms"),
+    ("aqu-sz", "avg_queue_requests"),
+    ("rareq-sz", "read_request_kib"),
+    ("wareq-sz", "write_request_kib"),
+    ("dareq-sz", "discard_request_kib"),
+    ("%util", "util_pct"),
 ];
 
 const IOSTAT: &[Column] = common![
     text("device"),
     float("start_s"),
-    float("seconds"),
-    float("r_s"),
-    float("w_s"),
-    float("d_s"),
-    float("f_s"),
-    float("rkb_s"),
-    float("wkb_s"),
-    float("dkb_s"),
-    float("rrqm_s"),
-    float("wrqm_s"),
-    float("drqm_s"),
-    float("r_await"),
-    float("w_await"),
-    float("d_await"),
-    float("f_await"),
-    float("aqu_sz"),
-    float("rareq_sz"),
-    float("wareq_sz"),
-    float("dareq_sz"),
-    float("util"),
+    float("interval_s"),
+    float("reads_per_s"),
+    float("writes_per_s"),
+    float("discards_per_s"),
+    float("flushes_per_s"),
+    float("read_kib_per_s"),
+    float("write_kib_per_s"),
+    float("discard_kib_per_s"),
+    float("read_merges_per_s"),
+    float("write_merges_per_s"),
+    float("discard_merges_per_s"),
+    float("read_await_ms"),
+    float("write_await_ms"),
+    float("discard_await_ms"),
+    float("flush_await_ms"),
+    float("avg_queue_requests"),
+    float("read_request_kib"),
+    float("write_request_kib"),
+    float("discard_request_kib"),
+    float("util_pct"),
 ];
 
 const FINDINGS: &[Column] = common![
@@ -131,15 +145,73 @@ const FINDINGS: &[Column] = common![
     text("evidence_json"),
 ];
 
+/// The queue settings the rules read, typed: one row per block device
+/// of the snapshot (`/sys/block/DEV/queue/KEY`, sysfs's `kb` is KiB).
+pub const DEVICE_KNOBS: &[(&str, &str)] = &[
+    ("nomerges", "nomerges"),
+    ("max_sectors_kb", "max_sectors_kib"),
+    ("max_hw_sectors_kb", "max_hw_sectors_kib"),
+    ("read_ahead_kb", "read_ahead_kib"),
+    ("nr_requests", "nr_requests"),
+    ("wbt_lat_usec", "wbt_lat_us"),
+    ("rotational", "rotational"),
+];
+
+const DEVICE_SETTINGS: &[Column] = common![
+    opt_text("device"),
+    text("name"),
+    opt_text("scheduler"),
+    opt_int("nomerges"),
+    opt_int("max_sectors_kib"),
+    opt_int("max_hw_sectors_kib"),
+    opt_int("read_ahead_kib"),
+    opt_int("nr_requests"),
+    opt_int("wbt_lat_us"),
+    opt_int("rotational"),
+];
+
+/// The system settings the rules read, typed: `/proc/sys/vm/KEY` and
+/// `/proc/sys/kernel/KEY`, and what a value is multiplied by for the
+/// column's unit (centiseconds become ms).
+pub const SYSTEM_KNOBS: &[(&str, &str, &str, i64)] = &[
+    ("vm", "dirty_ratio", "dirty_ratio_pct", 1),
+    ("vm", "dirty_bytes", "dirty_bytes", 1),
+    (
+        "vm",
+        "dirty_background_ratio",
+        "dirty_background_ratio_pct",
+        1,
+    ),
+    ("vm", "dirty_background_bytes", "dirty_background_bytes", 1),
+    ("vm", "dirty_expire_centisecs", "dirty_expire_ms", 10),
+    ("vm", "dirty_writeback_centisecs", "dirty_writeback_ms", 10),
+    ("sched", "sched_rt_runtime_us", "sched_rt_runtime_us", 1),
+    ("sched", "sched_rt_period_us", "sched_rt_period_us", 1),
+];
+
+const SYSTEM_SETTINGS: &[Column] = common![
+    opt_int("dirty_ratio_pct"),
+    opt_int("dirty_bytes"),
+    opt_int("dirty_background_ratio_pct"),
+    opt_int("dirty_background_bytes"),
+    opt_int("dirty_expire_ms"),
+    opt_int("dirty_writeback_ms"),
+    opt_int("sched_rt_runtime_us"),
+    opt_int("sched_rt_period_us"),
+];
+
 const SETTINGS: &[Column] = common![text("key"), text("value")];
 
 pub fn columns(table: &str) -> &'static [Column] {
     match table {
         "requests" => REQUESTS,
         "operations" => OPERATIONS,
+        "waited_for" => WAITED_FOR,
         "sched_waits" => SCHED_WAITS,
         "iostat" => IOSTAT,
         "findings" => FINDINGS,
+        "device_settings" => DEVICE_SETTINGS,
+        "system_settings" => SYSTEM_SETTINGS,
         "settings" => SETTINGS,
         _ => unreachable!("unknown table {table}"),
     }
@@ -156,9 +228,10 @@ fn op_name(op: OpKind) -> &'static str {
 
 /// A row: the common cells, then `rest`.
 fn push(w: &mut TableWriter, p: &Partition, rest: &[Cell]) -> Result<()> {
-    let mut row = Vec::with_capacity(rest.len() + 2);
-    row.push(Cell::Text(&p.kernel));
-    row.push(Cell::Int(p.capture_time_us));
+    let mut row = Vec::with_capacity(rest.len() + 3);
+    row.push(p.kernel.as_deref().into());
+    row.push(p.capture_time_us.into());
+    row.push(p.capture_time_source.map(|s| s.name()).into());
     row.extend_from_slice(rest);
     w.push(&row)
 }
@@ -170,6 +243,7 @@ pub fn request(w: &mut TableWriter, p: &Partition, r: &RequestRow) -> Result<()>
         w,
         p,
         &[
+            r.id.into(),
             Cell::Text(&device),
             r.dev.major().into(),
             r.dev.minor().into(),
@@ -187,6 +261,7 @@ pub fn request(w: &mut TableWriter, p: &Partition, r: &RequestRow) -> Result<()>
             r.issued_ns.map(|d| r.completed_ns.saturating_sub(d)).into(),
             r.bios.into(),
             r.pid.into(),
+            p.process_of(r.pid).into(),
             Cell::Text(r.comm.as_str()),
             r.error.into(),
         ],
@@ -200,8 +275,11 @@ pub fn operation(w: &mut TableWriter, p: &Partition, o: &OperationRow) -> Result
         w,
         p,
         &[
+            o.id.into(),
+            o.parent.into(),
             Cell::Text(&o.kind),
             o.pid.into(),
+            p.process_of(o.pid).into(),
             Cell::Text(&o.comm),
             o.start_ns.into(),
             (o.start_ns + o.latency_ns).into(),
@@ -223,6 +301,14 @@ pub fn operation(w: &mut TableWriter, p: &Partition, o: &OperationRow) -> Result
     )
 }
 
+/// An operation's requests: a row per request it waited for.
+pub fn waited_for(w: &mut TableWriter, p: &Partition, o: &OperationRow) -> Result<()> {
+    for &(request, ns) in &o.waited_for {
+        push(w, p, &[o.id.into(), request.into(), ns.into()])?;
+    }
+    Ok(())
+}
+
 /// Waits only: running stretches are the CPU profile's business, and
 /// would be most of the rows.
 pub fn sched_wait(w: &mut TableWriter, p: &Partition, s: &ThreadStateRow) -> Result<()> {
@@ -234,6 +320,7 @@ pub fn sched_wait(w: &mut TableWriter, p: &Partition, s: &ThreadStateRow) -> Res
         p,
         &[
             s.pid.into(),
+            p.process_of(s.pid).into(),
             Cell::Text(s.comm.as_str()),
             Cell::Text(s.state.name()),
             s.start_ns.into(),
@@ -291,6 +378,54 @@ pub fn settings(
         push(w, p, &[Cell::Text(k), Cell::Text(v)])?;
     }
     Ok(())
+}
+
+/// A setting as an integer; unknown (unreadable, or not a number) is NULL.
+fn number(v: Option<&str>) -> Option<i64> {
+    v?.trim().parse().ok()
+}
+
+/// A row per block device of the snapshot, its queue settings typed.
+pub fn device_settings(
+    w: &mut TableWriter,
+    p: &Partition,
+    snap: Option<&crate::model::snapshot::Snapshot>,
+) -> Result<()> {
+    let Some(s) = snap else { return Ok(()) };
+    for (name, d) in &s.before.block_devices {
+        let device = d.dev.as_deref().map(|v| v.replace(':', ","));
+        let scheduler = d.setting("scheduler");
+        let mut cells: Vec<Cell> = vec![
+            device.as_deref().into(),
+            Cell::Text(name),
+            scheduler.as_deref().into(),
+        ];
+        for (key, _) in DEVICE_KNOBS {
+            cells.push(number(d.setting(key).as_deref()).into());
+        }
+        push(w, p, &cells)?;
+    }
+    Ok(())
+}
+
+/// One row: the system settings the rules read, typed, in their column's
+/// unit.
+pub fn system_settings(
+    w: &mut TableWriter,
+    p: &Partition,
+    snap: Option<&crate::model::snapshot::Snapshot>,
+) -> Result<()> {
+    let Some(s) = snap else { return Ok(()) };
+    let b = &s.before;
+    let cells: Vec<Cell> = SYSTEM_KNOBS
+        .iter()
+        .map(|(group, key, _, times)| {
+            let map = if *group == "vm" { &b.vm } else { &b.sched };
+            let v = map.get(*key).and_then(|v| v.as_deref());
+            number(v).map(|n| n.saturating_mul(*times)).into()
+        })
+        .collect();
+    push(w, p, &cells)
 }
 
 fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {

@@ -69,11 +69,20 @@ pub const fn opt_text(name: &'static str) -> Column {
         optional: true,
     }
 }
+#[cfg(test)]
 pub const fn timestamp(name: &'static str) -> Column {
     Column {
         name,
         kind: Kind::TimestampMicros,
         optional: false,
+    }
+}
+
+pub const fn opt_timestamp(name: &'static str) -> Column {
+    Column {
+        name,
+        kind: Kind::TimestampMicros,
+        optional: true,
     }
 }
 

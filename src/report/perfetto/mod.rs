@@ -9,11 +9,15 @@
 //!   request is a slice from its first bio queued to its completion, with
 //!   its stages and size as arguments, written as it completes; requests
 //!   that overlap go on different lanes of one name (the UI shows them as
-//!   one track of stacked rows); a "queue depth" counter of requests at
-//!   the device.
-//! - a thread track per thread: its syscalls as slices, probe operations
-//!   on child tracks by kind, and a "state" child track (running, runnable,
-//!   blocked, sleeping) from the scheduler events.
+//!   one track of stacked rows); a "queue depth" counter track (declared
+//!   with its counter descriptor) of requests at the device.
+//! - a process track per process, with a thread track per thread in it
+//!   (the thread group from the snapshot; a thread of unknown process is a
+//!   process of its own): its syscalls as slices, probe operations on child
+//!   tracks by kind, and a "state" child track (running, runnable, blocked,
+//!   sleeping) from the scheduler events. An operation's slice has a flow
+//!   to each request it waited for (an instant on the request's lane).
+//! - "CPUs" → a track per CPU: which thread ran there, from the switches.
 //! - "Journal" → a track per journal with each commit as a slice.
 //! - "Interrupts" → per CPU, hard irq and softirq slices.
 //!
@@ -61,11 +65,17 @@ pub struct Export {
 impl Export {
     /// Checks `out` before the analysis (see [`OutputFile`]); `devices`
     /// name the device tracks (`7,0` → `loop0`, from [`device_names`]).
-    pub fn begin(input: &Path, out: &Path, devices: Vec<(String, String)>) -> Result<Export> {
+    /// `processes`: thread → process, where known ([`Snapshot::thread_groups`]).
+    pub fn begin(
+        input: &Path,
+        out: &Path,
+        devices: Vec<(String, String)>,
+        processes: std::collections::HashMap<u32, u32>,
+    ) -> Result<Export> {
         let staged = OutputFile::check(out, &[input.to_path_buf()])?.stage()?;
         let file = staged.file().try_clone().map_err(|e| staged.failed(e))?;
         Ok(Export {
-            writer: Mutex::new(Writer::new(BufWriter::new(file), devices)),
+            writer: Mutex::new(Writer::new(BufWriter::new(file), devices, processes)),
             staged,
         })
     }

@@ -3,8 +3,9 @@
 //! track is used, then its slices as BEGIN/END pairs.
 
 use super::proto::{
-    debug_annotation, trace_packet, track_descriptor, track_event, DebugAnnotation,
-    ThreadDescriptor, TracePacket, TrackDescriptor, TrackEvent,
+    counter_descriptor, debug_annotation, trace_packet, track_descriptor, track_event,
+    CounterDescriptor, DebugAnnotation, ProcessDescriptor, ThreadDescriptor, TracePacket,
+    TrackDescriptor, TrackEvent,
 };
 use crate::analyze::rows::{OperationRow, RequestRow, SpanRow, ThreadState, ThreadStateRow};
 use prost::Message;
@@ -30,6 +31,14 @@ pub struct Writer<W: Write> {
     depth: HashMap<String, Vec<(u64, i64)>>,
     /// Journal commits, hard irqs and softirqs written.
     spans: (u64, u64, u64),
+    /// Thread → process (thread group) where the snapshot knows it.
+    processes: HashMap<u32, u32>,
+    /// Each request written: its lane track and when it was issued (or
+    /// queued), where a flow from an operation that waited for it lands.
+    requests: HashMap<u64, (u64, u64)>,
+    /// Flows from operations to requests not written yet, by request.
+    pending_flows: HashMap<u64, Vec<u64>>,
+    next_flow: u64,
 }
 
 /// A debug annotation (a slice's argument).
@@ -39,7 +48,11 @@ pub enum Arg {
 }
 
 impl<W: Write> Writer<W> {
-    pub fn new(out: W, device_names: Vec<(String, String)>) -> Writer<W> {
+    pub fn new(
+        out: W,
+        device_names: Vec<(String, String)>,
+        processes: HashMap<u32, u32>,
+    ) -> Writer<W> {
         Writer {
             out,
             bytes: 0,
@@ -50,6 +63,10 @@ impl<W: Write> Writer<W> {
             lanes: HashMap::new(),
             depth: HashMap::new(),
             spans: (0, 0, 0),
+            processes,
+            requests: HashMap::new(),
+            pending_flows: HashMap::new(),
+            next_flow: 1,
         }
     }
 
@@ -102,15 +119,32 @@ impl<W: Write> Writer<W> {
         })
     }
 
-    fn thread(&mut self, pid: u32, comm: &str) -> std::io::Result<u64> {
+    /// A thread's track, in its process (the thread group where the
+    /// snapshot knows it, else a process of its own id, as the trace
+    /// processor does for threads whose process is unknown); the process
+    /// track is described first, so that every thread's pid has one.
+    fn thread(&mut self, tid: u32, comm: &str) -> std::io::Result<u64> {
+        if let Some(&u) = self.tracks.get(&format!("thread {tid}")) {
+            return Ok(u);
+        }
+        let pid = self.processes.get(&tid).copied().unwrap_or(tid);
+        let name = (pid == tid && !comm.is_empty()).then(|| comm.to_string());
+        self.track(&format!("process {pid}"), |_| {
+            Ok(TrackDescriptor {
+                process: Some(ProcessDescriptor {
+                    pid: Some(pid as i32),
+                    process_name: name,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })
+        })?;
         let comm = comm.to_string();
-        self.track(&format!("thread {pid}"), |_| {
+        self.track(&format!("thread {tid}"), |_| {
             Ok(TrackDescriptor {
                 thread: Some(ThreadDescriptor {
-                    // The thread group is not in the events: each thread
-                    // shows as its own process.
                     pid: Some(pid as i32),
-                    tid: Some(pid as i64),
+                    tid: Some(tid as i64),
                     thread_name: (!comm.is_empty()).then_some(comm),
                 }),
                 ..Default::default()
@@ -125,6 +159,18 @@ impl<W: Write> Writer<W> {
         kind: track_event::Type,
         name: Option<String>,
         args: Vec<Arg>,
+    ) -> std::io::Result<()> {
+        self.event_with_flows(track, ts, kind, name, args, Vec::new())
+    }
+
+    fn event_with_flows(
+        &mut self,
+        track: u64,
+        ts: u64,
+        kind: track_event::Type,
+        name: Option<String>,
+        args: Vec<Arg>,
+        flow_ids: Vec<u64>,
     ) -> std::io::Result<()> {
         let debug_annotations = args
             .into_iter()
@@ -145,6 +191,7 @@ impl<W: Write> Writer<W> {
             track_uuid: Some(track),
             name_field: name.map(track_event::NameField::Name),
             debug_annotations,
+            flow_ids,
             ..Default::default()
         };
         self.packet(TracePacket {
@@ -162,12 +209,25 @@ impl<W: Write> Writer<W> {
         end: u64,
         args: Vec<Arg>,
     ) -> std::io::Result<()> {
-        self.event(
+        self.slice_with_flows(track, name, start, end, args, Vec::new())
+    }
+
+    fn slice_with_flows(
+        &mut self,
+        track: u64,
+        name: String,
+        start: u64,
+        end: u64,
+        args: Vec<Arg>,
+        flow_ids: Vec<u64>,
+    ) -> std::io::Result<()> {
+        self.event_with_flows(
             track,
             start,
             track_event::Type::SliceBegin,
             Some(name),
             args,
+            flow_ids,
         )?;
         self.event(
             track,
@@ -247,8 +307,46 @@ impl<W: Write> Writer<W> {
         if r.error != 0 {
             args.push(Arg::Int("error", r.error as i64));
         }
+        args.push(Arg::Int("request_id", r.id as i64));
         let name = format!("{} {} KiB", r.rwbs, r.sectors / 2);
-        self.slice(track, name, r.queued_ns, r.completed_ns, args)
+        self.slice(track, name, r.queued_ns, r.completed_ns, args)?;
+        let at = r.issued_ns.unwrap_or(r.queued_ns);
+        self.requests.insert(r.id, (track, at));
+        for flow in self.pending_flows.remove(&r.id).unwrap_or_default() {
+            self.flow_end(track, at, flow)?;
+        }
+        Ok(())
+    }
+
+    /// Where a flow from an operation lands on a request: an instant on
+    /// the request's lane when it was issued (the request's slice is
+    /// written when it completes, the operation's when it ends: whichever
+    /// comes second cannot add the flow to the other's slice).
+    fn flow_end(&mut self, track: u64, ts: u64, flow: u64) -> std::io::Result<()> {
+        self.event_with_flows(
+            track,
+            ts,
+            track_event::Type::Instant,
+            Some("waited for".to_string()),
+            Vec::new(),
+            vec![flow],
+        )
+    }
+
+    /// A flow per request `o` waited for: its id on the operation's slice,
+    /// and on an instant at the request (now, or when it is written).
+    fn flows_of(&mut self, o: &OperationRow) -> std::io::Result<Vec<u64>> {
+        let mut ids = Vec::with_capacity(o.waited_for.len());
+        for &(request, _) in &o.waited_for {
+            let flow = self.next_flow;
+            self.next_flow += 1;
+            ids.push(flow);
+            match self.requests.get(&request).copied() {
+                Some((track, at)) => self.flow_end(track, at, flow)?,
+                None => self.pending_flows.entry(request).or_default().push(flow),
+            }
+        }
+        Ok(ids)
     }
 
     /// Each device's queue depth (requests issued, not completed), from
@@ -258,7 +356,21 @@ impl<W: Write> Writer<W> {
         devs.sort();
         for (dev, mut changes) in devs {
             let dev_track = self.tracks[&format!("dev {dev}")];
-            let track = self.named(&format!("dev {dev} depth"), "queue depth", Some(dev_track))?;
+            // A counter track is declared so (its `counter` field): the
+            // trace processor drops counter values on any other track.
+            let track = self.track(&format!("dev {dev} depth"), |_| {
+                Ok(TrackDescriptor {
+                    parent_uuid: Some(dev_track),
+                    static_or_dynamic_name: Some(track_descriptor::StaticOrDynamicName::Name(
+                        "queue depth".into(),
+                    )),
+                    counter: Some(CounterDescriptor {
+                        unit: Some(counter_descriptor::Unit::UnitCount as i32),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                })
+            })?;
             // Completions first at equal times: the depth never overshoots.
             changes.sort();
             let mut d = 0;
@@ -303,11 +415,32 @@ impl<W: Write> Writer<W> {
         if let Some(d) = o.dev {
             args.push(Arg::Text("device", format!("{},{}", d.major(), d.minor())));
         }
-        self.slice(track, name, o.start_ns, o.start_ns + o.latency_ns, args)
+        args.push(Arg::Int("op_id", o.id as i64));
+        if let Some(p) = o.parent {
+            args.push(Arg::Int("parent_op_id", p as i64));
+        }
+        let flows = self.flows_of(o)?;
+        let end = o.start_ns + o.latency_ns;
+        self.slice_with_flows(track, name, o.start_ns, end, args, flows)
     }
 
-    /// A stretch of a thread's state, on a "state" child track of it.
+    /// A stretch of a thread's state, on a "state" child track of it; a
+    /// running stretch also on its CPU's track under "CPUs" (which thread
+    /// ran on each CPU, from the switches).
     pub fn thread_state(&mut self, s: &ThreadStateRow) -> std::io::Result<()> {
+        if let (ThreadState::Running, Some(cpu)) = (s.state, s.cpu) {
+            let root = self.named("cpus", "CPUs", None)?;
+            let track = self.named(&format!("cpu {cpu}"), &format!("CPU {cpu}"), Some(root))?;
+            let name = match s.comm.as_str() {
+                "" => format!("thread {}", s.pid),
+                c => format!("{c} {}", s.pid),
+            };
+            let mut args = vec![Arg::Int("tid", s.pid as i64)];
+            if let Some(&pid) = self.processes.get(&s.pid) {
+                args.push(Arg::Int("pid", pid as i64));
+            }
+            self.slice(track, name, s.start_ns, s.end_ns, args)?;
+        }
         let thread = self.thread(s.pid, s.comm.as_str())?;
         let track = self.named(&format!("thread {} state", s.pid), "state", Some(thread))?;
         let mut args = Vec::new();
