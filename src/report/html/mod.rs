@@ -58,10 +58,12 @@ svg.chart{display:block;margin:8px 0;max-width:100%;height:auto}
 svg .title{font-weight:600;font-size:13px;fill:#1d2330}svg .tick{font-size:11px;fill:#5a6170}svg .axis{font-size:12px;fill:#1d2330}
 svg .plot{fill:#fff;stroke:#c9ced8}svg .grid{stroke:#eceef2}
 svg .read{fill:#1e6fd9;stroke:#1e6fd9}svg .write{fill:#e0720b;stroke:#e0720b}svg .flush{fill:#7b3fb8;stroke:#7b3fb8}svg .discard{fill:#2e8b57;stroke:#2e8b57}
-svg .other{fill:#5a6170;stroke:#5a6170}svg .slow{fill:#c62828;stroke:#c62828}svg .cell{fill:#1e6fd9}svg .bar{fill:#1e6fd9}
+svg .other{fill:#5a6170;stroke:#5a6170}svg .slow{fill:#c62828;stroke:#c62828}svg .bar{fill:#1e6fd9}
+svg g.cells{stroke:none}svg g.cells .cell,svg g.cells .scale{fill:inherit}
 svg .line{fill:none;stroke-width:1.6}
 svg .on_cpu{fill:#2e8b57}svg .runnable{fill:#c62828}svg .device{fill:#e0720b}svg .journal_space{fill:#7b3fb8}
-svg .queued{fill:#d9a400}svg .journal{fill:#1e6fd9}svg .other_wait{fill:#9aa1ad}svg .asleep{fill:#cfd3da}svg .not_recorded{fill:#e3e5e8;stroke:#9aa1ad;stroke-dasharray:2 2}svg .span{fill:#5a6170}svg .main{fill:#c62828}
+svg .queued{fill:#d9a400}svg .journal{fill:#1e6fd9}svg .other_wait{fill:#9aa1ad}svg .asleep{fill:#cfd3da}svg .not_recorded{fill:#e3e5e8;stroke:#9aa1ad;stroke-dasharray:2 2}svg .span{fill:#5a6170}svg .main{fill:#7a1010}
+.stack pre{max-height:15em;margin-top:0}.note{background:#fff8e6;border-left:4px solid #ef8f00;padding:6px 10px}
 iframe.flame{width:100%;height:520px;border:1px solid #d8dce3}
 .warn{color:#8a5300}
 "#;
