@@ -84,7 +84,7 @@ pub(super) fn section(body: &mut String, d: &DeviceSummary, first_ns: u64) {
             scale: Scale::log(pts.iter().map(|(_, v)| *v)),
             tick: latency_ms,
         };
-        let title = format!("{}: {name}, every request", d.device);
+        let title = format!("{}: {name}", d.device);
         body.push_str(&if pts.len() <= MAX_DRAWN_POINTS {
             let points: Vec<Point> = pts
                 .iter()
@@ -100,7 +100,7 @@ pub(super) fn section(body: &mut String, d: &DeviceSummary, first_ns: u64) {
                 .filter(|c| points.iter().any(|p| p.class == *c))
                 .map(|c| (c, c))
                 .collect();
-            svg::scatter(&title, &x, &y, &points, &legend)
+            svg::scatter(&format!("{title}, every request"), &x, &y, &points, &legend)
         } else {
             latency_heatmaps(&title, &x, &y, &pts, first_ns)
         });

@@ -98,12 +98,12 @@ fn stack_text(body: &mut String, o: &Outlier) {
     }
     let _ = write!(
         body,
-        "<div class=\"stack\"><p class=\"sub\">Blocked {} of the {} in this kernel stack ({} {}), innermost first:</p><pre>{}</pre></div>",
+        "<p class=\"stack\">Blocked {} of the {} in this kernel stack ({} {}), innermost first: <code>{}</code></p>",
         latency_ms(ms(b.ns)),
         latency_ms(ms(o.latency_ns)),
         b.stretches,
         if b.stretches == 1 { "time" } else { "times" },
-        esc(&b.frames.join("\n"))
+        esc(&b.frames.join(" ← "))
     );
 }
 
