@@ -212,7 +212,7 @@ fn operations_section(body: &mut String, base: &[&Analysis], cand: &[&Analysis])
                 };
                 if let Some(s) = map.get(name) {
                     h.merge(&s.hist_us);
-                    p.extend(s.latency.clone());
+                    p.extend(s.latency);
                     n += s.count;
                 }
             }
