@@ -28,6 +28,7 @@ mod fixtures_layers;
 mod fuzz_parsers;
 mod fuzz_regressions;
 mod golden;
+mod html_first_screen;
 mod html_report;
 mod light_capture;
 mod no_silent_wrong_report;

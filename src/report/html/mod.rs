@@ -221,23 +221,29 @@ fn scheduler_section(body: &mut String, a: &Analysis) {
 /// Flame graphs, each in a sandboxed frame of its own: inferno's SVG
 /// carries its script (search, zoom), which runs there and nowhere else.
 fn flame_section(body: &mut String, a: &Analysis) {
+    use crate::report::flamegraph::{off_cpu_svg, on_cpu_svg, on_cpu_unit};
+    let on_title = format!("On CPU: where the CPUs ran ({})", on_cpu_unit(a).count_name);
     let graphs = [
         (
-            "On CPU: where the CPUs ran (samples)",
+            on_title.as_str(),
             a.stacks.samples > 0,
-            crate::report::flamegraph::on_cpu_svg
-                as fn(&Analysis, &str) -> std::io::Result<Vec<u8>>,
+            on_cpu_svg as fn(&Analysis, &str) -> std::io::Result<Vec<u8>>,
         ),
         (
             "Off CPU: where threads blocked (µs)",
             a.stacks.off_cpu_ns > 0,
-            crate::report::flamegraph::off_cpu_svg,
+            off_cpu_svg,
         ),
     ];
     if graphs.iter().all(|g| !g.1) {
         return;
     }
     body.push_str("<h2>Flame graphs</h2>");
+    if a.stacks.samples > 0 {
+        if let Some(note) = crate::report::flamegraph::unresolved_kernel_note(a) {
+            let _ = write!(body, "<p class=\"note\">{}</p>", esc(&note));
+        }
+    }
     for (title, present, draw) in graphs {
         if !present {
             continue;

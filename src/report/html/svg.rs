@@ -289,7 +289,7 @@ impl Frame {
         x += 14.0 + 7.0 * short(max as f64).len() as f64;
         let _ = write!(
             self.out,
-            r#"<circle class="slow" cx="{:.0}" cy="11.5" r="3"/><text class="tick" x="{:.0}" y="15">slowest</text>"#,
+            r#"<circle class="slow swatch" cx="{:.0}" cy="11.5" r="3"/><text class="tick" x="{:.0}" y="15">slowest</text>"#,
             x + 4.0,
             x + 11.0
         );
