@@ -36,20 +36,20 @@ pub fn run(args: FlamegraphArgs) -> Result<ExitStatus> {
     let output = OutputFile::check(&args.output, &inputs)?;
     args.input.apply();
     let a = crate::pipeline::analyze(&args.paths, &args.filter.options()?)?;
-    for w in &a.warnings {
+    // What leaves the graph unreadable (kernel frames unnamed) first.
+    let (first, rest): (Vec<&String>, Vec<&String>) = a
+        .warnings
+        .iter()
+        .partition(|w| w.contains("kernel frames unresolved"));
+    for w in first.into_iter().chain(rest) {
         super::warn(w);
     }
     super::stacks::require(&a, &args.paths, args.off_cpu)?;
     let inputs = super::args::named(&args.paths);
     let drawn = if args.off_cpu {
-        let subtitle = format!(
-            "{inputs}: {:.1} ms blocked with a known stack",
-            a.stacks.off_cpu_ns as f64 / 1e6
-        );
-        crate::report::flamegraph::off_cpu_svg(&a, &subtitle)
+        crate::report::flamegraph::off_cpu_svg(&a, &inputs)
     } else {
-        let subtitle = format!("{inputs}: {} samples", a.stacks.samples);
-        crate::report::flamegraph::on_cpu_svg(&a, &subtitle)
+        crate::report::flamegraph::on_cpu_svg(&a, &inputs)
     };
     super::stacks::write_svg(&output, drawn)?;
     Ok(ExitStatus::SUCCESS)

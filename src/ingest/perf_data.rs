@@ -116,8 +116,21 @@ impl PerfDataSource {
         stats
             .notes
             .extend(inflated.iter().flat_map(|m| m.notes(path)));
-        let other_kernel = recorded_on_another_kernel(path, &build_ids);
-        let other_kernel_symbols = other_kernel.as_ref().map(|_| KernelSymbols::default());
+        let mut other_kernel = recorded_on_another_kernel(path, &build_ids);
+        // perf's build-id cache may hold that kernel's symbols: perf
+        // report names the frames from there, and so do we.
+        let mut other_kernel_symbols = None;
+        if other_kernel.is_some() {
+            if let Some(k) = build_ids
+                .get(&b"[kernel.kallsyms]"[..])
+                .and_then(|id| cached_kallsyms(id))
+            {
+                other_kernel_symbols = Some(k);
+                other_kernel = None;
+            }
+        }
+        let other_kernel_symbols = other_kernel_symbols
+            .or_else(|| other_kernel.as_ref().map(|_| KernelSymbols::default()));
         let kernel_loading = match other_kernel {
             Some(note) => {
                 stats.notes.push(note);
@@ -230,13 +243,31 @@ fn recorded_on_another_kernel(
     if crate::model::kallsyms::same_build_id(recorded, &running) {
         return None;
     }
-    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
     Some(format!(
-        "{}: recorded on another kernel (build id {}, the running one is {}): its kernel frames are left unnamed, as perf leaves them; name them with --kallsyms FILE, a copy of that kernel's /proc/kallsyms",
+        "{}: kernel frames unresolved: recorded on another kernel (build id {}, the running one is {}) whose symbols perf's build-id cache does not hold (~/.debug/[kernel.kallsyms]/{}/kallsyms); they are left unnamed, as perf leaves them: pass --kallsyms FILE, a copy of the recording machine's /proc/kallsyms",
         path.display(),
         hex(recorded),
-        hex(&running)
+        hex(&running),
+        hex(recorded)
     ))
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The kernel symbols perf's build-id cache keeps for kernel `id`
+/// (`perf record` copies /proc/kallsyms to
+/// `~/.debug/[kernel.kallsyms]/ID/kallsyms`), when there.
+fn cached_kallsyms(id: &[u8]) -> Option<KernelSymbols> {
+    let home = std::env::var_os("HOME")?;
+    let path = Path::new(&home)
+        .join(".debug/[kernel.kallsyms]")
+        .join(hex(id))
+        .join("kallsyms");
+    let text = crate::ingest::files::read_small(&path, 256 << 20).ok()?;
+    let k = KernelSymbols::parse(&text);
+    (!k.is_empty()).then_some(k)
 }
 
 /// Each binary's build id as `perf record` wrote them (its HEADER_BUILD_ID).

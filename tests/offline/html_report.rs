@@ -34,10 +34,15 @@ fn reports_of_real_captures_load_and_draw() {
     assert!(l.console.is_empty(), "{:?}", l.console);
     assert!(l.dom.contains("device_latency_spike"));
     // 266 requests, each a point of the Q2C and of the D2C plot.
+    let scatter: String = l
+        .dom
+        .split("<svg class=\"chart\"")
+        .filter(|c| c.contains(", every request</text>"))
+        .collect();
     assert_eq!(
-        count(&l.dom, "<circle class=\"write\"")
-            + count(&l.dom, "<circle class=\"read\"")
-            + count(&l.dom, "<circle class=\"flush\""),
+        count(&scatter, "<circle class=\"write\"")
+            + count(&scatter, "<circle class=\"read\"")
+            + count(&scatter, "<circle class=\"flush\""),
         2 * 266
     );
     assert!(l.dom.contains("btt's intervals"));
@@ -52,7 +57,10 @@ fn reports_of_real_captures_load_and_draw() {
     for row in [">syscall fsync<", ">ext4_sync_file<", ">device 7,0<"] {
         assert!(timeline.contains(row), "{row}: {timeline}");
     }
-    assert_eq!(count(timeline, "<rect class=\"main\""), 1);
+    // One bar (the key under the timeline has its swatch too).
+    let bars = timeline.split("<g class=\"key\">").next().unwrap();
+    assert_eq!(count(bars, "<rect class=\"main\""), 1);
+    assert!(timeline.contains(">the request waited for</text>"));
 
     // 5,873 requests: a heatmap, the slowest drawn over it.
     let page = dir.path().join("wbt.html");
@@ -63,7 +71,8 @@ fn reports_of_real_captures_load_and_draw() {
     // 300 per plot (Q2C and D2C of each busy device).
     let slow = count(&l.dom, "<circle class=\"slow\"");
     assert!(slow >= 600 && slow.is_multiple_of(300), "{slow}");
-    assert!(l.dom.contains("requests per second, per 1 s (iostat -x)"));
+    // 2.3 s: iostat's columns per 50 ms, not three one-second points.
+    assert!(l.dom.contains("requests per second, per 50 ms (iostat -x)"));
     let size = std::fs::metadata(&page).unwrap().len();
     assert!(size < 5 << 20, "{size} bytes");
 
@@ -73,7 +82,9 @@ fn reports_of_real_captures_load_and_draw() {
     let l = load(browser, &page, &dir.path().join("stacks.png"));
     assert!(l.console.is_empty(), "{:?}", l.console);
     assert_eq!(count(&l.dom, "<iframe class=\"flame\""), 1);
-    // A slow writer's timeline shows when it blocked, and in what.
+    // A slow writer's timeline shows when it blocked, and in what; the
+    // stack it blocked in most is text under it.
+    assert!(l.dom.contains("<p class=\"stack\">Blocked "));
     assert!(l.dom.contains(">thread blocked (stacks)<"));
     assert!(l
         .dom
@@ -115,7 +126,11 @@ fn diff_page_shows_the_verdict_and_the_setting() {
     assert!(l.dom.contains("the candidate has cgroup_io_throttle"));
     let charts = count(&l.dom, "requests by Q2C latency, share of each side</text>");
     assert!(charts >= 1);
-    assert_eq!(count(&l.dom, "<path class=\"line "), 2 * charts);
+    let operations = count(&l.dom, "operations by latency, share of each side</text>");
+    assert_eq!(
+        count(&l.dom, "<path class=\"line "),
+        2 * (charts + operations)
+    );
     assert_eq!(
         count(
             &l.dom,

@@ -30,6 +30,7 @@ mod formats_doc;
 mod fuzz_parsers;
 mod fuzz_regressions;
 mod golden;
+mod html_first_screen;
 mod html_report;
 mod light_capture;
 mod no_silent_wrong_report;

@@ -4,6 +4,7 @@
 
 use super::svg::{self, latency_ms, short, Axis, Point, Scale};
 use super::{esc, log2_buckets, MAX_DRAWN_POINTS, OUTLIERS_DRAWN};
+use crate::analyze::block::iostat::{IostatAccumulator, IostatRow};
 use crate::analyze::block::timeline::RequestPoint;
 use crate::analyze::block::DeviceSummary;
 use std::fmt::Write;
@@ -83,7 +84,7 @@ pub(super) fn section(body: &mut String, d: &DeviceSummary, first_ns: u64) {
             scale: Scale::log(pts.iter().map(|(_, v)| *v)),
             tick: latency_ms,
         };
-        let title = format!("{}: {name}, every request", d.device);
+        let title = format!("{}: {name}", d.device);
         body.push_str(&if pts.len() <= MAX_DRAWN_POINTS {
             let points: Vec<Point> = pts
                 .iter()
@@ -99,12 +100,12 @@ pub(super) fn section(body: &mut String, d: &DeviceSummary, first_ns: u64) {
                 .filter(|c| points.iter().any(|p| p.class == *c))
                 .map(|c| (c, c))
                 .collect();
-            svg::scatter(&title, &x, &y, &points, &legend)
+            svg::scatter(&format!("{title}, every request"), &x, &y, &points, &legend)
         } else {
-            latency_heatmap(&title, &x, &y, &pts, first_ns)
+            latency_heatmaps(&title, &x, &y, &pts, first_ns)
         });
     }
-    iostat_charts(body, d);
+    iostat_charts(body, d, first_ns);
     for (name, h, unit) in [
         ("Q2C latency", &d.q2c_hist_us, "µs"),
         ("D2C latency", &d.d2c_hist_us, "µs"),
@@ -123,13 +124,69 @@ pub(super) fn section(body: &mut String, d: &DeviceSummary, first_ns: u64) {
     btt_table(body, d);
 }
 
-/// Many requests: counts per (time, log latency) cell, and the slowest
-/// drawn one by one over them.
+/// Many requests: counts per (time, log latency) cell, one heatmap for
+/// each kind of request (reads, writes, …: their latencies differ, and
+/// one shade cannot say which), and the slowest requests of all drawn one
+/// by one over their kind's.
+fn latency_heatmaps(
+    title: &str,
+    x: &Axis,
+    y: &Axis,
+    pts: &[(&RequestPoint, f64)],
+    first_ns: u64,
+) -> String {
+    let mut slowest: Vec<&(&RequestPoint, f64)> = pts.iter().collect();
+    let keep = OUTLIERS_DRAWN.min(slowest.len());
+    if keep > 0 {
+        slowest.select_nth_unstable_by(keep - 1, |a, b| b.1.total_cmp(&a.1));
+    }
+    slowest.truncate(keep);
+    let mut out = String::new();
+    for (class, plural) in [
+        ("read", "reads"),
+        ("write", "writes"),
+        ("flush", "flushes"),
+        ("discard", "discards"),
+    ] {
+        let of: Vec<(&RequestPoint, f64)> = pts
+            .iter()
+            .copied()
+            .filter(|(p, _)| op_class(p) == class)
+            .collect();
+        if of.is_empty() {
+            continue;
+        }
+        let outliers: Vec<Point> = slowest
+            .iter()
+            .filter(|(p, _)| op_class(p) == class)
+            .map(|(p, v)| Point {
+                x: p.done_ns.saturating_sub(first_ns) as f64 / 1e9,
+                y: *v,
+                class: "slow",
+                hover: hover(p, first_ns),
+            })
+            .collect();
+        out.push_str(&latency_heatmap(
+            &format!("{title}: {} {plural}", of.len()),
+            x,
+            y,
+            &of,
+            class,
+            &outliers,
+            first_ns,
+        ));
+    }
+    out
+}
+
+/// One kind's requests as a heatmap, its slowest (`outliers`) over it.
 fn latency_heatmap(
     title: &str,
     x: &Axis,
     y: &Axis,
     pts: &[(&RequestPoint, f64)],
+    class: &str,
+    outliers: &[Point],
     first_ns: u64,
 ) -> String {
     const COLUMNS: usize = 120;
@@ -153,35 +210,124 @@ fn latency_heatmap(
         let j = (((v.max(y0)).log10() - y0.log10()) * ROWS_PER_DECADE as f64).floor() as usize;
         counts[i.min(COLUMNS - 1)][j.min(rows - 1)] += 1;
     }
-    let mut slowest: Vec<&(&RequestPoint, f64)> = pts.iter().collect();
-    let keep = OUTLIERS_DRAWN.min(slowest.len());
-    if keep > 0 {
-        slowest.select_nth_unstable_by(keep - 1, |a, b| b.1.total_cmp(&a.1));
-    }
-    let outliers: Vec<Point> = slowest[..keep]
-        .iter()
-        .map(|(p, v)| Point {
-            x: secs(p),
-            y: *v,
-            class: "slow",
-            hover: hover(p, first_ns),
-        })
-        .collect();
-    svg::heatmap(title, x, y, &x_edges, &y_edges, &counts, &outliers)
+    svg::heatmap(title, x, y, &x_edges, &y_edges, &counts, class, outliers)
 }
 
-fn iostat_charts(body: &mut String, d: &DeviceSummary) {
-    let rows = &d.iostat;
-    if rows.len() < 2 {
-        return;
+/// Charts over time need this many points at least.
+const MIN_IOSTAT_POINTS: usize = 10;
+/// … and this many requests to make rates of.
+const MIN_IOSTAT_REQUESTS: usize = 20;
+
+/// iostat's rows at an interval that gives the trace's span enough
+/// points: the analysis' own (one second by default) when it does, else
+/// computed again from every request's times at a shorter round interval
+/// (or `Err` with the reason there is no chart).
+fn iostat_rows(d: &DeviceSummary, first_ns: u64) -> Result<(Vec<IostatRow>, bool), String> {
+    if d.iostat.len() >= MIN_IOSTAT_POINTS {
+        return Ok((d.iostat.clone(), false));
     }
-    let mid = |r: &crate::analyze::block::iostat::IostatRow| r.start_s + r.seconds / 2.0;
+    let t = &d.timeline;
+    if !t.complete() {
+        return Err(format!(
+            "No iostat chart: at the report's interval the trace gives {} point{}, and the requests kept for the plots are a sample, not every one, to compute shorter intervals from: `--interval SECONDS` sets a shorter one.",
+            d.iostat.len(),
+            if d.iostat.len() == 1 { "" } else { "s" }
+        ));
+    }
+    if t.points.len() < MIN_IOSTAT_REQUESTS {
+        return Err(format!(
+            "No iostat chart: {} requests are too few for rates over time (iostat's figures for the whole trace are in the text report).",
+            t.points.len()
+        ));
+    }
+    let start = |p: &RequestPoint| p.done_ns.saturating_sub(p.q2c_ns);
+    let from = t.points.iter().map(start).min().unwrap_or(first_ns);
+    let to = t.points.iter().map(|p| p.done_ns).max().unwrap_or(from);
+    // About 30 points over the device's active span, at a round interval.
+    let interval = round_down((to.saturating_sub(from) / 30).max(1));
+    // Whole intervals from the report's origin, so times read the same
+    // as the other charts'.
+    let origin = first_ns + (from.saturating_sub(first_ns) / interval) * interval;
+    let mut acc = IostatAccumulator::new(origin, interval);
+    // In time order: starts before ends at the same instant.
+    let mut edges: Vec<(u64, bool, &RequestPoint)> = t
+        .points
+        .iter()
+        .flat_map(|p| [(start(p), false, p), (p.done_ns, true, p)])
+        .collect();
+    edges.sort_by_key(|(ts, end, _)| (*ts, *end));
+    for (ts, end, p) in edges {
+        if end {
+            acc.io_ended(ts);
+            acc.io_done(ts, p.op, p.q2c_ns);
+            acc.sectors_done(ts, p.op, p.sectors);
+        } else {
+            acc.io_started(ts);
+        }
+    }
+    acc.finish(to);
+    let offset = origin.saturating_sub(first_ns) as f64 / 1e9;
+    let rows: Vec<IostatRow> = acc
+        .rows(to)
+        .into_iter()
+        .map(|mut r| {
+            r.start_s += offset;
+            r
+        })
+        .collect();
+    if rows.len() < MIN_IOSTAT_POINTS {
+        return Err(format!(
+            "No iostat chart: the device's requests span {} s, too short for {MIN_IOSTAT_POINTS} intervals.",
+            short(to.saturating_sub(from) as f64 / 1e9)
+        ));
+    }
+    Ok((rows, true))
+}
+
+/// The round interval (1, 2 or 5 × a power of ten ns) at most `ns`.
+fn round_down(ns: u64) -> u64 {
+    let mag = 10u64.pow(ns.max(1).ilog10());
+    [5, 2, 1]
+        .into_iter()
+        .map(|m| m * mag)
+        .find(|s| *s <= ns)
+        .unwrap_or(mag)
+}
+
+/// An interval in words: `20 ms`, `1 s`.
+fn interval_words(seconds: f64) -> String {
+    if seconds >= 1.0 {
+        format!("{} s", short(seconds))
+    } else {
+        latency_ms(seconds * 1e3)
+    }
+}
+
+fn iostat_charts(body: &mut String, d: &DeviceSummary, first_ns: u64) {
+    let (rows, recomputed) = match iostat_rows(d, first_ns) {
+        Ok(r) => r,
+        Err(why) => {
+            let _ = write!(body, "<p class=\"sub iostat-none\">{}</p>", esc(&why));
+            return;
+        }
+    };
+    let rows = &rows;
+    if recomputed {
+        let _ = write!(
+            body,
+            "<p class=\"sub\">iostat's columns per {}, computed from every request's queue and completion times: at the report's interval the trace gives {} point{}, too few for a chart.</p>",
+            interval_words(rows[0].seconds),
+            d.iostat.len(),
+            if d.iostat.len() == 1 { "" } else { "s" }
+        );
+    }
+    let mid = |r: &IostatRow| r.start_s + r.seconds / 2.0;
     let x = Axis {
         label: "time (s)",
         scale: Scale::linear(rows.iter().map(mid)),
         tick: short,
     };
-    type Col = fn(&crate::analyze::block::iostat::IostatRow) -> f64;
+    type Col = fn(&IostatRow) -> f64;
     type Chart<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str, Col)]);
     let charts: [Chart; 4] = [
         (
@@ -226,9 +372,9 @@ fn iostat_charts(body: &mut String, d: &DeviceSummary) {
         };
         body.push_str(&svg::lines(
             &format!(
-                "{}: {title}, per {} s (iostat -x)",
+                "{}: {title}, per {} (iostat -x)",
                 d.device,
-                short(rows[0].seconds)
+                interval_words(rows[0].seconds)
             ),
             &x,
             &y,

@@ -5,7 +5,8 @@ use super::device::hover;
 use super::svg::{self, latency_ms, short, Axis, Point, Scale};
 use super::{esc, findings_section_inner, page, MAX_DRAWN_POINTS};
 use crate::analyze::block::timeline::RequestPoint;
-use crate::analyze::histogram::Log2Hist;
+use crate::analyze::histogram::{Log2Hist, Percentiles};
+use crate::analyze::syscalls::CallStats;
 use crate::analyze::Analysis;
 use crate::compare::Diff;
 use std::fmt::Write;
@@ -29,8 +30,27 @@ pub fn render(d: &Diff, base_runs: &[Run], cand_runs: &[Run]) -> String {
         cand.len(),
         esc(&d.verdict)
     );
-    if !d.settings.is_empty() {
-        body.push_str("<h2>Settings that differ</h2><table><tr><th>setting</th><th>baseline</th><th>candidate</th></tr>");
+    body.push_str("<h2>Settings that differ</h2>");
+    if d.settings.is_empty() {
+        let without: Vec<&str> = [("baseline", base), ("candidate", cand)]
+            .into_iter()
+            .filter(|(_, side)| side.iter().any(|a| a.snapshot.is_none()))
+            .map(|(name, _)| name)
+            .collect();
+        let _ = write!(
+            body,
+            "<p class=\"settings-none\">{}</p>",
+            if without.is_empty() {
+                "None: the two sides' system snapshots (block queues, file systems, sysctls, cgroups) agree.".to_string()
+            } else {
+                format!(
+                    "Not compared: the {} has no system snapshot (only captures recorded by iosleuth carry one).",
+                    without.join(" and the ")
+                )
+            }
+        );
+    } else {
+        body.push_str("<table class=\"settings\"><tr><th>setting</th><th>baseline</th><th>candidate</th></tr>");
         for s in &d.settings {
             let _ = write!(
                 body,
@@ -42,6 +62,8 @@ pub fn render(d: &Diff, base_runs: &[Run], cand_runs: &[Run]) -> String {
         }
         body.push_str("</table>");
     }
+    operations_section(&mut body, base, cand);
+    flame_section(&mut body, base, cand);
     // Both sides' request latency histograms on one axis per device.
     let mut devices: Vec<&str> = base
         .iter()
@@ -64,6 +86,8 @@ pub fn render(d: &Diff, base_runs: &[Run], cand_runs: &[Run]) -> String {
         let _ = write!(body, "<h2>Device {}</h2>", esc(dev));
         body.push_str(&share_lines(
             &format!("{dev}: requests by Q2C latency, share of each side"),
+            "Q2C latency",
+            "requests (%)",
             &hb,
             &hc,
         ));
@@ -145,8 +169,109 @@ fn sides_over_time(dev: &str, base: &[&Analysis], cand: &[&Analysis]) -> String 
     )
 }
 
+/// Operations compared at most (the probe's, then the system calls with
+/// the most time).
+const OPERATIONS_COMPARED: usize = 6;
+
+/// Each operation's latency on both sides: its distribution as shares of
+/// each side's count on one axis, and its percentiles side by side. The
+/// probe's operations first, then the system calls that took the most time.
+fn operations_section(body: &mut String, base: &[&Analysis], cand: &[&Analysis]) {
+    type Pick = fn(&Analysis) -> &std::collections::BTreeMap<String, CallStats>;
+    let mut ops: Vec<(&str, String)> = Vec::new();
+    let kinds: [(&str, Pick); 2] = [
+        ("probe", |a| &a.syscalls.operations),
+        ("syscall", |a| &a.syscalls.by_name),
+    ];
+    for (kind, pick) in kinds {
+        let mut names: Vec<(String, u64)> = Vec::new();
+        for a in base.iter().chain(cand) {
+            for (name, s) in pick(a) {
+                match names.iter_mut().find(|(n, _)| n == name) {
+                    Some(e) => e.1 += s.total_ns,
+                    None => names.push((name.clone(), s.total_ns)),
+                }
+            }
+        }
+        names.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        ops.extend(names.into_iter().map(|(n, _)| (kind, n)));
+    }
+    ops.truncate(OPERATIONS_COMPARED);
+    if ops.is_empty() {
+        return;
+    }
+    body.push_str("<h2>Latency of each operation, both sides</h2><table class=\"operations\"><tr><th>operation</th><th>baseline count</th><th>p50</th><th>p99</th><th>max</th><th>candidate count</th><th>p50</th><th>p99</th><th>max</th></tr>");
+    let side_of =
+        |side: &[&Analysis], kind: &str, name: &str| -> (Log2Hist, Vec<Percentiles>, u64) {
+            let (mut h, mut p, mut n) = (Log2Hist::default(), Vec::new(), 0);
+            for a in side {
+                let map = if kind == "probe" {
+                    &a.syscalls.operations
+                } else {
+                    &a.syscalls.by_name
+                };
+                if let Some(s) = map.get(name) {
+                    h.merge(&s.hist_us);
+                    p.extend(s.latency);
+                    n += s.count;
+                }
+            }
+            (h, p, n)
+        };
+    let mut charts = String::new();
+    for (kind, name) in &ops {
+        let (hb, pb, nb) = side_of(base, kind, name);
+        let (hc, pc, nc) = side_of(cand, kind, name);
+        let _ = write!(body, "<tr><td>{kind} {}</td>", esc(name));
+        for (p, n) in [(&pb, nb), (&pc, nc)] {
+            let _ = write!(body, "<td>{n}</td>");
+            // One run: its percentiles; several: the first run's, marked.
+            match p.first() {
+                Some(l) => {
+                    let mark = if p.len() > 1 { " (run 1)" } else { "" };
+                    for v in [l.p50, l.p99, l.max] {
+                        let _ = write!(body, "<td>{}{mark}</td>", esc(&latency_ms(v as f64 / 1e6)));
+                    }
+                }
+                None => body.push_str("<td>–</td><td>–</td><td>–</td>"),
+            }
+        }
+        body.push_str("</tr>");
+        charts.push_str(&share_lines(
+            &format!("{kind} {name}: operations by latency, share of each side"),
+            &format!("{kind} {name} latency"),
+            "operations (%)",
+            &hb,
+            &hc,
+        ));
+    }
+    body.push_str("</table>");
+    body.push_str(&charts);
+}
+
+/// The differential off-CPU flame graph, when every run of both sides
+/// has kernel stacks (recorded with --stacks).
+fn flame_section(body: &mut String, base: &[&Analysis], cand: &[&Analysis]) {
+    if base.iter().chain(cand).any(|a| a.stacks.off_cpu_ns == 0) {
+        return;
+    }
+    let Ok(svg) = crate::report::flamegraph::differential_off_cpu_svg(
+        base,
+        cand,
+        "red: blocked longer in the candidate, blue: shorter (baseline scaled to the candidate's total)",
+    ) else {
+        return;
+    };
+    body.push_str("<h2>Where the threads blocked: the candidate against the baseline</h2>");
+    super::flame_frame(
+        body,
+        "Off CPU, differential: the candidate's stacks, red where a frame blocked longer than in the baseline (µs)",
+        &svg,
+    );
+}
+
 /// The two sides' log2 latency histograms as shares, one line each.
-fn share_lines(title: &str, base: &Log2Hist, cand: &Log2Hist) -> String {
+fn share_lines(title: &str, what: &str, y_label: &str, base: &Log2Hist, cand: &Log2Hist) -> String {
     let (rb, rc) = (base.rows(), cand.rows());
     let n = rb.len().max(rc.len());
     let share = |rows: &[(u64, u64, u64)]| -> Vec<(f64, f64)> {
@@ -158,8 +283,9 @@ fn share_lines(title: &str, base: &Log2Hist, cand: &Log2Hist) -> String {
             })
             .collect()
     };
+    let x_label = format!("{what}, log2 bucket (lower edge, µs)");
     let x = Axis {
-        label: "Q2C latency, log2 bucket (lower edge, µs)",
+        label: &x_label,
         scale: Scale::Linear {
             min: 0.0,
             max: (n.max(2) - 1) as f64,
@@ -167,7 +293,7 @@ fn share_lines(title: &str, base: &Log2Hist, cand: &Log2Hist) -> String {
         tick: |v| short(if v < 1.0 { 0.0 } else { 2f64.powf(v) }),
     };
     let y = Axis {
-        label: "requests (%)",
+        label: y_label,
         scale: Scale::Linear {
             min: 0.0,
             max: 100.0,

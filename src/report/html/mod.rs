@@ -58,10 +58,12 @@ svg.chart{display:block;margin:8px 0;max-width:100%;height:auto}
 svg .title{font-weight:600;font-size:13px;fill:#1d2330}svg .tick{font-size:11px;fill:#5a6170}svg .axis{font-size:12px;fill:#1d2330}
 svg .plot{fill:#fff;stroke:#c9ced8}svg .grid{stroke:#eceef2}
 svg .read{fill:#1e6fd9;stroke:#1e6fd9}svg .write{fill:#e0720b;stroke:#e0720b}svg .flush{fill:#7b3fb8;stroke:#7b3fb8}svg .discard{fill:#2e8b57;stroke:#2e8b57}
-svg .other{fill:#5a6170;stroke:#5a6170}svg .slow{fill:#c62828;stroke:#c62828}svg .cell{fill:#1e6fd9}svg .bar{fill:#1e6fd9}
+svg .other{fill:#5a6170;stroke:#5a6170}svg .slow{fill:#c62828;stroke:#fff;stroke-width:0.7}svg .bar{fill:#1e6fd9}
+svg g.cells{stroke:none}svg g.cells .cell,svg g.cells .scale{fill:inherit}
 svg .line{fill:none;stroke-width:1.6}
 svg .on_cpu{fill:#2e8b57}svg .runnable{fill:#c62828}svg .device{fill:#e0720b}svg .journal_space{fill:#7b3fb8}
-svg .queued{fill:#d9a400}svg .journal{fill:#1e6fd9}svg .other_wait{fill:#9aa1ad}svg .asleep{fill:#cfd3da}svg .not_recorded{fill:#e3e5e8;stroke:#9aa1ad;stroke-dasharray:2 2}svg .span{fill:#5a6170}svg .main{fill:#c62828}
+svg .queued{fill:#d9a400}svg .journal{fill:#1e6fd9}svg .other_wait{fill:#9aa1ad}svg .asleep{fill:#cfd3da}svg .not_recorded{fill:#e3e5e8;stroke:#9aa1ad;stroke-dasharray:2 2}svg .span{fill:#5a6170}svg .main{fill:#7a1010}
+p.stack{font-size:13px;color:#3a4150;margin-top:-4px}p.stack code{font-size:12px;background:#f6f7f9;padding:1px 3px;line-height:1.7}.note{background:#fff8e6;border-left:4px solid #ef8f00;padding:6px 10px}
 iframe.flame{width:100%;height:520px;border:1px solid #d8dce3}
 .warn{color:#8a5300}
 "#;
@@ -219,46 +221,56 @@ fn scheduler_section(body: &mut String, a: &Analysis) {
 /// Flame graphs, each in a sandboxed frame of its own: inferno's SVG
 /// carries its script (search, zoom), which runs there and nowhere else.
 fn flame_section(body: &mut String, a: &Analysis) {
+    use crate::report::flamegraph::{off_cpu_svg, on_cpu_svg, on_cpu_unit};
+    let on_title = format!("On CPU: where the CPUs ran ({})", on_cpu_unit(a).count_name);
     let graphs = [
         (
-            "On CPU: where the CPUs ran (samples)",
+            on_title.as_str(),
             a.stacks.samples > 0,
-            crate::report::flamegraph::on_cpu_svg
-                as fn(&Analysis, &str) -> std::io::Result<Vec<u8>>,
+            on_cpu_svg as fn(&Analysis, &str) -> std::io::Result<Vec<u8>>,
         ),
         (
             "Off CPU: where threads blocked (µs)",
             a.stacks.off_cpu_ns > 0,
-            crate::report::flamegraph::off_cpu_svg,
+            off_cpu_svg,
         ),
     ];
     if graphs.iter().all(|g| !g.1) {
         return;
     }
     body.push_str("<h2>Flame graphs</h2>");
+    if a.stacks.samples > 0 {
+        if let Some(note) = crate::report::flamegraph::unresolved_kernel_note(a) {
+            let _ = write!(body, "<p class=\"note\">{}</p>", esc(&note));
+        }
+    }
     for (title, present, draw) in graphs {
         if !present {
             continue;
         }
         if let Ok(svg) = draw(a, "") {
-            // A fixed width: inferno's fluid drawing sizes the graph from
-            // its frame's width when its script runs, which a frame not
-            // laid out yet (below the fold) reports as 0.
-            let svg = String::from_utf8_lossy(&svg).replacen(
-                "var fluiddrawing = true;",
-                "var fluiddrawing = false;",
-                1,
-            );
-            let svg = svg.as_bytes();
-            let _ = write!(
-                body,
-                "<h3>{}</h3><iframe class=\"flame\" sandbox=\"allow-scripts\" title=\"{}\" src=\"data:image/svg+xml;base64,{}\"></iframe>",
-                esc(title),
-                esc(title),
-                base64(svg)
-            );
+            flame_frame(body, title, &svg);
         }
     }
+}
+
+/// A flame graph in a sandboxed frame of its own, under its title.
+pub(crate) fn flame_frame(body: &mut String, title: &str, svg: &[u8]) {
+    // A fixed width: inferno's fluid drawing sizes the graph from its
+    // frame's width when its script runs, which a frame not laid out yet
+    // (below the fold) reports as 0.
+    let svg = String::from_utf8_lossy(svg).replacen(
+        "var fluiddrawing = true;",
+        "var fluiddrawing = false;",
+        1,
+    );
+    let _ = write!(
+        body,
+        "<h3>{}</h3><iframe class=\"flame\" sandbox=\"allow-scripts\" title=\"{}\" src=\"data:image/svg+xml;base64,{}\"></iframe>",
+        esc(title),
+        esc(title),
+        base64(svg.as_bytes())
+    );
 }
 
 /// Standard base64 (RFC 4648, padded), for the data URL of an embedded

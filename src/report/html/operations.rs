@@ -43,6 +43,7 @@ pub(super) fn section(body: &mut String, a: &Analysis) {
             },
             tick: short,
         };
+        let key = key_of(&rows);
         body.push_str(&svg::timeline(
             &format!(
                 "{}: {} ({}) took {}",
@@ -53,9 +54,57 @@ pub(super) fn section(body: &mut String, a: &Analysis) {
             ),
             &x,
             &rows,
+            &key,
         ));
         let _ = write!(body, "<p class=\"sub\">{}</p>", esc(&o.summary));
+        stack_text(body, o);
     }
+}
+
+/// Every colour a timeline can draw, in the order its key lists them:
+/// (class, name, what it means).
+const COLOURS: &[(&str, &str, &str)] = &[
+    ("span", "operation", "the operation, and the calls of its thread inside it"),
+    ("on_cpu", "on CPU", "running on a CPU"),
+    ("runnable", "runnable", "runnable, waiting for a CPU"),
+    ("queued", "queued", "queued for the device"),
+    ("device", "at the device", "at the device"),
+    ("main", "the request waited for", "the request the operation waited for longest, at the device"),
+    ("journal_space", "journal space", "waiting for journal space"),
+    ("journal", "journal commit", "waiting for a journal commit"),
+    ("other_wait", "blocked in the kernel", "blocked in the kernel with no request at the device (a lock, a throttle); on the stacks row, when the thread was off its CPU, and the function it waited in on hover"),
+    ("asleep", "asleep", "asleep in an interruptible wait (a pipe, futex, poll, timer, or a user-space server's reply)"),
+    ("not_recorded", "not recorded", "a thread state not recorded (no scheduler events): the trace cannot say"),
+];
+
+/// The key of a timeline: each colour its rows draw.
+fn key_of(rows: &[Row]) -> Vec<svg::Key<'static>> {
+    COLOURS
+        .iter()
+        .filter(|(class, _, _)| rows.iter().flat_map(|r| &r.1).any(|b| b.class == *class))
+        .map(|&(class, name, means)| svg::Key { class, name, means })
+        .collect()
+}
+
+/// The kernel stack the operation's thread spent most of its blocked time
+/// in, as text (captures recorded with --stacks): innermost first, as the
+/// kernel and perf print a stack.
+fn stack_text(body: &mut String, o: &Outlier) {
+    let Some(b) = &o.blocked_in else {
+        return;
+    };
+    if b.frames.is_empty() {
+        return;
+    }
+    let _ = write!(
+        body,
+        "<p class=\"stack\">Blocked {} of the {} in this kernel stack ({} {}), innermost first: <code>{}</code></p>",
+        latency_ms(ms(b.ns)),
+        latency_ms(ms(o.latency_ns)),
+        b.stretches,
+        if b.stretches == 1 { "time" } else { "times" },
+        esc(&b.frames.join(" ← "))
+    );
 }
 
 /// One timeline row: its label and its bars.

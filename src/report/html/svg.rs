@@ -82,6 +82,15 @@ impl Scale {
         }
     }
 
+    /// "log" or "linear", for the chart's `data-y-scale` (tests, and
+    /// anyone reading the page's source).
+    fn name(&self) -> &'static str {
+        match self {
+            Scale::Linear { .. } => "linear",
+            Scale::Log { .. } => "log",
+        }
+    }
+
     fn ticks(&self) -> Vec<f64> {
         match *self {
             Scale::Log { min, max } => {
@@ -165,8 +174,9 @@ impl Frame {
         let mut out = String::new();
         let _ = write!(
             out,
-            r#"<svg class="chart" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{t}"><text class="title" x="{LEFT}" y="16">{t}</text>"#,
-            t = esc(title)
+            r#"<svg class="chart" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="{t}" data-y-scale="{s}"><text class="title" x="{LEFT}" y="16">{t}</text>"#,
+            t = esc(title),
+            s = y.scale.name()
         );
         let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
         let _ = write!(
@@ -242,6 +252,49 @@ impl Frame {
         }
     }
 
+    /// The heatmap's key, top right: what each shade counts (1 to `max`
+    /// requests per cell, on the same log shading as the cells), and the
+    /// red points.
+    fn colour_scale(&mut self, class: &str, max: u64) {
+        const STEPS: u32 = 6;
+        let mut x = W - RIGHT - 10.0 - 70.0 - STEPS as f64 * 14.0 - 40.0 - 150.0;
+        let _ = write!(
+            self.out,
+            r#"<text class="tick" x="{x:.0}" y="15">requests per cell: 1</text>"#
+        );
+        x += 124.0;
+        let _ = write!(self.out, r#"<g class="cells {class}">"#);
+        let mut seen = Vec::new();
+        for k in 0..STEPS {
+            // Counts spaced evenly in log: 1 … max.
+            let n = ((max as f64).powf(k as f64 / (STEPS - 1) as f64)).round() as u64;
+            if seen.contains(&n) {
+                continue;
+            }
+            seen.push(n);
+            let _ = write!(
+                self.out,
+                r#"<rect class="scale" x="{x:.0}" y="6" width="13" height="11" fill-opacity="{:.2}"><title>{n} requests</title></rect>"#,
+                shade(n, max)
+            );
+            x += 14.0;
+        }
+        self.out.push_str("</g>");
+        let _ = write!(
+            self.out,
+            r#"<text class="tick" x="{:.0}" y="15">{}</text>"#,
+            x + 3.0,
+            esc(&short(max as f64))
+        );
+        x += 14.0 + 7.0 * short(max as f64).len() as f64;
+        let _ = write!(
+            self.out,
+            r#"<circle class="slow swatch" cx="{:.0}" cy="11.5" r="3"/><text class="tick" x="{:.0}" y="15">slowest</text>"#,
+            x + 4.0,
+            x + 11.0
+        );
+    }
+
     fn end(mut self) -> String {
         self.out.push_str("</svg>");
         self.out
@@ -271,8 +324,10 @@ pub fn scatter(
 }
 
 /// Counts in cells of x buckets × y buckets (each bucket's lower edge in
-/// axis units, the last's upper edge after it), darker for more; the
-/// outliers drawn over them as points.
+/// axis units, the last's upper edge after it), darker for more, in the
+/// colour of `class` (read, write, …); the outliers drawn over them as
+/// points. A colour scale at the top says what a shade counts.
+#[allow(clippy::too_many_arguments)]
 pub fn heatmap(
     title: &str,
     x: &Axis,
@@ -280,31 +335,39 @@ pub fn heatmap(
     x_edges: &[f64],
     y_edges: &[f64],
     counts: &[Vec<u64>],
+    class: &str,
     outliers: &[Point],
 ) -> String {
     let mut f = Frame::new(title, x, y);
-    let max = counts.iter().flatten().copied().max().unwrap_or(1).max(1) as f64;
+    let max = counts.iter().flatten().copied().max().unwrap_or(1).max(1);
+    // The class on a group: its colour for the cells, which keep `cell`.
+    let _ = write!(f.out, r#"<g class="cells {class}">"#);
     for (i, col) in counts.iter().enumerate() {
         let (x0, x1) = (Frame::x(x, x_edges[i]), Frame::x(x, x_edges[i + 1]));
         for (j, &n) in col.iter().enumerate().filter(|(_, n)| **n > 0) {
             let (y0, y1) = (Frame::y(y, y_edges[j]), Frame::y(y, y_edges[j + 1]));
-            // Log shading: one request still shows.
-            let shade = 0.15 + 0.85 * (n as f64).ln_1p() / max.ln_1p();
             let _ = write!(
                 f.out,
-                r#"<rect class="cell" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill-opacity="{shade:.2}"><title>{n} requests, {} to {}</title></rect>"#,
+                r#"<rect class="cell" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill-opacity="{:.2}"><title>{n} requests, {} to {}</title></rect>"#,
                 x0,
                 y1,
                 (x1 - x0).max(0.5),
                 (y0 - y1).max(0.5),
+                shade(n, max),
                 esc(&(y.tick)(y_edges[j])),
                 esc(&(y.tick)(y_edges[j + 1]))
             );
         }
     }
+    f.out.push_str("</g>");
     f.points(x, y, outliers, 2.6);
-    f.legend(&[("requests (darker: more)", "cell"), ("slowest", "slow")]);
+    f.colour_scale(class, max);
     f.end()
+}
+
+/// A cell's opacity: log shading, so that one request still shows.
+fn shade(n: u64, max: u64) -> f64 {
+    0.15 + 0.85 * (n as f64).ln_1p() / (max as f64).ln_1p()
 }
 
 /// Lines over a shared x axis: (name, class, points).
@@ -343,7 +406,9 @@ pub fn lines(title: &str, x: &Axis, y: &Axis, series: &[Series]) -> String {
     f.end()
 }
 
-/// A histogram: one bar per bucket, labelled under it.
+/// A histogram: one bar per bucket, labelled under it, its count over
+/// it. The count axis is logarithmic: a bucket of one or two outliers
+/// beside one of thousands still shows.
 pub fn bars(title: &str, x_label: &str, y_label: &str, buckets: &[(String, u64)]) -> String {
     let n = buckets.len().max(1) as f64;
     let x = Axis {
@@ -351,24 +416,41 @@ pub fn bars(title: &str, x_label: &str, y_label: &str, buckets: &[(String, u64)]
         scale: Scale::Linear { min: 0.0, max: n },
         tick: |_| String::new(),
     };
+    let top = buckets.iter().map(|b| b.1).max().unwrap_or(1).max(1) as f64;
+    let y_label = format!("{y_label} (log scale)");
     let y = Axis {
-        label: y_label,
-        scale: Scale::linear(buckets.iter().map(|b| b.1 as f64)),
+        label: &y_label,
+        // From just under 1, so that a count of 1 has a bar.
+        scale: Scale::Log {
+            min: 0.5,
+            max: 10f64.powf(top.log10().ceil().max(1.0)),
+        },
         tick: short,
     };
     let mut f = Frame::new(title, &x, &y);
     let step = (W - LEFT - RIGHT) / n;
     for (i, (label, count)) in buckets.iter().enumerate() {
         let x0 = LEFT + i as f64 * step;
-        let y0 = Frame::y(&y, *count as f64);
-        let _ = write!(
-            f.out,
-            r#"<rect class="bar" x="{:.1}" y="{y0:.1}" width="{:.1}" height="{:.1}"><title>{}: {count}</title></rect>"#,
-            x0 + 1.0,
-            (step - 2.0).max(0.5),
-            (H - BOTTOM - y0).max(0.0),
-            esc(label)
-        );
+        if *count > 0 {
+            let y0 = Frame::y(&y, *count as f64);
+            let _ = write!(
+                f.out,
+                r#"<rect class="bar" x="{:.1}" y="{y0:.1}" width="{:.1}" height="{:.1}"><title>{}: {count}</title></rect>"#,
+                x0 + 1.0,
+                (step - 2.0).max(0.5),
+                (H - BOTTOM - y0).max(0.0),
+                esc(label)
+            );
+            if step >= 24.0 {
+                let _ = write!(
+                    f.out,
+                    r#"<text class="tick" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+                    x0 + step / 2.0,
+                    y0 - 3.0,
+                    esc(&short(*count as f64))
+                );
+            }
+        }
         if i % buckets.len().div_ceil(12).max(1) == 0 {
             let _ = write!(
                 f.out,
@@ -390,12 +472,40 @@ pub struct Bar {
     pub hover: String,
 }
 
+/// A colour's entry in a legend: its CSS class, its name, and what it
+/// means (on hover).
+pub struct Key<'a> {
+    pub class: &'a str,
+    pub name: &'a str,
+    pub means: &'a str,
+}
+
 /// Rows of bars over one time axis (an operation's timeline across the
-/// layers): each row labelled on the left.
-pub fn timeline(title: &str, x: &Axis, rows: &[(String, Vec<Bar>)]) -> String {
+/// layers): each row labelled on the left, a key under the axis naming
+/// every colour drawn.
+pub fn timeline(title: &str, x: &Axis, rows: &[(String, Vec<Bar>)], key: &[Key]) -> String {
     const ROW: f64 = 22.0;
     const LABELS: f64 = 170.0;
-    let height = TOP + BOTTOM + ROW * rows.len().max(1) as f64;
+    const KEY_LINE: f64 = 18.0;
+    // The key's entries, laid out left to right, wrapping.
+    let mut placed = Vec::new();
+    let (mut kx, mut line) = (LABELS, 0usize);
+    for k in key {
+        let w = 26.0 + 6.1 * k.name.chars().count() as f64;
+        if kx + w > W - RIGHT && kx > LABELS {
+            kx = LABELS;
+            line += 1;
+        }
+        placed.push((kx, line, k));
+        kx += w;
+    }
+    let key_height = if key.is_empty() {
+        0.0
+    } else {
+        KEY_LINE * (line + 1) as f64 + 4.0
+    };
+    let axis_bottom = TOP + BOTTOM + ROW * rows.len().max(1) as f64;
+    let height = axis_bottom + key_height;
     let pw = W - LABELS - RIGHT;
     let at = |v: f64| LABELS + x.scale.at(v) * pw;
     let mut out = String::new();
@@ -410,8 +520,8 @@ pub fn timeline(title: &str, x: &Axis, rows: &[(String, Vec<Bar>)]) -> String {
         let _ = write!(
             out,
             r#"<line class="grid" x1="{px:.1}" y1="{TOP}" x2="{px:.1}" y2="{y2}"/><text class="tick" x="{px:.1}" y="{ty}" text-anchor="middle">{l}</text>"#,
-            y2 = height - BOTTOM,
-            ty = height - BOTTOM + 14.0,
+            y2 = axis_bottom - BOTTOM,
+            ty = axis_bottom - BOTTOM + 14.0,
             l = esc(&(x.tick)(t))
         );
     }
@@ -439,11 +549,25 @@ pub fn timeline(title: &str, x: &Axis, rows: &[(String, Vec<Bar>)]) -> String {
     }
     let _ = write!(
         out,
-        r#"<text class="axis" x="{}" y="{}" text-anchor="middle">{}</text></svg>"#,
+        r#"<text class="axis" x="{}" y="{}" text-anchor="middle">{}</text>"#,
         LABELS + pw / 2.0,
-        height - 6.0,
+        axis_bottom - 6.0,
         esc(x.label)
     );
+    for (kx, line, k) in placed {
+        let ky = axis_bottom + KEY_LINE * line as f64;
+        let _ = write!(
+            out,
+            r#"<g class="key"><title>{n}: {m}</title><rect class="{c}" x="{kx:.1}" y="{ry:.1}" width="12" height="11"/><text class="tick" x="{tx:.1}" y="{ty:.1}">{n}</text></g>"#,
+            n = esc(k.name),
+            m = esc(k.means),
+            c = k.class,
+            ry = ky + 2.0,
+            tx = kx + 15.0,
+            ty = ky + 11.5
+        );
+    }
+    out.push_str("</svg>");
     out
 }
 

@@ -1,0 +1,333 @@
+//! What the HTML pages and flame graphs say without hovering, read from
+//! their source (no browser: html_report.rs loads them in Chromium): a key
+//! for every colour a timeline draws, histograms on a log axis, an iostat
+//! chart or the reason there is none, heatmaps apart per kind of request
+//! with their colour scale, the blocked-in stack as text, the diff page's
+//! distributions, settings and differential flame graph, and flame graph
+//! units that agree between subtitle and hover.
+
+use crate::common;
+
+use common::*;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+fn page(args: &[&str]) -> String {
+    let dir = tempdir();
+    let out = dir.path().join("page.html");
+    run(iosleuth()
+        .args(args)
+        .args(["--format", "html", "-o"])
+        .arg(&out));
+    std::fs::read_to_string(&out).unwrap()
+}
+
+/// Each chart's SVG source.
+fn charts(html: &str) -> Vec<&str> {
+    html.split("<svg class=\"chart\"")
+        .skip(1)
+        .map(|s| s.split("</svg>").next().unwrap())
+        .collect()
+}
+
+/// The value of every `attr="…"` after `prefix` in `s`.
+fn values<'a>(s: &'a str, prefix: &str) -> Vec<&'a str> {
+    s.split(prefix)
+        .skip(1)
+        .map(|v| v.split('"').next().unwrap())
+        .collect()
+}
+
+#[test]
+fn every_colour_of_a_timeline_has_a_key_entry() {
+    for cap in [
+        "tests/fixtures/slowdev-fsync.cap",
+        "tests/fixtures/stacks-journal-4m.cap",
+        "tests/fixtures/rt-burner.cap",
+    ] {
+        let html = page(&["report", cap]);
+        let timelines: Vec<&str> = charts(&html)
+            .into_iter()
+            .filter(|c| c.contains("<g class=\"key\">"))
+            .collect();
+        assert!(!timelines.is_empty(), "{cap}: no timeline with a key");
+        for t in timelines {
+            let (bars, key) = t.split_once("<g class=\"key\">").unwrap();
+            let drawn: BTreeSet<&str> = values(bars, "<rect class=\"")
+                .into_iter()
+                .filter(|c| *c != "plot")
+                .collect();
+            let keyed: BTreeSet<&str> = values(key, "<rect class=\"").into_iter().collect();
+            for c in &drawn {
+                assert!(keyed.contains(c), "{cap}: {c} drawn without a key entry");
+            }
+        }
+    }
+    // The slow journal write's timeline: the parts it has, in words.
+    let html = page(&["report", "tests/fixtures/slowdev-fsync.cap"]);
+    for name in [">at the device<", ">the request waited for<", ">on CPU<"] {
+        assert!(html.contains(name), "{name}");
+    }
+}
+
+#[test]
+fn histograms_count_on_a_log_axis() {
+    let html = page(&["report", "tests/fixtures/slowdev-fsync.cap"]);
+    let hists: Vec<&str> = charts(&html)
+        .into_iter()
+        .filter(|c| c.contains("histogram</text>") || c.contains("like runqlat</text>"))
+        .collect();
+    assert!(hists.len() >= 4, "{}", hists.len());
+    for h in hists {
+        assert!(h.contains("data-y-scale=\"log\""), "{h}");
+        assert!(h.contains("(log scale)</text>"));
+    }
+    // The two 150 ms requests: a bar of 2 whose top is well above the
+    // axis (on a linear axis of 154 it was a pixel).
+    let q2c = charts(&html)
+        .into_iter()
+        .find(|c| c.contains("Q2C latency histogram</text>"))
+        .unwrap();
+    let bar = q2c
+        .split("<rect class=\"bar\"")
+        .last()
+        .filter(|b| b.contains("<title>131k-262k: 2</title>"))
+        .expect("the 128-256 ms bucket, last");
+    let height: f64 = values(bar, "height=\"")[0].parse().unwrap();
+    assert!(height > 20.0, "{height}");
+}
+
+#[test]
+fn a_short_trace_gets_an_iostat_chart_at_a_shorter_interval() {
+    // 0.34 s: one one-second interval.
+    let html = page(&["report", "tests/fixtures/slowdev-fsync.cap"]);
+    let iostat: Vec<&str> = charts(&html)
+        .into_iter()
+        .filter(|c| c.contains("(iostat -x)</text>"))
+        .collect();
+    assert!(!iostat.is_empty());
+    for c in &iostat {
+        assert!(c.contains(", per 10 ms (iostat -x)"), "{c}");
+        let points = c.matches("<circle ").count() / 2;
+        assert!(points >= 10, "{points}");
+    }
+    assert!(html.contains("iostat's columns per 10 ms, computed from every request"));
+    // Too few requests: the page says why there is no chart.
+    let html = page(&["report", "tests/fixtures/fsync-4k.cap"]);
+    let said = html.contains("No iostat chart: ") || html.contains("(iostat -x)</text>");
+    assert!(said, "neither an iostat chart nor why not");
+}
+
+#[test]
+fn heatmaps_keep_reads_and_writes_apart_with_a_colour_scale() {
+    let html = page(&["report", "tests/fixtures/wbt-default.cap"]);
+    let heatmaps: Vec<&str> = charts(&html)
+        .into_iter()
+        .filter(|c| c.contains("class=\"cell\""))
+        .collect();
+    let of = |kind: &str| {
+        heatmaps
+            .iter()
+            .filter(|c| c.contains(&format!("<g class=\"cells {kind}\">")))
+            .count()
+    };
+    // Q2C and D2C, each a heatmap of reads and one of writes.
+    assert!(
+        of("read") >= 2 && of("write") >= 2,
+        "{} {}",
+        of("read"),
+        of("write")
+    );
+    for h in &heatmaps {
+        let title = values(h, "aria-label=\"")[0];
+        assert!(
+            title.ends_with(" reads") || title.ends_with(" writes") || title.ends_with(" flushes"),
+            "{title}"
+        );
+        // One kind of cell per chart, and the scale that reads them.
+        assert_eq!(h.matches("<g class=\"cells ").count(), 2, "{title}");
+        assert!(h.contains(">requests per cell: 1</text>") && h.contains(">slowest</text>"));
+    }
+}
+
+#[test]
+fn the_stack_a_slow_operation_blocked_in_is_text_under_its_timeline() {
+    let html = page(&["report", "tests/fixtures/stacks-journal-4m.cap"]);
+    let stacks: Vec<&str> = html
+        .split("<p class=\"stack\">")
+        .skip(1)
+        .map(|s| s.split("</p>").next().unwrap())
+        .collect();
+    assert!(!stacks.is_empty());
+    // Outside any SVG title: on the page, not only on hover.
+    assert!(
+        stacks.iter().any(|s| s.contains(
+            "<code>add_transaction_credits ← start_this_handle ← jbd2__journal_start ← "
+        )),
+        "{stacks:?}"
+    );
+    assert!(stacks[0].starts_with("Blocked "), "{}", stacks[0]);
+}
+
+#[test]
+fn diff_page_shows_distributions_settings_and_the_differential_flame_graph() {
+    let html = page(&[
+        "diff",
+        "tests/fixtures/stacks-journal-1024m.cap",
+        "tests/fixtures/stacks-journal-4m.cap",
+    ]);
+    assert!(html.contains("<td>ext4 loop0 journal_kib</td><td>1048576</td><td>4096</td>"));
+    assert!(html.contains("<h2>Latency of each operation, both sides</h2>"));
+    assert!(
+        html.contains("<td>probe randwrite</td><td>3138</td>"),
+        "the baseline's count"
+    );
+    assert!(html.contains("probe randwrite: operations by latency, share of each side</text>"));
+    assert_eq!(html.matches("<iframe class=\"flame\"").count(), 1);
+    assert!(html.contains("Off CPU, differential"));
+    // Without stacks: no flame graph; the settings said even when none differ.
+    let html = page(&[
+        "diff",
+        "tests/fixtures/healthy-run1.cap",
+        "tests/fixtures/healthy-run2.cap",
+    ]);
+    assert!(!html.contains("<iframe"));
+    assert!(html.contains("<h2>Settings that differ</h2><p class=\"settings-none\">"));
+}
+
+fn subtitle_and_titles(svg: &Path) -> (String, Vec<String>) {
+    let text = std::fs::read_to_string(svg).unwrap();
+    let sub = text
+        .split("<text id=\"subtitle\"")
+        .nth(1)
+        .and_then(|s| s.split_once('>'))
+        .map(|(_, s)| s.split('<').next().unwrap().to_string())
+        .unwrap_or_default();
+    let titles = text
+        .split("<title>")
+        .skip(1)
+        .map(|t| t.split("</title>").next().unwrap().to_string())
+        .collect();
+    (sub, titles)
+}
+
+/// The unit of each frame's hover text, `name (1,234 UNIT, 5.00%)`.
+fn hover_units(titles: &[String]) -> BTreeSet<String> {
+    titles
+        .iter()
+        .filter_map(|t| t.rsplit_once(" (").map(|(_, r)| r.to_string()))
+        .filter_map(|r| r.split(", ").next().map(String::from))
+        .filter_map(|n| n.split_once(' ').map(|(_, unit)| unit.to_string()))
+        .collect()
+}
+
+#[test]
+fn flame_graph_subtitles_and_hovers_name_one_unit() {
+    let dir = tempdir();
+    let draw = |args: &[&str], name: &str| {
+        let svg = dir.path().join(name);
+        let o = outcome_of(iosleuth().arg("flamegraph").args(args).arg("-o").arg(&svg));
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        let (sub, titles) = subtitle_and_titles(&svg);
+        (sub, hover_units(&titles), o.stderr)
+    };
+    // perf.data sampled cpu-clock: widths are its period in ns.
+    let (sub, units, _) = draw(
+        &[
+            "--kallsyms",
+            "tests/fixtures/perf-urandom.kallsyms",
+            "tests/fixtures/perf-urandom.data",
+        ],
+        "perf.svg",
+    );
+    assert!(
+        sub.contains("134 samples, 268,537,072 ns of cpu-clock"),
+        "{sub}"
+    );
+    assert_eq!(units, BTreeSet::from(["ns".to_string()]), "{units:?}");
+    // A capture's samples weigh one each.
+    let (sub, units, _) = draw(&["tests/fixtures/oncpu-urandom.cap"], "cap.svg");
+    assert!(sub.ends_with(" samples"), "{sub}");
+    assert_eq!(units, BTreeSet::from(["samples".to_string()]), "{units:?}");
+    // Blocked time in µs, subtitle and hover alike.
+    let (sub, units, _) = draw(
+        &["--off-cpu", "tests/fixtures/stacks-journal-4m.cap"],
+        "off.svg",
+    );
+    assert!(
+        sub.contains(" us (") && sub.ends_with("ms) blocked with a known stack"),
+        "{sub}"
+    );
+    assert_eq!(units, BTreeSet::from(["us".to_string()]), "{units:?}");
+}
+
+/// A perf.data file from another kernel without --kallsyms: the graph's
+/// first line says what is missing, and so does the first warning; with
+/// the recording kernel's symbols in perf's build-id cache
+/// (~/.debug/[kernel.kallsyms]/ID/kallsyms) the frames are named from
+/// there, as perf report names them.
+#[test]
+fn perf_data_kernel_frames_come_from_the_build_id_cache_or_the_graph_says_what_is_missing() {
+    const DATA: &str = "tests/fixtures/perf-urandom.data";
+    const ID: &str = "4a5a9b0affb66c437abcd455d2738af879985fa9";
+    let on_recording_kernel = std::fs::read("/sys/kernel/notes")
+        .map(|n| {
+            n.iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+                .contains(ID)
+        })
+        .unwrap_or(false);
+    if on_recording_kernel {
+        eprintln!("skipped: this machine runs the fixture's kernel");
+        return;
+    }
+    let dir = tempdir();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let svg = dir.path().join("u.svg");
+    let o = outcome_of(
+        iosleuth()
+            .env("HOME", &home)
+            .args(["flamegraph", DATA, "-o"])
+            .arg(&svg),
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let first = o.stderr.lines().next().unwrap_or("");
+    assert!(
+        first.contains("kernel frames unresolved")
+            && first.contains(ID)
+            && first.contains("--kallsyms"),
+        "{}",
+        o.stderr
+    );
+    let (sub, _) = subtitle_and_titles(&svg);
+    assert!(
+        sub.starts_with("kernel frames unresolved (100% of the samples): pass --kallsyms FILE"),
+        "{sub}"
+    );
+    let html = page(&["report", DATA]);
+    assert!(html.contains("<p class=\"note\">kernel frames unresolved"));
+
+    let cache = home.join(".debug/[kernel.kallsyms]").join(ID);
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::copy(
+        "tests/fixtures/perf-urandom.kallsyms",
+        cache.join("kallsyms"),
+    )
+    .unwrap();
+    let o = outcome_of(
+        iosleuth()
+            .env("HOME", &home)
+            .args(["flamegraph", DATA, "-o"])
+            .arg(&svg),
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!o.stderr.contains("unresolved"), "{}", o.stderr);
+    let (sub, titles) = subtitle_and_titles(&svg);
+    assert!(!sub.contains("unresolved"), "{sub}");
+    assert!(
+        titles.iter().any(|t| t.starts_with("chacha_permute (")),
+        "{titles:?}"
+    );
+}
