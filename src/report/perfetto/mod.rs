@@ -27,10 +27,8 @@ use crate::analyze::rows::{
 };
 use crate::error::Result;
 use crate::model::snapshot::Snapshot;
-use crate::report::output_file::{OutputFile, Staged};
-use std::fs::File;
-use std::io::BufWriter;
-use std::path::Path;
+use crate::report::output_file::{Destination, Staged};
+use std::io::{BufWriter, Write};
 use std::sync::Mutex;
 use tracks::Writer;
 
@@ -54,18 +52,26 @@ pub struct Summary {
 /// the tracks and renames the file over `out`. On any failure `out` is
 /// left as it was.
 pub struct Export {
-    staged: Staged,
-    writer: Mutex<Writer<BufWriter<File>>>,
+    /// `None` for standard output, written as it comes.
+    staged: Option<Staged>,
+    writer: Mutex<Writer<BufWriter<Box<dyn Write + Send>>>>,
 }
 
 impl Export {
-    /// Checks `out` before the analysis (see [`OutputFile`]); `devices`
-    /// name the device tracks (`7,0` → `loop0`, from [`device_names`]).
-    pub fn begin(input: &Path, out: &Path, devices: Vec<(String, String)>) -> Result<Export> {
-        let staged = OutputFile::check(out, &[input.to_path_buf()])?.stage()?;
-        let file = staged.file().try_clone().map_err(|e| staged.failed(e))?;
+    /// Starts writing to `out`, checked before the analysis (see
+    /// [`Destination`]); `devices` name the device tracks (`7,0` →
+    /// `loop0`, from [`device_names`]).
+    pub fn begin(out: &Destination, devices: Vec<(String, String)>) -> Result<Export> {
+        let (staged, sink): (Option<Staged>, Box<dyn Write + Send>) = match out.file() {
+            Some(f) => {
+                let staged = f.stage()?;
+                let file = staged.file().try_clone().map_err(|e| staged.failed(e))?;
+                (Some(staged), Box::new(file))
+            }
+            None => (None, Box::new(std::io::stdout())),
+        };
         Ok(Export {
-            writer: Mutex::new(Writer::new(BufWriter::new(file), devices)),
+            writer: Mutex::new(Writer::new(BufWriter::new(sink), devices)),
             staged,
         })
     }
@@ -92,7 +98,11 @@ impl Export {
         analyzed: Result<()>,
     ) -> Result<Summary> {
         let staged = self.staged;
-        let counts = written.map_err(|e| staged.failed(e))?;
+        let failed = |e: std::io::Error| match &staged {
+            Some(s) => s.failed(e),
+            None => crate::error::Error::Output(e),
+        };
+        let counts = written.map_err(failed)?;
         analyzed?;
         let mut w = self.writer.into_inner().expect("not poisoned");
         let (commits, irqs, softirqs) = w.span_counts();
@@ -112,8 +122,10 @@ impl Export {
             sum.bytes = bytes;
             Ok(())
         })();
-        tracks.map_err(|e| staged.failed(e))?;
-        staged.commit()?;
+        tracks.map_err(failed)?;
+        if let Some(s) = staged {
+            s.commit()?;
+        }
         Ok(sum)
     }
 }
