@@ -4,7 +4,7 @@
 //! (diagnose). The command line only calls these.
 
 use crate::analyze::rows::{self, RowCounts, RowSinks, RowWriters};
-use crate::analyze::{self, block::BlockConfig, Analysis, Filter, InputSummary};
+use crate::analyze::{self, block::BlockConfig, Analysis, Filter, InputSummary, Span};
 use crate::diagnose::{self, Finding};
 use crate::error::{Error, Result};
 use crate::ingest::{self, Merger};
@@ -175,8 +175,22 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
             .and_then(|s| s.workload.pid)
             .and_then(|p| u32::try_from(p).ok());
     }
-    let filter = &filter;
     let mut marked = open_marked(paths)?;
+    let progress = crate::progress::Progress::new("reading");
+    // The first batch is read before the analysis starts: its first event
+    // is the trace's start, which a relative `--time` counts from.
+    let mut first = Vec::with_capacity(BATCH);
+    marked.fill(&mut first, &progress);
+    let mut whole = Span {
+        first_ns: first.iter().find_map(Event::ts).unwrap_or(0),
+        last_ns: 0,
+    };
+    if filter.relative_time {
+        let at = |s: Option<u64>| s.map(|s| s.saturating_add(whole.first_ns));
+        (filter.from_ns, filter.to_ns) = (at(filter.from_ns), at(filter.to_ns));
+        filter.relative_time = false;
+    }
+    let filter = &filter;
     // The time window's start and end come from the filter (analyze).
     let cfg = BlockConfig {
         interval_ns: ((interval * 1e9).round() as u64).max(1),
@@ -193,9 +207,18 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         .next()
         .map(Snapshot::thread_names)
         .unwrap_or_default();
-    let progress = crate::progress::Progress::new("reading");
+    let mut first = Some(first);
     let mut a = analyze_beside(
-        |batch| marked.fill(batch, &progress),
+        |batch| {
+            match first.take() {
+                Some(f) => *batch = f,
+                None => marked.fill(batch, &progress),
+            }
+            // The trace's end, for a filter that keeps nothing.
+            if let Some(ts) = batch.iter().rev().find_map(Event::ts) {
+                whole.last_ns = whole.last_ns.max(ts);
+            }
+        },
         |batches, done| {
             let done = |b| {
                 let _ = done.send(b);
@@ -216,7 +239,7 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
     a.snapshot = snapshots.into_iter().flatten().next();
     // A light capture without a slow request still has its histograms.
     if a.events == 0 && lights.is_empty() {
-        return Err(nothing_usable(&a, filter));
+        return Err(nothing_usable(&a, filter, whole));
     }
     inputs.refuse_one_run_twice()?;
     if let Some(w) = inputs.different_recordings() {
@@ -356,7 +379,7 @@ fn account_for_sources(a: &mut Analysis, merged: &Merger) {
     a.warnings.splice(0..0, merged.warnings());
 }
 
-fn nothing_usable(a: &Analysis, filter: &Filter) -> Error {
+fn nothing_usable(a: &Analysis, filter: &Filter, whole: Span) -> Error {
     let what: Vec<String> = a
         .inputs
         .iter()
@@ -376,6 +399,17 @@ fn nothing_usable(a: &Analysis, filter: &Filter) -> Error {
         },
         what.join(", ")
     );
+    // Which window would have held events.
+    let timed = filter.from_ns.is_some() || filter.to_ns.is_some();
+    if timed && whole.last_ns > 0 {
+        let abs = |ns: u64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
+        msg.push_str(&format!(
+            "; the trace spans --time 0..{:.6} (seconds after its start), abs:{}..{} in its clock",
+            (whole.last_ns - whole.first_ns) as f64 / 1e9,
+            abs(whole.first_ns),
+            abs(whole.last_ns)
+        ));
+    }
     // The warnings say why (undecodable lines, lost events).
     for w in &a.warnings {
         msg.push_str(&format!("\niosleuth: warning: {w}"));

@@ -31,9 +31,12 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, Default)]
 pub struct Filter {
     pub device: Option<Dev>,
-    /// Inclusive time window, ns in the trace's clock.
+    /// Inclusive time window, ns in the trace's clock; after the first
+    /// event of the (merged) input while `relative_time`, until
+    /// `pipeline::read` adds that event's time.
     pub from_ns: Option<u64>,
     pub to_ns: Option<u64>,
+    pub relative_time: bool,
     /// Outliers kept per kind.
     pub top: usize,
     /// Only these threads (by id or name) in the per-thread results.
