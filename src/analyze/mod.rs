@@ -31,6 +31,9 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, Default)]
 pub struct Filter {
     pub device: Option<Dev>,
+    /// A device by name (`loop0`, `/dev/loop0`), until `pipeline::read`
+    /// finds its `MAJ,MIN` for `device`.
+    pub device_name: Option<String>,
     /// Inclusive time window, ns in the trace's clock; after the first
     /// event of the (merged) input while `relative_time`, until
     /// `pipeline::read` adds that event's time.

@@ -9,9 +9,10 @@ use std::path::PathBuf;
 /// Which events and threads to analyze, and how finely.
 #[derive(Args, Debug)]
 pub struct FilterArgs {
-    /// Only this device, as MAJ,MIN (e.g. 7,0).
-    #[arg(long, value_parser = parse_dev)]
-    pub device: Option<Dev>,
+    /// Only this device: loop0, /dev/loop0 or 7,0 (MAJ,MIN). A name is
+    /// looked up in the capture's settings, else on this machine.
+    #[arg(long, value_parser = parse_device, value_name = "DEV")]
+    pub device: Option<DeviceArg>,
     /// Only events between FROM and TO seconds after the trace's first
     /// event, e.g. 0.5..2 (`+0.5..+2` says the same; either end may be
     /// left out: 1.5..), or with `abs:` in the trace's clock, as the
@@ -60,7 +61,14 @@ impl FilterArgs {
         } = self.time.unwrap_or_default();
         Ok(crate::pipeline::Options {
             filter: Filter {
-                device: self.device,
+                device: match &self.device {
+                    Some(DeviceArg::Dev(d)) => Some(*d),
+                    _ => None,
+                },
+                device_name: match self.device {
+                    Some(DeviceArg::Name(n)) => Some(n),
+                    _ => None,
+                },
                 from_ns,
                 to_ns,
                 relative_time: !absolute,
@@ -139,9 +147,32 @@ pub fn both<T>(a: Result<T>, b: Result<T>) -> Result<(T, T)> {
     }
 }
 
+/// A device as the user names it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeviceArg {
+    Dev(Dev),
+    /// `loop0` (given as `loop0` or `/dev/loop0`), found later.
+    Name(String),
+}
+
 fn parse_dev(s: &str) -> std::result::Result<Dev, String> {
     Dev::parse(&s.replace(':', ","))
         .ok_or_else(|| format!("expected MAJ,MIN such as 8,0; got {s:?}"))
+}
+
+/// `7,0` (or `7:0`), `loop0` or `/dev/loop0`.
+fn parse_device(s: &str) -> std::result::Result<DeviceArg, String> {
+    if let Ok(d) = parse_dev(s) {
+        return Ok(DeviceArg::Dev(d));
+    }
+    let name = s.strip_prefix("/dev/").unwrap_or(s);
+    let digits_and_commas = name.chars().all(|c| c.is_ascii_digit() || ",:".contains(c));
+    if name.is_empty() || name.contains(char::is_whitespace) || digits_and_commas {
+        return Err(format!(
+            "expected a device such as loop0, /dev/loop0 or 7,0 (MAJ,MIN); got {s:?}"
+        ));
+    }
+    Ok(DeviceArg::Name(name.to_string()))
 }
 
 fn secs_to_ns(s: &str) -> std::result::Result<u64, String> {
@@ -249,5 +280,13 @@ mod tests {
         }
         assert_eq!(parse_dev("7:0").map(|d| d.to_string()), Ok("7,0".into()));
         assert!(parse_dev("sda").is_err());
+        let name = |n: &str| Ok(DeviceArg::Name(n.into()));
+        assert_eq!(parse_device("sda"), name("sda"));
+        assert_eq!(parse_device("/dev/loop0"), name("loop0"));
+        assert_eq!(parse_device("/dev/mapper/vg-lv"), name("mapper/vg-lv"));
+        assert_eq!(parse_device("7,0"), Ok(DeviceArg::Dev(Dev::new(7, 0))));
+        for bad in ["", "/dev/", "7,", "8:0:1", "a b"] {
+            assert!(parse_device(bad).is_err(), "{bad}");
+        }
     }
 }
