@@ -45,8 +45,10 @@ impl Wanted {
     /// system (`kmem:kmalloc`: an event it does not analyze is still
     /// dumped); else exit 2 listing the names it takes.
     fn parse(w: &str) -> Result<Wanted> {
-        if Action::ALL.iter().any(|a| a.letter() == w) {
-            return Ok(Wanted::Letter(w.to_string()));
+        // As `dump` prints them: `block:D`.
+        let letter = w.strip_prefix("block:").unwrap_or(w);
+        if Action::ALL.iter().any(|a| a.letter() == letter) {
+            return Ok(Wanted::Letter(letter.to_string()));
         }
         let short = w.rsplit_once(':').map_or(w, |(_, s)| s);
         if let Some(a) = Action::from_tracepoint(short) {
@@ -66,48 +68,39 @@ impl Wanted {
                 letters.push(l);
             }
         }
-        let block: Vec<&str> = Action::ALL
-            .iter()
-            .filter_map(|a| block_tracepoint(*a))
-            .collect();
         let named: Vec<&str> = Tracepoint::NAMED.iter().map(|t| t.name()).collect();
         Err(Error::bad_input(format!(
             "--events: no event {w:?}; give blkparse's letters ({}), block tracepoints ({}), the tracepoints iosleuth reads ({}, sys_enter_NAME, sys_exit_NAME), cpu-clock, kernel_stack, or any event with its system (kmem:kmalloc)",
             letters.join(", "),
-            block.join(", "),
+            BLOCK_TRACEPOINTS.join(", "),
             named.join(", ")
         )))
     }
 }
 
-/// The tracepoint name of a block action, if it has one.
-fn block_tracepoint(a: Action) -> Option<&'static str> {
-    const NAMES: [&str; 20] = [
-        "block_bio_queue",
-        "block_bio_backmerge",
-        "block_bio_frontmerge",
-        "block_getrq",
-        "block_sleeprq",
-        "block_rq_requeue",
-        "block_rq_issue",
-        "block_rq_complete",
-        "block_plug",
-        "block_unplug",
-        "block_rq_insert",
-        "block_split",
-        "block_bio_bounce",
-        "block_bio_remap",
-        "block_rq_remap",
-        "block_rq_merge",
-        "block_bio_complete",
-        "block_rq_error",
-        "block_io_start",
-        "block_io_done",
-    ];
-    NAMES
-        .into_iter()
-        .find(|n| Action::from_tracepoint(n) == Some(a))
-}
+/// The block layer's tracepoints (`Action::from_tracepoint` knows each).
+const BLOCK_TRACEPOINTS: [&str; 20] = [
+    "block_bio_queue",
+    "block_bio_backmerge",
+    "block_bio_frontmerge",
+    "block_getrq",
+    "block_sleeprq",
+    "block_rq_requeue",
+    "block_rq_issue",
+    "block_rq_complete",
+    "block_plug",
+    "block_unplug",
+    "block_rq_insert",
+    "block_split",
+    "block_bio_bounce",
+    "block_bio_remap",
+    "block_rq_remap",
+    "block_rq_merge",
+    "block_bio_complete",
+    "block_rq_error",
+    "block_io_start",
+    "block_io_done",
+];
 
 /// Whether `ev` is one of the events asked for. Compared in place: this
 /// runs for every event of the trace.
@@ -125,9 +118,7 @@ fn wanted(only: &[Wanted], ev: &Event) -> bool {
             Wanted::Name(n) => **n == *o.name || n == o.short_name(),
             _ => false,
         }),
-        Event::Stack(k) => only
-            .iter()
-            .any(|w| *w == Wanted::Stack { sampled: k.sampled }),
+        Event::Stack(k) => only.contains(&Wanted::Stack { sampled: k.sampled }),
         Event::ProcessName { .. } => false,
     }
 }
@@ -192,11 +183,8 @@ mod tests {
         assert!(e.contains("Q, M, F, G"), "{e}");
         assert!(e.contains("block_rq_issue, block_rq_complete"), "{e}");
         assert!(e.contains("sched_switch"), "{e}");
-        // Every block action with a tracepoint is found by it.
-        for a in Action::ALL {
-            if let Some(n) = block_tracepoint(a) {
-                assert_eq!(Action::from_tracepoint(n), Some(a));
-            }
+        for n in BLOCK_TRACEPOINTS {
+            assert!(Action::from_tracepoint(n).is_some(), "{n}");
         }
     }
 }

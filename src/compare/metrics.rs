@@ -286,7 +286,8 @@ mod tests {
     fn every_kind_reads_back_by_id_and_by_label() {
         for k in KINDS {
             for of in ["fsync", "7,0", "ext4_sync_file.isra.0"] {
-                if k.scope == Scope::Dev && of != "7,0" {
+                let by_number = matches!(k.scope, Scope::Dev | Scope::Journal);
+                if by_number != (of == "7,0") {
                     continue;
                 }
                 let m = k.metric(of, 1.0);

@@ -178,7 +178,7 @@ mod tests {
         // ftrace_print's ip, sign-extended from the record.
         assert_eq!(
             Shown::of("ip", -2125887142).to_string(),
-            "0xffffffff81498d5a"
+            "0xffffffff8149895a"
         );
         assert_eq!(
             Shown::of("work", -131365202658440).to_string(),

@@ -137,7 +137,7 @@ pub struct NotForTerminal {
 #[derive(Debug)]
 pub enum Destination {
     Stdout,
-    File(OutputFile),
+    File(Box<OutputFile>),
 }
 
 impl Destination {
@@ -151,7 +151,9 @@ impl Destination {
         kind: Option<NotForTerminal>,
     ) -> Result<Destination> {
         match named {
-            Some(p) if !is_stdout(p) => Ok(Destination::File(OutputFile::check(p, inputs)?)),
+            Some(p) if !is_stdout(p) => {
+                Ok(Destination::File(Box::new(OutputFile::check(p, inputs)?)))
+            }
             _ => {
                 use std::io::IsTerminal;
                 if let Some(k) = kind {
