@@ -4,12 +4,12 @@
 //! (diagnose). The command line only calls these.
 
 use crate::analyze::rows::{self, RowCounts, RowSinks, RowWriters};
-use crate::analyze::{self, block::BlockConfig, Analysis, Filter, InputSummary};
+use crate::analyze::{self, block::BlockConfig, Analysis, Filter, InputSummary, Span};
 use crate::diagnose::{self, Finding};
 use crate::error::{Error, Result};
 use crate::ingest::{self, Merger};
 use crate::model::snapshot::Snapshot;
-use crate::model::Event;
+use crate::model::{Dev, Event};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, Sender};
 
@@ -175,8 +175,25 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
             .and_then(|s| s.workload.pid)
             .and_then(|p| u32::try_from(p).ok());
     }
-    let filter = &filter;
+    if let Some(name) = filter.device_name.take() {
+        filter.device = Some(device_named(&name, paths, &snapshots)?);
+    }
     let mut marked = open_marked(paths)?;
+    let progress = crate::progress::Progress::new("reading");
+    // The first batch is read before the analysis starts: its first event
+    // is the trace's start, which a relative `--time` counts from.
+    let mut first = Vec::with_capacity(BATCH);
+    marked.fill(&mut first, &progress);
+    let mut whole = Span {
+        first_ns: first.iter().find_map(Event::ts).unwrap_or(0),
+        last_ns: 0,
+    };
+    if filter.relative_time {
+        let at = |s: Option<u64>| s.map(|s| s.saturating_add(whole.first_ns));
+        (filter.from_ns, filter.to_ns) = (at(filter.from_ns), at(filter.to_ns));
+        filter.relative_time = false;
+    }
+    let filter = &filter;
     // The time window's start and end come from the filter (analyze).
     let cfg = BlockConfig {
         interval_ns: ((interval * 1e9).round() as u64).max(1),
@@ -193,9 +210,18 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         .next()
         .map(Snapshot::thread_names)
         .unwrap_or_default();
-    let progress = crate::progress::Progress::new("reading");
+    let mut first = Some(first);
     let mut a = analyze_beside(
-        |batch| marked.fill(batch, &progress),
+        |batch| {
+            match first.take() {
+                Some(f) => *batch = f,
+                None => marked.fill(batch, &progress),
+            }
+            // The trace's end, for a filter that keeps nothing.
+            if let Some(ts) = batch.iter().rev().find_map(Event::ts) {
+                whole.last_ns = whole.last_ns.max(ts);
+            }
+        },
         |batches, done| {
             let done = |b| {
                 let _ = done.send(b);
@@ -211,12 +237,13 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         analyze::light::apply(&mut a, light);
     }
     a.warnings.extend(snapshot_warnings);
+    a.trace_start_ns = whole.first_ns;
     a.recorded.enabled = enabled;
     let inputs = tap.inputs(&snapshots);
     a.snapshot = snapshots.into_iter().flatten().next();
     // A light capture without a slow request still has its histograms.
     if a.events == 0 && lights.is_empty() {
-        return Err(nothing_usable(&a, filter));
+        return Err(nothing_usable(&a, filter, whole, paths));
     }
     inputs.refuse_one_run_twice()?;
     if let Some(w) = inputs.different_recordings() {
@@ -356,7 +383,7 @@ fn account_for_sources(a: &mut Analysis, merged: &Merger) {
     a.warnings.splice(0..0, merged.warnings());
 }
 
-fn nothing_usable(a: &Analysis, filter: &Filter) -> Error {
+fn nothing_usable(a: &Analysis, filter: &Filter, whole: Span, paths: &[PathBuf]) -> Error {
     let what: Vec<String> = a
         .inputs
         .iter()
@@ -376,11 +403,99 @@ fn nothing_usable(a: &Analysis, filter: &Filter) -> Error {
         },
         what.join(", ")
     );
+    // Which window would have held events.
+    let timed = filter.from_ns.is_some() || filter.to_ns.is_some();
+    if timed && whole.last_ns > 0 {
+        let abs = |ns: u64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
+        msg.push_str(&format!(
+            "; the trace spans --time 0..{:.6} (seconds after its start), abs:{}..{} in its clock",
+            (whole.last_ns - whole.first_ns) as f64 / 1e9,
+            abs(whole.first_ns),
+            abs(whole.last_ns)
+        ));
+    }
+    if filter.device.is_some() {
+        msg.push_str(&format!(
+            "; {}",
+            devices_in(paths, a.snapshot.iter().collect::<Vec<_>>().as_slice())
+        ));
+    }
     // The warnings say why (undecodable lines, lost events).
     for w in &a.warnings {
         msg.push_str(&format!("\niosleuth: warning: {w}"));
     }
     Error::bad_input(msg)
+}
+
+/// `--device NAME`'s `MAJ,MIN`: from the inputs' own settings when they
+/// have any (a capture names the devices of the machine it was recorded
+/// on), else from this machine's `/sys/class/block/NAME/dev`. An unknown
+/// name is exit 2, listing the devices of the trace.
+fn device_named(name: &str, paths: &[PathBuf], snapshots: &[Option<Snapshot>]) -> Result<Dev> {
+    let known: Vec<&Snapshot> = snapshots
+        .iter()
+        .flatten()
+        .filter(|s| !s.before.block_devices.is_empty())
+        .collect();
+    let found = match known.is_empty() {
+        false => known.iter().find_map(|s| s.dev_named(name)),
+        // sysfs names have no `/` (and `..` must not climb out of it).
+        true if name.contains('/') || name == ".." => None,
+        true => std::fs::read_to_string(Path::new("/sys/class/block").join(name).join("dev"))
+            .ok()
+            .map(|d| d.trim().to_string()),
+    };
+    if let Some(d) = found
+        .as_deref()
+        .and_then(|d| Dev::parse(&d.replace(':', ",")))
+    {
+        return Ok(d);
+    }
+    let whose = match known.is_empty() {
+        false => "in the settings the trace was recorded with",
+        true => "on this machine (the trace has no settings that name its devices)",
+    };
+    Err(Error::bad_input(format!(
+        "--device {name}: no such device {whose}; {}",
+        devices_in(paths, &known)
+    )))
+}
+
+/// What devices the trace's block events are on, named by `snapshots`:
+/// read again, for a message only.
+fn devices_in(paths: &[PathBuf], snapshots: &[&Snapshot]) -> String {
+    use std::collections::BTreeSet;
+    if paths.iter().any(|p| ingest::files::is_stdin(p)) {
+        return "give the device as MAJ,MIN".into();
+    }
+    let Ok(merged) = open(paths) else {
+        return "give the device as MAJ,MIN".into();
+    };
+    let mut seen = BTreeSet::new();
+    for e in merged {
+        if let Event::Block(b) = e {
+            seen.insert(b.dev);
+            if let crate::model::Extra::Remap { from_dev, .. } = b.extra {
+                seen.insert(from_dev);
+            }
+        }
+    }
+    // Plugs and unplugs name no device (0,0).
+    seen.remove(&Dev(0));
+    if seen.is_empty() {
+        return "the trace has no block events".into();
+    }
+    let named: Vec<String> = seen
+        .iter()
+        .map(|d| {
+            let dev = d.to_string();
+            match snapshots.iter().find_map(|s| s.name_of(&dev)) {
+                Some(n) => format!("{dev} ({n})"),
+                None => dev,
+            }
+        })
+        .collect();
+    format!("the trace's devices: {}", named.join(", "))
 }
 
 /// One run, analyzed with `opts` and diagnosed.

@@ -31,9 +31,15 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, Default)]
 pub struct Filter {
     pub device: Option<Dev>,
-    /// Inclusive time window, ns in the trace's clock.
+    /// A device by name (`loop0`, `/dev/loop0`), until `pipeline::read`
+    /// finds its `MAJ,MIN` for `device`.
+    pub device_name: Option<String>,
+    /// Inclusive time window, ns in the trace's clock; after the first
+    /// event of the (merged) input while `relative_time`, until
+    /// `pipeline::read` adds that event's time.
     pub from_ns: Option<u64>,
     pub to_ns: Option<u64>,
+    pub relative_time: bool,
     /// Outliers kept per kind.
     pub top: usize,
     /// Only these threads (by id or name) in the per-thread results.
@@ -89,6 +95,9 @@ pub struct Analysis {
     pub events: u64,
     /// First and last timestamp of the analyzed events, ns.
     pub span: Span,
+    /// The first event of the whole input (before `--time`), ns: the
+    /// origin of the relative times outputs print and `--time` takes.
+    pub trace_start_ns: u64,
     pub block: BlockSummary,
     pub syscalls: syscalls::SyscallSummary,
     pub fs: fs::FsSummary,
@@ -352,6 +361,7 @@ impl<'f> Analyzers<'f> {
             inputs: Vec::new(),
             events: self.events,
             span,
+            trace_start_ns: 0,
             block,
             syscalls: self.sys.finish(names),
             fs: self.fs.finish(names),

@@ -9,12 +9,16 @@ use std::path::PathBuf;
 /// Which events and threads to analyze, and how finely.
 #[derive(Args, Debug)]
 pub struct FilterArgs {
-    /// Only this device, as MAJ,MIN (e.g. 7,0).
-    #[arg(long, value_parser = parse_dev)]
-    pub device: Option<Dev>,
-    /// Only events between FROM and TO seconds (trace clock), e.g. 12.5..20.
+    /// Only this device: loop0, /dev/loop0 or 7,0 (MAJ,MIN). A name is
+    /// looked up in the capture's settings, else on this machine.
+    #[arg(long, value_parser = parse_device, value_name = "DEV")]
+    pub device: Option<DeviceArg>,
+    /// Only events between FROM and TO seconds after the trace's first
+    /// event, e.g. 0.5..2 (`+0.5..+2` says the same; either end may be
+    /// left out: 1.5..), or with `abs:` in the trace's clock, as the
+    /// report's first line and `dump` print it: abs:14277.9..14278.1.
     #[arg(long, value_parser = parse_range)]
-    pub time: Option<(Option<u64>, Option<u64>)>,
+    pub time: Option<Range>,
     /// Length of one iostat interval, in seconds.
     #[arg(long, default_value = "1")]
     pub interval: f64,
@@ -50,12 +54,24 @@ impl FilterArgs {
             crate::model::kallsyms::use_file(k)
                 .map_err(|e| Error::bad_input(format!("{}: {e}", k.display())))?;
         }
-        let (from_ns, to_ns) = self.time.unwrap_or((None, None));
+        let Range {
+            from_ns,
+            to_ns,
+            absolute,
+        } = self.time.unwrap_or_default();
         Ok(crate::pipeline::Options {
             filter: Filter {
-                device: self.device,
+                device: match &self.device {
+                    Some(DeviceArg::Dev(d)) => Some(*d),
+                    _ => None,
+                },
+                device_name: match self.device {
+                    Some(DeviceArg::Name(n)) => Some(n),
+                    _ => None,
+                },
                 from_ns,
                 to_ns,
+                relative_time: !absolute,
                 top: self.top,
                 pids: self.pid,
                 comms: self.comm,
@@ -131,9 +147,32 @@ pub fn both<T>(a: Result<T>, b: Result<T>) -> Result<(T, T)> {
     }
 }
 
+/// A device as the user names it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeviceArg {
+    Dev(Dev),
+    /// `loop0` (given as `loop0` or `/dev/loop0`), found later.
+    Name(String),
+}
+
 fn parse_dev(s: &str) -> std::result::Result<Dev, String> {
     Dev::parse(&s.replace(':', ","))
         .ok_or_else(|| format!("expected MAJ,MIN such as 8,0; got {s:?}"))
+}
+
+/// `7,0` (or `7:0`), `loop0` or `/dev/loop0`.
+fn parse_device(s: &str) -> std::result::Result<DeviceArg, String> {
+    if let Ok(d) = parse_dev(s) {
+        return Ok(DeviceArg::Dev(d));
+    }
+    let name = s.strip_prefix("/dev/").unwrap_or(s);
+    let digits_and_commas = name.chars().all(|c| c.is_ascii_digit() || ",:".contains(c));
+    if name.is_empty() || name.contains(char::is_whitespace) || digits_and_commas {
+        return Err(format!(
+            "expected a device such as loop0, /dev/loop0 or 7,0 (MAJ,MIN); got {s:?}"
+        ));
+    }
+    Ok(DeviceArg::Name(name.to_string()))
 }
 
 fn secs_to_ns(s: &str) -> std::result::Result<u64, String> {
@@ -147,14 +186,53 @@ fn secs_to_ns(s: &str) -> std::result::Result<u64, String> {
     Ok((v * 1e9).round() as u64)
 }
 
-type Range = (Option<u64>, Option<u64>);
+/// `--time FROM..TO`: seconds after the trace's first event, or with
+/// `abs:` in the trace's clock.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Range {
+    pub from_ns: Option<u64>,
+    pub to_ns: Option<u64>,
+    pub absolute: bool,
+}
 
 fn parse_range(s: &str) -> std::result::Result<Range, String> {
-    let (a, b) = s
-        .split_once("..")
-        .ok_or_else(|| format!("expected FROM..TO in seconds, got {s:?}"))?;
-    let bound = |x: &str| (!x.is_empty()).then(|| secs_to_ns(x)).transpose();
-    Ok((bound(a)?, bound(b)?))
+    let (absolute, range) = match s.trim().strip_prefix("abs:") {
+        Some(r) => (true, r),
+        None => (false, s),
+    };
+    let (a, b) = range.split_once("..").ok_or_else(|| {
+        format!("expected FROM..TO in seconds (abs:FROM..TO in the trace's clock), got {s:?}")
+    })?;
+    let bound = |x: &str| -> std::result::Result<Option<u64>, String> {
+        let x = x.trim();
+        if x.starts_with("abs:") {
+            return Err(format!(
+                "abs: goes before the whole range (abs:FROM..TO), got {s:?}"
+            ));
+        }
+        // `+` says relative, which plain numbers are: not with abs:.
+        let x = match x.strip_prefix('+') {
+            Some(_) if absolute => {
+                return Err(format!(
+                    "abs: takes the trace clock's seconds, +SECONDS are after the trace's start: not both, got {s:?}"
+                ))
+            }
+            Some(rest) => rest,
+            None => x,
+        };
+        (!x.is_empty()).then(|| secs_to_ns(x)).transpose()
+    };
+    let (from_ns, to_ns) = (bound(a)?, bound(b)?);
+    if let (Some(f), Some(t)) = (from_ns, to_ns) {
+        if f > t {
+            return Err(format!("FROM is after TO in {s:?}"));
+        }
+    }
+    Ok(Range {
+        from_ns,
+        to_ns,
+        absolute,
+    })
 }
 
 /// The inputs as a message names them: `a.cap, b.cap`.
@@ -172,14 +250,43 @@ mod tests {
 
     #[test]
     fn ranges_and_devices() {
+        let r = |from_ns, to_ns, absolute| {
+            Ok(Range {
+                from_ns,
+                to_ns,
+                absolute,
+            })
+        };
         assert_eq!(
             parse_range("1.5..2"),
-            Ok((Some(1_500_000_000), Some(2_000_000_000)))
+            r(Some(1_500_000_000), Some(2_000_000_000), false)
         );
-        assert_eq!(parse_range("..3"), Ok((None, Some(3_000_000_000))));
-        assert!(parse_range("3").is_err());
-        assert!(parse_range("-1..2").is_err());
+        assert_eq!(parse_range("+1.5..+2"), parse_range("1.5..2"));
+        assert_eq!(parse_range("..3"), r(None, Some(3_000_000_000), false));
+        assert_eq!(
+            parse_range("abs:14277.5.."),
+            r(Some(14_277_500_000_000), None, true)
+        );
+        for bad in [
+            "3",
+            "-1..2",
+            "2..1",
+            "1..abs:2",
+            "abs:+1..2",
+            "abs:",
+            "x..y",
+        ] {
+            assert!(parse_range(bad).is_err(), "{bad}");
+        }
         assert_eq!(parse_dev("7:0").map(|d| d.to_string()), Ok("7,0".into()));
         assert!(parse_dev("sda").is_err());
+        let name = |n: &str| Ok(DeviceArg::Name(n.into()));
+        assert_eq!(parse_device("sda"), name("sda"));
+        assert_eq!(parse_device("/dev/loop0"), name("loop0"));
+        assert_eq!(parse_device("/dev/mapper/vg-lv"), name("mapper/vg-lv"));
+        assert_eq!(parse_device("7,0"), Ok(DeviceArg::Dev(Dev::new(7, 0))));
+        for bad in ["", "/dev/", "7,", "8:0:1", "a b"] {
+            assert!(parse_device(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -16,16 +16,23 @@ use std::path::PathBuf;
 pub struct CheckArgs {
     #[command(flatten)]
     sides: SidesArgs,
-    /// A figure of `iosleuth diff` (default: the first probe's p99, else
-    /// the first device's D2C p99).
-    #[arg(long)]
-    metric: Option<String>,
+    /// A metric of `iosleuth diff`, by id: probe.OP.p99_ms,
+    /// dev.MAJ,MIN.d2c.p99_ms, … (README; default: the first probe's p99,
+    /// else the first device's D2C p99). An unknown one exits 128.
+    #[arg(long, value_parser = parse_metric)]
+    metric: Option<(String, bool)>,
     /// How much worse, in percent, counts as a regression (a number of 0
     /// or more).
     #[arg(long, default_value = "10", value_parser = parse_threshold)]
     threshold: f64,
     #[command(flatten)]
     input: super::args::InputArgs,
+}
+
+/// A metric id, or an old label with spaces (`true`: said with a
+/// warning); anything else is a usage error listing the ids (128).
+fn parse_metric(s: &str) -> std::result::Result<(String, bool), String> {
+    crate::compare::metrics::parse(s)
 }
 
 /// A percentage of 0 or more. NaN compares false with everything (a
@@ -81,6 +88,14 @@ pub fn run(args: CheckArgs) -> Result<ExitStatus> {
         .sides
         .split("check")
         .map_err(|e| Error::CheckUsage(Some(e.to_string())))?;
+    let metric = args.metric.map(|(id, old)| {
+        if old {
+            super::warn(&format!(
+                "--metric: a figure's old name with spaces; its id is {id}"
+            ));
+        }
+        id
+    });
     let (a, b) = match super::args::both(analyses(&base), analyses(&cand)) {
         Ok(x) => x,
         Err(e) => return said(e),
@@ -92,12 +107,12 @@ pub fn run(args: CheckArgs) -> Result<ExitStatus> {
         a.iter().map(|r| &r.0).collect(),
         b.iter().map(|r| &r.0).collect(),
     );
-    let (status, line) =
-        match crate::compare::check_runs(&a, &b, args.metric.as_deref(), args.threshold) {
-            Check::Good(l) => (ExitStatus::SUCCESS, format!("good: {l}")),
-            Check::Regressed(l) => (ExitStatus::REGRESSED, format!("regressed: {l}")),
-            Check::CannotTell(why) => (ExitStatus::CANNOT_TELL, format!("cannot tell: {why}")),
-        };
+    let (status, line) = match crate::compare::check_runs(&a, &b, metric.as_deref(), args.threshold)
+    {
+        Check::Good(l) => (ExitStatus::SUCCESS, format!("good: {l}")),
+        Check::Regressed(l) => (ExitStatus::REGRESSED, format!("regressed: {l}")),
+        Check::CannotTell(why) => (ExitStatus::CANNOT_TELL, format!("cannot tell: {why}")),
+    };
     writeln!(std::io::stdout().lock(), "{}", crate::report::escape(&line))?;
     Ok(status)
 }

@@ -4,7 +4,7 @@
 use super::args::SidesArgs;
 use crate::error::{Error, ExitStatus, Result};
 use crate::pipeline::{self, Options, Run};
-use crate::report::output_file::OutputFile;
+use crate::report::output_file::{Destination, NotForTerminal};
 use crate::report::{Command, Format};
 use clap::Args;
 use std::path::PathBuf;
@@ -15,7 +15,8 @@ pub struct DiffArgs {
     sides: SidesArgs,
     #[arg(long, value_parser = Format::parser(Command::Diff), default_value = "text")]
     format: Format,
-    /// Write the diff to this file rather than to standard output.
+    /// Write the diff to this file rather than to standard output (`-`:
+    /// standard output).
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Also write a differential off-CPU flame graph (red: blocked time
@@ -48,13 +49,29 @@ pub fn run(args: DiffArgs) -> Result<ExitStatus> {
     args.input.apply();
     let (base_paths, cand_paths) = args.sides.split("diff")?;
     let inputs: Vec<PathBuf> = base_paths.iter().chain(&cand_paths).cloned().collect();
-    let check = |o: &Option<PathBuf>| {
-        o.as_ref()
-            .map(|o| OutputFile::check(o, &inputs))
-            .transpose()
+    let output = Destination::check(
+        args.output.as_deref(),
+        &inputs,
+        "diff",
+        super::page(args.format, "-o diff.html"),
+    )?;
+    let svg = NotForTerminal {
+        what: "SVG",
+        instead: "--flamegraph diff.svg",
     };
-    super::refuse_page_on_terminal(args.format, args.output.as_deref())?;
-    let (output, svg_output) = (check(&args.output)?, check(&args.flamegraph)?);
+    let svg_output = args
+        .flamegraph
+        .as_deref()
+        .map(|f| Destination::check(Some(f), &inputs, "diff --flamegraph", Some(svg)))
+        .transpose()?;
+    if matches!(
+        (&output, &svg_output),
+        (Destination::Stdout, Some(Destination::Stdout))
+    ) {
+        return Err(Error::bad_input(
+            "--flamegraph - and the diff would both go to standard output: give -o FILE for the diff",
+        ));
+    }
     let mut opts = Options::default();
     opts.filter.functions = args.functions.clone();
     opts.request_timeline = args.format == Format::Html;
@@ -71,7 +88,7 @@ pub fn run(args: DiffArgs) -> Result<ExitStatus> {
         .format
         .diff(&d, &html_side(&base), &html_side(&cand))
         .ok_or_else(|| Error::bad_input("diff writes text, json or html"))?;
-    super::write_output(output.as_ref(), &out)?;
+    super::write_output(&output, &out)?;
     Ok(ExitStatus::SUCCESS)
 }
 
@@ -88,7 +105,7 @@ fn html_side(runs: &[Run]) -> Vec<crate::report::html::DiffRun<'_>> {
 
 /// `--flamegraph SVG`: refused when a side has no stacks.
 fn differential_flamegraph(
-    svg: &OutputFile,
+    svg: &Destination,
     base: &[Run],
     cand: &[Run],
     paths: &[&PathBuf],

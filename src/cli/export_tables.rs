@@ -4,6 +4,7 @@ use super::export::ExportArgs;
 use crate::analyze::rows::RowWriters;
 use crate::error::{Error, ExitStatus, Result};
 use crate::pipeline;
+use crate::report::output_file::{Destination, NotForTerminal};
 use crate::report::Esc;
 
 pub fn run(args: ExportArgs) -> Result<ExitStatus> {
@@ -58,10 +59,24 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
             "export --perfetto writes one capture per trace file: give one input",
         ));
     };
-    let s = perfetto(input, out)?;
+    let what = NotForTerminal {
+        what: "a Perfetto trace (protobuf)",
+        instead: "--perfetto trace.pftrace",
+    };
+    let to = Destination::check(
+        Some(out),
+        std::slice::from_ref(input),
+        "export --perfetto",
+        Some(what),
+    )?;
+    let s = perfetto(input, &to)?;
+    let named = match to.file() {
+        Some(f) => f.path().display().to_string(),
+        None => "standard output".into(),
+    };
     eprintln!(
         "iosleuth: wrote {} ({} bytes, {} tracks): {} requests, {} operations, {} thread states, {} journal commits, {} irqs, {} softirqs (open it at https://ui.perfetto.dev)",
-        out.display(),
+        Esc(&named),
         s.bytes,
         s.tracks,
         s.requests,
@@ -77,7 +92,7 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
 /// The input analyzed while its rows become a Perfetto trace at `out`.
 fn perfetto(
     input: &std::path::Path,
-    out: &std::path::Path,
+    out: &Destination,
 ) -> Result<crate::report::perfetto::Summary> {
     use crate::report::perfetto::{device_names, Export};
     let (snapshots, _) = pipeline::snapshots_of(&[input.to_path_buf()]);
@@ -86,7 +101,7 @@ fn perfetto(
         .as_ref()
         .map(|s| s.thread_groups())
         .unwrap_or_default();
-    let export = Export::begin(input, out, device_names(snapshot.as_ref()), processes)?;
+    let export = Export::begin(out, device_names(snapshot.as_ref()), processes)?;
     let (analyzed, written) =
         pipeline::analyze_writing(input, &pipeline::Options::default(), export.writers());
     export.finish(written, analyzed.map(|_| ()))

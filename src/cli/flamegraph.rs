@@ -4,7 +4,7 @@
 
 use super::args::{FilterArgs, InputArgs};
 use crate::error::{ExitStatus, Result};
-use crate::report::output_file::OutputFile;
+use crate::report::output_file::Destination;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -14,7 +14,7 @@ pub struct FlamegraphArgs {
     /// output of `perf record -g`, or ftrace text with stack traces.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
-    /// The SVG to write.
+    /// The SVG to write (`-`: standard output).
     #[arg(short, long, value_name = "SVG")]
     output: PathBuf,
     /// Blocked (off-CPU) time per kernel stack instead of on-CPU samples.
@@ -33,7 +33,12 @@ pub fn run(args: FlamegraphArgs) -> Result<ExitStatus> {
         .chain(&args.filter.kallsyms)
         .cloned()
         .collect();
-    let output = OutputFile::check(&args.output, &inputs)?;
+    let output = Destination::check(
+        Some(&args.output),
+        &inputs,
+        "flamegraph",
+        Some(super::stacks::SVG),
+    )?;
     args.input.apply();
     let a = crate::pipeline::analyze(&args.paths, &args.filter.options()?)?;
     // What leaves the graph unreadable (kernel frames unnamed) first.

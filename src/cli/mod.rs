@@ -18,7 +18,7 @@ mod report;
 mod stacks;
 
 use crate::error::{Error, ExitStatus, Result};
-use crate::report::output_file::OutputFile;
+use crate::report::output_file::Destination;
 use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
@@ -114,13 +114,13 @@ pub fn run() -> Result<ExitStatus> {
         Cmd::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "iosleuth", &mut out);
-            write_output(None, &String::from_utf8_lossy(&out))?;
+            write_output(&Destination::Stdout, &String::from_utf8_lossy(&out))?;
             Ok(ExitStatus::SUCCESS)
         }
         Cmd::Man => {
             let mut out = Vec::new();
             clap_mangen::Man::new(Cli::command()).render(&mut out)?;
-            write_output(None, &String::from_utf8_lossy(&out))?;
+            write_output(&Destination::Stdout, &String::from_utf8_lossy(&out))?;
             Ok(ExitStatus::SUCCESS)
         }
     }
@@ -148,32 +148,20 @@ fn warn(w: &str) {
     eprintln!("iosleuth: warning: {}", crate::report::escape(w));
 }
 
-/// The command's output: to `path` when given (checked by
-/// [`OutputFile::check`] before the work; said on stderr), else to
-/// standard output.
-/// Refuses, before any work, a page for a browser (`--format html`)
-/// bound for a terminal: it wants `-o FILE` (or a pipe).
-fn refuse_page_on_terminal(
+/// What a terminal must not get of `format` (an HTML page): `instead`
+/// is the option to suggest.
+fn page(
     format: crate::report::Format,
-    output: Option<&std::path::Path>,
-) -> crate::error::Result<()> {
-    use std::io::IsTerminal;
-    if format.for_terminal() || output.is_some() || !std::io::stdout().is_terminal() {
-        return Ok(());
-    }
-    Err(crate::error::Error::bad_input(
-        "--format html writes a page for a browser, not a terminal: give -o FILE (or pipe it)",
-    ))
+    instead: &'static str,
+) -> Option<crate::report::output_file::NotForTerminal> {
+    (!format.for_terminal()).then_some(crate::report::output_file::NotForTerminal {
+        what: "HTML",
+        instead,
+    })
 }
 
-fn write_output(path: Option<&OutputFile>, out: &str) -> crate::error::Result<()> {
-    use std::io::Write;
-    match path {
-        Some(p) => {
-            p.write(out.as_bytes())?;
-            eprintln!("iosleuth: wrote {}", p.path().display());
-        }
-        None => std::io::stdout().lock().write_all(out.as_bytes())?,
-    }
-    Ok(())
+/// The command's output: to a file (checked before the work; said on
+/// stderr), or to standard output.
+fn write_output(to: &Destination, out: &str) -> crate::error::Result<()> {
+    to.write(out.as_bytes())
 }

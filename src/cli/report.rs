@@ -5,7 +5,7 @@ use super::args::{FilterArgs, InputArgs};
 use crate::analyze::Analysis;
 use crate::diagnose::{catalog, Verdict};
 use crate::error::{Error, ExitStatus, Result};
-use crate::report::output_file::OutputFile;
+use crate::report::output_file::Destination;
 use crate::report::{self, Command, Format};
 use clap::Args;
 use std::path::PathBuf;
@@ -18,7 +18,8 @@ pub struct ReportArgs {
     paths: Vec<PathBuf>,
     #[arg(long, value_parser = Format::parser(Command::Report), default_value = "text")]
     format: Format,
-    /// Write the report to this file rather than to standard output.
+    /// Write the report to this file rather than to standard output (`-`:
+    /// standard output).
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// With --format folded: blocked (off-CPU) time per kernel stack, in
@@ -47,8 +48,12 @@ pub fn run(args: ReportArgs) -> Result<ExitStatus> {
             "--off-cpu goes with --format folded (or `iosleuth flamegraph --off-cpu`)",
         ));
     }
-    super::refuse_page_on_terminal(args.format, args.output.as_deref())?;
-    let output = output_file(args.output.as_deref(), &args.paths, &args.filter)?;
+    let output = output_file(
+        args.output.as_deref(),
+        &args.paths,
+        &args.filter,
+        args.format,
+    )?;
     args.input.apply();
     let mut opts = args.filter.options()?;
     opts.request_timeline = args.format == Format::Html;
@@ -72,19 +77,21 @@ pub fn run(args: ReportArgs) -> Result<ExitStatus> {
         }
         (None, f) => f.report(&a, &crate::diagnose::diagnose(&a), args.off_cpu),
     };
-    super::write_output(output.as_ref(), &out)?;
+    super::write_output(&output, &out)?;
     Ok(ExitStatus::SUCCESS)
 }
 
-/// `-o FILE`, checked before the work against the trace files and the
-/// `--kallsyms` file read.
+/// `-o FILE` (or `-`), checked before the work against the trace files
+/// and the `--kallsyms` file read.
 fn output_file(
     output: Option<&std::path::Path>,
     paths: &[PathBuf],
     filter: &FilterArgs,
-) -> Result<Option<OutputFile>> {
+    format: Format,
+) -> Result<Destination> {
     let inputs: Vec<PathBuf> = paths.iter().chain(&filter.kallsyms).cloned().collect();
-    output.map(|o| OutputFile::check(o, &inputs)).transpose()
+    let page = super::page(format, "-o report.html");
+    Destination::check(output, &inputs, "report", page)
 }
 
 /// `--explain ID|all`: each rule's finding, or why it did not fire.

@@ -4,7 +4,7 @@
 
 use crate::analyze::Analysis;
 use crate::error::{Error, Result};
-use crate::report::output_file::OutputFile;
+use crate::report::output_file::{Destination, NotForTerminal};
 use std::path::PathBuf;
 
 /// Refuses (exit 2) a trace without the stacks asked for: kernel stacks
@@ -23,10 +23,14 @@ pub fn require(a: &Analysis, paths: &[PathBuf], off_cpu: bool) -> Result<()> {
     }
 }
 
-/// Writes a drawn flame graph to `out` and says so.
-pub fn write_svg(out: &OutputFile, drawn: std::io::Result<Vec<u8>>) -> Result<()> {
+/// Writes a drawn flame graph to `out` (a file is said on stderr).
+pub fn write_svg(out: &Destination, drawn: std::io::Result<Vec<u8>>) -> Result<()> {
     let svg = drawn.map_err(|e| Error::failed(format!("drawing the flame graph: {e}")))?;
-    out.write(&svg)?;
-    eprintln!("iosleuth: wrote {}", out.path().display());
-    Ok(())
+    out.write(&svg)
 }
+
+/// What a flame graph is, for a terminal that must not get one.
+pub const SVG: NotForTerminal = NotForTerminal {
+    what: "SVG",
+    instead: "-o flame.svg",
+};

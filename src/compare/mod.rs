@@ -3,6 +3,7 @@
 //! and the findings present in one and not the other.
 
 mod functions;
+pub mod metrics;
 mod time_shift;
 
 pub use functions::FunctionShift;
@@ -11,12 +12,18 @@ pub use time_shift::TimeShift;
 use crate::analyze::Analysis;
 use crate::diagnose::Finding;
 use crate::model::snapshot::Snapshot;
+use metrics::{Metric, Unit};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
 #[derive(Debug, Serialize, Clone)]
 pub struct Figure {
+    /// The metric's id (`probe.fsync.p99_ms`, compare::metrics), what
+    /// `check --metric` takes.
+    pub id: String,
+    /// For people: `probe fsync p99 ms`.
     pub name: String,
+    pub unit: Unit,
     /// Means over each side's runs.
     pub baseline: f64,
     pub candidate: f64,
@@ -65,57 +72,55 @@ pub struct Diff {
     pub verdict: String,
 }
 
-/// The figures worth comparing, by name.
-pub fn headline(a: &Analysis) -> Vec<(String, f64)> {
+/// The figures worth comparing (ids and kinds: compare::metrics).
+pub fn headline(a: &Analysis) -> Vec<Metric> {
+    use metrics::*;
+    let ms = |ns: u64| ns as f64 / 1e6;
     let mut v = Vec::new();
     for (op, s) in &a.syscalls.operations {
         if let Some(l) = &s.latency {
-            v.push((format!("probe {op} p50 ms"), l.p50 as f64 / 1e6));
-            v.push((format!("probe {op} p99 ms"), l.p99 as f64 / 1e6));
-            v.push((format!("probe {op} max ms"), l.max as f64 / 1e6));
+            v.push(PROBE_P50.metric(op, ms(l.p50)));
+            v.push(PROBE_P99.metric(op, ms(l.p99)));
+            v.push(PROBE_MAX.metric(op, ms(l.max)));
         }
-        v.push((format!("probe {op} count"), s.count as f64));
+        v.push(PROBE_COUNT.metric(op, s.count as f64));
     }
     for d in &a.block.devices {
         let c = &d.completed;
-        v.push((
-            format!("{} requests", d.device),
-            (c.read + c.write + c.discard + c.flush) as f64,
-        ));
+        let dev = d.device.to_string();
+        let requests = (c.read + c.write + c.discard + c.flush) as f64;
+        v.push(DEV_REQUESTS.metric(&dev, requests));
         if let Some(m) = &d.btt_merge {
-            v.push((
-                format!("{} avg request KiB", d.device),
-                m.blk_avg as f64 / 2.0,
-            ));
-            v.push((format!("{} bios per request", d.device), m.ratio));
+            v.push(DEV_AVG_KIB.metric(&dev, m.blk_avg as f64 / 2.0));
+            v.push(DEV_BIOS_PER_REQUEST.metric(&dev, m.ratio));
         }
-        v.push((format!("{} D2C p99 ms", d.device), d.d2c.p99 as f64 / 1e6));
+        v.push(DEV_D2C_P99.metric(&dev, ms(d.d2c.p99)));
     }
     for (dev, j) in &a.fs.journals {
-        v.push((format!("journal {dev} commits"), j.commits as f64));
-        v.push((
-            format!("journal {dev} checkpoint passes"),
-            j.checkpoints.passes as f64,
-        ));
+        v.push(JOURNAL_COMMITS.metric(dev, j.commits as f64));
+        v.push(JOURNAL_CHECKPOINTS.metric(dev, j.checkpoints.passes as f64));
     }
     if let Some(w) = a.sched.long_waits.first() {
-        v.push(("longest runqueue wait ms".into(), w.wait_ns as f64 / 1e6));
+        v.push(LONGEST_RUNQUEUE_WAIT.metric("", ms(w.wait_ns)));
     }
     for f in &a.functions {
         let t = &f.all;
-        let ms = |ns: u64| ns as f64 / 1e6;
-        let (count, per, last) = match f.method {
-            "calls" => ("calls count", "avg ms", ("max ms", ms(t.max_ns))),
-            _ => (
-                "blocks count",
-                "blocked avg ms",
-                ("blocked total ms", ms(t.total_ns)),
-            ),
-        };
         let name = &f.name;
-        v.push((format!("function {name} {count}"), t.count as f64));
-        v.push((format!("function {name} {per}"), ms(t.avg_ns())));
-        v.push((format!("function {name} {}", last.0), last.1));
+        let [count, per, last] = match f.method {
+            "calls" => [FUNCTION_CALLS, FUNCTION_AVG, FUNCTION_MAX],
+            _ => [
+                FUNCTION_BLOCKS,
+                FUNCTION_BLOCKED_AVG,
+                FUNCTION_BLOCKED_TOTAL,
+            ],
+        };
+        let last_value = match f.method {
+            "calls" => ms(t.max_ns),
+            _ => ms(t.total_ns),
+        };
+        v.push(count.metric(name, t.count as f64));
+        v.push(per.metric(name, ms(t.avg_ns())));
+        v.push(last.metric(name, last_value));
     }
     v
 }
@@ -177,14 +182,13 @@ fn differing<V: Serialize + PartialEq>(
 
 /// A change worth naming with one run a side: at least 10 %, and at least
 /// 1 ms for times or 10 for counts (single runs on a shared machine move by
-/// less). A maximum (`… max ms`, `longest …`) is one event: two identical
-/// runs' maxima differ by a few ms whenever the machine was busy for a
-/// moment, so it needs 10 ms.
-fn matters(name: &str, x: f64, y: f64) -> bool {
-    let maximum = name.ends_with(" max ms") || name.starts_with("longest ");
-    let floor = if maximum {
+/// less). A maximum (`….max_ms`, `sched.longest_…`) is one event: two
+/// identical runs' maxima differ by a few ms whenever the machine was busy
+/// for a moment, so it needs 10 ms.
+fn matters(kind: metrics::Kind, x: f64, y: f64) -> bool {
+    let floor = if kind.maximum {
         10.0
-    } else if name.ends_with(" ms") {
+    } else if kind.unit == Unit::Ms {
         1.0
     } else {
         10.0
@@ -193,10 +197,10 @@ fn matters(name: &str, x: f64, y: f64) -> bool {
 }
 
 /// Mean and range of a figure over runs that all have it.
-fn stats(runs: &[Vec<(String, f64)>], name: &str) -> Option<(f64, f64, f64)> {
+fn stats(runs: &[Vec<Metric>], id: &str) -> Option<(f64, f64, f64)> {
     let v: Vec<f64> = runs
         .iter()
-        .map(|h| h.iter().find(|(n, _)| n == name).map(|x| x.1))
+        .map(|h| h.iter().find(|m| m.id == id).map(|m| m.value))
         .collect::<Option<Vec<f64>>>()?;
     Some(mean_and_range(&v))
 }
@@ -227,17 +231,19 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
     let hb: Vec<_> = cand.iter().map(|(a, _)| headline(a)).collect();
     let several = base.len() > 1 && cand.len() > 1;
     let mut figures = Vec::new();
-    for (name, _) in ha.first().into_iter().flatten() {
-        let (Some((x, xl, xh)), Some((y, yl, yh))) = (stats(&ha, name), stats(&hb, name)) else {
+    for m in ha.first().into_iter().flatten() {
+        let (Some((x, xl, xh)), Some((y, yl, yh))) = (stats(&ha, &m.id), stats(&hb, &m.id)) else {
             continue;
         };
         let significant = if several {
             ranges_apart((xl, xh), (yl, yh))
         } else {
-            matters(name, x, y)
+            matters(m.kind, x, y)
         };
         figures.push(Figure {
-            name: name.clone(),
+            id: m.id.clone(),
+            name: m.label.clone(),
+            unit: m.kind.unit,
             baseline: x,
             candidate: y,
             change_pct: (x != 0.0).then(|| (y - x) * 100.0 / x),
@@ -342,7 +348,7 @@ fn verdict(
     // workload's change: the verdict names the latter.
     let biggest = figures
         .iter()
-        .filter(|f| f.significant && !f.name.starts_with("function "))
+        .filter(|f| f.significant && !f.id.starts_with("function."))
         .filter_map(|f| f.change_pct.map(|c| (c, f)))
         .max_by(|x, y| x.0.abs().total_cmp(&y.0.abs()));
     let mut verdict = String::new();
@@ -364,16 +370,16 @@ fn verdict(
             verdict.push_str("; ");
         }
         verdict.push_str(&format!(
-            "biggest change: {} {:.3} -> {:.3} ({})",
+            "biggest change: {} {} -> {} ({})",
             f.name,
-            f.baseline,
-            f.candidate,
+            metrics::shown(f.unit, f.baseline),
+            metrics::shown(f.unit, f.candidate),
             crate::model::units::change(c)
         ));
         if unexplained {
             verdict.push_str(", which no finding or setting explains");
             // A time of one run a side may be noise: say so.
-            if !several && f.name.ends_with(" ms") {
+            if !several && f.unit == Unit::Ms {
                 verdict.push_str(
                     ": with one run a side a time may move by run-to-run noise alone (compare three or more runs a side: BASELINE... -- CANDIDATE...)",
                 );
@@ -395,11 +401,6 @@ fn verdict(
     verdict
 }
 
-/// Whether a larger value of a headline figure is worse.
-pub fn higher_is_worse(name: &str) -> bool {
-    !(name.ends_with(" count") || name.ends_with(" KiB") || name.ends_with("bios per request"))
-}
-
 /// What `check` concludes.
 #[derive(Debug, PartialEq)]
 pub enum Check {
@@ -411,8 +412,8 @@ pub enum Check {
 /// Compares one headline figure of the two sides' runs: regressed when its
 /// mean got worse by more than `threshold_pct` and, with two or more runs
 /// on both sides, the two ranges do not overlap (the kernel test robot's
-/// rule). Without `metric`, the first probe p99, else the first device's
-/// D2C p99.
+/// rule). `metric` is an id (compare::metrics); without it, the first
+/// probe p99, else the first device's D2C p99.
 pub fn check_runs(
     base: &[&Analysis],
     cand: &[&Analysis],
@@ -430,47 +431,56 @@ pub fn check_runs(
     }
     let ha: Vec<_> = base.iter().map(|a| headline(a)).collect();
     let hb: Vec<_> = cand.iter().map(|a| headline(a)).collect();
+    let first_of = |k: metrics::Kind| {
+        ha[0]
+            .iter()
+            .find(|m| metrics::kind_of(&m.id) == Some(k))
+            .map(|m| m.id.clone())
+    };
     let name = match metric {
         Some(m) => m.to_string(),
-        None => match ha[0]
-            .iter()
-            .map(|(n, _)| n)
-            .find(|n| n.starts_with("probe ") && n.ends_with(" p99 ms"))
-            .or_else(|| {
-                ha[0]
-                    .iter()
-                    .map(|(n, _)| n)
-                    .find(|n| n.ends_with("D2C p99 ms"))
-            }) {
-            Some(n) => n.clone(),
+        None => match first_of(metrics::PROBE_P99).or_else(|| first_of(metrics::DEV_D2C_P99)) {
+            Some(n) => n,
             None => {
                 return Check::CannotTell("no probe operations or block requests to compare".into())
             }
         },
     };
     let (Some((x, xl, xh)), Some((y, yl, yh))) = (stats(&ha, &name), stats(&hb, &name)) else {
-        let names: Vec<String> = ha[0].iter().map(|(n, _)| n.clone()).collect();
+        let names: Vec<String> = ha[0].iter().map(|m| m.id.clone()).collect();
         return Check::CannotTell(format!(
-            "{name:?} is not in every run; the first baseline has: {}",
+            "{name} is not in every run; the first baseline has: {}",
             names.join(", ")
         ));
+    };
+    let Some(kind) = metrics::kind_of(&name) else {
+        return Check::CannotTell(format!("no metric {name:?}"));
     };
     if x == 0.0 {
         return Check::CannotTell(format!("{name} is 0 in the baseline"));
     }
     let change = (y - x) * 100.0 / x;
-    let worse = if higher_is_worse(&name) {
+    let worse = if kind.higher_is_worse {
         change
     } else {
         -change
     };
     let several = base.len() > 1 && cand.len() > 1;
     let overlap = several && !ranges_apart((xl, xh), (yl, yh));
-    let mut line = format!("{name}: {x:.3} -> {y:.3} ({change:+.1}%, threshold {threshold_pct}%)");
+    let v = |x: f64| metrics::shown(kind.unit, x);
+    let mut line = format!(
+        "{name}: {} -> {} ({change:+.1}%, threshold {threshold_pct}%)",
+        v(x),
+        v(y)
+    );
     if several {
         line.push_str(&format!(
-            "; baseline {xl:.3}..{xh:.3} over {} runs, candidate {yl:.3}..{yh:.3} over {}",
+            "; baseline {}..{} over {} runs, candidate {}..{} over {}",
+            v(xl),
+            v(xh),
             base.len(),
+            v(yl),
+            v(yh),
             cand.len()
         ));
         if overlap && worse > threshold_pct {

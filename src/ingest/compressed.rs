@@ -363,7 +363,162 @@ fn bad_zstd(e: impl std::fmt::Display) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, format!("zstd: {e}"))
 }
 
-type Frame = ruzstd::decoding::StreamingDecoder<Rest, ruzstd::decoding::FrameDecoder>;
+/// One zstd frame's bytes, passed to the decoder a whole block at a
+/// time. A frame cut short in a block (or between blocks) ends, for the
+/// decoder, with an empty last block: ruzstd holds back the last window of
+/// data until its frame ends (it may be the whole file), and a stream that
+/// simply stopped would lose it all in an error. What was whole is then
+/// read, and `cut` says where it stopped.
+struct Blocks {
+    rest: Rest,
+    /// Bytes for the decoder: the frame header, then one block.
+    out: Vec<u8>,
+    at: usize,
+    stage: Stage,
+    checksum: bool,
+    cut: Option<String>,
+    /// Whole blocks passed on, for the message.
+    blocks: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Header,
+    Block,
+    Checksum,
+    Done,
+}
+
+/// A block header: last block, type, size (RFC 8878 3.1.1.2).
+const LAST_EMPTY_RAW_BLOCK: [u8; 3] = [1, 0, 0];
+
+impl Blocks {
+    fn new(rest: Rest) -> Blocks {
+        Blocks {
+            rest,
+            out: Vec::new(),
+            at: 0,
+            stage: Stage::Header,
+            checksum: false,
+            cut: None,
+            blocks: 0,
+        }
+    }
+
+    /// Appends up to `n` bytes of the input to `out`; how many there were.
+    fn take(&mut self, n: usize) -> io::Result<usize> {
+        let start = self.out.len();
+        self.out.resize(start + n, 0);
+        let mut got = 0;
+        while got < n {
+            match self.rest.read(&mut self.out[start + got..]) {
+                Ok(0) => break,
+                Ok(k) => got += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.out.truncate(start + got);
+        Ok(got)
+    }
+
+    /// Fills `out` with what comes next for the decoder.
+    fn refill(&mut self) -> io::Result<()> {
+        self.out.clear();
+        self.at = 0;
+        match self.stage {
+            Stage::Header => {
+                // Magic and frame header descriptor, then the fields it
+                // says are there (RFC 8878 3.1.1.1).
+                if self.take(5)? < 5 {
+                    return Ok(()); // the decoder says what is missing
+                }
+                let fhd = self.out[4];
+                let single = fhd & 0x20 != 0;
+                self.checksum = fhd & 0x04 != 0;
+                let window = usize::from(!single);
+                let dict = [0, 1, 2, 4][usize::from(fhd & 3)];
+                let fcs = match fhd >> 6 {
+                    0 => usize::from(single),
+                    1 => 2,
+                    2 => 4,
+                    _ => 8,
+                };
+                self.take(window + dict + fcs)?;
+                self.stage = Stage::Block;
+            }
+            Stage::Block => {
+                let got = self.take(3)?;
+                if got < 3 {
+                    return self.cut_short(format!(
+                        "the data ends after {} whole blocks of a frame",
+                        self.blocks
+                    ));
+                }
+                let h = u32::from(self.out[0])
+                    | u32::from(self.out[1]) << 8
+                    | u32::from(self.out[2]) << 16;
+                let (last, kind, size) = (h & 1 == 1, (h >> 1) & 3, (h >> 3) as usize);
+                // RLE: one byte repeated; reserved (3): the decoder refuses it.
+                let content = match kind {
+                    1 => 1,
+                    3 => 0,
+                    _ => size,
+                };
+                if self.take(content)? < content {
+                    return self.cut_short(format!(
+                        "the data ends inside block {} of a frame",
+                        self.blocks + 1
+                    ));
+                }
+                self.blocks += 1;
+                if last {
+                    self.stage = match self.checksum {
+                        true => Stage::Checksum,
+                        false => Stage::Done,
+                    };
+                }
+            }
+            Stage::Checksum => {
+                // All data is whole: only its check is missing.
+                if self.take(4)? < 4 {
+                    self.out.resize(4, 0);
+                    self.cut = Some("the data ends inside a frame's checksum".into());
+                }
+                self.stage = Stage::Done;
+            }
+            Stage::Done => {}
+        }
+        Ok(())
+    }
+
+    /// Ends the frame for the decoder with an empty last block (and a
+    /// checksum it does not verify).
+    fn cut_short(&mut self, why: String) -> io::Result<()> {
+        self.out.clear();
+        self.out.extend_from_slice(&LAST_EMPTY_RAW_BLOCK);
+        if self.checksum {
+            self.out.extend_from_slice(&[0; 4]);
+        }
+        self.cut = Some(why);
+        self.stage = Stage::Done;
+        Ok(())
+    }
+}
+
+impl Read for Blocks {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.at == self.out.len() {
+            self.refill()?;
+        }
+        let n = (self.out.len() - self.at).min(buf.len());
+        buf[..n].copy_from_slice(&self.out[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+type Frame = ruzstd::decoding::StreamingDecoder<Blocks, ruzstd::decoding::FrameDecoder>;
 
 /// zstd frames read one after the other until the input ends, with one
 /// frame decoder reused for all.
@@ -402,8 +557,11 @@ impl ZstdFrames {
                 Ok(m) if is_skippable(m) => rest.skip_frame()?,
                 Ok(m) => {
                     rest.put_back(m);
-                    let frame = ruzstd::decoding::StreamingDecoder::new_with_decoder(rest, decoder)
-                        .map_err(bad_zstd)?;
+                    let frame = ruzstd::decoding::StreamingDecoder::new_with_decoder(
+                        Blocks::new(rest),
+                        decoder,
+                    )
+                    .map_err(bad_zstd)?;
                     *self = ZstdFrames::In(frame);
                     return Ok(());
                 }
@@ -427,12 +585,19 @@ impl Read for ZstdFrames {
             if n > 0 || buf.is_empty() {
                 return Ok(n);
             }
-            // This frame is done: another one may follow.
+            // This frame is done: another one may follow, unless it was
+            // cut short, which ends the data read (up to the cut).
             let ZstdFrames::In(f) = std::mem::replace(self, ZstdFrames::Done) else {
                 unreachable!("matched above")
             };
-            let (rest, decoder) = f.into_parts();
-            *self = ZstdFrames::Between(rest, decoder);
+            let (blocks, decoder) = f.into_parts();
+            if let Some(why) = blocks.cut {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("zstd: {why} (a file cut short?)"),
+                ));
+            }
+            *self = ZstdFrames::Between(blocks.rest, decoder);
         }
     }
 }
@@ -453,6 +618,56 @@ mod tests {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         e.write_all(data).unwrap();
         e.finish().unwrap()
+    }
+
+    /// What reads before the error, and the error.
+    fn read_until_error(codec: Codec, data: Vec<u8>) -> (Vec<u8>, Option<io::Error>) {
+        let meter = Arc::new(Meter::new(codec.name()));
+        let mut d = match decoder(codec, Box::new(io::Cursor::new(data)), meter) {
+            Ok(d) => d,
+            Err(e) => return (Vec::new(), Some(e)),
+        };
+        let (mut out, mut buf) = (Vec::new(), [0u8; 8192]);
+        loop {
+            match d.read(&mut buf) {
+                Ok(0) => return (out, None),
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) => return (out, Some(e)),
+            }
+        }
+    }
+
+    #[test]
+    fn a_zstd_frame_cut_short_gives_its_whole_blocks_then_an_error() {
+        use ruzstd::encoding::{compress_to_vec, CompressionLevel};
+        // Several 128 KiB blocks of text that does not repeat exactly.
+        let text: String = (0..40_000)
+            .map(|i| format!("line {i} {}\n", i * 7919 % 10007))
+            .collect();
+        let packed = compress_to_vec(text.as_bytes(), CompressionLevel::Fastest);
+        let whole = read_until_error(Codec::Zstd, packed.clone());
+        assert_eq!(whole.0, text.as_bytes());
+        assert!(whole.1.is_none());
+        let mut longest = 0;
+        for cut in [
+            packed.len() / 3,
+            packed.len() / 2,
+            packed.len() - 5,
+            packed.len() - 1,
+        ] {
+            let (got, e) = read_until_error(Codec::Zstd, packed[..cut].to_vec());
+            let e = e.unwrap_or_else(|| panic!("cut at {cut}: no error"));
+            assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof, "{e}");
+            assert!(e.to_string().contains("(a file cut short?)"), "{e}");
+            assert!(text.as_bytes().starts_with(&got), "cut at {cut}");
+            assert!(got.len() >= longest, "cut at {cut}");
+            longest = got.len();
+        }
+        // Cut well after the first block: its data is there.
+        assert!(longest > 128 << 10, "{longest}");
+        // Cut inside the first block: nothing whole, only the error.
+        let (got, e) = read_until_error(Codec::Zstd, packed[..100].to_vec());
+        assert!(got.is_empty() && e.is_some());
     }
 
     #[test]

@@ -101,6 +101,35 @@ pub enum Action {
 }
 
 impl Action {
+    /// Every action.
+    pub const ALL: [Action; 22] = {
+        use Action::*;
+        [
+            Queue,
+            BackMerge,
+            FrontMerge,
+            GetRq,
+            SleepRq,
+            Requeue,
+            Issue,
+            Complete,
+            Plug,
+            UnplugIo,
+            UnplugTimer,
+            Insert,
+            Split,
+            Bounce,
+            Remap,
+            Abort,
+            DrvData,
+            RqMerge,
+            BioComplete,
+            RqError,
+            IoStart,
+            IoDone,
+        ]
+    };
+
     pub fn from_blktrace(ta: u32) -> Option<Action> {
         use Action::*;
         Some(match ta {

@@ -149,6 +149,41 @@ impl Snapshot {
         Some(s)
     }
 
+    /// The `MAJ,MIN` of a device named as `/sys/class/block` names it
+    /// (`loop0`, `vda1`, `dm-0`, with or without `/dev/`), or as
+    /// `/dev/mapper/NAME`; `None` when the snapshot does not list it.
+    pub fn dev_named(&self, named: &str) -> Option<String> {
+        let name = named.strip_prefix("/dev/").unwrap_or(named);
+        let devs = &self.before.block_devices;
+        if let Some(d) = devs.get(name) {
+            return d.dev.clone();
+        }
+        if let Some(dm) = name.strip_prefix("mapper/") {
+            return devs
+                .values()
+                .find(|d| d.dm_name.as_deref() == Some(dm))?
+                .dev
+                .clone();
+        }
+        devs.values()
+            .find_map(|d| d.partitions.get(name))
+            .and_then(|p| p.dev.clone())
+    }
+
+    /// The name of a device or partition by `MAJ,MIN`.
+    pub fn name_of(&self, dev: &str) -> Option<&str> {
+        let devs = &self.before.block_devices;
+        devs.iter().find_map(|(name, d)| {
+            if d.dev.as_deref() == Some(dev) {
+                return Some(name.as_str());
+            }
+            d.partitions
+                .iter()
+                .find(|(_, p)| p.dev.as_deref() == Some(dev))
+                .map(|(n, _)| n.as_str())
+        })
+    }
+
     /// A block device by `MAJ,MIN`: its name and settings.
     pub fn device(&self, dev: &str) -> Option<(&str, &BlockDevice)> {
         self.before
@@ -338,6 +373,12 @@ mod tests {
             }
         }))
         .unwrap();
+        assert_eq!(s.dev_named("/dev/vda1").as_deref(), Some("254,1"));
+        assert_eq!(s.dev_named("loop1").as_deref(), Some("7,1"));
+        assert_eq!(s.dev_named("/dev/mapper/vg-data").as_deref(), Some("253,0"));
+        assert_eq!(s.dev_named("sdz"), None);
+        assert_eq!(s.name_of("254,2"), Some("vda2"));
+        assert_eq!(s.name_of("253,0"), Some("dm-0"));
         assert_eq!(
             s.lower_devices("7,0"),
             vec![(

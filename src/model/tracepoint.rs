@@ -24,7 +24,6 @@ macro_rules! tracepoints {
 
         impl Tracepoint {
             /// Every tracepoint known by its full name.
-            #[cfg(test)]
             pub const NAMED: &'static [Tracepoint] = &[$(Tracepoint::$variant,)*];
 
             /// The kind of an event whose name, without its system, is

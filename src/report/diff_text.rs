@@ -3,32 +3,35 @@
 //! operation went, the settings that differ, the findings of one side
 //! only, and the verdict.
 
+use crate::compare::metrics::shown;
 use crate::compare::{Diff, FunctionShift, TimeShift};
 use crate::report::escape::{join_escaped, Esc};
 
 pub fn render(d: &Diff) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    // As wide as the longest name (function names are long).
+    // As wide as the longest id (function names are long).
     let w = d
         .figures
         .iter()
-        .map(|f| Esc(&f.name).to_string().chars().count())
+        .map(|f| Esc(&f.id).to_string().chars().count())
         .max()
         .unwrap_or(0)
         .max(40);
     let _ = writeln!(
         out,
         "{:<w$} {:>14} {:>14} {:>9}",
-        "FIGURE", "baseline", "candidate", "change"
+        "METRIC", "baseline", "candidate", "change"
     );
     for f in &d.figures {
+        // Counts whole, times with decimals; ranges likewise.
+        let v = |x: f64| shown(f.unit, x);
         let _ = writeln!(
             out,
-            "{:<w$} {:>14.3} {:>14.3} {:>9}{}",
-            Esc(&f.name),
-            f.baseline,
-            f.candidate,
+            "{:<w$} {:>14} {:>14} {:>9}{}",
+            Esc(&f.id),
+            v(f.baseline),
+            v(f.candidate),
             f.change_pct
                 .map(crate::model::units::change)
                 .unwrap_or_else(|| "-".into()),
@@ -36,11 +39,11 @@ pub fn render(d: &Diff) -> String {
                 || f.candidate_range.0 != f.candidate_range.1
             {
                 format!(
-                    "  [{:.3}..{:.3}] vs [{:.3}..{:.3}]{}",
-                    f.baseline_range.0,
-                    f.baseline_range.1,
-                    f.candidate_range.0,
-                    f.candidate_range.1,
+                    "  [{}..{}] vs [{}..{}]{}",
+                    v(f.baseline_range.0),
+                    v(f.baseline_range.1),
+                    v(f.candidate_range.0),
+                    v(f.candidate_range.1),
                     if f.significant { " *" } else { "" }
                 )
             } else if f.significant {

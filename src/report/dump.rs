@@ -59,7 +59,10 @@ pub fn json(ev: &Event) -> Option<serde_json::Value> {
                 .iter()
                 .map(|(k, v)| {
                     let v = match v {
-                        Value::Int(n) => json!(n),
+                        Value::Int(n) => match Shown::of(k, *n) {
+                            Shown::Plain(n) => json!(n),
+                            other => json!(other.to_string()),
+                        },
                         Value::Str(s) => json!(s),
                     };
                     (k.to_string(), v)
@@ -83,7 +86,7 @@ fn other(s: &mut String, o: &TraceEvent) {
     let _ = write!(s, "{}:", Esc(&o.name));
     for (n, v) in &o.fields.0 {
         let _ = match v {
-            Value::Int(x) => write!(s, " {}={x}", Esc(n)),
+            Value::Int(x) => write!(s, " {}={}", Esc(n), Shown::of(n, *x)),
             Value::Str(x) => write!(s, " {}={}", Esc(n), Esc(x)),
         };
     }
@@ -108,5 +111,82 @@ fn stack_event_name(k: &crate::model::StackEvent) -> &'static str {
         "perf:cpu-clock"
     } else {
         "ftrace:kernel_stack"
+    }
+}
+
+/// An integer field as `trace-cmd report` prints it: an address in hex
+/// (`%p`, `%ps`, `0x%lx` in the kernel's print formats), a `dev_t` as
+/// MAJ,MIN (`%d,%d` of MAJOR and MINOR), anything else in decimal. Binary
+/// traces give only the field's name and bytes, so the names decide.
+#[derive(Debug, PartialEq)]
+enum Shown {
+    Plain(i64),
+    Address(u64),
+    Dev(crate::model::Dev),
+}
+
+impl Shown {
+    fn of(name: &str, v: i64) -> Shown {
+        /// Fields the kernel's tracepoints declare as pointers or code
+        /// addresses (workqueue `work`, `ftrace_print`'s `ip`, kmem's
+        /// `call_site` and `ptr`, timers, …).
+        const ADDRESSES: [&str; 16] = [
+            "ip",
+            "parent_ip",
+            "ret_ip",
+            "call_site",
+            "caller",
+            "ptr",
+            "addr",
+            "address",
+            "work",
+            "function",
+            "timer",
+            "hrtimer",
+            "skbaddr",
+            "location",
+            "handler",
+            "napi",
+        ];
+        if ADDRESSES.contains(&name) {
+            return Shown::Address(v as u64);
+        }
+        // A dev_t in the kernel's encoding (MINORBITS 20), as block events.
+        if name == "dev" && (0..=u32::MAX as i64).contains(&v) {
+            return Shown::Dev(crate::model::Dev(v as u32));
+        }
+        Shown::Plain(v)
+    }
+}
+
+impl std::fmt::Display for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Shown::Plain(v) => write!(f, "{v}"),
+            Shown::Address(a) => write!(f, "{a:#x}"),
+            Shown::Dev(d) => write!(f, "{d}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Shown;
+
+    #[test]
+    fn addresses_in_hex_and_devices_as_maj_min_as_trace_cmd_prints_them() {
+        // ftrace_print's ip, sign-extended from the record.
+        assert_eq!(
+            Shown::of("ip", -2125887142).to_string(),
+            "0xffffffff8149895a"
+        );
+        assert_eq!(
+            Shown::of("work", -131365202658440).to_string(),
+            "0xffff888627c27b78"
+        );
+        assert_eq!(Shown::of("dev", 266338304).to_string(), "254,0");
+        assert_eq!(Shown::of("dev", 7 << 20).to_string(), "7,0");
+        assert_eq!(Shown::of("ino", 3974010).to_string(), "3974010");
+        assert_eq!(Shown::of("cpu", -1).to_string(), "-1");
     }
 }

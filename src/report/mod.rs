@@ -62,6 +62,15 @@ pub fn busiest_devices(devices: &[DeviceSummary], n: usize) -> (Vec<&DeviceSumma
     )
 }
 
+/// The origin of the times outputs print: the whole input's first event
+/// (what `--time` counts from), else the analyzed events' first.
+pub fn origin_ns(a: &Analysis) -> u64 {
+    match a.trace_start_ns {
+        0 => a.span.first_ns,
+        t => t.min(a.span.first_ns),
+    }
+}
+
 /// The line that stands for the devices a report does not show.
 pub fn not_shown_line(rest: &NotListed, shown: usize) -> Option<String> {
     (rest.devices > 0).then(|| {

@@ -10,6 +10,11 @@
 //! was, removing only the temporary file, and a reader never sees half a
 //! file. A file replaced keeps its permissions (and its owner, as root).
 //!
+//! `-` names standard output where a command writes one file
+//! ([`Destination`]); a page or a binary file is then refused on a
+//! terminal. Where the output is a directory or must be a file, `-` is
+//! refused rather than taken as a file named `-`.
+//!
 //! A capture directory to record into must be new or empty
 //! ([`refuse_used_directory`]); an export directory must not hold an input
 //! ([`refuse_inputs_in`]).
@@ -95,12 +100,112 @@ fn is_within(inside: &Path, dir: &Path) -> bool {
     }
 }
 
+/// Creates and removes a file in `dir`.
+fn probe_writable(dir: &Path) -> io::Result<()> {
+    for n in 0..100 {
+        let path = dir.join(format!(".iosleuth-{}-{n}.probe", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(_) => return std::fs::remove_file(&path),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other("no free name for a file"))
+}
+
+/// `-o -`: standard output.
+pub fn is_stdout(p: &Path) -> bool {
+    p.as_os_str() == "-"
+}
+
+/// A page or binary file, which a terminal would show as noise: refused
+/// there (exit 2) when it would go to standard output.
+#[derive(Debug, Clone, Copy)]
+pub struct NotForTerminal {
+    /// What it is: `HTML`, `SVG`, `a Perfetto trace`.
+    pub what: &'static str,
+    /// The option to suggest instead: `-o report.html`.
+    pub instead: &'static str,
+}
+
+/// Where a command's one output file goes: a checked file, or standard
+/// output (no `-o`, or `-o -`).
+#[derive(Debug)]
+pub enum Destination {
+    Stdout,
+    File(Box<OutputFile>),
+}
+
+impl Destination {
+    /// `named` (`None` or `-`: standard output) checked before any work,
+    /// as [`OutputFile::check`] checks a file; `kind` of output bound
+    /// for a terminal is refused with a hint naming `command`.
+    pub fn check(
+        named: Option<&Path>,
+        inputs: &[PathBuf],
+        command: &str,
+        kind: Option<NotForTerminal>,
+    ) -> Result<Destination> {
+        match named {
+            Some(p) if !is_stdout(p) => {
+                Ok(Destination::File(Box::new(OutputFile::check(p, inputs)?)))
+            }
+            _ => {
+                use std::io::IsTerminal;
+                if let Some(k) = kind {
+                    if io::stdout().is_terminal() {
+                        return Err(Error::bad_input(format!(
+                            "{command} would print {} to the terminal: add {}, or pipe it",
+                            k.what, k.instead
+                        )));
+                    }
+                }
+                Ok(Destination::Stdout)
+            }
+        }
+    }
+
+    /// The file, if not standard output.
+    pub fn file(&self) -> Option<&OutputFile> {
+        match self {
+            Destination::Stdout => None,
+            Destination::File(f) => Some(f),
+        }
+    }
+
+    /// Writes `bytes` as the whole output; a file is said on stderr.
+    pub fn write(&self, bytes: &[u8]) -> Result<()> {
+        match self {
+            Destination::Stdout => {
+                let mut out = io::stdout().lock();
+                out.write_all(bytes)?;
+                out.flush()?;
+            }
+            Destination::File(f) => {
+                f.write(bytes)?;
+                eprintln!("iosleuth: wrote {}", f.path().display());
+            }
+        }
+        Ok(())
+    }
+}
+
 impl OutputFile {
     /// Checks `named` as the output of a command that reads `inputs`
     /// (`-` for standard input is skipped): exit 2 with a message naming
-    /// it when it cannot be one. Creates nothing.
+    /// it when it cannot be one, before any work. Leaves nothing behind (a
+    /// file is created and removed in its directory, to know it can be).
     pub fn check(named: &Path, inputs: &[PathBuf]) -> Result<OutputFile> {
         let bad = |why: String| Error::bad_input(format!("{}: {why}", named.display()));
+        if is_stdout(named) {
+            return Err(Error::bad_input(
+                "-: this output cannot go to standard output; name a file",
+            ));
+        }
         let target = resolve(named).map_err(bad)?;
         let existing = match std::fs::symlink_metadata(&target) {
             Ok(m) => Some(m),
@@ -124,6 +229,9 @@ impl OutputFile {
         if target.file_name().is_none() {
             return Err(bad("names no file".into()));
         }
+        // Permissions, a read-only file system, /proc: only creating a
+        // file tells, and it should fail now rather than after the work.
+        probe_writable(dir).map_err(|e| bad(format!("cannot write in {}: {e}", dir.display())))?;
         for input in inputs.iter().filter(|p| !files::is_stdin(p)) {
             // An input that cannot be read fails on its own, later.
             let Ok(im) = std::fs::metadata(input) else {
@@ -260,6 +368,7 @@ impl Drop for Staged {
 /// Refuses an output directory (`export --blktrace`, `--parquet`) that is
 /// one of the inputs or holds one: the export replaces files in it.
 pub fn refuse_inputs_in(dir: &Path, inputs: &[PathBuf]) -> Result<()> {
+    refuse_stdout_for_directory(dir)?;
     // A file named as the directory is refused for what it is first.
     if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
         return Err(Error::bad_input(format!(
@@ -280,10 +389,21 @@ pub fn refuse_inputs_in(dir: &Path, inputs: &[PathBuf]) -> Result<()> {
     }
 }
 
+/// `-` for an output that is a directory: not a file named `-`.
+fn refuse_stdout_for_directory(dir: &Path) -> Result<()> {
+    match is_stdout(dir) {
+        true => Err(Error::bad_input(
+            "-: this output is a directory of files and cannot go to standard output; name a directory",
+        )),
+        false => Ok(()),
+    }
+}
+
 /// Refuses a capture directory to record into that exists and is not an
 /// empty directory: the recorder would write over its files, and a capture
 /// mixed with an earlier one's files reports neither.
 pub fn refuse_used_directory(dir: &Path) -> Result<()> {
+    refuse_stdout_for_directory(dir)?;
     let bad = |why: String| Error::bad_input(format!("{}: {why}", dir.display()));
     let m = match std::fs::metadata(dir) {
         Ok(m) => m,

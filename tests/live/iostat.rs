@@ -142,7 +142,7 @@ fn iostat_columns_agree_with_sysstat() {
         to.abs_diff(ended) < 30_000_000,
         "iostat's window ends when it exits: {to} vs {ended}"
     );
-    let window = format!("{}..{}", secs(from), secs(to));
+    let window = format!("abs:{}..{}", secs(from), secs(to));
     println!("compared iostat -x over its {WINDOW_S} s interval with iosleuth --time {window} (trace clock mono)");
     let dev = disk.dev().unwrap().to_string();
     for (name, path, exact_cols) in [

@@ -61,7 +61,10 @@ fn softirq_counts_equal_proc_softirqs_over_the_same_window() {
             .map(|l| l.split_whitespace().next().unwrap())
             .collect();
         assert_eq!(times.len(), 2, "{marks}");
-        json_report(&[&cap], &["--time", &format!("{}..{}", times[0], times[1])])
+        json_report(
+            &[&cap],
+            &["--time", &format!("abs:{}..{}", times[0], times[1])],
+        )
     };
     let (rep, outer) = (window(0), window(1));
     let counted = |r: &serde_json::Value, cpu: u64, vec: &str| -> u64 {

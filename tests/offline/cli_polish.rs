@@ -90,7 +90,10 @@ fn a_page_is_not_printed_on_a_terminal_and_each_command_offers_its_formats() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     let tty = String::from_utf8_lossy(&o.stdout);
-    assert!(tty.contains("give -o FILE"), "{tty:?}");
+    assert!(
+        tty.contains("report would print HTML to the terminal: add -o report.html, or pipe it"),
+        "{tty:?}"
+    );
     assert!(!tty.contains("<html"), "{tty:?}");
     let piped = iosleuth()
         .args(["report", "--format", "html", cap])

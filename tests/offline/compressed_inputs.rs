@@ -85,6 +85,46 @@ fn concatenated_gzip_members_read_as_one_trace() {
     assert_eq!(report_as(&p), report_as(Path::new(TEXT)));
 }
 
+/// zstd decodes a block at a time: a file cut short is read up to its
+/// last whole block (128 KiB of data at most), with a warning.
+#[test]
+fn a_cut_zstd_file_is_read_up_to_its_last_whole_block_with_a_warning() {
+    // Three blocks' worth of text.
+    let plain = "tests/fixtures/loop-seqread-nomerges2.tracepoints.txt";
+    let d = tempdir();
+    let packed = std::fs::read(compress_with("zstd", plain, d.path())).unwrap();
+    let cut = d.path().join("cut.zst");
+    std::fs::write(&cut, &packed[..packed.len() * 9 / 10]).unwrap();
+    let o = outcome(&["report", "--format", "json", cut.to_str().unwrap()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("cut.zst: read error after line")
+            && o.stderr
+                .contains("zstd: the data ends inside block 3 of a frame (a file cut short?)"),
+        "{}",
+        o.stderr
+    );
+    assert!(!o.stderr.contains("Error {"), "{}", o.stderr);
+    let whole = json_report(&[plain], &[]);
+    let part: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let events = |v: &serde_json::Value| v["inputs"][0]["events"].as_u64().unwrap();
+    assert!(
+        events(&part) > 0 && events(&part) < events(&whole),
+        "{} vs {}",
+        events(&part),
+        events(&whole)
+    );
+    // Cut inside its first block, nothing is whole: exit 2, said plainly.
+    std::fs::write(&cut, &packed[..200]).unwrap();
+    let o = outcome(&["report", cut.to_str().unwrap()]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("cut.zst: cannot read zstd data: zstd: the data ends inside block 1 of a frame (a file cut short?)"),
+        "{}",
+        o.stderr
+    );
+}
+
 #[test]
 fn a_cut_gzip_file_is_read_up_to_the_cut_with_a_warning() {
     let d = tempdir();

@@ -169,10 +169,15 @@ fn check_exits_0_1_or_125_for_bisect() {
     );
     // The same capture against itself is no regression.
     assert_eq!(code(SLOWDEV, SLOWDEV, &[]), Some(0));
-    // A figure one side lacks, or an unreadable input: cannot tell.
+    // A metric the runs lack, or an unreadable input: cannot tell.
+    assert_eq!(
+        code(NOMERGES0, NOMERGES2, &["--metric", "probe.fsync.p99_ms"]),
+        Some(125)
+    );
+    // No metric at all: `check` called wrongly, which aborts a bisect.
     assert_eq!(
         code(NOMERGES0, NOMERGES2, &["--metric", "no such figure"]),
-        Some(125)
+        Some(128)
     );
     assert_eq!(code(NOMERGES0, "Cargo.toml", &[]), Some(125));
 }
@@ -181,7 +186,7 @@ fn check_exits_0_1_or_125_for_bisect() {
 fn check_with_several_runs_a_side_counts_only_ranges_that_do_not_overlap() {
     let check = |base: &[&str], cand: &[&str]| {
         let out = iosleuth()
-            .args(["check", "--metric", "7,0 D2C p99 ms"])
+            .args(["check", "--metric", "dev.7,0.d2c.p99_ms"])
             .args(base)
             .arg("--")
             .args(cand)
@@ -320,7 +325,7 @@ fn diff_names_case1_and_judges_several_runs_by_their_ranges() {
         "{out}"
     );
     assert!(
-        out.contains("biggest change: 7,0 requests 8.000 -> 512.000 (64.00x)"),
+        out.contains("biggest change: 7,0 requests 8 -> 512 (64.00x)"),
         "{out}"
     );
     // Two recordings a side (the blk tracer's and the tracepoints' of the

@@ -164,7 +164,7 @@ fn times_are_seconds_from_the_trace_start() {
             .join("\n")
     );
     assert!(text.starts_with(&format!(
-        "iosleuth report: 0.336 s of trace, 12168 events from 2 inputs; times are seconds from its start ({} on the trace clock)",
+        "iosleuth report: 0.336 s of trace, 12168 events from 2 inputs; times are seconds from the trace's start ({} on the trace clock)",
         secs(first)
     )));
 }
@@ -196,4 +196,30 @@ fn each_event_set_not_recorded_is_named_once_with_what_it_would_show() {
     let missing = rep["not_recorded"].as_array().map_or(0, |a| a.len());
     let text = report("tests/fixtures/cgroup-throttled.cap", &[]);
     assert_eq!(text.contains("==== Not recorded ===="), missing > 0);
+}
+
+#[test]
+fn a_time_window_keeps_the_trace_start_as_the_origin() {
+    let text = report("tests/fixtures/slowdev-fsync.cap", &["--time", "0.1..0.2"]);
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.starts_with("iosleuth report: 0.0")
+            && first.contains(" s of trace (0.10")
+            && first.contains("(14277.843213642 on the trace clock)"),
+        "{first}"
+    );
+    // Every time printed lies in the window, counted from the trace's start.
+    let mut seen = 0;
+    for l in text.lines() {
+        for at in l.split(" at ").skip(1) {
+            let t: String = at
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            let Ok(t) = t.parse::<f64>() else { continue };
+            assert!((0.1..=0.2).contains(&t), "{l}");
+            seen += 1;
+        }
+    }
+    assert!(seen > 10, "{text}");
 }

@@ -73,7 +73,7 @@ fn report_gives_the_kernel_counts_and_the_slow_requests() {
 fn diff_of_light_captures() {
     let out = outcome(&["diff", CAP, CAP]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stdout.contains("7,0 requests"), "{}", out.stdout);
+    assert!(out.stdout.contains("dev.7,0.requests "), "{}", out.stdout);
 }
 
 #[test]

@@ -20,6 +20,7 @@ mod bad_input_time;
 mod bpf_object;
 mod cli_polish;
 mod compressed_inputs;
+mod conventions;
 mod diagnose_fixtures;
 mod diagnose_generalizes;
 mod driver_events;

@@ -406,7 +406,7 @@ fn func_latency_is_the_blocked_time_inside_the_function_or_every_call() {
     let d = run(iosleuth().args(["diff", "--func", "add_transaction_credits", GOOD, BAD]));
     assert!(
         d.lines().any(
-            |l| l.starts_with("function add_transaction_credits blocked total ms")
+            |l| l.starts_with("function.add_transaction_credits.blocked_total_ms ")
                 && l.ends_with('*')
         ),
         "{d}"

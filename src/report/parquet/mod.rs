@@ -122,12 +122,15 @@ pub fn export(
     snapshot_of: &dyn Fn(&Path) -> Option<Snapshot>,
     analyze: &Analyze<'_>,
 ) -> Result<Vec<Written>> {
+    // `-` or a file: refused before anything is made.
+    crate::report::output_file::refuse_inputs_in(dir, &[])?;
     // A capture exported again replaces its directories in each table.
     for table in TABLES {
         crate::report::output_file::refuse_inputs_in(&dir.join(table), inputs)?;
     }
+    // Before the analysis: a path that cannot be made is the user's to fix.
     std::fs::create_dir_all(dir)
-        .map_err(|e| Error::failed(format!("{}: cannot create: {e}", dir.display())))?;
+        .map_err(|e| Error::bad_input(format!("{}: cannot create: {e}", dir.display())))?;
     let mut used: Vec<String> = Vec::new();
     let mut out = Vec::new();
     for input in inputs {

@@ -31,10 +31,8 @@ use crate::analyze::rows::{
 };
 use crate::error::Result;
 use crate::model::snapshot::Snapshot;
-use crate::report::output_file::{OutputFile, Staged};
-use std::fs::File;
-use std::io::BufWriter;
-use std::path::Path;
+use crate::report::output_file::{Destination, Staged};
+use std::io::{BufWriter, Write};
 use std::sync::Mutex;
 use tracks::Writer;
 
@@ -58,24 +56,31 @@ pub struct Summary {
 /// the tracks and renames the file over `out`. On any failure `out` is
 /// left as it was.
 pub struct Export {
-    staged: Staged,
-    writer: Mutex<Writer<BufWriter<File>>>,
+    /// `None` for standard output, written as it comes.
+    staged: Option<Staged>,
+    writer: Mutex<Writer<BufWriter<Box<dyn Write + Send>>>>,
 }
 
 impl Export {
-    /// Checks `out` before the analysis (see [`OutputFile`]); `devices`
-    /// name the device tracks (`7,0` → `loop0`, from [`device_names`]).
-    /// `processes`: thread → process, where known ([`Snapshot::thread_groups`]).
+    /// Starts writing to `out`, checked before the analysis (see
+    /// [`Destination`]); `devices` name the device tracks (`7,0` →
+    /// `loop0`, from [`device_names`]); `processes`: thread → process,
+    /// where known ([`Snapshot::thread_groups`]).
     pub fn begin(
-        input: &Path,
-        out: &Path,
+        out: &Destination,
         devices: Vec<(String, String)>,
         processes: std::collections::HashMap<u32, u32>,
     ) -> Result<Export> {
-        let staged = OutputFile::check(out, &[input.to_path_buf()])?.stage()?;
-        let file = staged.file().try_clone().map_err(|e| staged.failed(e))?;
+        let (staged, sink): (Option<Staged>, Box<dyn Write + Send>) = match out.file() {
+            Some(f) => {
+                let staged = f.stage()?;
+                let file = staged.file().try_clone().map_err(|e| staged.failed(e))?;
+                (Some(staged), Box::new(file))
+            }
+            None => (None, Box::new(std::io::stdout())),
+        };
         Ok(Export {
-            writer: Mutex::new(Writer::new(BufWriter::new(file), devices, processes)),
+            writer: Mutex::new(Writer::new(BufWriter::new(sink), devices, processes)),
             staged,
         })
     }
@@ -102,7 +107,11 @@ impl Export {
         analyzed: Result<()>,
     ) -> Result<Summary> {
         let staged = self.staged;
-        let counts = written.map_err(|e| staged.failed(e))?;
+        let failed = |e: std::io::Error| match &staged {
+            Some(s) => s.failed(e),
+            None => crate::error::Error::Output(e),
+        };
+        let counts = written.map_err(failed)?;
         analyzed?;
         let mut w = self.writer.into_inner().expect("not poisoned");
         let (commits, irqs, softirqs) = w.span_counts();
@@ -122,8 +131,10 @@ impl Export {
             sum.bytes = bytes;
             Ok(())
         })();
-        tracks.map_err(|e| staged.failed(e))?;
-        staged.commit()?;
+        tracks.map_err(failed)?;
+        if let Some(s) = staged {
+            s.commit()?;
+        }
         Ok(sum)
     }
 }

@@ -117,7 +117,7 @@ pub fn render_with(a: &Analysis, found: &[crate::diagnose::Finding], all: bool) 
     let b = &a.block;
     let st = Style {
         all,
-        origin: a.span.first_ns,
+        origin: super::origin_ns(a),
     };
     summary(&mut out, a, found);
     if all && a.inputs.len() > 1 {

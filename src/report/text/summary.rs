@@ -13,14 +13,21 @@ const ROWS_SHOWN: usize = 6;
 
 pub(super) fn summary(out: &mut String, a: &Analysis, found: &[Finding]) {
     let span = a.span.last_ns.saturating_sub(a.span.first_ns);
+    let origin = crate::report::origin_ns(a);
+    let from = a.span.first_ns.saturating_sub(origin);
     let _ = writeln!(
         out,
-        "iosleuth report: {:.3} s of trace, {} events from {} input{}; times are seconds from its start ({} on the trace clock)",
+        "iosleuth report: {:.3} s of trace{}, {} events from {} input{}; times are seconds from the trace's start ({} on the trace clock)",
         span as f64 / 1e9,
+        if from > 0 {
+            format!(" ({:.3}..{:.3} s)", from as f64 / 1e9, (from + span) as f64 / 1e9)
+        } else {
+            String::new()
+        },
         a.events,
         a.inputs.len(),
         if a.inputs.len() == 1 { "" } else { "s" },
-        secs(a.span.first_ns)
+        secs(origin)
     );
     for i in a.inputs.iter().take(INPUTS_SHOWN) {
         let _ = writeln!(

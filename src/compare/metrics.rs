@@ -1,0 +1,332 @@
+//! The headline figures' ids: one word without spaces, so that a shell
+//! needs no quotes (`check --metric probe.fsync.p99_ms`), made of a scope,
+//! what it is about and the figure with its unit:
+//!
+//! | id | figure |
+//! |---|---|
+//! | `probe.OP.p50_ms`, `.p99_ms`, `.max_ms`, `.count` | a probe operation's latency and count |
+//! | `dev.MAJ,MIN.requests`, `.avg_request_kib`, `.bios_per_request`, `.d2c.p99_ms` | a device's requests |
+//! | `journal.MAJ,MIN.commits`, `.checkpoint_passes` | an ext4 journal |
+//! | `sched.longest_runqueue_wait_ms` | the longest runqueue wait |
+//! | `function.NAME.calls`, `.avg_ms`, `.max_ms` | a function timed by its calls |
+//! | `function.NAME.blocks`, `.blocked_avg_ms`, `.blocked_total_ms` | a function timed by blocked time under it |
+//!
+//! Each also has the label `diff` showed before (`probe fsync p99 ms`),
+//! still accepted by `check --metric` with a warning.
+
+use serde::Serialize;
+
+/// What a figure counts, which says how to print it and what change matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    /// Milliseconds (printed with decimals).
+    Ms,
+    /// A number of things (printed as an integer).
+    Count,
+    /// KiB, or a ratio such as bios per request.
+    Size,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    Probe,
+    Dev,
+    Journal,
+    Sched,
+    Function,
+}
+
+impl Scope {
+    fn id(self) -> &'static str {
+        match self {
+            Scope::Probe => "probe",
+            Scope::Dev => "dev",
+            Scope::Journal => "journal",
+            Scope::Sched => "sched",
+            Scope::Function => "function",
+        }
+    }
+}
+
+/// One kind of figure: its scope, the end of its id and of its label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kind {
+    scope: Scope,
+    id: &'static str,
+    label: &'static str,
+    pub unit: Unit,
+    /// One event's value (a maximum): two identical runs' differ by
+    /// whatever the machine did for a moment.
+    pub maximum: bool,
+    pub higher_is_worse: bool,
+}
+
+const fn kind(
+    scope: Scope,
+    id: &'static str,
+    label: &'static str,
+    unit: Unit,
+    higher_is_worse: bool,
+) -> Kind {
+    Kind {
+        scope,
+        id,
+        label,
+        unit,
+        maximum: false,
+        higher_is_worse,
+    }
+}
+
+const fn maximum(k: Kind) -> Kind {
+    Kind { maximum: true, ..k }
+}
+
+pub const PROBE_P50: Kind = kind(Scope::Probe, "p50_ms", "p50 ms", Unit::Ms, true);
+pub const PROBE_P99: Kind = kind(Scope::Probe, "p99_ms", "p99 ms", Unit::Ms, true);
+pub const PROBE_MAX: Kind = maximum(kind(Scope::Probe, "max_ms", "max ms", Unit::Ms, true));
+pub const PROBE_COUNT: Kind = kind(Scope::Probe, "count", "count", Unit::Count, false);
+pub const DEV_REQUESTS: Kind = kind(Scope::Dev, "requests", "requests", Unit::Count, true);
+pub const DEV_AVG_KIB: Kind = kind(
+    Scope::Dev,
+    "avg_request_kib",
+    "avg request KiB",
+    Unit::Size,
+    false,
+);
+pub const DEV_BIOS_PER_REQUEST: Kind = kind(
+    Scope::Dev,
+    "bios_per_request",
+    "bios per request",
+    Unit::Size,
+    false,
+);
+pub const DEV_D2C_P99: Kind = kind(Scope::Dev, "d2c.p99_ms", "D2C p99 ms", Unit::Ms, true);
+pub const JOURNAL_COMMITS: Kind = kind(Scope::Journal, "commits", "commits", Unit::Count, true);
+pub const JOURNAL_CHECKPOINTS: Kind = kind(
+    Scope::Journal,
+    "checkpoint_passes",
+    "checkpoint passes",
+    Unit::Count,
+    true,
+);
+pub const LONGEST_RUNQUEUE_WAIT: Kind = maximum(kind(
+    Scope::Sched,
+    "longest_runqueue_wait_ms",
+    "longest runqueue wait ms",
+    Unit::Ms,
+    true,
+));
+pub const FUNCTION_CALLS: Kind = kind(Scope::Function, "calls", "calls count", Unit::Count, false);
+pub const FUNCTION_AVG: Kind = kind(Scope::Function, "avg_ms", "avg ms", Unit::Ms, true);
+pub const FUNCTION_MAX: Kind = maximum(kind(Scope::Function, "max_ms", "max ms", Unit::Ms, true));
+pub const FUNCTION_BLOCKS: Kind = kind(
+    Scope::Function,
+    "blocks",
+    "blocks count",
+    Unit::Count,
+    false,
+);
+pub const FUNCTION_BLOCKED_AVG: Kind = kind(
+    Scope::Function,
+    "blocked_avg_ms",
+    "blocked avg ms",
+    Unit::Ms,
+    true,
+);
+pub const FUNCTION_BLOCKED_TOTAL: Kind = kind(
+    Scope::Function,
+    "blocked_total_ms",
+    "blocked total ms",
+    Unit::Ms,
+    true,
+);
+
+/// Every kind, in the order `diff` shows them.
+pub const KINDS: [Kind; 17] = [
+    PROBE_P50,
+    PROBE_P99,
+    PROBE_MAX,
+    PROBE_COUNT,
+    DEV_REQUESTS,
+    DEV_AVG_KIB,
+    DEV_BIOS_PER_REQUEST,
+    DEV_D2C_P99,
+    JOURNAL_COMMITS,
+    JOURNAL_CHECKPOINTS,
+    LONGEST_RUNQUEUE_WAIT,
+    FUNCTION_CALLS,
+    FUNCTION_AVG,
+    FUNCTION_MAX,
+    FUNCTION_BLOCKS,
+    FUNCTION_BLOCKED_AVG,
+    FUNCTION_BLOCKED_TOTAL,
+];
+
+/// One headline figure of a run.
+#[derive(Debug, Clone)]
+pub struct Metric {
+    pub id: String,
+    /// For people: `probe fsync p99 ms`.
+    pub label: String,
+    pub value: f64,
+    pub kind: Kind,
+}
+
+impl Kind {
+    /// This kind's figure about `of` (a probe operation, a device, a
+    /// journal, a function; nothing for `sched`).
+    pub fn metric(self, of: &str, value: f64) -> Metric {
+        let (id, label) = match self.scope {
+            Scope::Sched => (format!("sched.{}", self.id), self.label.to_string()),
+            Scope::Dev => (
+                format!("dev.{of}.{}", self.id),
+                format!("{of} {}", self.label),
+            ),
+            s => (
+                format!("{}.{of}.{}", s.id(), self.id),
+                format!("{} {of} {}", s.id(), self.label),
+            ),
+        };
+        Metric {
+            id,
+            label,
+            value,
+            kind: self,
+        }
+    }
+
+    /// Whether `of` can be what a figure of this kind is about.
+    fn fits(self, of: &str) -> bool {
+        match self.scope {
+            Scope::Dev | Scope::Journal => crate::model::Dev::parse(of).is_some(),
+            _ => !of.is_empty() && !of.contains(char::is_whitespace),
+        }
+    }
+
+    /// The pattern of this kind's ids, for help and messages.
+    fn pattern(self) -> String {
+        let of = match self.scope {
+            Scope::Probe => "OP",
+            Scope::Dev | Scope::Journal => "MAJ,MIN",
+            Scope::Function => "FUNCTION",
+            Scope::Sched => return format!("sched.{}", self.id),
+        };
+        format!("{}.{of}.{}", self.scope.id(), self.id)
+    }
+}
+
+/// The kind of an id, if it has the form of one.
+pub fn kind_of(id: &str) -> Option<Kind> {
+    KINDS.into_iter().find(|k| {
+        if k.scope == Scope::Sched {
+            return id == format!("sched.{}", k.id);
+        }
+        id.strip_prefix(k.scope.id())
+            .and_then(|r| r.strip_prefix('.'))
+            .and_then(|r| r.strip_suffix(k.id))
+            .and_then(|r| r.strip_suffix('.'))
+            .is_some_and(|of| k.fits(of))
+    })
+}
+
+/// The id of an old label (`probe fsync p99 ms`, `7,0 requests`), if it
+/// is one.
+pub fn id_of_label(label: &str) -> Option<String> {
+    KINDS.into_iter().find_map(|k| {
+        if k.scope == Scope::Sched {
+            return (label == k.label).then(|| format!("sched.{}", k.id));
+        }
+        let rest = match k.scope {
+            Scope::Dev => label,
+            s => label.strip_prefix(s.id())?.strip_prefix(' ')?,
+        };
+        let of = rest.strip_suffix(k.label)?.strip_suffix(' ')?;
+        k.fits(of).then(|| k.metric(of, 0.0).id)
+    })
+}
+
+/// `--metric`: an id, or an old label (said with a warning by the
+/// caller: `Ok((id, true))`); anything else is refused, listing the ids.
+pub fn parse(s: &str) -> Result<(String, bool), String> {
+    if kind_of(s).is_some() {
+        return Ok((s.to_string(), false));
+    }
+    if let Some(id) = id_of_label(s) {
+        return Ok((id, true));
+    }
+    Err(format!("no metric {s:?}; the metrics are: {}", patterns()))
+}
+
+/// Every kind's id pattern, comma-separated.
+pub fn patterns() -> String {
+    KINDS
+        .iter()
+        .map(|k| k.pattern())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A value as its unit is read: counts whole (`512`, a mean over runs
+/// with one decimal), times and sizes with three decimals.
+pub fn shown(unit: Unit, v: f64) -> String {
+    match unit {
+        Unit::Count if v.fract() == 0.0 => format!("{v:.0}"),
+        Unit::Count => format!("{v:.1}"),
+        _ => format!("{v:.3}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_reads_back_by_id_and_by_label() {
+        for k in KINDS {
+            for of in ["fsync", "7,0", "ext4_sync_file.isra.0"] {
+                let by_number = matches!(k.scope, Scope::Dev | Scope::Journal);
+                if by_number != (of == "7,0") {
+                    continue;
+                }
+                let m = k.metric(of, 1.0);
+                assert!(!m.id.contains(' '), "{}", m.id);
+                assert_eq!(parse(&m.id), Ok((m.id.clone(), false)));
+                assert_eq!(parse(&m.label), Ok((m.id.clone(), true)), "{}", m.label);
+            }
+        }
+        assert_eq!(
+            parse("probe fsync p99 ms"),
+            Ok(("probe.fsync.p99_ms".into(), true))
+        );
+        assert_eq!(
+            parse("7,0 D2C p99 ms"),
+            Ok(("dev.7,0.d2c.p99_ms".into(), true))
+        );
+        assert_eq!(
+            parse("function f blocked avg ms"),
+            Ok(("function.f.blocked_avg_ms".into(), true))
+        );
+        assert_eq!(
+            parse("sched.longest_runqueue_wait_ms"),
+            Ok(("sched.longest_runqueue_wait_ms".into(), false))
+        );
+    }
+
+    #[test]
+    fn anything_else_is_refused_with_the_list() {
+        for bad in ["", "no such figure", "probe..p99_ms", "dev.7,0.p99", "p99"] {
+            let e = parse(bad).unwrap_err();
+            assert!(e.contains("probe.OP.p99_ms, "), "{e}");
+            assert!(e.contains("dev.MAJ,MIN.d2c.p99_ms"), "{e}");
+        }
+    }
+
+    #[test]
+    fn counts_print_whole() {
+        assert_eq!(shown(Unit::Count, 512.0), "512");
+        assert_eq!(shown(Unit::Count, 8.5), "8.5");
+        assert_eq!(shown(Unit::Ms, 0.117), "0.117");
+    }
+}
