@@ -6,35 +6,40 @@ use crate::model::Dev;
 use clap::Args;
 use std::path::PathBuf;
 
-/// Which events and threads to analyze, and how finely.
+/// Which part of the trace to look at: a time window and threads. Shared
+/// by `report` and `flamegraph`, the commands that read one trace.
 #[derive(Args, Debug)]
-pub struct FilterArgs {
-    /// Only this device, as MAJ,MIN (e.g. 7,0).
-    #[arg(long, value_parser = parse_dev)]
-    pub device: Option<Dev>,
+pub struct WindowArgs {
     /// Only events between FROM and TO seconds (trace clock), e.g. 12.5..20.
     #[arg(long, value_parser = parse_range)]
     pub time: Option<(Option<u64>, Option<u64>)>,
-    /// Length of one iostat interval, in seconds.
-    #[arg(long, default_value = "1")]
-    pub interval: f64,
-    /// How many of the slowest operations of each kind to explain.
-    #[arg(long, default_value = "5")]
-    pub top: usize,
-    /// Only these threads' operations, syscalls, fsyncs and scheduler
-    /// rows (thread ids, comma-separated).
+    /// Only these threads' operations, syscalls, fsyncs, scheduler rows
+    /// and stacks (thread ids, comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub pid: Vec<u32>,
     /// Only threads with these names (comma-separated, exact).
     #[arg(long, value_delimiter = ',')]
     pub comm: Vec<String>,
-    /// Kernel functions whose latency to show (comma-separated): every
-    /// call where the function has entry and return tracepoints in the
-    /// trace, else the time threads blocked with it on their stack (a
-    /// capture recorded with --stacks). A capture recorded with `--func`
-    /// shows its functions without this.
-    #[arg(long = "func", value_delimiter = ',', value_name = "FUNCTIONS")]
-    pub functions: Vec<String>,
+}
+
+impl WindowArgs {
+    /// A filter that keeps this window and these threads, and every
+    /// device; the rest is the default of `diff` and the lab.
+    pub fn filter(self) -> Filter {
+        let (from_ns, to_ns) = self.time.unwrap_or((None, None));
+        Filter {
+            from_ns,
+            to_ns,
+            pids: self.pid,
+            comms: self.comm,
+            ..crate::pipeline::Options::default().filter
+        }
+    }
+}
+
+/// How kernel frames are named: for the commands that show stacks.
+#[derive(Args, Debug)]
+pub struct SymbolArgs {
     /// Name perf.data's kernel frames from this copy of the recording
     /// kernel's /proc/kallsyms (as `perf report --kallsyms`), not from
     /// this machine's.
@@ -42,25 +47,54 @@ pub struct FilterArgs {
     pub kallsyms: Option<PathBuf>,
 }
 
-impl FilterArgs {
-    /// The pipeline's options these arguments ask for; a `--kallsyms`
-    /// file is checked and put in use for the whole run.
-    pub fn options(self) -> Result<crate::pipeline::Options> {
+impl SymbolArgs {
+    /// Checks a `--kallsyms` file and puts it in use for the whole run.
+    pub fn apply(&self) -> Result<()> {
         if let Some(k) = &self.kallsyms {
             crate::model::kallsyms::use_file(k)
                 .map_err(|e| Error::bad_input(format!("{}: {e}", k.display())))?;
         }
-        let (from_ns, to_ns) = self.time.unwrap_or((None, None));
+        Ok(())
+    }
+}
+
+/// What `report` looks at and how finely: a device, the window and
+/// threads, iostat's interval, the outliers explained, kernel functions.
+#[derive(Args, Debug)]
+pub struct FilterArgs {
+    /// Only this device, as MAJ,MIN (e.g. 7,0).
+    #[arg(long, value_parser = parse_dev)]
+    pub device: Option<Dev>,
+    #[command(flatten)]
+    pub window: WindowArgs,
+    /// Length of one iostat interval, in seconds.
+    #[arg(long, default_value = "1")]
+    pub interval: f64,
+    /// How many of the slowest operations of each kind to explain.
+    #[arg(long, default_value = "5")]
+    pub top: usize,
+    /// Kernel functions whose latency to show (comma-separated): every
+    /// call where the function has entry and return tracepoints in the
+    /// trace, else the time threads blocked with it on their stack (a
+    /// capture recorded with --stacks). A capture recorded with `--func`
+    /// shows its functions without this.
+    #[arg(long = "func", value_delimiter = ',', value_name = "FUNCTIONS")]
+    pub functions: Vec<String>,
+    #[command(flatten)]
+    pub symbols: SymbolArgs,
+}
+
+impl FilterArgs {
+    /// The pipeline's options these arguments ask for; a `--kallsyms`
+    /// file is checked and put in use for the whole run.
+    pub fn options(self) -> Result<crate::pipeline::Options> {
+        self.symbols.apply()?;
         Ok(crate::pipeline::Options {
             filter: Filter {
                 device: self.device,
-                from_ns,
-                to_ns,
                 top: self.top,
-                pids: self.pid,
-                comms: self.comm,
                 functions: self.functions,
-                workload_root: None,
+                ..self.window.filter()
             },
             interval_s: self.interval,
             rows: Default::default(),

@@ -2,7 +2,7 @@
 //! where the CPUs ran (samples) or where the threads blocked, as an
 //! interactive SVG.
 
-use super::args::{FilterArgs, InputArgs};
+use super::args::{InputArgs, SymbolArgs, WindowArgs};
 use crate::error::{ExitStatus, Result};
 use crate::report::output_file::OutputFile;
 use clap::Args;
@@ -20,8 +20,12 @@ pub struct FlamegraphArgs {
     /// Blocked (off-CPU) time per kernel stack instead of on-CPU samples.
     #[arg(long)]
     off_cpu: bool,
+    // No device, iostat interval, outliers or function latency: a flame
+    // graph draws stacks, which belong to threads, not to a device.
     #[command(flatten)]
-    filter: FilterArgs,
+    window: WindowArgs,
+    #[command(flatten)]
+    symbols: SymbolArgs,
     #[command(flatten)]
     input: InputArgs,
 }
@@ -30,12 +34,17 @@ pub fn run(args: FlamegraphArgs) -> Result<ExitStatus> {
     let inputs: Vec<PathBuf> = args
         .paths
         .iter()
-        .chain(&args.filter.kallsyms)
+        .chain(&args.symbols.kallsyms)
         .cloned()
         .collect();
     let output = OutputFile::check(&args.output, &inputs)?;
     args.input.apply();
-    let a = crate::pipeline::analyze(&args.paths, &args.filter.options()?)?;
+    args.symbols.apply()?;
+    let opts = crate::pipeline::Options {
+        filter: args.window.filter(),
+        ..Default::default()
+    };
+    let a = crate::pipeline::analyze(&args.paths, &opts)?;
     for w in &a.warnings {
         super::warn(w);
     }

@@ -76,7 +76,11 @@ fn output_file(
     paths: &[PathBuf],
     filter: &FilterArgs,
 ) -> Result<Option<OutputFile>> {
-    let inputs: Vec<PathBuf> = paths.iter().chain(&filter.kallsyms).cloned().collect();
+    let inputs: Vec<PathBuf> = paths
+        .iter()
+        .chain(&filter.symbols.kallsyms)
+        .cloned()
+        .collect();
     output.map(|o| OutputFile::check(o, &inputs)).transpose()
 }
 
