@@ -127,6 +127,11 @@ impl InputArgs {
 /// The two sides of `diff` and `check`: `GOOD BAD`, or `GOOD... -- BAD...`.
 #[derive(Args, Debug)]
 pub struct SidesArgs {
+    /// `GOOD BAD`: the baseline's run, then the candidate's; before `--`,
+    /// the baseline's runs. A run is a capture of `iosleuth record` or a
+    /// trace: blktrace files or a directory of them, blkparse, ftrace,
+    /// `trace-cmd report` or `perf script` text, trace-cmd's trace.dat,
+    /// perf.data (any but perf.data also as .gz or .zst).
     #[arg(required = true)]
     pub baseline: Vec<PathBuf>,
     /// After `--`: the candidate's runs.

@@ -10,8 +10,11 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct FlamegraphArgs {
-    /// Captures recorded with `iosleuth record --stacks`, `perf script`
-    /// output of `perf record -g`, or ftrace text with stack traces.
+    /// Traces with kernel stacks: captures recorded with `iosleuth record
+    /// --stacks`, perf.data or `perf script` text of `perf record -g`,
+    /// ftrace or `trace-cmd report` text or trace-cmd's trace.dat with
+    /// stack traces (any but perf.data also as .gz or .zst), or `-` for
+    /// standard input.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
     /// The SVG to write.
