@@ -275,6 +275,91 @@ mod tests {
         }
     }
 
+    /// The long options of the command at `path` (`["probe", "fsync"]`).
+    fn long_options(path: &[&str]) -> Vec<String> {
+        let mut cmd = Cli::command();
+        cmd.build();
+        let mut c = &cmd;
+        for p in path {
+            c = c.find_subcommand(p).expect(p);
+        }
+        c.get_arguments()
+            .filter(|a| !a.is_hide_set())
+            .filter_map(|a| a.get_long().map(String::from))
+            .collect()
+    }
+
+    /// Each command offers what its code reads, nothing more: a shared
+    /// group flattened where it does nothing shows in --help and does
+    /// nothing (flamegraph had iostat's --interval).
+    #[test]
+    fn each_command_offers_only_the_options_it_uses() {
+        let window = ["time", "pid", "comm"];
+        let expected: &[(&[&str], &[&str])] = &[
+            (
+                &["report"],
+                &[
+                    "format",
+                    "output",
+                    "off-cpu",
+                    "by-process",
+                    "device",
+                    "time",
+                    "pid",
+                    "comm",
+                    "interval",
+                    "top",
+                    "func",
+                    "kallsyms",
+                    "max-input",
+                    "explain",
+                ],
+            ),
+            (
+                &["flamegraph"],
+                &[
+                    "output",
+                    "off-cpu",
+                    "time",
+                    "pid",
+                    "comm",
+                    "kallsyms",
+                    "max-input",
+                ],
+            ),
+            (&["dump"], &["events", "limit", "format", "max-input"]),
+            (
+                &["export"],
+                &[
+                    "blktrace",
+                    "parquet",
+                    "perfetto",
+                    "host",
+                    "force",
+                    "max-input",
+                ],
+            ),
+            (
+                &["diff"],
+                &["format", "output", "flamegraph", "func", "max-input"],
+            ),
+            (&["check"], &["metric", "threshold", "max-input"]),
+            (&["man"], &["dir"]),
+        ];
+        for (path, want) in expected {
+            let mut got = long_options(path);
+            got.retain(|o| o != "help");
+            assert_eq!(got, *want, "{path:?}");
+        }
+        // Where a trace is not read, nothing about reading one.
+        for path in [&["probe", "fsync"][..], &["lab", "run"], &["completions"]] {
+            let got = long_options(path);
+            for o in window.iter().chain(&["device", "interval", "max-input"]) {
+                assert!(!got.iter().any(|g| g == o), "{path:?} offers --{o}");
+            }
+        }
+    }
+
     #[test]
     fn every_command_and_argument_says_what_it_takes() {
         let mut cmd = Cli::command();
