@@ -360,6 +360,38 @@ mod tests {
         }
     }
 
+    /// `record`'s options that one way of recording does not read are
+    /// refused with it, not ignored; their defaults are no conflict.
+    /// Parsed only: nothing is recorded.
+    #[test]
+    fn record_refuses_what_its_chosen_recorder_does_not_read() {
+        let parses = |args: &str| {
+            let argv = format!("iosleuth record -o x {args}");
+            Cli::try_parse_from(argv.split_whitespace()).is_ok()
+        };
+        for fine in [
+            "",
+            "--light",
+            "--blk sda",
+            "--blk sda --text --buffer-kb 64",
+            "--stacks --freq 199",
+            "--events block,sched --buffer-kb 64",
+        ] {
+            assert!(parses(fine), "{fine}");
+        }
+        for refused in [
+            "--light --events block",
+            "--light --buffer-kb 64",
+            "--blk sda --events block",
+            "--blk sda --stacks",
+            "--blk sda --func ext4_sync_file",
+            "--text",
+            "--freq 199",
+        ] {
+            assert!(!parses(refused), "{refused}");
+        }
+    }
+
     #[test]
     fn every_command_and_argument_says_what_it_takes() {
         let mut cmd = Cli::command();
