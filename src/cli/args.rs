@@ -6,39 +6,48 @@ use crate::model::Dev;
 use clap::Args;
 use std::path::PathBuf;
 
-/// Which events and threads to analyze, and how finely.
+/// Which part of the trace to look at: a time window and threads. Shared
+/// by `report` and `flamegraph`, the commands that read one trace.
 #[derive(Args, Debug)]
-pub struct FilterArgs {
-    /// Only this device: loop0, /dev/loop0 or 7,0 (MAJ,MIN). A name is
-    /// looked up in the capture's settings, else on this machine.
-    #[arg(long, value_parser = parse_device, value_name = "DEV")]
-    pub device: Option<DeviceArg>,
+pub struct WindowArgs {
     /// Only events between FROM and TO seconds after the trace's first
     /// event, e.g. 0.5..2 (`+0.5..+2` says the same; either end may be
     /// left out: 1.5..), or with `abs:` in the trace's clock, as the
     /// report's first line and `dump` print it: abs:14277.9..14278.1.
     #[arg(long, value_parser = parse_range)]
     pub time: Option<Range>,
-    /// Length of one iostat interval, in seconds.
-    #[arg(long, default_value = "1")]
-    pub interval: f64,
-    /// How many of the slowest operations of each kind to explain.
-    #[arg(long, default_value = "5")]
-    pub top: usize,
-    /// Only these threads' operations, syscalls, fsyncs and scheduler
-    /// rows (thread ids, comma-separated).
+    /// Only these threads' operations, syscalls, fsyncs, scheduler rows
+    /// and stacks (thread ids, comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub pid: Vec<u32>,
     /// Only threads with these names (comma-separated, exact).
     #[arg(long, value_delimiter = ',')]
     pub comm: Vec<String>,
-    /// Kernel functions whose latency to show (comma-separated): every
-    /// call where the function has entry and return tracepoints in the
-    /// trace, else the time threads blocked with it on their stack (a
-    /// capture recorded with --stacks). A capture recorded with `--func`
-    /// shows its functions without this.
-    #[arg(long = "func", value_delimiter = ',', value_name = "FUNCTIONS")]
-    pub functions: Vec<String>,
+}
+
+impl WindowArgs {
+    /// A filter that keeps this window and these threads, and every
+    /// device; the rest is the default of `diff` and the lab.
+    pub fn filter(self) -> Filter {
+        let Range {
+            from_ns,
+            to_ns,
+            absolute,
+        } = self.time.unwrap_or_default();
+        Filter {
+            from_ns,
+            to_ns,
+            relative_time: !absolute,
+            pids: self.pid,
+            comms: self.comm,
+            ..crate::pipeline::Options::default().filter
+        }
+    }
+}
+
+/// How kernel frames are named: for the commands that show stacks.
+#[derive(Args, Debug)]
+pub struct SymbolArgs {
     /// Name perf.data's kernel frames from this copy of the recording
     /// kernel's /proc/kallsyms (as `perf report --kallsyms`), not from
     /// this machine's.
@@ -46,19 +55,49 @@ pub struct FilterArgs {
     pub kallsyms: Option<PathBuf>,
 }
 
-impl FilterArgs {
-    /// The pipeline's options these arguments ask for; a `--kallsyms`
-    /// file is checked and put in use for the whole run.
-    pub fn options(self) -> Result<crate::pipeline::Options> {
+impl SymbolArgs {
+    /// Checks a `--kallsyms` file and puts it in use for the whole run.
+    pub fn apply(&self) -> Result<()> {
         if let Some(k) = &self.kallsyms {
             crate::model::kallsyms::use_file(k)
                 .map_err(|e| Error::bad_input(format!("{}: {e}", k.display())))?;
         }
-        let Range {
-            from_ns,
-            to_ns,
-            absolute,
-        } = self.time.unwrap_or_default();
+        Ok(())
+    }
+}
+
+/// What `report` looks at and how finely: a device, the window and
+/// threads, iostat's interval, the outliers explained, kernel functions.
+#[derive(Args, Debug)]
+pub struct FilterArgs {
+    /// Only this device: loop0, /dev/loop0 or 7,0 (MAJ,MIN). A name is
+    /// looked up in the capture's settings, else on this machine.
+    #[arg(long, value_parser = parse_device, value_name = "DEV")]
+    pub device: Option<DeviceArg>,
+    #[command(flatten)]
+    pub window: WindowArgs,
+    /// Length of one iostat interval, in seconds.
+    #[arg(long, default_value = "1")]
+    pub interval: f64,
+    /// How many of the slowest operations of each kind to explain.
+    #[arg(long, default_value = "5")]
+    pub top: usize,
+    /// Kernel functions whose latency to show (comma-separated): every
+    /// call where the function has entry and return tracepoints in the
+    /// trace, else the time threads blocked with it on their stack (a
+    /// capture recorded with --stacks). A capture recorded with `--func`
+    /// shows its functions without this.
+    #[arg(long = "func", value_delimiter = ',', value_name = "FUNCTIONS")]
+    pub functions: Vec<String>,
+    #[command(flatten)]
+    pub symbols: SymbolArgs,
+}
+
+impl FilterArgs {
+    /// The pipeline's options these arguments ask for; a `--kallsyms`
+    /// file is checked and put in use for the whole run.
+    pub fn options(self) -> Result<crate::pipeline::Options> {
+        self.symbols.apply()?;
         Ok(crate::pipeline::Options {
             filter: Filter {
                 device: match &self.device {
@@ -69,14 +108,9 @@ impl FilterArgs {
                     Some(DeviceArg::Name(n)) => Some(n),
                     _ => None,
                 },
-                from_ns,
-                to_ns,
-                relative_time: !absolute,
                 top: self.top,
-                pids: self.pid,
-                comms: self.comm,
                 functions: self.functions,
-                workload_root: None,
+                ..self.window.filter()
             },
             interval_s: self.interval,
             rows: Default::default(),
@@ -109,6 +143,11 @@ impl InputArgs {
 /// The two sides of `diff` and `check`: `GOOD BAD`, or `GOOD... -- BAD...`.
 #[derive(Args, Debug)]
 pub struct SidesArgs {
+    /// `GOOD BAD`: the baseline's run, then the candidate's; before `--`,
+    /// the baseline's runs. A run is a capture of `iosleuth record` or a
+    /// trace: blktrace files or a directory of them, blkparse, ftrace,
+    /// `trace-cmd report` or `perf script` text, trace-cmd's trace.dat,
+    /// perf.data (any but perf.data also as .gz or .zst).
     #[arg(required = true)]
     pub baseline: Vec<PathBuf>,
     /// After `--`: the candidate's runs.

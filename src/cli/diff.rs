@@ -13,6 +13,8 @@ use std::path::PathBuf;
 pub struct DiffArgs {
     #[command(flatten)]
     sides: SidesArgs,
+    /// text: a table of figures and the verdict; json: the same for
+    /// programs; html: one page for a browser (with -o FILE).
     #[arg(long, value_parser = Format::parser(Command::Diff), default_value = "text")]
     format: Format,
     /// Write the diff to this file rather than to standard output (`-`:

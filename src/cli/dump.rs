@@ -10,6 +10,10 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct DumpArgs {
+    /// The traces to print: captures of `iosleuth record`, blktrace files
+    /// or directories of them, blkparse, ftrace, `trace-cmd report` or
+    /// `perf script` text, trace-cmd's trace.dat, perf.data (any but
+    /// perf.data also as .gz or .zst), or `-` for standard input.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
     /// Only these events: blkparse's letters (Q, G, I, D, C, …),

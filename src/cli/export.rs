@@ -37,6 +37,10 @@ pub struct ExportArgs {
     /// would merge them in); other files stay.
     #[arg(long, requires = "blktrace")]
     force: bool,
+    /// The traces to convert: captures of `iosleuth record`, blktrace files
+    /// or directories of them, blkparse, ftrace, `trace-cmd report` or
+    /// `perf script` text, trace-cmd's trace.dat, perf.data (any but
+    /// perf.data also as .gz or .zst). With --parquet each is one capture.
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
     #[command(flatten)]

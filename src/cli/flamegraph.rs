@@ -2,7 +2,7 @@
 //! where the CPUs ran (samples) or where the threads blocked, as an
 //! interactive SVG.
 
-use super::args::{FilterArgs, InputArgs};
+use super::args::{InputArgs, SymbolArgs, WindowArgs};
 use crate::error::{ExitStatus, Result};
 use crate::report::output_file::Destination;
 use clap::Args;
@@ -10,8 +10,11 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct FlamegraphArgs {
-    /// Captures recorded with `iosleuth record --stacks`, `perf script`
-    /// output of `perf record -g`, or ftrace text with stack traces.
+    /// Traces with kernel stacks: captures recorded with `iosleuth record
+    /// --stacks`, perf.data or `perf script` text of `perf record -g`,
+    /// ftrace or `trace-cmd report` text or trace-cmd's trace.dat with
+    /// stack traces (any but perf.data also as .gz or .zst), or `-` for
+    /// standard input.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
     /// The SVG to write (`-`: standard output).
@@ -20,8 +23,12 @@ pub struct FlamegraphArgs {
     /// Blocked (off-CPU) time per kernel stack instead of on-CPU samples.
     #[arg(long)]
     off_cpu: bool,
+    // No device, iostat interval, outliers or function latency: a flame
+    // graph draws stacks, which belong to threads, not to a device.
     #[command(flatten)]
-    filter: FilterArgs,
+    window: WindowArgs,
+    #[command(flatten)]
+    symbols: SymbolArgs,
     #[command(flatten)]
     input: InputArgs,
 }
@@ -30,7 +37,7 @@ pub fn run(args: FlamegraphArgs) -> Result<ExitStatus> {
     let inputs: Vec<PathBuf> = args
         .paths
         .iter()
-        .chain(&args.filter.kallsyms)
+        .chain(&args.symbols.kallsyms)
         .cloned()
         .collect();
     let output = Destination::check(
@@ -40,7 +47,12 @@ pub fn run(args: FlamegraphArgs) -> Result<ExitStatus> {
         Some(super::stacks::SVG),
     )?;
     args.input.apply();
-    let a = crate::pipeline::analyze(&args.paths, &args.filter.options()?)?;
+    args.symbols.apply()?;
+    let opts = crate::pipeline::Options {
+        filter: args.window.filter(),
+        ..Default::default()
+    };
+    let a = crate::pipeline::analyze(&args.paths, &opts)?;
     // What leaves the graph unreadable (kernel frames unnamed) first.
     let (first, rest): (Vec<&String>, Vec<&String>) = a
         .warnings

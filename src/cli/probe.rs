@@ -16,10 +16,13 @@ pub struct ProbeArgs {
 enum ProbeKind {
     /// write + fsync in a loop at the same offset (the program that showed an eMMC stalling 270 ms on journal writes).
     Fsync {
+        /// The file to write (created if missing).
         #[arg(long)]
         path: PathBuf,
+        /// Bytes per write (k, m, g suffixes).
         #[arg(long, default_value = "8k", value_parser = parse_size)]
         size: u64,
+        /// How many write + fsync pairs.
         #[arg(long, default_value = "1000")]
         count: u64,
         /// Stop after the first operation slower than this (ms).
@@ -35,8 +38,10 @@ enum ProbeKind {
         /// A file or a block device.
         #[arg(long)]
         path: PathBuf,
+        /// Bytes per read (k, m, g suffixes).
         #[arg(long, default_value = "4k", value_parser = parse_size)]
         bs: u64,
+        /// Reads submitted at once.
         #[arg(long, default_value = "32")]
         depth: u32,
         /// How much to read (default: all of it).
@@ -45,12 +50,16 @@ enum ProbeKind {
     },
     /// N threads of random buffered writes, each followed by fsync (a job that fills a small journal).
     Randwrite {
+        /// The directory to write the threads' files in (made if missing).
         #[arg(long)]
         dir: PathBuf,
+        /// Writer threads, each with a file of its own.
         #[arg(long, default_value = "4")]
         threads: usize,
+        /// Bytes per write (k, m, g suffixes).
         #[arg(long, default_value = "16k", value_parser = parse_size)]
         bs: u64,
+        /// Size of each thread's file (k, m, g suffixes).
         #[arg(long, default_value = "64m", value_parser = parse_size)]
         file_size: u64,
         /// fsync after every write.
@@ -69,10 +78,13 @@ enum ProbeKind {
         /// Run as SCHED_FIFO with this priority (1-99).
         #[arg(long)]
         fifo: Option<i32>,
+        /// Milliseconds of each burst on the CPU.
         #[arg(long, default_value = "300")]
         on_ms: f64,
+        /// Milliseconds of rest between bursts.
         #[arg(long, default_value = "300")]
         off_ms: f64,
+        /// Seconds to run.
         #[arg(long, default_value = "3")]
         duration: f64,
     },

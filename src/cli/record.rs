@@ -28,10 +28,12 @@ pub struct RecordArgs {
     #[arg(long)]
     list_events: bool,
     /// Trace these block devices with the blk tracer instead (loop0, /dev/loop0 or 7,0).
-    #[arg(long = "blk")]
+    // The blk tracer records block events alone: no event sets, stacks
+    // or functions to ask for.
+    #[arg(long = "blk", conflicts_with_all = ["events", "stacks", "functions"])]
     blk: Vec<String>,
-    /// Write the tracer's text lines instead of binary records.
-    #[arg(long)]
+    /// With --blk: write the tracer's text lines instead of binary records.
+    #[arg(long, requires = "blk")]
     text: bool,
     /// Also record kernel stacks: on-CPU samples of every CPU (--freq,
     /// through perf_event_open) and where threads block (the stack of
@@ -49,13 +51,13 @@ pub struct RecordArgs {
     #[arg(long = "func", value_delimiter = ',', value_name = "FUNCTIONS")]
     functions: Vec<String>,
     /// On-CPU sampling frequency of --stacks (Hz), as perf's -F.
-    #[arg(long, default_value = "99", value_parser = clap::value_parser!(u64).range(1..=10000))]
+    #[arg(long, requires = "stacks", default_value = "99", value_parser = clap::value_parser!(u64).range(1..=10000))]
     freq: u64,
     /// A capture that can stay on: BPF programs keep each request's state
     /// and histograms of its stages in the kernel, and send only the slow
     /// requests (see --slow). Needs the kernel's BTF; `report`, `diff` and
     /// `check` read the capture.
-    #[arg(long, conflicts_with_all = ["blk", "stacks", "functions", "text"])]
+    #[arg(long, conflicts_with_all = ["blk", "stacks", "functions", "text", "events", "buffer_kb"])]
     light: bool,
     /// With --light: a request is slow from this many milliseconds
     /// (allocation to completion); by default from the running p99 of its
@@ -74,7 +76,8 @@ pub struct RecordArgs {
     /// hooks (the overhead benchmark's floor); the capture has no data.
     #[arg(long, requires = "light", hide = true)]
     light_floor: bool,
-    /// Per-CPU ring buffer size.
+    /// Per-CPU ring buffer size, in KiB (not with --light, whose BPF ring
+    /// has a size of its own).
     #[arg(long, default_value = "16384")]
     buffer_kb: u64,
     /// Record for this many seconds when no command is given.

@@ -12,10 +12,15 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// Trace files, directories of blktrace files, captures, or `-` for
-    /// standard input.
+    /// The traces to diagnose: captures of `iosleuth record`, blktrace
+    /// files or directories of them, blkparse, ftrace, `trace-cmd report`
+    /// or `perf script` text, trace-cmd's trace.dat, perf.data (any but
+    /// perf.data also as .gz or .zst), or `-` for standard input.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
+    /// text: findings first, then every layer; json: one object for
+    /// programs; html: one page for a browser (with -o FILE); folded:
+    /// stacks for flame graph tools.
     #[arg(long, value_parser = Format::parser(Command::Report), default_value = "text")]
     format: Format,
     /// Write the report to this file rather than to standard output (`-`:
@@ -89,7 +94,11 @@ fn output_file(
     filter: &FilterArgs,
     format: Format,
 ) -> Result<Destination> {
-    let inputs: Vec<PathBuf> = paths.iter().chain(&filter.kallsyms).cloned().collect();
+    let inputs: Vec<PathBuf> = paths
+        .iter()
+        .chain(&filter.symbols.kallsyms)
+        .cloned()
+        .collect();
     let page = super::page(format, "-o report.html");
     Destination::check(output, &inputs, "report", page)
 }

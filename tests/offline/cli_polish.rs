@@ -48,6 +48,175 @@ fn the_manual_page_is_roff_naming_every_subcommand() {
     }
 }
 
+/// `--help` offers each command what it uses and says what it reads:
+/// report that it diagnoses, and every input kind.
+#[test]
+fn help_offers_each_command_its_own_options_and_names_its_inputs() {
+    let help = |args: &[&str]| run(iosleuth().args(args).arg("--help"));
+    let flamegraph = help(&["flamegraph"]);
+    for irrelevant in ["--interval", "--device", "--top", "--func", "--explain"] {
+        assert!(
+            !flamegraph.contains(irrelevant),
+            "{irrelevant}: {flamegraph}"
+        );
+    }
+    for used in [
+        "--off-cpu",
+        "--time",
+        "--pid",
+        "--comm",
+        "--kallsyms",
+        "--max-input",
+    ] {
+        assert!(flamegraph.contains(used), "{used}: {flamegraph}");
+    }
+    let dump = help(&["dump"]);
+    for irrelevant in ["--interval", "--device", "--top", "--time", "--kallsyms"] {
+        assert!(!dump.contains(irrelevant), "{irrelevant}: {dump}");
+    }
+    let report = help(&["report"]);
+    assert!(report.starts_with("Diagnose slow I/O"), "{report}");
+    assert!(report.contains("root cause with its evidence"), "{report}");
+    for command in ["report", "dump", "export", "flamegraph", "diff", "check"] {
+        let h = help(&[command]);
+        for kind in [
+            "`iosleuth record`",
+            "blktrace",
+            "blkparse",
+            "ftrace",
+            "trace.dat",
+            "perf.data",
+            "`perf script`",
+            "gzip or zstd",
+        ] {
+            assert!(h.contains(kind), "{command} --help lacks {kind}: {h}");
+        }
+    }
+    // The one-line summary (-h, the command list, the manual's NAME)
+    // names every format export writes.
+    let export = run(iosleuth().args(["export", "-h"]));
+    let summary = export.lines().next().unwrap();
+    for format in [
+        "blkparse",
+        "btt",
+        "iowatcher",
+        "seekwatcher",
+        "Parquet",
+        "Perfetto",
+    ] {
+        assert!(summary.contains(format), "{format}: {summary}");
+    }
+}
+
+const SECTIONS: [&str; 6] = [
+    ".SH NAME",
+    ".SH SYNOPSIS",
+    ".SH DESCRIPTION",
+    ".SH OPTIONS",
+    ".SH \"EXIT STATUS\"",
+    ".SH EXAMPLES",
+];
+
+/// The pages a page names (`\fBiosleuth\-report\fR(1)`) in its SEE ALSO
+/// and SUBCOMMANDS sections, as file names.
+fn named_pages(page: &str) -> Vec<String> {
+    let named = |section: &str| -> Vec<String> {
+        let Some((_, rest)) = page.split_once(section) else {
+            return Vec::new();
+        };
+        let body = rest.split("\n.SH ").next().unwrap();
+        body.replace("\\fB", "")
+            .replace("\\fR", "")
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|w| w.starts_with("iosleuth") && w.ends_with("(1)"))
+            .map(|w| w.replace("\\-", "-").replace("(1)", ".1"))
+            .collect()
+    };
+    let mut all = named(".SH \"SEE ALSO\"");
+    all.extend(named(".SH SUBCOMMANDS"));
+    all
+}
+
+/// `man --dir` writes a page for every command; every page another names
+/// exists, each has the sections a manual page has, and groff formats
+/// them without a warning (without groff: a skip line, a failure under
+/// CI=true).
+#[test]
+fn the_manual_has_a_page_for_every_command_and_each_renders_cleanly() {
+    let dir = tempdir();
+    let o = iosleuth()
+        .args(["man", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let top = std::fs::read_to_string(dir.path().join("iosleuth.1")).unwrap();
+    assert_eq!(top, run(iosleuth().arg("man")), "`man` prints iosleuth.1");
+    let see_also = named_pages(&top);
+    for s in SUBCOMMANDS {
+        assert!(
+            see_also.contains(&format!("iosleuth-{s}.1")),
+            "{s}: {see_also:?}"
+        );
+    }
+    let mut pages: Vec<std::path::PathBuf> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    pages.sort();
+    assert!(pages.len() > SUBCOMMANDS.len(), "{pages:?}");
+    for path in &pages {
+        let page = std::fs::read_to_string(path).unwrap();
+        for section in SECTIONS {
+            assert!(page.contains(section), "{}: no {section}", path.display());
+        }
+        for named in named_pages(&page) {
+            assert!(
+                dir.path().join(&named).exists(),
+                "{} names {named}",
+                path.display()
+            );
+        }
+    }
+    let report = run(iosleuth().args(["man", "report"]));
+    assert_eq!(
+        report,
+        std::fs::read_to_string(dir.path().join("iosleuth-report.1")).unwrap()
+    );
+    let check = std::fs::read_to_string(dir.path().join("iosleuth-check.1")).unwrap();
+    for code in ["0", "1", "125", "128 or more"] {
+        assert!(
+            check.contains(&format!(".TP\n\\fB{code}\\fR\n")),
+            "{code}: {check}"
+        );
+    }
+
+    let groff = std::process::Command::new("groff")
+        .arg("--version")
+        .output();
+    if !groff.is_ok_and(|o| o.status.success()) {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "test cannot run: missing the `groff` program (apt-get install groff-base)"
+        );
+        eprintln!("skipped: rendering the manual pages needs groff, which is missing");
+        return;
+    }
+    for path in &pages {
+        let o = std::process::Command::new("groff")
+            .args(["-man", "-Tutf8", "-ww", "-z"])
+            .arg(path)
+            .output()
+            .unwrap();
+        let warnings = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            o.status.success() && warnings.is_empty(),
+            "{}: {warnings}",
+            path.display()
+        );
+    }
+}
+
 /// Progress shows on a terminal only: `script` gives the command one;
 /// through a pipe stderr holds no spinner.
 #[test]
