@@ -39,7 +39,9 @@ fn every_event_set_decodes_its_fields() {
     let dir = tempdir();
     let fs = Ext4::create(256, 8, true).expect("ext4 on a loop device");
     let dev = fs.disk.dev().unwrap();
-    let kdev = ((dev.major() as u64) << 20) | dev.minor() as u64;
+    // The kernel's dev_t (MAJOR << 20 | MINOR), as `dump` decodes it.
+    let kdev = format!("{},{}", dev.major(), dev.minor());
+    let kdev = kdev.as_str();
     let bdi = format!("{}:{}", dev.major(), dev.minor());
     let script = format!(
         "{bin} probe fsync --size 8k --count 20 --path {m}/probe.dat && \

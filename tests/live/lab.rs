@@ -361,7 +361,7 @@ fn lab_journal_shows_the_journal_space_wait_in_stacks_and_flame_graphs() {
     let total = |function: &str| -> Vec<f64> {
         let row = out
             .lines()
-            .find(|l| l.starts_with(&format!("function {function} blocked total ms")))
+            .find(|l| l.starts_with(&format!("function.{function}.blocked_total_ms ")))
             .unwrap_or_else(|| panic!("{function}\n{out}"));
         row.split_whitespace()
             .filter_map(|w| w.parse().ok())
