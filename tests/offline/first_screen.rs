@@ -4,22 +4,9 @@
 //! per-thread lines collapse unless `--all`.
 
 use crate::common::*;
-use std::path::PathBuf;
+use crate::golden::fixtures;
 
 const SCREEN: usize = 40;
-
-fn fixtures() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir("tests/fixtures")
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let name = p.file_name().unwrap().to_str().unwrap();
-            !matches!(name, "fuzz" | "seeds") && !name.ends_with(".kallsyms")
-        })
-        .collect();
-    v.sort();
-    v
-}
 
 fn report(path: &str, extra: &[&str]) -> String {
     run(iosleuth()

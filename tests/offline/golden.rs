@@ -13,7 +13,7 @@ const GOLDEN: &str = "tests/golden";
 
 /// Every report input among the fixtures (not the fuzz findings, the seed
 /// excerpts or a kallsyms beside its perf.data).
-fn fixtures() -> Vec<PathBuf> {
+pub(crate) fn fixtures() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir("tests/fixtures")
         .unwrap()
         .map(|e| e.unwrap().path())
