@@ -123,13 +123,7 @@ pub fn render_with(a: &Analysis, found: &[crate::diagnose::Finding], all: bool) 
     if all && a.inputs.len() > 1 {
         let _ = writeln!(out, "inputs:");
         for i in &a.inputs {
-            let _ = writeln!(
-                out,
-                "  {} ({}, {} events)",
-                Esc(&i.path),
-                i.format,
-                i.events
-            );
+            input_line(&mut out, i);
         }
         out.push('\n');
     }

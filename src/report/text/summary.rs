@@ -30,13 +30,7 @@ pub(super) fn summary(out: &mut String, a: &Analysis, found: &[Finding]) {
         secs(origin)
     );
     for i in a.inputs.iter().take(INPUTS_SHOWN) {
-        let _ = writeln!(
-            out,
-            "  {} ({}, {} events)",
-            Esc(&i.path),
-            i.format,
-            i.events
-        );
+        input_line(out, i);
     }
     if a.inputs.len() > INPUTS_SHOWN {
         let rest = &a.inputs[INPUTS_SHOWN..];
@@ -246,4 +240,15 @@ fn findings(out: &mut String, a: &Analysis, found: &[Finding]) {
                 .unwrap_or_default()
         );
     }
+}
+
+/// One input read: its path, format and events.
+pub(super) fn input_line(out: &mut String, i: &crate::analyze::InputSummary) {
+    let _ = writeln!(
+        out,
+        "  {} ({}, {} events)",
+        Esc(&i.path),
+        i.format,
+        i.events
+    );
 }
