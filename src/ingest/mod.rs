@@ -31,6 +31,7 @@ pub mod time_order;
 pub mod trace_dat;
 pub mod tracefs_format;
 pub mod user_frames;
+mod zstd_frames;
 
 pub use merge::Merger;
 pub use source::{warnings_for, InputError, Source};
