@@ -36,6 +36,7 @@ mod record;
 mod record_light;
 mod report;
 mod stacks;
+mod watch;
 
 use crate::error::{Error, ExitStatus, Result};
 use crate::report::output_file::Destination;
@@ -151,6 +152,18 @@ Inputs are read by name, not from standard input.",
     /// `report`, `diff`, `check` and the other commands read all three.
     /// Needs root.
     Record(record::RecordArgs),
+    /// Stay on: count every request in BPF histograms, serve them as
+    /// Prometheus metrics, and keep a diagnosed capture when a trigger fires
+    ///
+    /// `watch --dir /var/lib/iosleuth` serves http://127.0.0.1:19690/metrics
+    /// (per device and operation histograms of queued, device and total
+    /// time; counters; the flight recorder's; the findings of the last
+    /// capture). A trigger (a device's p99 far above its baseline, a
+    /// request over a bound, a thread waiting runnable too long) writes
+    /// the seconds around it as a light capture with report.json and
+    /// report.html beside it, under a disk quota. SIGTERM or SIGINT stop
+    /// it and leave nothing loaded; SIGHUP reopens --log. Needs root.
+    Watch(watch::WatchArgs),
     /// Print a shell completion script: `iosleuth completions bash >
     /// /etc/bash_completion.d/iosleuth` (also zsh, fish, elvish,
     /// powershell)
@@ -194,6 +207,7 @@ pub fn run() -> Result<ExitStatus> {
         Cmd::Check(a) => check::run(a),
         Cmd::Lab(a) => lab::run(a),
         Cmd::Record(a) => record::run(a),
+        Cmd::Watch(a) => watch::run(a),
         Cmd::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "iosleuth", &mut out);

@@ -32,7 +32,7 @@ pub fn record(
         .map_err(|e| Error::bad_input(format!("cannot create {}: {e}", output.display())))?;
     workload::install_signal_handlers();
     let before = snapshot::take();
-    let session = LightSession::start(opts, output)?;
+    let session = LightSession::start(opts, output, None)?;
     let mut sample = serde_json::Value::Null;
     let w = Workload {
         command,

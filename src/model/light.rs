@@ -364,3 +364,171 @@ pub fn comm_string(c: &[u8]) -> String {
 
 /// The operation names of bpf/light.h's slots, in slot order.
 pub const OPS: [&str; 4] = ["read", "write", "flush", "other"];
+
+impl StageHist {
+    /// What was added to the histogram since `before` (an earlier reading
+    /// of the same one); a bucket that shrank (the reading raced an
+    /// update) counts 0.
+    pub fn since(&self, before: &StageHist) -> StageHist {
+        let mut buckets = Vec::new();
+        let mut old = before.buckets.iter().peekable();
+        for &(i, c) in &self.buckets {
+            while old.peek().is_some_and(|b| b.0 < i) {
+                old.next();
+            }
+            let prev = old.peek().filter(|b| b.0 == i).map_or(0, |b| b.1);
+            if c > prev {
+                buckets.push((i, c - prev));
+            }
+        }
+        StageHist {
+            n: self.n.saturating_sub(before.n),
+            sum_ns: self.sum_ns.saturating_sub(before.sum_ns),
+            buckets,
+        }
+    }
+
+    /// The upper bound (ns) of the bucket holding quantile `q` (0..1) of
+    /// the counted values; `None` when empty.
+    pub fn quantile_high(&self, q: f64) -> Option<u64> {
+        let total: u64 = self.buckets.iter().map(|b| b.1).sum();
+        if total == 0 {
+            return None;
+        }
+        let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
+        let mut seen = 0;
+        for (_, hi, c) in self.rows() {
+            seen += c;
+            if seen >= rank {
+                return Some(hi);
+            }
+        }
+        None
+    }
+
+    /// How many counted values are at least `ns` (a bucket counts when its
+    /// lowest value is).
+    pub fn at_least(&self, ns: u64) -> u64 {
+        self.rows().filter(|r| r.0 >= ns).map(|r| r.2).sum()
+    }
+}
+
+impl LightOp {
+    pub fn since(&self, before: Option<&LightOp>) -> LightOp {
+        let Some(b) = before else {
+            return self.clone();
+        };
+        LightOp {
+            ios: self.ios.saturating_sub(b.ios),
+            bytes: self.bytes.saturating_sub(b.bytes),
+            queued: self.queued.since(&b.queued),
+            device: self.device.since(&b.device),
+            total: self.total.since(&b.total),
+            size_log2: minus(&self.size_log2, &b.size_log2),
+        }
+    }
+}
+
+fn minus(after: &[u64], before: &[u64]) -> Vec<u64> {
+    after
+        .iter()
+        .enumerate()
+        .map(|(i, a)| a.saturating_sub(before.get(i).copied().unwrap_or(0)))
+        .collect()
+}
+
+impl LightCounters {
+    pub fn since(&self, b: &LightCounters) -> LightCounters {
+        LightCounters {
+            back_merges: self.back_merges.saturating_sub(b.back_merges),
+            front_merges: self.front_merges.saturating_sub(b.front_merges),
+            rq_merges: self.rq_merges.saturating_sub(b.rq_merges),
+            splits: self.splits.saturating_sub(b.splits),
+            requeues: self.requeues.saturating_sub(b.requeues),
+            errors: self.errors.saturating_sub(b.errors),
+            partial: self.partial.saturating_sub(b.partial),
+            no_state: self.no_state.saturating_sub(b.no_state),
+            state_full: self.state_full.saturating_sub(b.state_full),
+            slow_sent: self.slow_sent.saturating_sub(b.slow_sent),
+            slow_capped: self.slow_capped.saturating_sub(b.slow_capped),
+            ring_full: self.ring_full.saturating_sub(b.ring_full),
+            seq_requests: self.seq_requests.saturating_sub(b.seq_requests),
+        }
+    }
+}
+
+/// What the devices counted between two readings of the light maps (the
+/// later first); a device absent from `before` counted everything after.
+pub fn devices_since(after: &[LightDevice], before: &[LightDevice]) -> Vec<LightDevice> {
+    after
+        .iter()
+        .map(|d| {
+            let b = before.iter().find(|b| b.dev == d.dev);
+            LightDevice {
+                dev: d.dev.clone(),
+                ops: d
+                    .ops
+                    .iter()
+                    .map(|(name, op)| (name.clone(), op.since(b.and_then(|b| b.ops.get(name)))))
+                    .filter(|(_, op)| op.ios > 0 || op.total.n > 0)
+                    .collect(),
+                depth: minus(&d.depth, b.map_or(&[][..], |b| &b.depth)),
+                counters: b.map_or(d.counters, |b| d.counters.since(&b.counters)),
+            }
+        })
+        .filter(|d| !d.ops.is_empty() || d.counters != LightCounters::default())
+        .collect()
+}
+
+/// The same for the CPUs' figures.
+pub fn cpus_since(after: &[LightCpu], before: &[LightCpu]) -> Vec<LightCpu> {
+    after
+        .iter()
+        .map(|c| {
+            let Some(b) = before.iter().find(|b| b.cpu == c.cpu) else {
+                return c.clone();
+            };
+            LightCpu {
+                cpu: c.cpu,
+                switches: c.switches.saturating_sub(b.switches),
+                wakeups: c.wakeups.saturating_sub(b.wakeups),
+                long_waits: c.long_waits.saturating_sub(b.long_waits),
+                waits_lost: c.waits_lost.saturating_sub(b.waits_lost),
+                events: c.events.saturating_sub(b.events),
+                events_lost: c.events_lost.saturating_sub(b.events_lost),
+                hardirqs: c.hardirqs.saturating_sub(b.hardirqs),
+                hardirq_ns: c.hardirq_ns.saturating_sub(b.hardirq_ns),
+                softirqs: minus(&c.softirqs, &b.softirqs),
+                softirq_ns: minus(&c.softirq_ns, &b.softirq_ns),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod since_tests {
+    use super::*;
+
+    #[test]
+    fn a_window_is_the_later_reading_less_the_earlier_bucket_by_bucket() {
+        let before = StageHist {
+            n: 3,
+            sum_ns: 300,
+            buckets: vec![(10, 2), (40, 1)],
+        };
+        let after = StageHist {
+            n: 7,
+            sum_ns: 1000,
+            buckets: vec![(5, 1), (10, 2), (40, 3), (50, 1)],
+        };
+        let d = after.since(&before);
+        assert_eq!(d.n, 4);
+        assert_eq!(d.sum_ns, 700);
+        assert_eq!(d.buckets, vec![(5, 1), (40, 2), (50, 1)]);
+        // Bucket 50 holds the highest of the four: p99 is its bound.
+        assert_eq!(d.quantile_high(0.99), Some(bucket_range(50).1));
+        assert_eq!(d.quantile_high(0.25), Some(5));
+        assert_eq!(d.at_least(41), 1);
+        assert_eq!(StageHist::default().quantile_high(0.99), None);
+    }
+}

@@ -16,6 +16,7 @@ pub mod json;
 pub mod output_file;
 pub mod parquet;
 pub mod perfetto;
+pub mod prometheus;
 pub mod text;
 
 use crate::analyze::block::DeviceSummary;

@@ -19,3 +19,4 @@ mod perf_data;
 mod record;
 mod sched;
 mod slow_device;
+mod watch;

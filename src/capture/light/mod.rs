@@ -15,6 +15,7 @@
 #[cfg(test)]
 mod abi_check;
 pub mod maps;
+pub mod ring;
 
 use super::tracefs::CaptureError;
 use super::tracefs::Tracefs;
@@ -28,11 +29,12 @@ use aya::maps::{Array, MapData, PerCpuArray, RingBuf};
 use aya::programs::{BtfTracePoint, TracePoint};
 use aya::{Btf, Ebpf, EbpfLoader};
 use maps::{Counters, CpuStats, DepthHist, Hist, SizeHist, NOP, NSLOT};
+use ring::RecordRing;
 use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -117,7 +119,10 @@ pub struct LightSession {
     stats: Option<OwnedFd>,
     stop: Arc<AtomicBool>,
     poller: Option<JoinHandle<Result<Poller, CaptureError>>>,
-    slots: Vec<(String, u32)>,
+    /// The latency histograms, read while the programs run (the poller
+    /// holds its own handle to keep the thresholds).
+    latency: PerCpuArray<MapData, Hist>,
+    slots: Vec<DiskSlot>,
     opts: LightOptions,
     started_ns: u64,
     missing_events: Vec<String>,
@@ -146,8 +151,13 @@ fn load_error(e: impl std::fmt::Display) -> CaptureError {
 impl LightSession {
     /// Loads the programs, names the devices, attaches, and starts draining
     /// slow requests into `DIR/slow.bin` and the context into
-    /// `DIR/context.bin`.
-    pub fn start(opts: &LightOptions, dir: &Path) -> Result<LightSession, CaptureError> {
+    /// `DIR/context.bin`, or, given a ring, into the ring (`watch`; DIR
+    /// then holds only the event formats a capture written later needs).
+    pub fn start(
+        opts: &LightOptions,
+        dir: &Path,
+        ring: Option<Arc<Mutex<RecordRing>>>,
+    ) -> Result<LightSession, CaptureError> {
         let btf = Btf::from_sys_fs().map_err(|e| {
             CaptureError::Unusable(format!(
                 "--light needs the kernel's BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF): {e}; use the full recorder (`iosleuth record` without --light)"
@@ -201,15 +211,23 @@ impl LightSession {
             Err(e) => vec![format!("every journal event ({})", e.message())],
         };
         let started_ns = super::snapshot::mono_ns();
+        let latency_map = ebpf.take_map(maps::MAP_LATENCY).expect("latency map");
+        let latency_copy = same_map(&latency_map)?;
+        let out = match ring {
+            Some(ring) => Out::Ring(ring),
+            None => Out::Files {
+                slow: output(dir, crate::model::light::SLOW, &slow_header())?,
+                context: output(dir, CONTEXT, &context_header())?,
+            },
+        };
         let poller = Poller {
             records: RingBuf::try_from(ebpf.take_map(maps::MAP_RECORDS).expect("records map"))
                 .map_err(|e| err("records map")(e.to_string()))?,
-            latency: PerCpuArray::try_from(ebpf.take_map(maps::MAP_LATENCY).expect("latency map"))
+            latency: PerCpuArray::try_from(latency_copy)
                 .map_err(|e| err("latency map")(e.to_string()))?,
             threshold: Array::try_from(ebpf.take_map(maps::MAP_THRESHOLD).expect("threshold map"))
                 .map_err(|e| err("threshold map")(e.to_string()))?,
-            slow: output(dir, crate::model::light::SLOW, &slow_header())?,
-            context: output(dir, CONTEXT, &context_header())?,
+            out,
             adaptive: opts.slow_ns.is_none(),
         };
         let stop = Arc::new(AtomicBool::new(false));
@@ -223,7 +241,9 @@ impl LightSession {
             stats,
             stop,
             poller: Some(poller),
-            slots: slots.into_iter().map(|(name, s, _)| (name, s)).collect(),
+            latency: PerCpuArray::try_from(latency_map)
+                .map_err(|e| err("latency map")(e.to_string()))?,
+            slots,
             opts: opts.clone(),
             started_ns,
             missing_events,
@@ -258,7 +278,8 @@ impl LightSession {
             .expect("started")
             .join()
             .map_err(|_| CaptureError::Failed("the slow-request reader panicked".into()))??;
-        let devices = self.devices(&poller)?;
+        drop(poller);
+        let devices = self.devices()?;
         let cpus = self.cpus()?;
         drop(self.stats.take());
         Ok(LightDoc {
@@ -278,8 +299,10 @@ impl LightSession {
         })
     }
 
-    /// Each named device (and "other") with what the kernel counted.
-    fn devices(&self, poller: &Poller) -> Result<Vec<LightDevice>, CaptureError> {
+    /// Each named device (and "other") with what the kernel counted so
+    /// far; read while the programs run, the figures of different maps
+    /// may be a few requests apart.
+    pub fn devices(&self) -> Result<Vec<LightDevice>, CaptureError> {
         let counters: PerCpuArray<_, Counters> =
             PerCpuArray::try_from(self.ebpf.map(maps::MAP_COUNTERS).expect("counters map"))
                 .map_err(|e| err("counters map")(e.to_string()))?;
@@ -291,9 +314,9 @@ impl LightSession {
                 .map_err(|e| err("sizes map")(e.to_string()))?;
         let mut devices = Vec::new();
         let mut named: Vec<(String, u32)> = vec![("other".into(), 0)];
-        named.extend(self.slots.iter().cloned());
+        named.extend(self.slots.iter().map(|s| (s.dev.clone(), s.slot)));
         for (dev, slot) in named {
-            let d = device(slot, dev, &poller.latency, &counters, &depths, &sizes)?;
+            let d = device(slot, dev, &self.latency, &counters, &depths, &sizes)?;
             if d.ops.values().any(|o| o.ios > 0) || d.counters != LightCounters::default() {
                 devices.push(d);
             }
@@ -301,8 +324,28 @@ impl LightSession {
         Ok(devices)
     }
 
-    /// The scheduler's and the interrupts' figures of each CPU.
-    fn cpus(&self) -> Result<Vec<LightCpu>, CaptureError> {
+    /// The context events this kernel could not attach to.
+    pub fn missing_events(&self) -> &[String] {
+        &self.missing_events
+    }
+
+    /// The disks counted apart, by slot.
+    pub fn disks(&self) -> &[DiskSlot] {
+        &self.slots
+    }
+
+    /// Gives disks that appeared since the start (a loop device set up
+    /// later) their own slots while there are free ones; returns how many.
+    pub fn refresh_devices(&mut self) -> Result<usize, CaptureError> {
+        let added = add_new_disks(&mut self.slots);
+        if added > 0 {
+            name_devices(&mut self.ebpf, &self.slots)?;
+        }
+        Ok(added)
+    }
+
+    /// The scheduler's and the interrupts' figures of each CPU so far.
+    pub fn cpus(&self) -> Result<Vec<LightCpu>, CaptureError> {
         let stats: PerCpuArray<_, CpuStats> =
             PerCpuArray::try_from(self.ebpf.map(maps::MAP_CPU_STATS).expect("cpu_stats map"))
                 .map_err(|e| err("cpu_stats map")(e.to_string()))?;
@@ -359,15 +402,16 @@ impl LightSession {
     }
 }
 
-/// Writes each device's slot into `dev_slot`, where the programs look it up.
-fn name_devices(ebpf: &mut Ebpf, slots: &[(String, u32, Vec<u32>)]) -> Result<(), CaptureError> {
+/// Writes each device's slot into `dev_slot`, where the programs look it
+/// up (again for every slot: entries already there are rewritten as they were).
+fn name_devices(ebpf: &mut Ebpf, slots: &[DiskSlot]) -> Result<(), CaptureError> {
     let mut dev_slot: Array<_, u64> =
         Array::try_from(ebpf.map_mut(maps::MAP_DEV_SLOT).expect("dev_slot map"))
             .map_err(|e| err("dev_slot map")(e.to_string()))?;
     let mut taken = std::collections::HashSet::new();
     for (dev, slot) in slots
         .iter()
-        .flat_map(|(_, s, devs)| devs.iter().map(move |d| (*d, *s)))
+        .flat_map(|s| s.devts.iter().map(move |d| (*d, s.slot)))
     {
         // Two devices on one entry: the second counts as "other".
         if taken.insert(dev_index(dev)) {
@@ -377,6 +421,22 @@ fn name_devices(ebpf: &mut Ebpf, slots: &[(String, u32, Vec<u32>)]) -> Result<()
         }
     }
     Ok(())
+}
+
+/// The same map through a second file descriptor.
+fn same_map(map: &aya::maps::Map) -> Result<aya::maps::Map, CaptureError> {
+    use std::os::fd::AsFd;
+    let aya::maps::Map::PerCpuArray(data) = map else {
+        return Err(err("latency map")("not a per-CPU array".into()));
+    };
+    let fd = data
+        .fd()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| err("latency map")(e.to_string()))?;
+    Ok(aya::maps::Map::PerCpuArray(
+        MapData::from_fd(fd).map_err(|e| err("latency map")(e.to_string()))?,
+    ))
 }
 
 /// Loads and attaches the BTF-typed raw tracepoint programs.
@@ -493,15 +553,24 @@ impl Drop for LightSession {
     }
 }
 
-/// Drains the ring buffer into slow.bin and context.bin, and keeps each
-/// device and operation's threshold at its running p99.
+/// Drains the ring buffer into slow.bin and context.bin (or a ring in
+/// memory), and keeps each device and operation's threshold at its
+/// running p99.
 struct Poller {
     records: RingBuf<MapData>,
     latency: PerCpuArray<MapData, Hist>,
     threshold: Array<MapData, u64>,
-    slow: std::io::BufWriter<std::fs::File>,
-    context: std::io::BufWriter<std::fs::File>,
+    out: Out,
     adaptive: bool,
+}
+
+/// Where the records go.
+enum Out {
+    Files {
+        slow: std::io::BufWriter<std::fs::File>,
+        context: std::io::BufWriter<std::fs::File>,
+    },
+    Ring(Arc<Mutex<RecordRing>>),
 }
 
 impl Poller {
@@ -511,10 +580,11 @@ impl Poller {
             let last = stop.load(Ordering::SeqCst);
             self.drain()?;
             if last {
-                self.slow
-                    .flush()
-                    .and_then(|_| self.context.flush())
-                    .map_err(|e| err("cannot write the capture")(e.to_string()))?;
+                if let Out::Files { slow, context } = &mut self.out {
+                    slow.flush()
+                        .and_then(|_| context.flush())
+                        .map_err(|e| err("cannot write the capture")(e.to_string()))?;
+                }
                 return Ok(self);
             }
             ticks += 1;
@@ -531,13 +601,19 @@ impl Poller {
                 continue;
             }
             let kind = u16::from_le_bytes([item[0], item[1]]);
-            let out = match kind {
-                REC_SLOW if item.len() == SLOW_RECORD => &mut self.slow,
-                REC_EVENT | REC_WAIT => &mut self.context,
-                _ => continue,
-            };
-            out.write_all(&item)
-                .map_err(|e| err("cannot write the capture")(e.to_string()))?;
+            let known = matches!(kind, REC_EVENT | REC_WAIT)
+                || (kind == REC_SLOW && item.len() == SLOW_RECORD);
+            if !known {
+                continue;
+            }
+            match &mut self.out {
+                Out::Files { slow, context } => {
+                    let out = if kind == REC_SLOW { slow } else { context };
+                    out.write_all(&item)
+                        .map_err(|e| err("cannot write the capture")(e.to_string()))?;
+                }
+                Out::Ring(ring) => ring.lock().unwrap_or_else(|p| p.into_inner()).push(&item),
+            }
         }
         Ok(())
     }
@@ -688,17 +764,26 @@ fn device(
     })
 }
 
-/// Slots for the machine's disks (sorted by name; slot 0 is every other
-/// device): `(major,minor, slot, [the disk's dev_t and its partitions'])`,
-/// dev_t as the kernel encodes it (major << 20 | minor).
-fn device_slots() -> Vec<(String, u32, Vec<u32>)> {
-    let mut disks: Vec<(String, Vec<u32>)> = Vec::new();
+/// A disk the programs count apart: its kernel name, `maj,min`, its slot
+/// and the dev_t of the disk and its partitions (as the kernel encodes
+/// them: major << 20 | minor).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DiskSlot {
+    pub name: String,
+    pub dev: String,
+    pub slot: u32,
+    devts: Vec<u32>,
+}
+
+/// The machine's disks, sorted by name, each with its dev_ts.
+fn disks() -> Vec<(String, String, Vec<u32>)> {
+    let mut disks = Vec::new();
     let Ok(dir) = std::fs::read_dir("/sys/block") else {
-        return Vec::new();
+        return disks;
     };
-    let mut names: Vec<_> = dir.flatten().map(|e| e.path()).collect();
-    names.sort();
-    for path in names {
+    let mut paths: Vec<_> = dir.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    for path in paths {
         let Some(dev) = read_dev(&path.join("dev")) else {
             continue;
         };
@@ -710,14 +795,43 @@ fn device_slots() -> Vec<(String, u32, Vec<u32>)> {
                 }
             }
         }
-        disks.push((dev.1, devs));
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        disks.push((name, dev.1, devs));
     }
     disks
-        .into_iter()
-        .take(NSLOT as usize - 1)
-        .enumerate()
-        .map(|(i, (name, devs))| (name, i as u32 + 1, devs))
-        .collect()
+}
+
+/// Slots for the machine's disks (slot 0 is every other device).
+fn device_slots() -> Vec<DiskSlot> {
+    let mut slots = Vec::new();
+    add_new_disks(&mut slots);
+    slots
+}
+
+/// Gives the disks not in `slots` the next free slots, while there are;
+/// returns how many it added. A disk removed keeps its slot (its counts
+/// stay what they were).
+fn add_new_disks(slots: &mut Vec<DiskSlot>) -> usize {
+    let before = slots.len();
+    for (name, dev, devts) in disks() {
+        if slots.len() + 1 >= NSLOT as usize {
+            break;
+        }
+        if slots.iter().any(|s| s.dev == dev && s.name == name) {
+            continue;
+        }
+        let slot = slots.len() as u32 + 1;
+        slots.push(DiskSlot {
+            name,
+            dev,
+            slot,
+            devts,
+        });
+    }
+    slots.len() - before
 }
 
 /// The entry of `dev_slot` for a dev_t (bpf/light.bpf.c's `slot_of`).

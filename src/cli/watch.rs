@@ -1,0 +1,110 @@
+//! `iosleuth watch`: the options of the always-on daemon.
+
+use crate::error::{Error, ExitStatus, Result};
+use crate::watch::trigger::TriggerOptions;
+use crate::watch::{WatchOptions, DEFAULT_LISTEN};
+use clap::Args;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    /// Serve the metrics on this address and port (`GET /metrics`;
+    /// localhost unless told otherwise).
+    #[arg(long, default_value = DEFAULT_LISTEN, value_name = "ADDR:PORT")]
+    listen: SocketAddr,
+    /// Keep a capture here each time a trigger fires, with its diagnosis
+    /// (report.json, report.html); without it, triggers are only counted.
+    /// A new or empty directory, or one `watch` used before.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// A request is slow (kept whole in memory for the next capture) from
+    /// this many milliseconds; by default from the running p99 of its
+    /// device and operation.
+    #[arg(long, value_name = "MS")]
+    slow: Option<f64>,
+    /// Slow requests kept per second at most; the others are counted.
+    #[arg(long, default_value = "1000", value_name = "N")]
+    slow_cap: u32,
+    /// Fire when a device's p99 over the last --window is this many times
+    /// its baseline (the 15 minutes before); 0: never.
+    #[arg(long, default_value = "4", value_name = "FACTOR")]
+    trigger_p99: f64,
+    /// ... and at least this many milliseconds.
+    #[arg(long, default_value = "5", value_name = "MS")]
+    trigger_p99_floor: f64,
+    /// Fire on any request at least this many milliseconds long; 0: never.
+    #[arg(long, default_value = "100", value_name = "MS")]
+    trigger_slow: f64,
+    /// Fire when a thread waits runnable at least this many milliseconds;
+    /// 0: never.
+    #[arg(long, default_value = "100", value_name = "MS")]
+    trigger_runqueue: f64,
+    /// The p99 trigger's window, in seconds.
+    #[arg(long, default_value = "10", value_name = "S")]
+    window: u64,
+    /// A kept capture starts this many seconds before the trigger.
+    #[arg(long, default_value = "30", value_name = "S")]
+    before: u64,
+    /// ... and ends this many seconds after it.
+    #[arg(long, default_value = "10", value_name = "S")]
+    after: u64,
+    /// Keep a capture at most this often (seconds); triggers in between
+    /// are counted as skipped.
+    #[arg(long, default_value = "300", value_name = "S")]
+    min_interval: u64,
+    /// The kept captures take at most this many MiB; the oldest go first.
+    #[arg(long, default_value = "1024", value_name = "MIB")]
+    quota: u64,
+    /// Log to this file (reopened on SIGHUP) rather than standard error.
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    /// Stop after this many seconds (default: at SIGTERM or SIGINT).
+    #[arg(long, value_name = "S")]
+    duration: Option<f64>,
+}
+
+fn ms_ns(ms: f64, what: &str) -> Result<Option<u64>> {
+    if !ms.is_finite() || ms < 0.0 {
+        return Err(Error::bad_input(format!(
+            "{what}: {ms} is not a number of milliseconds"
+        )));
+    }
+    Ok((ms > 0.0).then_some((ms * 1e6) as u64))
+}
+
+pub fn run(a: WatchArgs) -> Result<ExitStatus> {
+    if !a.trigger_p99.is_finite() || a.trigger_p99 < 0.0 {
+        return Err(Error::bad_input(format!(
+            "--trigger-p99: {} is not a factor",
+            a.trigger_p99
+        )));
+    }
+    if a.window == 0 {
+        return Err(Error::bad_input("--window: at least 1 second"));
+    }
+    let opts = WatchOptions {
+        listen: a.listen,
+        dir: a.dir,
+        slow_ns: match a.slow {
+            Some(ms) => Some(ms_ns(ms, "--slow")?.unwrap_or(0)),
+            None => None,
+        },
+        cap_per_s: a.slow_cap,
+        trigger: TriggerOptions {
+            p99_factor: (a.trigger_p99 > 0.0).then_some(a.trigger_p99),
+            p99_floor_ns: ms_ns(a.trigger_p99_floor, "--trigger-p99-floor")?.unwrap_or(0),
+            slow_ns: ms_ns(a.trigger_slow, "--trigger-slow")?,
+            runqueue_ns: ms_ns(a.trigger_runqueue, "--trigger-runqueue")?,
+            ..TriggerOptions::default()
+        },
+        window_s: a.window,
+        before_s: a.before,
+        after_s: a.after,
+        min_interval_s: a.min_interval,
+        quota_bytes: a.quota.saturating_mul(1 << 20),
+        log: a.log,
+        duration_s: a.duration,
+    };
+    crate::watch::run(opts)
+}

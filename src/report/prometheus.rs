@@ -1,0 +1,599 @@
+//! The Prometheus text exposition format (version 0.0.4) of what `watch`
+//! counts: per device and operation histograms of each request's stages
+//! and its counters, the flight recorder's, the daemon's own. Names and
+//! units follow Prometheus' naming guide: base units (seconds, bytes),
+//! `_total` on counters, one family per quantity whose sum over its labels
+//! means something.
+//!
+//! The kernel's histograms are log-linear (32 buckets per power of two);
+//! Prometheus' classic ones have fixed `le` bounds. A log-linear bucket
+//! counts under the first bound at or above its highest value, so a
+//! bucket's cumulative count never includes a request slower than its
+//! bound (it may leave out a few just under it: at most 1/32 of the bound).
+
+use crate::model::light::{LightCpu, LightDevice, LightOp, StageHist, OPS};
+use std::fmt::Write;
+
+/// The `le` bounds (seconds) of every latency histogram: 1-2.5-5 steps
+/// from 10 µs (below any device) to 10 s (past any timeout worth a
+/// histogram).
+pub const LE_SECONDS: [f64; 19] = [
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+    0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// The content type Prometheus expects of this format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Everything one scrape shows.
+#[derive(Default)]
+pub struct Scrape<'a> {
+    pub devices: &'a [LightDevice],
+    /// `maj,min` → the kernel's name of the disk (`loop0`); devices
+    /// without one keep `maj,min` (and the catch-all is `other`).
+    pub names: &'a [(String, String)],
+    pub cpus: &'a [LightCpu],
+    /// Runqueue waits from this long are counted (ns).
+    pub wait_min_ns: u64,
+    pub ring: RingFigures,
+    pub process: Option<ProcessFigures>,
+    pub findings: &'a [ActiveFinding],
+    /// By reason: how often a trigger fired, and how many of those were
+    /// not acted on (rate limit, a capture already running).
+    pub triggers: &'a [(String, u64, u64)],
+    pub captures_kept: u64,
+    pub captures_bytes: u64,
+    /// What this daemon cannot see, each said as such (journal events this
+    /// kernel lacks, ...).
+    pub not_watched: &'a [String],
+}
+
+#[derive(Clone, Copy, Default)]
+pub struct RingFigures {
+    pub records: u64,
+    pub bytes: u64,
+    pub evicted_early: u64,
+}
+
+/// The daemon's own, under the names of Prometheus' process collector.
+#[derive(Clone, Copy, Default)]
+pub struct ProcessFigures {
+    pub cpu_seconds: f64,
+    pub resident_bytes: u64,
+    pub virtual_bytes: u64,
+    pub open_fds: u64,
+    pub start_time_seconds: f64,
+}
+
+/// A finding of the last diagnosis still in force.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ActiveFinding {
+    pub rule: String,
+    pub severity: String,
+    pub device: String,
+}
+
+/// A label value as the format escapes it: backslash, quote, newline.
+fn label(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+struct Out(String);
+
+impl Out {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.0, "# HELP {name} {help}");
+        let _ = writeln!(self.0, "# TYPE {name} {kind}");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl std::fmt::Display) {
+        self.0.push_str(name);
+        if !labels.is_empty() {
+            self.0.push('{');
+            for (i, (k, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.0.push(',');
+                }
+                let _ = write!(self.0, "{k}=\"{}\"", label(v));
+            }
+            self.0.push('}');
+        }
+        let _ = writeln!(self.0, " {value}");
+    }
+
+    fn histogram(&mut self, name: &str, labels: &[(&str, &str)], h: &StageHist) {
+        let cumulative = cumulative_le(h);
+        let bucket = format!("{name}_bucket");
+        let bounds: Vec<String> = LE_SECONDS.iter().map(|le| format_le(*le)).collect();
+        for (le, count) in bounds.iter().zip(&cumulative) {
+            let mut with_le: Vec<(&str, &str)> = labels.to_vec();
+            with_le.push(("le", le));
+            self.sample(&bucket, &with_le, count);
+        }
+        let total = h.buckets.iter().map(|b| b.1).sum::<u64>();
+        let mut with_le: Vec<(&str, &str)> = labels.to_vec();
+        with_le.push(("le", "+Inf"));
+        self.sample(&bucket, &with_le, total);
+        self.sample(&format!("{name}_sum"), labels, seconds(h.sum_ns));
+        self.sample(&format!("{name}_count"), labels, total);
+    }
+}
+
+fn format_le(le: f64) -> String {
+    // Rust prints 1.0 as "1"; Prometheus' own clients write "1.0" for
+    // whole bounds, and queries match `le` as a string.
+    if le.fract() == 0.0 {
+        format!("{le:.1}")
+    } else {
+        format!("{le}")
+    }
+}
+
+fn seconds(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// The cumulative count under each of `LE_SECONDS`: a log-linear bucket
+/// counts under the first bound at or above its highest value.
+pub fn cumulative_le(h: &StageHist) -> [u64; LE_SECONDS.len()] {
+    let mut out = [0u64; LE_SECONDS.len()];
+    for (_, hi, count) in h.rows() {
+        for (bound, slot) in LE_SECONDS.iter().zip(out.iter_mut()) {
+            if hi as f64 <= bound * 1e9 {
+                *slot += count;
+            }
+        }
+    }
+    out
+}
+
+type Stage = fn(&LightOp) -> &StageHist;
+type OpCount = fn(&LightOp) -> u64;
+
+/// The scrape's text.
+pub fn render(s: &Scrape) -> String {
+    let mut o = Out(String::new());
+    let name_of = |dev: &str| -> String {
+        s.names
+            .iter()
+            .find(|(d, _)| d == dev)
+            .map(|(_, n)| n.clone())
+            .unwrap_or_else(|| dev.to_string())
+    };
+    let devices: Vec<(String, &LightDevice)> =
+        s.devices.iter().map(|d| (name_of(&d.dev), d)).collect();
+    let stages: [(&str, &str, Stage); 3] = [
+        (
+            "iosleuth_block_queued_seconds",
+            "Time from a request's allocation to its issue to the driver (blktrace's G to D), of requests completed.",
+            |o| &o.queued,
+        ),
+        (
+            "iosleuth_block_device_seconds",
+            "Time from a request's issue to its completion (D2C), of requests completed.",
+            |o| &o.device,
+        ),
+        (
+            "iosleuth_block_request_seconds",
+            "Time from a request's allocation to its completion, of requests completed.",
+            |o| &o.total,
+        ),
+    ];
+    for (name, help, stage) in stages {
+        o.family(name, "histogram", help);
+        for (dev, d) in &devices {
+            for op in OPS {
+                if let Some(x) = d.ops.get(op) {
+                    o.histogram(name, &[("device", dev), ("op", op)], stage(x));
+                }
+            }
+        }
+    }
+    let per_op: [(&str, &str, OpCount); 2] = [
+        (
+            "iosleuth_block_requests_total",
+            "Requests completed (a request completed in parts counts once).",
+            |o| o.ios,
+        ),
+        ("iosleuth_block_bytes_total", "Bytes completed.", |o| {
+            o.bytes
+        }),
+    ];
+    for (name, help, value) in per_op {
+        o.family(name, "counter", help);
+        for (dev, d) in &devices {
+            for op in OPS {
+                if let Some(x) = d.ops.get(op) {
+                    o.sample(name, &[("device", dev), ("op", op)], value(x));
+                }
+            }
+        }
+    }
+    o.family(
+        "iosleuth_block_merges_total",
+        "counter",
+        "Merges: a bio into a request's back or front, or two requests.",
+    );
+    for (dev, d) in &devices {
+        let c = &d.counters;
+        for (kind, n) in [
+            ("back", c.back_merges),
+            ("front", c.front_merges),
+            ("request", c.rq_merges),
+        ] {
+            o.sample(
+                "iosleuth_block_merges_total",
+                &[("device", dev), ("kind", kind)],
+                n,
+            );
+        }
+    }
+    type Count = fn(&crate::model::light::LightCounters) -> u64;
+    let per_device: [(&str, &str, Count); 5] = [
+        (
+            "iosleuth_block_splits_total",
+            "Bios split to fit the device's limits.",
+            |c| c.splits,
+        ),
+        (
+            "iosleuth_block_requeues_total",
+            "Requests the driver gave back to be issued again.",
+            |c| c.requeues,
+        ),
+        (
+            "iosleuth_block_errors_total",
+            "Requests completed with an error.",
+            |c| c.errors,
+        ),
+        (
+            "iosleuth_block_partial_completions_total",
+            "Completions of part of a request.",
+            |c| c.partial,
+        ),
+        (
+            "iosleuth_block_sequential_requests_total",
+            "Requests that began where the previous one issued on the same CPU to the same device ended.",
+            |c| c.seq_requests,
+        ),
+    ];
+    for (name, help, value) in per_device {
+        o.family(name, "counter", help);
+        for (dev, d) in &devices {
+            o.sample(name, &[("device", dev)], value(&d.counters));
+        }
+    }
+    o.family(
+        "iosleuth_block_untimed_requests_total",
+        "counter",
+        "Requests completed but not in the latency histograms: issued before the programs were attached, or whose state did not fit the kernel's request table.",
+    );
+    for (dev, d) in &devices {
+        for (reason, n) in [
+            ("issued_before_start", d.counters.no_state),
+            ("state_table_full", d.counters.state_full),
+        ] {
+            o.sample(
+                "iosleuth_block_untimed_requests_total",
+                &[("device", dev), ("reason", reason)],
+                n,
+            );
+        }
+    }
+    o.family(
+        "iosleuth_slow_requests_total",
+        "counter",
+        "Slow requests (at least the running p99 of their device and operation): kept whole, over the per-second cap, or lost to a full ring buffer.",
+    );
+    for (dev, d) in &devices {
+        let c = &d.counters;
+        for (outcome, n) in [
+            ("kept", c.slow_sent),
+            ("capped", c.slow_capped),
+            ("ring_full", c.ring_full),
+        ] {
+            o.sample(
+                "iosleuth_slow_requests_total",
+                &[("device", dev), ("outcome", outcome)],
+                n,
+            );
+        }
+    }
+    let (waits, waits_lost, events, events_lost) = s.cpus.iter().fold((0, 0, 0, 0), |t, c| {
+        (
+            t.0 + c.long_waits,
+            t.1 + c.waits_lost,
+            t.2 + c.events,
+            t.3 + c.events_lost,
+        )
+    });
+    o.family(
+        "iosleuth_sched_runqueue_stalls_total",
+        "counter",
+        "Threads that waited runnable at least iosleuth_sched_runqueue_stall_threshold_seconds: kept, or lost to a full ring buffer.",
+    );
+    o.sample(
+        "iosleuth_sched_runqueue_stalls_total",
+        &[("outcome", "kept")],
+        waits,
+    );
+    o.sample(
+        "iosleuth_sched_runqueue_stalls_total",
+        &[("outcome", "lost")],
+        waits_lost,
+    );
+    o.family(
+        "iosleuth_sched_runqueue_stall_threshold_seconds",
+        "gauge",
+        "The runnable wait from which a thread counts as stalled.",
+    );
+    o.sample(
+        "iosleuth_sched_runqueue_stall_threshold_seconds",
+        &[],
+        seconds(s.wait_min_ns),
+    );
+    o.family(
+        "iosleuth_journal_events_total",
+        "counter",
+        "The journal's (jbd2) commit and checkpoint events: kept, or lost to a full ring buffer.",
+    );
+    o.sample(
+        "iosleuth_journal_events_total",
+        &[("outcome", "kept")],
+        events,
+    );
+    o.sample(
+        "iosleuth_journal_events_total",
+        &[("outcome", "lost")],
+        events_lost,
+    );
+    o.family(
+        "iosleuth_cpu_hardirq_seconds_total",
+        "counter",
+        "Time in hard interrupt handlers, by CPU.",
+    );
+    for c in s.cpus {
+        let cpu = c.cpu.to_string();
+        o.sample(
+            "iosleuth_cpu_hardirq_seconds_total",
+            &[("cpu", &cpu)],
+            seconds(c.hardirq_ns),
+        );
+    }
+    o.family(
+        "iosleuth_cpu_softirq_seconds_total",
+        "counter",
+        "Time in soft interrupts, by CPU and vector.",
+    );
+    for c in s.cpus {
+        let cpu = c.cpu.to_string();
+        for (vector, ns) in SOFTIRQS.iter().zip(&c.softirq_ns) {
+            o.sample(
+                "iosleuth_cpu_softirq_seconds_total",
+                &[("cpu", &cpu), ("vector", vector)],
+                seconds(*ns),
+            );
+        }
+    }
+    o.family(
+        "iosleuth_ring_records",
+        "gauge",
+        "Slow requests and flight-recorder records kept in memory for the next trigger.",
+    );
+    o.sample("iosleuth_ring_records", &[], s.ring.records);
+    o.family(
+        "iosleuth_ring_bytes",
+        "gauge",
+        "Bytes of the records kept in memory.",
+    );
+    o.sample("iosleuth_ring_bytes", &[], s.ring.bytes);
+    o.family(
+        "iosleuth_ring_evicted_total",
+        "counter",
+        "Records pushed out of memory by its size bound before their time.",
+    );
+    o.sample("iosleuth_ring_evicted_total", &[], s.ring.evicted_early);
+    o.family(
+        "iosleuth_triggers_total",
+        "counter",
+        "Triggers that fired, by reason: acted on (a capture kept) or not (rate limit, a capture already running).",
+    );
+    for (reason, acted, skipped) in s.triggers {
+        o.sample(
+            "iosleuth_triggers_total",
+            &[("reason", reason), ("outcome", "captured")],
+            acted,
+        );
+        o.sample(
+            "iosleuth_triggers_total",
+            &[("reason", reason), ("outcome", "skipped")],
+            skipped,
+        );
+    }
+    o.family(
+        "iosleuth_captures_kept",
+        "gauge",
+        "Captures kept on disk (each with its diagnosis).",
+    );
+    o.sample("iosleuth_captures_kept", &[], s.captures_kept);
+    o.family(
+        "iosleuth_captures_bytes",
+        "gauge",
+        "Bytes of the captures kept on disk.",
+    );
+    o.sample("iosleuth_captures_bytes", &[], s.captures_bytes);
+    o.family(
+        "iosleuth_finding",
+        "gauge",
+        "A finding of the last diagnosis (1 while it holds).",
+    );
+    for f in s.findings {
+        o.sample(
+            "iosleuth_finding",
+            &[
+                ("rule", &f.rule),
+                ("severity", &f.severity),
+                ("device", &f.device),
+            ],
+            1,
+        );
+    }
+    o.family(
+        "iosleuth_not_watched",
+        "gauge",
+        "What this daemon cannot see on this machine (1 each): its figures are unknown, not zero.",
+    );
+    for what in s.not_watched {
+        o.sample("iosleuth_not_watched", &[("what", what)], 1);
+    }
+    o.family(
+        "iosleuth_build_info",
+        "gauge",
+        "The iosleuth that serves these metrics.",
+    );
+    o.sample(
+        "iosleuth_build_info",
+        &[("version", env!("CARGO_PKG_VERSION"))],
+        1,
+    );
+    if let Some(p) = s.process {
+        o.family(
+            "process_cpu_seconds_total",
+            "counter",
+            "Total user and system CPU time spent in seconds.",
+        );
+        o.sample("process_cpu_seconds_total", &[], p.cpu_seconds);
+        o.family(
+            "process_resident_memory_bytes",
+            "gauge",
+            "Resident memory size in bytes.",
+        );
+        o.sample("process_resident_memory_bytes", &[], p.resident_bytes);
+        o.family(
+            "process_virtual_memory_bytes",
+            "gauge",
+            "Virtual memory size in bytes.",
+        );
+        o.sample("process_virtual_memory_bytes", &[], p.virtual_bytes);
+        o.family(
+            "process_open_fds",
+            "gauge",
+            "Number of open file descriptors.",
+        );
+        o.sample("process_open_fds", &[], p.open_fds);
+        o.family(
+            "process_start_time_seconds",
+            "gauge",
+            "Start time of the process since unix epoch in seconds.",
+        );
+        o.sample("process_start_time_seconds", &[], p.start_time_seconds);
+    }
+    o.0
+}
+
+/// The softirq vectors, as /proc/softirqs names them (lower case).
+const SOFTIRQS: [&str; 10] = [
+    "hi", "timer", "net_tx", "net_rx", "block", "irq_poll", "tasklet", "sched", "hrtimer", "rcu",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::light::{bucket_range, NBUCKET};
+
+    /// The log-linear bucket holding `ns`.
+    fn bucket_of(ns: u64) -> u32 {
+        (0..NBUCKET)
+            .find(|&i| {
+                let (lo, hi) = bucket_range(i);
+                lo <= ns && ns <= hi
+            })
+            .unwrap() as u32
+    }
+
+    #[test]
+    fn a_bucket_counts_under_the_first_bound_at_or_above_its_highest_value() {
+        // 9 µs: under 10 µs. 10 000 ns sits in a bucket whose highest value
+        // is above 10 µs: under 25 µs, never under a bound it may exceed.
+        // 3 ms: under 5 ms.
+        let (_, hi) = bucket_range(bucket_of(10_000) as usize);
+        assert!(hi > 10_000, "10 µs shares a bucket with larger values");
+        let h = StageHist {
+            n: 3,
+            sum_ns: 9_000 + 10_000 + 3_000_000,
+            buckets: vec![
+                (bucket_of(9_000), 1),
+                (bucket_of(10_000), 1),
+                (bucket_of(3_000_000), 1),
+            ],
+        };
+        let c = cumulative_le(&h);
+        assert_eq!(c[0], 1, "le 10 µs");
+        assert_eq!(c[1], 2, "le 25 µs");
+        assert_eq!(c[7], 2, "le 2.5 ms");
+        assert_eq!(c[8], 3, "le 5 ms");
+        assert_eq!(c[18], 3, "le 10 s");
+    }
+
+    #[test]
+    fn families_come_once_each_with_escaped_labels_and_consistent_histograms() {
+        let mut ops = std::collections::BTreeMap::new();
+        let h = StageHist {
+            n: 2,
+            sum_ns: 1_500_000,
+            buckets: vec![(bucket_of(500_000), 1), (bucket_of(1_000_000), 1)],
+        };
+        ops.insert(
+            "read".to_string(),
+            LightOp {
+                ios: 2,
+                bytes: 8192,
+                queued: StageHist::default(),
+                device: h.clone(),
+                total: h,
+                size_log2: vec![],
+            },
+        );
+        let devices = [LightDevice {
+            dev: "7,0".into(),
+            ops,
+            ..Default::default()
+        }];
+        let names = [("7,0".to_string(), "lo\"op0".to_string())];
+        let text = render(&Scrape {
+            devices: &devices,
+            names: &names,
+            ..Default::default()
+        });
+        let mut types = std::collections::HashSet::new();
+        for line in text.lines().filter(|l| l.starts_with("# TYPE ")) {
+            assert!(types.insert(line.to_string()), "twice: {line}");
+        }
+        assert!(text.contains(
+            "iosleuth_block_device_seconds_bucket{device=\"lo\\\"op0\",op=\"read\",le=\"0.0005\"} 0\n"
+        ));
+        assert!(text.contains(
+            "iosleuth_block_device_seconds_bucket{device=\"lo\\\"op0\",op=\"read\",le=\"0.001\"} 1\n"
+        ));
+        assert!(text.contains(
+            "iosleuth_block_device_seconds_bucket{device=\"lo\\\"op0\",op=\"read\",le=\"1.0\"} 2\n"
+        ));
+        assert!(text.contains(
+            "iosleuth_block_device_seconds_bucket{device=\"lo\\\"op0\",op=\"read\",le=\"+Inf\"} 2\n"
+        ));
+        assert!(text.contains(
+            "iosleuth_block_device_seconds_sum{device=\"lo\\\"op0\",op=\"read\"} 0.0015\n"
+        ));
+        assert!(
+            text.contains("iosleuth_block_bytes_total{device=\"lo\\\"op0\",op=\"read\"} 8192\n")
+        );
+    }
+}

@@ -1,0 +1,613 @@
+//! `iosleuth watch`: the light programs left on. Once a second it reads
+//! what they counted, publishes it as Prometheus metrics, and judges the
+//! triggers; when one fires, the last seconds of slow requests and
+//! flight-recorder records (kept in a ring in memory) and the next ones
+//! become a light capture, diagnosed in the background, under a disk
+//! quota. SIGTERM and SIGINT stop it (the programs go with their file
+//! descriptors), SIGHUP reopens its log.
+
+pub mod http;
+pub mod keep;
+pub mod process;
+pub mod trigger;
+
+use crate::capture::light::ring::RecordRing;
+use crate::capture::light::{LightOptions, LightSession, WAIT_MIN_NS};
+use crate::capture::snapshot;
+use crate::error::{Error, ExitStatus, Result};
+use crate::model::light::{
+    cpus_since, devices_since, LightCpu, LightDevice, LightDoc, SlowPolicy, WaitRecord, REC_WAIT,
+};
+use crate::report::prometheus::{self, ActiveFinding, RingFigures, Scrape};
+use std::collections::VecDeque;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+use trigger::{Reason, TriggerOptions};
+
+#[derive(Clone, Debug)]
+pub struct WatchOptions {
+    pub listen: SocketAddr,
+    /// Where triggered captures are kept; `None`: metrics only.
+    pub dir: Option<PathBuf>,
+    pub slow_ns: Option<u64>,
+    pub cap_per_s: u32,
+    pub trigger: TriggerOptions,
+    /// The p99 trigger's window (s).
+    pub window_s: u64,
+    /// A kept capture spans this long before the trigger and after it (s).
+    pub before_s: u64,
+    pub after_s: u64,
+    /// Captures are kept at most this often (s).
+    pub min_interval_s: u64,
+    pub quota_bytes: u64,
+    pub log: Option<PathBuf>,
+    /// Stop after this long (s); `None`: until SIGTERM or SIGINT.
+    pub duration_s: Option<f64>,
+}
+
+/// The default address: localhost only; port 19690 lies outside the
+/// ranges Prometheus' default port allocation list hands out (9100 up,
+/// sequentially), so no registered exporter takes it.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:19690";
+
+static STOP: AtomicBool = AtomicBool::new(false);
+static REOPEN: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+extern "C" fn on_hup(_: libc::c_int) {
+    REOPEN.store(true, Ordering::SeqCst);
+}
+
+fn install_signal_handlers() {
+    // SAFETY: the handlers only store to atomics.
+    unsafe {
+        libc::signal(libc::SIGINT, on_stop as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_stop as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGHUP, on_hup as *const () as libc::sighandler_t);
+    }
+}
+
+/// The log: a file reopened on SIGHUP (after logrotate moved it), or
+/// standard error.
+struct Log {
+    path: Option<PathBuf>,
+    file: Option<std::fs::File>,
+}
+
+impl Log {
+    fn open(path: Option<PathBuf>) -> Result<Log> {
+        let mut log = Log { path, file: None };
+        log.reopen()?;
+        Ok(log)
+    }
+
+    fn reopen(&mut self) -> Result<()> {
+        if let Some(p) = &self.path {
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|e| {
+                    Error::bad_input(format!("cannot open the log {}: {e}", p.display()))
+                })?;
+            self.file = Some(f);
+        }
+        Ok(())
+    }
+
+    fn line(&mut self, text: &str) {
+        let line = format!(
+            "{} iosleuth watch: {}\n",
+            keep::utc_stamp(unix_now()),
+            crate::report::escape(text)
+        );
+        match &mut self.file {
+            Some(f) => {
+                let _ = f.write_all(line.as_bytes());
+            }
+            None => eprint!("{line}"),
+        }
+    }
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// One reading of the maps.
+struct Reading {
+    at_ns: u64,
+    devices: Vec<LightDevice>,
+    cpus: Vec<LightCpu>,
+}
+
+/// The newest reading at or before `at_ns` (the oldest there is if none).
+fn reading_at(readings: &VecDeque<Reading>, at_ns: u64) -> Option<&Reading> {
+    readings
+        .iter()
+        .rev()
+        .find(|r| r.at_ns <= at_ns)
+        .or_else(|| readings.front())
+}
+
+/// A trigger acted on, collecting its after-seconds.
+struct Pending {
+    reason: Reason,
+    fired_ns: u64,
+    fired_unix: i64,
+    from: Reading,
+    snapshot: serde_json::Value,
+}
+
+/// What a background diagnosis sends back.
+struct Diagnosed {
+    dir: PathBuf,
+    reason: String,
+    findings: Vec<ActiveFinding>,
+    top: String,
+}
+
+/// What the HTTP side serves, rebuilt once a second.
+#[derive(Default)]
+struct Published {
+    metrics: String,
+    index: String,
+}
+
+struct Pages(Arc<Mutex<Published>>);
+
+impl http::Pages for Pages {
+    fn metrics(&self) -> String {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .metrics
+            .clone()
+    }
+    fn index(&self) -> String {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .index
+            .clone()
+    }
+}
+
+/// Triggers by reason: acted on, not acted on.
+#[derive(Default)]
+struct TriggerCounts(Vec<(String, u64, u64)>);
+
+impl TriggerCounts {
+    fn add(&mut self, reason: &str, acted: bool) {
+        let i = match self.0.iter().position(|t| t.0 == reason) {
+            Some(i) => i,
+            None => {
+                self.0.push((reason.to_string(), 0, 0));
+                self.0.len() - 1
+            }
+        };
+        if acted {
+            self.0[i].1 += 1;
+        } else {
+            self.0[i].2 += 1;
+        }
+    }
+}
+
+const SECOND: u64 = 1_000_000_000;
+/// The baseline of the p99 trigger: readings a minute apart, the last 15.
+const BASELINE_EVERY_NS: u64 = 60 * SECOND;
+const BASELINE_READINGS: usize = 15;
+/// The ring's memory bound.
+const RING_BYTES: usize = 64 << 20;
+
+pub fn run(opts: WatchOptions) -> Result<ExitStatus> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(Error::bad_input(
+            "watch needs root (BPF is root-only here: kernel.unprivileged_bpf_disabled): run it with sudo",
+        ));
+    }
+    // Before the programs load: a port in use, or a directory not ours,
+    // stops here.
+    let mut server = http::Server::bind(opts.listen)
+        .map_err(|e| Error::bad_input(format!("cannot listen on {}: {e}", opts.listen)))?;
+    let (formats, _scratch) = match &opts.dir {
+        Some(dir) => {
+            keep::claim(dir).map_err(Error::bad_input)?;
+            let f = dir.join(keep::FORMATS_DIR);
+            let _ = std::fs::remove_dir_all(&f);
+            (f, None)
+        }
+        None => {
+            let t = tempdir()?;
+            (t.0.clone(), Some(t))
+        }
+    };
+    std::fs::create_dir_all(&formats)
+        .map_err(|e| Error::failed(format!("cannot create {}: {e}", formats.display())))?;
+    let mut log = Log::open(opts.log.clone())?;
+    install_signal_handlers();
+    let keep_ns = (opts.before_s + opts.after_s + opts.window_s + 5) * SECOND;
+    let ring = Arc::new(Mutex::new(RecordRing::new(keep_ns, RING_BYTES)));
+    let light = LightOptions {
+        slow_ns: opts.slow_ns,
+        cap_per_s: opts.cap_per_s,
+        bpf_stats: false,
+        floor: false,
+    };
+    let mut session = LightSession::start(&light, &formats, Some(Arc::clone(&ring)))
+        .map_err(|e| Error::failed(e.message()))?;
+    let published = Arc::new(Mutex::new(Published::default()));
+    let stop_http = Arc::new(AtomicBool::new(false));
+    let addr = server.local_addr().unwrap_or(opts.listen);
+    let http = {
+        let pages = Pages(Arc::clone(&published));
+        let stop = Arc::clone(&stop_http);
+        std::thread::Builder::new()
+            .name("iosleuth-http".into())
+            .spawn(move || server.serve(&pages, &stop))
+            .map_err(|e| Error::failed(format!("cannot start the HTTP thread: {e}")))?
+    };
+    log.line(&format!(
+        "serving http://{addr}/metrics; {}",
+        match &opts.dir {
+            Some(d) => format!("captures kept in {}", d.display()),
+            None => "no --dir: triggers are counted, no capture is kept".into(),
+        }
+    ));
+    let outcome = watch_loop(&opts, &mut session, &ring, &published, &mut log);
+    stop_http.store(true, Ordering::SeqCst);
+    let _ = http.join();
+    let stopped = session.stop().map_err(|e| Error::failed(e.message()));
+    log.line("stopped; the programs are detached");
+    outcome?;
+    stopped?;
+    Ok(ExitStatus::SUCCESS)
+}
+
+/// A scratch directory of this process, removed when dropped.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempdir() -> Result<TempDir> {
+    let p = std::env::temp_dir().join(format!("iosleuth-watch-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    std::fs::create_dir(&p)
+        .map_err(|e| Error::failed(format!("cannot create {}: {e}", p.display())))?;
+    Ok(TempDir(p))
+}
+
+fn watch_loop(
+    opts: &WatchOptions,
+    session: &mut LightSession,
+    ring: &Arc<Mutex<RecordRing>>,
+    published: &Arc<Mutex<Published>>,
+    log: &mut Log,
+) -> Result<()> {
+    let started = std::time::Instant::now();
+    let mut readings: VecDeque<Reading> = VecDeque::new();
+    let mut baselines: VecDeque<Reading> = VecDeque::new();
+    let mut pending: Option<Pending> = None;
+    let mut last_capture_ns: Option<u64> = None;
+    let mut counts = TriggerCounts::default();
+    let mut findings: Vec<ActiveFinding> = Vec::new();
+    let mut kept: Vec<String> = Vec::new();
+    let (mut kept_n, mut kept_bytes) = opts
+        .dir
+        .as_deref()
+        .map_or((0, 0), |d| keep::enforce_quota(d, opts.quota_bytes));
+    let (done_tx, done_rx) = mpsc::channel::<std::result::Result<Diagnosed, String>>();
+    let mut busy: Option<std::thread::JoinHandle<()>> = None;
+    let mut tick: u64 = 0;
+    let retained_ns = (opts.before_s.max(opts.window_s) + 2) * SECOND;
+    let missing: Vec<String> = session_missing(session);
+    loop {
+        if STOP.load(Ordering::SeqCst)
+            || opts
+                .duration_s
+                .is_some_and(|d| started.elapsed().as_secs_f64() >= d)
+        {
+            break;
+        }
+        if REOPEN.swap(false, Ordering::SeqCst) {
+            log.reopen()?;
+            log.line("log reopened");
+        }
+        if tick.is_multiple_of(10) {
+            if let Ok(n) = session.refresh_devices() {
+                if n > 0 && tick > 0 {
+                    log.line(&format!("{n} new disk(s) counted apart"));
+                }
+            }
+        }
+        tick += 1;
+        let now = snapshot::mono_ns();
+        let devices = session.devices().map_err(|e| Error::failed(e.message()))?;
+        let cpus = session.cpus().map_err(|e| Error::failed(e.message()))?;
+        let names: Vec<(String, String)> = session
+            .disks()
+            .iter()
+            .map(|d| (d.dev.clone(), d.name.clone()))
+            .collect();
+        let previous_ns = readings.back().map_or(now, |r| r.at_ns);
+        // The trigger, on what the maps counted.
+        if let Some(prev) = readings.back() {
+            let window_from = reading_at(&readings, now.saturating_sub(opts.window_s * SECOND))
+                .expect("a reading");
+            let window = devices_since(&devices, &window_from.devices);
+            let last = devices_since(&devices, &prev.devices);
+            let baseline = baselines
+                .front()
+                .map(|b| devices_since(&window_from.devices, &b.devices))
+                .unwrap_or_default();
+            let waits: Vec<WaitRecord> = {
+                let r = ring.lock().unwrap_or_else(|p| p.into_inner());
+                r.between(previous_ns + 1, now)
+                    .filter(|b| u16::from_le_bytes([b[0], b[1]]) == REC_WAIT)
+                    .filter_map(WaitRecord::parse)
+                    .collect()
+            };
+            let seen = trigger::Seen {
+                window: &window,
+                last: &last,
+                baseline: &baseline,
+                names: &names,
+                waits: &waits,
+            };
+            if let Some(reason) = trigger::check(&opts.trigger, &seen) {
+                let limited = last_capture_ns
+                    .is_some_and(|t| now.saturating_sub(t) < opts.min_interval_s * SECOND);
+                let act = opts.dir.is_some() && pending.is_none() && busy.is_none() && !limited;
+                counts.add(reason.name(), act);
+                if act {
+                    log.line(&format!("trigger: {}", reason.describe()));
+                    let from = reading_at(&readings, now.saturating_sub(opts.before_s * SECOND))
+                        .expect("a reading");
+                    pending = Some(Pending {
+                        reason,
+                        fired_ns: now,
+                        fired_unix: unix_now(),
+                        from: Reading {
+                            at_ns: from.at_ns,
+                            devices: from.devices.clone(),
+                            cpus: from.cpus.clone(),
+                        },
+                        snapshot: snapshot::document(snapshot::take(), serde_json::Value::Null),
+                    });
+                    last_capture_ns = Some(now);
+                }
+            }
+        }
+        // A capture whose after-seconds are over: written and diagnosed
+        // in the background.
+        if pending
+            .as_ref()
+            .is_some_and(|p| now >= p.fired_ns + opts.after_s * SECOND)
+        {
+            let p = pending.take().expect("pending");
+            let doc = LightDoc {
+                attach: "tp_btf".into(),
+                started_ns: p.from.at_ns,
+                stopped_ns: now,
+                slow: SlowPolicy {
+                    fixed_ns: opts.slow_ns,
+                    initial_ns: opts
+                        .slow_ns
+                        .unwrap_or(crate::capture::light::INITIAL_SLOW_NS),
+                    cap_per_s: u64::from(opts.cap_per_s),
+                },
+                devices: devices_since(&devices, &p.from.devices),
+                programs: Vec::new(),
+                cpus: cpus_since(&cpus, &p.from.cpus),
+                wait_min_ns: WAIT_MIN_NS,
+                missing_events: missing.clone(),
+            };
+            let records: Vec<Vec<u8>> = ring
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .between(p.from.at_ns, now)
+                .map(<[u8]>::to_vec)
+                .collect();
+            let root = opts.dir.clone().expect("captures only with --dir");
+            let tx = done_tx.clone();
+            busy = Some(
+                std::thread::Builder::new()
+                    .name("iosleuth-keep".into())
+                    .spawn(move || {
+                        let _ = tx.send(keep_and_diagnose(&root, &p, &doc, &records));
+                    })
+                    .map_err(|e| Error::failed(format!("cannot start a diagnosis: {e}")))?,
+            );
+        }
+        while let Ok(done) = done_rx.try_recv() {
+            if let Some(b) = busy.take() {
+                let _ = b.join();
+            }
+            match done {
+                Ok(d) => {
+                    log.line(&format!(
+                        "kept {} ({}): {}",
+                        d.dir.display(),
+                        d.reason,
+                        d.top
+                    ));
+                    kept.push(format!("{} ({}): {}", d.dir.display(), d.reason, d.top));
+                    findings = d.findings;
+                    if let Some(dir) = &opts.dir {
+                        (kept_n, kept_bytes) = keep::enforce_quota(dir, opts.quota_bytes);
+                    }
+                }
+                Err(e) => log.line(&format!("a kept capture could not be diagnosed: {e}")),
+            }
+        }
+        // Readings: every second for the window and the before-seconds,
+        // every minute for the baseline.
+        if baselines
+            .back()
+            .is_none_or(|b| now.saturating_sub(b.at_ns) >= BASELINE_EVERY_NS)
+        {
+            baselines.push_back(Reading {
+                at_ns: now,
+                devices: devices.clone(),
+                cpus: Vec::new(),
+            });
+            if baselines.len() > BASELINE_READINGS {
+                baselines.pop_front();
+            }
+        }
+        readings.push_back(Reading {
+            at_ns: now,
+            devices,
+            cpus,
+        });
+        while readings
+            .front()
+            .is_some_and(|r| now.saturating_sub(r.at_ns) > retained_ns)
+        {
+            readings.pop_front();
+        }
+        let latest = readings.back().expect("just pushed");
+        let ring_figures = {
+            let r = ring.lock().unwrap_or_else(|p| p.into_inner());
+            RingFigures {
+                records: r.count() as u64,
+                bytes: r.bytes() as u64,
+                evicted_early: r.evicted_early,
+            }
+        };
+        let metrics = prometheus::render(&Scrape {
+            devices: &latest.devices,
+            names: &names,
+            cpus: &latest.cpus,
+            wait_min_ns: WAIT_MIN_NS,
+            ring: ring_figures,
+            process: process::figures(),
+            findings: &findings,
+            triggers: &counts.0,
+            captures_kept: kept_n,
+            captures_bytes: kept_bytes,
+            not_watched: &missing,
+        });
+        let index = index_page(opts, &kept);
+        {
+            let mut p = published.lock().unwrap_or_else(|p| p.into_inner());
+            p.metrics = metrics;
+            p.index = index;
+        }
+        sleep_until_next_second(&started);
+    }
+    if let Some(b) = busy.take() {
+        // A diagnosis in flight finishes: its capture is complete on disk.
+        let _ = b.join();
+        if let Ok(Ok(d)) = done_rx.try_recv() {
+            log.line(&format!(
+                "kept {} ({}): {}",
+                d.dir.display(),
+                d.reason,
+                d.top
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What the light programs cannot see here, as the metrics say it.
+fn session_missing(session: &LightSession) -> Vec<String> {
+    let mut out: Vec<String> = session
+        .missing_events()
+        .iter()
+        .map(|e| format!("event {e}"))
+        .collect();
+    // The light programs hook no throttling tracepoint.
+    out.push("throttled bios (blk-throttle)".into());
+    out
+}
+
+fn sleep_until_next_second(started: &std::time::Instant) {
+    let e = started.elapsed();
+    let next = Duration::from_secs(e.as_secs() + 1);
+    // Short naps: a signal is seen within 100 ms.
+    while started.elapsed() < next && !STOP.load(Ordering::SeqCst) {
+        std::thread::sleep((next - started.elapsed()).min(Duration::from_millis(100)));
+    }
+}
+
+fn keep_and_diagnose(
+    root: &Path,
+    p: &Pending,
+    doc: &LightDoc,
+    records: &[Vec<u8>],
+) -> std::result::Result<Diagnosed, String> {
+    let subject = p.reason.subject();
+    let dir = keep::write_capture(&keep::Keep {
+        root,
+        unix_s: p.fired_unix,
+        subject: &subject,
+        reason: &p.reason.describe(),
+        doc,
+        snapshot: &p.snapshot,
+        records,
+    })
+    .map_err(|e| format!("cannot write the capture in {}: {e}", root.display()))?;
+    let found = keep::diagnose(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let top = found.first().map_or_else(
+        || "no finding".to_string(),
+        |f| format!("{} {}: {}", f.severity.name().to_uppercase(), f.id, f.title),
+    );
+    let findings = found
+        .iter()
+        .map(|f| ActiveFinding {
+            rule: f.id.to_string(),
+            severity: f.severity.name().to_string(),
+            device: f
+                .evidence
+                .get("device")
+                .and_then(|d| d.as_str())
+                .unwrap_or_default()
+                .to_string(),
+        })
+        .collect();
+    Ok(Diagnosed {
+        dir,
+        reason: p.reason.name().to_string(),
+        findings,
+        top,
+    })
+}
+
+/// `/`: what is served and the captures kept, newest last.
+fn index_page(opts: &WatchOptions, kept: &[String]) -> String {
+    let esc = crate::report::html::esc;
+    let mut out = String::from(
+        "<!doctype html><meta charset=utf-8><title>iosleuth watch</title>\n<h1>iosleuth watch</h1>\n<p><a href=\"/metrics\">/metrics</a>: Prometheus text format.</p>\n",
+    );
+    match &opts.dir {
+        None => out.push_str("<p>No --dir: triggers are counted, no capture is kept.</p>\n"),
+        Some(d) => {
+            out.push_str(&format!(
+                "<p>Captures are kept in {} (each with report.html and report.json).</p>\n<ul>\n",
+                esc(&d.display().to_string())
+            ));
+            for k in kept.iter().rev().take(50) {
+                out.push_str(&format!("<li>{}</li>\n", esc(k)));
+            }
+            out.push_str("</ul>\n");
+        }
+    }
+    out
+}
