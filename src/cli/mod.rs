@@ -403,4 +403,22 @@ mod tests {
         undescribed(&cmd, "iosleuth", &mut missing);
         assert!(missing.is_empty(), "no description: {missing:#?}");
     }
+
+    /// The systemd unit in contrib/ starts watch with options it has.
+    #[test]
+    fn the_service_unit_runs_a_valid_watch_command() {
+        let unit = include_str!("../../contrib/iosleuth-watch.service");
+        let exec = unit
+            .lines()
+            .find_map(|l| l.strip_prefix("ExecStart="))
+            .expect("ExecStart");
+        let argv: Vec<&str> = exec.split_whitespace().collect();
+        assert!(
+            argv[0].ends_with("/iosleuth") && argv[1] == "watch",
+            "{exec}"
+        );
+        if let Err(e) = Cli::try_parse_from(&argv) {
+            panic!("{exec}: {e}");
+        }
+    }
 }

@@ -596,4 +596,78 @@ mod tests {
             text.contains("iosleuth_block_bytes_total{device=\"lo\\\"op0\",op=\"read\"} 8192\n")
         );
     }
+
+    /// Every family a scrape can hold, with a device, a CPU, a trigger, a
+    /// finding and the process's figures.
+    fn all_families() -> Vec<String> {
+        let mut ops = std::collections::BTreeMap::new();
+        ops.insert("read".to_string(), LightOp::default());
+        let devices = [LightDevice {
+            dev: "7,0".into(),
+            ops,
+            ..Default::default()
+        }];
+        let cpus = [LightCpu {
+            softirq_ns: vec![0; 10],
+            ..Default::default()
+        }];
+        let text = render(&Scrape {
+            devices: &devices,
+            cpus: &cpus,
+            findings: &[ActiveFinding {
+                rule: "r".into(),
+                severity: "warning".into(),
+                device: String::new(),
+            }],
+            triggers: &[("p99".into(), 1, 0)],
+            not_watched: &["x".into()],
+            process: Some(ProcessFigures::default()),
+            ..Default::default()
+        });
+        text.lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .map(|l| l.split(' ').next().unwrap().to_string())
+            .collect()
+    }
+
+    /// docs/WATCH.md's table names every family, and only those.
+    #[test]
+    fn the_metrics_table_of_the_docs_is_what_a_scrape_holds() {
+        let doc = include_str!("../../docs/WATCH.md");
+        let documented: Vec<String> = doc
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `"))
+            .filter_map(|l| l.split('`').next())
+            .map(str::to_string)
+            .collect();
+        assert_eq!(documented, all_families());
+    }
+
+    /// The Grafana dashboard queries only metrics a scrape holds.
+    #[test]
+    fn the_dashboard_queries_only_metrics_that_exist() {
+        let dash: serde_json::Value =
+            serde_json::from_str(include_str!("../../contrib/grafana-iosleuth-watch.json"))
+                .unwrap();
+        let families = all_families();
+        let mut seen = 0;
+        for panel in dash["panels"].as_array().unwrap() {
+            for t in panel["targets"].as_array().unwrap() {
+                let expr = t["expr"].as_str().unwrap();
+                for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                    if !(word.starts_with("iosleuth_") || word.starts_with("process_")) {
+                        continue;
+                    }
+                    let family = ["_bucket", "_sum", "_count"]
+                        .iter()
+                        .find_map(|s| word.strip_suffix(s))
+                        .filter(|f| families.iter().any(|x| x == f))
+                        .unwrap_or(word);
+                    assert!(families.iter().any(|f| f == family), "{word} in {expr}");
+                    seen += 1;
+                }
+            }
+        }
+        assert!(seen >= 10, "{seen} metrics queried");
+    }
 }
