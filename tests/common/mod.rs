@@ -346,8 +346,16 @@ pub fn assert_slow_fsyncs_are_journal_device_time(
             let journal = o["breakdown"]["device_ns"]["journal write"]
                 .as_u64()
                 .unwrap_or(0) as f64;
-            assert!(journal > 0.9 * lat, "{kind}: {:#}", o);
-            assert!(o["percent"]["device"].as_f64().unwrap() > 90.0, "{o:#}");
+            // Beside other work the thread also waits runnable after the
+            // write completes (seen: 17.7 ms of a 196 ms fsync behind a
+            // CPU hog): that part is the scheduler's, said as such.
+            let runnable = o["breakdown"]["runnable_ns"].as_u64().unwrap_or(0) as f64;
+            assert!(journal > 0.9 * (lat - runnable), "{kind}: {:#}", o);
+            let percent = |k: &str| o["percent"][k].as_f64().unwrap_or(0.0);
+            assert!(
+                percent("device") > 80.0 && percent("device") + percent("runnable") > 95.0,
+                "{o:#}"
+            );
             let r = &o["main_request"];
             assert_eq!(r["class"], "journal write", "{o:#}");
             assert!(r["comm"].as_str().unwrap().starts_with("jbd2/"), "{o:#}");

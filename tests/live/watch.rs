@@ -142,7 +142,11 @@ fn promql(prom: SocketAddr, query: &str) -> Option<f64> {
     let (code, body) = get(prom, &format!("/api/v1/query?query={enc}")).ok()?;
     assert_eq!(code, 200, "{body}");
     let v: serde_json::Value = serde_json::from_str(&body).ok()?;
-    v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
+    let value = v["data"]["result"][0]["value"][1].as_str()?.parse().ok();
+    if value.is_none() {
+        eprintln!("{query}: {body}");
+    }
+    value
 }
 
 /// The metrics pass `promtool check metrics`; a real Prometheus scrapes
@@ -218,8 +222,9 @@ fn prometheus_scrapes_watch_and_agrees_with_iosleuths_own_p99() {
         }
     }
     let _server = Kill(&mut server);
-    wait_for("prometheus ready", 60, || {
-        get(prom, "/-/ready").is_ok_and(|(c, _)| c == 200)
+    // Ready is before its scrape loop found the target: wait for a scrape.
+    wait_for("prometheus scraping watch", 60, || {
+        get(prom, "/api/v1/targets").is_ok_and(|(c, b)| c == 200 && b.contains("\"health\":\"up\""))
     });
 
     // Misbehaving clients: idle, and a head cut in the middle.
@@ -269,7 +274,12 @@ fn prometheus_scrapes_watch_and_agrees_with_iosleuths_own_p99() {
         prom,
         &format!("iosleuth_block_requests_total{{device=\"{name}\",op=\"read\"}}"),
     )
-    .expect("prometheus has the series");
+    .unwrap_or_else(|| {
+        let targets = get(prom, "/api/v1/targets")
+            .map(|r| r.1)
+            .unwrap_or_default();
+        panic!("prometheus has no series; its targets: {targets}")
+    });
     // fio's reads, and maybe a few of udev's probing the new device.
     assert!(
         (expected as f64..expected as f64 + 64.0).contains(&count),
