@@ -400,36 +400,16 @@ fn watch_loop(
             .is_some_and(|p| now >= p.fired_ns + opts.after_s * SECOND)
         {
             let p = pending.take().expect("pending");
-            let doc = LightDoc {
-                attach: "tp_btf".into(),
-                started_ns: p.from.at_ns,
-                stopped_ns: now,
-                slow: SlowPolicy {
-                    fixed_ns: opts.slow_ns,
-                    initial_ns: opts
-                        .slow_ns
-                        .unwrap_or(crate::capture::light::INITIAL_SLOW_NS),
-                    cap_per_s: u64::from(opts.cap_per_s),
-                },
-                devices: devices_since(&devices, &p.from.devices),
-                programs: Vec::new(),
-                cpus: cpus_since(&cpus, &p.from.cpus),
-                wait_min_ns: WAIT_MIN_NS,
-                missing_events: missing.clone(),
-            };
-            let records: Vec<Vec<u8>> = ring
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .between(p.from.at_ns, now)
-                .map(<[u8]>::to_vec)
-                .collect();
-            let root = opts.dir.clone().expect("captures only with --dir");
             let tx = done_tx.clone();
+            let (opts, missing) = (opts.clone(), missing.clone());
+            let (devices, cpus) = (devices.clone(), cpus.clone());
+            let ring = Arc::clone(ring);
             busy = Some(
                 std::thread::Builder::new()
                     .name("iosleuth-keep".into())
                     .spawn(move || {
-                        let _ = tx.send(keep_and_diagnose(&root, &p, &doc, &records));
+                        let done = finish(&opts, &missing, p, &devices, &cpus, &ring, now);
+                        let _ = tx.send(done);
                     })
                     .map_err(|e| Error::failed(format!("cannot start a diagnosis: {e}")))?,
             );
@@ -514,16 +494,70 @@ fn watch_loop(
     if let Some(b) = busy.take() {
         // A diagnosis in flight finishes: its capture is complete on disk.
         let _ = b.join();
-        if let Ok(Ok(d)) = done_rx.try_recv() {
-            log.line(&format!(
+    }
+    // A capture still collecting its after-seconds ends now, shorter.
+    if let (Some(p), Some(last)) = (pending.take(), readings.back()) {
+        let now = snapshot::mono_ns();
+        let _ = done_tx.send(finish(
+            opts,
+            &missing,
+            p,
+            &last.devices,
+            &last.cpus,
+            ring,
+            now,
+        ));
+    }
+    while let Ok(done) = done_rx.try_recv() {
+        match done {
+            Ok(d) => log.line(&format!(
                 "kept {} ({}): {}",
                 d.dir.display(),
                 d.reason,
                 d.top
-            ));
+            )),
+            Err(e) => log.line(&format!("a kept capture could not be diagnosed: {e}")),
         }
     }
     Ok(())
+}
+
+/// A triggered capture, from the reading at its start to `devices` and
+/// `cpus` read at `now`: written and diagnosed.
+fn finish(
+    opts: &WatchOptions,
+    missing: &[String],
+    p: Pending,
+    devices: &[LightDevice],
+    cpus: &[LightCpu],
+    ring: &Mutex<RecordRing>,
+    now: u64,
+) -> std::result::Result<Diagnosed, String> {
+    let doc = LightDoc {
+        attach: "tp_btf".into(),
+        started_ns: p.from.at_ns,
+        stopped_ns: now,
+        slow: SlowPolicy {
+            fixed_ns: opts.slow_ns,
+            initial_ns: opts
+                .slow_ns
+                .unwrap_or(crate::capture::light::INITIAL_SLOW_NS),
+            cap_per_s: u64::from(opts.cap_per_s),
+        },
+        devices: devices_since(devices, &p.from.devices),
+        programs: Vec::new(),
+        cpus: cpus_since(cpus, &p.from.cpus),
+        wait_min_ns: WAIT_MIN_NS,
+        missing_events: missing.to_vec(),
+    };
+    let records: Vec<Vec<u8>> = ring
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .between(p.from.at_ns, now)
+        .map(<[u8]>::to_vec)
+        .collect();
+    let root = opts.dir.as_deref().ok_or("captures only with --dir")?;
+    keep_and_diagnose(root, &p, &doc, &records)
 }
 
 /// What the light programs cannot see here, as the metrics say it.
