@@ -38,6 +38,7 @@ mod no_silent_wrong_report;
 mod parquet_export;
 mod perfetto_export;
 mod readme_keys;
+mod rules_doc;
 mod seed_excerpts;
 mod stacks;
 mod trace_dat;
