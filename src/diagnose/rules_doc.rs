@@ -17,7 +17,7 @@ pub fn markdown() -> String {
          fires and on one where a related symptom is present but not its cause.\n\
          `iosleuth report CAPTURE --explain ID` (or `all`) prints a rule's finding, or the\n\
          reason it did not fire. How findings are ranked, stacked devices and the\n\
-         `unexplained` finding: [DESIGN.md](DESIGN.md#5-diagnose).\n\n\
+         `unexplained` finding: [report.md](report.md#findings).\n\n\
          | id | looks for | light capture |\n|---|---|---|\n",
     );
     for r in catalog() {

@@ -23,6 +23,7 @@ mod compressed_inputs;
 mod conventions;
 mod diagnose_fixtures;
 mod diagnose_generalizes;
+mod docs_links;
 mod driver_events;
 mod first_screen;
 mod fixtures_block;
