@@ -1,5 +1,5 @@
 //! One error type for the binary. Library code says what went wrong; `main`
-//! prints it once and maps it to the exit code the README documents:
+//! prints it once and maps it to the exit code DESIGN.md documents:
 //! 0 success, 1 failure, 2 unusable input or arguments, 130 interrupted
 //! (`check` answers 1 or 125 and `record` passes on the workload's status
 //! through [`ExitStatus`], which is not an error; `check`'s own usage

@@ -43,6 +43,7 @@ pub mod testing {
     pub use crate::capture::tracefs::{CaptureError, Tracefs};
     pub use crate::capture::unique_name;
     pub use crate::diagnose::diagnose;
+    pub use crate::diagnose::rules_doc::markdown as rules_markdown;
     pub use crate::ingest::capture_dir::Decoder;
     pub use crate::ingest::reader::Chunked;
     pub use crate::ingest::text_source::{detect, TextFormat, TextSource};

@@ -17,7 +17,7 @@ pub struct CheckArgs {
     #[command(flatten)]
     sides: SidesArgs,
     /// A metric of `iosleuth diff`, by id: probe.OP.p99_ms,
-    /// dev.MAJ,MIN.d2c.p99_ms, … (README; default: the first probe's p99,
+    /// dev.MAJ,MIN.d2c.p99_ms, … (docs/report.md; default: the first probe's p99,
     /// else the first device's D2C p99). An unknown one exits 128.
     #[arg(long, value_parser = parse_metric)]
     metric: Option<(String, bool)>,

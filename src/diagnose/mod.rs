@@ -22,6 +22,7 @@
 
 mod impact;
 mod rules;
+pub mod rules_doc;
 mod stack;
 mod unclaimed;
 
@@ -75,10 +76,12 @@ pub struct Rule {
     pub id: &'static str,
     /// One line: what the rule looks for.
     pub looks_for: &'static str,
-    /// Its thresholds as the README's catalog table says them (a test
-    /// holds the table to this text; beside the constants, a change of
-    /// one shows here).
+    /// Its thresholds in words, as docs/RULES.md and `report --explain`
+    /// print them (beside the constants, a change of one shows here).
     pub fires_when: &'static str,
+    /// Where it stays silent although a related symptom is there: the
+    /// committed captures its tests diagnose, in words (docs/RULES.md).
+    pub stays_silent: &'static str,
     /// The event sets (`record --events`) without which it cannot judge.
     pub needs: &'static [&'static str],
     /// What a light capture (`record --light`) lacks to judge this rule

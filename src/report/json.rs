@@ -1,5 +1,5 @@
 //! The machine-readable report. Top-level keys are stable: `devices`,
-//! `findings`, `warnings`, `processes`, … (documented in the README).
+//! `findings`, `warnings`, `processes`, … (documented in docs/FORMATS.md).
 
 use crate::analyze::Analysis;
 use crate::diagnose::Finding;

@@ -92,7 +92,7 @@ pub enum Format {
     // No doc comments: clap would turn them into a longer --help.
     // For people: findings first, then every layer.
     Text,
-    // For programs: one object with stable top-level keys (README).
+    // For programs: one object with stable top-level keys (docs/FORMATS.md).
     Json,
     // Folded stacks for flame graphs (FlameGraph, inferno, speedscope).
     Folded,

@@ -53,7 +53,7 @@ fn perf_data_folds_as_perf_script_and_inferno_collapse_perf() {
     }
     // The workload's own processes: a system-wide recording also samples
     // whatever else runs beside the test (compilers, other tests), whose
-    // C++ names are a known deviation of their own (see the README).
+    // C++ names are a known deviation of their own (see docs/recording.md).
     let workload = |l: &&str| {
         let comm = l.split(';').next().unwrap_or_default();
         ["sh", "dd", "ls", "gzip", "perl", "python3", "perf"].contains(&comm)

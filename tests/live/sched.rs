@@ -165,8 +165,8 @@ fn rt_burner_starves_a_pinned_thread_and_agrees_with_perf() {
     let s = &rep["sched"];
 
     // Agreement with perf sched timehist on the same run: each thread of
-    // the workload and of the recorder (kernel threads: open work, see the
-    // README), by its maximum delay, over the time both recorded.
+    // the workload and of the recorder (kernel threads: open work, see
+    // docs/report.md), by its maximum delay, over the time both recorded.
     let offset = perf_clock_offset(&perf_data, &cap);
     let first = rep["span"]["first_ns"].as_u64().unwrap() as f64 / 1e9;
     let last = rep["span"]["last_ns"].as_u64().unwrap() as f64 / 1e9;

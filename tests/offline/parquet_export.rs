@@ -55,14 +55,14 @@ for capture, device, n, util in q(f"select capture, device, count(*), sum(util_p
     out["iostat"][f"{capture}/{device}"] = [n, util]
 for capture, ids in q(f"select capture, list(id order by rank) from {t('findings')} group by all"):
     out["findings"][capture] = ids
-# The README's query: p99 D2C by host and kernel version over all captures.
+# docs/exports.md's query: p99 D2C by host and kernel version over all captures.
 out["p99_by_host_kernel"] = q(f"""
     select host, kernel, count(*) as requests, quantile_cont(d2c_ns, 0.99) / 1e3 as p99_d2c_us
     from {t('requests')} where d2c_ns is not null group by host, kernel order by host, kernel""")
 print(json.dumps(out))
 "#;
 
-/// The same query on Spark (local mode): the README's Spark version.
+/// The same query on Spark (local mode): docs/exports.md's Spark version.
 const SPARK: &str = r#"
 import json, sys
 from pyspark.sql import SparkSession

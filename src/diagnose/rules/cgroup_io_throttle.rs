@@ -18,6 +18,7 @@ pub const RULE: Rule = Rule {
     id: "cgroup_io_throttle",
     looks_for: "bios held by a cgroup I/O limit (blk-throttle) before they reach the device",
     fires_when: "bios queued by kthrotld (a kworker running `blk_throtl_dispatch_work_fn`: held by blk-throttle), with the cgroup's `io.max` / `blkio.throttle.*` line from the snapshot (critical ≥ 50 % of the device's bios, or when the workload spent ≥ 50 % of its time waiting with nothing at the device: blk-throttle passes a budget's worth of bios at once and holds the rest)",
+    stays_silent: "the same reads without the limit; without the `workqueue` set it says so",
     needs: &["block", "workqueue"],
     light_lacks: Some("the queued bios and the workqueue events"),
     check,

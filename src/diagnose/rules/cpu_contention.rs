@@ -24,6 +24,7 @@ pub const RULE: Rule = Rule {
     id: "cpu_contention",
     looks_for: "the workload's operations waiting runnable while ordinary tasks held the CPU",
     fires_when: "operations runnable ≥ 20 % of the workload's time (or ≥ 30 % of its slow operations'), adding up to ≥ 5 % of the trace's span, the CPU held < 80 % by RT tasks",
+    stays_silent: "the same fsyncs alone on their CPU; waits held by a real-time task (`rt_starvation`'s)",
     needs: &["sched"],
     light_lacks: Some("the operations' thread states (the full recorder's scheduler events)"),
     check,

@@ -27,6 +27,7 @@ pub const RULE: Rule = Rule {
     id: "device_latency_spike",
     looks_for: "an operation far slower than its median, nearly all of it device time",
     fires_when: "an operation ≥ 50 ms and ≥ 10× its median, ≥ 80 % device time, ≥ 50 % of it waiting for one request",
+    stays_silent: "slow operations that were runnable (RT burner), or whose device time overlaps an RT-held wait of the thread that completes I/O, or was spread over many short requests (a busy device)",
     needs: &["block"],
     light_lacks: None,
     check,

@@ -17,6 +17,7 @@ pub const RULE: Rule = Rule {
     id: "dirty_throttling",
     looks_for: "writers paused by balance_dirty_pages (the dirty page limit)",
     fires_when: "writers paused by `balance_dirty_pages` ≥ 20 ms and ≥ 5 % of the trace (critical ≥ 20 %), with `vm.dirty_*` from the snapshot",
+    stays_silent: "the same buffered writes under the default dirty ratio",
     needs: &["writeback"],
     light_lacks: Some("the writeback events (balance_dirty_pages)"),
     check,

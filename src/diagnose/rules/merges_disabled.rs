@@ -30,6 +30,7 @@ pub const RULE: Rule = Rule {
     id: "merges_disabled",
     looks_for: "sequential bios issued one by one as small requests (no merging)",
     fires_when: "≥ 64 bios, ≥ 50 % of them sequential, ≤ 1.1 bios per request, requests < 64 KiB on average (critical with `nomerges` 1/2 in the snapshot, or without a snapshot on strong evidence; a warning when `nomerges` is 0: the setting is not the cause)",
+    stays_silent: "the same reads with merging on (64 bios per request); random I/O; a `dd` writer's 1 MiB writeback bios (dd-seqwrite.cap); sequential bios that come one at a time, each after the previous completed (a synchronous reader has nothing to merge: see `readahead_small`); readahead bios (`RA`) as large as the kernel's windows (each window is read as one bio, the next only when the reader reaches it)",
     needs: &["block"],
     light_lacks: None,
     check,

@@ -21,6 +21,7 @@ pub const RULE: Rule = Rule {
     id: "queue_saturation",
     looks_for: "a busy device whose requests mostly wait behind others",
     fires_when: "over the device's active span (first request to last): `%util` ≥ 80, `aqu-sz` ≥ 2 and ≥ 50 % of a request's Q2C spent waiting (iostat's service time = busy time per request); critical ≥ 90 % / 75 % when bios also waited for a tag (Q2G ≥ 10 %)",
+    stays_silent: "`nr_requests` 4 with one read at a time; 64 fsync writers on a free tag pool stay a warning",
     needs: &["block"],
     light_lacks: Some("iostat's columns (every request's stages)"),
     check,

@@ -33,6 +33,7 @@ pub const RULE: Rule = Rule {
     id: "request_splitting",
     looks_for: "bios split into several requests (larger than the device's max_sectors_kb)",
     fires_when: "≥ 16 splits and ≥ 10 % of queued bios (critical with ≥ 4 requests per bio and `max_sectors_kb` below `max_hw_sectors_kb`); never where the two are equal (cut at the hardware's limit: how large I/O travels)",
+    stays_silent: "4 KiB reads that never exceed the limit; large bios cut into ≥ 512 KiB pieces, or at the hardware's own limit",
     needs: &["block"],
     light_lacks: None,
     check,

@@ -19,6 +19,7 @@ pub const RULE: Rule = Rule {
     id: "rt_starvation",
     looks_for: "threads runnable for long while a real-time task held their CPU",
     fires_when: "runqueue waits ≥ 10 ms, ≥ 80 % of them on a CPU held by an RT task",
+    stays_silent: "slow fsyncs blocked on a device",
     needs: &["sched"],
     light_lacks: None,
     check,

@@ -22,6 +22,7 @@ pub const RULE: Rule = Rule {
     id: "scheduler_overhead",
     looks_for: "requests held inside the I/O scheduler between insert and dispatch",
     fires_when: "G2I+I2D ≥ 15 % of the bios' total Q2C time (btt's Device Overhead) over ≥ 100 inserted requests, scheduler not `none` (critical ≥ 25 %); BFQ gets its `slice_idle` workaround",
+    stays_silent: "the same readers under mq-deadline (1.5 %)",
     needs: &["block"],
     light_lacks: Some("the I/O scheduler's inserts (block_rq_insert)"),
     check,

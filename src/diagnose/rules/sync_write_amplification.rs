@@ -20,6 +20,7 @@ pub const RULE: Rule = Rule {
     looks_for:
         "small synced writes costing the device several times their size in journal and flushes",
     fires_when: "≥ 32 fsync/fdatasync and ≥ 3 bytes written to the device (data + journal) per byte of data; flushes per sync in the evidence (warning: a property of the application)",
+    stays_silent: "one fsync after 16 MiB",
     needs: &["block", "syscalls"],
     light_lacks: Some("the system calls (fsync, write)"),
     check,

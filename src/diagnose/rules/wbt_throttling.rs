@@ -20,6 +20,7 @@ pub const RULE: Rule = Rule {
     id: "wbt_throttling",
     looks_for: "writeback throttling (wbt) holding writes to a small depth because reads look slow",
     fires_when: "wbt stepped below its default depth (`wbt_step` step > 0) for ≥ 100 ms and ≥ 10 % of the trace (critical at depth ≤ 2 for ≥ 25 %), with `wbt_lat_usec` from the snapshot and the read latencies wbt reported (`wbt_lat`)",
+    stays_silent: "the same O_DSYNC writers and reads with the default target: wbt active, never stepped down",
     needs: &["writeback"],
     light_lacks: Some("the writeback events (wbt_step)"),
     check,
