@@ -1,4 +1,4 @@
-//! `iosleuth lab list` and `lab run NAME|all [--keep] [--light]`.
+//! `iosleuth lab list` and `lab run NAME|all [--keep] [--light] [--watch]`.
 
 use crate::error::{Error, ExitStatus, Result};
 use crate::lab::scenarios::{find, SCENARIOS};
@@ -26,6 +26,12 @@ enum LabAction {
         /// requests and the flight recorder) instead of the full recorder.
         #[arg(long)]
         light: bool,
+        /// Run `iosleuth watch` beside each bad run: its trigger must keep
+        /// a capture whose diagnosis names the cause (where the cause makes
+        /// a request of 100 ms or a long runnable wait), and fire nothing
+        /// on the healthy runs.
+        #[arg(long)]
+        watch: bool,
     },
 }
 
@@ -42,7 +48,12 @@ pub fn run(args: LabArgs) -> Result<ExitStatus> {
             }
             Ok(ExitStatus::SUCCESS)
         }
-        LabAction::Run { name, keep, light } => {
+        LabAction::Run {
+            name,
+            keep,
+            light,
+            watch,
+        } => {
             if unsafe { libc::geteuid() } != 0 {
                 return Err(Error::bad_input(
                     "the lab needs root (loop devices, mounts, tracefs)",
@@ -60,7 +71,7 @@ pub fn run(args: LabArgs) -> Result<ExitStatus> {
                 })?;
                 vec![s]
             };
-            crate::lab::run::run(&chosen, keep, light, &mut out)
+            crate::lab::run::run(&chosen, keep, light, watch, &mut out)
         }
     }
 }

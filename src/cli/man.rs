@@ -339,6 +339,18 @@ const LABS: &[(&str, &str)] = &[
     ),
 ];
 
+const WATCHES: &[(&str, &str)] = &[
+    ("0", "Stopped by SIGTERM or SIGINT (or --duration), the programs detached."),
+    (
+        "1",
+        "Reading the programs' maps failed, or the BPF programs could not be loaded (the message says why).",
+    ),
+    (
+        "2",
+        "Not root, a port in use, a --dir that is not empty and not one watch made, or a wrong command line.",
+    ),
+];
+
 const PRINTS: &[(&str, &str)] = &[
     ("0", "Done."),
     ("1", "Writing failed."),
@@ -603,6 +615,24 @@ fn extra(path: &str) -> Extra {
                 ("iosleuth record --list-events", "The event sets and their tracepoints."),
             ],
             &["iosleuth-report(1)", "iosleuth-probe(1)", "blktrace(8)", "trace-cmd(1)"],
+        ),
+        "watch" => (
+            WATCHES,
+            &[
+                (
+                    "sudo iosleuth watch --dir /var/lib/iosleuth-watch",
+                    "Metrics on http://127.0.0.1:19690/metrics; a diagnosed capture kept in the directory each time a trigger fires.",
+                ),
+                (
+                    "sudo iosleuth watch --listen 0.0.0.0:19690 --trigger-p99 0 --trigger-slow 50",
+                    "Scraped from other hosts; keep a capture on any request of 50 ms, not on p99 changes (counted only: no --dir).",
+                ),
+                (
+                    "sudo iosleuth lab run slow-device --watch",
+                    "Watch beside the lab's stalling device: its trigger keeps a capture diagnosed with device_latency_spike.",
+                ),
+            ],
+            &["iosleuth-record(1)", "iosleuth-report(1)", "prometheus(1)"],
         ),
         "completions" => (
             PRINTS,

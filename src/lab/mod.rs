@@ -3,7 +3,8 @@
 //! (`slowdisk`) — the known pathologies built on them (`scenarios`,
 //! `catalog`, `waits`), healthy shapes (`shapes`), and
 //! `lab run` (`run`): record each scenario's good and bad run, diagnose,
-//! compare, and judge whether it went as expected.
+//! compare, and judge whether it went as expected (`watched`: how `watch`
+//! did beside the bad run).
 
 pub mod catalog;
 pub mod ext4;
@@ -14,6 +15,7 @@ pub mod scenarios;
 pub mod shapes;
 pub mod slowdisk;
 pub mod waits;
+pub mod watched;
 
 /// A helper program (losetup, mkfs, mount, …) in its own process group: a
 /// Ctrl-C at the terminal reaches iosleuth alone, which then undoes what the

@@ -19,6 +19,7 @@ pub fn run(
     chosen: &[&Scenario],
     keep: bool,
     light: bool,
+    watch: bool,
     out: &mut dyn Write,
 ) -> Result<ExitStatus> {
     install_signal_handlers();
@@ -42,6 +43,7 @@ pub fn run(
             stop: interrupted,
             keep,
             light,
+            watch,
         };
         if let Some(why) = (s.missing)() {
             writeln!(out, "lab {}: skipped: {why}\n", s.name)?;
@@ -137,7 +139,14 @@ fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<Verdict> {
             .collect()
     };
     let (good_judged, bad_judged) = (judged(&good), judged(&bad));
-    let as_expected = s.as_expected(&good_judged, &bad_judged, &d);
+    let watched = if lab.watch {
+        let (ok, said) = super::watched::verdict(s, lab);
+        writeln!(out, "watch: {said}\n")?;
+        ok
+    } else {
+        None
+    };
+    let as_expected = s.as_expected(&good_judged, &bad_judged, &d) && watched != Some(false);
     // Measured again after a miss: noise comes and goes.
     let noise = match (as_expected, before) {
         (false, Some(b)) => Some(machine_noise().map_or(b, |a| b.max(a))),

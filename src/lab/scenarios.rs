@@ -44,6 +44,8 @@ pub struct Lab {
     /// `lab run --light`: every run is recorded with `record --light`,
     /// whatever events and options the scenario asks of the full recorder.
     pub light: bool,
+    /// `lab run --watch`: `iosleuth watch` runs beside the bad run.
+    pub watch: bool,
 }
 
 impl Lab {
@@ -52,6 +54,51 @@ impl Lab {
     }
     pub fn bad(&self) -> PathBuf {
         self.dir.join("bad.cap")
+    }
+    /// Where `watch` keeps what its triggers catch during the bad run.
+    pub fn watch_dir(&self) -> PathBuf {
+        self.dir.join("watch")
+    }
+    pub fn watch_log(&self) -> PathBuf {
+        self.dir.join("watch.log")
+    }
+
+    /// `iosleuth watch` on an ephemeral port, keeping captures in
+    /// `watch_dir` (one per trigger, each with its diagnosis); stopped when
+    /// dropped. Started once it serves.
+    fn start_watch(&self) -> Result<Watching, CaptureError> {
+        let _ = std::fs::remove_dir_all(self.watch_dir());
+        let _ = std::fs::remove_file(self.watch_log());
+        let child = Command::new(&self.exe)
+            .args(["watch", "--listen", "127.0.0.1:0", "--dir"])
+            .arg(self.watch_dir())
+            .args(["--before", "30", "--after", "2", "--min-interval", "0"])
+            .arg("--log")
+            .arg(self.watch_log())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| CaptureError::Unusable(format!("cannot start watch: {e}")))?;
+        let mut w = Watching(child);
+        let until = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let log = std::fs::read_to_string(self.watch_log()).unwrap_or_default();
+            if log.contains("serving http://") {
+                return Ok(w);
+            }
+            if let Ok(Some(status)) = w.0.try_wait() {
+                return Err(CaptureError::Unusable(format!(
+                    "watch ended at once ({status}): {}",
+                    log.trim()
+                )));
+            }
+            if std::time::Instant::now() > until {
+                return Err(CaptureError::Unusable(
+                    "watch did not start serving within 20 s".into(),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// `iosleuth record -o OUT --events EVENTS -- sh -c SCRIPT`, where the
@@ -77,6 +124,11 @@ impl Lab {
             return Err(CaptureError::Unusable("interrupted".into()));
         }
         let _ = std::fs::remove_dir_all(out);
+        let watching = if self.watch && out == self.bad() {
+            Some(self.start_watch()?)
+        } else {
+            None
+        };
         let mut record = Command::new(&self.exe);
         record.arg("record").arg("-o").arg(out);
         if self.light {
@@ -91,6 +143,8 @@ impl Lab {
             .map_err(|e| {
                 CaptureError::Unusable(format!("cannot run {}: {e}", self.exe.display()))
             })?;
+        // Stopped and its last capture diagnosed before the run is judged.
+        drop(watching);
         // The recorder stops on the same Ctrl-C and exits 130.
         if o.status.code() == Some(130) || (self.stop)() {
             return Err(CaptureError::Unusable("interrupted".into()));
@@ -103,6 +157,26 @@ impl Lab {
             )));
         }
         Ok(())
+    }
+}
+
+/// A running `iosleuth watch`: SIGTERM and a wait when dropped (it
+/// finishes the capture it is keeping), SIGKILL if it does not end.
+struct Watching(std::process::Child);
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let until = std::time::Instant::now() + Duration::from_secs(60);
+        while std::time::Instant::now() < until {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 

@@ -314,6 +314,8 @@ fn watch_loop(
     let (done_tx, done_rx) = mpsc::channel::<std::result::Result<Diagnosed, String>>();
     let mut busy: Option<std::thread::JoinHandle<()>> = None;
     let mut tick: u64 = 0;
+    // The ring's records up to this number were judged.
+    let mut judged_seq: u64 = 0;
     let retained_ns = (opts.before_s.max(opts.window_s) + 2) * SECOND;
     let missing: Vec<String> = session_missing(session);
     loop {
@@ -344,7 +346,6 @@ fn watch_loop(
             .iter()
             .map(|d| (d.dev.clone(), d.name.clone()))
             .collect();
-        let previous_ns = readings.back().map_or(now, |r| r.at_ns);
         // The trigger, on what the maps counted.
         if let Some(prev) = readings.back() {
             let window_from = reading_at(&readings, now.saturating_sub(opts.window_s * SECOND))
@@ -357,7 +358,10 @@ fn watch_loop(
                 .unwrap_or_default();
             let waits: Vec<WaitRecord> = {
                 let r = ring.lock().unwrap_or_else(|p| p.into_inner());
-                r.between(previous_ns + 1, now)
+                let (recent, next) = r.arrived_since(judged_seq);
+                judged_seq = next;
+                recent
+                    .into_iter()
                     .filter(|b| u16::from_le_bytes([b[0], b[1]]) == REC_WAIT)
                     .filter_map(WaitRecord::parse)
                     .collect()

@@ -425,3 +425,39 @@ fn watch_killed_leaves_no_program_loaded() {
         our_programs().is_empty()
     });
 }
+
+/// `lab run NAME --watch`: beside the bad runs of the slow device and of
+/// real-time starvation, watch's trigger keeps a capture diagnosed with
+/// the scenario's cause; beside the healthy runs it fires nothing.
+#[test]
+#[ignore = "live: needs root, BTF, loop devices and FUSE; scripts/test runs it"]
+fn lab_watch_catches_a_stalling_device_and_rt_starvation_and_stays_quiet_when_healthy() {
+    let _live = live();
+    for (name, said) in [
+        (
+            "slow-device",
+            "top finding device_latency_spike, as expected",
+        ),
+        ("rt-starvation", "top finding rt_starvation, as expected"),
+        ("healthy", "no trigger fired, as expected"),
+        ("healthy-random", "no trigger fired, as expected"),
+    ] {
+        let out = iosleuth()
+            .args(["lab", "run", name, "--watch"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let watch_line = text
+            .lines()
+            .find(|l| l.starts_with("watch: "))
+            .unwrap_or_else(|| panic!("{name}: no watch line:\n{text}"));
+        eprintln!("{name}: {watch_line}");
+        assert!(watch_line.contains(said), "{name}: {watch_line}");
+        assert!(
+            out.status.success(),
+            "{name}: {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    wait_for("no program left", 5, || our_programs().is_empty());
+}

@@ -13,10 +13,14 @@ pub struct RecordRing {
     max_bytes: usize,
     /// Records pushed out by the byte bound before they were `keep_ns` old.
     pub evicted_early: u64,
+    /// The number the next record kept gets: records are judged by
+    /// arrival, since one can arrive after a later-ending one was judged.
+    next_seq: u64,
 }
 
 struct Kept {
     at_ns: u64,
+    seq: u64,
     bytes: Vec<u8>,
 }
 
@@ -42,6 +46,7 @@ impl RecordRing {
             keep_ns,
             max_bytes,
             evicted_early: 0,
+            next_seq: 0,
         }
     }
 
@@ -54,8 +59,10 @@ impl RecordRing {
         self.bytes += rec.len();
         self.records.push_back(Kept {
             at_ns,
+            seq: self.next_seq,
             bytes: rec.to_vec(),
         });
+        self.next_seq += 1;
         // Records arrive nearly in time order (per-CPU programs, one ring):
         // age is judged against the newest.
         let horizon = at_ns.saturating_sub(self.keep_ns);
@@ -78,6 +85,18 @@ impl RecordRing {
             .iter()
             .filter(move |k| k.at_ns >= from_ns && k.at_ns <= to_ns)
             .map(|k| k.bytes.as_slice())
+    }
+
+    /// The records kept from number `seq` on (still in memory), and the
+    /// number the next one will get.
+    pub fn arrived_since(&self, seq: u64) -> (Vec<&[u8]>, u64) {
+        let recs = self
+            .records
+            .iter()
+            .filter(|k| k.seq >= seq)
+            .map(|k| k.bytes.as_slice())
+            .collect();
+        (recs, self.next_seq)
     }
 
     pub fn count(&self) -> usize {
@@ -119,6 +138,12 @@ mod tests {
         assert_eq!(ring.evicted_early, 1);
         let times: Vec<u64> = ring.between(110, 113).filter_map(record_time).collect();
         assert_eq!(times, [112, 113]);
+        // By arrival: the fifth record kept (113) on, then nothing new.
+        let (recent, next) = ring.arrived_since(4);
+        assert_eq!(recent.len(), 1);
+        assert_eq!(record_time(recent[0]), Some(113));
+        assert_eq!(next, 5);
+        assert!(ring.arrived_since(next).0.is_empty());
         // A record of no known kind, or too short, is not kept.
         ring.push(&[9, 0, 0, 0]);
         ring.push(&[1]);
