@@ -73,6 +73,10 @@ impl Lab {
             .args(["watch", "--listen", "127.0.0.1:0", "--dir"])
             .arg(self.watch_dir())
             .args(["--before", "30", "--after", "2", "--min-interval", "0"])
+            // The real-time burner holds its CPU 150 ms at a time: a wait
+            // behind it ends anywhere from 0 to 150 ms, and a short run
+            // may have none of 100 ms (the default) when the machine is busy.
+            .args(["--trigger-runqueue", "50"])
             .arg("--log")
             .arg(self.watch_log())
             .stdout(std::process::Stdio::null())

@@ -200,7 +200,17 @@ pub fn check(opts: &TriggerOptions, seen: &Seen) -> Option<Reason> {
             tid: w.tid,
             comm: comm_string(&w.comm),
             wait_ns: w.wait_ns,
-            holder: comm_string(&w.holder_comm),
+            // A real-time task that held the CPU for most of the wait is
+            // the holder, whoever ran just before the thread.
+            holder: if w.rt_ns.saturating_mul(2) > w.wait_ns {
+                format!(
+                    "{} (real-time, prio {})",
+                    comm_string(&w.rt_comm),
+                    w.rt_prio
+                )
+            } else {
+                comm_string(&w.holder_comm)
+            },
         })
 }
 
@@ -325,6 +335,17 @@ mod tests {
         assert_eq!(
             r.describe(),
             "fio (tid 42) waited 300.0 ms runnable on CPU 1, behind hog"
+        );
+        // Most of it held by a real-time task: that one is named.
+        let mut rt = wait(300_000_000);
+        rt.rt_ns = 200_000_000;
+        rt.rt_prio = 49;
+        rt.rt_comm[..4].copy_from_slice(b"burn");
+        let r = check(&opts, &seen(&[rt])).unwrap();
+        assert!(
+            r.describe().ends_with("behind burn (real-time, prio 49)"),
+            "{}",
+            r.describe()
         );
     }
 }
