@@ -588,3 +588,12 @@ pub fn names_in(dir: &Path) -> Vec<String> {
     v.sort();
     v
 }
+
+/// The names of iosleuth's BPF programs (`iosl_*`) loaded on the machine now.
+pub fn our_programs() -> Vec<String> {
+    aya::programs::loaded_programs()
+        .flatten()
+        .filter_map(|p| p.name_as_str().map(str::to_string))
+        .filter(|n| n.starts_with("iosl_"))
+        .collect()
+}

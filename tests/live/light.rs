@@ -49,15 +49,6 @@ fn slow_requests(cap: &Path) -> Vec<SlowRequest> {
         .collect()
 }
 
-/// The names of the light capture's programs loaded on the machine now.
-fn our_programs() -> Vec<String> {
-    aya::programs::loaded_programs()
-        .flatten()
-        .filter_map(|p| p.name_as_str().map(str::to_string))
-        .filter(|n| n.starts_with("iosl_"))
-        .collect()
-}
-
 #[test]
 #[ignore = "live: needs root, BTF and loop devices; scripts/test runs it"]
 fn light_counts_what_diskstats_counts_and_sends_every_slow_request() {

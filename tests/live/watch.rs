@@ -45,15 +45,6 @@ fn get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
     Ok((code, body))
 }
 
-/// The names of iosleuth's BPF programs loaded on the machine now.
-fn our_programs() -> Vec<String> {
-    aya::programs::loaded_programs()
-        .flatten()
-        .filter_map(|p| p.name_as_str().map(str::to_string))
-        .filter(|n| n.starts_with("iosl_"))
-        .collect()
-}
-
 fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
     let until = Instant::now() + Duration::from_secs(secs);
     while !done() {
@@ -91,7 +82,7 @@ impl Watch {
         body
     }
 
-    /// SIGTERM: a clean stop, exit 0.
+    /// SIGTERM: a clean stop, exit 0, and no program left loaded.
     fn stop(mut self) {
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let until = Instant::now() + Duration::from_secs(30);
@@ -103,6 +94,9 @@ impl Watch {
             assert!(Instant::now() < until, "watch did not stop on SIGTERM");
             std::thread::sleep(Duration::from_millis(50));
         }
+        wait_for("no program left after SIGTERM", 5, || {
+            our_programs().is_empty()
+        });
     }
 }
 
@@ -317,9 +311,6 @@ fn prometheus_scrapes_watch_and_agrees_with_iosleuths_own_p99() {
         "Prometheus {p99_prom} s, iosleuth {p99_own} s"
     );
     watch.stop();
-    wait_for("no program left after SIGTERM", 5, || {
-        our_programs().is_empty()
-    });
 }
 
 /// A loop device that holds every 50th write 150 ms: the slow-request
@@ -405,9 +396,6 @@ fn watch_keeps_a_diagnosed_capture_when_a_device_stalls() {
     assert!(log.contains("trigger: "), "{log}");
     assert!(log.contains("device_latency_spike"), "{log}");
     watch.stop();
-    wait_for("no program left after SIGTERM", 5, || {
-        our_programs().is_empty()
-    });
 }
 
 /// SIGKILL runs no handler: the programs still go with the process's file
