@@ -293,4 +293,66 @@ mod tests {
         assert_eq!(component("../../etc"), ".._.._etc");
         assert_eq!(component(".."), "device");
     }
+
+    /// A capture written from what a light session recorded on the real
+    /// kernel (the committed light-slowdev.cap: its maps' figures, its
+    /// records, its formats) reads back as that capture does: the same
+    /// findings, the same requests.
+    #[test]
+    fn a_kept_capture_reads_back_as_the_light_capture_it_holds() {
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/light-slowdev.cap");
+        let doc: LightDoc =
+            serde_json::from_str(&std::fs::read_to_string(fixture.join(LIGHT)).unwrap()).unwrap();
+        let snapshot: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(fixture.join(SNAPSHOT)).unwrap())
+                .unwrap();
+        let mut records: Vec<Vec<u8>> = std::fs::read(fixture.join(SLOW)).unwrap()[16..]
+            .chunks(SLOW_RECORD)
+            .map(<[u8]>::to_vec)
+            .collect();
+        let context = std::fs::read(fixture.join(CONTEXT)).unwrap();
+        let mut at = 16;
+        while at + 4 <= context.len() {
+            let len = u16::from_le_bytes([context[at + 2], context[at + 3]]) as usize;
+            records.push(context[at..at + len].to_vec());
+            at += len;
+        }
+        let t = tempfile::tempdir().unwrap();
+        claim(t.path()).unwrap();
+        let formats = t.path().join(FORMATS_DIR);
+        copy_formats(&fixture, &formats).unwrap();
+        let dir = write_capture(&Keep {
+            root: t.path(),
+            unix_s: 1_795_000_000,
+            subject: "loop0",
+            reason: "slow_request",
+            doc: &doc,
+            snapshot: &snapshot,
+            records: &records,
+        })
+        .unwrap();
+        assert_eq!(
+            dir.file_name().unwrap().to_string_lossy(),
+            format!("{}-loop0", utc_stamp(1_795_000_000))
+        );
+        let found = diagnose(&dir).unwrap();
+        let ids: Vec<&str> = found.iter().map(|f| f.id).collect();
+        assert_eq!(ids, ["device_latency_spike"]);
+        for name in [SLOW, CONTEXT, LIGHT] {
+            assert_eq!(
+                std::fs::read(dir.join(name)).unwrap().len(),
+                std::fs::read(fixture.join(name)).unwrap().len(),
+                "{name}"
+            );
+        }
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap())
+                .unwrap();
+        assert_eq!(report["findings"][0]["id"], "device_latency_spike");
+        assert!(std::fs::read_to_string(dir.join("report.html"))
+            .unwrap()
+            .contains("device_latency_spike"));
+        assert_eq!(kept(t.path()).len(), 1);
+    }
 }
