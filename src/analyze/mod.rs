@@ -189,6 +189,9 @@ struct Analyzers<'f> {
     functions: functions::FunctionAnalysis,
     driver: driver::DriverAnalysis,
     names: names::ThreadNames,
+    /// The threads' processes as the trace tells them, which the rows
+    /// sent to exports carry.
+    processes: rows::Processes,
     /// Events no analysis used, by name.
     unknown: BTreeMap<String, u64>,
     /// The kinds of events seen.
@@ -221,7 +224,8 @@ impl<'f> Analyzers<'f> {
         Analyzers {
             filter,
             blk: BlockAnalysis::new(cfg),
-            sched: sched::SchedAnalysis::new().with_rows(rows.thread_states),
+            sched: sched::SchedAnalysis::new()
+                .with_rows(rows.thread_states, rows.processes.clone()),
             sys: syscalls::SyscallAnalysis::new(),
             fs: fs::FsAnalysis::new().with_rows(rows.spans.clone()),
             irq: irq::IrqAnalysis::new().with_rows(rows.spans.clone()),
@@ -231,12 +235,13 @@ impl<'f> Analyzers<'f> {
             readahead: readahead::ReadaheadAnalysis::new(),
             throttle: blkthrottle::ThrottleAnalysis::new(),
             outliers: outliers::OutlierAnalysis::new(filter.top)
-                .with_rows(rows.operations)
+                .with_rows(rows.operations, rows.processes.clone())
                 .with_workload(filter.workload_root),
             stacks: stacks::StackAnalysis::new(),
             functions: functions::FunctionAnalysis::new(&filter.functions),
             driver: driver::DriverAnalysis::new(),
             names,
+            processes: rows.processes.clone(),
             unknown: BTreeMap::new(),
             recorded: coverage::Recorded::default(),
             events: 0,
@@ -249,6 +254,7 @@ impl<'f> Analyzers<'f> {
         match ev {
             Event::Block(b) => self.block(b),
             Event::ProcessName { pid, comm } => self.blk.process_name(*pid, *comm),
+            Event::ThreadGroup { tid, tgid } => self.processes.learn(*tid, *tgid),
             Event::Trace(o) => self.other(o),
             Event::Stack(k) => self.stack(k),
         }

@@ -6,7 +6,9 @@
 pub use super::block::requests::RequestRow;
 use super::outliers::Breakdown;
 use crate::model::Comm;
+use rustc_hash::FxHashMap;
 use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::{Arc, RwLock};
 use std::thread::{Scope, ScopedJoinHandle};
 
 /// An operation (a syscall or a probe operation) that ended, with its
@@ -22,7 +24,11 @@ pub struct OperationRow {
     /// at the device, with how long, ns.
     pub waited_for: Vec<(u64, u64)>,
     pub kind: String,
+    /// The thread (its id, as the kernel's `pid`).
     pub pid: u32,
+    /// Its process (thread group id), as the trace told it
+    /// ([`Processes`]); `None` when the trace did not.
+    pub process: Option<u32>,
     /// The thread's name when the operation ended.
     pub comm: String,
     pub start_ns: u64,
@@ -57,7 +63,11 @@ impl ThreadState {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ThreadStateRow {
+    /// The thread (its id, as the kernel's `pid`).
     pub pid: u32,
+    /// Its process (thread group id), as the trace told it
+    /// ([`Processes`]); `None` when the trace did not.
+    pub process: Option<u32>,
     pub comm: Comm,
     pub state: ThreadState,
     pub start_ns: u64,
@@ -92,6 +102,27 @@ pub enum SpanRow {
     },
 }
 
+/// Each thread's process (thread group id) as the trace tells it
+/// ([`crate::model::Event::ThreadGroup`]): the analysis learns it, and
+/// names the process of each row it sends by it then. Shared (a clone is
+/// the same map) by the analyses that send rows of threads.
+#[derive(Clone, Debug, Default)]
+pub struct Processes(Arc<RwLock<FxHashMap<u32, u32>>>);
+
+impl Processes {
+    /// Thread `tid` is of process `tgid` (from now on).
+    pub fn learn(&self, tid: u32, tgid: u32) {
+        let mut map = self.0.write().unwrap_or_else(|e| e.into_inner());
+        map.insert(tid, tgid);
+    }
+
+    /// The process of thread `tid`, when the trace told it.
+    pub fn of(&self, tid: u32) -> Option<u32> {
+        let map = self.0.read().unwrap_or_else(|e| e.into_inner());
+        map.get(&tid).copied()
+    }
+}
+
 /// Where each kind of row goes; `None` sends nothing.
 #[derive(Clone, Debug, Default)]
 pub struct RowSinks {
@@ -99,6 +130,8 @@ pub struct RowSinks {
     pub operations: Option<SyncSender<OperationRow>>,
     pub thread_states: Option<SyncSender<ThreadStateRow>>,
     pub spans: Option<SyncSender<SpanRow>>,
+    /// The threads' processes, which rows of threads carry.
+    pub processes: Processes,
 }
 
 /// Writes one kind of row, on a thread of its own, as the analysis sends
@@ -144,6 +177,7 @@ pub fn drive<R>(
             operations,
             thread_states,
             spans,
+            processes: Processes::default(),
         });
         let written = (|| {
             Ok(RowCounts {

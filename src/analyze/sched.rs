@@ -154,6 +154,8 @@ pub struct SchedAnalysis {
     /// `sched_waking` seen: `sched_wakeup` is then ignored.
     have_waking: bool,
     rows: Option<std::sync::mpsc::SyncSender<super::rows::ThreadStateRow>>,
+    /// The threads' processes, for the rows.
+    processes: super::rows::Processes,
 }
 
 /// The one-letter task state of `prev_state`: text (`S`, `D`, `R+`, `I`)
@@ -273,8 +275,10 @@ impl SchedAnalysis {
     pub fn with_rows(
         mut self,
         sink: Option<std::sync::mpsc::SyncSender<super::rows::ThreadStateRow>>,
+        processes: super::rows::Processes,
     ) -> Self {
         self.rows = sink;
+        self.processes = processes;
         self
     }
 
@@ -287,8 +291,10 @@ impl SchedAnalysis {
             .threads
             .get(&pid)
             .map_or((Comm::default(), None), |t| (t.comm, t.cpu));
+        let processes = &self.processes;
         super::rows::send(&mut self.rows, || super::rows::ThreadStateRow {
             pid,
+            process: processes.of(pid),
             comm,
             state,
             start_ns: start,

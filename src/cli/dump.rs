@@ -123,7 +123,7 @@ fn wanted(only: &[Wanted], ev: &Event) -> bool {
             _ => false,
         }),
         Event::Stack(k) => only.contains(&Wanted::Stack { sampled: k.sampled }),
-        Event::ProcessName { .. } => false,
+        Event::ProcessName { .. } | Event::ThreadGroup { .. } => false,
     }
 }
 

@@ -11,8 +11,11 @@
 //! | `function.NAME.calls`, `.avg_ms`, `.max_ms` | a function timed by its calls |
 //! | `function.NAME.blocks`, `.blocked_avg_ms`, `.blocked_total_ms` | a function timed by blocked time under it |
 //!
-//! Each also has the label `diff` showed before (`probe fsync p99 ms`),
-//! still accepted by `check --metric` with a warning.
+//! Each also has the label `diff` showed before (`probe fsync p99 ms`,
+//! JSON's `name`), still accepted by `check --metric` with a warning, and a
+//! title that `diff`'s table shows beside the id for people, the unit in
+//! parentheses and a device by its name where the snapshot gives it
+//! (`fsync p99 (ms)`, `loop0 D2C p99 (ms)`).
 
 use serde::Serialize;
 
@@ -49,12 +52,14 @@ impl Scope {
     }
 }
 
-/// One kind of figure: its scope, the end of its id and of its label.
+/// One kind of figure: its scope, the end of its id, of its label and of
+/// its title.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Kind {
     scope: Scope,
     id: &'static str,
     label: &'static str,
+    title: &'static str,
     pub unit: Unit,
     /// One event's value (a maximum): two identical runs' differ by
     /// whatever the machine did for a moment.
@@ -65,7 +70,7 @@ pub struct Kind {
 const fn kind(
     scope: Scope,
     id: &'static str,
-    label: &'static str,
+    [label, title]: [&'static str; 2],
     unit: Unit,
     higher_is_worse: bool,
 ) -> Kind {
@@ -73,6 +78,7 @@ const fn kind(
         scope,
         id,
         label,
+        title,
         unit,
         maximum: false,
         higher_is_worse,
@@ -83,62 +89,122 @@ const fn maximum(k: Kind) -> Kind {
     Kind { maximum: true, ..k }
 }
 
-pub const PROBE_P50: Kind = kind(Scope::Probe, "p50_ms", "p50 ms", Unit::Ms, true);
-pub const PROBE_P99: Kind = kind(Scope::Probe, "p99_ms", "p99 ms", Unit::Ms, true);
-pub const PROBE_MAX: Kind = maximum(kind(Scope::Probe, "max_ms", "max ms", Unit::Ms, true));
-pub const PROBE_COUNT: Kind = kind(Scope::Probe, "count", "count", Unit::Count, false);
-pub const DEV_REQUESTS: Kind = kind(Scope::Dev, "requests", "requests", Unit::Count, true);
+pub const PROBE_P50: Kind = kind(
+    Scope::Probe,
+    "p50_ms",
+    ["p50 ms", "p50 (ms)"],
+    Unit::Ms,
+    true,
+);
+pub const PROBE_P99: Kind = kind(
+    Scope::Probe,
+    "p99_ms",
+    ["p99 ms", "p99 (ms)"],
+    Unit::Ms,
+    true,
+);
+pub const PROBE_MAX: Kind = maximum(kind(
+    Scope::Probe,
+    "max_ms",
+    ["max ms", "max (ms)"],
+    Unit::Ms,
+    true,
+));
+pub const PROBE_COUNT: Kind = kind(
+    Scope::Probe,
+    "count",
+    ["count", "count"],
+    Unit::Count,
+    false,
+);
+pub const DEV_REQUESTS: Kind = kind(
+    Scope::Dev,
+    "requests",
+    ["requests", "requests"],
+    Unit::Count,
+    true,
+);
 pub const DEV_AVG_KIB: Kind = kind(
     Scope::Dev,
     "avg_request_kib",
-    "avg request KiB",
+    ["avg request KiB", "avg request (KiB)"],
     Unit::Size,
     false,
 );
 pub const DEV_BIOS_PER_REQUEST: Kind = kind(
     Scope::Dev,
     "bios_per_request",
-    "bios per request",
+    ["bios per request", "bios per request"],
     Unit::Size,
     false,
 );
-pub const DEV_D2C_P99: Kind = kind(Scope::Dev, "d2c.p99_ms", "D2C p99 ms", Unit::Ms, true);
-pub const JOURNAL_COMMITS: Kind = kind(Scope::Journal, "commits", "commits", Unit::Count, true);
+pub const DEV_D2C_P99: Kind = kind(
+    Scope::Dev,
+    "d2c.p99_ms",
+    ["D2C p99 ms", "D2C p99 (ms)"],
+    Unit::Ms,
+    true,
+);
+pub const JOURNAL_COMMITS: Kind = kind(
+    Scope::Journal,
+    "commits",
+    ["commits", "journal commits"],
+    Unit::Count,
+    true,
+);
 pub const JOURNAL_CHECKPOINTS: Kind = kind(
     Scope::Journal,
     "checkpoint_passes",
-    "checkpoint passes",
+    ["checkpoint passes", "journal checkpoint passes"],
     Unit::Count,
     true,
 );
 pub const LONGEST_RUNQUEUE_WAIT: Kind = maximum(kind(
     Scope::Sched,
     "longest_runqueue_wait_ms",
-    "longest runqueue wait ms",
+    ["longest runqueue wait ms", "longest runqueue wait (ms)"],
     Unit::Ms,
     true,
 ));
-pub const FUNCTION_CALLS: Kind = kind(Scope::Function, "calls", "calls count", Unit::Count, false);
-pub const FUNCTION_AVG: Kind = kind(Scope::Function, "avg_ms", "avg ms", Unit::Ms, true);
-pub const FUNCTION_MAX: Kind = maximum(kind(Scope::Function, "max_ms", "max ms", Unit::Ms, true));
+pub const FUNCTION_CALLS: Kind = kind(
+    Scope::Function,
+    "calls",
+    ["calls count", "calls"],
+    Unit::Count,
+    false,
+);
+pub const FUNCTION_AVG: Kind = kind(
+    Scope::Function,
+    "avg_ms",
+    ["avg ms", "avg (ms)"],
+    Unit::Ms,
+    true,
+);
+pub const FUNCTION_MAX: Kind = maximum(kind(
+    Scope::Function,
+    "max_ms",
+    ["max ms", "max (ms)"],
+    Unit::Ms,
+    true,
+));
 pub const FUNCTION_BLOCKS: Kind = kind(
     Scope::Function,
     "blocks",
-    "blocks count",
+    ["blocks count", "blocks"],
     Unit::Count,
     false,
 );
 pub const FUNCTION_BLOCKED_AVG: Kind = kind(
     Scope::Function,
     "blocked_avg_ms",
-    "blocked avg ms",
+    ["blocked avg ms", "blocked avg (ms)"],
     Unit::Ms,
     true,
 );
 pub const FUNCTION_BLOCKED_TOTAL: Kind = kind(
     Scope::Function,
     "blocked_total_ms",
-    "blocked total ms",
+    ["blocked total ms", "blocked total (ms)"],
     Unit::Ms,
     true,
 );
@@ -168,8 +234,12 @@ pub const KINDS: [Kind; 17] = [
 #[derive(Debug, Clone)]
 pub struct Metric {
     pub id: String,
-    /// For people: `probe fsync p99 ms`.
+    /// Its label with spaces, as `diff` named it before ids (`probe fsync
+    /// p99 ms`, JSON's `name`; `check --metric` still takes it).
     pub label: String,
+    /// For people, beside the id in `diff`'s table: `fsync p99 (ms)`,
+    /// `loop0 D2C p99 (ms)`.
+    pub title: String,
     pub value: f64,
     pub kind: Kind,
 }
@@ -192,8 +262,18 @@ impl Kind {
         Metric {
             id,
             label,
+            title: self.title_of(of),
             value,
             kind: self,
+        }
+    }
+
+    /// The title of this kind's figure about `of` (for a device or a
+    /// journal, its name where known, else its `MAJ,MIN`).
+    fn title_of(self, of: &str) -> String {
+        match self.scope {
+            Scope::Sched => self.title.to_string(),
+            _ => format!("{of} {}", self.title),
         }
     }
 
@@ -214,6 +294,15 @@ impl Kind {
             Scope::Sched => return format!("sched.{}", self.id),
         };
         format!("{}.{of}.{}", self.scope.id(), self.id)
+    }
+}
+
+impl Metric {
+    /// The figure of a device or a journal titled by the device's name
+    /// (`loop0 D2C p99 (ms)`) rather than its `MAJ,MIN`.
+    pub fn of_device_named(mut self, name: &str) -> Metric {
+        self.title = self.kind.title_of(name);
+        self
     }
 }
 

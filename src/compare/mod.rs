@@ -21,8 +21,13 @@ pub struct Figure {
     /// The metric's id (`probe.fsync.p99_ms`, compare::metrics), what
     /// `check --metric` takes.
     pub id: String,
-    /// For people: `probe fsync p99 ms`.
+    /// Its label with spaces, as `diff` named it before ids: `probe fsync
+    /// p99 ms` (`check --metric` still takes it).
     pub name: String,
+    /// For people, beside the id in the text table: `fsync p99 (ms)`,
+    /// `loop0 D2C p99 (ms)` (not in the JSON, which has `name` and `unit`).
+    #[serde(skip)]
+    pub title: String,
     pub unit: Unit,
     /// Means over each side's runs.
     pub baseline: f64,
@@ -85,20 +90,31 @@ pub fn headline(a: &Analysis) -> Vec<Metric> {
         }
         v.push(PROBE_COUNT.metric(op, s.count as f64));
     }
+    // A device's figures are titled by its name where the snapshot has it.
+    let named = |m: Metric, dev: &str| match device_name(a, dev) {
+        Some(name) => m.of_device_named(name),
+        None => m,
+    };
     for d in &a.block.devices {
         let c = &d.completed;
         let dev = d.device.to_string();
         let requests = (c.read + c.write + c.discard + c.flush) as f64;
-        v.push(DEV_REQUESTS.metric(&dev, requests));
+        v.push(named(DEV_REQUESTS.metric(&dev, requests), &dev));
         if let Some(m) = &d.btt_merge {
-            v.push(DEV_AVG_KIB.metric(&dev, m.blk_avg as f64 / 2.0));
-            v.push(DEV_BIOS_PER_REQUEST.metric(&dev, m.ratio));
+            v.push(named(
+                DEV_AVG_KIB.metric(&dev, m.blk_avg as f64 / 2.0),
+                &dev,
+            ));
+            v.push(named(DEV_BIOS_PER_REQUEST.metric(&dev, m.ratio), &dev));
         }
-        v.push(DEV_D2C_P99.metric(&dev, ms(d.d2c.p99)));
+        v.push(named(DEV_D2C_P99.metric(&dev, ms(d.d2c.p99)), &dev));
     }
     for (dev, j) in &a.fs.journals {
-        v.push(JOURNAL_COMMITS.metric(dev, j.commits as f64));
-        v.push(JOURNAL_CHECKPOINTS.metric(dev, j.checkpoints.passes as f64));
+        v.push(named(JOURNAL_COMMITS.metric(dev, j.commits as f64), dev));
+        v.push(named(
+            JOURNAL_CHECKPOINTS.metric(dev, j.checkpoints.passes as f64),
+            dev,
+        ));
     }
     if let Some(w) = a.sched.long_waits.first() {
         v.push(LONGEST_RUNQUEUE_WAIT.metric("", ms(w.wait_ns)));
@@ -123,6 +139,13 @@ pub fn headline(a: &Analysis) -> Vec<Metric> {
         v.push(last.metric(name, last_value));
     }
     v
+}
+
+/// The name the snapshot gives device `dev` (`MAJ,MIN`; older snapshots
+/// write `MAJ:MIN`).
+fn device_name<'a>(a: &'a Analysis, dev: &str) -> Option<&'a str> {
+    let s = a.snapshot.as_ref()?;
+    s.name_of(dev).or_else(|| s.name_of(&dev.replace(',', ":")))
 }
 
 /// Settings of the snapshots' `before` that differ: block device queues
@@ -243,6 +266,7 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
         figures.push(Figure {
             id: m.id.clone(),
             name: m.label.clone(),
+            title: m.title.clone(),
             unit: m.kind.unit,
             baseline: x,
             candidate: y,

@@ -15,6 +15,7 @@ use crate::model::light::{
     SLOW_RECORD,
 };
 use crate::model::{Action, BlockEvent, Comm, Event, Rwbs};
+use rustc_hash::FxHashMap;
 use std::path::{Path, PathBuf};
 
 /// What a light capture holds beside its events.
@@ -60,9 +61,18 @@ pub fn open(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
     }
     let mut events: Vec<Event> = Vec::new();
     let mut left_out = 0u64;
+    // Each issuing thread's process; `None` for a thread id seen with two
+    // (reused): unknown rather than maybe wrong.
+    let mut processes: FxHashMap<u32, Option<u32>> = FxHashMap::default();
     each_slow(dir, &mut stats, |r| {
         if events.len() < 3 * MAX_KEPT {
             events.extend(events_of(&r).map(Event::Block));
+            if r.tid != 0 && r.pid != 0 {
+                let p = processes.entry(r.tid).or_insert(Some(r.pid));
+                if *p != Some(r.pid) {
+                    *p = None;
+                }
+            }
         } else {
             left_out += 1;
         }
@@ -75,6 +85,17 @@ pub fn open(dir: &Path) -> Result<Vec<Box<dyn Source>>, InputError> {
     }
     events.extend(context_events(dir, &mut stats)?);
     events.sort_by_key(|e| std::cmp::Reverse((e.ts().unwrap_or(0), order(e))));
+    // The threads' processes come first (popped from the end).
+    let mut known: Vec<(u32, u32)> = processes
+        .into_iter()
+        .filter_map(|(tid, p)| Some((tid, p?)))
+        .collect();
+    known.sort_unstable_by(|a, b| b.cmp(a));
+    events.extend(
+        known
+            .into_iter()
+            .map(|(tid, tgid)| Event::ThreadGroup { tid, tgid }),
+    );
     Ok(vec![Box::new(LightSource {
         path,
         events,
@@ -386,7 +407,10 @@ fn events_of(r: &SlowRequest) -> [BlockEvent; 3] {
 impl Source for LightSource {
     fn next_event(&mut self) -> Option<Event> {
         let e = self.events.pop()?;
-        self.stats.events += 1;
+        // A thread's process is no event of the trace.
+        if e.ts().is_some() {
+            self.stats.events += 1;
+        }
         Some(e)
     }
 

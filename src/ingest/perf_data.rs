@@ -30,6 +30,7 @@ use linux_perf_data::linux_perf_event_reader::{
 };
 use linux_perf_data::{Feature, PerfFileReader, PerfFileRecord};
 use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 use std::io::{BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -62,10 +63,13 @@ struct Records {
     /// Call chains of tracepoint samples other than sched_switch's: not
     /// folded (they count events, neither CPU time nor blocked time).
     unfolded_chains: u64,
-    /// The stack of the sched_switch sample just returned, next.
-    pending: Option<Event>,
+    /// What comes next, in order: the sample the process of its thread
+    /// went before, the stack of the sched_switch sample just returned.
+    pending: VecDeque<Event>,
     /// The call chain being read (reused).
     chain: Vec<u64>,
+    /// Each thread's process (its sample's or record's pid).
+    processes: FxHashMap<u32, u32>,
 }
 
 /// What names a sample's thread and frames, learnt from the records so far.
@@ -171,7 +175,8 @@ impl PerfDataSource {
                 tracepoint_samples: 0,
                 orphan_samples: 0,
                 unfolded_chains: 0,
-                pending: None,
+                pending: VecDeque::new(),
+                processes: FxHashMap::default(),
                 chain: Vec::new(),
             },
         })
@@ -446,7 +451,7 @@ fn build_id_fits(r: &linux_perf_data::linux_perf_event_reader::RawEventRecord) -
 impl Source for PerfDataSource {
     fn next_event(&mut self) -> Option<Event> {
         let records = &mut self.records;
-        if let Some(e) = records.pending.take() {
+        if let Some(e) = records.pending.pop_front() {
             return Some(e);
         }
         loop {
@@ -485,10 +490,26 @@ impl Source for PerfDataSource {
             match records.parse(&record) {
                 Some(EventRecord::Sample(s)) => {
                     if let Some(ev) = records.sample(&s) {
+                        // The thread's process first, when it is news.
+                        let (tid, pid) = (s.tid.unwrap_or(-1), s.pid.unwrap_or(-1));
+                        if let Some(p) = records.process(tid, pid) {
+                            records.pending.push_front(ev);
+                            return Some(p);
+                        }
                         return Some(ev);
                     }
                 }
-                Some(other) => records.namer.learn(&other),
+                Some(other) => {
+                    records.namer.learn(&other);
+                    let told = match &other {
+                        EventRecord::Comm(c) => records.process(c.tid, c.pid),
+                        EventRecord::Fork(f) => records.process(f.tid, f.pid),
+                        _ => None,
+                    };
+                    if told.is_some() {
+                        return told;
+                    }
+                }
                 None => {}
             }
         }
@@ -508,6 +529,17 @@ impl Source for PerfDataSource {
 }
 
 impl Records {
+    /// Thread `tid` is of process `pid` (a sample's, a COMM or FORK
+    /// record's): the `Event::ThreadGroup` to pass on if that is news.
+    /// Not for -1 (a task already gone) or the idle task's 0.
+    fn process(&mut self, tid: i32, pid: i32) -> Option<Event> {
+        let (Ok(tid), Ok(tgid)) = (u32::try_from(tid), u32::try_from(pid)) else {
+            return None;
+        };
+        (tid != 0 && tgid != 0 && self.processes.insert(tid, tgid) != Some(tgid))
+            .then_some(Event::ThreadGroup { tid, tgid })
+    }
+
     /// The notes on what was left out, once the file is read.
     fn note_left_out(&mut self) {
         let path = self.path.display();
@@ -642,7 +674,7 @@ impl Records {
                     let pid = s.pid.unwrap_or(o.pid as i32) as u32;
                     let ip = s.ip.unwrap_or(0);
                     let frames = self.namer.frames(pid, &chain, ip, ip >= KERNEL_START);
-                    self.pending = Some(Event::Stack(StackEvent {
+                    self.pending.push_back(Event::Stack(StackEvent {
                         ts,
                         cpu,
                         pid: s.tid.map_or(o.pid, |t| t as u32),

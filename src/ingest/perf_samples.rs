@@ -16,6 +16,7 @@ use crate::model::perf_record::{
     RECORD_SAMPLE,
 };
 use crate::model::{Event, StackEvent};
+use rustc_hash::FxHashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -39,6 +40,10 @@ pub struct SampleSource {
     user_space: Option<Arc<UserSpace>>,
     user: Arc<str>,
     stats: SourceStats,
+    /// Each thread's process, as its samples' pid says.
+    processes: FxHashMap<u32, u32>,
+    /// The sample whose thread's process went before it, next.
+    pending: Option<Event>,
 }
 
 impl SampleSource {
@@ -55,12 +60,15 @@ impl SampleSource {
             user_space,
             user: Arc::from("[user]"),
             stats: SourceStats::default(),
+            processes: FxHashMap::default(),
+            pending: None,
         }
     }
 
     /// One PERF_RECORD_SAMPLE's body as a stack: frames innermost first,
-    /// kernel or user as the call chain's context markers say.
-    fn sample(&self, body: &[u8]) -> Option<StackEvent> {
+    /// kernel or user as the call chain's context markers say; and the
+    /// process (pid) of its thread.
+    fn sample(&self, body: &[u8]) -> Option<(StackEvent, u32)> {
         let u64_at = |at: usize| Some(u64::from_ne_bytes(body.get(at..at + 8)?.try_into().ok()?));
         let u32_at = |at: usize| Some(u32::from_ne_bytes(body.get(at..at + 4)?.try_into().ok()?));
         let ip = u64_at(0)?;
@@ -101,7 +109,7 @@ impl SampleSource {
         if frames.is_empty() {
             frames.push(self.user.clone());
         }
-        Some(StackEvent {
+        let k = StackEvent {
             ts,
             cpu,
             pid: tid,
@@ -109,12 +117,16 @@ impl SampleSource {
             sampled: true,
             weight: 1,
             comm: Default::default(),
-        })
+        };
+        Some((k, pid))
     }
 }
 
 impl Source for SampleSource {
     fn next_event(&mut self) -> Option<Event> {
+        if let Some(e) = self.pending.take() {
+            return Some(e);
+        }
         let e = self.next_sample();
         if e.is_none() {
             self.note_refused();
@@ -177,9 +189,19 @@ impl SampleSource {
                 RECORD_SAMPLE => match self.sample(&rec) {
                     // The recorder's own threads: its footprint, as in
                     // the trace.
-                    Some(k) if self.decoder.is_recorder(k.pid) => {}
-                    Some(k) => {
+                    Some((k, _)) if self.decoder.is_recorder(k.pid) => {}
+                    Some((k, pid)) => {
                         self.stats.events += 1;
+                        // The thread's process first, when it is news
+                        // (not the idle task's 0, nor -1: a task the
+                        // recorder's pid namespace does not see).
+                        let tid = k.pid;
+                        let known = |id: u32| id != 0 && id != u32::MAX;
+                        if known(tid) && known(pid) && self.processes.insert(tid, pid) != Some(pid)
+                        {
+                            self.pending = Some(Event::Stack(k));
+                            return Some(Event::ThreadGroup { tid, tgid: pid });
+                        }
                         return Some(Event::Stack(k));
                     }
                     None => self.stats.skip(|| format!("sample record at byte {at}")),

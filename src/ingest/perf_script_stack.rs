@@ -8,11 +8,13 @@
 
 use crate::ingest::text_line::parse_timestamp;
 
-/// The event line of a sample: comm, thread id, CPU when printed, time
-/// (ns), period when printed, event name.
+/// The event line of a sample: comm, thread id, its process when printed
+/// (`pid/tid`; not 0, the idle task's), CPU when printed, time (ns),
+/// period when printed, event name.
 pub struct SampleHeader<'a> {
     pub comm: &'a str,
     pub tid: u32,
+    pub pid: Option<u32>,
     pub cpu: Option<u32>,
     pub ts: u64,
     pub period: Option<u64>,
@@ -39,6 +41,10 @@ pub fn parse_sample_header(line: &str) -> Option<SampleHeader<'_>> {
     }
     let comm = line[..words[id].0].trim();
     let tid: u32 = words[id].1.rsplit('/').next()?.parse().ok()?;
+    let pid = match words[id].1.split_once('/') {
+        Some((pid, _)) => pid.parse().ok().filter(|&p: &u32| p != 0),
+        None => None,
+    };
     let mut i = id + 1;
     let mut cpu = None;
     if let Some(c) = words
@@ -59,6 +65,7 @@ pub fn parse_sample_header(line: &str) -> Option<SampleHeader<'_>> {
     Some(SampleHeader {
         comm,
         tid,
+        pid,
         cpu,
         ts,
         period,

@@ -14,6 +14,11 @@ pub struct LineHeader<'a> {
     pub ts: u64,
     /// True when the task and pid were joined by `-` (ftrace style).
     pub dashed: bool,
+    /// The task's process where the line prints it: ftrace's `(tgid)`
+    /// column (`record-tgid`), perf's `pid/tid`. `None` where it does not
+    /// (or prints `(-------)`, ftrace's unknown), and for 0, the idle
+    /// task, which is no process.
+    pub tgid: Option<u32>,
 }
 
 impl<'a> LineHeader<'a> {
@@ -178,12 +183,18 @@ fn find_cpu(line: &[u8]) -> Option<(usize, usize, u32)> {
     None
 }
 
+/// What a line's task column says: name, thread id, whether they were
+/// joined by `-`, and the process where it is printed.
+type Task<'a> = (&'a [u8], u32, bool, Option<u32>);
+
 /// Splits `comm-pid`, `comm pid`, `comm pid/tid` and `comm-pid (tgid)`.
-fn split_task(task: &[u8]) -> Option<(&[u8], u32, bool)> {
+fn split_task(task: &[u8]) -> Option<Task<'_>> {
     let mut t = trim(task);
-    // `(  tgid)` column of `record-tgid`
+    let mut tgid = None;
+    // `(  tgid)` column of `record-tgid` (`(-------)`: not known)
     if t.last() == Some(&b')') {
         let open = memchr::memrchr(b'(', t)?;
+        tgid = parse_u32(trim(&t[open + 1..t.len() - 1]));
         t = trim(&t[..open]);
     }
     let mut end = t.len();
@@ -191,14 +202,19 @@ fn split_task(task: &[u8]) -> Option<(&[u8], u32, bool)> {
         end -= 1;
     }
     let num = &t[end..];
-    // perf prints `pid/tid`: the thread id is the one the events belong to.
+    // perf prints `pid/tid`: the thread id is the one the events belong
+    // to, the pid its process.
     let pid_txt = match num.iter().position(|&c| c == b'/') {
-        Some(s) => &num[s + 1..],
+        Some(s) => {
+            tgid = tgid.or_else(|| parse_u32(&num[..s]));
+            &num[s + 1..]
+        }
         None => num,
     };
     let pid = parse_u32(pid_txt)?;
+    let tgid = tgid.filter(|&g| g != 0);
     if end == 0 {
-        return Some((&t[..0], pid, false));
+        return Some((&t[..0], pid, false, tgid));
     }
     let sep = t[end - 1];
     let dashed = sep == b'-';
@@ -214,13 +230,13 @@ fn split_task(task: &[u8]) -> Option<(&[u8], u32, bool)> {
             comm = trim(&comm[gap..]);
         }
     }
-    Some((comm, pid, dashed))
+    Some((comm, pid, dashed, tgid))
 }
 
 /// Parses the header; returns it and the rest of the line after `ts:`.
 pub fn parse_header(line: &[u8]) -> Option<(LineHeader<'_>, &[u8])> {
     let (open, close, cpu) = find_cpu(line)?;
-    let (comm, pid, dashed) = split_task(&line[..open])?;
+    let (comm, pid, dashed, tgid) = split_task(&line[..open])?;
     let mut rest = &line[close + 1..];
     // One or two tokens follow: optional irq flags, then `timestamp:`.
     for _ in 0..2 {
@@ -234,6 +250,7 @@ pub fn parse_header(line: &[u8]) -> Option<(LineHeader<'_>, &[u8])> {
                     cpu,
                     ts,
                     dashed,
+                    tgid,
                 },
                 after,
             ));
@@ -318,6 +335,7 @@ pub fn parse_ftrace_header(line: &[u8]) -> Option<(LineHeader<'_>, &[u8])> {
         cpu,
         ts: ts?,
         dashed: true,
+        tgid: None,
     };
     Some((header, rest))
 }
@@ -374,6 +392,7 @@ mod tests {
         let (h, rest) = parse_header(l).unwrap();
         assert_eq!(h.comm, b"kworker/u4:2");
         assert_eq!((h.pid, h.cpu, h.ts), (77, 0, 5_000_000_001));
+        assert_eq!(h.tgid, Some(77));
         let (name, payload) = split_event(rest).unwrap();
         assert_eq!(name, b"block_rq_issue");
         assert_eq!(payload, b"8,0 W 4096 () 8 + 8 [x]");
@@ -390,6 +409,38 @@ mod tests {
         );
         assert!(!h.dashed);
         assert_eq!(split_event(rest).unwrap().0, b"block:block_rq_insert");
+    }
+
+    /// The process where the line prints it: ftrace's `(tgid)`, perf's
+    /// `pid/tid`; ftrace's `(-------)`, perf's bare thread id and the idle
+    /// task's 0 say none.
+    #[test]
+    fn the_process_is_read_where_the_line_prints_it() {
+        let tgid = |l: &[u8]| parse_header(l).map(|(h, _)| (h.pid, h.tgid));
+        assert_eq!(
+            tgid(b"  fio-7890    (   7889) [000] .....  1.5: block_bio_queue: 7,0 R 0 + 8 [fio]"),
+            Some((7890, Some(7889)))
+        );
+        assert_eq!(
+            tgid(b"  <idle>-0       (-------) [001] dNh1.  1.5: sched_wakeup: x"),
+            Some((0, None))
+        );
+        assert_eq!(
+            tgid(b"  <...>-31       (-------) [001] .....  1.5: x: y"),
+            Some((31, None))
+        );
+        assert_eq!(
+            tgid(b"fio  7889/7890 [000]  4780.291732: block:block_bio_queue: 7,0 R 0 + 8 [fio]"),
+            Some((7890, Some(7889)))
+        );
+        assert_eq!(
+            tgid(b"swapper     0/0     [001]  5502.478884: block:block_rq_complete: x"),
+            Some((0, None))
+        );
+        assert_eq!(
+            tgid(b"fio  7890 [000]  4780.291732: block:block_bio_queue: 7,0 R 0 + 8 [fio]"),
+            Some((7890, None))
+        );
     }
 
     #[test]

@@ -12,8 +12,9 @@ use super::text_line::{
     split_event_word, trim, trim_start,
 };
 use crate::model::{Action, BlockEvent, Comm, Dev, Event, StackEvent, TraceEvent, Tracepoint};
+use rustc_hash::FxHashMap;
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -201,8 +202,15 @@ pub struct TextSource {
     /// passed over.
     passing_chain: bool,
     unfolded_chains: u64,
-    /// An event read while ending a stack, returned next.
-    queued: Option<Event>,
+    /// Events read with the last one returned, returned next in order (an
+    /// event read while ending a stack, a thread's process before it).
+    queued: VecDeque<Event>,
+    /// Each thread's process as the lines print it (ftrace's `(tgid)`,
+    /// perf's `pid/tid`).
+    processes: FxHashMap<u32, u32>,
+    /// A thread's process the line just read told first (or changed):
+    /// passed on before the line's event.
+    new_process: Option<Event>,
 }
 
 /// What a call chain that follows an event line takes from it. Kept
@@ -249,7 +257,20 @@ impl TextSource {
             after_event: None,
             passing_chain: false,
             unfolded_chains: 0,
-            queued: None,
+            queued: VecDeque::new(),
+            processes: FxHashMap::default(),
+            new_process: None,
+        }
+    }
+
+    /// Thread `tid` is of process `tgid` where the line printed one: an
+    /// `Event::ThreadGroup` goes before the line's event if that is news.
+    fn saw_process(&mut self, tid: u32, tgid: Option<u32>) {
+        let Some(tgid) = tgid else {
+            return;
+        };
+        if tid != 0 && self.processes.insert(tid, tgid) != Some(tgid) {
+            self.new_process = Some(Event::ThreadGroup { tid, tgid });
         }
     }
 
@@ -369,6 +390,7 @@ impl TextSource {
             .and_then(perf_script_stack::parse_sample_header)
             .filter(|h| perf_script_stack::is_sampling_event(h.event))
         {
+            self.saw_process(h.tid, h.pid);
             return Line::StackStart {
                 ts: h.ts,
                 cpu: h.cpu.unwrap_or(0),
@@ -392,6 +414,7 @@ impl TextSource {
         let Some((h, rest)) = parse_ftrace_header(t).or_else(|| parse_header(t)) else {
             return Line::Bad;
         };
+        self.saw_process(h.pid, h.tgid);
         let rest_t = trim_start(rest);
         let stack_payload = rest_t
             .strip_prefix(b"kernel_stack:")
@@ -464,7 +487,7 @@ impl TextSource {
 
 impl TextSource {
     fn next_from(&mut self, input: &mut Chunked) -> Option<Event> {
-        if let Some(ev) = self.queued.take() {
+        if let Some(ev) = self.queued.pop_front() {
             return Some(ev);
         }
         while let Some((raw, too_long)) = input.next_line() {
@@ -485,26 +508,22 @@ impl TextSource {
             if self.stack_frame(line) {
                 continue;
             }
-            // Any other line ends the stack being read: it comes first.
+            // Any other line ends the stack being read: it comes first,
+            // then the process of the line's thread if that is news, then
+            // the line's event.
             let ended = self.stack.take().map(finished_stack);
             let ev = self.event_of(line);
-            let (first, then) = match (ended, ev) {
-                (Some(k), ev) => (Some(k), ev),
-                (None, ev) => (ev, None),
-            };
-            self.queued = then;
-            if let Some(ev) = first {
-                if let Some(ts) = ev.ts() {
+            let process = self.new_process.take();
+            for e in ended.iter().chain(&ev) {
+                if let Some(ts) = e.ts() {
                     self.last_ts = Some(ts);
                 }
                 self.stats.events += 1;
-                if let Some(q) = &self.queued {
-                    if let Some(ts) = q.ts() {
-                        self.last_ts = Some(ts);
-                    }
-                    self.stats.events += 1;
-                }
-                return Some(ev);
+            }
+            let mut all = ended.into_iter().chain(process).chain(ev);
+            if let Some(first) = all.next() {
+                self.queued.extend(all);
+                return Some(first);
             }
         }
         self.at_end(input)

@@ -31,6 +31,14 @@ pub enum Event {
         pid: u32,
         comm: Comm,
     },
+    /// The process (thread group) of a thread, learnt from the trace:
+    /// ftrace's `(tgid)` column, `perf script`'s `pid/tid`, perf's
+    /// samples and COMM and FORK records. Comes before the thread's
+    /// events that the source read it with, and again when it changes.
+    ThreadGroup {
+        tid: u32,
+        tgid: u32,
+    },
     /// A tracepoint's event (or a function's entry or return) with its
     /// fields by name; `kind` says which.
     Trace(TraceEvent),
@@ -46,7 +54,7 @@ impl Event {
             Event::Block(b) => Some(b.ts),
             Event::Trace(o) => Some(o.ts),
             Event::Stack(k) => Some(k.ts),
-            Event::ProcessName { .. } => None,
+            Event::ProcessName { .. } | Event::ThreadGroup { .. } => None,
         }
     }
 
@@ -56,7 +64,7 @@ impl Event {
             Event::Block(b) => Some(b.cpu),
             Event::Trace(o) => Some(o.cpu),
             Event::Stack(k) => Some(k.cpu),
-            Event::ProcessName { .. } => None,
+            Event::ProcessName { .. } | Event::ThreadGroup { .. } => None,
         }
     }
 }

@@ -278,7 +278,7 @@ pub fn export(
                 comms.insert(pid, comm.to_string());
                 continue;
             }
-            Event::Trace(_) | Event::Stack(_) => continue,
+            Event::Trace(_) | Event::Stack(_) | Event::ThreadGroup { .. } => continue,
         };
         if !e.comm.is_empty() && e.action == Action::Queue {
             comms.entry(e.pid).or_insert_with(|| e.comm.to_string());

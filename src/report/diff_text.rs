@@ -10,26 +10,37 @@ use crate::report::escape::{join_escaped, Esc};
 pub fn render(d: &Diff) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    // As wide as the longest id (function names are long).
+    // The id first (what `check --metric` takes, pasted as it is), then
+    // its title for people; each as wide as its longest (function names
+    // are long).
+    let width = |s: &str| Esc(s).to_string().chars().count();
     let w = d
         .figures
         .iter()
-        .map(|f| Esc(&f.id).to_string().chars().count())
+        .map(|f| width(&f.id))
         .max()
         .unwrap_or(0)
-        .max(40);
+        .max(24);
+    let tw = d
+        .figures
+        .iter()
+        .map(|f| width(&f.title))
+        .max()
+        .unwrap_or(0)
+        .max(16);
     let _ = writeln!(
         out,
-        "{:<w$} {:>14} {:>14} {:>9}",
-        "METRIC", "baseline", "candidate", "change"
+        "{:<w$}  {:<tw$} {:>14} {:>14} {:>9}",
+        "METRIC", "FIGURE", "baseline", "candidate", "change"
     );
     for f in &d.figures {
         // Counts whole, times with decimals; ranges likewise.
         let v = |x: f64| shown(f.unit, x);
         let _ = writeln!(
             out,
-            "{:<w$} {:>14} {:>14} {:>9}{}",
+            "{:<w$}  {:<tw$} {:>14} {:>14} {:>9}{}",
             Esc(&f.id),
+            Esc(&f.title),
             v(f.baseline),
             v(f.candidate),
             f.change_pct

@@ -34,7 +34,7 @@ pub fn line(ev: &Event) -> Option<String> {
                 let _ = write!(s, " => {}", Esc(f));
             }
         }
-        Event::ProcessName { .. } => return None,
+        Event::ProcessName { .. } | Event::ThreadGroup { .. } => return None,
     }
     Some(s)
 }
@@ -77,7 +77,7 @@ pub fn json(ev: &Event) -> Option<serde_json::Value> {
             "ts": k.ts, "cpu": k.cpu, "pid": k.pid, "event": stack_event_name(k),
             "fields": {"frames": k.frames.iter().map(|f| &**f).collect::<Vec<&str>>()},
         }),
-        Event::ProcessName { .. } => return None,
+        Event::ProcessName { .. } | Event::ThreadGroup { .. } => return None,
     })
 }
 

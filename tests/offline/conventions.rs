@@ -267,24 +267,39 @@ fn metrics_have_ids_without_spaces_and_old_names_still_work() {
         "{}",
         o.stderr
     );
-    // diff shows the ids, each one `check --metric` takes; counts whole.
+    // diff shows the ids, each one `check --metric` takes, and beside
+    // each its title for people; counts whole.
     let text = run(iosleuth().args(["diff", NOMERGES0, NOMERGES2]));
     let table: Vec<&str> = text.lines().take_while(|l| !l.is_empty()).collect();
-    assert!(table[0].starts_with("METRIC "), "{text}");
+    let header: Vec<&str> = table[0].split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["METRIC", "FIGURE", "baseline", "candidate", "change"],
+        "{text}"
+    );
     let requests = table
         .iter()
         .find(|l| l.starts_with("dev.7,0.requests "))
         .unwrap_or_else(|| panic!("{text}"));
     let cols: Vec<&str> = requests.split_whitespace().collect();
-    assert_eq!(&cols[..3], ["dev.7,0.requests", "8", "512"], "{requests}");
+    assert_eq!(
+        &cols[..5],
+        ["dev.7,0.requests", "7,0", "requests", "8", "512"],
+        "{requests}"
+    );
+    // The columns line up under their headers.
+    let at = |l: &str, word: &str| l.find(word).unwrap_or_else(|| panic!("{word} in {l}"));
+    assert_eq!(at(requests, "7,0 requests"), at(table[0], "FIGURE"));
+    let end = |l: &str, word: &str| at(l, word) + word.len();
+    assert_eq!(end(requests, " 512"), end(table[0], "candidate"));
     let d2c = table
         .iter()
         .find(|l| l.starts_with("dev.7,0.d2c.p99_ms "))
         .unwrap();
-    assert!(
-        d2c.split_whitespace().nth(1).unwrap().contains('.'),
-        "{d2c}"
-    );
+    let cols: Vec<&str> = d2c.split_whitespace().collect();
+    assert_eq!(&cols[1..4], ["7,0", "D2C", "p99"], "{d2c}");
+    assert_eq!(cols[4], "(ms)", "{d2c}");
+    assert!(cols[5].contains('.'), "{d2c}");
     for row in &table[1..] {
         let id = row.split_whitespace().next().unwrap();
         let o = outcome(&["check", "--metric", id, NOMERGES0, NOMERGES2]);
@@ -298,6 +313,76 @@ fn metrics_have_ids_without_spaces_and_old_names_still_work() {
     assert_eq!(f["id"], "dev.7,0.requests", "{j:#}");
     assert_eq!(f["name"], "7,0 requests");
     assert_eq!(f["unit"], "count");
+    // The JSON keeps its keys: the title is the text table's.
+    let keys: Vec<&String> = f.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "baseline",
+            "baseline_range",
+            "candidate",
+            "candidate_range",
+            "change_pct",
+            "id",
+            "name",
+            "significant",
+            "unit"
+        ],
+        "{f}"
+    );
+}
+
+/// diff's titles name a device as the snapshot does (`loop0`, `vda`),
+/// a probe operation and a function by their names, the unit in
+/// parentheses; the id before each stays what `check --metric` takes.
+#[test]
+fn diff_titles_each_metric_beside_its_id() {
+    let text = run(iosleuth().args([
+        "diff",
+        "tests/fixtures/cpu-contention-alone.cap",
+        "tests/fixtures/cpu-contention-hogs.cap",
+    ]));
+    let title = |id: &str| -> String {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{id} ")))
+            .unwrap_or_else(|| panic!("{id}\n{text}"));
+        // After the id, the title runs to the first value.
+        let words: Vec<&str> = row.split_whitespace().skip(1).collect();
+        let first_value = words
+            .iter()
+            .position(|w| w.parse::<f64>().is_ok())
+            .unwrap_or_else(|| panic!("{row}"));
+        words[..first_value].join(" ")
+    };
+    assert_eq!(title("probe.fsync.p99_ms"), "fsync p99 (ms)");
+    assert_eq!(title("probe.fsync.count"), "fsync count");
+    assert_eq!(title("dev.7,0.d2c.p99_ms"), "loop0 D2C p99 (ms)");
+    assert_eq!(title("dev.7,0.avg_request_kib"), "loop0 avg request (KiB)");
+    assert_eq!(title("dev.254,0.requests"), "vda requests");
+    assert_eq!(title("journal.7,0.commits"), "loop0 journal commits");
+    let stacks = run(iosleuth().args([
+        "diff",
+        "--func",
+        "add_transaction_credits",
+        "tests/fixtures/stacks-journal-1024m.cap",
+        "tests/fixtures/stacks-journal-4m.cap",
+    ]));
+    assert!(
+        stacks.lines().any(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.len() > 5
+                && w[..5]
+                    == [
+                        "function.add_transaction_credits.blocked_total_ms",
+                        "add_transaction_credits",
+                        "blocked",
+                        "total",
+                        "(ms)",
+                    ]
+        }),
+        "{stacks}"
+    );
 }
 
 #[test]

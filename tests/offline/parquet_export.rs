@@ -381,3 +381,116 @@ fn kernel_thread(rep: &Value, tid: i64) -> bool {
         .as_array()
         .is_some_and(|a| a.iter().any(|t| t["tid"].as_i64() == Some(tid)))
 }
+
+/// ftrace's text with its TGID column (options/record-tgid): each row's
+/// `pid` is the tgid the text prints beside its thread, NULL where ftrace
+/// printed `(-------)` (it had none), never the thread id; a thread of a
+/// process has the process's id (db-wal, 501, of db, 500). The text has
+/// no snapshot: the trace alone says it.
+#[test]
+fn pid_is_the_tgid_ftrace_text_prints() {
+    let text = "tests/fixtures/ftrace-tgid.synthetic.txt";
+    // `comm-tid (tgid) [cpu]`, as the text prints each thread.
+    let mut printed: std::collections::HashMap<i64, Option<i64>> = Default::default();
+    for line in std::fs::read_to_string(text).unwrap().lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        let (task, rest) = line.split_once('(').unwrap();
+        let tid: i64 = task.trim().rsplit_once('-').unwrap().1.parse().unwrap();
+        let tgid = rest.split_once(')').unwrap().0.trim().parse().ok();
+        assert_eq!(*printed.entry(tid).or_insert(tgid), tgid, "{line}");
+    }
+    assert_eq!(printed[&501], Some(500));
+    assert_eq!(printed[&900], None);
+    let d = tempdir();
+    let root = d.path().join("tables");
+    let o = outcome(&["export", "--parquet", root.to_str().unwrap(), text]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let mut pids = Vec::new();
+    for table in ["requests", "operations", "sched_waits"] {
+        let file = root.join(table).join(
+            "host=__HIVE_DEFAULT_PARTITION__/capture=ftrace-tgid.synthetic.txt/part-0.parquet",
+        );
+        let (tids, got) = (ints(&file, "tid"), ints(&file, "pid"));
+        assert!(!tids.is_empty(), "{table}: rows");
+        for (t, p) in tids.iter().zip(&got) {
+            let t = t.unwrap();
+            assert_eq!(*p, printed[&t], "{table}: tid {t}");
+            pids.push((t, *p));
+        }
+    }
+    assert!(pids.contains(&(501, Some(500))), "{pids:?}");
+    assert!(pids.contains(&(900, None)), "{pids:?}");
+}
+
+/// perf.data carries each thread's process (a sample's pid, a COMM or
+/// FORK record's): read, it is passed on as the trace's, as `perf script
+/// --show-task-events -F comm,pid,tid` prints it (72 threads in
+/// perf-record-g.data, three of them not their process's first: 25670
+/// and 25671 of 559, 25682 of 25679; dd, 22643, alone in
+/// perf-urandom.data). No table row comes of cpu-clock samples; the rows
+/// of tracepoints take it as ftrace text's tgid (above).
+#[test]
+fn perf_data_threads_carry_their_process() {
+    use iosleuth::testing::Event;
+    let processes = |path: &str| {
+        let mut s = iosleuth::testing::open_file(Path::new(path)).unwrap();
+        let mut by: std::collections::BTreeMap<u32, u32> = Default::default();
+        let mut seen_before_its_samples = true;
+        while let Some(e) = s.next_event() {
+            match e {
+                Event::ThreadGroup { tid, tgid } => {
+                    by.insert(tid, tgid);
+                }
+                Event::Stack(k) if k.pid != 0 => {
+                    seen_before_its_samples &= by.contains_key(&k.pid);
+                }
+                _ => {}
+            }
+        }
+        assert!(
+            seen_before_its_samples,
+            "{path}: a thread's process comes first"
+        );
+        by
+    };
+    let g = processes("tests/fixtures/perf-record-g.data");
+    assert_eq!(g.len(), 72, "{g:?}");
+    let others: Vec<(u32, u32)> = g
+        .iter()
+        .filter(|(t, p)| t != p)
+        .map(|(t, p)| (*t, *p))
+        .collect();
+    assert_eq!(others, [(25670, 559), (25671, 559), (25682, 25679)]);
+    assert_eq!((g[&25683], g[&25684]), (25683, 25684), "dd and ls");
+    let u = processes("tests/fixtures/perf-urandom.data");
+    assert_eq!(u.into_iter().collect::<Vec<_>>(), [(22643, 22643)]);
+}
+
+/// A light capture's slow requests carry the issuing thread's process
+/// (the BPF program's pid beside its tid): every request row's pid is the
+/// one the JSON report's slowest requests give its thread, threads the
+/// snapshot does not list included.
+#[test]
+fn pid_of_a_light_captures_requests_is_the_recorded_one() {
+    let cap = "tests/fixtures/light-dd.cap";
+    let d = tempdir();
+    let root = d.path().join("tables");
+    let o = outcome(&["export", "--parquet", root.to_str().unwrap(), cap]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let rep = json_report(&[cap], &[]);
+    let recorded: std::collections::HashMap<i64, i64> = rep["light"]["slowest"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["tid"].as_i64().unwrap(), s["pid"].as_i64().unwrap()))
+        .collect();
+    let file = root.join("requests/host=vm/capture=light-dd.cap/part-0.parquet");
+    let (tids, pids) = (ints(&file, "tid"), ints(&file, "pid"));
+    assert!(!tids.is_empty());
+    for (t, p) in tids.iter().zip(&pids) {
+        let t = t.unwrap();
+        assert_eq!(*p, Some(recorded[&t]), "tid {t}");
+    }
+}

@@ -165,6 +165,73 @@ fn without_stacks_folded_and_flame_graphs_say_what_to_record() {
     assert!(o.stderr.contains("--off-cpu"));
 }
 
+/// Each folded line's root is the blocked thread's own comm, as the
+/// kernel wrote it in `sched_switch`'s prev_comm (inferno-collapse-perf's
+/// default: the comm alone, no pid or tid), and threads of one comm fold
+/// together. The capture's 64 writers are `iosleuth probe randwrite`'s
+/// threads, unnamed, so the kernel calls every one of them `iosleuth`: one
+/// root for the 64, beside each kernel thread's own.
+#[test]
+fn folded_roots_are_the_blocked_threads_own_comms() {
+    use std::collections::{BTreeMap, BTreeSet, HashMap};
+    let dumped = run(iosleuth().args(["dump", "--format", "json", BAD]));
+    let meta: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("{BAD}/iosleuth-capture.json")).unwrap(),
+    )
+    .unwrap();
+    let recorder: BTreeSet<i64> = meta["recorder_tids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_i64().unwrap())
+        .collect();
+    // A stretch: a switch away while blocked (S or D), the stack the
+    // trigger wrote right after it on that CPU, the switch back in.
+    let (mut blocked, mut awaiting, mut stacked) = (HashMap::new(), HashMap::new(), HashMap::new());
+    let mut threads: BTreeMap<String, BTreeSet<i64>> = BTreeMap::new();
+    for line in dumped.lines() {
+        let e: serde_json::Value = serde_json::from_str(line).unwrap();
+        let cpu = e["cpu"].as_i64().unwrap();
+        match e["event"].as_str().unwrap() {
+            "sched:sched_switch" => {
+                let f = &e["fields"];
+                let next = f["next_pid"].as_i64().unwrap();
+                if let Some(comm) = stacked.remove(&next) {
+                    threads.entry(comm).or_default().insert(next);
+                }
+                awaiting.remove(&cpu);
+                let prev = f["prev_pid"].as_i64().unwrap();
+                if prev != 0 && f["prev_state"].as_i64().unwrap() & 3 != 0 {
+                    blocked.insert(prev, f["prev_comm"].as_str().unwrap().to_string());
+                    awaiting.insert(cpu, prev);
+                    stacked.remove(&prev);
+                }
+            }
+            "ftrace:kernel_stack" => {
+                let pid = e["pid"].as_i64().unwrap();
+                if awaiting.get(&cpu) == Some(&pid) {
+                    awaiting.remove(&cpu);
+                    stacked.insert(pid, blocked[&pid].clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    for tids in threads.values_mut() {
+        tids.retain(|t| !recorder.contains(t));
+    }
+    threads.retain(|_, tids| !tids.is_empty());
+    let roots: BTreeSet<String> = folded(BAD)
+        .iter()
+        .map(|(s, _)| s.split(';').next().unwrap().to_string())
+        .collect();
+    let comms: BTreeSet<String> = threads.keys().cloned().collect();
+    assert_eq!(roots, comms);
+    assert!(roots.contains("jbd2/loop0-8"), "{roots:?}");
+    assert!(roots.iter().any(|r| r.starts_with("kworker/")), "{roots:?}");
+    assert_eq!(threads["iosleuth"].len(), 64, "{threads:?}");
+}
+
 /// ftrace's own text (`cat trace` of an instance with the same trigger,
 /// around `dd oflag=dsync`): each `<stack trace>` and its `=> function`
 /// lines are one stack, read like the capture's.

@@ -298,7 +298,7 @@ impl BlockAnalysis {
             return None;
         }
         let interval = self.cfg.interval_ns;
-        let rows = &self.cfg.rows.requests;
+        let (rows, processes) = (&self.cfg.rows.requests, &self.cfg.rows.processes);
         let timeline = self.cfg.request_timeline;
         let order = &mut self.order;
         let ids = &self.request_ids;
@@ -309,7 +309,7 @@ impl BlockAnalysis {
                 ActionCounts::default(),
                 DeviceRequests::new(origin, interval)
                     .with_ids(ids.clone())
-                    .with_rows(e.dev, rows.clone())
+                    .with_rows(e.dev, rows.clone(), processes.clone())
                     .with_timeline(timeline),
             )
         });

@@ -105,7 +105,11 @@ pub struct RequestRow {
     pub completed_ns: u64,
     /// Bios in the request: 1 + those merged into it.
     pub bios: u32,
+    /// The thread that queued it (its id, as the kernel's `pid`).
     pub pid: u32,
+    /// Its process (thread group id), as the trace told it
+    /// (`analyze::rows::Processes`); `None` when the trace did not.
+    pub process: Option<u32>,
     pub comm: Comm,
     pub error: i32,
 }
@@ -146,6 +150,8 @@ pub struct DeviceRequests {
     empty: VecDeque<Request>,
     dev: Dev,
     rows: Option<std::sync::mpsc::SyncSender<RequestRow>>,
+    /// The threads' processes, for the rows.
+    processes: crate::analyze::rows::Processes,
     keep_timeline: bool,
     /// The next request's id, shared by the capture's devices.
     ids: std::sync::Arc<std::sync::atomic::AtomicU64>,
@@ -201,14 +207,17 @@ impl DeviceRequests {
         self
     }
 
-    /// Sends a row per completed request of `dev` to `sink`.
+    /// Sends a row per completed request of `dev` to `sink`, with the
+    /// process of its thread as `processes` knows it then.
     pub fn with_rows(
         mut self,
         dev: Dev,
         sink: Option<std::sync::mpsc::SyncSender<RequestRow>>,
+        processes: crate::analyze::rows::Processes,
     ) -> Self {
         self.dev = dev;
         self.rows = sink;
+        self.processes = processes;
         self
     }
 
@@ -531,7 +540,7 @@ impl DeviceRequests {
                 op,
             });
         }
-        let dev = self.dev;
+        let (dev, processes) = (self.dev, &self.processes);
         crate::analyze::rows::send(&mut self.rows, || RequestRow {
             id: r.id,
             dev,
@@ -546,6 +555,7 @@ impl DeviceRequests {
             completed_ns: ts,
             bios: r.bios,
             pid: r.pid,
+            process: processes.of(r.pid),
             comm: r.comm,
             error: c.error,
         });

@@ -138,6 +138,7 @@ impl OutlierAnalysis {
             add_breakdown(&mut t.breakdown, &op.b);
         }
         let (open, done, queued) = (&self.open, &self.done, &self.queued);
+        let processes = &self.processes;
         crate::analyze::rows::send(&mut self.rows, || crate::analyze::rows::OperationRow {
             id: op.id,
             // The innermost operation of its thread that began before it
@@ -170,6 +171,7 @@ impl OutlierAnalysis {
             },
             kind: op.kind.to_string(),
             pid: op.pid,
+            process: processes.of(op.pid),
             comm: names.get(op.pid),
             start_ns: op.start,
             latency_ns: latency,

@@ -79,6 +79,8 @@ pub struct OutlierAnalysis {
     /// Ended operations whose allocations the next ones reuse.
     spare: Vec<OpenOp>,
     rows: Option<std::sync::mpsc::SyncSender<super::rows::OperationRow>>,
+    /// The threads' processes, for the rows.
+    processes: super::rows::Processes,
     /// The next operation's id (`OperationRow::id`), in the order they begin.
     next_op_id: u64,
     /// The workload's processes and threads, followed through their
@@ -100,8 +102,10 @@ impl OutlierAnalysis {
     pub fn with_rows(
         mut self,
         sink: Option<std::sync::mpsc::SyncSender<super::rows::OperationRow>>,
+        processes: super::rows::Processes,
     ) -> Self {
         self.rows = sink;
+        self.processes = processes;
         self
     }
 

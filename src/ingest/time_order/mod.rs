@@ -123,7 +123,7 @@ pub fn time_and_cpu(ev: &Event) -> Option<(u64, u32)> {
         Event::Block(b) => Some((b.ts, b.cpu)),
         Event::Trace(o) => Some((o.ts, o.cpu)),
         Event::Stack(k) => Some((k.ts, k.cpu)),
-        Event::ProcessName { .. } => None,
+        Event::ProcessName { .. } | Event::ThreadGroup { .. } => None,
     }
 }
 

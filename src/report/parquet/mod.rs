@@ -61,9 +61,11 @@ impl TimeSource {
 }
 
 impl Partition {
-    /// The process (thread group id) of thread `tid`, when known.
-    pub fn process_of(&self, tid: u32) -> Option<u32> {
-        self.processes.get(&tid).copied()
+    /// The process (thread group id) of thread `tid`, when known: as the
+    /// trace told it (`traced`: ftrace's tgid, perf's pid), else as the
+    /// snapshot lists it. Never the thread id made up as one.
+    pub fn process_of(&self, tid: u32, traced: Option<u32>) -> Option<u32> {
+        traced.or_else(|| self.processes.get(&tid).copied())
     }
 }
 

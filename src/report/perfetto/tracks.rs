@@ -119,15 +119,16 @@ impl<W: Write> Writer<W> {
         })
     }
 
-    /// A thread's track, in its process (the thread group where the
-    /// snapshot knows it, else a process of its own id, as the trace
-    /// processor does for threads whose process is unknown); the process
-    /// track is described first, so that every thread's pid has one.
-    fn thread(&mut self, tid: u32, comm: &str) -> std::io::Result<u64> {
+    /// A thread's track, in its process (the thread group where the trace
+    /// (`traced`) or else the snapshot knows it, else a process of its own
+    /// id, as the trace processor does for threads whose process is
+    /// unknown); the process track is described first, so that every
+    /// thread's pid has one.
+    fn thread(&mut self, tid: u32, traced: Option<u32>, comm: &str) -> std::io::Result<u64> {
         if let Some(&u) = self.tracks.get(&format!("thread {tid}")) {
             return Ok(u);
         }
-        let pid = self.processes.get(&tid).copied().unwrap_or(tid);
+        let pid = self.process_of(tid, traced).unwrap_or(tid);
         let name = (pid == tid && !comm.is_empty()).then(|| comm.to_string());
         self.track(&format!("process {pid}"), |_| {
             Ok(TrackDescriptor {
@@ -150,6 +151,12 @@ impl<W: Write> Writer<W> {
                 ..Default::default()
             })
         })
+    }
+
+    /// The process of thread `tid`: as the trace told it (`traced`), else
+    /// as the snapshot lists it.
+    fn process_of(&self, tid: u32, traced: Option<u32>) -> Option<u32> {
+        traced.or_else(|| self.processes.get(&tid).copied())
     }
 
     fn event(
@@ -386,7 +393,7 @@ impl<W: Write> Writer<W> {
     /// `ext4_sync_file`) on a child track of the thread per kind, since
     /// they overlap the syscall they run in.
     pub fn operation(&mut self, o: &OperationRow) -> std::io::Result<()> {
-        let thread = self.thread(o.pid, &o.comm)?;
+        let thread = self.thread(o.pid, o.process, &o.comm)?;
         let (track, name) = match o.kind.strip_prefix("syscall ") {
             Some(call) => (thread, call.to_string()),
             None => {
@@ -436,12 +443,12 @@ impl<W: Write> Writer<W> {
                 c => format!("{c} {}", s.pid),
             };
             let mut args = vec![Arg::Int("tid", s.pid as i64)];
-            if let Some(&pid) = self.processes.get(&s.pid) {
+            if let Some(pid) = self.process_of(s.pid, s.process) {
                 args.push(Arg::Int("pid", pid as i64));
             }
             self.slice(track, name, s.start_ns, s.end_ns, args)?;
         }
-        let thread = self.thread(s.pid, s.comm.as_str())?;
+        let thread = self.thread(s.pid, s.process, s.comm.as_str())?;
         let track = self.named(&format!("thread {} state", s.pid), "state", Some(thread))?;
         let mut args = Vec::new();
         if let Some(c) = s.cpu {
