@@ -306,7 +306,13 @@ fn watch_loop(
     let mut last_capture_ns: Option<u64> = None;
     let mut counts = TriggerCounts::default();
     let mut findings: Vec<ActiveFinding> = Vec::new();
-    let mut kept: Vec<String> = Vec::new();
+    // The captures of earlier runs in the same directory are listed too.
+    let mut kept: Vec<String> = opts.dir.as_deref().map_or_else(Vec::new, |d| {
+        keep::kept(d)
+            .into_iter()
+            .map(|(p, _)| format!("{} (kept by an earlier run)", p.display()))
+            .collect()
+    });
     let (mut kept_n, mut kept_bytes) = opts
         .dir
         .as_deref()
