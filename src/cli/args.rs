@@ -200,7 +200,7 @@ fn parse_dev(s: &str) -> std::result::Result<Dev, String> {
 }
 
 /// `7,0` (or `7:0`), `loop0` or `/dev/loop0`.
-fn parse_device(s: &str) -> std::result::Result<DeviceArg, String> {
+pub(super) fn parse_device(s: &str) -> std::result::Result<DeviceArg, String> {
     if let Ok(d) = parse_dev(s) {
         return Ok(DeviceArg::Dev(d));
     }

@@ -23,6 +23,10 @@ pub struct WatchArgs {
     /// device and operation.
     #[arg(long, value_name = "MS")]
     slow: Option<f64>,
+    /// Judge the request triggers on this device only (loop0, /dev/loop0
+    /// or 7,0; again for more); the metrics still cover every device.
+    #[arg(long, value_parser = super::args::parse_device, value_name = "DEV")]
+    device: Vec<super::args::DeviceArg>,
     /// Slow requests kept per second at most; the others are counted.
     #[arg(long, default_value = "1000", value_name = "N")]
     slow_cap: u32,
@@ -91,6 +95,14 @@ pub fn run(a: WatchArgs) -> Result<ExitStatus> {
             None => None,
         },
         cap_per_s: a.slow_cap,
+        devices: a
+            .device
+            .iter()
+            .map(|d| match d {
+                super::args::DeviceArg::Dev(dev) => dev.to_string(),
+                super::args::DeviceArg::Name(name) => name.clone(),
+            })
+            .collect(),
         trigger: TriggerOptions {
             p99_factor: (a.trigger_p99 > 0.0).then_some(a.trigger_p99),
             p99_floor_ns: ms_ns(a.trigger_p99_floor, "--trigger-p99-floor")?.unwrap_or(0),

@@ -44,6 +44,7 @@ pub fn run(
             keep,
             light,
             watch,
+            first_device: super::loopdev::attached_count(),
         };
         if let Some(why) = (s.missing)() {
             writeln!(out, "lab {}: skipped: {why}\n", s.name)?;

@@ -46,6 +46,9 @@ pub struct Lab {
     pub light: bool,
     /// `lab run --watch`: `iosleuth watch` runs beside the bad run.
     pub watch: bool,
+    /// `loopdev::attached_count()` when the scenario began: the devices
+    /// attached since are its own, the ones watch's triggers judge.
+    pub first_device: usize,
 }
 
 impl Lab {
@@ -77,6 +80,13 @@ impl Lab {
             // behind it ends anywhere from 0 to 150 ms, and a short run
             // may have none of 100 ms (the default) when the machine is busy.
             .args(["--trigger-runqueue", "50"])
+            // The scenario's disks, not the machine's (whose own stalls,
+            // beside other work, are not the scenario's).
+            .args(
+                super::loopdev::attached_since(self.first_device)
+                    .into_iter()
+                    .flat_map(|(name, _)| ["--device".to_string(), name]),
+            )
             .arg("--log")
             .arg(self.watch_log())
             .stdout(std::process::Stdio::null())

@@ -35,6 +35,9 @@ pub struct WatchOptions {
     pub dir: Option<PathBuf>,
     pub slow_ns: Option<u64>,
     pub cap_per_s: u32,
+    /// The request triggers judge only these devices (`maj,min` or the
+    /// kernel's name); empty: every device.
+    pub devices: Vec<String>,
     pub trigger: TriggerOptions,
     /// The p99 trigger's window (s).
     pub window_s: u64,
@@ -356,11 +359,22 @@ fn watch_loop(
         if let Some(prev) = readings.back() {
             let window_from = reading_at(&readings, now.saturating_sub(opts.window_s * SECOND))
                 .expect("a reading");
-            let window = devices_since(&devices, &window_from.devices);
-            let last = devices_since(&devices, &prev.devices);
+            let judged = |mut ds: Vec<LightDevice>| {
+                if !opts.devices.is_empty() {
+                    ds.retain(|d| {
+                        opts.devices.iter().any(|want| {
+                            *want == d.dev
+                                || names.iter().any(|(dev, n)| *dev == d.dev && n == want)
+                        })
+                    });
+                }
+                ds
+            };
+            let window = judged(devices_since(&devices, &window_from.devices));
+            let last = judged(devices_since(&devices, &prev.devices));
             let baseline = baselines
                 .front()
-                .map(|b| devices_since(&window_from.devices, &b.devices))
+                .map(|b| judged(devices_since(&window_from.devices, &b.devices)))
                 .unwrap_or_default();
             let waits: Vec<WaitRecord> = {
                 let r = ring.lock().unwrap_or_else(|p| p.into_inner());

@@ -194,6 +194,10 @@ pub fn check(opts: &TriggerOptions, seen: &Seen) -> Option<Reason> {
     waits
         .iter()
         .filter(|w| w.wait_ns >= bound)
+        // Behind the idle task and no real-time one: nothing held the CPU
+        // (a late wake-up: a virtual CPU the host did not run, a deep
+        // C-state), not a runqueue stall.
+        .filter(|w| w.holder_tid != 0 || w.rt_ns > 0)
         .max_by_key(|w| w.wait_ns)
         .map(|w| Reason::RunqueueStall {
             cpu: w.cpu,
@@ -336,12 +340,18 @@ mod tests {
             r.describe(),
             "fio (tid 42) waited 300.0 ms runnable on CPU 1, behind hog"
         );
+        // Behind the idle task: a late wake-up, not a stall.
+        let mut idle = wait(300_000_000);
+        idle.holder_tid = 0;
+        let idle = [idle];
+        assert_eq!(check(&opts, &seen(&idle)), None);
         // Most of it held by a real-time task: that one is named.
         let mut rt = wait(300_000_000);
         rt.rt_ns = 200_000_000;
         rt.rt_prio = 49;
         rt.rt_comm[..4].copy_from_slice(b"burn");
-        let r = check(&opts, &seen(&[rt])).unwrap();
+        let rt = [rt];
+        let r = check(&opts, &seen(&rt)).unwrap();
         assert!(
             r.describe().ends_with("behind burn (real-time, prio 49)"),
             "{}",
