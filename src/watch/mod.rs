@@ -210,6 +210,8 @@ const SECOND: u64 = 1_000_000_000;
 /// The baseline of the p99 trigger: readings a minute apart, the last 15.
 const BASELINE_EVERY_NS: u64 = 60 * SECOND;
 const BASELINE_READINGS: usize = 15;
+/// The captures `/` lists, newest first.
+const KEPT_LISTED: usize = 50;
 /// The ring's memory bound.
 const RING_BYTES: usize = 64 << 20;
 
@@ -314,6 +316,9 @@ fn watch_loop(
         keep::kept(d)
             .into_iter()
             .map(|(p, _)| format!("{} (kept by an earlier run)", p.display()))
+            .rev()
+            .take(KEPT_LISTED)
+            .rev()
             .collect()
     });
     let (mut kept_n, mut kept_bytes) = opts
@@ -451,6 +456,10 @@ fn watch_loop(
                         d.top
                     ));
                     kept.push(format!("{} ({}): {}", d.dir.display(), d.reason, d.top));
+                    // The page shows the last 50: keep no more than that.
+                    if kept.len() > KEPT_LISTED {
+                        kept.drain(..kept.len() - KEPT_LISTED);
+                    }
                     findings = d.findings;
                     if let Some(dir) = &opts.dir {
                         (kept_n, kept_bytes) = keep::enforce_quota(dir, opts.quota_bytes);
@@ -661,7 +670,7 @@ fn index_page(opts: &WatchOptions, kept: &[String]) -> String {
                 "<p>Captures are kept in {} (each with report.html and report.json).</p>\n<ul>\n",
                 esc(&d.display().to_string())
             ));
-            for k in kept.iter().rev().take(50) {
+            for k in kept.iter().rev().take(KEPT_LISTED) {
                 out.push_str(&format!("<li>{}</li>\n", esc(k)));
             }
             out.push_str("</ul>\n");
