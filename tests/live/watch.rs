@@ -404,11 +404,24 @@ fn watch_keeps_a_diagnosed_capture_when_a_device_stalls() {
 #[ignore = "live: needs root and BTF; scripts/test runs it"]
 fn watch_killed_leaves_no_program_loaded() {
     let _live = live();
+    let tracefs_mounts = || -> Vec<String> {
+        std::fs::read_to_string("/proc/mounts")
+            .unwrap()
+            .lines()
+            .filter(|l| l.split(' ').nth(2) == Some("tracefs"))
+            .map(str::to_string)
+            .collect()
+    };
+    let mounts_before = tracefs_mounts();
     let dir = tempdir();
     let mut watch = Watch::start(&dir.path().join("watch.log"), &[]);
     assert!(our_programs().len() >= 7, "{:?}", our_programs());
     watch.child.kill().unwrap();
     watch.child.wait().unwrap();
+    // A killed process cannot unmount the tracefs it mounted: the next
+    // iosleuth does (`record --cleanup`, which every record runs first).
+    run(iosleuth().args(["record", "--cleanup"]));
+    assert_eq!(tracefs_mounts(), mounts_before, "tracefs left mounted");
     wait_for("no program left after SIGKILL", 5, || {
         our_programs().is_empty()
     });
