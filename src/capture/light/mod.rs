@@ -14,21 +14,27 @@
 
 #[cfg(test)]
 mod abi_check;
+mod disks;
 pub mod maps;
+mod poller;
+mod read;
 pub mod ring;
 
 use super::tracefs::CaptureError;
 use super::tracefs::Tracefs;
 use crate::model::capture_layout::{EVENT_FORMATS, HEADER_PAGE};
 use crate::model::light::{
-    LightCounters, LightCpu, LightDevice, LightDoc, LightOp, ProgramStats, SlowPolicy, StageHist,
-    CONTEXT, CONTEXT_EVENTS, CONTEXT_HEADER, CONTEXT_MAGIC, OPS, REC_EVENT, REC_SLOW, REC_WAIT,
-    SLOW_HEADER, SLOW_MAGIC, SLOW_RECORD,
+    LightCounters, LightCpu, LightDevice, LightDoc, ProgramStats, SlowPolicy, CONTEXT,
+    CONTEXT_EVENTS, CONTEXT_HEADER, CONTEXT_MAGIC, SLOW_HEADER, SLOW_MAGIC, SLOW_RECORD,
 };
 use aya::maps::{Array, MapData, PerCpuArray, RingBuf};
 use aya::programs::{BtfTracePoint, TracePoint};
 use aya::{Btf, Ebpf, EbpfLoader};
+pub use disks::DiskSlot;
+use disks::{add_new_disks, device_slots, name_devices};
 use maps::{Counters, CpuStats, DepthHist, Hist, SizeHist, NOP, NSLOT};
+use poller::{Out, Poller};
+use read::device;
 use ring::RecordRing;
 use std::io::Write;
 use std::os::fd::OwnedFd;
@@ -36,7 +42,6 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 /// The compiled programs (bpf/light.bpf.c, built by bpf/build.sh and
 /// committed so that building iosleuth needs no clang).
@@ -90,17 +95,9 @@ const FLOOR_EVENT_PROGRAM: &str = "iosl_nop_event";
 /// 10 ms, far above a healthy wait (the lab's runs: under 2 ms).
 pub const WAIT_MIN_NS: u64 = 5_000_000;
 
-/// Before a device and operation has this many requests, its slow
-/// threshold is `INITIAL_SLOW_NS`; after, its running p99.
-const MIN_FOR_P99: u64 = 100;
 /// 10 ms: slower than any healthy SSD or loop-device request, faster than
 /// the 100-270 ms stalls iosleuth hunts.
 pub const INITIAL_SLOW_NS: u64 = 10_000_000;
-/// The adaptive threshold never goes below 1 ms: the p99 of a fast device
-/// would send thousands of requests a second that explain nothing.
-const MIN_SLOW_NS: u64 = 1_000_000;
-/// How often the ring buffer is drained.
-const POLL: Duration = Duration::from_millis(100);
 
 #[derive(Clone, Debug)]
 pub struct LightOptions {
@@ -402,27 +399,6 @@ impl LightSession {
     }
 }
 
-/// Writes each device's slot into `dev_slot`, where the programs look it
-/// up (again for every slot: entries already there are rewritten as they were).
-fn name_devices(ebpf: &mut Ebpf, slots: &[DiskSlot]) -> Result<(), CaptureError> {
-    let mut dev_slot: Array<_, u64> =
-        Array::try_from(ebpf.map_mut(maps::MAP_DEV_SLOT).expect("dev_slot map"))
-            .map_err(|e| err("dev_slot map")(e.to_string()))?;
-    let mut taken = std::collections::HashSet::new();
-    for (dev, slot) in slots
-        .iter()
-        .flat_map(|s| s.devts.iter().map(move |d| (*d, s.slot)))
-    {
-        // Two devices on one entry: the second counts as "other".
-        if taken.insert(dev_index(dev)) {
-            dev_slot
-                .set(dev_index(dev), (u64::from(slot) << 32) | u64::from(dev), 0)
-                .map_err(|e| err("dev_slot map")(e.to_string()))?;
-        }
-    }
-    Ok(())
-}
-
 /// The same map through a second file descriptor.
 fn same_map(map: &aya::maps::Map) -> Result<aya::maps::Map, CaptureError> {
     use std::os::fd::AsFd;
@@ -551,298 +527,4 @@ impl Drop for LightSession {
             let _ = p.join();
         }
     }
-}
-
-/// Drains the ring buffer into slow.bin and context.bin (or a ring in
-/// memory), and keeps each device and operation's threshold at its
-/// running p99.
-struct Poller {
-    records: RingBuf<MapData>,
-    latency: PerCpuArray<MapData, Hist>,
-    threshold: Array<MapData, u64>,
-    out: Out,
-    adaptive: bool,
-}
-
-/// Where the records go.
-enum Out {
-    Files {
-        slow: std::io::BufWriter<std::fs::File>,
-        context: std::io::BufWriter<std::fs::File>,
-    },
-    Ring(Arc<Mutex<RecordRing>>),
-}
-
-impl Poller {
-    fn run(mut self, stop: &AtomicBool) -> Result<Poller, CaptureError> {
-        let mut ticks = 0u32;
-        loop {
-            let last = stop.load(Ordering::SeqCst);
-            self.drain()?;
-            if last {
-                if let Out::Files { slow, context } = &mut self.out {
-                    slow.flush()
-                        .and_then(|_| context.flush())
-                        .map_err(|e| err("cannot write the capture")(e.to_string()))?;
-                }
-                return Ok(self);
-            }
-            ticks += 1;
-            if self.adaptive && ticks.is_multiple_of(10) {
-                self.update_thresholds();
-            }
-            std::thread::sleep(POLL);
-        }
-    }
-
-    fn drain(&mut self) -> Result<(), CaptureError> {
-        while let Some(item) = self.records.next() {
-            if item.len() < 4 {
-                continue;
-            }
-            let kind = u16::from_le_bytes([item[0], item[1]]);
-            let known = matches!(kind, REC_EVENT | REC_WAIT)
-                || (kind == REC_SLOW && item.len() == SLOW_RECORD);
-            if !known {
-                continue;
-            }
-            match &mut self.out {
-                Out::Files { slow, context } => {
-                    let out = if kind == REC_SLOW { slow } else { context };
-                    out.write_all(&item)
-                        .map_err(|e| err("cannot write the capture")(e.to_string()))?;
-                }
-                Out::Ring(ring) => ring.lock().unwrap_or_else(|p| p.into_inner()).push(&item),
-            }
-        }
-        Ok(())
-    }
-
-    fn update_thresholds(&mut self) {
-        for slot in 0..NSLOT {
-            for op in 0..NOP {
-                let key = maps::latency_key(slot, op, maps::STAGE_TOTAL);
-                let Ok(per_cpu) = self.latency.get(&key, 0) else {
-                    continue;
-                };
-                let h = sum_hist(&per_cpu);
-                if h.n < MIN_FOR_P99 {
-                    continue;
-                }
-                let th = percentile_high(&h, 0.99).max(MIN_SLOW_NS);
-                let _ = self.threshold.set(slot * NOP + op, th, 0);
-            }
-        }
-    }
-}
-
-/// The per-CPU histograms of one key, summed.
-fn sum_hist(per_cpu: &[Hist]) -> StageHist {
-    let mut counts = vec![0u64; crate::model::light::NBUCKET];
-    let (mut n, mut sum) = (0u64, 0u64);
-    for h in per_cpu {
-        n += h.n;
-        sum = sum.wrapping_add(h.sum);
-        for (c, b) in counts.iter_mut().zip(h.b.iter()) {
-            *c += u64::from(*b);
-        }
-    }
-    StageHist {
-        n,
-        sum_ns: sum,
-        buckets: counts
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| c > 0)
-            .map(|(i, &c)| (i as u32, c))
-            .collect(),
-    }
-}
-
-/// The upper bound of the bucket holding quantile `q`.
-fn percentile_high(h: &StageHist, q: f64) -> u64 {
-    let total: u64 = h.buckets.iter().map(|b| b.1).sum();
-    let rank = ((q * total as f64).ceil() as u64).max(1);
-    let mut seen = 0;
-    for (lo_hi, c) in h.rows().map(|(lo, hi, c)| ((lo, hi), c)) {
-        seen += c;
-        if seen >= rank {
-            return lo_hi.1;
-        }
-    }
-    0
-}
-
-fn device(
-    slot: u32,
-    dev: String,
-    latency: &PerCpuArray<MapData, Hist>,
-    counters: &PerCpuArray<&MapData, Counters>,
-    depths: &PerCpuArray<&MapData, DepthHist>,
-    sizes: &PerCpuArray<&MapData, SizeHist>,
-) -> Result<LightDevice, CaptureError> {
-    let read = |e: aya::maps::MapError| err("cannot read the light maps")(e.to_string());
-    let mut total = Counters::default();
-    for c in counters.get(&slot, 0).map_err(read)?.iter() {
-        for i in 0..4 {
-            total.ios[i] += c.ios[i];
-            total.bytes[i] += c.bytes[i];
-        }
-        total.back_merges += c.back_merges;
-        total.front_merges += c.front_merges;
-        total.rq_merges += c.rq_merges;
-        total.splits += c.splits;
-        total.requeues += c.requeues;
-        total.errors += c.errors;
-        total.partial += c.partial;
-        total.no_state += c.no_state;
-        total.state_full += c.state_full;
-        total.slow_sent += c.slow_sent;
-        total.slow_capped += c.slow_capped;
-        total.ring_full += c.ring_full;
-        total.seq_requests += c.seq_requests;
-    }
-    let mut ops = std::collections::BTreeMap::new();
-    for (op, name) in OPS.iter().enumerate() {
-        let op32 = op as u32;
-        let stage = |s: u32| -> Result<StageHist, CaptureError> {
-            Ok(sum_hist(
-                &latency
-                    .get(&maps::latency_key(slot, op32, s), 0)
-                    .map_err(read)?,
-            ))
-        };
-        let mut size_log2 = vec![0u64; maps::NSIZE];
-        for s in sizes.get(&(slot * NOP + op32), 0).map_err(read)?.iter() {
-            for (t, b) in size_log2.iter_mut().zip(s.b.iter()) {
-                *t += u64::from(*b);
-            }
-        }
-        while size_log2.last() == Some(&0) {
-            size_log2.pop();
-        }
-        let o = LightOp {
-            ios: total.ios[op],
-            bytes: total.bytes[op],
-            queued: stage(maps::STAGE_QUEUED)?,
-            device: stage(maps::STAGE_DEVICE)?,
-            total: stage(maps::STAGE_TOTAL)?,
-            size_log2,
-        };
-        if o.ios > 0 || o.total.n > 0 {
-            ops.insert(name.to_string(), o);
-        }
-    }
-    let mut depth = vec![0u64; maps::NDEPTH];
-    for d in depths.get(&slot, 0).map_err(read)?.iter() {
-        for (t, b) in depth.iter_mut().zip(d.b.iter()) {
-            *t += u64::from(*b);
-        }
-    }
-    while depth.last() == Some(&0) {
-        depth.pop();
-    }
-    Ok(LightDevice {
-        dev,
-        ops,
-        depth,
-        counters: LightCounters {
-            back_merges: total.back_merges,
-            front_merges: total.front_merges,
-            rq_merges: total.rq_merges,
-            splits: total.splits,
-            requeues: total.requeues,
-            errors: total.errors,
-            partial: total.partial,
-            no_state: total.no_state,
-            state_full: total.state_full,
-            slow_sent: total.slow_sent,
-            slow_capped: total.slow_capped,
-            ring_full: total.ring_full,
-            seq_requests: total.seq_requests,
-        },
-    })
-}
-
-/// A disk the programs count apart: its kernel name, `maj,min`, its slot
-/// and the dev_t of the disk and its partitions (as the kernel encodes
-/// them: major << 20 | minor).
-#[derive(Clone, Debug, PartialEq)]
-pub struct DiskSlot {
-    pub name: String,
-    pub dev: String,
-    pub slot: u32,
-    devts: Vec<u32>,
-}
-
-/// The machine's disks, sorted by name, each with its dev_ts.
-fn disks() -> Vec<(String, String, Vec<u32>)> {
-    let mut disks = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/sys/block") else {
-        return disks;
-    };
-    let mut paths: Vec<_> = dir.flatten().map(|e| e.path()).collect();
-    paths.sort();
-    for path in paths {
-        let Some(dev) = read_dev(&path.join("dev")) else {
-            continue;
-        };
-        let mut devs = vec![dev.0];
-        if let Ok(parts) = std::fs::read_dir(&path) {
-            for p in parts.flatten() {
-                if p.path().join("partition").exists() {
-                    devs.extend(read_dev(&p.path().join("dev")).map(|d| d.0));
-                }
-            }
-        }
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        disks.push((name, dev.1, devs));
-    }
-    disks
-}
-
-/// Slots for the machine's disks (slot 0 is every other device).
-fn device_slots() -> Vec<DiskSlot> {
-    let mut slots = Vec::new();
-    add_new_disks(&mut slots);
-    slots
-}
-
-/// Gives the disks not in `slots` the next free slots, while there are;
-/// returns how many it added. A disk removed keeps its slot (its counts
-/// stay what they were).
-fn add_new_disks(slots: &mut Vec<DiskSlot>) -> usize {
-    let before = slots.len();
-    for (name, dev, devts) in disks() {
-        if slots.len() + 1 >= NSLOT as usize {
-            break;
-        }
-        if slots.iter().any(|s| s.dev == dev && s.name == name) {
-            continue;
-        }
-        let slot = slots.len() as u32 + 1;
-        slots.push(DiskSlot {
-            name,
-            dev,
-            slot,
-            devts,
-        });
-    }
-    slots.len() - before
-}
-
-/// The entry of `dev_slot` for a dev_t (bpf/light.bpf.c's `slot_of`).
-fn dev_index(dev: u32) -> u32 {
-    dev.wrapping_mul(0x9E37_79B1) >> 20
-}
-
-/// A `MAJ:MIN` file as the kernel's dev_t and `maj,min`.
-fn read_dev(path: &Path) -> Option<(u32, String)> {
-    let s = std::fs::read_to_string(path).ok()?;
-    let (maj, min) = s.trim().split_once(':')?;
-    let (maj, min): (u32, u32) = (maj.parse().ok()?, min.parse().ok()?);
-    Some(((maj << 20) | min, format!("{maj},{min}")))
 }

@@ -1,0 +1,121 @@
+//! Reading the programs' maps: per-CPU values summed into what a light
+//! capture keeps for each device and operation.
+
+use super::maps::{self, Counters, DepthHist, Hist, SizeHist, NOP};
+use super::{err, CaptureError};
+use crate::model::light::{LightCounters, LightDevice, LightOp, StageHist, OPS};
+use aya::maps::{MapData, PerCpuArray};
+
+/// The per-CPU histograms of one key, summed.
+pub(super) fn sum_hist(per_cpu: &[Hist]) -> StageHist {
+    let mut counts = vec![0u64; crate::model::light::NBUCKET];
+    let (mut n, mut sum) = (0u64, 0u64);
+    for h in per_cpu {
+        n += h.n;
+        sum = sum.wrapping_add(h.sum);
+        for (c, b) in counts.iter_mut().zip(h.b.iter()) {
+            *c += u64::from(*b);
+        }
+    }
+    StageHist {
+        n,
+        sum_ns: sum,
+        buckets: counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(i, &c)| (i as u32, c))
+            .collect(),
+    }
+}
+
+pub(super) fn device(
+    slot: u32,
+    dev: String,
+    latency: &PerCpuArray<MapData, Hist>,
+    counters: &PerCpuArray<&MapData, Counters>,
+    depths: &PerCpuArray<&MapData, DepthHist>,
+    sizes: &PerCpuArray<&MapData, SizeHist>,
+) -> Result<LightDevice, CaptureError> {
+    let read = |e: aya::maps::MapError| err("cannot read the light maps")(e.to_string());
+    let mut total = Counters::default();
+    for c in counters.get(&slot, 0).map_err(read)?.iter() {
+        for i in 0..4 {
+            total.ios[i] += c.ios[i];
+            total.bytes[i] += c.bytes[i];
+        }
+        total.back_merges += c.back_merges;
+        total.front_merges += c.front_merges;
+        total.rq_merges += c.rq_merges;
+        total.splits += c.splits;
+        total.requeues += c.requeues;
+        total.errors += c.errors;
+        total.partial += c.partial;
+        total.no_state += c.no_state;
+        total.state_full += c.state_full;
+        total.slow_sent += c.slow_sent;
+        total.slow_capped += c.slow_capped;
+        total.ring_full += c.ring_full;
+        total.seq_requests += c.seq_requests;
+    }
+    let mut ops = std::collections::BTreeMap::new();
+    for (op, name) in OPS.iter().enumerate() {
+        let op32 = op as u32;
+        let stage = |s: u32| -> Result<StageHist, CaptureError> {
+            Ok(sum_hist(
+                &latency
+                    .get(&maps::latency_key(slot, op32, s), 0)
+                    .map_err(read)?,
+            ))
+        };
+        let mut size_log2 = vec![0u64; maps::NSIZE];
+        for s in sizes.get(&(slot * NOP + op32), 0).map_err(read)?.iter() {
+            for (t, b) in size_log2.iter_mut().zip(s.b.iter()) {
+                *t += u64::from(*b);
+            }
+        }
+        while size_log2.last() == Some(&0) {
+            size_log2.pop();
+        }
+        let o = LightOp {
+            ios: total.ios[op],
+            bytes: total.bytes[op],
+            queued: stage(maps::STAGE_QUEUED)?,
+            device: stage(maps::STAGE_DEVICE)?,
+            total: stage(maps::STAGE_TOTAL)?,
+            size_log2,
+        };
+        if o.ios > 0 || o.total.n > 0 {
+            ops.insert(name.to_string(), o);
+        }
+    }
+    let mut depth = vec![0u64; maps::NDEPTH];
+    for d in depths.get(&slot, 0).map_err(read)?.iter() {
+        for (t, b) in depth.iter_mut().zip(d.b.iter()) {
+            *t += u64::from(*b);
+        }
+    }
+    while depth.last() == Some(&0) {
+        depth.pop();
+    }
+    Ok(LightDevice {
+        dev,
+        ops,
+        depth,
+        counters: LightCounters {
+            back_merges: total.back_merges,
+            front_merges: total.front_merges,
+            rq_merges: total.rq_merges,
+            splits: total.splits,
+            requeues: total.requeues,
+            errors: total.errors,
+            partial: total.partial,
+            no_state: total.no_state,
+            state_full: total.state_full,
+            slow_sent: total.slow_sent,
+            slow_capped: total.slow_capped,
+            ring_full: total.ring_full,
+            seq_requests: total.seq_requests,
+        },
+    })
+}
