@@ -23,12 +23,7 @@ fn light_live() -> std::sync::MutexGuard<'static, ()> {
 
 /// Reads and writes completed on a device so far (/sys/block/X/stat).
 fn diskstats(disk: &LoopDevice) -> (u64, u64) {
-    let name = disk
-        .path
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    let name = disk.name.clone();
     let stat = std::fs::read_to_string(format!("/sys/block/{name}/stat")).unwrap();
     let f: Vec<u64> = stat
         .split_whitespace()

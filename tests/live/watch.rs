@@ -155,12 +155,7 @@ fn prometheus_scrapes_watch_and_agrees_with_iosleuths_own_p99() {
     let _live = live();
     need_programs(&["prometheus", "promtool", "fio"]);
     let disk = LoopDevice::create(64, true).expect("loop device");
-    let name = disk
-        .path
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    let name = disk.name.clone();
     let dir = tempdir();
     let watch = Watch::start(&dir.path().join("watch.log"), &[]);
 
@@ -356,12 +351,7 @@ fn watch_keeps_a_diagnosed_capture_when_a_device_stalls() {
         report().is_some()
     });
     let capture = report().unwrap().parent().unwrap().to_path_buf();
-    let name = disk
-        .path
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    let name = disk.name.clone();
     assert!(
         capture
             .file_name()

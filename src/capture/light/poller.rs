@@ -6,7 +6,7 @@ use super::maps::{self, Hist, NOP, NSLOT};
 use super::read::sum_hist;
 use super::ring::RecordRing;
 use super::{err, CaptureError};
-use crate::model::light::{StageHist, REC_EVENT, REC_SLOW, REC_WAIT, SLOW_RECORD};
+use crate::model::light::{REC_EVENT, REC_SLOW, REC_WAIT, SLOW_RECORD};
 use aya::maps::{Array, MapData, PerCpuArray, RingBuf};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -98,23 +98,9 @@ impl Poller {
                 if h.n < MIN_FOR_P99 {
                     continue;
                 }
-                let th = percentile_high(&h, 0.99).max(MIN_SLOW_NS);
+                let th = h.quantile_high(0.99).unwrap_or(0).max(MIN_SLOW_NS);
                 let _ = self.threshold.set(slot * NOP + op, th, 0);
             }
         }
     }
-}
-
-/// The upper bound of the bucket holding quantile `q`.
-fn percentile_high(h: &StageHist, q: f64) -> u64 {
-    let total: u64 = h.buckets.iter().map(|b| b.1).sum();
-    let rank = ((q * total as f64).ceil() as u64).max(1);
-    let mut seen = 0;
-    for (lo_hi, c) in h.rows().map(|(lo, hi, c)| ((lo, hi), c)) {
-        seen += c;
-        if seen >= rank {
-            return lo_hi.1;
-        }
-    }
-    0
 }
