@@ -30,8 +30,14 @@ pub struct LightInputs {
     pub warnings: Vec<String>,
 }
 
-/// How many of the slowest requests analyze::light keeps.
+/// How many of each device's slowest requests analyze::light keeps: per
+/// device, so that a busy disk's queued writes cannot hide another
+/// disk's stalls.
 const SLOWEST_KEPT: usize = 20;
+
+/// Devices whose slowest requests are kept, the slowest devices first;
+/// device numbers come from the file and are not trusted to be few.
+const SLOWEST_DEVICES: usize = 64;
 
 /// The slow requests of a capture are capped per second; this many is
 /// hours of them at the default cap.
@@ -205,7 +211,7 @@ pub fn load(dir: &Path) -> Result<LightInputs, InputError> {
     let mut slowest = Vec::new();
     each_slow(dir, &mut stats, |r| {
         slowest.push(r);
-        if slowest.len() >= 4 * SLOWEST_KEPT {
+        if slowest.len() >= 4 * SLOWEST_KEPT * SLOWEST_DEVICES {
             keep_slowest(&mut slowest);
         }
     })?;
@@ -231,10 +237,26 @@ pub fn load(dir: &Path) -> Result<LightInputs, InputError> {
     })
 }
 
-/// The `SLOWEST_KEPT` longest of `requests`, longest first.
+/// The `SLOWEST_KEPT` longest of each device's `requests` (of at most
+/// `SLOWEST_DEVICES` devices), longest first.
 fn keep_slowest(requests: &mut Vec<SlowRequest>) {
     requests.sort_by_key(|r| std::cmp::Reverse(r.total_ns()));
-    requests.truncate(SLOWEST_KEPT);
+    let mut kept: FxHashMap<crate::model::Dev, usize> = FxHashMap::default();
+    requests.retain(|r| {
+        let devices = kept.len();
+        match kept.get_mut(&r.dev) {
+            Some(n) if *n < SLOWEST_KEPT => {
+                *n += 1;
+                true
+            }
+            Some(_) => false,
+            None if devices < SLOWEST_DEVICES => {
+                kept.insert(r.dev, 1);
+                true
+            }
+            None => false,
+        }
+    });
 }
 
 /// Hands each record of `context.bin` (none in captures made before it
@@ -424,5 +446,58 @@ impl Source for LightSource {
 
     fn stats(&self) -> &SourceStats {
         &self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Dev;
+
+    fn request(dev: Dev, total_ms: u64) -> SlowRequest {
+        SlowRequest {
+            dev,
+            alloc_ns: 1_000,
+            issue_ns: 1_000,
+            complete_ns: 1_000 + total_ms * 1_000_000,
+            sector: 0,
+            cgroup_id: 0,
+            bytes: 4096,
+            cmd_flags: 1,
+            pid: 1,
+            tid: 1,
+            issue_cpu: 0,
+            complete_cpu: 0,
+            depth: 1,
+            error: 0,
+            comm: [0; 16],
+        }
+    }
+
+    /// A busy disk's many queued writes (all slower than the stalls) do
+    /// not push another disk's four stalls out of what is kept.
+    #[test]
+    fn a_busy_disk_does_not_hide_another_disks_stalls() {
+        let (busy, stalling) = (Dev::new(254, 0), Dev::new(7, 0));
+        let mut all: Vec<SlowRequest> = (0..50).map(|i| request(busy, 160 + i)).collect();
+        all.extend((0..4).map(|_| request(stalling, 150)));
+        all.push(request(stalling, 1));
+        keep_slowest(&mut all);
+        assert_eq!(all.iter().filter(|r| r.dev == busy).count(), SLOWEST_KEPT);
+        assert_eq!(all.iter().filter(|r| r.dev == stalling).count(), 5);
+        assert_eq!(all[0].total_ns(), 209_000_000, "longest first");
+        assert!(all.windows(2).all(|w| w[0].total_ns() >= w[1].total_ns()));
+    }
+
+    /// Device numbers come from the file: past `SLOWEST_DEVICES` devices
+    /// the rest are dropped, not kept without bound.
+    #[test]
+    fn devices_kept_are_bounded() {
+        let mut all: Vec<SlowRequest> = (0..1000u32)
+            .map(|d| request(Dev::new(8, d), 100 + d as u64))
+            .collect();
+        keep_slowest(&mut all);
+        assert_eq!(all.len(), SLOWEST_DEVICES);
+        assert_eq!(all[0].dev, Dev::new(8, 999));
     }
 }

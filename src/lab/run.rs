@@ -45,6 +45,7 @@ pub fn run(
             light,
             watch,
             first_device: super::loopdev::attached_count(),
+            notes: Default::default(),
         };
         if let Some(why) = (s.missing)() {
             writeln!(out, "lab {}: skipped: {why}\n", s.name)?;
@@ -123,6 +124,9 @@ fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<Verdict> {
     let ours = super::loopdev::attached_since(attached);
     findings(out, &format!("good ({})", s.good), &good, &ours)?;
     findings(out, &format!("bad ({})", s.bad), &bad, &ours)?;
+    for note in lab.notes.borrow().iter() {
+        writeln!(out, "{note}")?;
+    }
     let d = crate::compare::diff(&good.analysis, &good.findings, &bad.analysis, &bad.findings);
     writeln!(
         out,

@@ -49,6 +49,9 @@ pub struct Lab {
     /// `loopdev::attached_count()` when the scenario began: the devices
     /// attached since are its own, the ones watch's triggers judge.
     pub first_device: usize,
+    /// What the scenario saw of its own making (how many writes a slow
+    /// disk held), printed with its verdict.
+    pub notes: std::cell::RefCell<Vec<String>>,
 }
 
 impl Lab {
@@ -523,6 +526,12 @@ fn slow_device(lab: &Lab) -> Result<(), CaptureError> {
         let fs = Ext4::on(disk, 4)?;
         fs.disk.stall_only(fs.journal_bytes()?);
         lab.record(&out, events, &fsync_script(&fs, 400, None))?;
+        if let Some((writes, held)) = fs.disk.stall_counts() {
+            let run = if every == 0 { "good" } else { "bad" };
+            lab.notes.borrow_mut().push(format!(
+                "{run} run: the slow disk served {writes} journal writes and held {held} of them"
+            ));
+        }
     }
     Ok(())
 }

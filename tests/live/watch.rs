@@ -365,9 +365,12 @@ fn watch_keeps_a_diagnosed_capture_when_a_device_stalls() {
         serde_json::from_str(&std::fs::read_to_string(capture.join("report.json")).unwrap())
             .unwrap();
     assert_eq!(
-        rep["findings"][0]["id"], "device_latency_spike",
-        "{:#}",
-        rep["findings"]
+        rep["findings"][0]["id"],
+        "device_latency_spike",
+        "findings: {:#}\nslowest requests kept: {:#}\nwatch log:\n{}",
+        rep["findings"],
+        rep["light"]["slowest"],
+        std::fs::read_to_string(dir.path().join("watch.log")).unwrap_or_default()
     );
     assert!(capture.join("report.html").exists());
     // The capture is one `report` reads like any light capture.
