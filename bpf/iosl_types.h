@@ -19,29 +19,48 @@ struct block_device___iosl {
 	__u32 bd_dev;
 } __attribute__((preserve_access_index));
 
-struct bio___iosl {
-	struct block_device___iosl *bi_bdev;
-} __attribute__((preserve_access_index));
-
-struct request___iosl {
-	struct request_queue___iosl *q;
-	__u32 cmd_flags;
-	__u32 __data_len;
-	__u64 __sector;
-	__u64 start_time_ns;
-} __attribute__((preserve_access_index));
-
-/* task_cpu(): x86 keeps the task's CPU in its thread_info. */
-struct thread_info___iosl {
-	__u32 cpu;
-} __attribute__((preserve_access_index));
-
 struct kernfs_node___iosl {
 	__u64 id;
 } __attribute__((preserve_access_index));
 
 struct cgroup___iosl {
 	struct kernfs_node___iosl *kn;
+} __attribute__((preserve_access_index));
+
+struct cgroup_subsys_state___iosl {
+	struct cgroup___iosl *cgroup;
+} __attribute__((preserve_access_index));
+
+/* The cgroup a bio is charged to (its blkcg): the one that dirtied the
+ * pages for writeback, not the flusher that sends them. */
+struct blkcg___iosl {
+	struct cgroup_subsys_state___iosl css;
+} __attribute__((preserve_access_index));
+
+struct blkcg_gq___iosl {
+	struct blkcg___iosl *blkcg;
+} __attribute__((preserve_access_index));
+
+struct bio___iosl {
+	struct block_device___iosl *bi_bdev;
+	struct blkcg_gq___iosl *bi_blkg;
+} __attribute__((preserve_access_index));
+
+struct request___iosl {
+	struct request_queue___iosl *q;
+	struct bio___iosl *bio;
+	__u32 cmd_flags;
+	__u32 __data_len;
+	__u64 __sector;
+	__u64 start_time_ns;
+	/* Set at issue only when the queue keeps block stats (RQF_STATS);
+	 * 0 otherwise. */
+	__u64 io_start_time_ns;
+} __attribute__((preserve_access_index));
+
+/* task_cpu(): x86 keeps the task's CPU in its thread_info. */
+struct thread_info___iosl {
+	__u32 cpu;
 } __attribute__((preserve_access_index));
 
 struct css_set___iosl {

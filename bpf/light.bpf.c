@@ -24,6 +24,12 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 cap_per_cpu = 0;
 /* Runqueue waits sent from this long (ns). */
 const volatile __u64 wait_min_ns = 5000000;
+/* CPUs whose counters the stamps accounting sums for a depth, and how
+ * often it does (every issue whose per-CPU count & depth_mask is 0): a
+ * sum reads every CPU's counters, so on many CPUs only a sample of the
+ * issues pays for one. */
+const volatile __u32 nr_cpus = 1;
+const volatile __u32 depth_mask = 0;
 
 struct rq_state {
 	/* The request this entry holds (0: free). */
@@ -270,6 +276,28 @@ static __always_inline int within_cap(__u64 now)
 	return 1;
 }
 
+/* The cgroup id the request's first bio is charged to (0: none). */
+static __always_inline __u64 bio_cgroup(struct request___iosl *rq)
+{
+	struct bio___iosl *bio = rq->bio;
+	if (!bio)
+		return 0;
+	struct blkcg_gq___iosl *blkg = bio->bi_blkg;
+	if (!blkg)
+		return 0;
+	struct blkcg___iosl *blkcg = blkg->blkcg;
+	if (!blkcg)
+		return 0;
+	struct cgroup___iosl *cg = blkcg->css.cgroup;
+	if (!cg)
+		return 0;
+	struct kernfs_node___iosl *kn = cg->kn;
+	return kn ? kn->id : 0;
+}
+
+/* `st->task` 0: the issuer is not known (stamps accounting keeps no
+ * per-request state); its pid, tid and name are sent as 0 and empty, and
+ * the cgroup is the bio's. */
 static __always_inline void send_slow(struct request___iosl *rq, struct rq_state *st,
 				      struct counters *c, __u32 dev, __u64 alloc,
 				      __u64 now, int error)
@@ -294,17 +322,21 @@ static __always_inline void send_slow(struct request___iosl *rq, struct rq_state
 	r->sector = rq->__sector;
 	/* The issuer may have exited since: then its name reads empty. */
 	struct task_struct___iosl *t = (void *)st->task;
-	struct css_set___iosl *css = 0;
-	struct cgroup___iosl *cg = 0;
-	struct kernfs_node___iosl *kn = 0;
 	__u64 cgroup_id = 0;
-	bpf_probe_read_kernel(&css, sizeof(css), &t->cgroups);
-	if (css)
-		bpf_probe_read_kernel(&cg, sizeof(cg), &css->dfl_cgrp);
-	if (cg)
-		bpf_probe_read_kernel(&kn, sizeof(kn), &cg->kn);
-	if (kn)
-		bpf_probe_read_kernel(&cgroup_id, sizeof(cgroup_id), &kn->id);
+	if (t) {
+		struct css_set___iosl *css = 0;
+		struct cgroup___iosl *cg = 0;
+		struct kernfs_node___iosl *kn = 0;
+		bpf_probe_read_kernel(&css, sizeof(css), &t->cgroups);
+		if (css)
+			bpf_probe_read_kernel(&cg, sizeof(cg), &css->dfl_cgrp);
+		if (cg)
+			bpf_probe_read_kernel(&kn, sizeof(kn), &cg->kn);
+		if (kn)
+			bpf_probe_read_kernel(&cgroup_id, sizeof(cgroup_id), &kn->id);
+	} else {
+		cgroup_id = bio_cgroup(rq);
+	}
 	r->cgroup_id = cgroup_id;
 	r->bytes = rq->__data_len;
 	r->cmd_flags = rq->cmd_flags;
@@ -314,7 +346,8 @@ static __always_inline void send_slow(struct request___iosl *rq, struct rq_state
 	r->complete_cpu = bpf_get_smp_processor_id();
 	r->depth = st->depth;
 	r->error = error;
-	if (bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), t->comm) < 0)
+	r->comm[0] = 0;
+	if (t && bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), t->comm) < 0)
 		r->comm[0] = 0;
 	bpf_ringbuf_submit(r, 0);
 	if (c)
@@ -373,6 +406,185 @@ int BPF_PROG(iosl_complete, struct request___iosl *rq, int error, unsigned int n
 	return 0;
 }
 
+/* The stamps accounting (the default): where the queue stamps its
+ * requests (start_time_ns at allocation, io_start_time_ns at issue: it
+ * keeps block stats, RQF_STATS), their stages are read from the request
+ * at completion. No per-request state, no shared counter and no clock
+ * read at issue: the issue program keeps per-CPU counts only. A device
+ * whose requests come without stamps (its completions say so) gets the
+ * per-request state above instead, request by request. Queue depth is
+ * sampled by user space (the kernel's own in-flight count). */
+
+/* Per device slot: 1 while its completions come with stamps. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NSLOT);
+	__type(key, __u32);
+	__type(value, __u32);
+} stamped SEC(".maps");
+
+/* A state entry older than this belongs to a request issued before its
+ * device turned out to stamp (then its completion did not free it). */
+#define STALE_NS 30000000000ULL
+
+/* Per device slot: when the programs first saw one of its requests. A
+ * request counts toward the depth when its allocation stamp is from then
+ * on: it was issued after, so the issue program counted it. The same test
+ * on the same stamp at its end: the two ends agree, whatever was in
+ * flight before the programs were attached. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NSLOT);
+	__type(key, __u32);
+	__type(value, __u64);
+} armed SEC(".maps");
+
+#define MAX_DEPTH_CPUS 256
+
+/* Requests in flight on the slot's device: the sum over CPUs of the
+ * requests counted at issue minus those counted at their end. */
+static __always_inline __u64 in_flight(__u32 slot)
+{
+	__s64 sum = 0;
+	__u32 n = nr_cpus < MAX_DEPTH_CPUS ? nr_cpus : MAX_DEPTH_CPUS;
+	for (__u32 cpu = 0; cpu < n; cpu++) {
+		struct counters *o = bpf_map_lookup_percpu_elem(&counters, &slot, cpu);
+		if (o)
+			sum += (__s64)(o->issued - o->retired);
+	}
+	return sum < 1 ? 1 : sum;
+}
+
+/* Whether a request allocated at `alloc` (0: the queue does not stamp,
+ * then `tracked`: it has per-request state) counts toward the depth. */
+static __always_inline int counted(__u32 slot, __u64 alloc, int tracked)
+{
+	__u64 *since = bpf_map_lookup_elem(&armed, &slot);
+	if (!since || !alloc)
+		return tracked;
+	if (!*since)
+		__sync_val_compare_and_swap(since, 0, bpf_ktime_get_ns());
+	return alloc >= *since;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(iosl_issue_st, struct request___iosl *rq)
+{
+	__u32 slot = slot_of(rq_dev(rq));
+	struct counters *c = counters_of(slot);
+	if (!c)
+		return 0;
+	__u64 sector = rq->__sector;
+	if (sector == c->last_end)
+		c->seq_requests += 1;
+	c->last_end = sector + (rq->__data_len >> 9);
+	__u64 alloc = rq->start_time_ns;
+	__u32 depth = 0;
+	if (alloc && counted(slot, alloc, 0)) {
+		c->issued += 1;
+		if (!(c->issued & depth_mask)) {
+			depth = in_flight(slot);
+			struct depth_hist *d = bpf_map_lookup_elem(&depths, &slot);
+			if (d)
+				d->b[depth < NDEPTH ? depth : NDEPTH - 1]++;
+		}
+	}
+	__u32 *stamps = bpf_map_lookup_elem(&stamped, &slot);
+	if (stamps && *stamps)
+		return 0;
+	__u64 addr = rq_addr(ctx);
+	__u32 idx = rq_index(addr);
+	struct rq_state *st = bpf_map_lookup_elem(&rqs, &idx);
+	if (!st)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	if (st->rq && st->rq != addr && now - st->issue_ns < STALE_NS) {
+		c->state_full += 1;
+		return 0;
+	}
+	/* No allocation stamp: tracked requests count toward the depth. */
+	if (!alloc) {
+		c->issued += 1;
+		depth = in_flight(slot);
+		struct depth_hist *d = bpf_map_lookup_elem(&depths, &slot);
+		if (d)
+			d->b[depth < NDEPTH ? depth : NDEPTH - 1]++;
+	}
+	__u64 id = bpf_get_current_pid_tgid();
+	st->rq = addr;
+	st->issue_ns = now;
+	st->task = bpf_get_current_task();
+	st->pid = id >> 32;
+	st->tid = (__u32)id;
+	st->issue_cpu = bpf_get_smp_processor_id();
+	st->depth = depth;
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(iosl_complete_st, struct request___iosl *rq, int error, unsigned int nr_bytes)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 dev = rq_dev(rq);
+	__u32 slot = slot_of(dev);
+	__u32 op = op_of(rq->cmd_flags);
+	struct counters *c = counters_of(slot);
+	if (!c)
+		return 0;
+	c->bytes[op] += nr_bytes;
+	/* A request completed in parts: only its last part ends it. */
+	if (nr_bytes < rq->__data_len) {
+		c->partial += 1;
+		return 0;
+	}
+	c->ios[op] += 1;
+	if (error)
+		c->errors += 1;
+	__u64 issue = rq->io_start_time_ns;
+	__u32 *stamps = bpf_map_lookup_elem(&stamped, &slot);
+	struct rq_state *st = 0;
+	struct rq_state who = {};
+	if (issue) {
+		if (stamps && !*stamps)
+			*stamps = 1;
+		c->by_stamps += 1;
+		who.issue_ns = issue;
+		who.issue_cpu = bpf_get_smp_processor_id();
+		st = &who;
+	} else {
+		if (stamps && *stamps)
+			*stamps = 0;
+		__u64 addr = rq_addr(ctx);
+		__u32 idx = rq_index(addr);
+		st = bpf_map_lookup_elem(&rqs, &idx);
+		if (!st || st->rq != addr) {
+			c->no_state += 1;
+			return 0;
+		}
+		issue = st->issue_ns;
+	}
+	__u64 alloc = rq->start_time_ns;
+	if (counted(slot, alloc, st != &who))
+		c->retired += 1;
+	__u64 d2c = now > issue ? now - issue : 0;
+	__u64 a2c = alloc && alloc <= issue ? now - alloc : d2c;
+	add_latency(slot, op, 1, d2c);
+	add_latency(slot, op, 2, a2c);
+	add_latency(slot, op, 0, a2c - d2c);
+	__u32 skey = slot * NOP + op;
+	struct size_hist *s = bpf_map_lookup_elem(&sizes, &skey);
+	if (s) {
+		__u32 b = log2_u64(rq->__data_len | 1);
+		s->b[b < NSIZE ? b : NSIZE - 1]++;
+	}
+	__u64 *th = bpf_map_lookup_elem(&threshold, &skey);
+	if (th && a2c >= *th)
+		send_slow(rq, st, c, dev, alloc, now, error);
+	if (st != &who)
+		st->rq = 0;
+	return 0;
+}
+
 SEC("tp_btf/block_rq_requeue")
 int BPF_PROG(iosl_requeue, struct request___iosl *rq)
 {
@@ -380,15 +592,20 @@ int BPF_PROG(iosl_requeue, struct request___iosl *rq)
 	__u32 idx = rq_index(addr);
 	__u32 slot = slot_of(rq_dev(rq));
 	struct counters *c = counters_of(slot);
-	if (c)
-		c->requeues += 1;
+	if (!c)
+		return 0;
+	c->requeues += 1;
 	struct rq_state *st = bpf_map_lookup_elem(&rqs, &idx);
-	if (st && st->rq == addr) {
+	int tracked = st && st->rq == addr;
+	if (tracked) {
 		st->rq = 0;
 		__s64 *inf = bpf_map_lookup_elem(&inflight, &slot);
 		if (inf)
 			__sync_fetch_and_add(inf, -1);
 	}
+	/* Issued again later: it ends here for the stamps' depth. */
+	if (counted(slot, rq->start_time_ns, tracked))
+		c->retired += 1;
 	return 0;
 }
 

@@ -59,6 +59,17 @@ struct counters {
 	 * this device ended: how sequential the device's I/O is, without a
 	 * hook on every bio. */
 	__u64 seq_requests;
+	/* Completions whose stages came from the request's own timestamps
+	 * (start_time_ns, io_start_time_ns: the queue keeps block stats),
+	 * with no per-request state. */
+	__u64 by_stamps;
+	/* Stamps accounting: requests issued and ended (completed or
+	 * requeued) on this CPU, each counted only when allocated after the
+	 * device's first issue seen (the same test at both ends, on the
+	 * request's own allocation stamp); the sum over CPUs of their
+	 * difference is the device's depth. */
+	__u64 issued;
+	__u64 retired;
 	/* Scratch, not a counter: the end sector of that previous request. */
 	__u64 last_end;
 };

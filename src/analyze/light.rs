@@ -40,6 +40,10 @@ pub struct LightSummary {
     pub hardirqs: u64,
     pub hardirq_ns: u64,
     pub missing_events: Vec<String>,
+    /// How the stages were measured: "stamps" or "state" (LightDoc).
+    pub accounting: String,
+    /// Whether runqueue waits were watched (the scheduler's hooks ran).
+    pub runqueue: bool,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -71,6 +75,18 @@ pub struct LightDeviceSummary {
     /// Requests in flight at issue (the request included).
     pub depth: Percentiles,
     pub counters: LightCounters,
+}
+
+impl SlowRequestSummary {
+    /// "by NAME", or that the issuer is not known (the stamps accounting
+    /// keeps no per-request state, so who issued it is not recorded).
+    pub fn issuer(&self) -> String {
+        if self.comm.is_empty() && self.tid == 0 {
+            "issuer not recorded".into()
+        } else {
+            format!("by {}", self.comm)
+        }
+    }
 }
 
 impl LightDeviceSummary {
@@ -151,6 +167,8 @@ pub fn apply(a: &mut Analysis, light: &LightInputs) {
         hardirqs: sum_of(doc.cpus.iter().map(|c| c.hardirqs)),
         hardirq_ns: sum_of(doc.cpus.iter().map(|c| c.hardirq_ns)),
         missing_events: doc.missing_events.clone(),
+        accounting: doc.accounting.clone(),
+        runqueue: doc.runqueue,
     };
     apply_devices(a, doc, &mut summary);
     apply_cpus(a, doc, &light.waits);
@@ -364,6 +382,11 @@ fn long_wait(w: &WaitRecord) -> LongWait {
 }
 
 fn warn_context(a: &mut Analysis, s: &LightSummary) {
+    if !s.runqueue {
+        a.warnings.push(
+            "light capture: runqueue waits were not watched (recorded with --runqueue off): whether a thread waited for a CPU is unknown, not absent".into(),
+        );
+    }
     if s.waits_lost > 0 {
         a.warnings.push(format!(
             "light capture: {} long runqueue waits were lost: the ring buffer was full",

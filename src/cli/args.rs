@@ -329,3 +329,31 @@ mod tests {
         }
     }
 }
+
+/// `--accounting` of the light programs (record --light, watch).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccountingArg {
+    /// A request's stages from its own timestamps at completion where its
+    /// queue keeps them (no per-request state, per-CPU counts only; a slow
+    /// request's issuer is not named, its cgroup is).
+    Stamps,
+    /// Per-request state from issue to completion (depth at issue, the
+    /// issuer of every slow request named; costs more per request).
+    State,
+}
+
+impl From<AccountingArg> for crate::capture::light::Accounting {
+    fn from(a: AccountingArg) -> Self {
+        match a {
+            AccountingArg::Stamps => crate::capture::light::Accounting::Stamps,
+            AccountingArg::State => crate::capture::light::Accounting::State,
+        }
+    }
+}
+
+/// A switch given as `on` or `off`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnOff {
+    On,
+    Off,
+}

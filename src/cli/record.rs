@@ -76,6 +76,15 @@ pub struct RecordArgs {
     /// hooks (the overhead benchmark's floor); the capture has no data.
     #[arg(long, requires = "light", hide = true)]
     light_floor: bool,
+    /// With --light: how a request's stages are measured (see
+    /// docs/recording.md): from the request's own timestamps (`stamps`,
+    /// the cheaper) or from per-request state (`state`).
+    #[arg(long, requires = "light", value_enum, default_value = "stamps")]
+    accounting: super::args::AccountingArg,
+    /// With --light: watch runqueue waits (the scheduler's hooks); `off`
+    /// saves their cost and the report says they were not watched.
+    #[arg(long, requires = "light", value_enum, default_value = "on")]
+    runqueue: super::args::OnOff,
     /// Per-CPU ring buffer size, in KiB (not with --light, whose BPF ring
     /// has a size of its own).
     #[arg(long, default_value = "16384")]
@@ -95,6 +104,8 @@ impl RecordArgs {
             cap_per_s: self.slow_cap,
             bpf_stats: self.bpf_stats,
             floor: self.light_floor,
+            accounting: self.accounting.into(),
+            runqueue: self.runqueue == super::args::OnOff::On,
         }
     }
 }

@@ -66,6 +66,14 @@ pub struct WatchArgs {
     /// Stop after this many seconds (default: at SIGTERM or SIGINT).
     #[arg(long, value_name = "S")]
     duration: Option<f64>,
+    /// How a request's stages are measured: from the request's own
+    /// timestamps (`stamps`, the cheaper) or from per-request state.
+    #[arg(long, value_enum, default_value = "stamps")]
+    accounting: super::args::AccountingArg,
+    /// Watch runqueue waits (the scheduler's hooks); `off` saves their
+    /// cost, and the runqueue trigger cannot fire.
+    #[arg(long, value_enum, default_value = "on")]
+    runqueue: super::args::OnOff,
 }
 
 fn ms_ns(ms: f64, what: &str) -> Result<Option<u64>> {
@@ -107,7 +115,10 @@ pub fn run(a: WatchArgs) -> Result<ExitStatus> {
             p99_factor: (a.trigger_p99 > 0.0).then_some(a.trigger_p99),
             p99_floor_ns: ms_ns(a.trigger_p99_floor, "--trigger-p99-floor")?.unwrap_or(0),
             slow_ns: ms_ns(a.trigger_slow, "--trigger-slow")?,
-            runqueue_ns: ms_ns(a.trigger_runqueue, "--trigger-runqueue")?,
+            runqueue_ns: match a.runqueue {
+                super::args::OnOff::On => ms_ns(a.trigger_runqueue, "--trigger-runqueue")?,
+                super::args::OnOff::Off => None,
+            },
             ..TriggerOptions::default()
         },
         window_s: a.window,
@@ -117,6 +128,8 @@ pub fn run(a: WatchArgs) -> Result<ExitStatus> {
         quota_bytes: a.quota.saturating_mul(1 << 20),
         log: a.log,
         duration_s: a.duration,
+        accounting: a.accounting.into(),
+        runqueue: a.runqueue == super::args::OnOff::On,
     };
     crate::watch::run(opts)
 }

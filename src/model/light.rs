@@ -70,7 +70,7 @@ pub fn bucket_range(i: usize) -> (u64, u64) {
     super::log_linear::bucket_range::<SUB_BITS>(i)
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct LightDoc {
     /// How the programs were attached (`tp_btf`).
     pub attach: String,
@@ -91,6 +91,42 @@ pub struct LightDoc {
     /// Context events the kernel could not attach to (not in this kernel).
     #[serde(default)]
     pub missing_events: Vec<String>,
+    /// How the stages were measured: "stamps" (from each request's own
+    /// timestamps where its queue keeps them, else per-request state) or
+    /// "state" (per-request state; every capture made before the choice).
+    #[serde(default = "state_accounting")]
+    pub accounting: String,
+    /// Whether the scheduler's hooks ran: without them runqueue waits were
+    /// not watched (captures made before the choice always watched them).
+    #[serde(default = "watched")]
+    pub runqueue: bool,
+}
+
+impl Default for LightDoc {
+    /// What a manifest that says nothing means (the fields' serde defaults).
+    fn default() -> Self {
+        LightDoc {
+            attach: String::new(),
+            started_ns: 0,
+            stopped_ns: 0,
+            slow: SlowPolicy::default(),
+            devices: Vec::new(),
+            programs: Vec::new(),
+            cpus: Vec::new(),
+            wait_min_ns: 0,
+            missing_events: Vec::new(),
+            accounting: state_accounting(),
+            runqueue: watched(),
+        }
+    }
+}
+
+fn state_accounting() -> String {
+    "state".into()
+}
+
+fn watched() -> bool {
+    true
 }
 
 /// What one CPU's scheduler and interrupts did while the programs ran.
@@ -192,6 +228,10 @@ pub struct LightCounters {
     /// to the same device) ended.
     #[serde(default)]
     pub seq_requests: u64,
+    /// Completions whose stages came from the request's own timestamps
+    /// (the stamps accounting), not from per-request state.
+    #[serde(default)]
+    pub by_stamps: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -453,6 +493,7 @@ impl LightCounters {
             slow_capped: self.slow_capped.saturating_sub(b.slow_capped),
             ring_full: self.ring_full.saturating_sub(b.ring_full),
             seq_requests: self.seq_requests.saturating_sub(b.seq_requests),
+            by_stamps: self.by_stamps.saturating_sub(b.by_stamps),
         }
     }
 }

@@ -50,6 +50,9 @@ pub struct WatchOptions {
     pub log: Option<PathBuf>,
     /// Stop after this long (s); `None`: until SIGTERM or SIGINT.
     pub duration_s: Option<f64>,
+    pub accounting: crate::capture::light::Accounting,
+    /// The scheduler's hooks run (else runqueue waits are not watched).
+    pub runqueue: bool,
 }
 
 /// The default address: localhost only; port 19690 lies outside the
@@ -247,8 +250,9 @@ pub fn run(opts: WatchOptions) -> Result<ExitStatus> {
     let light = LightOptions {
         slow_ns: opts.slow_ns,
         cap_per_s: opts.cap_per_s,
-        bpf_stats: false,
-        floor: false,
+        accounting: opts.accounting,
+        runqueue: opts.runqueue,
+        ..LightOptions::default()
     };
     let mut session = LightSession::start(&light, &formats, Some(Arc::clone(&ring)))
         .map_err(|e| Error::failed(e.message()))?;
@@ -582,6 +586,8 @@ fn finish(
         cpus: cpus_since(cpus, &p.from.cpus),
         wait_min_ns: WAIT_MIN_NS,
         missing_events: missing.to_vec(),
+        accounting: opts.accounting.name().into(),
+        runqueue: opts.runqueue,
     };
     let records: Vec<Vec<u8>> = ring
         .lock()

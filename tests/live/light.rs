@@ -36,6 +36,38 @@ fn doc(cap: &Path) -> LightDoc {
     serde_json::from_str(&std::fs::read_to_string(cap.join("light.json")).unwrap()).unwrap()
 }
 
+/// The inode (the kernel's cgroup id) of this process's cgroup: in the
+/// blkio hierarchy when `blkio` and cgroup v1 mounts one, else in the
+/// unified one (cgroup2).
+fn own_cgroup_inode(blkio: bool) -> u64 {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    let mount = |v1: bool| -> Option<String> {
+        mounts.lines().find_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let hit = match v1 {
+                true => f[2] == "cgroup" && f[3].split(',').any(|o| o == "blkio"),
+                false => f[2] == "cgroup2",
+            };
+            hit.then(|| f[1].to_string())
+        })
+    };
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let path = |controller: &str| -> String {
+        own.lines()
+            .find_map(|l| {
+                let mut f = l.splitn(3, ':');
+                let (_, c, p) = (f.next()?, f.next()?, f.next()?);
+                (c == controller || c.split(',').any(|x| x == controller)).then(|| p.to_string())
+            })
+            .unwrap()
+    };
+    let dir = match (blkio, mount(true)) {
+        (true, Some(m)) => format!("{m}{}", path("blkio")),
+        _ => format!("{}{}", mount(false).unwrap(), path("")),
+    };
+    std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&dir).unwrap())
+}
+
 fn slow_requests(cap: &Path) -> Vec<SlowRequest> {
     let b = std::fs::read(cap.join("slow.bin")).unwrap();
     b[SLOW_HEADER..]
@@ -48,6 +80,17 @@ fn slow_requests(cap: &Path) -> Vec<SlowRequest> {
 #[ignore = "live: needs root, BTF and loop devices; scripts/test runs it"]
 fn light_counts_what_diskstats_counts_and_sends_every_slow_request() {
     let _live = light_live();
+    for accounting in ["stamps", "state"] {
+        counts_and_sends_every_slow_request(accounting);
+    }
+}
+
+/// The same requests diskstats counted and every one of them sent, by
+/// either accounting: from the requests' own timestamps (`stamps`: the
+/// loop device's queue keeps block stats, so no request needs state) or
+/// from per-request state (`state`: the issuer and the depth at issue of
+/// every slow request).
+fn counts_and_sends_every_slow_request(accounting: &str) {
     let disk = LoopDevice::create(64, true).expect("loop device");
     let dev = disk.dev().unwrap().to_string();
     let dir = tempdir();
@@ -62,6 +105,8 @@ fn light_counts_what_diskstats_counts_and_sends_every_slow_request() {
         .args([
             "record",
             "--light",
+            "--accounting",
+            accounting,
             "--slow",
             "0",
             "--slow-cap",
@@ -74,16 +119,37 @@ fn light_counts_what_diskstats_counts_and_sends_every_slow_request() {
     assert!(our_programs().is_empty(), "left: {:?}", our_programs());
 
     let d = doc(&cap);
+    assert_eq!(d.accounting, accounting);
     let light = d.devices.iter().find(|x| x.dev == dev).expect("the device");
     let (reads, writes) = (&light.ops["read"], &light.ops["write"]);
     // The same requests diskstats counted, to the request.
-    assert_eq!(reads.ios, r1 - r0);
-    assert_eq!(writes.ios, w1 - w0);
+    assert_eq!(reads.ios, r1 - r0, "{accounting}");
+    assert_eq!(writes.ios, w1 - w0, "{accounting}");
     assert_eq!(reads.ios, 3000);
     assert_eq!(reads.bytes, 3000 * 4096);
     assert_eq!(writes.bytes, 700 * 8192);
     assert_eq!(reads.device.n, 3000);
     assert_eq!(light.counters.no_state + light.counters.state_full, 0);
+    // dd issues one request at a time: depth 1 at every issue. The stamps
+    // accounting counts the requests allocated after the first one it saw
+    // (which marks the moment; what was in flight before is not counted
+    // at either end), so all but that first one.
+    let counted = match accounting {
+        "stamps" => 3699,
+        _ => 3700,
+    };
+    let depths: u64 = light.depth.iter().sum();
+    assert_eq!(depths, counted, "{accounting}: {:?}", light.depth);
+    assert_eq!(
+        light.depth.get(1).copied(),
+        Some(counted),
+        "{:?}",
+        light.depth
+    );
+    match accounting {
+        "stamps" => assert_eq!(light.counters.by_stamps, 3700),
+        _ => assert_eq!(light.counters.by_stamps, 0),
+    }
 
     // --slow 0: every request sent, with stages that agree with the
     // histograms they were counted in.
@@ -110,10 +176,27 @@ fn light_counts_what_diskstats_counts_and_sends_every_slow_request() {
         lo <= longest && longest <= hi,
         "{longest} not in {lo}..{hi}"
     );
-    assert!(slow
-        .iter()
-        .all(|r| r.depth >= 1 && r.issue_ns <= r.complete_ns));
-    assert!(slow.iter().any(|r| &r.comm[..2] == b"dd"), "issued by dd");
+    assert!(slow.iter().all(|r| r.issue_ns <= r.complete_ns));
+    // dd's own cgroup: the issuer's (the unified hierarchy) with state,
+    // the bio's blkcg (the blkio hierarchy) with stamps.
+    let own_cgroup = own_cgroup_inode(accounting == "stamps");
+    assert!(
+        slow.iter().all(|r| r.cgroup_id == own_cgroup),
+        "{accounting}: cgroups {:?}, ours {own_cgroup}",
+        slow.iter()
+            .map(|r| r.cgroup_id)
+            .collect::<std::collections::BTreeSet<_>>()
+    );
+    match accounting {
+        // No per-request state: who issued it and the depth are not known.
+        "stamps" => assert!(slow
+            .iter()
+            .all(|r| r.depth == 0 && r.tid == 0 && r.comm[0] == 0)),
+        _ => {
+            assert!(slow.iter().all(|r| r.depth == 1));
+            assert!(slow.iter().all(|r| &r.comm[..2] == b"dd"), "issued by dd");
+        }
+    }
 
     // report: the histograms' counts, the slow requests as events.
     let rep = json_report(&[&cap], &[]);
@@ -127,6 +210,7 @@ fn light_counts_what_diskstats_counts_and_sends_every_slow_request() {
     assert_eq!(device["completed"]["write"], 700);
     assert_eq!(device["d2c"]["count"], 3700);
     assert_eq!(rep["light"]["attach"], "tp_btf");
+    assert_eq!(rep["light"]["accounting"], accounting);
     assert!(rep["events"].as_u64().unwrap() >= 3 * 3700);
 }
 

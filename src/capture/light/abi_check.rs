@@ -5,7 +5,7 @@
 //! against the symbols of the committed object.
 
 use super::maps::*;
-use super::{event_program, FLOOR_EVENT_PROGRAM, FLOOR_PROGRAMS, OBJECT, PROGRAMS};
+use super::{all_programs, event_program, FLOOR_EVENT_PROGRAM, FLOOR_PROGRAMS, OBJECT};
 use crate::model::light::{
     EventRecord, SlowRequest, WaitRecord, CONTEXT_EVENTS, EVENT_DATA_AT, EVENT_RECORD, NBUCKET,
     REC_EVENT, REC_SLOW, REC_WAIT, SLOW_RECORD, SUB_BITS, WAIT_RECORD,
@@ -179,6 +179,9 @@ fn every_map_value_struct_of_light_h_is_laid_out_as_its_mirror() {
                 slow_capped,
                 ring_full,
                 seq_requests,
+                by_stamps,
+                issued,
+                retired,
                 last_end,
             }),
         ),
@@ -315,7 +318,7 @@ fn every_program_and_map_opened_by_name_is_in_the_object() {
             programs.insert(name.to_string(), section);
         }
     }
-    for (p, tp) in PROGRAMS.iter().chain(FLOOR_PROGRAMS.iter()) {
+    for (p, tp) in all_programs().chain(FLOOR_PROGRAMS.iter()) {
         assert_eq!(
             programs.get(*p).map(String::as_str),
             Some(format!("tp_btf/{tp}").as_str()),

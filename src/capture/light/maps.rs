@@ -73,6 +73,9 @@ pub struct Counters {
     pub slow_capped: u64,
     pub ring_full: u64,
     pub seq_requests: u64,
+    pub by_stamps: u64,
+    pub issued: u64,
+    pub retired: u64,
     /// Scratch of the issue program (the previous request's end), not a count.
     pub last_end: u64,
 }

@@ -48,23 +48,89 @@ use std::thread::JoinHandle;
 static OBJECT: &[u8] = include_bytes!("../../../bpf/light.bpf.o");
 
 /// The programs of a light capture, and the tracepoint each is attached
-/// to as a BTF-typed raw tracepoint.
-const PROGRAMS: [(&str, &str); 14] = [
+/// to as a BTF-typed raw tracepoint: a request's issue and completion by
+/// accounting, the block counters, the scheduler's (runqueue waits, behind
+/// their own switch) and the interrupts'.
+const ISSUE_COMPLETE_STAMPS: [(&str, &str); 2] = [
+    ("iosl_issue_st", "block_rq_issue"),
+    ("iosl_complete_st", "block_rq_complete"),
+];
+const ISSUE_COMPLETE_STATE: [(&str, &str); 2] = [
     ("iosl_issue", "block_rq_issue"),
     ("iosl_complete", "block_rq_complete"),
+];
+const BLOCK_COUNTERS: [(&str, &str); 5] = [
     ("iosl_requeue", "block_rq_requeue"),
     ("iosl_backmerge", "block_bio_backmerge"),
     ("iosl_frontmerge", "block_bio_frontmerge"),
     ("iosl_rqmerge", "block_rq_merge"),
     ("iosl_split", "block_split"),
+];
+const SCHEDULER: [(&str, &str); 3] = [
     ("iosl_wakeup", "sched_wakeup"),
     ("iosl_wakeup_new", "sched_wakeup_new"),
     ("iosl_switch", "sched_switch"),
+];
+const INTERRUPTS: [(&str, &str); 4] = [
     ("iosl_irq_entry", "irq_handler_entry"),
     ("iosl_irq_exit", "irq_handler_exit"),
     ("iosl_softirq_entry", "softirq_entry"),
     ("iosl_softirq_exit", "softirq_exit"),
 ];
+
+/// Every BTF-typed program of the object that a capture may attach.
+#[cfg(test)]
+fn all_programs() -> impl Iterator<Item = &'static (&'static str, &'static str)> {
+    ISSUE_COMPLETE_STAMPS
+        .iter()
+        .chain(&ISSUE_COMPLETE_STATE)
+        .chain(&BLOCK_COUNTERS)
+        .chain(&SCHEDULER)
+        .chain(&INTERRUPTS)
+}
+
+/// The programs `opts` attaches (the floor: their empty twins).
+fn programs(opts: &LightOptions) -> Vec<(&'static str, &'static str)> {
+    let issue_complete = match opts.accounting {
+        Accounting::Stamps => &ISSUE_COMPLETE_STAMPS,
+        Accounting::State => &ISSUE_COMPLETE_STATE,
+    };
+    let mut chosen: Vec<(&str, &str)> = issue_complete
+        .iter()
+        .chain(&BLOCK_COUNTERS)
+        .chain(if opts.runqueue { &SCHEDULER[..] } else { &[] })
+        .chain(&INTERRUPTS)
+        .copied()
+        .collect();
+    if opts.floor {
+        chosen = chosen
+            .iter()
+            .filter_map(|(_, tp)| FLOOR_PROGRAMS.iter().find(|f| f.1 == *tp).copied())
+            .collect();
+    }
+    chosen
+}
+
+/// How a request's stages are measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Accounting {
+    /// From the request's own timestamps at completion where its queue
+    /// keeps them (per-request state where it does not).
+    #[default]
+    Stamps,
+    /// Per-request state from issue to completion, and the depth at
+    /// issue from a shared in-flight count (the first light accounting).
+    State,
+}
+
+impl Accounting {
+    pub fn name(self) -> &'static str {
+        match self {
+            Accounting::Stamps => "stamps",
+            Accounting::State => "state",
+        }
+    }
+}
 /// The classic tracepoint program of each context event
 /// (`iosl_ev_<event>` in bpf/light.bpf.c).
 fn event_program(event: &str) -> String {
@@ -109,6 +175,22 @@ pub struct LightOptions {
     pub bpf_stats: bool,
     /// Only the empty programs of the benchmark's floor.
     pub floor: bool,
+    pub accounting: Accounting,
+    /// Attach the scheduler's hooks (runqueue waits and who held the CPU).
+    pub runqueue: bool,
+}
+
+impl Default for LightOptions {
+    fn default() -> Self {
+        LightOptions {
+            slow_ns: None,
+            cap_per_s: 1000,
+            bpf_stats: false,
+            floor: false,
+            accounting: Accounting::default(),
+            runqueue: true,
+        }
+    }
 }
 
 pub struct LightSession {
@@ -170,6 +252,8 @@ impl LightSession {
             .btf(Some(&btf))
             .override_global("cap_per_cpu", &cap_per_cpu, true)
             .override_global("wait_min_ns", &WAIT_MIN_NS, true)
+            .override_global("nr_cpus", &(cpus as u32), true)
+            .override_global("depth_mask", &depth_mask(cpus as u32), true)
             .load(OBJECT)
             .map_err(load_error)?;
         let stats = if opts.bpf_stats {
@@ -192,12 +276,8 @@ impl LightSession {
                     .map_err(|e| err("threshold map")(e.to_string()))?;
             }
         }
-        let programs = if opts.floor {
-            &FLOOR_PROGRAMS
-        } else {
-            &PROGRAMS
-        };
-        attach_btf(&mut ebpf, &btf, programs)?;
+        let attached = programs(opts);
+        attach_btf(&mut ebpf, &btf, &attached)?;
         let missing_events = match &tracefs {
             Ok(t) => {
                 if !opts.floor {
@@ -250,9 +330,9 @@ impl LightSession {
 
     /// Detaches the programs, drains what is left, and sums the maps.
     pub fn stop(mut self) -> Result<LightDoc, CaptureError> {
-        let programs = self.program_stats();
+        let stats = self.program_stats();
         // Detach first: nothing new arrives while the maps are read.
-        for (name, _) in PROGRAMS.iter().chain(&FLOOR_PROGRAMS) {
+        for (name, _) in programs(&self.opts) {
             let p: Option<&mut BtfTracePoint> =
                 self.ebpf.program_mut(name).and_then(|p| p.try_into().ok());
             if let Some(p) = p {
@@ -289,10 +369,12 @@ impl LightSession {
                 cap_per_s: u64::from(self.opts.cap_per_s),
             },
             devices,
-            programs,
+            programs: stats,
             cpus,
             wait_min_ns: WAIT_MIN_NS,
             missing_events: std::mem::take(&mut self.missing_events),
+            accounting: self.opts.accounting.name().into(),
+            runqueue: self.opts.runqueue,
         })
     }
 
@@ -372,16 +454,14 @@ impl LightSession {
         if self.stats.is_none() {
             return Vec::new();
         }
-        let (names, events): (_, Vec<String>) = if self.opts.floor {
-            (&FLOOR_PROGRAMS, vec![FLOOR_EVENT_PROGRAM.into()])
+        let names = programs(&self.opts);
+        let events: Vec<String> = if self.opts.floor {
+            vec![FLOOR_EVENT_PROGRAM.into()]
         } else {
-            (
-                &PROGRAMS,
-                CONTEXT_EVENTS
-                    .iter()
-                    .map(|(_, e)| event_program(e))
-                    .collect(),
-            )
+            CONTEXT_EVENTS
+                .iter()
+                .map(|(_, e)| event_program(e))
+                .collect()
         };
         names
             .iter()
@@ -413,6 +493,13 @@ fn same_map(map: &aya::maps::Map) -> Result<aya::maps::Map, CaptureError> {
     Ok(aya::maps::Map::PerCpuArray(
         MapData::from_fd(fd).map_err(|e| err("latency map")(e.to_string()))?,
     ))
+}
+
+/// The stamps accounting sums every CPU's counters for a request's depth:
+/// up to 8 CPUs at every issue, beyond on one issue in 2^k per CPU so
+/// that an issue reads about 8 CPUs' counters on average.
+fn depth_mask(cpus: u32) -> u32 {
+    cpus.div_ceil(8).max(1).next_power_of_two() - 1
 }
 
 /// Loads and attaches the BTF-typed raw tracepoint programs.

@@ -57,6 +57,7 @@ pub(super) fn device(
         total.slow_capped += c.slow_capped;
         total.ring_full += c.ring_full;
         total.seq_requests += c.seq_requests;
+        total.by_stamps += c.by_stamps;
     }
     let mut ops = std::collections::BTreeMap::new();
     for (op, name) in OPS.iter().enumerate() {
@@ -116,6 +117,7 @@ pub(super) fn device(
             slow_capped: total.slow_capped,
             ring_full: total.ring_full,
             seq_requests: total.seq_requests,
+            by_stamps: total.by_stamps,
         },
     })
 }

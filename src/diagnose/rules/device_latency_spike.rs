@@ -221,14 +221,14 @@ fn check_light(a: &Analysis, light: &LightSummary) -> Verdict {
         id: RULE.id,
         severity,
         title: format!(
-            "{} requests on {}: {} ms instead of {} ms, {device_pct:.0}% of it at the device ({} KiB at sector {} by {}); {} such spikes",
+            "{} requests on {}: {} ms instead of {} ms, {device_pct:.0}% of it at the device ({} KiB at sector {} {}); {} such spikes",
             r.op,
             r.device,
             ms_2dp(r.total_ns),
             ms_2dp(median),
             r.bytes / 1024,
             r.sector,
-            r.comm,
+            r.issuer(),
             spikes.len()
         ),
         evidence: json!({

@@ -241,6 +241,14 @@ fn light_device(out: &mut String, d: &DeviceSummary, l: &LightDeviceSummary) {
     );
     let p = &l.depth;
     let c = &l.counters;
+    let ios: u64 = l.ops.iter().map(|o| o.ios).sum();
+    if c.by_stamps > 0 {
+        let _ = writeln!(
+            out,
+            "  ({} of {ios} requests measured from their own timestamps, the rest from per-request state)",
+            c.by_stamps
+        );
+    }
     let _ = writeln!(
         out,
         "\nqueue depth at issue: avg {:.1}, p50 {}, p99 {}, max {}",
