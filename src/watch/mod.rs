@@ -335,7 +335,7 @@ fn watch_loop(
     // The ring's records up to this number were judged.
     let mut judged_seq: u64 = 0;
     let retained_ns = (opts.before_s.max(opts.window_s) + 2) * SECOND;
-    let missing: Vec<String> = session_missing(session);
+    let missing: Vec<String> = session_missing(session, opts.runqueue);
     loop {
         if STOP.load(Ordering::SeqCst)
             || opts
@@ -600,12 +600,15 @@ fn finish(
 }
 
 /// What the light programs cannot see here, as the metrics say it.
-fn session_missing(session: &LightSession) -> Vec<String> {
+fn session_missing(session: &LightSession, runqueue: bool) -> Vec<String> {
     let mut out: Vec<String> = session
         .missing_events()
         .iter()
         .map(|e| format!("event {e}"))
         .collect();
+    if !runqueue {
+        out.push("runqueue waits (--runqueue off)".into());
+    }
     // The light programs hook no throttling tracepoint.
     out.push("throttled bios (blk-throttle)".into());
     out
