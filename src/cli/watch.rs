@@ -1,11 +1,20 @@
 //! `iosleuth watch`: the options of the always-on daemon.
 
 use crate::error::{Error, ExitStatus, Result};
+use crate::watch::runqueue::Policy;
 use crate::watch::trigger::TriggerOptions;
 use crate::watch::{WatchOptions, DEFAULT_LISTEN};
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+
+/// `watch --runqueue`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunqueueArg {
+    Auto,
+    On,
+    Off,
+}
 
 #[derive(Args, Debug)]
 pub struct WatchArgs {
@@ -70,10 +79,12 @@ pub struct WatchArgs {
     /// timestamps (`stamps`, the cheaper) or from per-request state.
     #[arg(long, value_enum, default_value = "stamps")]
     accounting: super::args::AccountingArg,
-    /// Watch runqueue waits (the scheduler's hooks); `off` saves their
-    /// cost, and the runqueue trigger cannot fire.
-    #[arg(long, value_enum, default_value = "on")]
-    runqueue: super::args::OnOff,
+    /// Watch runqueue waits (the scheduler's hooks, which run at every
+    /// context switch): `auto` while they cost under a point of the CPUs
+    /// (estimated from the kernel's switch count), `on`, or `off`. While
+    /// they are off the runqueue trigger cannot fire.
+    #[arg(long, value_enum, default_value = "auto")]
+    runqueue: RunqueueArg,
 }
 
 fn ms_ns(ms: f64, what: &str) -> Result<Option<u64>> {
@@ -116,8 +127,8 @@ pub fn run(a: WatchArgs) -> Result<ExitStatus> {
             p99_floor_ns: ms_ns(a.trigger_p99_floor, "--trigger-p99-floor")?.unwrap_or(0),
             slow_ns: ms_ns(a.trigger_slow, "--trigger-slow")?,
             runqueue_ns: match a.runqueue {
-                super::args::OnOff::On => ms_ns(a.trigger_runqueue, "--trigger-runqueue")?,
-                super::args::OnOff::Off => None,
+                RunqueueArg::Off => None,
+                _ => ms_ns(a.trigger_runqueue, "--trigger-runqueue")?,
             },
             ..TriggerOptions::default()
         },
@@ -129,7 +140,11 @@ pub fn run(a: WatchArgs) -> Result<ExitStatus> {
         log: a.log,
         duration_s: a.duration,
         accounting: a.accounting.into(),
-        runqueue: a.runqueue == super::args::OnOff::On,
+        runqueue: match a.runqueue {
+            RunqueueArg::Auto => Policy::Auto,
+            RunqueueArg::On => Policy::On,
+            RunqueueArg::Off => Policy::Off,
+        },
     };
     crate::watch::run(opts)
 }

@@ -83,6 +83,9 @@ impl Lab {
             // behind it ends anywhere from 0 to 150 ms, and a short run
             // may have none of 100 ms (the default) when the machine is busy.
             .args(["--trigger-runqueue", "50"])
+            // What the lab checks is that a stall is seen, whatever the
+            // hooks would cost on a busy machine (`auto` may leave them off).
+            .args(["--runqueue", "on"])
             // The scenario's disks, not the machine's (whose own stalls,
             // beside other work, are not the scenario's).
             .args(

@@ -9,6 +9,7 @@
 pub mod http;
 pub mod keep;
 pub mod process;
+pub mod runqueue;
 pub mod trigger;
 
 use crate::capture::light::ring::RecordRing;
@@ -51,8 +52,9 @@ pub struct WatchOptions {
     /// Stop after this long (s); `None`: until SIGTERM or SIGINT.
     pub duration_s: Option<f64>,
     pub accounting: crate::capture::light::Accounting,
-    /// The scheduler's hooks run (else runqueue waits are not watched).
-    pub runqueue: bool,
+    /// Whether the scheduler's hooks run (else runqueue waits are not
+    /// watched): always, never, or while they cost under a point.
+    pub runqueue: runqueue::Policy,
 }
 
 /// The default address: localhost only; port 19690 lies outside the
@@ -251,7 +253,7 @@ pub fn run(opts: WatchOptions) -> Result<ExitStatus> {
         slow_ns: opts.slow_ns,
         cap_per_s: opts.cap_per_s,
         accounting: opts.accounting,
-        runqueue: opts.runqueue,
+        runqueue: opts.runqueue != runqueue::Policy::Off,
         ..LightOptions::default()
     };
     let mut session = LightSession::start(&light, &formats, Some(Arc::clone(&ring)))
@@ -335,7 +337,11 @@ fn watch_loop(
     // The ring's records up to this number were judged.
     let mut judged_seq: u64 = 0;
     let retained_ns = (opts.before_s.max(opts.window_s) + 2) * SECOND;
-    let missing: Vec<String> = session_missing(session, opts.runqueue);
+    let missing: Vec<String> = session_missing(session);
+    let cpus_n = aya::util::nr_cpus().unwrap_or(1);
+    let mut rq = runqueue::Runqueue::new(opts.runqueue, cpus_n);
+    // Since when runqueue waits are watched without a break (none: not now).
+    let mut rq_since = rq.on.then(snapshot::mono_ns);
     loop {
         if STOP.load(Ordering::SeqCst)
             || opts
@@ -356,6 +362,36 @@ fn watch_loop(
             }
         }
         tick += 1;
+        if let Some(change) = rq.second(runqueue::context_switches()) {
+            match session.set_runqueue(change.on) {
+                Ok(()) => {
+                    rq_since = change.on.then(snapshot::mono_ns);
+                    log.line(&format!(
+                        "runqueue waits {}: {}",
+                        if change.on {
+                            "watched again"
+                        } else {
+                            "no longer watched"
+                        },
+                        change.why
+                    ));
+                }
+                Err(e) => {
+                    rq.on = !change.on;
+                    log.line(&format!("runqueue waits: {}", e.message()));
+                }
+            }
+        }
+        let mut not_watched = missing.clone();
+        if !rq.on {
+            not_watched.push(format!(
+                "runqueue waits (--runqueue {})",
+                match opts.runqueue {
+                    runqueue::Policy::Auto => "auto: over a point of CPU",
+                    _ => "off",
+                }
+            ));
+        }
         let now = snapshot::mono_ns();
         let devices = session.devices().map_err(|e| Error::failed(e.message()))?;
         let cpus = session.cpus().map_err(|e| Error::failed(e.message()))?;
@@ -434,14 +470,15 @@ fn watch_loop(
         {
             let p = pending.take().expect("pending");
             let tx = done_tx.clone();
-            let (opts, missing) = (opts.clone(), missing.clone());
+            let (opts, missing) = (opts.clone(), not_watched.clone());
+            let watched = rq_since.is_some_and(|s| s <= p.from.at_ns);
             let (devices, cpus) = (devices.clone(), cpus.clone());
             let ring = Arc::clone(ring);
             busy = Some(
                 std::thread::Builder::new()
                     .name("iosleuth-keep".into())
                     .spawn(move || {
-                        let done = finish(&opts, &missing, p, &devices, &cpus, &ring, now);
+                        let done = finish(&opts, &missing, watched, p, &devices, &cpus, &ring, now);
                         let _ = tx.send(done);
                     })
                     .map_err(|e| Error::failed(format!("cannot start a diagnosis: {e}")))?,
@@ -518,7 +555,7 @@ fn watch_loop(
             triggers: &counts.0,
             captures_kept: kept_n,
             captures_bytes: kept_bytes,
-            not_watched: &missing,
+            not_watched: &not_watched,
         });
         let index = index_page(opts, &kept);
         {
@@ -535,9 +572,11 @@ fn watch_loop(
     // A capture still collecting its after-seconds ends now, shorter.
     if let (Some(p), Some(last)) = (pending.take(), readings.back()) {
         let now = snapshot::mono_ns();
+        let watched = rq_since.is_some_and(|s| s <= p.from.at_ns);
         let _ = done_tx.send(finish(
             opts,
             &missing,
+            watched,
             p,
             &last.devices,
             &last.cpus,
@@ -561,9 +600,11 @@ fn watch_loop(
 
 /// A triggered capture, from the reading at its start to `devices` and
 /// `cpus` read at `now`: written and diagnosed.
+#[allow(clippy::too_many_arguments)]
 fn finish(
     opts: &WatchOptions,
     missing: &[String],
+    runqueue: bool,
     p: Pending,
     devices: &[LightDevice],
     cpus: &[LightCpu],
@@ -587,7 +628,7 @@ fn finish(
         wait_min_ns: WAIT_MIN_NS,
         missing_events: missing.to_vec(),
         accounting: opts.accounting.name().into(),
-        runqueue: opts.runqueue,
+        runqueue,
     };
     let records: Vec<Vec<u8>> = ring
         .lock()
@@ -600,15 +641,12 @@ fn finish(
 }
 
 /// What the light programs cannot see here, as the metrics say it.
-fn session_missing(session: &LightSession, runqueue: bool) -> Vec<String> {
+fn session_missing(session: &LightSession) -> Vec<String> {
     let mut out: Vec<String> = session
         .missing_events()
         .iter()
         .map(|e| format!("event {e}"))
         .collect();
-    if !runqueue {
-        out.push("runqueue waits (--runqueue off)".into());
-    }
     // The light programs hook no throttling tracepoint.
     out.push("throttled bios (blk-throttle)".into());
     out

@@ -89,16 +89,19 @@ fn all_programs() -> impl Iterator<Item = &'static (&'static str, &'static str)>
         .chain(&INTERRUPTS)
 }
 
-/// The programs `opts` attaches (the floor: their empty twins).
+/// The programs `opts` attaches for the whole session (the floor: their
+/// empty twins); the scheduler's are attached apart (`set_runqueue`),
+/// except the floor's.
 fn programs(opts: &LightOptions) -> Vec<(&'static str, &'static str)> {
     let issue_complete = match opts.accounting {
         Accounting::Stamps => &ISSUE_COMPLETE_STAMPS,
         Accounting::State => &ISSUE_COMPLETE_STATE,
     };
+    let floor_scheduler = opts.floor && opts.runqueue;
     let mut chosen: Vec<(&str, &str)> = issue_complete
         .iter()
         .chain(&BLOCK_COUNTERS)
-        .chain(if opts.runqueue { &SCHEDULER[..] } else { &[] })
+        .chain(if floor_scheduler { &SCHEDULER[..] } else { &[] })
         .chain(&INTERRUPTS)
         .copied()
         .collect();
@@ -202,6 +205,8 @@ pub struct LightSession {
     /// holds its own handle to keep the thresholds).
     latency: PerCpuArray<MapData, Hist>,
     slots: Vec<DiskSlot>,
+    /// The scheduler's hooks while attached.
+    sched_links: Vec<(&'static str, aya::programs::tp_btf::BtfTracePointLinkId)>,
     opts: LightOptions,
     started_ns: u64,
     missing_events: Vec<String>,
@@ -278,6 +283,19 @@ impl LightSession {
         }
         let attached = programs(opts);
         attach_btf(&mut ebpf, &btf, &attached)?;
+        // Loaded now (verified once), attached while runqueue waits are
+        // watched.
+        if !opts.floor {
+            for (name, tp) in SCHEDULER {
+                let p: &mut BtfTracePoint = ebpf
+                    .program_mut(name)
+                    .expect("program in the object")
+                    .try_into()
+                    .map_err(load_error)?;
+                p.load(tp, &btf)
+                    .map_err(|e| load_error(format!("{name}: {e}")))?;
+            }
+        }
         let missing_events = match &tracefs {
             Ok(t) => {
                 if !opts.floor {
@@ -313,7 +331,7 @@ impl LightSession {
             .name("iosleuth-light".into())
             .spawn(move || poller.run(&flag))
             .map_err(|e| err("cannot start the slow-request reader")(e.to_string()))?;
-        Ok(LightSession {
+        let mut session = LightSession {
             ebpf,
             stats,
             stop,
@@ -321,18 +339,54 @@ impl LightSession {
             latency: PerCpuArray::try_from(latency_map)
                 .map_err(|e| err("latency map")(e.to_string()))?,
             slots,
+            sched_links: Vec::new(),
             opts: opts.clone(),
             started_ns,
             missing_events,
             _tracefs: tracefs.ok(),
-        })
+        };
+        session.set_runqueue(opts.runqueue)?;
+        Ok(session)
+    }
+
+    /// Attaches or detaches the scheduler's hooks (runqueue waits and who
+    /// held the CPU); nothing when they already are as asked.
+    pub fn set_runqueue(&mut self, on: bool) -> Result<(), CaptureError> {
+        if self.opts.floor || on != self.sched_links.is_empty() {
+            return Ok(());
+        }
+        for (name, tp) in SCHEDULER {
+            let p: &mut BtfTracePoint = self
+                .ebpf
+                .program_mut(name)
+                .expect("program in the object")
+                .try_into()
+                .map_err(load_error)?;
+            if on {
+                let link = p
+                    .attach()
+                    .map_err(|e| load_error(format!("attaching {name} to {tp}: {e}")))?;
+                self.sched_links.push((name, link));
+            } else if let Some(i) = self.sched_links.iter().position(|(n, _)| *n == name) {
+                let (_, link) = self.sched_links.swap_remove(i);
+                p.detach(link)
+                    .map_err(|e| err("cannot detach")(format!("{name}: {e}")))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the scheduler's hooks are attached.
+    pub fn runqueue(&self) -> bool {
+        !self.sched_links.is_empty() || (self.opts.floor && self.opts.runqueue)
     }
 
     /// Detaches the programs, drains what is left, and sums the maps.
     pub fn stop(mut self) -> Result<LightDoc, CaptureError> {
         let stats = self.program_stats();
+        let runqueue = self.runqueue();
         // Detach first: nothing new arrives while the maps are read.
-        for (name, _) in programs(&self.opts) {
+        for (name, _) in programs(&self.opts).iter().chain(&SCHEDULER) {
             let p: Option<&mut BtfTracePoint> =
                 self.ebpf.program_mut(name).and_then(|p| p.try_into().ok());
             if let Some(p) = p {
@@ -374,7 +428,7 @@ impl LightSession {
             wait_min_ns: WAIT_MIN_NS,
             missing_events: std::mem::take(&mut self.missing_events),
             accounting: self.opts.accounting.name().into(),
-            runqueue: self.opts.runqueue,
+            runqueue,
         })
     }
 
@@ -454,7 +508,10 @@ impl LightSession {
         if self.stats.is_none() {
             return Vec::new();
         }
-        let names = programs(&self.opts);
+        let mut names = programs(&self.opts);
+        if !self.sched_links.is_empty() {
+            names.extend(SCHEDULER);
+        }
         let events: Vec<String> = if self.opts.floor {
             vec![FLOOR_EVENT_PROGRAM.into()]
         } else {
