@@ -52,7 +52,12 @@ pub fn verdict(s: &Scenario, lab: &Lab) -> (Option<bool>, String) {
         let must = WATCH_MUST_FIRE.contains(&s.name);
         let said = match triggers.first() {
             Some(t) => format!("fired ({t}) but kept no diagnosed capture"),
-            None if must => "no trigger fired during the bad run".into(),
+            // What watch said is what tells why (hooks detached, a wait
+            // shorter than the trigger's bound, ...).
+            None if must => format!(
+                "no trigger fired during the bad run; watch's log:\n{}",
+                log.trim_end()
+            ),
             None => "not judged: no trigger fired (this cause makes no 100 ms request nor a 100 ms runnable wait here)".into(),
         };
         return ((must || !triggers.is_empty()).then_some(false), said);
