@@ -354,6 +354,29 @@ static __always_inline void send_slow(struct request___iosl *rq, struct rq_state
 		c->slow_sent += 1;
 }
 
+/* A completed request's stages (issued at `issue`) into the histograms,
+ * its size, and to user space when slow. */
+static __always_inline void account(struct request___iosl *rq, struct rq_state *st,
+				    struct counters *c, __u32 dev, __u32 slot, __u32 op,
+				    __u64 issue, __u64 now, int error)
+{
+	__u64 alloc = rq->start_time_ns;
+	__u64 d2c = now > issue ? now - issue : 0;
+	__u64 a2c = alloc && alloc <= issue ? now - alloc : d2c;
+	add_latency(slot, op, 1, d2c);
+	add_latency(slot, op, 2, a2c);
+	add_latency(slot, op, 0, a2c - d2c);
+	__u32 skey = slot * NOP + op;
+	struct size_hist *s = bpf_map_lookup_elem(&sizes, &skey);
+	if (s) {
+		__u32 b = log2_u64(rq->__data_len | 1);
+		s->b[b < NSIZE ? b : NSIZE - 1]++;
+	}
+	__u64 *th = bpf_map_lookup_elem(&threshold, &skey);
+	if (th && a2c >= *th)
+		send_slow(rq, st, c, dev, alloc, now, error);
+}
+
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(iosl_complete, struct request___iosl *rq, int error, unsigned int nr_bytes)
 {
@@ -387,21 +410,7 @@ int BPF_PROG(iosl_complete, struct request___iosl *rq, int error, unsigned int n
 	__s64 *inf = bpf_map_lookup_elem(&inflight, &slot);
 	if (inf)
 		__sync_fetch_and_add(inf, -1);
-	__u64 alloc = rq->start_time_ns;
-	__u64 d2c = now - st->issue_ns;
-	__u64 a2c = alloc && alloc <= st->issue_ns ? now - alloc : d2c;
-	add_latency(slot, op, 1, d2c);
-	add_latency(slot, op, 2, a2c);
-	add_latency(slot, op, 0, a2c - d2c);
-	__u32 skey = slot * NOP + op;
-	struct size_hist *s = bpf_map_lookup_elem(&sizes, &skey);
-	if (s) {
-		__u32 b = log2_u64(rq->__data_len | 1);
-		s->b[b < NSIZE ? b : NSIZE - 1]++;
-	}
-	__u64 *th = bpf_map_lookup_elem(&threshold, &skey);
-	if (th && a2c >= *th)
-		send_slow(rq, st, c, dev, alloc, now, error);
+	account(rq, st, c, dev, slot, op, st->issue_ns, now, error);
 	st->rq = 0;
 	return 0;
 }
@@ -563,23 +572,9 @@ int BPF_PROG(iosl_complete_st, struct request___iosl *rq, int error, unsigned in
 		}
 		issue = st->issue_ns;
 	}
-	__u64 alloc = rq->start_time_ns;
-	if (counted(slot, alloc, st != &who))
+	if (counted(slot, rq->start_time_ns, st != &who))
 		c->retired += 1;
-	__u64 d2c = now > issue ? now - issue : 0;
-	__u64 a2c = alloc && alloc <= issue ? now - alloc : d2c;
-	add_latency(slot, op, 1, d2c);
-	add_latency(slot, op, 2, a2c);
-	add_latency(slot, op, 0, a2c - d2c);
-	__u32 skey = slot * NOP + op;
-	struct size_hist *s = bpf_map_lookup_elem(&sizes, &skey);
-	if (s) {
-		__u32 b = log2_u64(rq->__data_len | 1);
-		s->b[b < NSIZE ? b : NSIZE - 1]++;
-	}
-	__u64 *th = bpf_map_lookup_elem(&threshold, &skey);
-	if (th && a2c >= *th)
-		send_slow(rq, st, c, dev, alloc, now, error);
+	account(rq, st, c, dev, slot, op, issue, now, error);
 	if (st != &who)
 		st->rq = 0;
 	return 0;

@@ -53,6 +53,10 @@ pub struct WatchArgs {
     /// 0: never.
     #[arg(long, default_value = "100", value_name = "MS")]
     trigger_runqueue: f64,
+    /// Judge the runqueue trigger on threads of this name only (as
+    /// /proc/PID/comm says it; again for more); by default every thread.
+    #[arg(long, value_name = "NAME")]
+    runqueue_comm: Vec<String>,
     /// The p99 trigger's window, in seconds.
     #[arg(long, default_value = "10", value_name = "S")]
     window: u64,
@@ -130,6 +134,7 @@ pub fn run(a: WatchArgs) -> Result<ExitStatus> {
                 RunqueueArg::Off => None,
                 _ => ms_ns(a.trigger_runqueue, "--trigger-runqueue")?,
             },
+            runqueue_comms: a.runqueue_comm.clone(),
             ..TriggerOptions::default()
         },
         window_s: a.window,

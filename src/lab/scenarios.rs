@@ -86,6 +86,9 @@ impl Lab {
             // What the lab checks is that a stall is seen, whatever the
             // hooks would cost on a busy machine (`auto` may leave them off).
             .args(["--runqueue", "on"])
+            // The scenarios' own threads (the probes), not the machine's
+            // other work waiting behind each other.
+            .args(["--runqueue-comm", "iosleuth"])
             // The scenario's disks, not the machine's (whose own stalls,
             // beside other work, are not the scenario's).
             .args(

@@ -17,6 +17,8 @@ pub struct TriggerOptions {
     pub slow_ns: Option<u64>,
     /// Fire on a runnable wait at least this long (ns).
     pub runqueue_ns: Option<u64>,
+    /// ... of a thread of one of these names (its comm); empty: any.
+    pub runqueue_comms: Vec<String>,
     /// A window's (and a baseline's) p99 is judged from this many requests.
     pub min_requests: u64,
 }
@@ -28,6 +30,7 @@ impl Default for TriggerOptions {
             p99_floor_ns: 5_000_000,
             slow_ns: Some(100_000_000),
             runqueue_ns: Some(100_000_000),
+            runqueue_comms: Vec::new(),
             min_requests: 50,
         }
     }
@@ -198,6 +201,9 @@ pub fn check(opts: &TriggerOptions, seen: &Seen) -> Option<Reason> {
         // (a late wake-up: a virtual CPU the host did not run, a deep
         // C-state), not a runqueue stall.
         .filter(|w| w.holder_tid != 0 || w.rt_ns > 0)
+        .filter(|w| {
+            opts.runqueue_comms.is_empty() || opts.runqueue_comms.contains(&comm_string(&w.comm))
+        })
         .max_by_key(|w| w.wait_ns)
         .map(|w| Reason::RunqueueStall {
             cpu: w.cpu,
@@ -340,6 +346,13 @@ mod tests {
             r.describe(),
             "fio (tid 42) waited 300.0 ms runnable on CPU 1, behind hog"
         );
+        // Only the threads asked for.
+        let only = |names: &[&str]| TriggerOptions {
+            runqueue_comms: names.iter().map(|n| n.to_string()).collect(),
+            ..TriggerOptions::default()
+        };
+        assert_eq!(check(&only(&["postgres"]), &seen(&long)), None);
+        assert!(check(&only(&["postgres", "fio"]), &seen(&long)).is_some());
         // Behind the idle task: a late wake-up, not a stall.
         let mut idle = wait(300_000_000);
         idle.holder_tid = 0;
