@@ -215,6 +215,37 @@ static __always_inline void add_latency(__u32 slot, __u32 op, __u32 stage, __u64
 	h->b[b]++;
 }
 
+/* One more request issued at `depth` on the slot's device. */
+static __always_inline void add_depth(__u32 slot, __u64 depth)
+{
+	struct depth_hist *d = bpf_map_lookup_elem(&depths, &slot);
+	if (d)
+		d->b[depth < NDEPTH ? depth : NDEPTH - 1]++;
+}
+
+/* Counts a request that starts where the previous one issued on this CPU
+ * to its device ended. */
+static __always_inline void count_sequential(struct counters *c, struct request___iosl *rq)
+{
+	__u64 sector = rq->__sector;
+	if (sector == c->last_end)
+		c->seq_requests += 1;
+	c->last_end = sector + (rq->__data_len >> 9);
+}
+
+/* The per-request state of a request issued now by the current task. */
+static __always_inline void track(struct rq_state *st, __u64 addr, __u64 now, __u32 depth)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	st->rq = addr;
+	st->issue_ns = now;
+	st->task = bpf_get_current_task();
+	st->pid = id >> 32;
+	st->tid = (__u32)id;
+	st->issue_cpu = bpf_get_smp_processor_id();
+	st->depth = depth;
+}
+
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(iosl_issue, struct request___iosl *rq)
 {
@@ -235,24 +266,11 @@ int BPF_PROG(iosl_issue, struct request___iosl *rq)
 	__u64 depth = 1;
 	if (inf)
 		depth = __sync_fetch_and_add(inf, 1) + 1;
-	struct depth_hist *d = bpf_map_lookup_elem(&depths, &slot);
-	if (d)
-		d->b[depth < NDEPTH ? depth : NDEPTH - 1]++;
+	add_depth(slot, depth);
 	struct counters *c = counters_of(slot);
-	if (c) {
-		__u64 sector = rq->__sector;
-		if (sector == c->last_end)
-			c->seq_requests += 1;
-		c->last_end = sector + (rq->__data_len >> 9);
-	}
-	__u64 id = bpf_get_current_pid_tgid();
-	st->rq = addr;
-	st->issue_ns = bpf_ktime_get_ns();
-	st->task = bpf_get_current_task();
-	st->pid = id >> 32;
-	st->tid = (__u32)id;
-	st->issue_cpu = bpf_get_smp_processor_id();
-	st->depth = depth;
+	if (c)
+		count_sequential(c, rq);
+	track(st, addr, bpf_ktime_get_ns(), depth);
 	return 0;
 }
 
@@ -483,19 +501,14 @@ int BPF_PROG(iosl_issue_st, struct request___iosl *rq)
 	struct counters *c = counters_of(slot);
 	if (!c)
 		return 0;
-	__u64 sector = rq->__sector;
-	if (sector == c->last_end)
-		c->seq_requests += 1;
-	c->last_end = sector + (rq->__data_len >> 9);
+	count_sequential(c, rq);
 	__u64 alloc = rq->start_time_ns;
 	__u32 depth = 0;
 	if (alloc && counted(slot, alloc, 0)) {
 		c->issued += 1;
 		if (!(c->issued & depth_mask)) {
 			depth = in_flight(slot);
-			struct depth_hist *d = bpf_map_lookup_elem(&depths, &slot);
-			if (d)
-				d->b[depth < NDEPTH ? depth : NDEPTH - 1]++;
+			add_depth(slot, depth);
 		}
 	}
 	__u32 *stamps = bpf_map_lookup_elem(&stamped, &slot);
@@ -515,18 +528,9 @@ int BPF_PROG(iosl_issue_st, struct request___iosl *rq)
 	if (!alloc) {
 		c->issued += 1;
 		depth = in_flight(slot);
-		struct depth_hist *d = bpf_map_lookup_elem(&depths, &slot);
-		if (d)
-			d->b[depth < NDEPTH ? depth : NDEPTH - 1]++;
+		add_depth(slot, depth);
 	}
-	__u64 id = bpf_get_current_pid_tgid();
-	st->rq = addr;
-	st->issue_ns = now;
-	st->task = bpf_get_current_task();
-	st->pid = id >> 32;
-	st->tid = (__u32)id;
-	st->issue_cpu = bpf_get_smp_processor_id();
-	st->depth = depth;
+	track(st, addr, now, depth);
 	return 0;
 }
 
