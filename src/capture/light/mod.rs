@@ -286,15 +286,7 @@ impl LightSession {
         // Loaded now (verified once), attached while runqueue waits are
         // watched.
         if !opts.floor {
-            for (name, tp) in SCHEDULER {
-                let p: &mut BtfTracePoint = ebpf
-                    .program_mut(name)
-                    .expect("program in the object")
-                    .try_into()
-                    .map_err(load_error)?;
-                p.load(tp, &btf)
-                    .map_err(|e| load_error(format!("{name}: {e}")))?;
-            }
+            load_btf(&mut ebpf, &btf, &SCHEDULER)?;
         }
         let missing_events = match &tracefs {
             Ok(t) => {
@@ -356,12 +348,7 @@ impl LightSession {
             return Ok(());
         }
         for (name, tp) in SCHEDULER {
-            let p: &mut BtfTracePoint = self
-                .ebpf
-                .program_mut(name)
-                .expect("program in the object")
-                .try_into()
-                .map_err(load_error)?;
+            let p = btf_program(&mut self.ebpf, name)?;
             if on {
                 let link = p
                     .attach()
@@ -561,18 +548,31 @@ fn depth_mask(cpus: u32) -> u32 {
 
 /// Loads and attaches the BTF-typed raw tracepoint programs.
 fn attach_btf(ebpf: &mut Ebpf, btf: &Btf, programs: &[(&str, &str)]) -> Result<(), CaptureError> {
+    load_btf(ebpf, btf, programs)?;
     for (name, tp) in programs {
-        let p: &mut BtfTracePoint = ebpf
-            .program_mut(name)
-            .expect("program in the object")
-            .try_into()
-            .map_err(load_error)?;
-        p.load(tp, btf)
-            .map_err(|e| load_error(format!("{name}: {e}")))?;
-        p.attach()
+        btf_program(ebpf, name)?
+            .attach()
             .map_err(|e| load_error(format!("attaching {name} to {tp}: {e}")))?;
     }
     Ok(())
+}
+
+/// Loads (verifies) BTF-typed raw tracepoint programs without attaching them.
+fn load_btf(ebpf: &mut Ebpf, btf: &Btf, programs: &[(&str, &str)]) -> Result<(), CaptureError> {
+    for (name, tp) in programs {
+        btf_program(ebpf, name)?
+            .load(tp, btf)
+            .map_err(|e| load_error(format!("{name}: {e}")))?;
+    }
+    Ok(())
+}
+
+/// A BTF-typed raw tracepoint program of the object.
+fn btf_program<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut BtfTracePoint, CaptureError> {
+    ebpf.program_mut(name)
+        .expect("program in the object")
+        .try_into()
+        .map_err(load_error)
 }
 
 /// Attaches each context event's program (or, for the floor, one empty
