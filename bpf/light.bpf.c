@@ -140,6 +140,25 @@ struct {
 	__type(value, struct rate);
 } rate SEC(".maps");
 
+/* Per (cgroup, device, operation), allocated as cgroups do I/O: a machine
+ * with few cgroups pays for few entries, on every CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, NCGROUP);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct cg_key);
+	__type(value, struct cg_stats);
+} cgroups SEC(".maps");
+
+/* A zeroed value to insert from: a cg_stats is too large for the stack
+ * beside the programs' own. Never written. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cg_stats);
+} cg_zero SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 << 20);
@@ -313,9 +332,54 @@ static __always_inline __u64 bio_cgroup(struct request___iosl *rq)
 	return kn ? kn->id : 0;
 }
 
+/* The `le` bucket of a total time of `ns`: how many of Prometheus'
+ * bounds (src/report/prometheus.rs LE_SECONDS, in ns) it exceeds. */
+static __always_inline __u32 le_bucket(__u64 ns)
+{
+	__u32 b = 0;
+	b += ns > 10000ULL;
+	b += ns > 25000ULL;
+	b += ns > 50000ULL;
+	b += ns > 100000ULL;
+	b += ns > 250000ULL;
+	b += ns > 500000ULL;
+	b += ns > 1000000ULL;
+	b += ns > 2500000ULL;
+	b += ns > 5000000ULL;
+	b += ns > 10000000ULL;
+	b += ns > 25000000ULL;
+	b += ns > 50000000ULL;
+	b += ns > 100000000ULL;
+	b += ns > 250000000ULL;
+	b += ns > 500000000ULL;
+	b += ns > 1000000000ULL;
+	b += ns > 2500000000ULL;
+	b += ns > 5000000000ULL;
+	b += ns > 10000000000ULL;
+	return b;
+}
+
+/* The figures of the request's cgroup on its device for its operation,
+ * made on its first request (NULL: no room left, counted in cgroup_full). */
+static __always_inline struct cg_stats *cgroup_stats(struct request___iosl *rq,
+						     struct counters *c, __u32 slot, __u32 op)
+{
+	struct cg_key k = { .id = bio_cgroup(rq), .slot = slot, .op = op };
+	struct cg_stats *s = bpf_map_lookup_elem(&cgroups, &k);
+	if (s)
+		return s;
+	__u32 zero = 0;
+	struct cg_stats *z = bpf_map_lookup_elem(&cg_zero, &zero);
+	if (z)
+		bpf_map_update_elem(&cgroups, &k, z, BPF_NOEXIST);
+	s = bpf_map_lookup_elem(&cgroups, &k);
+	if (!s && c)
+		c->cgroup_full += 1;
+	return s;
+}
+
 /* `st->task` 0: the issuer is not known (stamps accounting keeps no
- * per-request state); its pid, tid and name are sent as 0 and empty, and
- * the cgroup is the bio's. */
+ * per-request state); its pid, tid and name are sent as 0 and empty. */
 static __always_inline void send_slow(struct request___iosl *rq, struct rq_state *st,
 				      struct counters *c, __u32 dev, __u64 alloc,
 				      __u64 now, int error)
@@ -338,24 +402,10 @@ static __always_inline void send_slow(struct request___iosl *rq, struct rq_state
 	r->issue_ns = st->issue_ns;
 	r->complete_ns = now;
 	r->sector = rq->__sector;
+	/* The cgroup the request is charged to, as the per-cgroup figures. */
+	r->cgroup_id = bio_cgroup(rq);
 	/* The issuer may have exited since: then its name reads empty. */
 	struct task_struct___iosl *t = (void *)st->task;
-	__u64 cgroup_id = 0;
-	if (t) {
-		struct css_set___iosl *css = 0;
-		struct cgroup___iosl *cg = 0;
-		struct kernfs_node___iosl *kn = 0;
-		bpf_probe_read_kernel(&css, sizeof(css), &t->cgroups);
-		if (css)
-			bpf_probe_read_kernel(&cg, sizeof(cg), &css->dfl_cgrp);
-		if (cg)
-			bpf_probe_read_kernel(&kn, sizeof(kn), &cg->kn);
-		if (kn)
-			bpf_probe_read_kernel(&cgroup_id, sizeof(cgroup_id), &kn->id);
-	} else {
-		cgroup_id = bio_cgroup(rq);
-	}
-	r->cgroup_id = cgroup_id;
 	r->bytes = rq->__data_len;
 	r->cmd_flags = rq->cmd_flags;
 	r->pid = st->pid;
@@ -375,12 +425,18 @@ static __always_inline void send_slow(struct request___iosl *rq, struct rq_state
 /* A completed request's stages (issued at `issue`) into the histograms,
  * its size, and to user space when slow. */
 static __always_inline void account(struct request___iosl *rq, struct rq_state *st,
-				    struct counters *c, __u32 dev, __u32 slot, __u32 op,
-				    __u64 issue, __u64 now, int error)
+				    struct counters *c, struct cg_stats *cg, __u32 dev,
+				    __u32 slot, __u32 op, __u64 issue, __u64 now, int error)
 {
 	__u64 alloc = rq->start_time_ns;
 	__u64 d2c = now > issue ? now - issue : 0;
 	__u64 a2c = alloc && alloc <= issue ? now - alloc : d2c;
+	if (cg) {
+		__u32 b = le_bucket(a2c);
+		cg->time_ns += a2c;
+		if (b < NLE)
+			cg->le[b]++;
+	}
 	add_latency(slot, op, 1, d2c);
 	add_latency(slot, op, 2, a2c);
 	add_latency(slot, op, 0, a2c - d2c);
@@ -406,14 +462,19 @@ int BPF_PROG(iosl_complete, struct request___iosl *rq, int error, unsigned int n
 	__u32 flags = rq->cmd_flags;
 	__u32 op = op_of(flags);
 	struct counters *c = counters_of(slot);
+	struct cg_stats *cg = cgroup_stats(rq, c, slot, op);
 	if (c)
 		c->bytes[op] += nr_bytes;
+	if (cg)
+		cg->bytes += nr_bytes;
 	/* A request completed in parts: only its last part ends it. */
 	if (nr_bytes < rq->__data_len) {
 		if (c)
 			c->partial += 1;
 		return 0;
 	}
+	if (cg)
+		cg->ios += 1;
 	if (c) {
 		c->ios[op] += 1;
 		if (error)
@@ -428,7 +489,7 @@ int BPF_PROG(iosl_complete, struct request___iosl *rq, int error, unsigned int n
 	__s64 *inf = bpf_map_lookup_elem(&inflight, &slot);
 	if (inf)
 		__sync_fetch_and_add(inf, -1);
-	account(rq, st, c, dev, slot, op, st->issue_ns, now, error);
+	account(rq, st, c, cg, dev, slot, op, st->issue_ns, now, error);
 	st->rq = 0;
 	return 0;
 }
@@ -544,13 +605,18 @@ int BPF_PROG(iosl_complete_st, struct request___iosl *rq, int error, unsigned in
 	struct counters *c = counters_of(slot);
 	if (!c)
 		return 0;
+	struct cg_stats *cg = cgroup_stats(rq, c, slot, op);
 	c->bytes[op] += nr_bytes;
+	if (cg)
+		cg->bytes += nr_bytes;
 	/* A request completed in parts: only its last part ends it. */
 	if (nr_bytes < rq->__data_len) {
 		c->partial += 1;
 		return 0;
 	}
 	c->ios[op] += 1;
+	if (cg)
+		cg->ios += 1;
 	if (error)
 		c->errors += 1;
 	__u64 issue = rq->io_start_time_ns;
@@ -578,7 +644,7 @@ int BPF_PROG(iosl_complete_st, struct request___iosl *rq, int error, unsigned in
 	}
 	if (counted(slot, rq->start_time_ns, st != &who))
 		c->retired += 1;
-	account(rq, st, c, dev, slot, op, issue, now, error);
+	account(rq, st, c, cg, dev, slot, op, issue, now, error);
 	if (st != &who)
 		st->rq = 0;
 	return 0;

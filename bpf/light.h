@@ -70,8 +70,36 @@ struct counters {
 	 * difference is the device's depth. */
 	__u64 issued;
 	__u64 retired;
+	/* Completions whose (cgroup, device, operation) found no room in the
+	 * cgroups map: counted by device, not by cgroup. */
+	__u64 cgroup_full;
 	/* Scratch, not a counter: the end sector of that previous request. */
 	__u64 last_end;
+};
+
+/* Per-cgroup accounting, keyed by (cgroup, device slot, operation): the
+ * cgroup is the one the request's first bio is charged to (its blkcg: a
+ * writeback bio is charged to the cgroup that dirtied the pages where the
+ * kernel has cgroup writeback). At most NCGROUP keys; each request's
+ * total time counted under Prometheus' `le` bounds (NLE - 1 of them, the
+ * same as src/report/prometheus.rs, then +Inf). */
+#define NCGROUP 4096
+#define NLE 20
+
+struct cg_key {
+	__u64 id;
+	__u32 slot;
+	__u32 op;
+};
+
+struct cg_stats {
+	/* Requests completed and their bytes (every part of a request). */
+	__u64 ios;
+	__u64 bytes;
+	/* The requests timed (issued after the programs were attached): the
+	 * sum of their total times, and their number under each bound. */
+	__u64 time_ns;
+	__u32 le[NLE];
 };
 
 /* Softirq vectors (NR_SOFTIRQS). */

@@ -9,6 +9,7 @@
 
 pub mod blk_tracer;
 pub mod build_ids;
+pub mod cgroups;
 pub mod functions;
 pub mod journal;
 pub mod light;

@@ -159,13 +159,7 @@ fn cgroup_io_limits() -> Value {
         "blkio.throttle.write_iops_device",
     ];
     let mut out = Map::new();
-    let mut stack = vec![(Path::new("/sys/fs/cgroup").to_path_buf(), 0)];
-    let mut seen = 0;
-    while let Some((dir, depth)) = stack.pop() {
-        seen += 1;
-        if seen > 4096 {
-            break;
-        }
+    super::cgroups::walk(Path::new("/sys/fs/cgroup"), 4096, 8, |dir| {
         let mut limits = Map::new();
         for f in FILES {
             let Some(text) = read(dir.join(f)) else {
@@ -189,18 +183,8 @@ fn cgroup_io_limits() -> Value {
         if !limits.is_empty() {
             out.insert(dir.display().to_string(), Value::Object(limits));
         }
-        if depth < 8 {
-            // The entry's type, not a stat per file: cgroup directories
-            // hold dozens of files each. Symlinks (v1's cpu -> cpu,cpuacct)
-            // are not followed.
-            let subdirs = fs::read_dir(&dir).into_iter().flatten().flatten();
-            for e in subdirs {
-                if e.file_type().is_ok_and(|t| t.is_dir()) {
-                    stack.push((e.path(), depth + 1));
-                }
-            }
-        }
-    }
+        true
+    });
     Value::Object(out)
 }
 

@@ -89,6 +89,11 @@ pub struct WatchArgs {
     /// they are off the runqueue trigger cannot fire.
     #[arg(long, value_enum, default_value = "auto")]
     runqueue: RunqueueArg,
+    /// Serve per-cgroup series for this many cgroups (the first seen, the
+    /// busiest first); the rest are summed under cgroup="other". 0: only
+    /// "other".
+    #[arg(long, default_value = "20", value_name = "N")]
+    cgroups: usize,
 }
 
 fn ms_ns(ms: f64, what: &str) -> Result<Option<u64>> {
@@ -145,6 +150,7 @@ pub fn run(a: WatchArgs) -> Result<ExitStatus> {
         log: a.log,
         duration_s: a.duration,
         accounting: a.accounting.into(),
+        cgroups: a.cgroups,
         runqueue: match a.runqueue {
             RunqueueArg::Auto => Policy::Auto,
             RunqueueArg::On => Policy::On,

@@ -100,6 +100,10 @@ pub struct LightDoc {
     /// not watched (captures made before the choice always watched them).
     #[serde(default = "watched")]
     pub runqueue: bool,
+    /// Requests by the cgroup they were charged to (absent in captures
+    /// made before it was counted).
+    #[serde(default)]
+    pub cgroups: LightCgroups,
 }
 
 impl Default for LightDoc {
@@ -117,6 +121,7 @@ impl Default for LightDoc {
             missing_events: Vec::new(),
             accounting: state_accounting(),
             runqueue: watched(),
+            cgroups: LightCgroups::default(),
         }
     }
 }
@@ -127,6 +132,161 @@ fn state_accounting() -> String {
 
 fn watched() -> bool {
     true
+}
+
+/// Entries (cgroup, device, operation) a capture keeps, the largest by
+/// requests; the rest are summed.
+pub const CGROUPS_KEPT: usize = 64;
+
+/// What each cgroup's requests did on each device, by operation: the
+/// cgroup the request's first bio was charged to (the block layer's
+/// blkcg: where the kernel has cgroup writeback, a writeback bio is
+/// charged to the cgroup that dirtied the pages, not to the flusher).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct LightCgroups {
+    /// Whether requests were counted by cgroup (false in captures made
+    /// before it was: then nothing is known of them).
+    pub counted: bool,
+    /// The hierarchy the ids were resolved in (`/sys/fs/cgroup/blkio`);
+    /// empty when the machine mounts none.
+    pub hierarchy: String,
+    /// Whether writeback is charged to the cgroup that dirtied the pages
+    /// (cgroup v2 with the io and memory controllers); if not, the
+    /// flusher's writes are charged to the root cgroup.
+    pub writeback_charged: bool,
+    /// The largest entries by requests, at most `CGROUPS_KEPT`.
+    pub top: Vec<LightCgroup>,
+    /// The entries not kept, summed.
+    pub rest: CgroupRest,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct LightCgroup {
+    /// The kernel's cgroup id (the inode of its directory in the
+    /// hierarchy); 0 for requests without a bio (flushes).
+    pub id: u64,
+    /// Its path from the hierarchy's root (`/` is the root); None when it
+    /// was not found (removed before the capture ended).
+    pub path: Option<String>,
+    /// `major,minor`, or `other` for devices without a slot.
+    pub dev: String,
+    pub op: String,
+    pub ios: u64,
+    pub bytes: u64,
+    /// The requests timed (issued after the programs were attached) and
+    /// the sum of their total times (allocation to completion).
+    pub timed: u64,
+    pub time_ns: u64,
+    /// Timed requests by total time: index i counts those over the
+    /// previous bound and at most `LE_NS[i]`; the last, over them all.
+    pub le: Vec<u64>,
+}
+
+/// The bounds (ns) of the per-cgroup histogram: Prometheus' `le` bounds
+/// of every latency histogram iosleuth serves (bpf/light.bpf.c le_bucket).
+pub const LE_NS: [u64; 19] = [
+    10_000,
+    25_000,
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    25_000_000,
+    50_000_000,
+    100_000_000,
+    250_000_000,
+    500_000_000,
+    1_000_000_000,
+    2_500_000_000,
+    5_000_000_000,
+    10_000_000_000,
+];
+
+impl LightCgroup {
+    /// The path, or why there is none.
+    pub fn name(&self) -> String {
+        cgroup_name(self.id, self.path.as_deref())
+    }
+
+    /// The bound at or under which a share `q` of the timed requests
+    /// completed (None: none timed, or over the last bound).
+    pub fn quantile_bound_ns(&self, q: f64) -> Option<u64> {
+        let want = (self.timed as f64 * q).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (i, c) in self.le.iter().enumerate() {
+            seen += c;
+            if seen >= want {
+                return LE_NS.get(i).copied();
+            }
+        }
+        None
+    }
+}
+
+impl LightCgroup {
+    /// The same entry's counts since an earlier reading of it.
+    pub fn since(&self, b: &LightCgroup) -> LightCgroup {
+        LightCgroup {
+            ios: self.ios.saturating_sub(b.ios),
+            bytes: self.bytes.saturating_sub(b.bytes),
+            timed: self.timed.saturating_sub(b.timed),
+            time_ns: self.time_ns.saturating_sub(b.time_ns),
+            le: minus(&self.le, &b.le),
+            ..self.clone()
+        }
+    }
+
+    /// Whether two entries count the same (cgroup, device, operation).
+    pub fn same_key(&self, b: &LightCgroup) -> bool {
+        self.id == b.id && self.dev == b.dev && self.op == b.op
+    }
+}
+
+/// What each entry counted between two readings (the later first); an
+/// entry absent from `before` counted everything after. Entries that
+/// counted nothing are left out.
+pub fn cgroups_since(after: &[LightCgroup], before: &[LightCgroup]) -> Vec<LightCgroup> {
+    after
+        .iter()
+        .map(|a| match before.iter().find(|b| b.same_key(a)) {
+            Some(b) => a.since(b),
+            None => a.clone(),
+        })
+        .filter(|c| c.ios > 0 || c.bytes > 0)
+        .collect()
+}
+
+/// The `n` largest entries by requests (then bytes), and the rest summed.
+pub fn keep_largest(mut all: Vec<LightCgroup>, n: usize) -> (Vec<LightCgroup>, CgroupRest) {
+    all.sort_by(|a, b| (b.ios, b.bytes, a.id).cmp(&(a.ios, a.bytes, b.id)));
+    let rest = all.split_off(n.min(all.len()));
+    let mut sum = CgroupRest::default();
+    for r in &rest {
+        sum.entries += 1;
+        sum.ios += r.ios;
+        sum.bytes += r.bytes;
+    }
+    (all, sum)
+}
+
+/// How a cgroup id reads to a user: its path, or why there is none.
+pub fn cgroup_name(id: u64, path: Option<&str>) -> String {
+    match (id, path) {
+        (_, Some(p)) => p.to_string(),
+        (0, None) => "(none: requests without a bio, such as flushes)".into(),
+        (id, None) => format!("(cgroup id {id}: removed, or not in the I/O hierarchy)"),
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct CgroupRest {
+    pub entries: u64,
+    pub ios: u64,
+    pub bytes: u64,
 }
 
 /// What one CPU's scheduler and interrupts did while the programs ran.
@@ -232,6 +392,10 @@ pub struct LightCounters {
     /// (the stamps accounting), not from per-request state.
     #[serde(default)]
     pub by_stamps: u64,
+    /// Completions whose cgroup found no room in the kernel's map: in the
+    /// device's figures, not in any cgroup's.
+    #[serde(default)]
+    pub cgroup_full: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -494,6 +658,7 @@ impl LightCounters {
             ring_full: self.ring_full.saturating_sub(b.ring_full),
             seq_requests: self.seq_requests.saturating_sub(b.seq_requests),
             by_stamps: self.by_stamps.saturating_sub(b.by_stamps),
+            cgroup_full: self.cgroup_full.saturating_sub(b.cgroup_full),
         }
     }
 }

@@ -11,16 +11,14 @@
 //! bucket's cumulative count never includes a request slower than its
 //! bound (it may leave out a few just under it: at most 1/32 of the bound).
 
-use crate::model::light::{LightCpu, LightDevice, LightOp, StageHist, OPS};
+use crate::model::light::{LightCgroup, LightCpu, LightDevice, LightOp, StageHist, OPS};
 use std::fmt::Write;
 
-/// The `le` bounds (seconds) of every latency histogram: 1-2.5-5 steps
-/// from 10 µs (below any device) to 10 s (past any timeout worth a
-/// histogram).
-pub const LE_SECONDS: [f64; 19] = [
-    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-    0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
-];
+/// The `le` bounds of every latency histogram (model::light::LE_NS, in
+/// ns): 1-2.5-5 steps from 10 µs (below any device) to 10 s (past any
+/// timeout worth a histogram). The kernel counts each cgroup's requests
+/// under these same bounds.
+pub use crate::model::light::LE_NS;
 
 /// The content type Prometheus expects of this format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -33,6 +31,9 @@ pub struct Scrape<'a> {
     /// without one keep `maj,min` (and the catch-all is `other`).
     pub names: &'a [(String, String)],
     pub cpus: &'a [LightCpu],
+    /// Per (cgroup label, device, operation): `other` sums the cgroups
+    /// without their own series.
+    pub cgroups: &'a [(String, &'a LightCgroup)],
     /// Runqueue waits from this long are counted (ns).
     pub wait_min_ns: u64,
     pub ring: RingFigures,
@@ -111,24 +112,47 @@ impl Out {
     }
 
     fn histogram(&mut self, name: &str, labels: &[(&str, &str)], h: &StageHist) {
-        let cumulative = cumulative_le(h);
+        let total = h.buckets.iter().map(|b| b.1).sum::<u64>();
+        self.cumulative(name, labels, &cumulative_le(h), total, h.sum_ns);
+    }
+
+    /// A histogram from counts already under each bound (`le`: one per
+    /// bound, then the count over them all).
+    fn le_histogram(&mut self, name: &str, labels: &[(&str, &str)], le: &[u64], sum_ns: u64) {
+        let mut cumulative = [0u64; LE_NS.len()];
+        let mut seen = 0;
+        for (c, n) in cumulative.iter_mut().zip(le) {
+            seen += n;
+            *c = seen;
+        }
+        self.cumulative(name, labels, &cumulative, le.iter().sum(), sum_ns);
+    }
+
+    fn cumulative(
+        &mut self,
+        name: &str,
+        labels: &[(&str, &str)],
+        cumulative: &[u64; LE_NS.len()],
+        total: u64,
+        sum_ns: u64,
+    ) {
         let bucket = format!("{name}_bucket");
-        let bounds: Vec<String> = LE_SECONDS.iter().map(|le| format_le(*le)).collect();
-        for (le, count) in bounds.iter().zip(&cumulative) {
+        for (&le, count) in LE_NS.iter().zip(cumulative) {
+            let le = format_le(le);
             let mut with_le: Vec<(&str, &str)> = labels.to_vec();
-            with_le.push(("le", le));
+            with_le.push(("le", &le));
             self.sample(&bucket, &with_le, count);
         }
-        let total = h.buckets.iter().map(|b| b.1).sum::<u64>();
         let mut with_le: Vec<(&str, &str)> = labels.to_vec();
         with_le.push(("le", "+Inf"));
         self.sample(&bucket, &with_le, total);
-        self.sample(&format!("{name}_sum"), labels, seconds(h.sum_ns));
+        self.sample(&format!("{name}_sum"), labels, seconds(sum_ns));
         self.sample(&format!("{name}_count"), labels, total);
     }
 }
 
-fn format_le(le: f64) -> String {
+fn format_le(le_ns: u64) -> String {
+    let le = seconds(le_ns);
     // Rust prints 1.0 as "1"; Prometheus' own clients write "1.0" for
     // whole bounds, and queries match `le` as a string.
     if le.fract() == 0.0 {
@@ -142,13 +166,13 @@ fn seconds(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
 
-/// The cumulative count under each of `LE_SECONDS`: a log-linear bucket
+/// The cumulative count under each of `LE_NS`: a log-linear bucket
 /// counts under the first bound at or above its highest value.
-pub fn cumulative_le(h: &StageHist) -> [u64; LE_SECONDS.len()] {
-    let mut out = [0u64; LE_SECONDS.len()];
+pub fn cumulative_le(h: &StageHist) -> [u64; LE_NS.len()] {
+    let mut out = [0u64; LE_NS.len()];
     for (_, hi, count) in h.rows() {
-        for (bound, slot) in LE_SECONDS.iter().zip(out.iter_mut()) {
-            if hi as f64 <= bound * 1e9 {
+        for (&bound, slot) in LE_NS.iter().zip(out.iter_mut()) {
+            if hi <= bound {
                 *slot += count;
             }
         }
@@ -238,7 +262,7 @@ pub fn render(s: &Scrape) -> String {
         }
     }
     type Count = fn(&crate::model::light::LightCounters) -> u64;
-    let per_device: [(&str, &str, Count); 5] = [
+    let per_device: [(&str, &str, Count); 6] = [
         (
             "iosleuth_block_splits_total",
             "Bios split to fit the device's limits.",
@@ -264,6 +288,11 @@ pub fn render(s: &Scrape) -> String {
             "Requests that began where the previous one issued on the same CPU to the same device ended.",
             |c| c.seq_requests,
         ),
+        (
+            "iosleuth_cgroup_uncounted_requests_total",
+            "Completions in the device's figures but in no cgroup's: the kernel's cgroup table was full.",
+            |c| c.cgroup_full,
+        ),
     ];
     for (name, help, value) in per_device {
         o.family(name, "counter", help);
@@ -288,6 +317,7 @@ pub fn render(s: &Scrape) -> String {
             );
         }
     }
+    cgroup_families(&mut o, s.cgroups, &name_of);
     o.family(
         "iosleuth_slow_requests_total",
         "counter",
@@ -499,6 +529,56 @@ pub fn render(s: &Scrape) -> String {
     o.0
 }
 
+/// Per cgroup, device and operation: the cgroup each request was charged
+/// to (its first bio's), so writeback counts where the kernel charges it.
+fn cgroup_families(
+    o: &mut Out,
+    cgroups: &[(String, &LightCgroup)],
+    name_of: &dyn Fn(&str) -> String,
+) {
+    let rows: Vec<(&str, String, &LightCgroup)> = cgroups
+        .iter()
+        .map(|(cg, e)| (cg.as_str(), name_of(&e.dev), *e))
+        .collect();
+    type CgCount = fn(&LightCgroup) -> u64;
+    let counts: [(&str, &str, CgCount); 2] = [
+        (
+            "iosleuth_cgroup_requests_total",
+            "Requests completed, by the cgroup they were charged to (\"other\": the cgroups without their own series).",
+            |e| e.ios,
+        ),
+        (
+            "iosleuth_cgroup_bytes_total",
+            "Bytes completed, by the cgroup they were charged to.",
+            |e| e.bytes,
+        ),
+    ];
+    for (name, help, value) in counts {
+        o.family(name, "counter", help);
+        for (cg, dev, e) in &rows {
+            o.sample(
+                name,
+                &[("cgroup", cg), ("device", dev), ("op", &e.op)],
+                value(e),
+            );
+        }
+    }
+    let name = "iosleuth_cgroup_request_seconds";
+    o.family(
+        name,
+        "histogram",
+        "Time from a request's allocation to its completion, by the cgroup it was charged to (counted under these bounds in the kernel: exact).",
+    );
+    for (cg, dev, e) in &rows {
+        o.le_histogram(
+            name,
+            &[("cgroup", cg), ("device", dev), ("op", &e.op)],
+            &e.le,
+            e.time_ns,
+        );
+    }
+}
+
 /// The softirq vectors, as /proc/softirqs names them (lower case).
 const SOFTIRQS: [&str; 10] = [
     "hi", "timer", "net_tx", "net_rx", "block", "irq_poll", "tasklet", "sched", "hrtimer", "rcu",
@@ -597,6 +677,46 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_cgroups_histogram_is_its_kernel_counts_made_cumulative() {
+        let mut le = vec![0; LE_NS.len() + 1];
+        le[3] = 5; // over 50 µs, at most 100 µs
+        le[9] = 2; // at most 10 ms
+        le[LE_NS.len()] = 1; // over 10 s
+        let cg = LightCgroup {
+            id: 42,
+            dev: "7,0".into(),
+            op: "write".into(),
+            ios: 9,
+            bytes: 9 * 4096,
+            timed: 8,
+            time_ns: 12_000_000_000,
+            le,
+            ..Default::default()
+        };
+        let names = [("7,0".to_string(), "loop0".to_string())];
+        let text = render(&Scrape {
+            names: &names,
+            cgroups: &[("/a".into(), &cg)],
+            ..Default::default()
+        });
+        let l = "cgroup=\"/a\",device=\"loop0\",op=\"write\"";
+        for want in [
+            format!("iosleuth_cgroup_requests_total{{{l}}} 9\n"),
+            format!("iosleuth_cgroup_bytes_total{{{l}}} 36864\n"),
+            format!("iosleuth_cgroup_request_seconds_bucket{{{l},le=\"5e-5\"}} 0\n")
+                .replace("5e-5", "0.00005"),
+            format!("iosleuth_cgroup_request_seconds_bucket{{{l},le=\"0.0001\"}} 5\n"),
+            format!("iosleuth_cgroup_request_seconds_bucket{{{l},le=\"0.01\"}} 7\n"),
+            format!("iosleuth_cgroup_request_seconds_bucket{{{l},le=\"10.0\"}} 7\n"),
+            format!("iosleuth_cgroup_request_seconds_bucket{{{l},le=\"+Inf\"}} 8\n"),
+            format!("iosleuth_cgroup_request_seconds_count{{{l}}} 8\n"),
+            format!("iosleuth_cgroup_request_seconds_sum{{{l}}} 12\n"),
+        ] {
+            assert!(text.contains(&want), "{want} not in:\n{text}");
+        }
+    }
+
     /// Every family a scrape can hold, with a device, a CPU, a trigger, a
     /// finding and the process's figures.
     fn all_families() -> Vec<String> {
@@ -611,9 +731,14 @@ mod tests {
             softirq_ns: vec![0; 10],
             ..Default::default()
         }];
+        let cg = LightCgroup {
+            le: vec![0; LE_NS.len() + 1],
+            ..Default::default()
+        };
         let text = render(&Scrape {
             devices: &devices,
             cpus: &cpus,
+            cgroups: &[("/".into(), &cg)],
             findings: &[ActiveFinding {
                 rule: "r".into(),
                 severity: "warning".into(),

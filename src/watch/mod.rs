@@ -6,6 +6,7 @@
 //! quota. SIGTERM and SIGINT stop it (the programs go with their file
 //! descriptors), SIGHUP reopens its log.
 
+pub mod cgroups;
 pub mod http;
 pub mod keep;
 pub mod process;
@@ -17,7 +18,8 @@ use crate::capture::light::{LightOptions, LightSession, WAIT_MIN_NS};
 use crate::capture::snapshot;
 use crate::error::{Error, ExitStatus, Result};
 use crate::model::light::{
-    cpus_since, devices_since, LightCpu, LightDevice, LightDoc, SlowPolicy, WaitRecord, REC_WAIT,
+    cgroups_since, cpus_since, devices_since, keep_largest, LightCgroup, LightCpu, LightDevice,
+    LightDoc, SlowPolicy, WaitRecord, CGROUPS_KEPT, REC_WAIT,
 };
 use crate::report::prometheus::{self, ActiveFinding, RingFigures, Scrape};
 use std::collections::VecDeque;
@@ -55,6 +57,8 @@ pub struct WatchOptions {
     /// Whether the scheduler's hooks run (else runqueue waits are not
     /// watched): always, never, or while they cost under a point.
     pub runqueue: runqueue::Policy,
+    /// Cgroups served under their own labels at most.
+    pub cgroups: usize,
 }
 
 /// The default address: localhost only; port 19690 lies outside the
@@ -132,11 +136,19 @@ fn unix_now() -> i64 {
 }
 
 /// One reading of the maps.
+#[derive(Clone)]
 struct Reading {
     at_ns: u64,
     devices: Vec<LightDevice>,
     cpus: Vec<LightCpu>,
+    /// The largest (cgroup, device, operation) entries, at most
+    /// CGROUPS_READ: what a kept capture's table is the difference of.
+    cgroups: Vec<LightCgroup>,
 }
+
+/// The cgroup entries each reading keeps (the kernel's map holds up to
+/// 4096; a second's readings are kept for the capture's before-seconds).
+const CGROUPS_READ: usize = 256;
 
 /// The newest reading at or before `at_ns` (the oldest there is if none).
 fn reading_at(readings: &VecDeque<Reading>, at_ns: u64) -> Option<&Reading> {
@@ -342,6 +354,7 @@ fn watch_loop(
     let mut rq = runqueue::Runqueue::new(opts.runqueue, cpus_n);
     // Since when runqueue waits are watched without a break (none: not now).
     let mut rq_since = rq.on.then(snapshot::mono_ns);
+    let mut series = cgroups::CgroupSeries::new(opts.cgroups);
     loop {
         if STOP.load(Ordering::SeqCst)
             || opts
@@ -395,6 +408,9 @@ fn watch_loop(
         let now = snapshot::mono_ns();
         let devices = session.devices().map_err(|e| Error::failed(e.message()))?;
         let cpus = session.cpus().map_err(|e| Error::failed(e.message()))?;
+        let cgroup_entries = session.cgroups().map_err(|e| Error::failed(e.message()))?;
+        series.update(&cgroup_entries);
+        let cgroups = keep_largest(cgroup_entries, CGROUPS_READ).0;
         let names: Vec<(String, String)> = session
             .disks()
             .iter()
@@ -451,11 +467,7 @@ fn watch_loop(
                         reason,
                         fired_ns: now,
                         fired_unix: unix_now(),
-                        from: Reading {
-                            at_ns: from.at_ns,
-                            devices: from.devices.clone(),
-                            cpus: from.cpus.clone(),
-                        },
+                        from: from.clone(),
                         snapshot: snapshot::document(snapshot::take(), serde_json::Value::Null),
                     });
                     last_capture_ns = Some(now);
@@ -472,13 +484,18 @@ fn watch_loop(
             let tx = done_tx.clone();
             let (opts, missing) = (opts.clone(), not_watched.clone());
             let watched = rq_since.is_some_and(|s| s <= p.from.at_ns);
-            let (devices, cpus) = (devices.clone(), cpus.clone());
+            let latest = Reading {
+                at_ns: now,
+                devices: devices.clone(),
+                cpus: cpus.clone(),
+                cgroups: cgroups.clone(),
+            };
             let ring = Arc::clone(ring);
             busy = Some(
                 std::thread::Builder::new()
                     .name("iosleuth-keep".into())
                     .spawn(move || {
-                        let done = finish(&opts, &missing, watched, p, &devices, &cpus, &ring, now);
+                        let done = finish(&opts, &missing, watched, p, &latest, &ring);
                         let _ = tx.send(done);
                     })
                     .map_err(|e| Error::failed(format!("cannot start a diagnosis: {e}")))?,
@@ -519,6 +536,7 @@ fn watch_loop(
                 at_ns: now,
                 devices: devices.clone(),
                 cpus: Vec::new(),
+                cgroups: Vec::new(),
             });
             if baselines.len() > BASELINE_READINGS {
                 baselines.pop_front();
@@ -528,6 +546,7 @@ fn watch_loop(
             at_ns: now,
             devices,
             cpus,
+            cgroups,
         });
         while readings
             .front()
@@ -548,6 +567,7 @@ fn watch_loop(
             devices: &latest.devices,
             names: &names,
             cpus: &latest.cpus,
+            cgroups: &series.series(),
             wait_min_ns: WAIT_MIN_NS,
             ring: ring_figures,
             process: process::figures(),
@@ -571,18 +591,8 @@ fn watch_loop(
     }
     // A capture still collecting its after-seconds ends now, shorter.
     if let (Some(p), Some(last)) = (pending.take(), readings.back()) {
-        let now = snapshot::mono_ns();
         let watched = rq_since.is_some_and(|s| s <= p.from.at_ns);
-        let _ = done_tx.send(finish(
-            opts,
-            &missing,
-            watched,
-            p,
-            &last.devices,
-            &last.cpus,
-            ring,
-            now,
-        ));
+        let _ = done_tx.send(finish(opts, &missing, watched, p, last, ring));
     }
     while let Ok(done) = done_rx.try_recv() {
         match done {
@@ -598,19 +608,17 @@ fn watch_loop(
     Ok(())
 }
 
-/// A triggered capture, from the reading at its start to `devices` and
-/// `cpus` read at `now`: written and diagnosed.
-#[allow(clippy::too_many_arguments)]
+/// A triggered capture, from the reading at its start to the latest:
+/// written and diagnosed.
 fn finish(
     opts: &WatchOptions,
     missing: &[String],
     runqueue: bool,
     p: Pending,
-    devices: &[LightDevice],
-    cpus: &[LightCpu],
+    latest: &Reading,
     ring: &Mutex<RecordRing>,
-    now: u64,
 ) -> std::result::Result<Diagnosed, String> {
+    let now = latest.at_ns;
     let doc = LightDoc {
         attach: "tp_btf".into(),
         started_ns: p.from.at_ns,
@@ -622,13 +630,17 @@ fn finish(
                 .unwrap_or(crate::capture::light::INITIAL_SLOW_NS),
             cap_per_s: u64::from(opts.cap_per_s),
         },
-        devices: devices_since(devices, &p.from.devices),
+        devices: devices_since(&latest.devices, &p.from.devices),
         programs: Vec::new(),
-        cpus: cpus_since(cpus, &p.from.cpus),
+        cpus: cpus_since(&latest.cpus, &p.from.cpus),
         wait_min_ns: WAIT_MIN_NS,
         missing_events: missing.to_vec(),
         accounting: opts.accounting.name().into(),
         runqueue,
+        cgroups: crate::capture::cgroups::table(
+            cgroups_since(&latest.cgroups, &p.from.cgroups),
+            CGROUPS_KEPT,
+        ),
     };
     let records: Vec<Vec<u8>> = ring
         .lock()

@@ -36,35 +36,26 @@ fn doc(cap: &Path) -> LightDoc {
     serde_json::from_str(&std::fs::read_to_string(cap.join("light.json")).unwrap()).unwrap()
 }
 
-/// The inode (the kernel's cgroup id) of this process's cgroup: in the
-/// blkio hierarchy when `blkio` and cgroup v1 mounts one, else in the
-/// unified one (cgroup2).
-fn own_cgroup_inode(blkio: bool) -> u64 {
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
-    let mount = |v1: bool| -> Option<String> {
-        mounts.lines().find_map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            let hit = match v1 {
-                true => f[2] == "cgroup" && f[3].split(',').any(|o| o == "blkio"),
-                false => f[2] == "cgroup2",
-            };
-            hit.then(|| f[1].to_string())
-        })
-    };
+/// The inode (the kernel's cgroup id) of this process's cgroup in the
+/// hierarchy that holds the I/O controller (v1's blkio, else cgroup v2):
+/// the cgroup its bios are charged to.
+fn own_cgroup_inode() -> u64 {
+    let h = iosleuth::testing::io_hierarchy().expect("a cgroup hierarchy");
     let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
-    let path = |controller: &str| -> String {
-        own.lines()
-            .find_map(|l| {
-                let mut f = l.splitn(3, ':');
-                let (_, c, p) = (f.next()?, f.next()?, f.next()?);
-                (c == controller || c.split(',').any(|x| x == controller)).then(|| p.to_string())
-            })
-            .unwrap()
-    };
-    let dir = match (blkio, mount(true)) {
-        (true, Some(m)) => format!("{m}{}", path("blkio")),
-        _ => format!("{}{}", mount(false).unwrap(), path("")),
-    };
+    let path = own
+        .lines()
+        .find_map(|l| {
+            let mut f = l.splitn(3, ':');
+            let (_, c, p) = (f.next()?, f.next()?, f.next()?);
+            let hit = if h.v2 {
+                c.is_empty()
+            } else {
+                c.split(',').any(|x| x == "blkio")
+            };
+            hit.then(|| p.to_string())
+        })
+        .unwrap();
+    let dir = h.root.join(path.trim_start_matches('/'));
     std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&dir).unwrap())
 }
 
@@ -150,6 +141,35 @@ fn counts_and_sends_every_slow_request(accounting: &str) {
         "stamps" => assert_eq!(light.counters.by_stamps, 3700),
         _ => assert_eq!(light.counters.by_stamps, 0),
     }
+    // By cgroup: dd's requests, all in its own cgroup, with its path.
+    let own = own_cgroup_inode();
+    let cg = |op: &str| {
+        d.cgroups
+            .top
+            .iter()
+            .find(|c| c.dev == dev && c.op == op && c.id == own)
+            .unwrap_or_else(|| panic!("{accounting}: no {op} entry of ours in {:?}", d.cgroups))
+    };
+    assert!(d.cgroups.counted);
+    assert_eq!(light.counters.cgroup_full, 0);
+    assert_eq!((cg("read").ios, cg("read").bytes), (3000, 3000 * 4096));
+    assert_eq!((cg("write").ios, cg("write").bytes), (700, 700 * 8192));
+    assert_eq!(cg("read").timed, 3000, "{accounting}");
+    assert_eq!(cg("read").le.iter().sum::<u64>(), 3000);
+    assert_eq!(cg("read").time_ns, reads.total.sum_ns, "{accounting}");
+    assert!(cg("read")
+        .path
+        .as_deref()
+        .is_some_and(|p| p.starts_with('/')));
+    assert!(
+        d.cgroups
+            .top
+            .iter()
+            .filter(|c| c.dev == dev && c.id != own)
+            .all(|c| c.ios == 0),
+        "{accounting}: another cgroup on our disk: {:?}",
+        d.cgroups.top
+    );
 
     // --slow 0: every request sent, with stages that agree with the
     // histograms they were counted in.
@@ -177,9 +197,8 @@ fn counts_and_sends_every_slow_request(accounting: &str) {
         "{longest} not in {lo}..{hi}"
     );
     assert!(slow.iter().all(|r| r.issue_ns <= r.complete_ns));
-    // dd's own cgroup: the issuer's (the unified hierarchy) with state,
-    // the bio's blkcg (the blkio hierarchy) with stamps.
-    let own_cgroup = own_cgroup_inode(accounting == "stamps");
+    // dd's own cgroup: the one its bios were charged to.
+    let own_cgroup = own_cgroup_inode();
     assert!(
         slow.iter().all(|r| r.cgroup_id == own_cgroup),
         "{accounting}: cgroups {:?}, ours {own_cgroup}",

@@ -137,6 +137,8 @@ fn every_constant_of_light_h_is_the_one_user_space_uses() {
         ("NDEPTH", Some(NDEPTH as u64)),
         ("NSIZE", Some(NSIZE as u64)),
         ("NSOFTIRQ", Some(NSOFTIRQ as u64)),
+        ("NCGROUP", Some(u64::from(NCGROUP))),
+        ("NLE", Some(NLE as u64)),
         ("REC_SLOW", Some(u64::from(REC_SLOW))),
         ("REC_EVENT", Some(u64::from(REC_EVENT))),
         ("REC_WAIT", Some(u64::from(REC_WAIT))),
@@ -152,6 +154,21 @@ fn every_constant_of_light_h_is_the_one_user_space_uses() {
         .map(|(k, v)| (k.as_str(), *v))
         .collect();
     assert_eq!(c, rust, "bpf/light.h's constants against user space's");
+}
+
+/// The kernel counts each cgroup's requests under the bounds user space
+/// serves as `le`: le_bucket's comparisons, in order, are LE_NS.
+#[test]
+fn the_kernels_cgroup_buckets_are_the_le_bounds_served() {
+    let c = include_str!("../../../bpf/light.bpf.c");
+    let f = &c[c.find("le_bucket(__u64 ns)").expect("le_bucket")..];
+    let f = &f[..f.find("return b;").expect("its end")];
+    let bounds: Vec<u64> = f
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("b += ns > "))
+        .map(|l| l.trim_end_matches("ULL;").parse().expect("a bound"))
+        .collect();
+    assert_eq!(bounds, crate::model::light::LE_NS);
 }
 
 #[test]
@@ -182,7 +199,18 @@ fn every_map_value_struct_of_light_h_is_laid_out_as_its_mirror() {
                 by_stamps,
                 issued,
                 retired,
+                cgroup_full,
                 last_end,
+            }),
+        ),
+        ("cg_key", rust_layout!(CgKey { id, slot, op })),
+        (
+            "cg_stats",
+            rust_layout!(CgStats {
+                ios,
+                bytes,
+                time_ns,
+                le
             }),
         ),
         (

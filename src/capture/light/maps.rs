@@ -18,8 +18,9 @@ pub const MAP_COUNTERS: &str = "counters";
 pub const MAP_THRESHOLD: &str = "threshold";
 pub const MAP_RECORDS: &str = "records";
 pub const MAP_CPU_STATS: &str = "cpu_stats";
+pub const MAP_CGROUPS: &str = "cgroups";
 #[cfg(test)]
-pub const MAPS: [&str; 8] = [
+pub const MAPS: [&str; 9] = [
     MAP_DEV_SLOT,
     MAP_LATENCY,
     MAP_SIZES,
@@ -28,7 +29,12 @@ pub const MAPS: [&str; 8] = [
     MAP_THRESHOLD,
     MAP_RECORDS,
     MAP_CPU_STATS,
+    MAP_CGROUPS,
 ];
+
+/// Entries of the cgroups map, and the bounds of its histograms (+Inf).
+pub const NCGROUP: u32 = 4096;
+pub const NLE: usize = crate::model::light::LE_NS.len() + 1;
 
 /// The stages of a request, in the order of `latency`'s keys.
 pub const STAGE_QUEUED: u32 = 0;
@@ -76,8 +82,27 @@ pub struct Counters {
     pub by_stamps: u64,
     pub issued: u64,
     pub retired: u64,
+    pub cgroup_full: u64,
     /// Scratch of the issue program (the previous request's end), not a count.
     pub last_end: u64,
+}
+
+/// A (cgroup, device slot, operation) of the cgroups map.
+#[repr(C)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CgKey {
+    pub id: u64,
+    pub slot: u32,
+    pub op: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct CgStats {
+    pub ios: u64,
+    pub bytes: u64,
+    pub time_ns: u64,
+    pub le: [u32; NLE],
 }
 
 pub const NSOFTIRQ: usize = 10;
@@ -103,6 +128,8 @@ unsafe impl aya::Pod for DepthHist {}
 unsafe impl aya::Pod for SizeHist {}
 unsafe impl aya::Pod for Counters {}
 unsafe impl aya::Pod for CpuStats {}
+unsafe impl aya::Pod for CgKey {}
+unsafe impl aya::Pod for CgStats {}
 
 /// The key of a device slot's operation's stage in `latency`.
 pub fn latency_key(slot: u32, op: u32, stage: u32) -> u32 {

@@ -24,15 +24,16 @@ use super::tracefs::CaptureError;
 use super::tracefs::Tracefs;
 use crate::model::capture_layout::{EVENT_FORMATS, HEADER_PAGE};
 use crate::model::light::{
-    LightCounters, LightCpu, LightDevice, LightDoc, ProgramStats, SlowPolicy, CONTEXT,
-    CONTEXT_EVENTS, CONTEXT_HEADER, CONTEXT_MAGIC, SLOW_HEADER, SLOW_MAGIC, SLOW_RECORD,
+    LightCgroup, LightCounters, LightCpu, LightDevice, LightDoc, ProgramStats, SlowPolicy,
+    CGROUPS_KEPT, CONTEXT, CONTEXT_EVENTS, CONTEXT_HEADER, CONTEXT_MAGIC, SLOW_HEADER, SLOW_MAGIC,
+    SLOW_RECORD,
 };
-use aya::maps::{Array, MapData, PerCpuArray, RingBuf};
+use aya::maps::{Array, MapData, PerCpuArray, PerCpuHashMap, RingBuf};
 use aya::programs::{BtfTracePoint, TracePoint};
 use aya::{Btf, Ebpf, EbpfLoader};
 pub use disks::DiskSlot;
 use disks::{add_new_disks, device_slots, name_devices};
-use maps::{Counters, CpuStats, DepthHist, Hist, SizeHist, NOP, NSLOT};
+use maps::{CgKey, CgStats, Counters, CpuStats, DepthHist, Hist, SizeHist, NOP, NSLOT};
 use poller::{Out, Poller};
 use read::device;
 use ring::RecordRing;
@@ -399,6 +400,7 @@ impl LightSession {
         drop(poller);
         let devices = self.devices()?;
         let cpus = self.cpus()?;
+        let cgroups = crate::capture::cgroups::table(self.cgroups()?, CGROUPS_KEPT);
         drop(self.stats.take());
         Ok(LightDoc {
             attach: "tp_btf".into(),
@@ -416,6 +418,7 @@ impl LightSession {
             missing_events: std::mem::take(&mut self.missing_events),
             accounting: self.opts.accounting.name().into(),
             runqueue,
+            cgroups,
         })
     }
 
@@ -442,6 +445,20 @@ impl LightSession {
             }
         }
         Ok(devices)
+    }
+
+    /// What each (cgroup, device, operation) counted so far, paths not
+    /// resolved.
+    pub fn cgroups(&self) -> Result<Vec<LightCgroup>, CaptureError> {
+        let map: PerCpuHashMap<_, CgKey, CgStats> =
+            PerCpuHashMap::try_from(self.ebpf.map(maps::MAP_CGROUPS).expect("cgroups map"))
+                .map_err(|e| err("cgroups map")(e.to_string()))?;
+        read::cgroups(&map, |slot| {
+            self.slots
+                .iter()
+                .find(|s| s.slot == slot)
+                .map_or_else(|| "other".to_string(), |s| s.dev.clone())
+        })
     }
 
     /// The context events this kernel could not attach to.

@@ -1,10 +1,10 @@
 //! Reading the programs' maps: per-CPU values summed into what a light
 //! capture keeps for each device and operation.
 
-use super::maps::{self, Counters, DepthHist, Hist, SizeHist, NOP};
+use super::maps::{self, CgKey, CgStats, Counters, DepthHist, Hist, SizeHist, NOP};
 use super::{err, CaptureError};
-use crate::model::light::{LightCounters, LightDevice, LightOp, StageHist, OPS};
-use aya::maps::{MapData, PerCpuArray};
+use crate::model::light::{LightCgroup, LightCounters, LightDevice, LightOp, StageHist, OPS};
+use aya::maps::{MapData, PerCpuArray, PerCpuHashMap};
 
 /// The per-CPU histograms of one key, summed.
 pub(super) fn sum_hist(per_cpu: &[Hist]) -> StageHist {
@@ -58,6 +58,7 @@ pub(super) fn device(
         total.ring_full += c.ring_full;
         total.seq_requests += c.seq_requests;
         total.by_stamps += c.by_stamps;
+        total.cgroup_full += c.cgroup_full;
     }
     let mut ops = std::collections::BTreeMap::new();
     for (op, name) in OPS.iter().enumerate() {
@@ -118,6 +119,41 @@ pub(super) fn device(
             ring_full: total.ring_full,
             seq_requests: total.seq_requests,
             by_stamps: total.by_stamps,
+            cgroup_full: total.cgroup_full,
         },
     })
+}
+
+/// Every (cgroup, device, operation) the kernel counted, summed over
+/// CPUs; `dev_of` names a slot's device. Paths are not resolved here.
+pub(super) fn cgroups(
+    map: &PerCpuHashMap<&MapData, CgKey, CgStats>,
+    dev_of: impl Fn(u32) -> String,
+) -> Result<Vec<LightCgroup>, CaptureError> {
+    let mut out = Vec::new();
+    // The map holds at most NCGROUP keys; an entry deleted while the walk
+    // runs ends it early (the kernel's iteration restarts): read again
+    // next time.
+    for entry in map.iter().take(maps::NCGROUP as usize) {
+        let Ok((k, per_cpu)) = entry else { break };
+        let mut c = LightCgroup {
+            id: k.id,
+            path: None,
+            dev: dev_of(k.slot),
+            op: OPS.get(k.op as usize).unwrap_or(&"other").to_string(),
+            le: vec![0; maps::NLE],
+            ..Default::default()
+        };
+        for v in per_cpu.iter() {
+            c.ios += v.ios;
+            c.bytes += v.bytes;
+            c.time_ns = c.time_ns.wrapping_add(v.time_ns);
+            for (t, b) in c.le.iter_mut().zip(v.le.iter()) {
+                *t += u64::from(*b);
+            }
+        }
+        c.timed = c.le.iter().sum();
+        out.push(c);
+    }
+    Ok(out)
 }
