@@ -12,8 +12,8 @@ use super::sched::{Holder, LongWait};
 use super::Analysis;
 use crate::ingest::light::LightInputs;
 use crate::model::light::{
-    comm_string, LightCounters, LightDoc, ProgramStats, SlowPolicy, SlowRequest, StageHist,
-    WaitRecord,
+    comm_string, LightCgroups, LightCounters, LightDoc, ProgramStats, SlowPolicy, SlowRequest,
+    StageHist, WaitRecord,
 };
 use serde::Serialize;
 
@@ -44,6 +44,41 @@ pub struct LightSummary {
     pub accounting: String,
     /// Whether runqueue waits were watched (the scheduler's hooks ran).
     pub runqueue: bool,
+    /// Requests by the cgroup they were charged to.
+    pub cgroups: CgroupsSummary,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CgroupsSummary {
+    /// False: the capture did not count by cgroup (made before it did).
+    pub counted: bool,
+    /// The hierarchy the cgroups' paths are in.
+    pub hierarchy: String,
+    /// Whether writeback was charged to the cgroup that dirtied the pages;
+    /// if not, the flusher's writes are the root cgroup's.
+    pub writeback_charged: bool,
+    /// The largest entries, most requests first.
+    pub top: Vec<CgroupSummary>,
+    /// The entries not kept: how many, their requests and bytes.
+    pub rest_entries: u64,
+    pub rest_ios: u64,
+    pub rest_bytes: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CgroupSummary {
+    /// Its path, or why there is none.
+    pub cgroup: String,
+    pub id: u64,
+    pub device: String,
+    pub op: String,
+    pub ios: u64,
+    pub bytes: u64,
+    /// Mean total time of its timed requests (ns; None: none timed).
+    pub mean_ns: Option<u64>,
+    /// The `le` bound at or under which 99 % of them completed (ns; None:
+    /// none timed, or over the last bound).
+    pub p99_at_most_ns: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -126,6 +161,31 @@ pub struct ProgramSummary {
     pub ns_per_run: f64,
 }
 
+fn cgroups(c: &LightCgroups) -> CgroupsSummary {
+    CgroupsSummary {
+        counted: c.counted,
+        hierarchy: c.hierarchy.clone(),
+        writeback_charged: c.writeback_charged,
+        top: c
+            .top
+            .iter()
+            .map(|e| CgroupSummary {
+                cgroup: e.name(),
+                id: e.id,
+                device: e.dev.clone(),
+                op: e.op.clone(),
+                ios: e.ios,
+                bytes: e.bytes,
+                mean_ns: (e.timed > 0).then(|| e.time_ns / e.timed),
+                p99_at_most_ns: e.quantile_bound_ns(0.99),
+            })
+            .collect(),
+        rest_entries: c.rest.entries,
+        rest_ios: c.rest.ios,
+        rest_bytes: c.rest.bytes,
+    }
+}
+
 fn dist(h: &StageHist) -> LatencyDist {
     LatencyDist::from_ranges(h.rows(), u128::from(h.sum_ns))
 }
@@ -169,6 +229,7 @@ pub fn apply(a: &mut Analysis, light: &LightInputs) {
         missing_events: doc.missing_events.clone(),
         accounting: doc.accounting.clone(),
         runqueue: doc.runqueue,
+        cgroups: cgroups(&doc.cgroups),
     };
     apply_devices(a, doc, &mut summary);
     apply_cpus(a, doc, &light.waits);

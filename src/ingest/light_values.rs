@@ -5,7 +5,7 @@
 //! warning that names the file and the key. What is left out is unknown,
 //! not zero: the warning says so.
 
-use crate::model::light::{LightDoc, StageHist, NBUCKET};
+use crate::model::light::{LightDoc, StageHist, CGROUPS_KEPT, LE_NS, NBUCKET};
 use serde_json::Value;
 use std::path::Path;
 
@@ -65,12 +65,37 @@ pub fn checked(mut doc: LightDoc, file: &Path) -> (LightDoc, Vec<String>) {
         &mut leave_out,
     );
     keep_plausible(
+        &mut doc.cgroups.top,
+        "cgroups.top",
+        |c| format!("cgroup entry {} on {} ({})", c.id, c.dev, c.op),
+        "figures",
+        &mut leave_out,
+    );
+    keep_plausible(
         &mut doc.programs,
         "programs",
         |prog| format!("program {}", prog.name),
         "run time",
         &mut leave_out,
     );
+    let top = &mut doc.cgroups.top;
+    if top.len() > CGROUPS_KEPT {
+        warnings.push(format!(
+            "{file}: cgroups.top: {} entries, where a capture keeps {CGROUPS_KEPT}; the rest were left out, their figures unknown",
+            top.len()
+        ));
+        top.truncate(CGROUPS_KEPT);
+    }
+    for (i, c) in top.iter_mut().enumerate() {
+        if c.le.len() > LE_NS.len() + 1 {
+            warnings.push(format!(
+                "{file}: cgroups.top[{i}].le: {} buckets, where there are {}; the rest were skipped",
+                c.le.len(),
+                LE_NS.len() + 1
+            ));
+            c.le.truncate(LE_NS.len() + 1);
+        }
+    }
     (doc, warnings)
 }
 

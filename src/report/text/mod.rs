@@ -4,7 +4,7 @@
 use crate::analyze::block::btt::{Interval, Intervals};
 use crate::analyze::block::DeviceSummary;
 use crate::analyze::histogram::Percentiles;
-use crate::analyze::light::{LightDeviceSummary, LightSummary};
+use crate::analyze::light::{CgroupsSummary, LightDeviceSummary, LightSummary};
 use crate::analyze::Analysis;
 use crate::report::escape::{escape, join_escaped, Esc};
 use std::fmt::Write;
@@ -149,6 +149,7 @@ pub fn render_with(a: &Analysis, found: &[crate::diagnose::Finding], all: bool) 
         let _ = writeln!(out, "{line}\n");
     }
     if let Some(l) = &a.light {
+        light_cgroups(&mut out, &l.cgroups);
         light_programs(&mut out, l);
     }
     if b.devices.len() > 1 && a.light.is_none() {
@@ -245,6 +246,62 @@ fn not_recorded(out: &mut String, a: &Analysis) {
         "(record them: iosleuth record --events {})\n",
         missing.join(",")
     );
+}
+
+/// Rows of the cgroup table printed, most requests first.
+const CGROUPS_SHOWN: usize = 8;
+
+/// A light capture's requests by the cgroup they were charged to.
+fn light_cgroups(out: &mut String, c: &CgroupsSummary) {
+    if !c.counted {
+        let _ = writeln!(
+            out,
+            "requests by cgroup: not counted by this capture (made before iosleuth counted them)\n"
+        );
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "requests by cgroup (the cgroup each request's first bio was charged to{}):",
+        if c.hierarchy.is_empty() {
+            "; no cgroup hierarchy mounted, so no paths".to_string()
+        } else {
+            format!(", paths in {}", Esc(&c.hierarchy))
+        }
+    );
+    let _ = writeln!(
+        out,
+        "  {:<40} {:>8} {:>6} {:>9} {:>10} {:>10} {:>10}",
+        "cgroup", "device", "op", "requests", "MiB", "avg µs", "p99 ≤ µs"
+    );
+    for e in c.top.iter().take(CGROUPS_SHOWN) {
+        let _ = writeln!(
+            out,
+            "  {:<40} {:>8} {:>6} {:>9} {:>10.1} {:>10} {:>10}",
+            Esc(&e.cgroup),
+            Esc(&e.device),
+            Esc(&e.op),
+            e.ios,
+            e.bytes as f64 / (1 << 20) as f64,
+            e.mean_ns.map_or("-".into(), us),
+            e.p99_at_most_ns.map_or_else(|| "-".into(), us),
+        );
+    }
+    let hidden = c.top.len().saturating_sub(CGROUPS_SHOWN) as u64;
+    let (n, ios) = (
+        hidden + c.rest_entries,
+        c.top.iter().skip(CGROUPS_SHOWN).map(|e| e.ios).sum::<u64>() + c.rest_ios,
+    );
+    if n > 0 {
+        let _ = writeln!(out, "  ... {n} more entries with {ios} requests");
+    }
+    if !c.writeback_charged {
+        let _ = writeln!(
+            out,
+            "  writeback by the kernel's flusher is charged to the root cgroup here (cgroup writeback needs cgroup v2 with the io and memory controllers): a buffered writer's cgroup shows only what it wrote back itself (fsync, O_SYNC, O_DIRECT)"
+        );
+    }
+    out.push('\n');
 }
 
 /// The BPF programs' own cost (`record --light --bpf-stats`).
