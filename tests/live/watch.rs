@@ -123,6 +123,30 @@ fn le_index(seconds: f64) -> usize {
     LE.iter().position(|&b| seconds <= b).unwrap_or(LE.len())
 }
 
+/// promtool's own check of the format and its naming rules: no word.
+fn promtool_check(text: &str) {
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let checked = promtool.wait_with_output().unwrap();
+    assert!(
+        checked.status.success() && checked.stdout.is_empty() && checked.stderr.is_empty(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
+}
+
 /// A PromQL instant query's single value, from Prometheus' HTTP API.
 fn promql(prom: SocketAddr, query: &str) -> Option<f64> {
     let mut enc = String::new();
@@ -159,27 +183,7 @@ fn prometheus_scrapes_watch_and_agrees_with_iosleuths_own_p99() {
     let dir = tempdir();
     let watch = Watch::start(&dir.path().join("watch.log"), &[]);
 
-    // promtool's own check of the format and its naming rules.
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    promtool
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(watch.metrics().as_bytes())
-        .unwrap();
-    let checked = promtool.wait_with_output().unwrap();
-    assert!(
-        checked.status.success() && checked.stdout.is_empty() && checked.stderr.is_empty(),
-        "promtool check metrics: {}{}",
-        String::from_utf8_lossy(&checked.stdout),
-        String::from_utf8_lossy(&checked.stderr)
-    );
+    promtool_check(&watch.metrics());
 
     // Prometheus, scraping every second.
     let prom: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
@@ -418,6 +422,200 @@ fn watch_killed_leaves_no_program_loaded() {
     wait_for("no program left after SIGKILL", 5, || {
         our_programs().is_empty()
     });
+}
+
+/// A cgroup made for a test in the I/O controller's hierarchy, removed
+/// when dropped.
+struct TestCgroup {
+    dir: std::path::PathBuf,
+    /// Its path as watch labels it.
+    label: String,
+}
+
+impl TestCgroup {
+    fn new(h: &iosleuth::testing::IoHierarchy, name: &str) -> TestCgroup {
+        let label = format!("/iosleuth-test-{}-{name}", std::process::id());
+        let dir = h.root.join(&label[1..]);
+        std::fs::create_dir(&dir).unwrap();
+        TestCgroup { dir, label }
+    }
+
+    /// `sh -c SCRIPT` run from inside the cgroup (its children too).
+    fn run(&self, script: &str) -> String {
+        run(Command::new("sh").arg("-c").arg(format!(
+            "echo $$ > {}/cgroup.procs && {script}",
+            self.dir.display()
+        )))
+    }
+
+    /// The kernel's own count of the bios charged to this cgroup on `dev`
+    /// (`maj:min`): read bytes, write bytes, read bios.
+    fn kernel_counts(&self, dev: &str) -> (u64, u64, u64) {
+        let read = |f: &str| std::fs::read_to_string(self.dir.join(f)).unwrap_or_default();
+        let v1 = |f: &str, what: &str| -> u64 {
+            read(f)
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("{dev} {what} "))?.parse().ok())
+                .unwrap_or(0)
+        };
+        if self.dir.join("io.stat").exists() {
+            let stat = read("io.stat");
+            let line = stat.lines().find(|l| l.starts_with(&format!("{dev} ")));
+            let field = |k: &str| -> u64 {
+                line.and_then(|l| {
+                    l.split_whitespace()
+                        .find_map(|kv| kv.strip_prefix(&format!("{k}="))?.parse().ok())
+                })
+                .unwrap_or(0)
+            };
+            (field("rbytes"), field("wbytes"), field("rios"))
+        } else {
+            (
+                v1("blkio.throttle.io_service_bytes", "Read"),
+                v1("blkio.throttle.io_service_bytes", "Write"),
+                v1("blkio.throttle.io_serviced", "Read"),
+            )
+        }
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        // Its processes have exited; the kernel may take a moment to let go.
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Per-cgroup series: fio in two cgroups, direct reads in one and
+/// buffered writes with an fsync in the other, shows in two series with
+/// the I/O the kernel charged to each (its own per-cgroup counts, which
+/// the writes' fsync charges to the writer even without cgroup
+/// writeback), and those series pass promtool.
+#[test]
+#[ignore = "live: needs root, BTF, loop devices, cgroups and fio; scripts/test runs it"]
+fn watch_serves_each_cgroups_requests_in_its_own_series() {
+    let _live = live();
+    need_programs(&["promtool", "fio"]);
+    let h = iosleuth::testing::io_hierarchy()
+        .expect("test cannot run: no cgroup hierarchy holds the I/O controller");
+    if h.v2 {
+        let on = std::fs::read_to_string(h.root.join("cgroup.subtree_control")).unwrap_or_default();
+        assert!(
+            on.split_whitespace().any(|c| c == "io"),
+            "test cannot run: the io controller is not enabled in {}/cgroup.subtree_control",
+            h.root.display()
+        );
+    }
+    let disk = LoopDevice::create(64, true).expect("loop device");
+    let (name, dev) = (
+        disk.name.clone(),
+        disk.dev().unwrap().to_string().replace(',', ":"),
+    );
+    let dir = tempdir();
+    let watch = Watch::start(&dir.path().join("watch.log"), &[]);
+    let (reader, writer) = (TestCgroup::new(&h, "reader"), TestCgroup::new(&h, "writer"));
+    let path = disk.path.display().to_string();
+    reader.run(&format!(
+        "exec fio --name=r --filename={path} --rw=randread --bs=4k --direct=1 --ioengine=psync --size=16M --number_ios=3000 --output=/dev/null"
+    ));
+    writer.run(&format!(
+        "exec fio --name=w --filename={path} --rw=write --bs=64k --direct=0 --ioengine=psync --offset=32M --size=8M --end_fsync=1 --output=/dev/null"
+    ));
+    let series = |text: &str, family: &str, cg: &str, op: &str| -> u64 {
+        sample(
+            text,
+            &format!("{family}{{cgroup=\"{cg}\",device=\"{name}\",op=\"{op}\"}}"),
+        )
+        .unwrap_or(0.0) as u64
+    };
+    let mut text = String::new();
+    wait_for("the reader's 3000 requests in its series", 15, || {
+        text = watch.metrics();
+        series(
+            &text,
+            "iosleuth_cgroup_requests_total",
+            &reader.label,
+            "read",
+        ) >= 3000
+            && series(&text, "iosleuth_cgroup_bytes_total", &writer.label, "write") > 0
+    });
+    // Another second: the last completions of the writer's fsync are in.
+    std::thread::sleep(Duration::from_millis(1500));
+    text = watch.metrics();
+    let (r_read, r_written, r_bios) = reader.kernel_counts(&dev);
+    let (_, w_written, _) = writer.kernel_counts(&dev);
+
+    // The reader: fio's 3000 direct reads, as many as the kernel charged.
+    assert_eq!(
+        series(
+            &text,
+            "iosleuth_cgroup_requests_total",
+            &reader.label,
+            "read"
+        ),
+        3000
+    );
+    assert_eq!(r_bios, 3000);
+    assert_eq!(
+        series(&text, "iosleuth_cgroup_bytes_total", &reader.label, "read"),
+        r_read
+    );
+    assert_eq!(r_read, 3000 * 4096);
+    assert_eq!(
+        series(
+            &text,
+            "iosleuth_cgroup_request_seconds_count",
+            &reader.label,
+            "read"
+        ),
+        3000,
+        "every read timed"
+    );
+    assert_eq!(r_written, 0);
+    assert_eq!(
+        series(
+            &text,
+            "iosleuth_cgroup_requests_total",
+            &reader.label,
+            "write"
+        ),
+        0
+    );
+    // The writer: the bytes the kernel charged to it, which its fsync
+    // wrote back (the flusher's part, if it raced the fsync, went to the
+    // root cgroup without cgroup writeback).
+    let w_bytes = series(&text, "iosleuth_cgroup_bytes_total", &writer.label, "write");
+    assert_eq!(w_bytes, w_written, "{text}");
+    assert!(
+        w_bytes >= 4 << 20,
+        "the writer's fsync wrote back {w_bytes} bytes of 8 MiB"
+    );
+    assert_eq!(
+        series(
+            &text,
+            "iosleuth_cgroup_requests_total",
+            &writer.label,
+            "read"
+        ),
+        0
+    );
+    // Every byte written to the disk, in some cgroup's series.
+    let all_written: u64 = text
+        .lines()
+        .filter(|l| {
+            l.starts_with("iosleuth_cgroup_bytes_total{")
+                && l.contains(&format!("device=\"{name}\",op=\"write\""))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(all_written, 8 << 20, "{text}");
+    promtool_check(&text);
+    watch.stop();
 }
 
 /// `lab run NAME --watch`: beside the bad runs of the slow device and of
