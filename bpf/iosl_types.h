@@ -41,9 +41,20 @@ struct blkcg_gq___iosl {
 	struct blkcg___iosl *blkcg;
 } __attribute__((preserve_access_index));
 
+struct bvec_iter___iosl {
+	__u32 bi_size;
+} __attribute__((preserve_access_index));
+
 struct bio___iosl {
 	struct block_device___iosl *bi_bdev;
+	__u32 bi_opf;
+	struct bvec_iter___iosl bi_iter;
 	struct blkcg_gq___iosl *bi_blkg;
+} __attribute__((preserve_access_index));
+
+/* A work item: the function it runs (blk-throttle's dispatch). */
+struct work_struct___iosl {
+	void *func;
 } __attribute__((preserve_access_index));
 
 struct request___iosl {

@@ -674,6 +674,64 @@ int BPF_PROG(iosl_requeue, struct request___iosl *rq)
 	return 0;
 }
 
+/* Bios held back by blk-throttle are submitted again, later, by its
+ * dispatch work (blk_throtl_dispatch_work_fn on the kthrotld workqueue):
+ * a bio queued by the worker thread running that work is one the limit
+ * held. The function's address comes from /proc/kallsyms (0: none here,
+ * and the three programs are not attached). Per CPU, the thread running
+ * the dispatch work there (0: none); a worker preempted by another thread
+ * keeps its mark, since the mark names it. */
+const volatile __u64 throtl_dispatch_fn = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} dispatching SEC(".maps");
+
+SEC("tp_btf/workqueue_execute_start")
+int BPF_PROG(iosl_wq_start, struct work_struct___iosl *work)
+{
+	void *fn = 0;
+	bpf_probe_read_kernel(&fn, sizeof(fn), &work->func);
+	if ((__u64)fn != throtl_dispatch_fn)
+		return 0;
+	__u32 zero = 0;
+	__u32 *tid = bpf_map_lookup_elem(&dispatching, &zero);
+	if (tid)
+		*tid = (__u32)bpf_get_current_pid_tgid();
+	return 0;
+}
+
+/* The work may be freed by its end: only the thread is compared. */
+SEC("tp_btf/workqueue_execute_end")
+int BPF_PROG(iosl_wq_end)
+{
+	__u32 zero = 0;
+	__u32 *tid = bpf_map_lookup_elem(&dispatching, &zero);
+	if (tid && *tid && *tid == (__u32)bpf_get_current_pid_tgid())
+		*tid = 0;
+	return 0;
+}
+
+static __always_inline __u32 bio_slot(struct bio___iosl *bio);
+
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(iosl_bio_queue, struct bio___iosl *bio)
+{
+	__u32 zero = 0;
+	__u32 *tid = bpf_map_lookup_elem(&dispatching, &zero);
+	if (!tid || !*tid || *tid != (__u32)bpf_get_current_pid_tgid())
+		return 0;
+	struct counters *c = counters_of(bio_slot(bio));
+	if (c) {
+		c->throttled += 1;
+		c->throttled_bytes += bio->bi_iter.bi_size;
+	}
+	return 0;
+}
+
 static __always_inline __u32 bio_slot(struct bio___iosl *bio)
 {
 	return slot_of(bio->bi_bdev->bd_dev);
@@ -1047,5 +1105,8 @@ NOP_TP_BTF(iosl_nop_irq_in, irq_handler_entry)
 NOP_TP_BTF(iosl_nop_irq_out, irq_handler_exit)
 NOP_TP_BTF(iosl_nop_sirq_in, softirq_entry)
 NOP_TP_BTF(iosl_nop_sirq_out, softirq_exit)
+NOP_TP_BTF(iosl_nop_wq_in, workqueue_execute_start)
+NOP_TP_BTF(iosl_nop_wq_out, workqueue_execute_end)
+NOP_TP_BTF(iosl_nop_bio_queue, block_bio_queue)
 SEC("tracepoint/jbd2/jbd2_checkpoint")
 int iosl_nop_event(void *ctx) { return 0; }

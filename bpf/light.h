@@ -73,6 +73,10 @@ struct counters {
 	/* Completions whose (cgroup, device, operation) found no room in the
 	 * cgroups map: counted by device, not by cgroup. */
 	__u64 cgroup_full;
+	/* Bios held back by a cgroup's I/O limit (blk-throttle), counted when
+	 * its dispatch work submits them again, and their bytes. */
+	__u64 throttled;
+	__u64 throttled_bytes;
 	/* Scratch, not a counter: the end sector of that previous request. */
 	__u64 last_end;
 };

@@ -110,6 +110,9 @@ pub struct LightDeviceSummary {
     /// Requests in flight at issue (the request included).
     pub depth: Percentiles,
     pub counters: LightCounters,
+    /// Bios held back by a cgroup's I/O limit: (bios, bytes); None when
+    /// the capture could not count them (unknown, not zero).
+    pub throttled: Option<(u64, u64)>,
 }
 
 impl SlowRequestSummary {
@@ -319,6 +322,7 @@ fn apply_devices(a: &mut Analysis, doc: &LightDoc, summary: &mut LightSummary) {
             ops,
             depth: depth.summary(),
             counters: *c,
+            throttled: doc.throttle.then_some((c.throttled, c.throttled_bytes)),
         });
         warn_losses(a, &d.dev, c);
     }

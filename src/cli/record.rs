@@ -106,6 +106,7 @@ impl RecordArgs {
             floor: self.light_floor,
             accounting: self.accounting.into(),
             runqueue: self.runqueue == super::args::OnOff::On,
+            ..Default::default()
         }
     }
 }

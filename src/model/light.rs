@@ -104,6 +104,11 @@ pub struct LightDoc {
     /// made before it was counted).
     #[serde(default)]
     pub cgroups: LightCgroups,
+    /// Whether bios held back by blk-throttle were counted (`throttled`
+    /// per device); false: unknown (no dispatch work to recognise them by,
+    /// or a capture made before they were counted).
+    #[serde(default)]
+    pub throttle: bool,
 }
 
 impl Default for LightDoc {
@@ -122,6 +127,7 @@ impl Default for LightDoc {
             accounting: state_accounting(),
             runqueue: watched(),
             cgroups: LightCgroups::default(),
+            throttle: false,
         }
     }
 }
@@ -396,6 +402,12 @@ pub struct LightCounters {
     /// device's figures, not in any cgroup's.
     #[serde(default)]
     pub cgroup_full: u64,
+    /// Bios held back by a cgroup's I/O limit, and their bytes (counted as
+    /// blk-throttle's dispatch work submitted them again).
+    #[serde(default)]
+    pub throttled: u64,
+    #[serde(default)]
+    pub throttled_bytes: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -659,6 +671,8 @@ impl LightCounters {
             seq_requests: self.seq_requests.saturating_sub(b.seq_requests),
             by_stamps: self.by_stamps.saturating_sub(b.by_stamps),
             cgroup_full: self.cgroup_full.saturating_sub(b.cgroup_full),
+            throttled: self.throttled.saturating_sub(b.throttled),
+            throttled_bytes: self.throttled_bytes.saturating_sub(b.throttled_bytes),
         }
     }
 }

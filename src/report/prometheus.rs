@@ -31,6 +31,9 @@ pub struct Scrape<'a> {
     /// without one keep `maj,min` (and the catch-all is `other`).
     pub names: &'a [(String, String)],
     pub cpus: &'a [LightCpu],
+    /// Whether bios held by blk-throttle are counted (else their families
+    /// have no samples, and `not_watched` says why).
+    pub throttle: bool,
     /// Per (cgroup label, device, operation): `other` sums the cgroups
     /// without their own series.
     pub cgroups: &'a [(String, &'a LightCgroup)],
@@ -315,6 +318,24 @@ pub fn render(s: &Scrape) -> String {
                 &[("device", dev), ("reason", reason)],
                 n,
             );
+        }
+    }
+    let throttled: [(&str, &str, Count); 2] = [
+        (
+            "iosleuth_block_throttled_bios_total",
+            "Bios held back by a cgroup's I/O limit (blk-throttle), counted as its dispatch work submits them.",
+            |c| c.throttled,
+        ),
+        (
+            "iosleuth_block_throttled_bytes_total",
+            "Bytes of those bios.",
+            |c| c.throttled_bytes,
+        ),
+    ];
+    for (name, help, value) in throttled {
+        o.family(name, "counter", help);
+        for (dev, d) in devices.iter().filter(|_| s.throttle) {
+            o.sample(name, &[("device", dev)], value(&d.counters));
         }
     }
     cgroup_families(&mut o, s.cgroups, &name_of);

@@ -568,6 +568,7 @@ fn watch_loop(
             names: &names,
             cpus: &latest.cpus,
             cgroups: &series.series(),
+            throttle: session.throttle(),
             wait_min_ns: WAIT_MIN_NS,
             ring: ring_figures,
             process: process::figures(),
@@ -641,6 +642,7 @@ fn finish(
             cgroups_since(&latest.cgroups, &p.from.cgroups),
             CGROUPS_KEPT,
         ),
+        throttle: !missing.iter().any(|m| m.starts_with("throttled bios")),
     };
     let records: Vec<Vec<u8>> = ring
         .lock()
@@ -659,8 +661,9 @@ fn session_missing(session: &LightSession) -> Vec<String> {
         .iter()
         .map(|e| format!("event {e}"))
         .collect();
-    // The light programs hook no throttling tracepoint.
-    out.push("throttled bios (blk-throttle)".into());
+    if !session.throttle() {
+        out.push("throttled bios (no blk-throttle dispatch work found in /proc/kallsyms)".into());
+    }
     out
 }
 

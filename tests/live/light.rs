@@ -9,6 +9,7 @@ use iosleuth::testing::LoopDevice;
 use iosleuth::testing::Stall;
 use iosleuth::testing::{LightDoc, SlowRequest, SLOW_HEADER, SLOW_RECORD};
 use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Live and with the kernel's BTF, which --light needs.
@@ -354,4 +355,82 @@ fn light_counts_a_task_made_real_time_while_running() {
         "{:#}",
         report["findings"]
     );
+}
+
+/// Bios held back by a cgroup's I/O limit are counted on their device, as
+/// many as perf sees blk-throttle's workers queue: blk-throttle lets a
+/// slice's worth through at once and holds the next until the following
+/// slice, so 300 direct reads at 100 a second hold about one in ten. The
+/// same reads with no limit hold none.
+#[test]
+#[ignore = "live: needs root, BTF, loop devices, cgroups and perf; scripts/test runs it"]
+fn light_counts_the_bios_a_cgroup_limit_held() {
+    let _live = light_live();
+    need_programs(&["perf"]);
+    let h = crate::cgroup::io_hierarchy();
+    let disk = LoopDevice::create(64, true).expect("loop device");
+    let dev = disk.dev().unwrap().to_string();
+    let majmin = dev.replace(',', ":");
+    let dir = tempdir();
+    for limited in [true, false] {
+        let cg = crate::cgroup::TestCgroup::new(&h, if limited { "limited" } else { "free" });
+        if limited {
+            let (file, line) = if h.v2 {
+                ("io.max", format!("{majmin} riops=100"))
+            } else {
+                ("blkio.throttle.read_iops_device", format!("{majmin} 100"))
+            };
+            std::fs::write(cg.dir.join(file), line).unwrap();
+        }
+        let cap = dir.path().join(format!("cap-{limited}"));
+        let perf_data = dir.path().join(format!("perf-{limited}.data"));
+        let script = format!(
+            "echo $$ > {}/cgroup.procs && exec dd if={} of=/dev/null bs=4k count=300 iflag=direct status=none",
+            cg.dir.display(),
+            disk.path.display()
+        );
+        run(Command::new("perf")
+            .args(["record", "-q", "-e", "block:block_bio_queue", "-a", "-o"])
+            .arg(&perf_data)
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_iosleuth"))
+            .args(["record", "--light", "-o"])
+            .arg(&cap)
+            .args(["--", "sh", "-c", &script]));
+        // perf's count: bios queued on the disk by blk-throttle's workers.
+        let perf_script = run(Command::new("perf")
+            .args(["script", "-F", "comm,trace", "-i"])
+            .arg(&perf_data));
+        let by_workers = perf_script
+            .lines()
+            .filter(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.len() > 2 && f[0].starts_with("kworker") && f[1] == dev && f[2].starts_with('R')
+            })
+            .count() as u64;
+        let d = doc(&cap);
+        assert!(d.throttle, "throttled bios not counted on this kernel");
+        let c = &d.devices.iter().find(|x| x.dev == dev).unwrap().counters;
+        assert_eq!(
+            c.throttled, by_workers,
+            "perf saw {by_workers} queued by workers"
+        );
+        assert_eq!(c.throttled_bytes, c.throttled * 4096);
+        if limited {
+            assert!(
+                (15..=60).contains(&c.throttled),
+                "{} of 300 reads held at 100 a second",
+                c.throttled
+            );
+        } else {
+            assert_eq!(c.throttled, 0);
+        }
+        let text = run(iosleuth().arg("report").arg(&cap));
+        let said = format!(
+            "held by cgroup I/O limits {} ({:.1} MiB)",
+            c.throttled,
+            c.throttled_bytes as f64 / 1048576.0
+        );
+        assert!(text.contains(&said), "{said} not in:\n{text}");
+    }
 }

@@ -8,6 +8,7 @@
 mod common;
 
 mod block;
+mod cgroup;
 mod event_sets;
 mod interrupt;
 mod iostat;

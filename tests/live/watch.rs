@@ -5,6 +5,7 @@
 
 use crate::common;
 
+use crate::cgroup::TestCgroup;
 use common::*;
 use iosleuth::testing::{LoopDevice, Stall};
 use std::io::{Read, Write};
@@ -424,73 +425,6 @@ fn watch_killed_leaves_no_program_loaded() {
     });
 }
 
-/// A cgroup made for a test in the I/O controller's hierarchy, removed
-/// when dropped.
-struct TestCgroup {
-    dir: std::path::PathBuf,
-    /// Its path as watch labels it.
-    label: String,
-}
-
-impl TestCgroup {
-    fn new(h: &iosleuth::testing::IoHierarchy, name: &str) -> TestCgroup {
-        let label = format!("/iosleuth-test-{}-{name}", std::process::id());
-        let dir = h.root.join(&label[1..]);
-        std::fs::create_dir(&dir).unwrap();
-        TestCgroup { dir, label }
-    }
-
-    /// `sh -c SCRIPT` run from inside the cgroup (its children too).
-    fn run(&self, script: &str) -> String {
-        run(Command::new("sh").arg("-c").arg(format!(
-            "echo $$ > {}/cgroup.procs && {script}",
-            self.dir.display()
-        )))
-    }
-
-    /// The kernel's own count of the bios charged to this cgroup on `dev`
-    /// (`maj:min`): read bytes, write bytes, read bios.
-    fn kernel_counts(&self, dev: &str) -> (u64, u64, u64) {
-        let read = |f: &str| std::fs::read_to_string(self.dir.join(f)).unwrap_or_default();
-        let v1 = |f: &str, what: &str| -> u64 {
-            read(f)
-                .lines()
-                .find_map(|l| l.strip_prefix(&format!("{dev} {what} "))?.parse().ok())
-                .unwrap_or(0)
-        };
-        if self.dir.join("io.stat").exists() {
-            let stat = read("io.stat");
-            let line = stat.lines().find(|l| l.starts_with(&format!("{dev} ")));
-            let field = |k: &str| -> u64 {
-                line.and_then(|l| {
-                    l.split_whitespace()
-                        .find_map(|kv| kv.strip_prefix(&format!("{k}="))?.parse().ok())
-                })
-                .unwrap_or(0)
-            };
-            (field("rbytes"), field("wbytes"), field("rios"))
-        } else {
-            (
-                v1("blkio.throttle.io_service_bytes", "Read"),
-                v1("blkio.throttle.io_service_bytes", "Write"),
-                v1("blkio.throttle.io_serviced", "Read"),
-            )
-        }
-    }
-}
-
-impl Drop for TestCgroup {
-    fn drop(&mut self) {
-        // Its processes have exited; the kernel may take a moment to let go.
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
 /// Per-cgroup series: fio in two cgroups, direct reads in one and
 /// buffered writes with an fsync in the other, shows in two series with
 /// the I/O the kernel charged to each (its own per-cgroup counts, which
@@ -501,16 +435,7 @@ impl Drop for TestCgroup {
 fn watch_serves_each_cgroups_requests_in_its_own_series() {
     let _live = live();
     need_programs(&["promtool", "fio"]);
-    let h = iosleuth::testing::io_hierarchy()
-        .expect("test cannot run: no cgroup hierarchy holds the I/O controller");
-    if h.v2 {
-        let on = std::fs::read_to_string(h.root.join("cgroup.subtree_control")).unwrap_or_default();
-        assert!(
-            on.split_whitespace().any(|c| c == "io"),
-            "test cannot run: the io controller is not enabled in {}/cgroup.subtree_control",
-            h.root.display()
-        );
-    }
+    let h = crate::cgroup::io_hierarchy();
     let disk = LoopDevice::create(64, true).expect("loop device");
     let (name, dev) = (
         disk.name.clone(),

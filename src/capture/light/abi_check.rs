@@ -200,6 +200,8 @@ fn every_map_value_struct_of_light_h_is_laid_out_as_its_mirror() {
                 issued,
                 retired,
                 cgroup_full,
+                throttled,
+                throttled_bytes,
                 last_end,
             }),
         ),

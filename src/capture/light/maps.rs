@@ -83,6 +83,8 @@ pub struct Counters {
     pub issued: u64,
     pub retired: u64,
     pub cgroup_full: u64,
+    pub throttled: u64,
+    pub throttled_bytes: u64,
     /// Scratch of the issue program (the previous request's end), not a count.
     pub last_end: u64,
 }

@@ -67,6 +67,13 @@ const BLOCK_COUNTERS: [(&str, &str); 5] = [
     ("iosl_rqmerge", "block_rq_merge"),
     ("iosl_split", "block_split"),
 ];
+/// Bios held back by blk-throttle, counted as its dispatch work submits
+/// them again (attached where the kernel has that work).
+const THROTTLE: [(&str, &str); 3] = [
+    ("iosl_wq_start", "workqueue_execute_start"),
+    ("iosl_wq_end", "workqueue_execute_end"),
+    ("iosl_bio_queue", "block_bio_queue"),
+];
 const SCHEDULER: [(&str, &str); 3] = [
     ("iosl_wakeup", "sched_wakeup"),
     ("iosl_wakeup_new", "sched_wakeup_new"),
@@ -86,6 +93,7 @@ fn all_programs() -> impl Iterator<Item = &'static (&'static str, &'static str)>
         .iter()
         .chain(&ISSUE_COMPLETE_STATE)
         .chain(&BLOCK_COUNTERS)
+        .chain(&THROTTLE)
         .chain(&SCHEDULER)
         .chain(&INTERRUPTS)
 }
@@ -102,6 +110,7 @@ fn programs(opts: &LightOptions) -> Vec<(&'static str, &'static str)> {
     let mut chosen: Vec<(&str, &str)> = issue_complete
         .iter()
         .chain(&BLOCK_COUNTERS)
+        .chain(if opts.throttle { &THROTTLE[..] } else { &[] })
         .chain(if floor_scheduler { &SCHEDULER[..] } else { &[] })
         .chain(&INTERRUPTS)
         .copied()
@@ -143,7 +152,7 @@ fn event_program(event: &str) -> String {
 
 /// The floor of the overhead benchmark: the same hooks with programs that
 /// return at once.
-const FLOOR_PROGRAMS: [(&str, &str); 14] = [
+const FLOOR_PROGRAMS: [(&str, &str); 17] = [
     ("iosl_nop_issue", "block_rq_issue"),
     ("iosl_nop_compl", "block_rq_complete"),
     ("iosl_nop_requeue", "block_rq_requeue"),
@@ -158,6 +167,9 @@ const FLOOR_PROGRAMS: [(&str, &str); 14] = [
     ("iosl_nop_irq_out", "irq_handler_exit"),
     ("iosl_nop_sirq_in", "softirq_entry"),
     ("iosl_nop_sirq_out", "softirq_exit"),
+    ("iosl_nop_wq_in", "workqueue_execute_start"),
+    ("iosl_nop_wq_out", "workqueue_execute_end"),
+    ("iosl_nop_bio_queue", "block_bio_queue"),
 ];
 const FLOOR_EVENT_PROGRAM: &str = "iosl_nop_event";
 
@@ -182,6 +194,9 @@ pub struct LightOptions {
     pub accounting: Accounting,
     /// Attach the scheduler's hooks (runqueue waits and who held the CPU).
     pub runqueue: bool,
+    /// Count bios held back by blk-throttle (off where the kernel has no
+    /// dispatch work to recognise them by: `start` says so).
+    pub throttle: bool,
 }
 
 impl Default for LightOptions {
@@ -193,8 +208,30 @@ impl Default for LightOptions {
             floor: false,
             accounting: Accounting::default(),
             runqueue: true,
+            throttle: true,
         }
     }
+}
+
+/// blk-throttle's dispatch work, which submits the bios a limit held.
+const THROTTLE_DISPATCH_FN: &str = "blk_throtl_dispatch_work_fn";
+
+/// The address of a kernel function from /proc/kallsyms (None: absent,
+/// or hidden: kptr_restrict shows 0 to those without CAP_SYSLOG).
+fn kernel_symbol(name: &str) -> Option<u64> {
+    use std::io::BufRead;
+    let f = std::fs::File::open("/proc/kallsyms").ok()?;
+    std::io::BufReader::new(f)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            let mut w = l.split_whitespace();
+            let (addr, _, sym) = (w.next()?, w.next()?, w.next()?);
+            (sym == name && w.next().is_none())
+                .then(|| u64::from_str_radix(addr, 16).ok())
+                .flatten()
+                .filter(|&a| a != 0)
+        })
 }
 
 pub struct LightSession {
@@ -254,12 +291,19 @@ impl LightSession {
         let cpus =
             aya::util::nr_cpus().map_err(|(_, e)| err("cannot count CPUs")(e.to_string()))?;
         let cap_per_cpu: u32 = opts.cap_per_s.div_ceil(cpus as u32);
+        // Throttled bios are counted where blk-throttle's dispatch work
+        // can be recognised (the session then says they were).
+        let mut opts = opts.clone();
+        let throtl_fn = kernel_symbol(THROTTLE_DISPATCH_FN).filter(|_| opts.throttle);
+        opts.throttle = throtl_fn.is_some();
+        let opts = &opts;
         let mut ebpf = EbpfLoader::new()
             .btf(Some(&btf))
             .override_global("cap_per_cpu", &cap_per_cpu, true)
             .override_global("wait_min_ns", &WAIT_MIN_NS, true)
             .override_global("nr_cpus", &(cpus as u32), true)
             .override_global("depth_mask", &depth_mask(cpus as u32), true)
+            .override_global("throtl_dispatch_fn", &throtl_fn.unwrap_or(0), true)
             .load(OBJECT)
             .map_err(load_error)?;
         let stats = if opts.bpf_stats {
@@ -416,6 +460,7 @@ impl LightSession {
             cpus,
             wait_min_ns: WAIT_MIN_NS,
             missing_events: std::mem::take(&mut self.missing_events),
+            throttle: self.opts.throttle,
             accounting: self.opts.accounting.name().into(),
             runqueue,
             cgroups,
@@ -459,6 +504,11 @@ impl LightSession {
                 .find(|s| s.slot == slot)
                 .map_or_else(|| "other".to_string(), |s| s.dev.clone())
         })
+    }
+
+    /// Whether bios held back by blk-throttle are counted (`throttled`).
+    pub fn throttle(&self) -> bool {
+        self.opts.throttle
     }
 
     /// The context events this kernel could not attach to.

@@ -59,6 +59,8 @@ pub(super) fn device(
         total.seq_requests += c.seq_requests;
         total.by_stamps += c.by_stamps;
         total.cgroup_full += c.cgroup_full;
+        total.throttled += c.throttled;
+        total.throttled_bytes += c.throttled_bytes;
     }
     let mut ops = std::collections::BTreeMap::new();
     for (op, name) in OPS.iter().enumerate() {
@@ -120,6 +122,8 @@ pub(super) fn device(
             seq_requests: total.seq_requests,
             by_stamps: total.by_stamps,
             cgroup_full: total.cgroup_full,
+            throttled: total.throttled,
+            throttled_bytes: total.throttled_bytes,
         },
     })
 }

@@ -99,14 +99,21 @@ pub(super) fn device(
         let bios = (requests + l.merges()).saturating_sub(k.splits);
         let _ = writeln!(
             out,
-            "bios queued not recorded (light capture; requests - splits + merges = {bios}), merged {} (back {}, front {}), requests merged {}, split {}, requeued {}, errors {}; remapped and FUA not recorded\n",
+            "bios queued not recorded (light capture; requests - splits + merges = {bios}), merged {} (back {}, front {}), requests merged {}, split {}, requeued {}, errors {}, {}; remapped and FUA not recorded\n",
             k.back_merges + k.front_merges,
             k.back_merges,
             k.front_merges,
             k.rq_merges,
             k.splits,
             k.requeues,
-            k.errors
+            k.errors,
+            match l.throttled {
+                Some((n, bytes)) => format!(
+                    "held by cgroup I/O limits {n} ({:.1} MiB)",
+                    bytes as f64 / 1048576.0
+                ),
+                None => "held by cgroup I/O limits not counted".into(),
+            }
         );
         light_device(out, d, l);
         return;
