@@ -89,6 +89,8 @@ struct counters {
  * same as src/report/prometheus.rs, then +Inf). */
 #define NCGROUP 4096
 #define NLE 20
+/* Entries of each CPU's direct-mapped table, tried before the hash map. */
+#define NCGCACHE 256
 
 struct cg_key {
 	__u64 id;
@@ -97,6 +99,11 @@ struct cg_key {
 };
 
 struct cg_stats {
+	/* The key, in the per-CPU table only (op_used: its op + 1; 0: the
+	 * entry is free). */
+	__u64 id;
+	__u32 slot;
+	__u32 op_used;
 	/* Requests completed and their bytes (every part of a request). */
 	__u64 ios;
 	__u64 bytes;

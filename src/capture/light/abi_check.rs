@@ -139,6 +139,7 @@ fn every_constant_of_light_h_is_the_one_user_space_uses() {
         ("NSOFTIRQ", Some(NSOFTIRQ as u64)),
         ("NCGROUP", Some(u64::from(NCGROUP))),
         ("NLE", Some(NLE as u64)),
+        ("NCGCACHE", Some(u64::from(NCGCACHE))),
         ("REC_SLOW", Some(u64::from(REC_SLOW))),
         ("REC_EVENT", Some(u64::from(REC_EVENT))),
         ("REC_WAIT", Some(u64::from(REC_WAIT))),
@@ -209,6 +210,9 @@ fn every_map_value_struct_of_light_h_is_laid_out_as_its_mirror() {
         (
             "cg_stats",
             rust_layout!(CgStats {
+                id,
+                slot,
+                op_used,
                 ios,
                 bytes,
                 time_ns,

@@ -19,8 +19,9 @@ pub const MAP_THRESHOLD: &str = "threshold";
 pub const MAP_RECORDS: &str = "records";
 pub const MAP_CPU_STATS: &str = "cpu_stats";
 pub const MAP_CGROUPS: &str = "cgroups";
+pub const MAP_CG_CACHE: &str = "cg_cache";
 #[cfg(test)]
-pub const MAPS: [&str; 9] = [
+pub const MAPS: [&str; 10] = [
     MAP_DEV_SLOT,
     MAP_LATENCY,
     MAP_SIZES,
@@ -30,10 +31,12 @@ pub const MAPS: [&str; 9] = [
     MAP_RECORDS,
     MAP_CPU_STATS,
     MAP_CGROUPS,
+    MAP_CG_CACHE,
 ];
 
 /// Entries of the cgroups map, and the bounds of its histograms (+Inf).
 pub const NCGROUP: u32 = 4096;
+pub const NCGCACHE: u32 = 256;
 pub const NLE: usize = crate::model::light::LE_NS.len() + 1;
 
 /// The stages of a request, in the order of `latency`'s keys.
@@ -101,6 +104,9 @@ pub struct CgKey {
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 pub struct CgStats {
+    pub id: u64,
+    pub slot: u32,
+    pub op_used: u32,
     pub ios: u64,
     pub bytes: u64,
     pub time_ns: u64,

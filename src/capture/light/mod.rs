@@ -498,7 +498,10 @@ impl LightSession {
         let map: PerCpuHashMap<_, CgKey, CgStats> =
             PerCpuHashMap::try_from(self.ebpf.map(maps::MAP_CGROUPS).expect("cgroups map"))
                 .map_err(|e| err("cgroups map")(e.to_string()))?;
-        read::cgroups(&map, |slot| {
+        let cache: PerCpuArray<_, CgStats> =
+            PerCpuArray::try_from(self.ebpf.map(maps::MAP_CG_CACHE).expect("cg_cache map"))
+                .map_err(|e| err("cg_cache map")(e.to_string()))?;
+        read::cgroups(&map, &cache, |slot| {
             self.slots
                 .iter()
                 .find(|s| s.slot == slot)

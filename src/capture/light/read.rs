@@ -128,36 +128,58 @@ pub(super) fn device(
     })
 }
 
-/// Every (cgroup, device, operation) the kernel counted, summed over
-/// CPUs; `dev_of` names a slot's device. Paths are not resolved here.
+/// Every (cgroup, device, operation) the kernel counted, in the per-CPU
+/// tables and the hash map, summed over CPUs; `dev_of` names a slot's
+/// device. Paths are not resolved here.
 pub(super) fn cgroups(
     map: &PerCpuHashMap<&MapData, CgKey, CgStats>,
+    cache: &PerCpuArray<&MapData, CgStats>,
     dev_of: impl Fn(u32) -> String,
 ) -> Result<Vec<LightCgroup>, CaptureError> {
-    let mut out = Vec::new();
-    // The map holds at most NCGROUP keys; an entry deleted while the walk
-    // runs ends it early (the kernel's iteration restarts): read again
-    // next time.
-    for entry in map.iter().take(maps::NCGROUP as usize) {
-        let Ok((k, per_cpu)) = entry else { break };
-        let mut c = LightCgroup {
+    let read = |e: aya::maps::MapError| err("cannot read the light maps")(e.to_string());
+    let mut sums: std::collections::BTreeMap<CgKey, LightCgroup> = Default::default();
+    let mut add = |k: CgKey, v: &CgStats| {
+        let c = sums.entry(k).or_insert_with(|| LightCgroup {
             id: k.id,
             path: None,
             dev: dev_of(k.slot),
             op: OPS.get(k.op as usize).unwrap_or(&"other").to_string(),
             le: vec![0; maps::NLE],
             ..Default::default()
-        };
-        for v in per_cpu.iter() {
-            c.ios += v.ios;
-            c.bytes += v.bytes;
-            c.time_ns = c.time_ns.wrapping_add(v.time_ns);
-            for (t, b) in c.le.iter_mut().zip(v.le.iter()) {
-                *t += u64::from(*b);
+        });
+        c.ios += v.ios;
+        c.bytes += v.bytes;
+        c.time_ns = c.time_ns.wrapping_add(v.time_ns);
+        for (t, b) in c.le.iter_mut().zip(v.le.iter()) {
+            *t += u64::from(*b);
+        }
+    };
+    for i in 0..maps::NCGCACHE {
+        for v in cache.get(&i, 0).map_err(read)?.iter() {
+            if v.op_used > 0 {
+                let k = CgKey {
+                    id: v.id,
+                    slot: v.slot,
+                    op: v.op_used - 1,
+                };
+                add(k, v);
             }
         }
-        c.timed = c.le.iter().sum();
-        out.push(c);
     }
-    Ok(out)
+    // The map holds at most NCGROUP keys; an entry deleted while the walk
+    // runs ends it early (the kernel's iteration restarts): read again
+    // next time.
+    for entry in map.iter().take(maps::NCGROUP as usize) {
+        let Ok((k, per_cpu)) = entry else { break };
+        for v in per_cpu.iter() {
+            add(k, v);
+        }
+    }
+    Ok(sums
+        .into_values()
+        .map(|mut c| {
+            c.timed = c.le.iter().sum();
+            c
+        })
+        .collect())
 }
