@@ -1128,8 +1128,5 @@ NOP_TP_BTF(iosl_nop_irq_in, irq_handler_entry)
 NOP_TP_BTF(iosl_nop_irq_out, irq_handler_exit)
 NOP_TP_BTF(iosl_nop_sirq_in, softirq_entry)
 NOP_TP_BTF(iosl_nop_sirq_out, softirq_exit)
-NOP_TP_BTF(iosl_nop_wq_in, workqueue_execute_start)
-NOP_TP_BTF(iosl_nop_wq_out, workqueue_execute_end)
-NOP_TP_BTF(iosl_nop_bio_queue, block_bio_queue)
 SEC("tracepoint/jbd2/jbd2_checkpoint")
 int iosl_nop_event(void *ctx) { return 0; }

@@ -37,6 +37,47 @@ pub fn walk(root: &Path, max_dirs: usize, max_depth: usize, mut f: impl FnMut(&P
     }
 }
 
+/// The files that hold a cgroup's I/O limits: v2's `io.max`, v1's
+/// `blkio.throttle.*_device`.
+pub const LIMIT_FILES: [&str; 5] = [
+    "io.max",
+    "blkio.throttle.read_bps_device",
+    "blkio.throttle.write_bps_device",
+    "blkio.throttle.read_iops_device",
+    "blkio.throttle.write_iops_device",
+];
+
+/// The lines of a limit file that set a limit: io.max lists every device
+/// ("rbps=max wbps=max ..." is none), a v1 file only those with one (a
+/// value of 0 removes it).
+pub fn limit_lines(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| {
+            l.split_whitespace()
+                .skip(1)
+                .any(|kv| !kv.ends_with("=max") && kv.contains('='))
+                || (!l.contains('=') && l.split_whitespace().nth(1).is_some_and(|v| v != "0"))
+        })
+        .collect()
+}
+
+/// Whether some cgroup of the I/O controller's hierarchy has an I/O
+/// limit (blk-throttle holds bios only then). The walk stops at the
+/// first, and is bounded like the others.
+pub fn io_limits_set() -> bool {
+    let Some(h) = io_hierarchy() else {
+        return false;
+    };
+    let mut found = false;
+    walk(&h.root, 4096, 8, |dir| {
+        found = LIMIT_FILES
+            .iter()
+            .any(|f| fs::read_to_string(dir.join(f)).is_ok_and(|t| !limit_lines(&t).is_empty()));
+        !found
+    });
+    found
+}
+
 /// The hierarchy whose cgroups the block layer charges I/O to.
 #[derive(Clone, Debug, PartialEq)]
 pub struct IoHierarchy {
@@ -204,5 +245,11 @@ cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
         });
         assert_eq!(visited, 2);
         assert!(!h.writeback_charged(), "no io or memory controller here");
+        assert!(limit_lines("7:0 rbps=max wbps=max riops=max wiops=max\n").is_empty());
+        assert_eq!(
+            limit_lines("7:0 rbps=max riops=100\n8:0 rbps=max\n"),
+            ["7:0 rbps=max riops=100"]
+        );
+        assert_eq!(limit_lines("7:0 100\n8:0 0\n"), ["7:0 100"]);
     }
 }

@@ -151,31 +151,15 @@ fn ext4_journals(mounts: &Value) -> Value {
 /// `blkio.throttle.*_device` lines, by cgroup path. The walk is bounded:
 /// a machine may have thousands of cgroups.
 fn cgroup_io_limits() -> Value {
-    const FILES: &[&str] = &[
-        "io.max",
-        "blkio.throttle.read_bps_device",
-        "blkio.throttle.write_bps_device",
-        "blkio.throttle.read_iops_device",
-        "blkio.throttle.write_iops_device",
-    ];
+    use super::cgroups::{limit_lines, walk, LIMIT_FILES};
     let mut out = Map::new();
-    super::cgroups::walk(Path::new("/sys/fs/cgroup"), 4096, 8, |dir| {
+    walk(Path::new("/sys/fs/cgroup"), 4096, 8, |dir| {
         let mut limits = Map::new();
-        for f in FILES {
+        for f in LIMIT_FILES {
             let Some(text) = read(dir.join(f)) else {
                 continue;
             };
-            // io.max lists every device; "rbps=max wbps=max …" is no limit.
-            let set: Vec<&str> = text
-                .lines()
-                .filter(|l| {
-                    l.split_whitespace()
-                        .skip(1)
-                        .any(|kv| !kv.ends_with("=max") && kv.contains('='))
-                        || (!l.contains('=')
-                            && l.split_whitespace().nth(1).is_some_and(|v| v != "0"))
-                })
-                .collect();
+            let set = limit_lines(&text);
             if !set.is_empty() {
                 limits.insert(f.to_string(), Value::String(set.join("\n")));
             }

@@ -10,6 +10,9 @@ use crate::model::light::{LIGHT, MODE};
 use crate::model::manifest::Manifest;
 use std::path::Path;
 
+/// How often a recording checks for cgroup I/O limits (s).
+const THROTTLE_CHECK_S: f64 = 2.0;
+
 pub fn record(
     output: &Path,
     opts: &LightOptions,
@@ -32,17 +35,27 @@ pub fn record(
         .map_err(|e| Error::bad_input(format!("cannot create {}: {e}", output.display())))?;
     workload::install_signal_handlers();
     let before = snapshot::take();
-    let session = LightSession::start(opts, output, None)?;
+    let session = std::cell::RefCell::new(LightSession::start(opts, output, None)?);
     let mut sample = serde_json::Value::Null;
     let w = Workload {
         command,
         duration,
         envs: &[],
     };
-    let status = workload::run(&w, &mut |pid| sample = snapshot::workload(pid), &|_| {
+    // Every few seconds (the progress callback's clock): the throttle
+    // counters' hooks follow whether a cgroup has an I/O limit.
+    let checked = std::cell::Cell::new(0.0);
+    let status = workload::run(&w, &mut |pid| sample = snapshot::workload(pid), &|t| {
+        if t - checked.get() >= THROTTLE_CHECK_S {
+            checked.set(t);
+            let _ = session.borrow_mut().refresh_throttle();
+        }
         String::new()
     });
-    let doc = session.stop().map_err(|e| Error::failed(e.message()))?;
+    let doc = session
+        .into_inner()
+        .stop()
+        .map_err(|e| Error::failed(e.message()))?;
     let write = |name: &str, value: &serde_json::Value| {
         std::fs::write(
             output.join(name),

@@ -94,6 +94,12 @@ pub struct WatchArgs {
     /// "other".
     #[arg(long, default_value = "20", value_name = "N")]
     cgroups: usize,
+    /// Also run the full recorder (`iosleuth record`, every event set)
+    /// for this many seconds from each trigger that keeps a capture; it
+    /// lands in the capture as `full/`, diagnosed. Costs what `record`
+    /// costs while it runs, and its disk space counts in --quota.
+    #[arg(long, value_name = "S", requires = "dir", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    burst: Option<u64>,
 }
 
 fn ms_ns(ms: f64, what: &str) -> Result<Option<u64>> {
@@ -151,6 +157,7 @@ pub fn run(a: WatchArgs) -> Result<ExitStatus> {
         duration_s: a.duration,
         accounting: a.accounting.into(),
         cgroups: a.cgroups,
+        burst_s: a.burst,
         runqueue: match a.runqueue {
             RunqueueArg::Auto => Policy::Auto,
             RunqueueArg::On => Policy::On,

@@ -6,6 +6,7 @@
 //! quota. SIGTERM and SIGINT stop it (the programs go with their file
 //! descriptors), SIGHUP reopens its log.
 
+pub mod burst;
 pub mod cgroups;
 pub mod http;
 pub mod keep;
@@ -59,6 +60,8 @@ pub struct WatchOptions {
     pub runqueue: runqueue::Policy,
     /// Cgroups served under their own labels at most.
     pub cgroups: usize,
+    /// Run the full recorder this many seconds beside each kept capture.
+    pub burst_s: Option<u64>,
 }
 
 /// The default address: localhost only; port 19690 lies outside the
@@ -166,6 +169,8 @@ struct Pending {
     fired_unix: i64,
     from: Reading,
     snapshot: serde_json::Value,
+    /// The full recorder running beside it (`--burst`).
+    burst: Option<burst::Burst>,
 }
 
 /// What a background diagnosis sends back.
@@ -174,6 +179,20 @@ struct Diagnosed {
     reason: String,
     findings: Vec<ActiveFinding>,
     top: String,
+    /// What became of the full record burst beside it, if one ran.
+    burst: Option<String>,
+}
+
+impl Diagnosed {
+    /// `DIR (reason): top finding[; the full capture's]`.
+    fn line(&self) -> String {
+        let mut l = format!("{} ({}): {}", self.dir.display(), self.reason, self.top);
+        if let Some(b) = &self.burst {
+            l.push_str("; ");
+            l.push_str(b);
+        }
+        l
+    }
 }
 
 /// What the HTTP side serves, rebuilt once a second.
@@ -246,6 +265,7 @@ pub fn run(opts: WatchOptions) -> Result<ExitStatus> {
     let (formats, _scratch) = match &opts.dir {
         Some(dir) => {
             keep::claim(dir).map_err(Error::bad_input)?;
+            burst::remove_leftovers(dir);
             let f = dir.join(keep::FORMATS_DIR);
             let _ = std::fs::remove_dir_all(&f);
             (f, None)
@@ -373,6 +393,9 @@ fn watch_loop(
                     log.line(&format!("{n} new disk(s) counted apart"));
                 }
             }
+            if let Err(e) = session.refresh_throttle() {
+                log.line(&format!("throttled bios: {}", e.message()));
+            }
         }
         tick += 1;
         if let Some(change) = rq.second(runqueue::context_switches()) {
@@ -463,12 +486,20 @@ fn watch_loop(
                     log.line(&format!("trigger: {}", reason.describe()));
                     let from = reading_at(&readings, now.saturating_sub(opts.before_s * SECOND))
                         .expect("a reading");
+                    let fired_unix = unix_now();
+                    let burst = match (opts.burst_s, &opts.dir) {
+                        (Some(s), Some(root)) => burst::Burst::start(root, fired_unix, s)
+                            .map_err(|e| log.line(&format!("full record burst: {e}")))
+                            .ok(),
+                        _ => None,
+                    };
                     pending = Some(Pending {
                         reason,
                         fired_ns: now,
-                        fired_unix: unix_now(),
+                        fired_unix,
                         from: from.clone(),
                         snapshot: snapshot::document(snapshot::take(), serde_json::Value::Null),
+                        burst,
                     });
                     last_capture_ns = Some(now);
                 }
@@ -507,13 +538,8 @@ fn watch_loop(
             }
             match done {
                 Ok(d) => {
-                    log.line(&format!(
-                        "kept {} ({}): {}",
-                        d.dir.display(),
-                        d.reason,
-                        d.top
-                    ));
-                    kept.push(format!("{} ({}): {}", d.dir.display(), d.reason, d.top));
+                    log.line(&format!("kept {}", d.line()));
+                    kept.push(d.line());
                     // The page shows the last 50: keep no more than that.
                     if kept.len() > KEPT_LISTED {
                         kept.drain(..kept.len() - KEPT_LISTED);
@@ -592,17 +618,15 @@ fn watch_loop(
     }
     // A capture still collecting its after-seconds ends now, shorter.
     if let (Some(p), Some(last)) = (pending.take(), readings.back()) {
+        if let Some(b) = &p.burst {
+            b.interrupt();
+        }
         let watched = rq_since.is_some_and(|s| s <= p.from.at_ns);
         let _ = done_tx.send(finish(opts, &missing, watched, p, last, ring));
     }
     while let Ok(done) = done_rx.try_recv() {
         match done {
-            Ok(d) => log.line(&format!(
-                "kept {} ({}): {}",
-                d.dir.display(),
-                d.reason,
-                d.top
-            )),
+            Ok(d) => log.line(&format!("kept {}", d.line())),
             Err(e) => log.line(&format!("a kept capture could not be diagnosed: {e}")),
         }
     }
@@ -615,7 +639,7 @@ fn finish(
     opts: &WatchOptions,
     missing: &[String],
     runqueue: bool,
-    p: Pending,
+    mut p: Pending,
     latest: &Reading,
     ring: &Mutex<RecordRing>,
 ) -> std::result::Result<Diagnosed, String> {
@@ -651,7 +675,10 @@ fn finish(
         .map(<[u8]>::to_vec)
         .collect();
     let root = opts.dir.as_deref().ok_or("captures only with --dir")?;
-    keep_and_diagnose(root, &p, &doc, &records)
+    let burst = p.burst.take();
+    let mut d = keep_and_diagnose(root, &p, &doc, &records)?;
+    d.burst = burst.map(|b| b.finish(&d.dir));
+    Ok(d)
 }
 
 /// What the light programs cannot see here, as the metrics say it.
@@ -716,6 +743,7 @@ fn keep_and_diagnose(
         reason: p.reason.name().to_string(),
         findings,
         top,
+        burst: None,
     })
 }
 

@@ -110,7 +110,6 @@ fn programs(opts: &LightOptions) -> Vec<(&'static str, &'static str)> {
     let mut chosen: Vec<(&str, &str)> = issue_complete
         .iter()
         .chain(&BLOCK_COUNTERS)
-        .chain(if opts.throttle { &THROTTLE[..] } else { &[] })
         .chain(if floor_scheduler { &SCHEDULER[..] } else { &[] })
         .chain(&INTERRUPTS)
         .copied()
@@ -152,7 +151,7 @@ fn event_program(event: &str) -> String {
 
 /// The floor of the overhead benchmark: the same hooks with programs that
 /// return at once.
-const FLOOR_PROGRAMS: [(&str, &str); 17] = [
+const FLOOR_PROGRAMS: [(&str, &str); 14] = [
     ("iosl_nop_issue", "block_rq_issue"),
     ("iosl_nop_compl", "block_rq_complete"),
     ("iosl_nop_requeue", "block_rq_requeue"),
@@ -167,9 +166,6 @@ const FLOOR_PROGRAMS: [(&str, &str); 17] = [
     ("iosl_nop_irq_out", "irq_handler_exit"),
     ("iosl_nop_sirq_in", "softirq_entry"),
     ("iosl_nop_sirq_out", "softirq_exit"),
-    ("iosl_nop_wq_in", "workqueue_execute_start"),
-    ("iosl_nop_wq_out", "workqueue_execute_end"),
-    ("iosl_nop_bio_queue", "block_bio_queue"),
 ];
 const FLOOR_EVENT_PROGRAM: &str = "iosl_nop_event";
 
@@ -244,7 +240,10 @@ pub struct LightSession {
     latency: PerCpuArray<MapData, Hist>,
     slots: Vec<DiskSlot>,
     /// The scheduler's hooks while attached.
-    sched_links: Vec<(&'static str, aya::programs::tp_btf::BtfTracePointLinkId)>,
+    sched_links: Links,
+    /// The throttle counters' hooks while attached (while some cgroup has
+    /// an I/O limit: without one no bio is held).
+    throttle_links: Links,
     opts: LightOptions,
     started_ns: u64,
     missing_events: Vec<String>,
@@ -294,7 +293,8 @@ impl LightSession {
         // Throttled bios are counted where blk-throttle's dispatch work
         // can be recognised (the session then says they were).
         let mut opts = opts.clone();
-        let throtl_fn = kernel_symbol(THROTTLE_DISPATCH_FN).filter(|_| opts.throttle);
+        let throtl_fn =
+            kernel_symbol(THROTTLE_DISPATCH_FN).filter(|_| opts.throttle && !opts.floor);
         opts.throttle = throtl_fn.is_some();
         let opts = &opts;
         let mut ebpf = EbpfLoader::new()
@@ -332,6 +332,9 @@ impl LightSession {
         // watched.
         if !opts.floor {
             load_btf(&mut ebpf, &btf, &SCHEDULER)?;
+            if opts.throttle {
+                load_btf(&mut ebpf, &btf, &THROTTLE)?;
+            }
         }
         let missing_events = match &tracefs {
             Ok(t) => {
@@ -377,35 +380,37 @@ impl LightSession {
                 .map_err(|e| err("latency map")(e.to_string()))?,
             slots,
             sched_links: Vec::new(),
+            throttle_links: Vec::new(),
             opts: opts.clone(),
             started_ns,
             missing_events,
             _tracefs: tracefs.ok(),
         };
         session.set_runqueue(opts.runqueue)?;
+        session.refresh_throttle()?;
         Ok(session)
     }
 
     /// Attaches or detaches the scheduler's hooks (runqueue waits and who
     /// held the CPU); nothing when they already are as asked.
     pub fn set_runqueue(&mut self, on: bool) -> Result<(), CaptureError> {
-        if self.opts.floor || on != self.sched_links.is_empty() {
+        if self.opts.floor {
             return Ok(());
         }
-        for (name, tp) in SCHEDULER {
-            let p = btf_program(&mut self.ebpf, name)?;
-            if on {
-                let link = p
-                    .attach()
-                    .map_err(|e| load_error(format!("attaching {name} to {tp}: {e}")))?;
-                self.sched_links.push((name, link));
-            } else if let Some(i) = self.sched_links.iter().position(|(n, _)| *n == name) {
-                let (_, link) = self.sched_links.swap_remove(i);
-                p.detach(link)
-                    .map_err(|e| err("cannot detach")(format!("{name}: {e}")))?;
-            }
+        set_attached(&mut self.ebpf, &mut self.sched_links, &SCHEDULER, on)
+    }
+
+    /// Attaches the throttle counters' hooks while some cgroup has an I/O
+    /// limit, detaches them while none has (then no bio can be held, and
+    /// the hooks would cost a bio hook per bio for nothing). Called at the
+    /// start and every few seconds; returns whether they are attached.
+    pub fn refresh_throttle(&mut self) -> Result<bool, CaptureError> {
+        if !self.opts.throttle {
+            return Ok(false);
         }
-        Ok(())
+        let on = crate::capture::cgroups::io_limits_set();
+        set_attached(&mut self.ebpf, &mut self.throttle_links, &THROTTLE, on)?;
+        Ok(on)
     }
 
     /// Whether the scheduler's hooks are attached.
@@ -418,7 +423,11 @@ impl LightSession {
         let stats = self.program_stats();
         let runqueue = self.runqueue();
         // Detach first: nothing new arrives while the maps are read.
-        for (name, _) in programs(&self.opts).iter().chain(&SCHEDULER) {
+        for (name, _) in programs(&self.opts)
+            .iter()
+            .chain(&SCHEDULER)
+            .chain(&THROTTLE)
+        {
             let p: Option<&mut BtfTracePoint> =
                 self.ebpf.program_mut(name).and_then(|p| p.try_into().ok());
             if let Some(p) = p {
@@ -569,6 +578,9 @@ impl LightSession {
         if !self.sched_links.is_empty() {
             names.extend(SCHEDULER);
         }
+        if !self.throttle_links.is_empty() {
+            names.extend(THROTTLE);
+        }
         let events: Vec<String> = if self.opts.floor {
             vec![FLOOR_EVENT_PROGRAM.into()]
         } else {
@@ -591,6 +603,35 @@ impl LightSession {
             })
             .collect()
     }
+}
+
+type Links = Vec<(&'static str, aya::programs::tp_btf::BtfTracePointLinkId)>;
+
+/// Attaches (or detaches) the loaded `programs`, keeping their links in
+/// `links`; nothing when they already are as asked.
+fn set_attached(
+    ebpf: &mut Ebpf,
+    links: &mut Links,
+    programs: &[(&'static str, &'static str)],
+    on: bool,
+) -> Result<(), CaptureError> {
+    if on != links.is_empty() {
+        return Ok(());
+    }
+    for (name, tp) in programs {
+        let p = btf_program(ebpf, name)?;
+        if on {
+            let link = p
+                .attach()
+                .map_err(|e| load_error(format!("attaching {name} to {tp}: {e}")))?;
+            links.push((name, link));
+        } else if let Some(i) = links.iter().position(|(n, _)| n == name) {
+            let (_, link) = links.swap_remove(i);
+            p.detach(link)
+                .map_err(|e| err("cannot detach")(format!("{name}: {e}")))?;
+        }
+    }
+    Ok(())
 }
 
 /// The same map through a second file descriptor.
