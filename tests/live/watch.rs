@@ -315,7 +315,9 @@ fn prometheus_scrapes_watch_and_agrees_with_iosleuths_own_p99() {
 
 /// A loop device that holds every 50th write 150 ms: the slow-request
 /// trigger fires, and the capture it keeps is diagnosed as the device's
-/// latency; the metrics then carry the trigger and the finding.
+/// latency; the metrics then carry the trigger and the finding. With
+/// --burst the full recorder runs beside it, and its capture, moved into
+/// the kept one as `full/`, is diagnosed the same.
 #[test]
 #[ignore = "live: needs root, BTF and loop devices; scripts/test runs it"]
 fn watch_keeps_a_diagnosed_capture_when_a_device_stalls() {
@@ -339,12 +341,16 @@ fn watch_keeps_a_diagnosed_capture_when_a_device_stalls() {
             "5",
             "--after",
             "2",
+            "--burst",
+            "4",
         ],
     );
+    // 20 stalls over 3 s: the full recorder, started by the first, sees
+    // the next ones.
     run(Command::new("dd")
         .arg("if=/dev/zero")
         .arg(format!("of={}", disk.path.display()))
-        .args(["bs=4k", "count=400", "oflag=direct", "status=none"]));
+        .args(["bs=4k", "count=1000", "oflag=direct", "status=none"]));
     let report = || -> Option<std::path::PathBuf> {
         std::fs::read_dir(&kept)
             .ok()?
@@ -393,6 +399,37 @@ fn watch_keeps_a_diagnosed_capture_when_a_device_stalls() {
     let log = std::fs::read_to_string(dir.path().join("watch.log")).unwrap();
     assert!(log.contains("trigger: "), "{log}");
     assert!(log.contains("device_latency_spike"), "{log}");
+    // --burst: the full recorder's capture beside it, diagnosed too.
+    let full = capture.join("full");
+    wait_for("the full record burst's diagnosis", 90, || {
+        full.join("report.json").exists()
+    });
+    let rep: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(full.join("report.json")).unwrap()).unwrap();
+    let ids: Vec<&str> = rep["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["id"].as_str())
+        .collect();
+    assert!(
+        ids.contains(&"device_latency_spike"),
+        "full capture's findings: {ids:?}\n{}",
+        std::fs::read_to_string(capture.join("full.log")).unwrap_or_default()
+    );
+    assert!(rep["light"].is_null(), "a full capture, not a light one");
+    wait_for("the burst in the log", 10, || {
+        std::fs::read_to_string(dir.path().join("watch.log"))
+            .is_ok_and(|l| l.contains("full capture"))
+    });
+    assert!(
+        !std::fs::read_dir(&kept)
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with(".burst-")),
+        "a staging directory left in {}",
+        kept.display()
+    );
     watch.stop();
 }
 
