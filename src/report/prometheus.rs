@@ -265,41 +265,60 @@ pub fn render(s: &Scrape) -> String {
         }
     }
     type Count = fn(&crate::model::light::LightCounters) -> u64;
-    let per_device: [(&str, &str, Count); 6] = [
+    // The last: no samples where throttled bios are not counted (unknown).
+    let per_device: [(&str, &str, Count, bool); 8] = [
         (
             "iosleuth_block_splits_total",
             "Bios split to fit the device's limits.",
             |c| c.splits,
+            true,
         ),
         (
             "iosleuth_block_requeues_total",
             "Requests the driver gave back to be issued again.",
             |c| c.requeues,
+            true,
         ),
         (
             "iosleuth_block_errors_total",
             "Requests completed with an error.",
             |c| c.errors,
+            true,
         ),
         (
             "iosleuth_block_partial_completions_total",
             "Completions of part of a request.",
             |c| c.partial,
+            true,
         ),
         (
             "iosleuth_block_sequential_requests_total",
             "Requests that began where the previous one issued on the same CPU to the same device ended.",
             |c| c.seq_requests,
+            true,
         ),
         (
             "iosleuth_cgroup_uncounted_requests_total",
             "Completions in the device's figures but in no cgroup's: the kernel's cgroup table was full.",
             |c| c.cgroup_full,
+            true,
+        ),
+        (
+            "iosleuth_block_throttled_bios_total",
+            "Bios held back by a cgroup's I/O limit (blk-throttle), counted as its dispatch work submits them.",
+            |c| c.throttled,
+            s.throttle,
+        ),
+        (
+            "iosleuth_block_throttled_bytes_total",
+            "Bytes of those bios.",
+            |c| c.throttled_bytes,
+            s.throttle,
         ),
     ];
-    for (name, help, value) in per_device {
+    for (name, help, value, known) in per_device {
         o.family(name, "counter", help);
-        for (dev, d) in &devices {
+        for (dev, d) in devices.iter().filter(|_| known) {
             o.sample(name, &[("device", dev)], value(&d.counters));
         }
     }
@@ -318,24 +337,6 @@ pub fn render(s: &Scrape) -> String {
                 &[("device", dev), ("reason", reason)],
                 n,
             );
-        }
-    }
-    let throttled: [(&str, &str, Count); 2] = [
-        (
-            "iosleuth_block_throttled_bios_total",
-            "Bios held back by a cgroup's I/O limit (blk-throttle), counted as its dispatch work submits them.",
-            |c| c.throttled,
-        ),
-        (
-            "iosleuth_block_throttled_bytes_total",
-            "Bytes of those bios.",
-            |c| c.throttled_bytes,
-        ),
-    ];
-    for (name, help, value) in throttled {
-        o.family(name, "counter", help);
-        for (dev, d) in devices.iter().filter(|_| s.throttle) {
-            o.sample(name, &[("device", dev)], value(&d.counters));
         }
     }
     cgroup_families(&mut o, s.cgroups, &name_of);
