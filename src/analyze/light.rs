@@ -101,6 +101,8 @@ pub struct SlowRequestSummary {
     /// Requests in flight at its issue, itself included.
     pub depth: u32,
     pub cgroup_id: u64,
+    /// The path of that cgroup, when the capture's cgroup table has it.
+    pub cgroup: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -119,10 +121,14 @@ impl SlowRequestSummary {
     /// "by NAME", or that the issuer is not known (the stamps accounting
     /// keeps no per-request state, so who issued it is not recorded).
     pub fn issuer(&self) -> String {
-        if self.comm.is_empty() && self.tid == 0 {
-            "issuer not recorded".into()
+        let who = if self.comm.is_empty() && self.tid == 0 {
+            "issuer not recorded".to_string()
         } else {
             format!("by {}", self.comm)
+        };
+        match &self.cgroup {
+            Some(c) => format!("{who}, cgroup {c}"),
+            None => who,
         }
     }
 }
@@ -221,7 +227,11 @@ pub fn apply(a: &mut Analysis, light: &LightInputs) {
         slow: doc.slow.clone(),
         devices: Vec::new(),
         programs: doc.programs.iter().map(program).collect(),
-        slowest: light.slowest.iter().map(slow_request).collect(),
+        slowest: light
+            .slowest
+            .iter()
+            .map(|r| slow_request(r, &doc.cgroups))
+            .collect(),
         wait_min_ns: doc.wait_min_ns,
         long_waits: sum_of(doc.cpus.iter().map(|c| c.long_waits)),
         waits_lost: sum_of(doc.cpus.iter().map(|c| c.waits_lost)),
@@ -472,7 +482,7 @@ fn warn_context(a: &mut Analysis, s: &LightSummary) {
     }
 }
 
-fn slow_request(r: &SlowRequest) -> SlowRequestSummary {
+fn slow_request(r: &SlowRequest, cgroups: &LightCgroups) -> SlowRequestSummary {
     SlowRequestSummary {
         device: r.dev.to_string(),
         op: crate::model::light::OPS[((r.cmd_flags & 0xff) as usize).min(3)],
@@ -488,6 +498,11 @@ fn slow_request(r: &SlowRequest) -> SlowRequestSummary {
         complete_cpu: r.complete_cpu,
         depth: r.depth,
         cgroup_id: r.cgroup_id,
+        cgroup: cgroups
+            .top
+            .iter()
+            .find(|c| c.id == r.cgroup_id && c.path.is_some())
+            .and_then(|c| c.path.clone()),
     }
 }
 

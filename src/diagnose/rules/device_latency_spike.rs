@@ -358,6 +358,21 @@ mod tests {
     }
 
     #[test]
+    fn a_light_requests_cgroup_is_named_where_the_capture_resolved_it() {
+        let mut a = light(&[(1000, 150, 150), (3000, 151, 150)]);
+        for r in &mut a.light.as_mut().unwrap().slowest {
+            r.cgroup = Some("/system.slice/db.service".into());
+        }
+        let f = fired(check(&a));
+        assert!(
+            f.title
+                .contains("by jbd2/loop0-8, cgroup /system.slice/db.service); 2 such spikes"),
+            "{}",
+            f.title
+        );
+    }
+
+    #[test]
     fn silent_for_a_light_capture_whose_slow_requests_queued() {
         assert_eq!(
             silent(check(&light(&[(1000, 150, 20), (3000, 2, 2)]))),
