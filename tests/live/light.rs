@@ -367,6 +367,9 @@ fn light_counts_a_task_made_real_time_while_running() {
 fn light_counts_the_bios_a_cgroup_limit_held() {
     let _live = light_live();
     need_programs(&["perf"]);
+    // perf mounts tracefs where it is not mounted, and leaves it: mounted
+    // here (and unmounted after) it finds it.
+    let _tracefs = iosleuth::testing::Tracefs::open().expect("tracefs");
     let h = crate::cgroup::io_hierarchy();
     let disk = LoopDevice::create(64, true).expect("loop device");
     let dev = disk.dev().unwrap().to_string();
