@@ -68,6 +68,9 @@ impl Lab {
     pub fn watch_log(&self) -> PathBuf {
         self.dir.join("watch.log")
     }
+    pub fn watch_stderr(&self) -> PathBuf {
+        self.dir.join("watch.stderr")
+    }
 
     /// `iosleuth watch` on an ephemeral port, keeping captures in
     /// `watch_dir` (one per trigger, each with its diagnosis); stopped when
@@ -99,7 +102,11 @@ impl Lab {
             .arg("--log")
             .arg(self.watch_log())
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stderr(
+                std::fs::File::create(self.watch_stderr())
+                    .map(std::process::Stdio::from)
+                    .unwrap_or_else(|_| std::process::Stdio::null()),
+            )
             .spawn()
             .map_err(|e| CaptureError::Unusable(format!("cannot start watch: {e}")))?;
         let mut w = Watching(child);

@@ -14,7 +14,8 @@ const WATCH_MUST_FIRE: [&str; 2] = ["slow-device", "rt-starvation"];
 /// How `watch` did beside the bad run: `Some(true)` as expected,
 /// `Some(false)` not, `None` not judged; and what to say.
 pub fn verdict(s: &Scenario, lab: &Lab) -> (Option<bool>, String) {
-    let log = std::fs::read_to_string(lab.watch_log()).unwrap_or_default();
+    let log = std::fs::read_to_string(lab.watch_log())
+        .unwrap_or_else(|e| format!("(cannot read {}: {e})", lab.watch_log().display()));
     let triggers: Vec<&str> = log
         .lines()
         .filter_map(|l| l.split_once("trigger: ").map(|t| t.1))
@@ -55,8 +56,12 @@ pub fn verdict(s: &Scenario, lab: &Lab) -> (Option<bool>, String) {
             // What watch said is what tells why (hooks detached, a wait
             // shorter than the trigger's bound, ...).
             None if must => format!(
-                "no trigger fired during the bad run; watch's log:\n{}",
-                log.trim_end()
+                "no trigger fired during the bad run; watch's log:\n{}{}",
+                log.trim_end(),
+                std::fs::read_to_string(lab.watch_stderr())
+                    .ok()
+                    .filter(|e| !e.trim().is_empty())
+                    .map_or_else(String::new, |e| format!("\nwatch's standard error:\n{}", e.trim_end()))
             ),
             None => "not judged: no trigger fired (this cause makes no 100 ms request nor a 100 ms runnable wait here)".into(),
         };

@@ -375,13 +375,25 @@ fn watch_loop(
     // Since when runqueue waits are watched without a break (none: not now).
     let mut rq_since = rq.on.then(snapshot::mono_ns);
     let mut series = cgroups::CgroupSeries::new(opts.cgroups);
+    // For the last log line: what the runqueue hooks sent, the longest.
+    let mut waits_seen: u64 = 0;
+    let mut longest_wait: Option<WaitRecord> = None;
+    // A stop ends the loop after one more pass: what arrived since the
+    // last second is still judged (a short run may end before the second
+    // reading, the first the triggers can compare with).
+    let mut stopping = false;
     loop {
         if STOP.load(Ordering::SeqCst)
             || opts
                 .duration_s
                 .is_some_and(|d| started.elapsed().as_secs_f64() >= d)
         {
-            break;
+            if stopping {
+                break;
+            }
+            stopping = true;
+            // The slow-request reader drains the kernel's ring every 100 ms.
+            std::thread::sleep(Duration::from_millis(250));
         }
         if REOPEN.swap(false, Ordering::SeqCst) {
             log.reopen()?;
@@ -470,6 +482,12 @@ fn watch_loop(
                     .filter_map(WaitRecord::parse)
                     .collect()
             };
+            waits_seen += waits.len() as u64;
+            if let Some(w) = waits.iter().max_by_key(|w| w.wait_ns) {
+                if longest_wait.as_ref().is_none_or(|l| w.wait_ns > l.wait_ns) {
+                    longest_wait = Some(w.clone());
+                }
+            }
             let seen = trigger::Seen {
                 window: &window,
                 last: &last,
@@ -610,7 +628,9 @@ fn watch_loop(
             p.metrics = metrics;
             p.index = index;
         }
-        sleep_until_next_second(&started);
+        if !stopping {
+            sleep_until_next_second(&started);
+        }
     }
     if let Some(b) = busy.take() {
         // A diagnosis in flight finishes: its capture is complete on disk.
@@ -630,6 +650,29 @@ fn watch_loop(
             Err(e) => log.line(&format!("a kept capture could not be diagnosed: {e}")),
         }
     }
+    // What a trigger that did not fire was judged on.
+    let triggers: Vec<String> = counts
+        .0
+        .iter()
+        .map(|(reason, acted, skipped)| format!("{reason} {acted} captured, {skipped} skipped"))
+        .collect();
+    log.line(&format!(
+        "stopping after {:.0} s: {waits_seen} runqueue waits of {} ms or more seen{}; triggers: {}",
+        started.elapsed().as_secs_f64(),
+        WAIT_MIN_NS / 1_000_000,
+        longest_wait.map_or_else(String::new, |w| format!(
+            " (the longest {:.1} ms, {} tid {} on CPU {})",
+            w.wait_ns as f64 / 1e6,
+            crate::model::light::comm_string(&w.comm),
+            w.tid,
+            w.cpu
+        )),
+        if triggers.is_empty() {
+            "none fired".to_string()
+        } else {
+            triggers.join(", ")
+        }
+    ));
     Ok(())
 }
 
