@@ -13,24 +13,25 @@ pub mod keep;
 pub mod process;
 pub mod runqueue;
 pub mod trigger;
+mod triggered;
+use triggered::{finish, Diagnosed, Pending};
 
 use crate::capture::light::ring::RecordRing;
 use crate::capture::light::{LightOptions, LightSession, WAIT_MIN_NS};
 use crate::capture::snapshot;
 use crate::error::{Error, ExitStatus, Result};
 use crate::model::light::{
-    cgroups_since, cpus_since, devices_since, keep_largest, LightCgroup, LightCpu, LightDevice,
-    LightDoc, SlowPolicy, WaitRecord, CGROUPS_KEPT, REC_WAIT,
+    devices_since, keep_largest, LightCgroup, LightCpu, LightDevice, WaitRecord, REC_WAIT,
 };
 use crate::report::prometheus::{self, ActiveFinding, RingFigures, Scrape};
 use std::collections::VecDeque;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
-use trigger::{Reason, TriggerOptions};
+use trigger::TriggerOptions;
 
 #[derive(Clone, Debug)]
 pub struct WatchOptions {
@@ -160,39 +161,6 @@ fn reading_at(readings: &VecDeque<Reading>, at_ns: u64) -> Option<&Reading> {
         .rev()
         .find(|r| r.at_ns <= at_ns)
         .or_else(|| readings.front())
-}
-
-/// A trigger acted on, collecting its after-seconds.
-struct Pending {
-    reason: Reason,
-    fired_ns: u64,
-    fired_unix: i64,
-    from: Reading,
-    snapshot: serde_json::Value,
-    /// The full recorder running beside it (`--burst`).
-    burst: Option<burst::Burst>,
-}
-
-/// What a background diagnosis sends back.
-struct Diagnosed {
-    dir: PathBuf,
-    reason: String,
-    findings: Vec<ActiveFinding>,
-    top: String,
-    /// What became of the full record burst beside it, if one ran.
-    burst: Option<String>,
-}
-
-impl Diagnosed {
-    /// `DIR (reason): top finding[; the full capture's]`.
-    fn line(&self) -> String {
-        let mut l = format!("{} ({}): {}", self.dir.display(), self.reason, self.top);
-        if let Some(b) = &self.burst {
-            l.push_str("; ");
-            l.push_str(b);
-        }
-        l
-    }
 }
 
 /// What the HTTP side serves, rebuilt once a second.
@@ -676,54 +644,6 @@ fn watch_loop(
     Ok(())
 }
 
-/// A triggered capture, from the reading at its start to the latest:
-/// written and diagnosed.
-fn finish(
-    opts: &WatchOptions,
-    missing: &[String],
-    runqueue: bool,
-    mut p: Pending,
-    latest: &Reading,
-    ring: &Mutex<RecordRing>,
-) -> std::result::Result<Diagnosed, String> {
-    let now = latest.at_ns;
-    let doc = LightDoc {
-        attach: "tp_btf".into(),
-        started_ns: p.from.at_ns,
-        stopped_ns: now,
-        slow: SlowPolicy {
-            fixed_ns: opts.slow_ns,
-            initial_ns: opts
-                .slow_ns
-                .unwrap_or(crate::capture::light::INITIAL_SLOW_NS),
-            cap_per_s: u64::from(opts.cap_per_s),
-        },
-        devices: devices_since(&latest.devices, &p.from.devices),
-        programs: Vec::new(),
-        cpus: cpus_since(&latest.cpus, &p.from.cpus),
-        wait_min_ns: WAIT_MIN_NS,
-        missing_events: missing.to_vec(),
-        accounting: opts.accounting.name().into(),
-        runqueue,
-        cgroups: crate::capture::cgroups::table(
-            cgroups_since(&latest.cgroups, &p.from.cgroups),
-            CGROUPS_KEPT,
-        ),
-        throttle: !missing.iter().any(|m| m.starts_with("throttled bios")),
-    };
-    let records: Vec<Vec<u8>> = ring
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .between(p.from.at_ns, now)
-        .map(<[u8]>::to_vec)
-        .collect();
-    let root = opts.dir.as_deref().ok_or("captures only with --dir")?;
-    let burst = p.burst.take();
-    let mut d = keep_and_diagnose(root, &p, &doc, &records)?;
-    d.burst = burst.map(|b| b.finish(&d.dir));
-    Ok(d)
-}
-
 /// What the light programs cannot see here, as the metrics say it.
 fn session_missing(session: &LightSession) -> Vec<String> {
     let mut out: Vec<String> = session
@@ -744,50 +664,6 @@ fn sleep_until_next_second(started: &std::time::Instant) {
     while started.elapsed() < next && !STOP.load(Ordering::SeqCst) {
         std::thread::sleep((next - started.elapsed()).min(Duration::from_millis(100)));
     }
-}
-
-fn keep_and_diagnose(
-    root: &Path,
-    p: &Pending,
-    doc: &LightDoc,
-    records: &[Vec<u8>],
-) -> std::result::Result<Diagnosed, String> {
-    let subject = p.reason.subject();
-    let dir = keep::write_capture(&keep::Keep {
-        root,
-        unix_s: p.fired_unix,
-        subject: &subject,
-        reason: &p.reason.describe(),
-        doc,
-        snapshot: &p.snapshot,
-        records,
-    })
-    .map_err(|e| format!("cannot write the capture in {}: {e}", root.display()))?;
-    let found = keep::diagnose(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let top = found.first().map_or_else(
-        || "no finding".to_string(),
-        |f| format!("{} {}: {}", f.severity.name().to_uppercase(), f.id, f.title),
-    );
-    let findings = found
-        .iter()
-        .map(|f| ActiveFinding {
-            rule: f.id.to_string(),
-            severity: f.severity.name().to_string(),
-            device: f
-                .evidence
-                .get("device")
-                .and_then(|d| d.as_str())
-                .unwrap_or_default()
-                .to_string(),
-        })
-        .collect();
-    Ok(Diagnosed {
-        dir,
-        reason: p.reason.name().to_string(),
-        findings,
-        top,
-        burst: None,
-    })
 }
 
 /// `/`: what is served and the captures kept, newest last.

@@ -12,7 +12,9 @@
 //! bound (it may leave out a few just under it: at most 1/32 of the bound).
 
 use crate::model::light::{LightCgroup, LightCpu, LightDevice, LightOp, StageHist, OPS};
-use std::fmt::Write;
+mod exposition;
+
+use exposition::{seconds, Out};
 
 /// The `le` bounds of every latency histogram (model::light::LE_NS, in
 /// ns): 1-2.5-5 steps from 10 µs (below any device) to 10 s (past any
@@ -75,112 +77,6 @@ pub struct ActiveFinding {
     pub rule: String,
     pub severity: String,
     pub device: String,
-}
-
-/// A label value as the format escapes it: backslash, quote, newline.
-fn label(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for c in v.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-struct Out(String);
-
-impl Out {
-    fn family(&mut self, name: &str, kind: &str, help: &str) {
-        let _ = writeln!(self.0, "# HELP {name} {help}");
-        let _ = writeln!(self.0, "# TYPE {name} {kind}");
-    }
-
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl std::fmt::Display) {
-        self.0.push_str(name);
-        if !labels.is_empty() {
-            self.0.push('{');
-            for (i, (k, v)) in labels.iter().enumerate() {
-                if i > 0 {
-                    self.0.push(',');
-                }
-                let _ = write!(self.0, "{k}=\"{}\"", label(v));
-            }
-            self.0.push('}');
-        }
-        let _ = writeln!(self.0, " {value}");
-    }
-
-    fn histogram(&mut self, name: &str, labels: &[(&str, &str)], h: &StageHist) {
-        let total = h.buckets.iter().map(|b| b.1).sum::<u64>();
-        self.cumulative(name, labels, &cumulative_le(h), total, h.sum_ns);
-    }
-
-    /// A histogram from counts already under each bound (`le`: one per
-    /// bound, then the count over them all).
-    fn le_histogram(&mut self, name: &str, labels: &[(&str, &str)], le: &[u64], sum_ns: u64) {
-        let mut cumulative = [0u64; LE_NS.len()];
-        let mut seen = 0;
-        for (c, n) in cumulative.iter_mut().zip(le) {
-            seen += n;
-            *c = seen;
-        }
-        self.cumulative(name, labels, &cumulative, le.iter().sum(), sum_ns);
-    }
-
-    fn cumulative(
-        &mut self,
-        name: &str,
-        labels: &[(&str, &str)],
-        cumulative: &[u64; LE_NS.len()],
-        total: u64,
-        sum_ns: u64,
-    ) {
-        let bucket = format!("{name}_bucket");
-        for (&le, count) in LE_NS.iter().zip(cumulative) {
-            let le = format_le(le);
-            let mut with_le: Vec<(&str, &str)> = labels.to_vec();
-            with_le.push(("le", &le));
-            self.sample(&bucket, &with_le, count);
-        }
-        let mut with_le: Vec<(&str, &str)> = labels.to_vec();
-        with_le.push(("le", "+Inf"));
-        self.sample(&bucket, &with_le, total);
-        self.sample(&format!("{name}_sum"), labels, seconds(sum_ns));
-        self.sample(&format!("{name}_count"), labels, total);
-    }
-}
-
-fn format_le(le_ns: u64) -> String {
-    let le = seconds(le_ns);
-    // Rust prints 1.0 as "1"; Prometheus' own clients write "1.0" for
-    // whole bounds, and queries match `le` as a string.
-    if le.fract() == 0.0 {
-        format!("{le:.1}")
-    } else {
-        format!("{le}")
-    }
-}
-
-fn seconds(ns: u64) -> f64 {
-    ns as f64 / 1e9
-}
-
-/// The cumulative count under each of `LE_NS`: a log-linear bucket
-/// counts under the first bound at or above its highest value.
-pub fn cumulative_le(h: &StageHist) -> [u64; LE_NS.len()] {
-    let mut out = [0u64; LE_NS.len()];
-    for (_, hi, count) in h.rows() {
-        for (&bound, slot) in LE_NS.iter().zip(out.iter_mut()) {
-            if hi <= bound {
-                *slot += count;
-            }
-        }
-    }
-    out
 }
 
 type Stage = fn(&LightOp) -> &StageHist;
@@ -608,6 +504,7 @@ const SOFTIRQS: [&str; 10] = [
 
 #[cfg(test)]
 mod tests {
+    use super::exposition::cumulative_le;
     use super::*;
     use crate::model::light::{bucket_range, NBUCKET};
 
@@ -780,7 +677,7 @@ mod tests {
     /// docs/WATCH.md's table names every family, and only those.
     #[test]
     fn the_metrics_table_of_the_docs_is_what_a_scrape_holds() {
-        let doc = include_str!("../../docs/WATCH.md");
+        let doc = include_str!("../../../docs/WATCH.md");
         let documented: Vec<String> = doc
             .lines()
             .filter_map(|l| l.strip_prefix("| `"))
@@ -794,7 +691,7 @@ mod tests {
     #[test]
     fn the_dashboard_queries_only_metrics_that_exist() {
         let dash: serde_json::Value =
-            serde_json::from_str(include_str!("../../contrib/grafana-iosleuth-watch.json"))
+            serde_json::from_str(include_str!("../../../contrib/grafana-iosleuth-watch.json"))
                 .unwrap();
         let families = all_families();
         let mut seen = 0;
