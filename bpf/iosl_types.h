@@ -57,6 +57,11 @@ struct work_struct___iosl {
 	void *func;
 } __attribute__((preserve_access_index));
 
+/* A request's state (enum mq_rq_state): idle until the driver starts it. */
+enum mq_rq_state___iosl {
+	MQ_RQ_IDLE___iosl = 0,
+};
+
 struct request___iosl {
 	struct request_queue___iosl *q;
 	struct bio___iosl *bio;
@@ -67,6 +72,7 @@ struct request___iosl {
 	/* Set at issue only when the queue keeps block stats (RQF_STATS);
 	 * 0 otherwise. */
 	__u64 io_start_time_ns;
+	enum mq_rq_state___iosl state;
 } __attribute__((preserve_access_index));
 
 /* task_cpu(): x86 keeps the task's CPU in its thread_info. */

@@ -15,6 +15,14 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/* The kernel's operations (enum req_op, include/linux/blk_types.h). */
+#define REQ_OP_MASK 0xff
+#define REQ_OP_WRITE 1
+#define REQ_OP_FLUSH 2
+#define REQ_OP_DISCARD 3
+#define REQ_OP_SECURE_ERASE 5
+#define REQ_OP_DRV_IN 34
+
 /* Counters are per CPU, and each program adds to its own fields: a
  * program that interrupts another on the same CPU never adds to the same
  * word, so plain additions lose nothing (the in-flight count, shared by
@@ -217,10 +225,39 @@ static __always_inline __u32 slot_of(__u32 dev)
 	return slot < NSLOT ? slot : 0;
 }
 
+/* The operation's group as diskstats counts it (op_stat_group): discards
+ * and secure erases are discards, the flush machinery's flushes are
+ * flushes, every other operation a read or a write by its lowest bit
+ * (op_is_write: write zeroes and zone appends are writes). src/model/light.rs
+ * op_group mirrors it. */
 static __always_inline __u32 op_of(__u32 cmd_flags)
 {
-	__u32 op = cmd_flags & 0xff;
-	return op <= 2 ? op : 3;
+	__u32 op = cmd_flags & REQ_OP_MASK;
+	if (op == REQ_OP_FLUSH)
+		return OP_FLUSH;
+	if (op == REQ_OP_DISCARD || op == REQ_OP_SECURE_ERASE)
+		return OP_DISCARD;
+	return op & 1;
+}
+
+/* Whether this completion is not one the kernel counts: a write sent with
+ * PREFLUSH or FUA to a device with a volatile cache goes through the flush
+ * machinery (block/blk-flush.c), which completes it twice, once when its
+ * data is written and again, with no bytes left, when its flush sequence
+ * ends (blk_flush_complete_seq, REQ_FSEQ_DONE). diskstats counts it once;
+ * btt and the full recorder at the first completion, the one that ends
+ * its device time, and so does this. The second is the one completion of
+ * a write with no bytes whose request a driver started: the empty write
+ * an fsync's flush sends is never started (the flush machinery sends a
+ * flush request of its own, REQ_OP_FLUSH) and is counted, as diskstats
+ * counts it. Passthrough commands (REQ_OP_DRV_*) are not I/O diskstats
+ * counts either. */
+static __always_inline int not_counted(struct request___iosl *rq)
+{
+	__u32 op = rq->cmd_flags & REQ_OP_MASK;
+	if (op >= REQ_OP_DRV_IN)
+		return 1;
+	return op == REQ_OP_WRITE && rq->__data_len == 0 && rq->state != MQ_RQ_IDLE___iosl;
 }
 
 static __always_inline struct counters *counters_of(__u32 slot)
@@ -445,6 +482,54 @@ static __always_inline void send_slow(struct request___iosl *rq, struct rq_state
 		c->slow_sent += 1;
 }
 
+/* A request's total time into its cgroup's figures. */
+static __always_inline void charge_time(struct cg_stats *cg, __u64 a2c)
+{
+	if (!cg)
+		return;
+	__u32 b = le_bucket(a2c);
+	cg->time_ns += a2c;
+	if (b < NLE)
+		cg->le[b]++;
+}
+
+/* Counts a completion as diskstats does: the bytes of every part, the
+ * request once, at its last part. Returns whether the request ended here
+ * after a driver started it: then its stages are timed. One never started
+ * (the empty write of an fsync's flush, which the flush machinery ends
+ * when its flush request does) has only a total time, the one diskstats
+ * keeps for it. */
+static __always_inline int count_completion(struct request___iosl *rq, struct counters *c,
+					    struct cg_stats *cg, __u32 slot, __u32 op,
+					    unsigned int nr_bytes, int error, __u64 now)
+{
+	if (c)
+		c->bytes[op] += nr_bytes;
+	if (cg)
+		cg->bytes += nr_bytes;
+	/* A request completed in parts: only its last part ends it. */
+	if (nr_bytes < rq->__data_len) {
+		if (c)
+			c->partial += 1;
+		return 0;
+	}
+	if (cg)
+		cg->ios += 1;
+	if (c) {
+		c->ios[op] += 1;
+		if (error)
+			c->errors += 1;
+	}
+	if (rq->state != MQ_RQ_IDLE___iosl)
+		return 1;
+	__u64 alloc = rq->start_time_ns;
+	if (alloc && alloc <= now) {
+		charge_time(cg, now - alloc);
+		add_latency(slot, op, 2, now - alloc);
+	}
+	return 0;
+}
+
 /* A completed request's stages (issued at `issue`) into the histograms,
  * its size, and to user space when slow. */
 static __always_inline void account(struct request___iosl *rq, struct rq_state *st,
@@ -454,12 +539,7 @@ static __always_inline void account(struct request___iosl *rq, struct rq_state *
 	__u64 alloc = rq->start_time_ns;
 	__u64 d2c = now > issue ? now - issue : 0;
 	__u64 a2c = alloc && alloc <= issue ? now - alloc : d2c;
-	if (cg) {
-		__u32 b = le_bucket(a2c);
-		cg->time_ns += a2c;
-		if (b < NLE)
-			cg->le[b]++;
-	}
+	charge_time(cg, a2c);
 	add_latency(slot, op, 1, d2c);
 	add_latency(slot, op, 2, a2c);
 	add_latency(slot, op, 0, a2c - d2c);
@@ -482,27 +562,13 @@ int BPF_PROG(iosl_complete, struct request___iosl *rq, int error, unsigned int n
 	__u64 now = bpf_ktime_get_ns();
 	__u32 dev = rq_dev(rq);
 	__u32 slot = slot_of(dev);
-	__u32 flags = rq->cmd_flags;
-	__u32 op = op_of(flags);
+	if (not_counted(rq))
+		return 0;
+	__u32 op = op_of(rq->cmd_flags);
 	struct counters *c = counters_of(slot);
 	struct cg_stats *cg = cgroup_stats(rq, c, slot, op);
-	if (c)
-		c->bytes[op] += nr_bytes;
-	if (cg)
-		cg->bytes += nr_bytes;
-	/* A request completed in parts: only its last part ends it. */
-	if (nr_bytes < rq->__data_len) {
-		if (c)
-			c->partial += 1;
+	if (!count_completion(rq, c, cg, slot, op, nr_bytes, error, now))
 		return 0;
-	}
-	if (cg)
-		cg->ios += 1;
-	if (c) {
-		c->ios[op] += 1;
-		if (error)
-			c->errors += 1;
-	}
 	struct rq_state *st = bpf_map_lookup_elem(&rqs, &idx);
 	if (!st || st->rq != addr) {
 		if (c)
@@ -624,24 +690,15 @@ int BPF_PROG(iosl_complete_st, struct request___iosl *rq, int error, unsigned in
 	__u64 now = bpf_ktime_get_ns();
 	__u32 dev = rq_dev(rq);
 	__u32 slot = slot_of(dev);
+	if (not_counted(rq))
+		return 0;
 	__u32 op = op_of(rq->cmd_flags);
 	struct counters *c = counters_of(slot);
 	if (!c)
 		return 0;
 	struct cg_stats *cg = cgroup_stats(rq, c, slot, op);
-	c->bytes[op] += nr_bytes;
-	if (cg)
-		cg->bytes += nr_bytes;
-	/* A request completed in parts: only its last part ends it. */
-	if (nr_bytes < rq->__data_len) {
-		c->partial += 1;
+	if (!count_completion(rq, c, cg, slot, op, nr_bytes, error, now))
 		return 0;
-	}
-	c->ios[op] += 1;
-	if (cg)
-		cg->ios += 1;
-	if (error)
-		c->errors += 1;
 	__u64 issue = rq->io_start_time_ns;
 	__u32 *stamps = bpf_map_lookup_elem(&stamped, &slot);
 	struct rq_state *st = 0;

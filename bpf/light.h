@@ -8,8 +8,14 @@
 
 /* Devices traced: slot 0 holds every device user space did not name. */
 #define NSLOT 16
-/* Operations: read, write, flush, other (discard, write zeroes, passthrough). */
+/* Operations, grouped as diskstats groups them (op_stat_group): reads,
+ * writes (write zeroes and zone appends too), flushes, discards (secure
+ * erases too). */
 #define NOP 4
+#define OP_READ 0
+#define OP_WRITE 1
+#define OP_FLUSH 2
+#define OP_DISCARD 3
 /* Stages: allocation -> issue (queued, A2D), issue -> complete (device,
  * D2C), allocation -> complete (A2C). */
 #define NSTAGE 3

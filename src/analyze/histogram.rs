@@ -149,6 +149,12 @@ impl LatencyDist {
         self.n
     }
 
+    /// The exact sum of the values added.
+    #[cfg(test)]
+    pub fn sum(&self) -> u128 {
+        self.sum
+    }
+
     /// A distribution known only as coarser buckets (`(low, high, count)`,
     /// in order) and the exact sum: each bucket's values are taken at its
     /// middle, min and max at the outer bounds.

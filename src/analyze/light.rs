@@ -485,7 +485,7 @@ fn warn_context(a: &mut Analysis, s: &LightSummary) {
 fn slow_request(r: &SlowRequest, cgroups: &LightCgroups) -> SlowRequestSummary {
     SlowRequestSummary {
         device: r.dev.to_string(),
-        op: crate::model::light::OPS[((r.cmd_flags & 0xff) as usize).min(3)],
+        op: crate::model::light::OPS[crate::model::light::op_group(r.cmd_flags)],
         sector: r.sector,
         bytes: r.bytes,
         issue_ns: r.issue_ns,

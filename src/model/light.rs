@@ -578,8 +578,22 @@ pub fn comm_string(c: &[u8]) -> String {
     String::from_utf8_lossy(comm_str(c)).into_owned()
 }
 
-/// The operation names of bpf/light.h's slots, in slot order.
-pub const OPS: [&str; 4] = ["read", "write", "flush", "other"];
+/// The operation names of bpf/light.h's slots, in slot order (OP_READ,
+/// OP_WRITE, OP_FLUSH, OP_DISCARD): the groups diskstats counts.
+pub const OPS: [&str; 4] = ["read", "write", "flush", "discard"];
+
+/// The slot of a request's operation (`cmd_flags`), as light.bpf.c's
+/// `op_of` groups it and diskstats does (op_stat_group): discards and
+/// secure erases are discards, flushes flushes, every other operation a
+/// read or a write by its lowest bit (write zeroes and zone appends are
+/// writes).
+pub fn op_group(cmd_flags: u32) -> usize {
+    match cmd_flags & 0xff {
+        2 => 2,
+        3 | 5 => 3,
+        op => (op & 1) as usize,
+    }
+}
 
 impl StageHist {
     /// What was added to the histogram since `before` (an earlier reading

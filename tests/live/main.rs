@@ -14,6 +14,7 @@ mod interrupt;
 mod iostat;
 mod irq;
 mod journal;
+mod kernel_counts;
 mod lab;
 mod light;
 mod perf_data;

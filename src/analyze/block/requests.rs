@@ -188,6 +188,11 @@ pub fn op_of(rwbs: Rwbs, bytes: u32) -> OpKind {
         OpKind::Read
     } else if bytes == 0 || rwbs.is_flush() {
         OpKind::Flush
+    } else if rwbs.has(Rwbs::NONE) {
+        // The kernel's rwbs names only reads, writes, discards and
+        // flushes: `N` with data is a write zeroes or a zone append, which
+        // diskstats counts as writes (op_is_write).
+        OpKind::Write
     } else {
         OpKind::Read
     }
@@ -273,7 +278,15 @@ impl DeviceRequests {
     /// this event) when the trace did not show its allocation.
     fn take_or_start(&mut self, e: &BlockEvent) -> Request {
         if e.bytes == 0 {
-            if let Some(pos) = self.empty.iter().position(|r| r.issued.is_none()) {
+            // An fsync's empty write never reaches the driver: the flush
+            // machinery sends a flush request of its own (REQ_OP_FLUSH, with
+            // no G), which must not take the write's place.
+            let op = op_of(e.rwbs, e.bytes);
+            if let Some(pos) = self
+                .empty
+                .iter()
+                .position(|r| r.issued.is_none() && r.op == op)
+            {
                 return self.empty.remove(pos).unwrap();
             }
             return self.start_request(e, None);
@@ -449,10 +462,14 @@ impl DeviceRequests {
             self.errors += 1;
         }
         let found = if e.bytes == 0 {
+            // The issued one of its operation first; then one never issued:
+            // the flush machinery ends an fsync's empty write when its own
+            // flush request completes, and diskstats counts it as a write.
+            let op = op_of(e.rwbs, e.bytes);
             self.empty
                 .iter()
-                .position(|r| r.issued.is_some())
-                .or(if self.empty.is_empty() { None } else { Some(0) })
+                .position(|r| r.issued.is_some() && r.op == op)
+                .or_else(|| self.empty.iter().position(|r| r.op == op))
                 .and_then(|p| self.empty.remove(p))
         } else {
             self.requests.remove(e.sector)
@@ -686,5 +703,66 @@ mod tests {
             "{}",
             t.util
         );
+    }
+
+    /// An fsync on ext4 as the kernel traces it (a live capture's events):
+    /// the data write; then the empty PREFLUSH write (Q, G, never issued),
+    /// the flush machinery's own flush request (D, C: no G), and the empty
+    /// write's end (C, 0 bytes). diskstats counts two writes and a flush.
+    #[test]
+    fn an_fsyncs_flush_counts_a_write_and_a_flush_as_the_kernel_does() {
+        let w = Rwbs::WRITE | Rwbs::SYNC;
+        let pre = Rwbs::PREFLUSH | Rwbs::WRITE | Rwbs::SYNC;
+        let flush = Rwbs::PREFLUSH | Rwbs::FLUSH;
+        let e = |ts, a, sector, sectors, rwbs| BlockEvent::for_test(ts, a, sector, sectors, rwbs);
+        let d = fed(&[
+            e(10, Action::Queue, 800, 16, w),
+            e(11, Action::GetRq, 800, 16, w),
+            e(12, Action::Issue, 800, 16, w),
+            e(40, Action::Complete, 800, 16, w),
+            e(50, Action::Queue, 0, 0, pre),
+            e(51, Action::GetRq, 0, 0, pre),
+            e(60, Action::Issue, 0, 0, flush),
+            e(80, Action::Complete, 0, 0, flush),
+            e(81, Action::Complete, 0, 0, w),
+        ]);
+        assert_eq!(d.in_flight(), 0, "nothing left in flight");
+        assert_eq!((d.completed.write, d.completed.flush), (2, 1));
+        // Device time: the data write's and the flush's; the empty write
+        // never reached the driver.
+        assert_eq!(d.d2c.count(), 2);
+        assert_eq!(d.d2c.sum(), 28 + 20);
+    }
+
+    /// A write the flush machinery sequenced completes twice: with its
+    /// data, and with no bytes when its flush sequence ends; it counts once.
+    #[test]
+    fn a_sequenced_write_counts_once() {
+        let fua = Rwbs::WRITE | Rwbs::SYNC;
+        let flush = Rwbs::PREFLUSH | Rwbs::FLUSH;
+        let e = |ts, a, sector, sectors, rwbs| BlockEvent::for_test(ts, a, sector, sectors, rwbs);
+        let d = fed(&[
+            e(10, Action::Queue, 64, 8, Rwbs::PREFLUSH | Rwbs::FUA | fua),
+            e(11, Action::GetRq, 64, 8, Rwbs::PREFLUSH | Rwbs::FUA | fua),
+            e(12, Action::Issue, 0, 0, flush),
+            e(20, Action::Complete, 0, 0, flush),
+            e(21, Action::Issue, 64, 8, fua),
+            e(30, Action::Complete, 64, 8, fua),
+            e(31, Action::Issue, 0, 0, flush),
+            e(40, Action::Complete, 0, 0, flush),
+            e(41, Action::Complete, 64, 0, fua),
+        ]);
+        assert_eq!(d.in_flight(), 0);
+        assert_eq!((d.completed.write, d.completed.flush), (1, 2));
+        assert_eq!(d.bytes_completed.write, 8 * 512);
+        assert_eq!(d.d2c.sum(), 8 + 9 + 9);
+    }
+
+    /// `N` with data (write zeroes, zone append) is a write, as diskstats
+    /// counts it; an empty `N` stays a flush.
+    #[test]
+    fn rwbs_n_with_data_is_a_write() {
+        assert_eq!(op_of(Rwbs(Rwbs::NONE), 4096), OpKind::Write);
+        assert_eq!(op_of(Rwbs(Rwbs::NONE), 0), OpKind::Flush);
     }
 }

@@ -124,6 +124,13 @@ macro_rules! rust_layout {
     }};
 }
 
+fn op_slot(name: &str) -> Option<u64> {
+    crate::model::light::OPS
+        .iter()
+        .position(|o| *o == name)
+        .map(|i| i as u64)
+}
+
 #[test]
 fn every_constant_of_light_h_is_the_one_user_space_uses() {
     let h = parse_header(LIGHT_H);
@@ -131,6 +138,11 @@ fn every_constant_of_light_h_is_the_one_user_space_uses() {
         ("IOSL_LIGHT_H", None),
         ("NSLOT", Some(u64::from(NSLOT))),
         ("NOP", Some(u64::from(NOP))),
+        // The operation slots, by the names user space gives them.
+        ("OP_READ", op_slot("read")),
+        ("OP_WRITE", op_slot("write")),
+        ("OP_FLUSH", op_slot("flush")),
+        ("OP_DISCARD", op_slot("discard")),
         ("NSTAGE", Some(u64::from(NSTAGE))),
         ("SUB_BITS", Some(u64::from(SUB_BITS))),
         ("NBUCKET", Some(NBUCKET as u64)),

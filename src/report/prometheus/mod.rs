@@ -221,12 +221,18 @@ pub fn render(s: &Scrape) -> String {
     o.family(
         "iosleuth_block_untimed_requests_total",
         "counter",
-        "Requests completed but not in the latency histograms: issued before the programs were attached, or whose state did not fit the kernel's request table.",
+        "Requests completed but not in the latency histograms: issued before the programs were attached, whose state did not fit the kernel's request table, or (never_issued) ended without reaching the driver, as an fsync's empty write is, timed in request_seconds only.",
     );
     for (dev, d) in &devices {
+        let never_issued: u64 = d
+            .ops
+            .values()
+            .map(|o| o.total.n.saturating_sub(o.device.n))
+            .sum();
         for (reason, n) in [
             ("issued_before_start", d.counters.no_state),
             ("state_table_full", d.counters.state_full),
+            ("never_issued", never_issued),
         ] {
             o.sample(
                 "iosleuth_block_untimed_requests_total",
