@@ -35,9 +35,37 @@ pub fn given_file() -> Option<&'static Path> {
     GIVEN.get().map(|(p, _)| p.as_path())
 }
 
+/// Set to a build id (hex), the kernel iosleuth takes for the running one
+/// instead of this machine's, whose /proc/kallsyms it then never reads: a
+/// report of a perf.data file then says the same on every machine (the
+/// golden tests run with it). Not valid hex: no running kernel is known.
+pub const RUNNING_BUILD_ID_ENV: &str = "IOSLEUTH_RUNNING_BUILD_ID";
+
+fn running_override() -> Option<Option<Vec<u8>>> {
+    let v = std::env::var(RUNNING_BUILD_ID_ENV).ok()?;
+    Some(parse_hex(v.trim()))
+}
+
+fn parse_hex(s: &str) -> Option<Vec<u8>> {
+    if s.is_empty()
+        || !s.len().is_multiple_of(2)
+        || s.len() > 64
+        || !s.bytes().all(|b| b.is_ascii_hexdigit())
+    {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
 /// The running kernel's GNU build id, from the ELF notes it exposes in
 /// /sys/kernel/notes (where perf reads it too); `None` where unreadable.
 pub fn running_build_id() -> Option<Vec<u8>> {
+    if let Some(id) = running_override() {
+        return id;
+    }
     build_id_in_notes(&std::fs::read("/sys/kernel/notes").ok()?)
 }
 
@@ -114,11 +142,21 @@ impl KernelSymbols {
         KernelSymbols::parse(&std::fs::read_to_string("/proc/kallsyms").unwrap_or_default())
     }
 
+    /// The running kernel's, to name a file's frames: this machine's, or
+    /// none when another kernel is taken for the running one
+    /// (`RUNNING_BUILD_ID_ENV`).
+    pub fn of_running_kernel() -> KernelSymbols {
+        if running_override().is_some() {
+            return KernelSymbols::default();
+        }
+        Self::of_this_machine()
+    }
+
     /// The `--kallsyms` file's, else this machine's.
     pub fn given_or_this_machine() -> KernelSymbols {
         match GIVEN.get() {
             Some((_, symbols)) => symbols.clone(),
-            None => KernelSymbols::of_this_machine(),
+            None => KernelSymbols::of_running_kernel(),
         }
     }
 
@@ -158,6 +196,14 @@ impl KernelSymbols {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_build_id_given_in_hex() {
+        assert_eq!(parse_hex("0a1B"), Some(vec![0x0a, 0x1b]));
+        for bad in ["", "abc", "zz", "+1", &"00".repeat(33)] {
+            assert_eq!(parse_hex(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn exact_inside_and_before_the_first() {

@@ -116,14 +116,40 @@ fn check_golden(name: &str, got: &str) {
     }
 }
 
+/// The kernel the golden outputs take for the running one: a perf.data
+/// file's report says whether it was recorded on the running kernel and,
+/// if so, names its frames from /proc/kallsyms. Neither may depend on the
+/// kernel the tests run on.
+const FAKE_RUNNING_BUILD_ID: &str = "0123456789abcdef0123456789abcdef01234567";
+
+/// `report --format json` as on any machine: a fake running kernel, and a
+/// HOME without perf's build-id cache.
+fn machine_free_report(input: &Path, home: &Path) -> Value {
+    let out = iosleuth()
+        .args(["report", "--format", "json"])
+        .arg(input)
+        .env("IOSLEUTH_RUNNING_BUILD_ID", FAKE_RUNNING_BUILD_ID)
+        .env("HOME", home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        input.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("report JSON")
+}
+
 #[test]
 fn every_fixtures_json_keys_and_first_lines_are_the_golden_ones() {
     let inputs = fixtures();
     assert!(inputs.len() >= 60, "{} fixtures", inputs.len());
+    let home = tempdir();
     // Two at a time: each report is its own process.
     let run = |part: &[PathBuf]| {
         part.iter()
-            .map(|p| (p.clone(), json_report(&[p], &[])))
+            .map(|p| (p.clone(), machine_free_report(p, home.path())))
             .collect::<Vec<_>>()
     };
     let (first, second) = inputs.split_at(inputs.len() / 2);
@@ -143,6 +169,55 @@ fn every_fixtures_json_keys_and_first_lines_are_the_golden_ones() {
     let keys: String = keys.into_iter().map(|k| k + "\n").collect();
     check_golden("json-keys.txt", &keys);
     check_golden("first-lines.txt", &first_lines);
+}
+
+/// The golden outputs name no build id of the kernel the tests run on,
+/// and a perf.data file recorded on another kernel says so with the fake
+/// running one: nothing in them comes from this machine's kernel.
+#[test]
+fn golden_outputs_hold_nothing_of_the_running_kernel() {
+    let golden: String = ["json-keys.txt", "first-lines.txt"]
+        .iter()
+        .map(|n| std::fs::read_to_string(Path::new(GOLDEN).join(n)).unwrap())
+        .collect();
+    assert!(golden.contains(&format!("the running one is {FAKE_RUNNING_BUILD_ID}")));
+    if let Ok(notes) = std::fs::read("/sys/kernel/notes") {
+        // The GNU build-id note's descriptor: the 20 bytes after "GNU\0".
+        if let Some(at) = notes.windows(4).position(|w| w == b"GNU\0") {
+            let id: String = notes[at + 4..(at + 24).min(notes.len())]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            assert!(
+                !golden.contains(&id),
+                "the golden files hold this machine's kernel build id {id}"
+            );
+        }
+    }
+    // Taken to run the very kernel perf-urandom.data was recorded on, the
+    // report does not read this machine's symbols for it: no warning, and
+    // its kernel frames unnamed, never named by another kernel's table.
+    let home = tempdir();
+    let out = iosleuth()
+        .args([
+            "report",
+            "--format",
+            "json",
+            "tests/fixtures/perf-urandom.data",
+        ])
+        .env(
+            "IOSLEUTH_RUNNING_BUILD_ID",
+            "4a5a9b0affb66c437abcd455d2738af879985fa9",
+        )
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warnings = r["warnings"].to_string();
+    assert!(
+        !warnings.contains("recorded on another kernel"),
+        "{warnings}"
+    );
 }
 
 /// Every report says which rules its input let judge: the twelve are

@@ -585,8 +585,7 @@ fn kernel_parts(folded: &str) -> std::collections::BTreeMap<String, u64> {
 /// named them on the recording machine, on any machine: every kernel
 /// stack and its weight equal inferno-collapse-perf's of `perf script`'s
 /// text there. Without it, on another kernel (build ids differ) the
-/// frames go unnamed with a warning that says why, as perf leaves them;
-/// on the recording kernel they are named from /proc/kallsyms.
+/// frames go unnamed with a warning that says why, as perf leaves them.
 #[test]
 fn perf_data_kernel_frames_are_named_from_the_recording_kernels_symbols() {
     use inferno::collapse::Collapse;
@@ -611,27 +610,27 @@ fn perf_data_kernel_frames_are_named_from_the_recording_kernels_symbols() {
     ]));
     assert_eq!(kernel_parts(&given), expected);
 
-    let plain = outcome(&["report", "--format", "folded", URANDOM_DATA]);
+    // Without it, on another kernel (one taken for the running one,
+    // whichever this machine runs), the frames go unnamed with a warning.
+    let home = tempdir();
+    let plain = outcome_of(
+        iosleuth()
+            .env("HOME", home.path())
+            .env(
+                "IOSLEUTH_RUNNING_BUILD_ID",
+                "0123456789abcdef0123456789abcdef01234567",
+            )
+            .args(["report", "--format", "folded", URANDOM_DATA]),
+    );
     assert_eq!(plain.code, 0, "{}", plain.stderr);
-    let recorded_on_this_kernel = std::fs::read("/sys/kernel/notes")
-        .map(|n| {
-            let id = hex_of(&n);
-            // The fixture's kernel build id, as `perf buildid-list` prints it.
-            id.contains("4a5a9b0affb66c437abcd455d2738af879985fa9")
-        })
-        .unwrap_or(false);
-    if recorded_on_this_kernel {
-        assert_eq!(kernel_parts(&plain.stdout), expected);
-    } else {
-        assert!(
-            plain.stderr.contains(URANDOM_DATA)
-                && plain.stderr.contains("recorded on another kernel")
-                && plain.stderr.contains("--kallsyms"),
-            "{}",
-            plain.stderr
-        );
-        assert!(!plain.stdout.contains("chacha"), "{}", plain.stdout);
-    }
+    assert!(
+        plain.stderr.contains(URANDOM_DATA)
+            && plain.stderr.contains("recorded on another kernel")
+            && plain.stderr.contains("--kallsyms"),
+        "{}",
+        plain.stderr
+    );
+    assert!(!plain.stdout.contains("chacha"), "{}", plain.stdout);
     let bad = outcome(&["report", "--kallsyms", "Cargo.toml", URANDOM_DATA]);
     assert_eq!(bad.code, 2);
     assert!(
@@ -639,10 +638,6 @@ fn perf_data_kernel_frames_are_named_from_the_recording_kernels_symbols() {
         "{}",
         bad.stderr
     );
-}
-
-fn hex_of(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// User-space frames of `record --stacks` (a Python loop reading the
