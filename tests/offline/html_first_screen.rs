@@ -332,3 +332,37 @@ fn perf_data_kernel_frames_come_from_the_build_id_cache_or_the_graph_says_what_i
         "{titles:?}"
     );
 }
+
+/// Every fixture's page gives each device the request count the JSON
+/// report gives (one number in every output), and a light capture's
+/// latency plots say they draw its slow requests, not every request.
+#[test]
+fn the_page_counts_each_devices_requests_as_the_report_does() {
+    for input in crate::golden::fixtures() {
+        let name = input.to_str().unwrap();
+        let json = json_report(&[&input], &[]);
+        let html = page(&["report", name]);
+        for d in json["devices"].as_array().into_iter().flatten() {
+            let dev = d["device"].as_str().unwrap();
+            let total: u64 = d["completed"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_u64().unwrap())
+                .sum();
+            let head = format!("<h2>Device {dev}</h2><p class=\"sub\">{total} requests completed");
+            assert!(html.contains(&head), "{name}: the page lacks {head:?}");
+        }
+    }
+    let html = page(&["report", "tests/fixtures/light-slowdev.cap"]);
+    assert!(html.contains("<h2>Device 7,0</h2><p class=\"sub\">1202 requests completed; the latency plots below draw only the 4 slow requests recorded"));
+    let scatter: Vec<&str> = charts(&html)
+        .into_iter()
+        .filter(|c| c.contains(", the 4 slow requests recorded</text>"))
+        .collect();
+    assert_eq!(scatter.len(), 2, "the Q2C and the D2C plot");
+    for c in scatter {
+        assert_eq!(c.matches("<circle class=\"write\"").count(), 4);
+        assert!(!c.contains("every request"));
+    }
+}

@@ -39,14 +39,36 @@ pub(super) fn hover(p: &RequestPoint, first_ns: u64) -> String {
     s
 }
 
-pub(super) fn section(body: &mut String, d: &DeviceSummary, first_ns: u64) {
+/// `light`: the capture is a light one, whose requests were recorded one
+/// by one only when slow (the rest are in the kernel's histograms).
+pub(super) fn section(body: &mut String, d: &DeviceSummary, first_ns: u64, light: bool) {
     let t = &d.timeline;
+    // The count every output gives (the text report's, the JSON's); the
+    // plots draw what was recorded one by one, and say which.
+    let completed = d.completed.total();
+    let every = t.seen >= completed;
+    let drawn = if every {
+        "every request".to_string()
+    } else if light {
+        format!("the {} slow requests recorded", t.seen)
+    } else {
+        format!("the {} requests recorded one by one", t.seen)
+    };
     let _ = write!(
         body,
         "<h2>Device {}</h2><p class=\"sub\">{} requests completed{}</p>",
         esc(&d.device),
-        t.seen,
-        if t.complete() {
+        completed,
+        if !every {
+            format!(
+                "; the latency plots below draw only {drawn}{}",
+                if light {
+                    " (a light capture keeps the others as the kernel's histograms: the text report below has them)"
+                } else {
+                    ""
+                }
+            )
+        } else if t.complete() {
             String::new()
         } else {
             format!(
@@ -100,7 +122,7 @@ pub(super) fn section(body: &mut String, d: &DeviceSummary, first_ns: u64) {
                 .filter(|c| points.iter().any(|p| p.class == *c))
                 .map(|c| (c, c))
                 .collect();
-            svg::scatter(&format!("{title}, every request"), &x, &y, &points, &legend)
+            svg::scatter(&format!("{title}, {drawn}"), &x, &y, &points, &legend)
         } else {
             latency_heatmaps(&title, &x, &y, &pts, first_ns)
         });

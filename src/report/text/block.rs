@@ -263,7 +263,7 @@ fn light_device(out: &mut String, d: &DeviceSummary, l: &LightDeviceSummary) {
     );
     let _ = writeln!(
         out,
-        "slow requests: {} recorded, {} over the cap (counted only), {} lost (ring buffer full); {} completions without a tracked issue (issued before recording, or ended by the flush machinery), {} not tracked (request map full)",
+        "slow requests: {} recorded, {} over the cap (counted only), {} lost (ring buffer full); {} completions without a tracked issue (issued before recording), {} not tracked (request map full)",
         c.slow_sent, c.slow_capped, c.ring_full, c.no_state, c.state_full
     );
     histograms(out, d);
