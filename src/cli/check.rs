@@ -4,10 +4,10 @@
 //! aborts the bisect ([`ExitStatus::CHECK_USAGE`]).
 
 use super::args::SidesArgs;
-use crate::analyze::{Analysis, Filter};
+use crate::analyze::Analysis;
 use crate::compare::Check;
 use crate::error::{Error, ExitStatus, Result};
-use crate::pipeline::{Inputs, Options};
+use crate::pipeline::{Inputs, Options, Run};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
@@ -16,14 +16,16 @@ use std::path::PathBuf;
 pub struct CheckArgs {
     #[command(flatten)]
     sides: SidesArgs,
-    /// A metric of `iosleuth diff`, by id: probe.OP.p99_ms,
-    /// dev.MAJ,MIN.d2c.p99_ms, … (docs/report.md; default: the first probe's p99,
-    /// else the first device's D2C p99). An unknown one exits 128.
+    /// Judge by this figure of `iosleuth diff` alone, by id:
+    /// workload.ms_per_op, probe.OP.p99_ms, dev.MAJ,MIN.d2c.p99_ms, …
+    /// (docs/report.md). Default: a critical finding new in the candidate,
+    /// else the workload's time per operation and first probe p99, else
+    /// (no operations) the first device's Q2C p99. An unknown one exits 128.
     #[arg(long, value_parser = parse_metric)]
     metric: Option<(String, bool)>,
     /// How much worse, in percent, counts as a regression (a number of 0
     /// or more).
-    #[arg(long, default_value = "10", value_parser = parse_threshold)]
+    #[arg(long, default_value_t = crate::compare::DEFAULT_THRESHOLD_PCT, value_parser = parse_threshold)]
     threshold: f64,
     #[command(flatten)]
     input: super::args::InputArgs,
@@ -51,24 +53,19 @@ fn parse_threshold(s: &str) -> std::result::Result<f64, String> {
     Ok(v)
 }
 
-/// The headline figures need no outlier breakdowns (top 0), the costliest
-/// analysis with many threads.
-fn analyses(paths: &[PathBuf]) -> Result<Vec<(Analysis, Inputs)>> {
-    let opts = Options {
-        filter: Filter::default(),
-        interval_s: 1.0,
-        rows: Default::default(),
-        request_timeline: false,
-    };
+/// Each run analysed and diagnosed, as `diff` reads it: `check` judges
+/// by the same rule, so the two give the same verdict.
+fn runs(paths: &[PathBuf]) -> Result<Vec<Run>> {
+    let opts = Options::default();
     paths
         .iter()
-        .map(|p| crate::pipeline::read(std::slice::from_ref(p), &opts))
+        .map(|p| crate::pipeline::diagnosed(p, &opts))
         .collect()
 }
 
 /// What `comparison_warnings` takes.
-fn sides(runs: &[(Analysis, Inputs)]) -> Vec<(&Analysis, &Inputs)> {
-    runs.iter().map(|(a, i)| (a, i)).collect()
+fn sides(runs: &[Run]) -> Vec<(&Analysis, &Inputs)> {
+    runs.iter().map(|r| (&r.analysis, &r.inputs)).collect()
 }
 
 pub fn run(args: CheckArgs) -> Result<ExitStatus> {
@@ -96,19 +93,15 @@ pub fn run(args: CheckArgs) -> Result<ExitStatus> {
         }
         id
     });
-    let (a, b) = match super::args::both(analyses(&base), analyses(&cand)) {
+    let (a, b) = match super::args::both(runs(&base), runs(&cand)) {
         Ok(x) => x,
         Err(e) => return said(e),
     };
     for w in crate::pipeline::comparison_warnings(&sides(&a), &sides(&b)) {
         super::warn(&w);
     }
-    let (a, b): (Vec<&Analysis>, Vec<&Analysis>) = (
-        a.iter().map(|r| &r.0).collect(),
-        b.iter().map(|r| &r.0).collect(),
-    );
-    let (status, line) = match crate::compare::check_runs(&a, &b, metric.as_deref(), args.threshold)
-    {
+    let d = crate::compare::diff_runs(&super::diff::pairs(&a), &super::diff::pairs(&b));
+    let (status, line) = match d.judged(metric.as_deref(), args.threshold) {
         Check::Good(l) => (ExitStatus::SUCCESS, format!("good: {l}")),
         Check::Regressed(l) => (ExitStatus::REGRESSED, format!("regressed: {l}")),
         Check::CannotTell(why) => (ExitStatus::CANNOT_TELL, format!("cannot tell: {why}")),

@@ -4,8 +4,9 @@
 //!
 //! | id | figure |
 //! |---|---|
+//! | `workload.ms_per_op` | the workload's time per operation (its probe marks, else its system calls) |
 //! | `probe.OP.p50_ms`, `.p99_ms`, `.max_ms`, `.count` | a probe operation's latency and count |
-//! | `dev.MAJ,MIN.requests`, `.avg_request_kib`, `.bios_per_request`, `.d2c.p99_ms` | a device's requests |
+//! | `dev.MAJ,MIN.requests`, `.avg_request_kib`, `.bios_per_request`, `.d2c.p99_ms`, `.q2c.p99_ms` | a device's requests |
 //! | `journal.MAJ,MIN.commits`, `.checkpoint_passes` | an ext4 journal |
 //! | `sched.longest_runqueue_wait_ms` | the longest runqueue wait |
 //! | `function.NAME.calls`, `.avg_ms`, `.max_ms` | a function timed by its calls |
@@ -33,6 +34,7 @@ pub enum Unit {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scope {
+    Workload,
     Probe,
     Dev,
     Journal,
@@ -43,6 +45,7 @@ enum Scope {
 impl Scope {
     fn id(self) -> &'static str {
         match self {
+            Scope::Workload => "workload",
             Scope::Probe => "probe",
             Scope::Dev => "dev",
             Scope::Journal => "journal",
@@ -89,6 +92,13 @@ const fn maximum(k: Kind) -> Kind {
     Kind { maximum: true, ..k }
 }
 
+pub const WORKLOAD_MS_PER_OP: Kind = kind(
+    Scope::Workload,
+    "ms_per_op",
+    ["workload ms per operation", "time per operation (ms)"],
+    Unit::Ms,
+    true,
+);
 pub const PROBE_P50: Kind = kind(
     Scope::Probe,
     "p50_ms",
@@ -142,6 +152,14 @@ pub const DEV_D2C_P99: Kind = kind(
     Scope::Dev,
     "d2c.p99_ms",
     ["D2C p99 ms", "D2C p99 (ms)"],
+    Unit::Ms,
+    true,
+);
+/// Queue to completion: what the workload waits for at the device.
+pub const DEV_Q2C_P99: Kind = kind(
+    Scope::Dev,
+    "q2c.p99_ms",
+    ["Q2C p99 ms", "Q2C p99 (ms)"],
     Unit::Ms,
     true,
 );
@@ -210,7 +228,8 @@ pub const FUNCTION_BLOCKED_TOTAL: Kind = kind(
 );
 
 /// Every kind, in the order `diff` shows them.
-pub const KINDS: [Kind; 17] = [
+pub const KINDS: [Kind; 19] = [
+    WORKLOAD_MS_PER_OP,
     PROBE_P50,
     PROBE_P99,
     PROBE_MAX,
@@ -219,6 +238,7 @@ pub const KINDS: [Kind; 17] = [
     DEV_AVG_KIB,
     DEV_BIOS_PER_REQUEST,
     DEV_D2C_P99,
+    DEV_Q2C_P99,
     JOURNAL_COMMITS,
     JOURNAL_CHECKPOINTS,
     LONGEST_RUNQUEUE_WAIT,
@@ -249,7 +269,10 @@ impl Kind {
     /// journal, a function; nothing for `sched`).
     pub fn metric(self, of: &str, value: f64) -> Metric {
         let (id, label) = match self.scope {
-            Scope::Sched => (format!("sched.{}", self.id), self.label.to_string()),
+            Scope::Sched | Scope::Workload => (
+                format!("{}.{}", self.scope.id(), self.id),
+                self.label.to_string(),
+            ),
             Scope::Dev => (
                 format!("dev.{of}.{}", self.id),
                 format!("{of} {}", self.label),
@@ -273,6 +296,7 @@ impl Kind {
     fn title_of(self, of: &str) -> String {
         match self.scope {
             Scope::Sched => self.title.to_string(),
+            Scope::Workload => format!("workload {}", self.title),
             _ => format!("{of} {}", self.title),
         }
     }
@@ -291,7 +315,7 @@ impl Kind {
             Scope::Probe => "OP",
             Scope::Dev | Scope::Journal => "MAJ,MIN",
             Scope::Function => "FUNCTION",
-            Scope::Sched => return format!("sched.{}", self.id),
+            Scope::Sched | Scope::Workload => return format!("{}.{}", self.scope.id(), self.id),
         };
         format!("{}.{of}.{}", self.scope.id(), self.id)
     }
@@ -309,8 +333,8 @@ impl Metric {
 /// The kind of an id, if it has the form of one.
 pub fn kind_of(id: &str) -> Option<Kind> {
     KINDS.into_iter().find(|k| {
-        if k.scope == Scope::Sched {
-            return id == format!("sched.{}", k.id);
+        if matches!(k.scope, Scope::Sched | Scope::Workload) {
+            return id == format!("{}.{}", k.scope.id(), k.id);
         }
         id.strip_prefix(k.scope.id())
             .and_then(|r| r.strip_prefix('.'))
@@ -324,8 +348,8 @@ pub fn kind_of(id: &str) -> Option<Kind> {
 /// is one.
 pub fn id_of_label(label: &str) -> Option<String> {
     KINDS.into_iter().find_map(|k| {
-        if k.scope == Scope::Sched {
-            return (label == k.label).then(|| format!("sched.{}", k.id));
+        if matches!(k.scope, Scope::Sched | Scope::Workload) {
+            return (label == k.label).then(|| format!("{}.{}", k.scope.id(), k.id));
         }
         let rest = match k.scope {
             Scope::Dev => label,

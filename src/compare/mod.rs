@@ -75,6 +75,47 @@ pub struct Diff {
     pub on_cpu_functions: Option<Vec<FunctionShift>>,
     /// The difference that explains the change, in one line.
     pub verdict: String,
+    /// What `check` concludes of these sides at its defaults (the same
+    /// rule, [`judge`]): `regressed`, `good` or `cannot_tell`, and why.
+    pub check: CheckVerdict,
+    /// Each run's headline figures, and the candidate's critical finding
+    /// the baseline has not: what [`judge`] reads.
+    #[serde(skip)]
+    headlines: (Vec<Vec<Metric>>, Vec<Vec<Metric>>),
+    #[serde(skip)]
+    new_critical: Option<Finding>,
+}
+
+/// `check`'s threshold unless told: how much worse, in percent, is a
+/// regression.
+pub const DEFAULT_THRESHOLD_PCT: f64 = 10.0;
+
+#[derive(Debug, Serialize, Clone, PartialEq)]
+pub struct CheckVerdict {
+    pub verdict: &'static str,
+    pub why: String,
+}
+
+impl From<&Check> for CheckVerdict {
+    fn from(c: &Check) -> CheckVerdict {
+        let (verdict, why) = match c {
+            Check::Good(l) => ("good", l),
+            Check::Regressed(l) => ("regressed", l),
+            Check::CannotTell(l) => ("cannot_tell", l),
+        };
+        CheckVerdict {
+            verdict,
+            why: why.clone(),
+        }
+    }
+}
+
+impl Diff {
+    /// What `check --metric M --threshold T` concludes of these sides.
+    pub fn judged(&self, metric: Option<&str>, threshold_pct: f64) -> Check {
+        let (ha, hb) = &self.headlines;
+        judge(ha, hb, self.new_critical.as_ref(), metric, threshold_pct)
+    }
 }
 
 /// The figures worth comparing (ids and kinds: compare::metrics).
@@ -108,6 +149,9 @@ pub fn headline(a: &Analysis) -> Vec<Metric> {
             v.push(named(DEV_BIOS_PER_REQUEST.metric(&dev, m.ratio), &dev));
         }
         v.push(named(DEV_D2C_P99.metric(&dev, ms(d.d2c.p99)), &dev));
+        if d.q2c.count > 0 {
+            v.push(named(DEV_Q2C_P99.metric(&dev, ms(d.q2c.p99)), &dev));
+        }
     }
     for (dev, j) in &a.fs.journals {
         v.push(named(JOURNAL_COMMITS.metric(dev, j.commits as f64), dev));
@@ -250,8 +294,22 @@ pub fn diff(a: &Analysis, fa: &[Finding], b: &Analysis, fb: &[Finding]) -> Diff 
 /// Several runs a side: figures by mean and range, settings of each side's
 /// first run, findings of any run.
 pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding])]) -> Diff {
-    let ha: Vec<_> = base.iter().map(|(a, _)| headline(a)).collect();
-    let hb: Vec<_> = cand.iter().map(|(a, _)| headline(a)).collect();
+    let mut ha: Vec<_> = base.iter().map(|(a, _)| headline(a)).collect();
+    let mut hb: Vec<_> = cand.iter().map(|(a, _)| headline(a)).collect();
+    // The workload's time per operation, over the kinds both sides have.
+    {
+        let rb: Vec<&Analysis> = base.iter().map(|(a, _)| *a).collect();
+        let rc: Vec<&Analysis> = cand.iter().map(|(a, _)| *a).collect();
+        let common = time_shift::common_kinds(&rb, &rc);
+        let kinds: Vec<&str> = common.iter().map(String::as_str).collect();
+        if !kinds.is_empty() {
+            for (h, a) in ha.iter_mut().zip(&rb).chain(hb.iter_mut().zip(&rc)) {
+                if let Some(ms) = time_shift::ms_per_op(a, &kinds) {
+                    h.insert(0, metrics::WORKLOAD_MS_PER_OP.metric("", ms));
+                }
+            }
+        }
+    }
     let several = base.len() > 1 && cand.len() > 1;
     let mut figures = Vec::new();
     for m in ha.first().into_iter().flatten() {
@@ -344,6 +402,20 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
         time_shift.as_ref(),
         several,
     );
+    let new_critical = fb
+        .iter()
+        .find(|f| {
+            f.severity == crate::diagnose::Severity::Critical
+                && only_in_candidate.contains(&f.id.to_string())
+        })
+        .cloned();
+    let check = CheckVerdict::from(&judge(
+        &ha,
+        &hb,
+        new_critical.as_ref(),
+        None,
+        DEFAULT_THRESHOLD_PCT,
+    ));
     Diff {
         figures,
         settings,
@@ -355,6 +427,9 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
         off_cpu_functions,
         on_cpu_functions,
         verdict,
+        check,
+        headlines: (ha, hb),
+        new_critical,
     }
 }
 
@@ -433,18 +508,23 @@ pub enum Check {
     CannotTell(String),
 }
 
-/// Compares one headline figure of the two sides' runs: regressed when its
+/// What `check` concludes, and `diff` says beside its verdict: one rule
+/// for both. With `metric`, that figure alone. Without it, what a bisect
+/// needs: a critical finding the candidate has and the baseline has not
+/// is a regression; else the workload's own figures, its time per
+/// operation and its first probe operation's p99, each regressed when its
 /// mean got worse by more than `threshold_pct` and, with two or more runs
 /// on both sides, the two ranges do not overlap (the kernel test robot's
-/// rule). `metric` is an id (compare::metrics); without it, the first
-/// probe p99, else the first device's D2C p99.
-pub fn check_runs(
-    base: &[&Analysis],
-    cand: &[&Analysis],
+/// rule); a capture without operations on both sides falls back to its
+/// first device's Q2C p99, and says so.
+pub fn judge(
+    ha: &[Vec<Metric>],
+    hb: &[Vec<Metric>],
+    new_critical: Option<&Finding>,
     metric: Option<&str>,
     threshold_pct: f64,
 ) -> Check {
-    if base.is_empty() || cand.is_empty() {
+    if ha.is_empty() || hb.is_empty() {
         return Check::CannotTell("no runs to compare".into());
     };
     // NaN compares false with every change: it would call anything good.
@@ -453,29 +533,82 @@ pub fn check_runs(
             "the threshold must be a percentage of 0 or more, not {threshold_pct}"
         ));
     }
-    let ha: Vec<_> = base.iter().map(|a| headline(a)).collect();
-    let hb: Vec<_> = cand.iter().map(|a| headline(a)).collect();
+    if let Some(m) = metric {
+        return check_metric(ha, hb, m, threshold_pct);
+    }
+    if let Some(f) = new_critical {
+        return Check::Regressed(format!(
+            "the candidate has {} (critical), the baseline has not: {}",
+            f.id, f.title
+        ));
+    }
+    let in_both = |id: &String| {
+        hb.iter().all(|h| h.iter().any(|m| &m.id == id))
+            && ha.iter().all(|h| h.iter().any(|m| &m.id == id))
+    };
     let first_of = |k: metrics::Kind| {
         ha[0]
             .iter()
             .find(|m| metrics::kind_of(&m.id) == Some(k))
             .map(|m| m.id.clone())
+            .filter(in_both)
     };
-    let name = match metric {
-        Some(m) => m.to_string(),
-        None => match first_of(metrics::PROBE_P99).or_else(|| first_of(metrics::DEV_D2C_P99)) {
-            Some(n) => n,
-            None => {
-                return Check::CannotTell("no probe operations or block requests to compare".into())
-            }
-        },
-    };
-    let (Some((x, xl, xh)), Some((y, yl, yh))) = (stats(&ha, &name), stats(&hb, &name)) else {
-        let names: Vec<String> = ha[0].iter().map(|m| m.id.clone()).collect();
+    let workload: Vec<String> = [
+        first_of(metrics::WORKLOAD_MS_PER_OP),
+        first_of(metrics::PROBE_P99),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if workload.is_empty() {
+        // The device's queue-to-completion time is what the workload
+        // waited for there (D2C leaves out the time queued: a scheduler
+        // that queues longer sends fewer requests at once, each faster).
+        return match first_of(metrics::DEV_Q2C_P99) {
+            Some(id) => match check_metric(ha, hb, &id, threshold_pct) {
+                Check::Good(l) => Check::Good(format!(
+                    "no new critical finding; no operations timed on both sides, so the device: {l}"
+                )),
+                Check::Regressed(l) => Check::Regressed(format!(
+                    "no operations timed on both sides, so the device: {l}"
+                )),
+                c => c,
+            },
+            None => Check::CannotTell(
+                "no new critical finding, and no operations, probe marks or block requests on both sides to compare".into(),
+            ),
+        };
+    }
+    let mut good = Vec::new();
+    for id in &workload {
+        match check_metric(ha, hb, id, threshold_pct) {
+            Check::Regressed(l) => return Check::Regressed(l),
+            Check::Good(l) => good.push(l),
+            Check::CannotTell(_) => {}
+        }
+    }
+    if good.is_empty() {
         return Check::CannotTell(format!(
-            "{name} is not in every run; the first baseline has: {}",
-            names.join(", ")
+            "no new critical finding, and {} cannot be compared (0 in the baseline)",
+            workload.join(", ")
         ));
+    }
+    Check::Good(format!("no new critical finding; {}", good.join("; ")))
+}
+
+/// One headline figure of the two sides' runs, judged.
+fn check_metric(ha: &[Vec<Metric>], hb: &[Vec<Metric>], name: &str, threshold_pct: f64) -> Check {
+    let name = name.to_string();
+    let (Some((x, xl, xh)), Some((y, yl, yh))) = (stats(ha, &name), stats(hb, &name)) else {
+        let names: Vec<String> = ha[0].iter().map(|m| m.id.clone()).collect();
+        return Check::CannotTell(if names.is_empty() {
+            format!("{name} is not in every run; the first baseline has no figure at all")
+        } else {
+            format!(
+                "{name} is not in every run; the first baseline has: {}",
+                names.join(", ")
+            )
+        });
     };
     let Some(kind) = metrics::kind_of(&name) else {
         return Check::CannotTell(format!("no metric {name:?}"));
@@ -489,7 +622,7 @@ pub fn check_runs(
     } else {
         -change
     };
-    let several = base.len() > 1 && cand.len() > 1;
+    let several = ha.len() > 1 && hb.len() > 1;
     let overlap = several && !ranges_apart((xl, xh), (yl, yh));
     let v = |x: f64| metrics::shown(kind.unit, x);
     let mut line = format!(
@@ -502,10 +635,10 @@ pub fn check_runs(
             "; baseline {}..{} over {} runs, candidate {}..{} over {}",
             v(xl),
             v(xh),
-            base.len(),
+            ha.len(),
             v(yl),
             v(yh),
-            cand.len()
+            hb.len()
         ));
         if overlap && worse > threshold_pct {
             line.push_str(": the ranges overlap, not a significant change");

@@ -31,6 +31,30 @@ pub struct PartShift {
 /// microseconds per operation are noise between runs.
 const MIN_ADDED_MS_PER_OP: f64 = 0.005;
 
+/// The kinds of operations that make up the workload on both sides (the
+/// first run's of each): a kind one side alone has (a CPU burner's marks
+/// beside the workload's) is not the workload's.
+pub fn common_kinds(base: &[&Analysis], cand: &[&Analysis]) -> Vec<String> {
+    let kinds_of = |a: Option<&&Analysis>| -> Vec<String> {
+        a.map(|a| outliers::workload_kinds(&a.outliers))
+            .unwrap_or_default()
+            .into_iter()
+            .map(String::from)
+            .collect()
+    };
+    let c0 = kinds_of(cand.first());
+    kinds_of(base.first())
+        .into_iter()
+        .filter(|k| c0.contains(k))
+        .collect()
+}
+
+/// One run's time per operation over `kinds` (ms), if it has any.
+pub fn ms_per_op(a: &Analysis, kinds: &[&str]) -> Option<f64> {
+    let w = outliers::workload_time(&a.outliers, Some(kinds));
+    (w.count > 0).then(|| w.latency_ns as f64 / 1e6 / w.count as f64)
+}
+
 /// The workload's time per operation on both sides, when both traces
 /// followed operations of the same kinds with scheduler events (without
 /// them the parts cannot be told apart).
@@ -39,19 +63,8 @@ pub fn time_shift(base: &[&Analysis], cand: &[&Analysis]) -> Option<TimeShift> {
     if !measured(base) || !measured(cand) {
         return None;
     }
-    let kinds_of = |a: &Analysis| -> Vec<String> {
-        outliers::workload_kinds(&a.outliers)
-            .into_iter()
-            .map(String::from)
-            .collect()
-    };
-    let b0 = kinds_of(base.first()?);
-    let c0 = kinds_of(cand.first()?);
-    let kinds: Vec<&str> = b0
-        .iter()
-        .filter(|k| c0.contains(k))
-        .map(String::as_str)
-        .collect();
+    let common = common_kinds(base, cand);
+    let kinds: Vec<&str> = common.iter().map(String::as_str).collect();
     if kinds.is_empty() {
         return None;
     }

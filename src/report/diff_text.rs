@@ -123,6 +123,12 @@ pub fn render(d: &Diff) -> String {
         }
     }
     let _ = writeln!(out, "\nverdict: {}", Esc(&d.verdict));
+    let _ = writeln!(
+        out,
+        "check: {}: {} (what `iosleuth check` concludes of these sides)",
+        d.check.verdict.replace('_', " "),
+        Esc(&d.check.why)
+    );
     out
 }
 

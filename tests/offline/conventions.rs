@@ -231,9 +231,9 @@ fn check_called_wrongly_aborts_a_bisect_and_lists_the_metrics() {
         assert_ne!(o.code, 130, "{bad:?}");
         if bad[0] == "--metric" {
             assert!(
-                o.stderr
-                    .contains("the metrics are: probe.OP.p50_ms, probe.OP.p99_ms")
-                    && o.stderr.contains("dev.MAJ,MIN.d2c.p99_ms"),
+                o.stderr.contains(
+                    "the metrics are: workload.ms_per_op, probe.OP.p50_ms, probe.OP.p99_ms"
+                ) && o.stderr.contains("dev.MAJ,MIN.d2c.p99_ms"),
                 "{}",
                 o.stderr
             );

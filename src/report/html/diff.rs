@@ -25,10 +25,12 @@ pub fn render(d: &Diff, base_runs: &[Run], cand_runs: &[Run]) -> String {
     let mut body = String::new();
     let _ = write!(
         body,
-        "<h1>iosleuth diff</h1><p class=\"sub\">baseline: {} run(s) · candidate: {} run(s)</p><h2>Verdict</h2><p>{}</p>",
+        "<h1>iosleuth diff</h1><p class=\"sub\">baseline: {} run(s) · candidate: {} run(s)</p><h2>Verdict</h2><p>{}</p><p class=\"sub\">check: {}: {} (what <code>iosleuth check</code> concludes of these sides)</p>",
         base.len(),
         cand.len(),
-        esc(&d.verdict)
+        esc(&d.verdict),
+        esc(&d.check.verdict.replace('_', " ")),
+        esc(&d.check.why)
     );
     body.push_str("<h2>Settings that differ</h2>");
     if d.settings.is_empty() {

@@ -1,0 +1,75 @@
+//! `check` and `diff` judge by one rule: on every committed pair of a
+//! healthy and a pathological capture, in both orders, `check`'s exit
+//! status and line are what `diff` says `check` concludes; and each
+//! pathology reads as a regression, its healthy run as no worse.
+
+use crate::common::*;
+use serde_json::Value;
+
+/// (baseline, candidate) captures of one workload: the healthy run and
+/// the run with the pathology, as the lab recorded them.
+const PAIRS: [(&str, &str); 12] = [
+    ("readahead-128.cap", "readahead-16.cap"),
+    ("journal-1024m.cap", "journal-4m.cap"),
+    ("fuse-wait-good.cap", "fuse-wait-bad.cap"),
+    ("light-merges-good.cap", "light-merges-bad.cap"),
+    ("cgroup-none.cap", "cgroup-throttled.cap"),
+    ("cpu-contention-alone.cap", "cpu-contention-nice.cap"),
+    ("dirty-none.cap", "dirty-throttle.cap"),
+    ("wbt-default.cap", "wbt-target10us.cap"),
+    ("sched-mq-deadline.cap", "sched-bfq.cap"),
+    ("queue-depth1.cap", "queue-saturated.cap"),
+    ("stacks-journal-1024m.cap", "stacks-journal-4m.cap"),
+    ("loop-seqread-nomerges0.blk", "loop-seqread-nomerges2.blk"),
+];
+
+/// `check`'s verdict word and line, from its exit status and output.
+fn check(base: &str, cand: &str) -> (&'static str, String) {
+    let o = outcome(&["check", base, cand]);
+    let word = match o.code {
+        0 => "good",
+        1 => "regressed",
+        125 => "cannot_tell",
+        c => panic!("check {base} {cand}: exit {c}: {}", o.stderr),
+    };
+    (word, o.stdout.trim().to_string())
+}
+
+fn diff_check(base: &str, cand: &str) -> Value {
+    let o = outcome(&["diff", "--format", "json", base, cand]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    serde_json::from_str::<Value>(&o.stdout).unwrap()["check"].clone()
+}
+
+#[test]
+fn check_and_diff_give_one_verdict_on_every_pair() {
+    let f = |n: &str| format!("tests/fixtures/{n}");
+    let mut pairs: Vec<(String, String, Option<&str>)> = Vec::new();
+    for (good, bad) in PAIRS {
+        pairs.push((f(good), f(bad), Some("regressed")));
+        pairs.push((f(bad), f(good), None));
+    }
+    pairs.push((f("healthy-run1.cap"), f("healthy-run2.cap"), Some("good")));
+    pairs.push((f("healthy-run2.cap"), f("healthy-run1.cap"), Some("good")));
+    for (base, cand, want) in &pairs {
+        let (word, line) = check(base, cand);
+        let d = diff_check(base, cand);
+        assert_eq!(
+            d["verdict"], word,
+            "{base} -> {cand}: check says {line:?}, diff {d}"
+        );
+        let why = d["why"].as_str().unwrap();
+        assert_eq!(
+            line,
+            format!("{}: {why}", word.replace('_', " ")),
+            "{base} -> {cand}"
+        );
+        if let Some(w) = want {
+            assert_eq!(word, *w, "{base} -> {cand}: {line}");
+        }
+        // The pathology undone is never a regression.
+        if want.is_none() {
+            assert_ne!(word, "regressed", "{base} -> {cand}: {line}");
+        }
+    }
+}
