@@ -19,23 +19,21 @@ pub const VECTORS: [&str; 10] = [
 pub struct HandlerStats {
     pub count: u64,
     pub time_ns: u64,
-    pub max_ns: u64,
+    /// The longest run; `None` when none ran or the capture kept no single
+    /// run (a light capture counts runs and their time only): unknown, not 0.
+    pub max_ns: Option<u64>,
 }
 
 impl HandlerStats {
-    /// Average run, µs.
-    pub fn avg_us(&self) -> f64 {
-        if self.count > 0 {
-            self.time_ns as f64 / self.count as f64 / 1e3
-        } else {
-            0.0
-        }
+    /// Average run, µs; `None` when none ran.
+    pub fn avg_us(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.time_ns as f64 / self.count as f64 / 1e3)
     }
 
     fn add(&mut self, ns: u64) {
         self.count += 1;
         self.time_ns += ns;
-        self.max_ns = self.max_ns.max(ns);
+        self.max_ns = Some(self.max_ns.map_or(ns, |m| m.max(ns)));
     }
 }
 

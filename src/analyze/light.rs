@@ -405,7 +405,7 @@ fn apply_cpus(a: &mut Analysis, doc: &LightDoc, waits: &[WaitRecord]) {
                 HandlerStats {
                     count,
                     time_ns,
-                    max_ns: 0,
+                    max_ns: None,
                 },
             )
         })

@@ -69,31 +69,45 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
         "export --perfetto",
         Some(what),
     )?;
-    let s = perfetto(input, &to)?;
+    let (s, recorded) = perfetto(input, &to)?;
     let named = match to.file() {
         Some(f) => f.path().display().to_string(),
         None => "standard output".into(),
     };
+    // A count of what the capture did not record is unknown, not 0.
+    let count = |n: u64, what: &str, set: &str| {
+        if recorded(set) {
+            format!("{n} {what}")
+        } else {
+            format!("{what} not recorded")
+        }
+    };
     eprintln!(
-        "iosleuth: wrote {} ({} bytes, {} tracks): {} requests, {} operations, {} thread states, {} journal commits, {} irqs, {} softirqs (open it at https://ui.perfetto.dev)",
+        "iosleuth: wrote {} ({} bytes, {} tracks): {}, {}, {}, {}, {}, {} (open it at https://ui.perfetto.dev)",
         Esc(&named),
         s.bytes,
         s.tracks,
-        s.requests,
-        s.operations,
-        s.thread_states,
-        s.commits,
-        s.irqs,
-        s.softirqs
+        if recorded("light") {
+            format!("{} slow requests (a light capture records no other one by one)", s.requests)
+        } else {
+            count(s.requests, "requests", "block")
+        },
+        count(s.operations, "operations", "syscalls"),
+        count(s.thread_states, "thread states", "sched"),
+        count(s.commits, "journal commits", "fs"),
+        count(s.irqs, "irqs", "irq"),
+        count(s.softirqs, "softirqs", "irq")
     );
     Ok(ExitStatus::SUCCESS)
 }
 
 /// The input analyzed while its rows become a Perfetto trace at `out`.
+/// Also which event sets the input recorded (the message's counts of the
+/// others are unknown).
 fn perfetto(
     input: &std::path::Path,
     out: &Destination,
-) -> Result<crate::report::perfetto::Summary> {
+) -> Result<(crate::report::perfetto::Summary, impl Fn(&str) -> bool)> {
     use crate::report::perfetto::{device_names, Export};
     let (snapshots, _) = pipeline::snapshots_of(&[input.to_path_buf()]);
     let snapshot = snapshots.into_iter().flatten().next();
@@ -104,5 +118,21 @@ fn perfetto(
     let export = Export::begin(out, device_names(snapshot.as_ref()), processes)?;
     let (analyzed, written) =
         pipeline::analyze_writing(input, &pipeline::Options::default(), export.writers());
-    export.finish(written, analyzed.map(|_| ()))
+    let light = analyzed.as_ref().is_ok_and(|(a, _)| a.light.is_some());
+    let sets: Vec<&str> = ["block", "syscalls", "sched", "fs", "irq", "light"]
+        .into_iter()
+        .filter(|set| {
+            if light {
+                // Counted in the kernel, not one by one: only the slow
+                // requests and the journal's commits become slices.
+                return matches!(*set, "light" | "fs");
+            }
+            analyzed.as_ref().is_ok_and(|(a, _)| {
+                // Operations also come from probe marks and fs events.
+                a.recorded_set(set) || (*set == "syscalls" && a.recorded_set("fs"))
+            })
+        })
+        .collect();
+    let summary = export.finish(written, analyzed.map(|_| ()))?;
+    Ok((summary, move |set: &str| sets.contains(&set)))
 }

@@ -417,3 +417,71 @@ fn diff_says_a_rule_the_other_side_could_not_judge_is_unknown_there() {
         "{text}"
     );
 }
+
+/// Unknown is never 0: on every fixture, a process row whose Q2C or D2C
+/// has no sample, a softirq vector that never ran or whose longest run the
+/// capture did not keep (a light capture), and a Perfetto export's count
+/// of what the capture did not record, all say so instead of printing 0.
+#[test]
+fn what_was_not_measured_never_reads_as_zero() {
+    let dir = tempdir();
+    for input in crate::golden::fixtures() {
+        let name = input.to_str().unwrap();
+        let r = json_report(&[&input], &[]);
+        let text = run(iosleuth().arg("report").arg(&input));
+        for p in r["processes"].as_array().into_iter().flatten() {
+            let pid = p["pid"].as_u64().unwrap();
+            let row = text.lines().find(|l| {
+                l.split_whitespace().next() == Some(&pid.to_string())
+                    && l.contains(p["comm"].as_str().unwrap_or("?"))
+            });
+            let Some(row) = row else { continue };
+            let cols: Vec<&str> = row.split_whitespace().collect();
+            let (q2c, d2c) = (cols[cols.len() - 2], cols[cols.len() - 1]);
+            for (col, field) in [(q2c, "q2c"), (d2c, "d2c")] {
+                let n = p[field]["n"].as_u64().unwrap_or(0);
+                assert_eq!(
+                    n == 0,
+                    col == "—",
+                    "{name}: pid {pid}'s {field} (n {n}) printed {col:?}: {row}"
+                );
+            }
+        }
+        for (v, s) in r["irq"]["softirq_total"].as_object().into_iter().flatten() {
+            let row = text
+                .lines()
+                .find(|l| {
+                    l.split_whitespace().next() == Some(v.as_str())
+                        && l.split_whitespace().count() == 5
+                })
+                .unwrap_or_else(|| panic!("{name}: no {v} row"));
+            let cols: Vec<&str> = row.split_whitespace().collect();
+            assert_eq!(s["count"] == 0, cols[3] == "—", "{name}: {row}");
+            assert_eq!(s["max_ns"].is_null(), cols[4] == "—", "{name}: {row}");
+            if s["count"] == 0 {
+                assert!(
+                    s["max_ns"].is_null(),
+                    "{name}: {v} never ran, max {}",
+                    s["max_ns"]
+                );
+            }
+        }
+        let out = dir.path().join("x.pftrace");
+        let o = outcome(&["export", name, "--perfetto", out.to_str().unwrap()]);
+        if o.code != 0 {
+            continue;
+        }
+        let irq_recorded = r["irq"]["softirq"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty())
+            && r["light"].is_null();
+        if !irq_recorded && r["not_recorded"].to_string().contains("irq") {
+            assert!(
+                o.stderr.contains("irqs not recorded"),
+                "{name}: {}",
+                o.stderr
+            );
+            assert!(!o.stderr.contains(" 0 irqs"), "{name}: {}", o.stderr);
+        }
+    }
+}

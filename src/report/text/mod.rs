@@ -173,14 +173,14 @@ pub fn render_with(a: &Analysis, found: &[crate::diagnose::Finding], all: bool) 
         for p in b.processes.iter().take(20) {
             let _ = writeln!(
                 out,
-                "{:>8} {:<16} {:>9} {:>10.1} {:>10.1} {:>12.1} {:>12.1}",
+                "{:>8} {:<16} {:>9} {:>10.1} {:>10.1} {:>12} {:>12}",
                 p.pid,
                 Esc(&p.comm),
                 p.bios_queued.total(),
                 p.bytes_queued.read as f64 / 1048576.0,
                 p.bytes_queued.write as f64 / 1048576.0,
-                p.q2c.avg_ns() / 1000.0,
-                p.d2c.avg_ns() / 1000.0
+                avg_us(&p.q2c),
+                avg_us(&p.d2c)
             );
         }
         out.push('\n');
@@ -340,4 +340,14 @@ fn light_programs(out: &mut String, l: &LightSummary) {
         );
     }
     out.push('\n');
+}
+
+/// An interval's average in µs, or `—` when it has no sample (a process
+/// whose bios the trace saw queued but none complete: unknown, not 0).
+fn avg_us(i: &crate::analyze::block::btt::Interval) -> String {
+    if i.n == 0 {
+        "—".into()
+    } else {
+        format!("{:.1}", i.avg_ns() / 1000.0)
+    }
 }

@@ -153,12 +153,12 @@ pub(super) fn interrupts(
         for (v, s) in &irq.softirq_total {
             let _ = writeln!(
                 out,
-                "{:<10} {:>10} {:>12.3} {:>10.1} {:>10.1}",
+                "{:<10} {:>10} {:>12.3} {:>10} {:>10}",
                 Esc(v),
                 s.count,
                 ms(s.time_ns),
-                s.avg_us(),
-                s.max_ns as f64 / 1e3
+                us_or_dash(s.avg_us()),
+                us_or_dash(s.max_ns.map(|m| m as f64 / 1e3))
             );
         }
         out.push('\n');
@@ -173,13 +173,13 @@ pub(super) fn interrupts(
             let s = &h.stats;
             let _ = writeln!(
                 out,
-                "{:>5} {:<24} {:>10} {:>12.3} {:>10.1} {:>10.1}",
+                "{:>5} {:<24} {:>10} {:>12.3} {:>10} {:>10}",
                 h.irq,
                 Esc(&h.name),
                 s.count,
                 ms(s.time_ns),
-                s.avg_us(),
-                s.max_ns as f64 / 1e3
+                us_or_dash(s.avg_us()),
+                us_or_dash(s.max_ns.map(|m| m as f64 / 1e3))
             );
         }
         out.push('\n');
@@ -279,4 +279,10 @@ pub(super) fn gaps(out: &mut String, g: &crate::analyze::gaps::GapsSummary, st: 
         );
     }
     out.push('\n');
+}
+
+/// µs with one decimal, or `—` for a figure not known (nothing ran, or
+/// the capture kept no single run).
+fn us_or_dash(v: Option<f64>) -> String {
+    v.map_or_else(|| "—".to_string(), |x| format!("{x:.1}"))
 }
