@@ -197,6 +197,11 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
     // The time window's start and end come from the filter (analyze).
     let cfg = BlockConfig {
         interval_ns: ((interval * 1e9).round() as u64).max(1),
+        // iostat's intervals count from the trace's start (or the time
+        // window's), the clock every output prints times in.
+        origin_ns: filter
+            .from_ns
+            .or((whole.first_ns > 0).then_some(whole.first_ns)),
         rows: opts.rows.clone(),
         request_timeline: opts.request_timeline,
         block_only: marked.merger.sources().iter().all(|s| s.block_only()),

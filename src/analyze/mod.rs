@@ -354,7 +354,7 @@ impl<'f> Analyzers<'f> {
     fn finish(self) -> Analysis {
         let (span, names) = (self.span, &self.names);
         let stacks = self.stacks.finish(names);
-        let block = self.blk.finish();
+        let block = self.blk.finish(span.last_ns);
         let mut warnings: Vec<String> = block.warnings.clone();
         if !self.unknown.is_empty() {
             let total: u64 = self.unknown.values().sum();

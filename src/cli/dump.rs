@@ -24,6 +24,11 @@ pub struct DumpArgs {
     /// Stop after this many events.
     #[arg(long)]
     limit: Option<u64>,
+    /// Times on the trace's own clock (to match other logs of the
+    /// machine), not in seconds from the trace's start as every other
+    /// output prints them.
+    #[arg(long)]
+    absolute: bool,
     /// `json`: one JSON object per line.
     #[arg(long, value_parser = Format::parser(Command::Dump), default_value = "text")]
     format: Format,
@@ -137,16 +142,31 @@ pub fn run(args: DumpArgs) -> Result<ExitStatus> {
     let mut merged = crate::pipeline::open(&args.paths)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut n = 0u64;
+    // The trace's start: its first event, whichever `--events` keeps.
+    let mut origin: Option<u64> = None;
     for ev in merged.by_ref() {
         if args.limit.is_some_and(|l| n >= l) {
             break;
         }
+        if origin.is_none() {
+            if let Some(ts) = ev.ts() {
+                origin = Some(if args.absolute { 0 } else { ts });
+                if !args.absolute {
+                    eprintln!(
+                        "iosleuth dump: times are seconds from the trace's start ({}.{:09} on the trace clock; --absolute prints that clock)",
+                        ts / 1_000_000_000,
+                        ts % 1_000_000_000
+                    );
+                }
+            }
+        }
         if !wanted(&only, &ev) {
             continue;
         }
+        let at = origin.unwrap_or(0);
         let line = match args.format {
-            Format::Json => dump::json(&ev).map(|j| j.to_string()),
-            _ => dump::line(&ev),
+            Format::Json => dump::json(&ev, at).map(|j| j.to_string()),
+            _ => dump::line(&ev, at),
         };
         if let Some(l) = line {
             n += 1;

@@ -330,7 +330,10 @@ mod tests {
                     "max-input",
                 ],
             ),
-            (&["dump"], &["events", "limit", "format", "max-input"]),
+            (
+                &["dump"],
+                &["events", "limit", "absolute", "format", "max-input"],
+            ),
             (
                 &["export"],
                 &[

@@ -7,12 +7,20 @@ use crate::model::{Event, TraceEvent, Value};
 use crate::report::escape::Esc;
 use std::fmt::Write;
 
-/// One event as text; `None` for events outside the timeline.
-pub fn line(ev: &Event) -> Option<String> {
+/// One event as text, its time in seconds after `origin` (the trace's
+/// start, or 0 for the trace's own clock); `None` for events outside the
+/// timeline.
+pub fn line(ev: &Event, origin: u64) -> Option<String> {
     let mut s = String::new();
     match ev {
         Event::Block(b) => {
-            head(&mut s, b.ts, b.cpu, b.pid, b.comm.as_str());
+            head(
+                &mut s,
+                b.ts.saturating_sub(origin),
+                b.cpu,
+                b.pid,
+                b.comm.as_str(),
+            );
             let _ = write!(
                 s,
                 "block:{} dev={} rwbs={} sector={} bytes={}",
@@ -26,9 +34,9 @@ pub fn line(ev: &Event) -> Option<String> {
                 let _ = write!(s, " error={}", b.error);
             }
         }
-        Event::Trace(o) => other(&mut s, o),
+        Event::Trace(o) => other(&mut s, o, origin),
         Event::Stack(k) => {
-            head(&mut s, k.ts, k.cpu, k.pid, "");
+            head(&mut s, k.ts.saturating_sub(origin), k.cpu, k.pid, "");
             s.push_str(stack_event_name(k));
             for f in k.frames.iter() {
                 let _ = write!(s, " => {}", Esc(f));
@@ -39,9 +47,19 @@ pub fn line(ev: &Event) -> Option<String> {
     Some(s)
 }
 
-/// One event as a JSON object (`ts` in ns, `event` with its system where
-/// the source names it, `fields`).
-pub fn json(ev: &Event) -> Option<serde_json::Value> {
+/// One event as a JSON object (`ts` in ns on the trace's clock, `t` in
+/// seconds after `origin`, `event` with its system where the source names
+/// it, `fields`).
+pub fn json(ev: &Event, origin: u64) -> Option<serde_json::Value> {
+    use serde_json::json;
+    let mut v = json_on_trace_clock(ev)?;
+    if let (Some(ts), Some(m)) = (ev.ts(), v.as_object_mut()) {
+        m.insert("t".into(), json!(ts.saturating_sub(origin) as f64 / 1e9));
+    }
+    Some(v)
+}
+
+fn json_on_trace_clock(ev: &Event) -> Option<serde_json::Value> {
     use serde_json::json;
     Some(match ev {
         Event::Block(b) => json!({
@@ -81,8 +99,14 @@ pub fn json(ev: &Event) -> Option<serde_json::Value> {
     })
 }
 
-fn other(s: &mut String, o: &TraceEvent) {
-    head(s, o.ts, o.cpu, o.pid, o.comm.as_str());
+fn other(s: &mut String, o: &TraceEvent, origin: u64) {
+    head(
+        s,
+        o.ts.saturating_sub(origin),
+        o.cpu,
+        o.pid,
+        o.comm.as_str(),
+    );
     let _ = write!(s, "{}:", Esc(&o.name));
     for (n, v) in &o.fields.0 {
         let _ = match v {

@@ -71,10 +71,26 @@ fn the_summary_holds_the_figures_of_the_sections_below() {
         (p99("q2c").as_str(), p99("d2c").as_str()),
         "{line}"
     );
+    // Rates and %util over the trace's span: the iostat "all" row's.
+    let total = &dev["iostat_total"];
     assert_eq!(
         cols[6],
-        format!("{:.1}", dev["iostat_active"]["%util"].as_f64().unwrap()),
+        format!("{:.1}", total["%util"].as_f64().unwrap()),
         "{line}"
+    );
+    let iops = total["r/s"].as_f64().unwrap()
+        + total["w/s"].as_f64().unwrap()
+        + total["d/s"].as_f64().unwrap_or(0.0);
+    assert_eq!(cols[2], format!("{iops:.1}"), "{line}");
+    let text_all = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("all "))
+        .expect("the iostat all row");
+    let all: Vec<&str> = text_all.split_whitespace().collect();
+    assert_eq!(
+        all[12],
+        format!("{:.2}", total["%util"].as_f64().unwrap()),
+        "{text_all}"
     );
     // The finding's title and its advice, and the rules that could not judge.
     let f = &rep["findings"][0];

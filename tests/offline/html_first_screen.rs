@@ -366,3 +366,47 @@ fn the_page_counts_each_devices_requests_as_the_report_does() {
         assert!(!c.contains("every request"));
     }
 }
+
+/// One clock: the page's "done at" of every request is the time `dump`
+/// prints for a completion of that device, both in seconds from the
+/// trace's start (the text report's clock).
+#[test]
+fn the_page_and_dump_print_one_clock() {
+    let input = "tests/fixtures/slowdev-fsync.cap";
+    let html = page(&["report", input]);
+    let dump = run(iosleuth().args(["dump", input, "--events", "C"]));
+    let completions: BTreeSet<String> = dump
+        .lines()
+        .filter(|l| l.contains("dev=7,0"))
+        .map(|l| {
+            let t: f64 = l.split_whitespace().next().unwrap().parse().unwrap();
+            format!("{t:.6}")
+        })
+        .collect();
+    let done: Vec<&str> = html
+        .split("done at ")
+        .skip(1)
+        .map(|s| s.split(' ').next().unwrap())
+        .collect();
+    assert!(done.len() > 100, "{} points", done.len());
+    for t in &done {
+        assert!(
+            completions.contains(*t),
+            "done at {t} s: no completion at that time in dump"
+        );
+    }
+    let text = run(iosleuth().args(["report", input]));
+    assert!(
+        text.contains(
+            "times are seconds from the trace's start (14277.843213642 on the trace clock)"
+        ),
+        "{}",
+        &text[..300]
+    );
+    let absolute =
+        run(iosleuth().args(["dump", input, "--events", "C", "--absolute", "--limit", "1"]));
+    assert!(
+        absolute.trim_start().starts_with("14277.845706326"),
+        "{absolute}"
+    );
+}

@@ -317,8 +317,14 @@ impl BlockAnalysis {
         reqs.add(e, start)
     }
 
-    pub fn finish(mut self) -> BlockSummary {
-        let end = self.cfg.end_ns.unwrap_or(self.last_ts).max(self.last_ts);
+    /// `trace_end`: the last analyzed event of any kind, where the last
+    /// iostat interval and the whole span's rates end.
+    pub fn finish(mut self, trace_end: u64) -> BlockSummary {
+        let end = self
+            .cfg
+            .end_ns
+            .unwrap_or(trace_end.max(self.last_ts))
+            .max(self.last_ts);
         let mut warnings = Vec::new();
         let mut devices = Vec::new();
         let mut order = self.order.clone();

@@ -85,7 +85,7 @@ pub fn render(a: &Analysis, findings: &[Finding]) -> String {
     let (shown, rest) =
         crate::report::busiest_devices(&a.block.devices, crate::report::DEVICES_SHOWN);
     for d in shown {
-        device::section(&mut body, d, a.block.first_ns, a.light.is_some());
+        device::section(&mut body, d, crate::report::origin_ns(a), a.light.is_some());
     }
     if let Some(line) = crate::report::not_shown_line(&rest, crate::report::DEVICES_SHOWN) {
         let _ = write!(body, "<p class=\"sub\">{}</p>", esc(&line));

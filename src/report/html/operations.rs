@@ -229,7 +229,7 @@ fn device_row(o: &Outlier, a: &Analysis) -> Option<Row> {
         let queued = p.done_ns.saturating_sub(p.q2c_ns);
         let issued = p.d2c_ns.map_or(queued, |d| p.done_ns.saturating_sub(d));
         let main = p.d2c_ns.is_some() && p.d2c_ns == req.d2c_ns;
-        let what = hover(p, a.block.first_ns);
+        let what = hover(p, crate::report::origin_ns(a));
         bars.push(svg::Bar {
             from: since(o, queued),
             to: since(o, issued),

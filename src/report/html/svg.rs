@@ -132,6 +132,35 @@ pub struct Axis<'a> {
     pub tick: fn(f64) -> String,
 }
 
+impl Axis<'_> {
+    /// Each tick with its label: the axis' own way of writing values, or,
+    /// where that writes two ticks alike (0.0005 and 0.001 both "0.001"),
+    /// as many decimals as the step needs, so that every label is distinct.
+    fn tick_labels(&self) -> Vec<(f64, String)> {
+        let ticks = self.scale.ticks();
+        let labels: Vec<String> = ticks.iter().map(|&t| (self.tick)(t)).collect();
+        if labels.windows(2).all(|w| w[0] != w[1]) {
+            return ticks.into_iter().zip(labels).collect();
+        }
+        let step = ticks
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .fold(f64::INFINITY, f64::min);
+        let mut decimals = (-step.log10().floor()).max(0.0) as usize;
+        let exact = |d: usize| {
+            let k = step * 10f64.powi(d as i32);
+            (k - k.round()).abs() < 1e-6
+        };
+        while !exact(decimals) && decimals < 12 {
+            decimals += 1;
+        }
+        ticks
+            .into_iter()
+            .map(|t| (t, format!("{t:.decimals$}")))
+            .collect()
+    }
+}
+
 /// A number as short as it reads well.
 pub fn short(v: f64) -> String {
     if v == 0.0 {
@@ -183,17 +212,17 @@ impl Frame {
             out,
             r#"<rect class="plot" x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}"/>"#
         );
-        for t in x.scale.ticks() {
+        for (t, label) in x.tick_labels() {
             let px = LEFT + x.scale.at(t) * pw;
             let _ = write!(
                 out,
                 r#"<line class="grid" x1="{px:.1}" y1="{TOP}" x2="{px:.1}" y2="{y2}"/><text class="tick" x="{px:.1}" y="{ty}" text-anchor="middle">{l}</text>"#,
                 y2 = TOP + ph,
                 ty = TOP + ph + 14.0,
-                l = esc(&(x.tick)(t))
+                l = esc(&label)
             );
         }
-        for t in y.scale.ticks() {
+        for (t, label) in y.tick_labels() {
             let py = TOP + ph - y.scale.at(t) * ph;
             let _ = write!(
                 out,
@@ -201,7 +230,7 @@ impl Frame {
                 x2 = LEFT + pw,
                 tx = LEFT - 6.0,
                 ty = py + 4.0,
-                l = esc(&(y.tick)(t))
+                l = esc(&label)
             );
         }
         let _ = write!(
@@ -515,14 +544,14 @@ pub fn timeline(title: &str, x: &Axis, rows: &[(String, Vec<Bar>)], key: &[Key])
         t = esc(title),
         ph = ROW * rows.len() as f64
     );
-    for t in x.scale.ticks() {
+    for (t, label) in x.tick_labels() {
         let px = at(t);
         let _ = write!(
             out,
             r#"<line class="grid" x1="{px:.1}" y1="{TOP}" x2="{px:.1}" y2="{y2}"/><text class="tick" x="{px:.1}" y="{ty}" text-anchor="middle">{l}</text>"#,
             y2 = axis_bottom - BOTTOM,
             ty = axis_bottom - BOTTOM + 14.0,
-            l = esc(&(x.tick)(t))
+            l = esc(&label)
         );
     }
     for (i, (label, bars)) in rows.iter().enumerate() {
@@ -587,6 +616,20 @@ mod tests {
         assert_eq!(latency_ms(1500.0), "1.5 s");
         let l = Scale::linear([3.0, 97.0].into_iter());
         assert_eq!(l.ticks(), vec![0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
+        // Ticks 0.0005 apart are labelled apart.
+        let a = Axis {
+            label: "",
+            scale: Scale::Linear {
+                min: 0.0,
+                max: 0.0025,
+            },
+            tick: short,
+        };
+        let labels: Vec<String> = a.tick_labels().into_iter().map(|(_, l)| l).collect();
+        assert_eq!(
+            labels,
+            ["0.0000", "0.0005", "0.0010", "0.0015", "0.0020", "0.0025"]
+        );
     }
 
     #[test]

@@ -137,7 +137,9 @@ fn devices(out: &mut String, a: &Analysis) {
             .and_then(|s| s.device(&d.device))
             .map(|(n, _)| format!("{n} ({})", d.device))
             .unwrap_or_else(|| d.device.clone());
-        let io = &d.iostat_active;
+        // Rates over the trace's span, as iostat gives them over its
+        // interval (not over the device's busy stretch only).
+        let io = &d.iostat_total;
         let (mut iops, mut mib_s) = (
             io.r_s + io.w_s + io.d_s,
             (io.rkb_s + io.wkb_s + io.dkb_s) / 1024.0,
@@ -195,7 +197,14 @@ fn devices(out: &mut String, a: &Analysis) {
     if a.light.is_some() {
         let _ = writeln!(
             out,
-            "  (light capture: p99 of the busiest operation, within 1/32; %util and aqu-sz not recorded)"
+            "  (light capture: rates over the {:.3} s the programs were attached; p99 of the busiest operation, within 1/32; %util and aqu-sz not recorded)",
+            a.light.as_ref().map_or(0.0, |l| l.seconds)
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "  (IOPS, MiB/s, %util and aqu-sz over the trace's {:.3} s, as iostat over one interval)",
+            a.span.last_ns.saturating_sub(crate::report::origin_ns(a)) as f64 / 1e9
         );
     }
 }
