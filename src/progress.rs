@@ -14,7 +14,7 @@ const EVENTS_PER_UPDATE: u64 = 1 << 16;
 
 impl Progress {
     pub fn new(message: &str) -> Progress {
-        if !std::io::stderr().is_terminal() {
+        if !std::io::stderr().is_terminal() || crate::cli::quiet() {
             return Progress(None);
         }
         let bar = ProgressBar::new_spinner();

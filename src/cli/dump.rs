@@ -152,7 +152,7 @@ pub fn run(args: DumpArgs) -> Result<ExitStatus> {
             if let Some(ts) = ev.ts() {
                 origin = Some(if args.absolute { 0 } else { ts });
                 if !args.absolute {
-                    eprintln!(
+                    note!(
                         "iosleuth dump: times are seconds from the trace's start ({}.{:09} on the trace clock; --absolute prints that clock)",
                         ts / 1_000_000_000,
                         ts % 1_000_000_000

@@ -29,7 +29,7 @@ pub struct ExportArgs {
     #[arg(long, value_name = "FILE")]
     pub perfetto: Option<PathBuf>,
     /// The host partition of --parquet (default: the host name in the
-    /// capture's snapshot, else `unknown`).
+    /// capture's snapshot, else none: NULL, `host=__HIVE_DEFAULT_PARTITION__`).
     #[arg(long, value_name = "NAME", requires = "parquet")]
     pub host: Option<String>,
     /// Write into a DIR that holds files: its blktrace files are replaced,
@@ -136,7 +136,7 @@ fn first_pass(inputs: &[PathBuf]) -> Result<HashMap<u32, String>> {
 
 /// What was written, what `--force` removed, and what was left out.
 fn say_what_was_written(dir: &Path, sum: &ExportSummary, removed: &[PathBuf]) {
-    eprintln!(
+    note!(
         "iosleuth: wrote {} records to {} files in {} (read with: blkparse -D {} -i NAME -d out.bin; btt -i out.bin)",
         sum.records,
         sum.files.len(),

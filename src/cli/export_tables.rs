@@ -39,7 +39,7 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
             let counts: Vec<String> = w.rows.iter().map(|(t, n)| format!("{t} {n}")).collect();
             // The host and kernel are the snapshot's, the capture the
             // input's name: anyone's text, escaped for the terminal.
-            eprintln!(
+            note!(
                 "iosleuth: {}: host={} capture={} kernel {}: {} rows",
                 Esc(&dir.display().to_string()),
                 Esc(p.host.as_deref().unwrap_or("(unknown: NULL)")),
@@ -82,7 +82,7 @@ pub fn run(args: ExportArgs) -> Result<ExitStatus> {
             format!("{what} not recorded")
         }
     };
-    eprintln!(
+    note!(
         "iosleuth: wrote {} ({} bytes, {} tracks): {}, {}, {}, {}, {}, {} (open it at https://ui.perfetto.dev)",
         Esc(&named),
         s.bytes,

@@ -36,7 +36,7 @@ pub fn run(args: ManArgs, cli: clap::Command) -> Result<ExitStatus> {
         for p in &pages {
             OutputFile::check(&dir.join(format!("{}.1", p.name)), &[])?.write(p.roff.as_bytes())?;
         }
-        eprintln!(
+        note!(
             "iosleuth: wrote {} manual pages to {} (iosleuth.1, iosleuth-report.1, …)",
             pages.len(),
             dir.display()

@@ -22,6 +22,16 @@ macro_rules! inputs {
     };
 }
 
+/// A note for the person at the terminal (what was written, what a
+/// choice means): left out under `-q`, which keeps only errors.
+macro_rules! note {
+    ($($t:tt)*) => {
+        if !crate::cli::quiet() {
+            eprintln!($($t)*);
+        }
+    };
+}
+
 mod args;
 mod check;
 mod diff;
@@ -61,8 +71,18 @@ workaround; `iosleuth diff` compares a good run with a bad one, and
 `iosleuth check` answers `git bisect run`."
 )]
 struct Cli {
+    /// Print only errors: no warnings, notes or progress.
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     cmd: Cmd,
+}
+
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether `-q` asked for errors only.
+pub(crate) fn quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 #[derive(Subcommand, Debug)]
@@ -197,6 +217,7 @@ pub fn run() -> Result<ExitStatus> {
             };
         }
     };
+    QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
     match cli.cmd {
         Cmd::Report(a) => report::run(a),
         Cmd::Dump(a) => dump::run(a),
@@ -237,7 +258,7 @@ fn usage_error(args: &[std::ffi::OsString]) -> Error {
 /// What the user should know but does not stop the command. Warnings
 /// quote traces: printed escaped.
 fn warn(w: &str) {
-    eprintln!("iosleuth: warning: {}", crate::report::escape(w));
+    note!("iosleuth: warning: {}", crate::report::escape(w));
 }
 
 /// What a terminal must not get of `format` (an HTML page): `instead`
@@ -354,7 +375,8 @@ mod tests {
         ];
         for (path, want) in expected {
             let mut got = long_options(path);
-            got.retain(|o| o != "help");
+            // -q is every command's (global).
+            got.retain(|o| o != "help" && o != "quiet");
             assert_eq!(got, *want, "{path:?}");
         }
         // Where a trace is not read, nothing about reading one.

@@ -131,7 +131,7 @@ pub fn run(args: RecordArgs) -> Result<ExitStatus> {
     if args.cleanup || is_root() {
         let root = Tracefs::open().ok();
         for line in journal::cleanup_stale(root.as_ref().map(|t| t.root.as_path())) {
-            eprintln!("iosleuth: cleanup: {line}");
+            note!("iosleuth: cleanup: {line}");
         }
         if args.cleanup {
             return Ok(ExitStatus::SUCCESS);
@@ -176,7 +176,7 @@ fn record_capture(output: &Path, args: &RecordArgs) -> Result<i32> {
     };
     let mut rec = Recorder::start(&opts, output)?;
     if !rec.missing.is_empty() {
-        eprintln!(
+        note!(
             "iosleuth: this kernel lacks {} of the requested events; skipped: {}",
             rec.missing.len(),
             rec.missing.join(", ")
@@ -198,7 +198,7 @@ fn record_capture(output: &Path, args: &RecordArgs) -> Result<i32> {
         rec.set_workload(s);
     }
     let bytes = rec.stop().map_err(|e| Error::failed(e.message()))?;
-    eprintln!(
+    note!(
         "iosleuth: wrote {bytes} bytes of trace to {}",
         output.display()
     );
@@ -219,12 +219,12 @@ fn plan_functions(functions: &[String]) -> Result<(Vec<&'static str>, bool)> {
     for (name, p) in plan(functions, &tracefs.root, &kallsyms).map_err(Error::BadInput)? {
         match p {
             Plan::Calls { entry, exit } => {
-                eprintln!("iosleuth: --func {name}: every call, from {entry} to {exit}");
+                note!("iosleuth: --func {name}: every call, from {entry} to {exit}");
                 events.extend(expand_sets(&format!("{entry},{exit}")).map_err(Error::BadInput)?);
             }
             Plan::Blocked => {
                 blocked = true;
-                eprintln!(
+                note!(
                     "iosleuth: --func {name}: no entry/return tracepoints; measured where threads block inside it (off-CPU stacks)"
                 );
             }
@@ -287,7 +287,7 @@ fn record_blk(output: &Path, args: &RecordArgs) -> Result<i32> {
     }
     placed?;
     let bytes = stopped.map_err(|e| Error::failed(e.message()))?;
-    eprintln!(
+    note!(
         "iosleuth: wrote {bytes} bytes to {} (settings in {})",
         output.display(),
         side.display()

@@ -28,7 +28,7 @@ pub fn record(
     crate::report::output_file::refuse_used_directory(output)?;
     if let Some(ms) = opts.slow_ns {
         if ms == 0 {
-            eprintln!("iosleuth: --slow 0: every request is sent (up to --slow-cap a second)");
+            note!("iosleuth: --slow 0: every request is sent (up to --slow-cap a second)");
         }
     }
     std::fs::create_dir_all(output)
@@ -82,7 +82,7 @@ pub fn record(
             s + d.counters.slow_sent,
         )
     });
-    eprintln!(
+    note!(
         "iosleuth: light capture in {}: {ios} requests in histograms, {slow} slow ones recorded",
         output.display()
     );

@@ -194,13 +194,23 @@ fn device_name<'a>(a: &'a Analysis, dev: &str) -> Option<&'a str> {
 
 /// Settings of the snapshots' `before` that differ: block device queues
 /// and ext4 journals present in both, scheduler and vm settings.
-pub fn settings(a: Option<&Snapshot>, b: Option<&Snapshot>) -> Vec<Setting> {
+/// The settings that differ, of the devices the traces involve
+/// (`involved`: `MAJ,MIN` of a device either side saw requests on, or a
+/// journal of): another disk's knobs explain nothing here.
+pub fn settings(
+    a: Option<&Snapshot>,
+    b: Option<&Snapshot>,
+    involved: &std::collections::BTreeSet<String>,
+) -> Vec<Setting> {
     let (Some(a), Some(b)) = (a, b) else {
         return Vec::new();
     };
     let (ba, bb) = (&a.before, &b.before);
     let mut out = Vec::new();
     for (name, da) in &ba.block_devices {
+        if !da.dev.as_ref().is_some_and(|d| involved.contains(d)) {
+            continue;
+        }
         if let Some(db) = bb.block_devices.get(name) {
             differing(
                 &mut out,
@@ -348,7 +358,18 @@ pub fn diff_runs(base: &[(&Analysis, &[Finding])], cand: &[(&Analysis, &[Finding
     };
     let (fa, fb) = (all(base), all(cand));
     let (fa, fb) = (fa.as_slice(), fb.as_slice());
-    let settings = settings(a.snapshot.as_ref(), b.snapshot.as_ref());
+    let involved: std::collections::BTreeSet<String> = base
+        .iter()
+        .chain(cand)
+        .flat_map(|(r, _)| {
+            r.block
+                .devices
+                .iter()
+                .map(|d| d.device.clone())
+                .chain(r.fs.journals.keys().map(|j| j.to_string()))
+        })
+        .collect();
+    let settings = settings(a.snapshot.as_ref(), b.snapshot.as_ref(), &involved);
     let ids = |f: &[Finding]| -> Vec<String> { f.iter().map(|x| x.id.to_string()).collect() };
     let (ia, ib) = (ids(fa), ids(fb));
     // A rule no run of a side could judge is unknown there: a finding of

@@ -38,7 +38,7 @@ fn perf_clock_offset(perf_data: &std::path::Path, cap: &std::path::Path) -> f64 
     let ours = run(Command::new(env!("CARGO_BIN_EXE_iosleuth"))
         .arg("dump")
         .arg(cap)
-        .args(["--events", "sched_switch"]));
+        .args(["--events", "sched_switch", "--absolute"]));
     let mut at: HashMap<(String, u32, u32), Vec<f64>> = HashMap::new();
     for (cpu, a, b, ts) in perf
         .lines()

@@ -280,3 +280,26 @@ fn a_page_is_not_printed_on_a_terminal_and_each_command_offers_its_formats() {
         assert!(err.contains("possible values"), "{err}");
     }
 }
+
+/// `-q` keeps only errors: the warnings and notes a run prints otherwise
+/// are gone, the output and the exit status are the same, and an error
+/// still says what is wrong.
+#[test]
+fn quiet_prints_only_errors() {
+    let loud = outcome(&["report", "tests/fixtures/perf-urandom.data"]);
+    assert!(loud.stderr.contains("warning:"), "{}", loud.stderr);
+    let quiet = outcome(&["-q", "report", "tests/fixtures/perf-urandom.data"]);
+    assert_eq!((quiet.code, quiet.stderr.as_str()), (0, ""));
+    assert_eq!(quiet.stdout, loud.stdout);
+    let dump = outcome(&[
+        "dump",
+        "-q",
+        "tests/fixtures/slowdev-fsync.cap",
+        "--limit",
+        "1",
+    ]);
+    assert_eq!((dump.code, dump.stderr.as_str()), (0, ""));
+    let bad = outcome(&["report", "-q", "Cargo.toml"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("Cargo.toml"), "{}", bad.stderr);
+}

@@ -197,7 +197,14 @@ pub fn render_with(a: &Analysis, found: &[crate::diagnose::Finding], all: bool) 
     gaps(&mut out, &a.gaps, &st);
     not_recorded(&mut out, a);
     if !a.unknown_events.is_empty() {
-        let _ = writeln!(out, "events not analyzed yet:");
+        let total: u64 = a.unknown_events.values().sum();
+        let _ = writeln!(
+            out,
+            "events not analyzed yet ({total} event{} of {} kind{}, counted here and under unknown_events in JSON):",
+            if total == 1 { "" } else { "s" },
+            a.unknown_events.len(),
+            if a.unknown_events.len() == 1 { "" } else { "s" }
+        );
         for (n, c) in &a.unknown_events {
             let _ = writeln!(out, "  {:<40} {c:>10}", Esc(n));
         }
