@@ -88,6 +88,55 @@ fn page_name(path: &[&str]) -> String {
         .join("-")
 }
 
+/// SYNOPSIS with each option's value named (`[--format FORMAT]`), which
+/// clap_mangen's leaves out: `--format` alone reads as a flag.
+fn synopsis(cmd: &clap::Command, path: &[&str]) -> Roff {
+    let mut line: Vec<Inline> = vec![bold(
+        std::iter::once("iosleuth")
+            .chain(path.iter().copied())
+            .collect::<Vec<_>>()
+            .join(" "),
+    )];
+    for a in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+        let takes_value = a.get_action().takes_values();
+        let value = a
+            .get_value_names()
+            .and_then(|v| v.first())
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| a.get_id().as_str().to_uppercase());
+        if a.is_positional() {
+            let dots = if matches!(a.get_num_args(), Some(n) if n.max_values() > 1) {
+                "..."
+            } else {
+                ""
+            };
+            line.push(roman(format!(" <{value}>{dots}")));
+            continue;
+        }
+        let mut names = Vec::new();
+        if let Some(c) = a.get_short() {
+            names.push(format!("-{c}"));
+        }
+        if let Some(l) = a.get_long() {
+            names.push(format!("--{l}"));
+        }
+        line.push(roman(" ["));
+        line.push(bold(names.join("|")));
+        if takes_value {
+            line.push(roman(" "));
+            line.push(clap_mangen::roff::italic(value));
+        }
+        line.push(roman("]"));
+    }
+    if cmd.has_subcommands() {
+        line.push(roman(" <COMMAND>"));
+    }
+    let mut r = Roff::new();
+    r.control("SH", ["SYNOPSIS"]);
+    r.text(line);
+    r
+}
+
 fn page(cmd: &clap::Command, path: &[&str]) -> String {
     let name = page_name(path);
     let man = clap_mangen::Man::new(cmd.clone());
@@ -110,7 +159,7 @@ fn page(cmd: &clap::Command, path: &[&str]) -> String {
     out.push_str(&preamble);
     out.push_str(&title);
     out.push_str(&part(&|w| man.render_name_section(w)));
-    out.push_str(&part(&|w| man.render_synopsis_section(w)));
+    out.push_str(&without(&synopsis(cmd, path).render(), &preamble));
     let mut roff = Roff::new();
     roff.control("SH", ["DESCRIPTION"]);
     let about = cmd.get_long_about().or(cmd.get_about());

@@ -152,6 +152,23 @@ fn the_manual_has_a_page_for_every_command_and_each_renders_cleanly() {
     assert!(o.status.success(), "{o:?}");
     let top = std::fs::read_to_string(dir.path().join("iosleuth.1")).unwrap();
     assert_eq!(top, run(iosleuth().arg("man")), "`man` prints iosleuth.1");
+    // SYNOPSIS names each option's value: `--format` alone reads as a flag.
+    let report = std::fs::read_to_string(dir.path().join("iosleuth-report.1")).unwrap();
+    let synopsis = report
+        .split(".SH SYNOPSIS")
+        .nth(1)
+        .unwrap()
+        .split(".SH")
+        .next()
+        .unwrap();
+    for want in [
+        r"[\fB\-\-format\fR \fIFORMAT\fR]",
+        r"[\fB\-o|\-\-output\fR \fIFILE\fR]",
+        r"[\fB\-\-off\-cpu\fR]",
+        "<PATHS>...",
+    ] {
+        assert!(synopsis.contains(want), "{want}: {synopsis}");
+    }
     let see_also = named_pages(&top);
     for s in SUBCOMMANDS {
         assert!(
