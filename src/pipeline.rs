@@ -4,7 +4,7 @@
 //! (diagnose). The command line only calls these.
 
 use crate::analyze::rows::{self, RowCounts, RowSinks, RowWriters};
-use crate::analyze::{self, block::BlockConfig, Analysis, Filter, InputSummary, Span};
+use crate::analyze::{self, block::BlockConfig, Analysis, Filter, InputSummary};
 use crate::diagnose::{self, Finding};
 use crate::error::{Error, Result};
 use crate::ingest::{self, Merger};
@@ -184,12 +184,10 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
     // is the trace's start, which a relative `--time` counts from.
     let mut first = Vec::with_capacity(BATCH);
     marked.fill(&mut first, &progress);
-    let mut whole = Span {
-        first_ns: first.iter().find_map(Event::ts).unwrap_or(0),
-        last_ns: 0,
-    };
+    let start = first.iter().find_map(Event::ts);
+    let mut whole_last_ns = 0;
     if filter.relative_time {
-        let at = |s: Option<u64>| s.map(|s| s.saturating_add(whole.first_ns));
+        let at = |s: Option<u64>| s.map(|s| s.saturating_add(start.unwrap_or(0)));
         (filter.from_ns, filter.to_ns) = (at(filter.from_ns), at(filter.to_ns));
         filter.relative_time = false;
     }
@@ -199,9 +197,7 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         interval_ns: ((interval * 1e9).round() as u64).max(1),
         // iostat's intervals count from the trace's start (or the time
         // window's), the clock every output prints times in.
-        origin_ns: filter
-            .from_ns
-            .or((whole.first_ns > 0).then_some(whole.first_ns)),
+        origin_ns: filter.from_ns.or(start),
         rows: opts.rows.clone(),
         request_timeline: opts.request_timeline,
         block_only: marked.merger.sources().iter().all(|s| s.block_only()),
@@ -224,7 +220,7 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
             }
             // The trace's end, for a filter that keeps nothing.
             if let Some(ts) = batch.iter().rev().find_map(Event::ts) {
-                whole.last_ns = whole.last_ns.max(ts);
+                whole_last_ns = whole_last_ns.max(ts);
             }
         },
         |batches, done| {
@@ -242,12 +238,13 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         analyze::light::apply(&mut a, light);
     }
     a.warnings.extend(snapshot_warnings);
-    a.trace_start_ns = whole.first_ns;
+    a.trace_start_ns = start;
     a.recorded.enabled = enabled;
     let inputs = tap.inputs(&snapshots);
     a.snapshot = snapshots.into_iter().flatten().next();
     // A light capture without a slow request still has its histograms.
     if a.events == 0 && lights.is_empty() {
+        let whole = start.map(|first| (first, whole_last_ns));
         return Err(nothing_usable(&a, filter, whole, paths));
     }
     inputs.refuse_one_run_twice()?;
@@ -388,7 +385,13 @@ fn account_for_sources(a: &mut Analysis, merged: &Merger) {
     a.warnings.splice(0..0, merged.warnings());
 }
 
-fn nothing_usable(a: &Analysis, filter: &Filter, whole: Span, paths: &[PathBuf]) -> Error {
+/// `whole`: the input's first and last event, if it had one.
+fn nothing_usable(
+    a: &Analysis,
+    filter: &Filter,
+    whole: Option<(u64, u64)>,
+    paths: &[PathBuf],
+) -> Error {
     let what: Vec<String> = a
         .inputs
         .iter()
@@ -410,13 +413,13 @@ fn nothing_usable(a: &Analysis, filter: &Filter, whole: Span, paths: &[PathBuf])
     );
     // Which window would have held events.
     let timed = filter.from_ns.is_some() || filter.to_ns.is_some();
-    if timed && whole.last_ns > 0 {
+    if let (true, Some((first, last))) = (timed, whole) {
         let abs = |ns: u64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
         msg.push_str(&format!(
             "; the trace spans --time 0..{:.6} (seconds after its start), abs:{}..{} in its clock",
-            (whole.last_ns - whole.first_ns) as f64 / 1e9,
-            abs(whole.first_ns),
-            abs(whole.last_ns)
+            last.saturating_sub(first) as f64 / 1e9,
+            abs(first),
+            abs(last)
         ));
     }
     if filter.device.is_some() {

@@ -77,13 +77,18 @@ pub struct InputSummary {
 pub struct Span {
     pub first_ns: u64,
     pub last_ns: u64,
+    /// Whether an event was added: a trace may start at time 0 (blkparse
+    /// and other tools print times relative to their first event).
+    #[serde(skip)]
+    seen: bool,
 }
 
 impl Span {
     fn add(&mut self, ts: u64) {
-        if self.first_ns == 0 || ts < self.first_ns {
+        if !self.seen || ts < self.first_ns {
             self.first_ns = ts;
         }
+        self.seen = true;
         self.last_ns = self.last_ns.max(ts);
     }
 }
@@ -96,8 +101,9 @@ pub struct Analysis {
     /// First and last timestamp of the analyzed events, ns.
     pub span: Span,
     /// The first event of the whole input (before `--time`), ns: the
-    /// origin of the relative times outputs print and `--time` takes.
-    pub trace_start_ns: u64,
+    /// origin of the relative times outputs print and `--time` takes
+    /// (`None`: the input had no event).
+    pub trace_start_ns: Option<u64>,
     pub block: BlockSummary,
     pub syscalls: syscalls::SyscallSummary,
     pub fs: fs::FsSummary,
@@ -226,7 +232,7 @@ impl<'f> Analyzers<'f> {
             blk: BlockAnalysis::new(cfg),
             sched: sched::SchedAnalysis::new()
                 .with_rows(rows.thread_states, rows.processes.clone()),
-            sys: syscalls::SyscallAnalysis::new(),
+            sys: syscalls::SyscallAnalysis::new().with_workload(filter.workload_root),
             fs: fs::FsAnalysis::new().with_rows(rows.spans.clone()),
             irq: irq::IrqAnalysis::new().with_rows(rows.spans.clone()),
             gaps: gaps::GapAnalysis::new(),
@@ -363,7 +369,7 @@ impl<'f> Analyzers<'f> {
             inputs: Vec::new(),
             events: self.events,
             span,
-            trace_start_ns: 0,
+            trace_start_ns: None,
             block,
             syscalls: self.sys.finish(names),
             fs: self.fs.finish(names),

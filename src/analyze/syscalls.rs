@@ -63,6 +63,10 @@ pub struct SyscallSummary {
     pub slowest: Vec<Call>,
     /// Exits without an entry (the trace began inside the call).
     pub unmatched_exits: u64,
+    /// `by_name`, `operations` and `slowest` hold only the recorded
+    /// command's processes and threads (the trace followed its forks), as
+    /// the operations do; `by_process` holds every process.
+    pub recorded_command_only: bool,
 }
 
 #[derive(Default)]
@@ -73,6 +77,11 @@ pub struct SyscallAnalysis {
     marks: FxHashMap<(u32, Box<str>), u64>,
     /// Per thread id; named at the end, when every name is known.
     by_pid: FxHashMap<u32, BTreeMap<String, CallStats>>,
+    /// The recorded command's processes and threads, followed through
+    /// their forks, when known: only their calls are the workload's (by
+    /// name, the slowest), as the operations are (`outliers`); `by_process`
+    /// still lists every process.
+    workload: Option<rustc_hash::FxHashSet<u32>>,
     out: SyscallSummary,
 }
 
@@ -81,8 +90,26 @@ impl SyscallAnalysis {
         SyscallAnalysis::default()
     }
 
+    /// The recorded command's process (`None`: every thread's calls).
+    pub fn with_workload(mut self, root: Option<u32>) -> Self {
+        self.workload = root.map(|r| std::iter::once(r).collect());
+        self
+    }
+
     /// Feeds one event; returns false for events this analysis ignores.
     pub fn add(&mut self, e: &TraceEvent, names: &ThreadNames) -> bool {
+        if e.kind == Tracepoint::SchedProcessFork {
+            if let Some(w) = &mut self.workload {
+                let parent = e.fields.int(Field::ParentPid).unwrap_or(-1);
+                if u32::try_from(parent).is_ok_and(|p| w.contains(&p)) {
+                    if let Some(child) = e.fields.int(Field::ChildPid) {
+                        w.insert(child as u32);
+                    }
+                }
+            }
+            // The scheduler analysis uses it too.
+            return false;
+        }
         let name = || syscall_of(e.short_name()).unwrap_or_default();
         if e.kind == Tracepoint::SysEnter {
             self.pending.insert(e.pid, (name().into(), e.ts));
@@ -146,15 +173,18 @@ impl SyscallAnalysis {
         if !names.keeps(pid) {
             return;
         }
+        if !op {
+            add_to(self.by_pid.entry(pid).or_default(), name, ns);
+        }
+        if self.workload.as_ref().is_some_and(|w| !w.contains(&pid)) {
+            return;
+        }
         let table = if op {
             &mut self.out.operations
         } else {
             &mut self.out.by_name
         };
         add_to(table, name, ns);
-        if !op {
-            add_to(self.by_pid.entry(pid).or_default(), name, ns);
-        }
         let slow = &mut self.out.slowest;
         if qualifies(slow, SLOWEST_KEPT, ns, |c| c.latency_ns) {
             let comm = names.get(pid);
@@ -175,6 +205,7 @@ impl SyscallAnalysis {
     }
 
     pub fn finish(mut self, names: &ThreadNames) -> SyscallSummary {
+        self.out.recorded_command_only = self.workload.is_some();
         for (pid, calls) in self.by_pid.drain() {
             self.out.by_process.insert(names.process(pid), calls);
         }

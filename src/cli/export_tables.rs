@@ -108,7 +108,7 @@ fn perfetto(
     input: &std::path::Path,
     out: &Destination,
 ) -> Result<(crate::report::perfetto::Summary, impl Fn(&str) -> bool)> {
-    use crate::report::perfetto::{device_names, Export};
+    use crate::report::perfetto::{device_names, Export, TraceSpan};
     let (snapshots, _) = pipeline::snapshots_of(&[input.to_path_buf()]);
     let snapshot = snapshots.into_iter().flatten().next();
     let processes = snapshot
@@ -133,6 +133,12 @@ fn perfetto(
             })
         })
         .collect();
-    let summary = export.finish(written, analyzed.map(|_| ()))?;
+    let summary = export.finish(
+        written,
+        analyzed.map(|(a, _)| TraceSpan {
+            origin_ns: crate::report::origin_ns(&a),
+            last_ns: a.span.last_ns,
+        }),
+    )?;
     Ok((summary, move |set: &str| sets.contains(&set)))
 }

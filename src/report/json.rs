@@ -19,6 +19,7 @@ pub fn to_value(a: &Analysis, findings: &[Finding]) -> Value {
         "inputs": a.inputs,
         "events": a.events,
         "span": {
+            "origin_ns": super::origin_ns(a),
             "first_ns": span.first_ns,
             "last_ns": span.last_ns,
             "seconds": (span.last_ns.saturating_sub(span.first_ns)) as f64 / 1e9,

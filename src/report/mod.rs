@@ -67,8 +67,8 @@ pub fn busiest_devices(devices: &[DeviceSummary], n: usize) -> (Vec<&DeviceSumma
 /// (what `--time` counts from), else the analyzed events' first.
 pub fn origin_ns(a: &Analysis) -> u64 {
     match a.trace_start_ns {
-        0 => a.span.first_ns,
-        t => t.min(a.span.first_ns),
+        None => a.span.first_ns,
+        Some(t) => t.min(a.span.first_ns),
     }
 }
 

@@ -228,6 +228,17 @@ fn the_documented_queries_answer_what_report_says() {
             assert_eq!(row["requests"], d2c["count"], "{name}");
             let max = d2c["max"].as_f64().unwrap() / 1e3;
             assert!((row["max_d2c_us"].as_f64().unwrap() - max).abs() < 1e-6);
+            // One percentile definition (docs/report.md): the nearest
+            // rank, which report prints as the middle of its bucket.
+            let (got, want) = (
+                row["p99_d2c_us"].as_f64().unwrap(),
+                d2c["p99"].as_f64().unwrap() / 1e3,
+            );
+            assert!(
+                (got - want).abs() <= got * 0.004 + 1e-3,
+                "{name} {}: the documented query's p99 {got} µs, report's {want} µs",
+                dev["device"]
+            );
             seen += 1;
         }
     }

@@ -22,6 +22,7 @@ mod check_and_diff;
 mod cli_polish;
 mod compressed_inputs;
 mod conventions;
+mod cross_output;
 mod diagnose_fixtures;
 mod diagnose_generalizes;
 mod docs_links;

@@ -14,23 +14,25 @@ use std::collections::HashMap;
 use std::path::Path;
 
 /// A slice's integer arguments, by name.
-type Args = HashMap<String, i64>;
+pub(crate) type Args = HashMap<String, i64>;
 /// (track, start, end, name, arguments)
-type Slice = (u64, u64, u64, String, Args);
+pub(crate) type Slice = (u64, u64, u64, String, Args);
 
-struct Decoded {
+pub(crate) struct Decoded {
     /// uuid → (name, parent uuid, thread id)
-    tracks: HashMap<u64, (String, Option<u64>, Option<i64>)>,
+    pub tracks: HashMap<u64, (String, Option<u64>, Option<i64>)>,
     /// (track, start, end, name, int arguments)
-    slices: Vec<Slice>,
-    counters: usize,
+    pub slices: Vec<Slice>,
+    pub counters: usize,
     /// flow id → the tracks of the events that carry it.
-    flows: HashMap<u64, Vec<u64>>,
+    pub flows: HashMap<u64, Vec<u64>>,
     /// thread id → its process id, as the thread tracks say.
-    thread_pids: HashMap<i64, i32>,
+    pub thread_pids: HashMap<i64, i32>,
+    /// The earliest timestamp in the file: the UI's zero.
+    pub first_ts: Option<u64>,
 }
 
-fn export(cap: &str) -> Decoded {
+pub(crate) fn export(cap: &str) -> Decoded {
     let d = tempdir();
     let out = d.path().join("out.pftrace");
     let o = outcome(&["export", "--perfetto", out.to_str().unwrap(), cap]);
@@ -45,7 +47,11 @@ fn export(cap: &str) -> Decoded {
     let mut processes = std::collections::HashSet::new();
     let mut thread_pids = HashMap::new();
     let mut flows: HashMap<u64, Vec<u64>> = HashMap::new();
+    let mut first_ts: Option<u64> = None;
     for p in &trace.packet {
+        if let Some(ts) = p.timestamp {
+            first_ts = Some(first_ts.map_or(ts, |f| f.min(ts)));
+        }
         assert_eq!(
             p.trusted_packet_sequence_id,
             Some(1),
@@ -150,12 +156,13 @@ fn export(cap: &str) -> Decoded {
         counters,
         flows,
         thread_pids,
+        first_ts,
     }
 }
 
 impl Decoded {
     /// The names of a track and its ancestors, innermost first.
-    fn path(&self, mut t: u64) -> Vec<&str> {
+    pub(crate) fn path(&self, mut t: u64) -> Vec<&str> {
         let mut out = Vec::new();
         while let Some((name, parent, _)) = self.tracks.get(&t) {
             out.push(name.as_str());
@@ -168,7 +175,7 @@ impl Decoded {
     }
 
     /// Slices on tracks whose path (innermost first) starts with `names`.
-    fn on<'a>(&'a self, names: &'a [&str]) -> impl Iterator<Item = &'a Slice> {
+    pub(crate) fn on<'a>(&'a self, names: &'a [&str]) -> impl Iterator<Item = &'a Slice> {
         self.slices
             .iter()
             .filter(move |s| self.path(s.0).starts_with(names))

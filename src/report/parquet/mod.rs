@@ -90,6 +90,7 @@ pub const TABLES: &[&str] = &[
     "device_settings",
     "system_settings",
     "settings",
+    "captures",
 ];
 
 /// Hive's escaping of a partition value: what is not a letter, a digit,
@@ -295,6 +296,7 @@ fn write_tables(
         "device_settings",
         "system_settings",
         "settings",
+        "captures",
     ] {
         let mut w = create(scratch, table, part)?;
         let path = part_file(scratch, table, part);
@@ -303,6 +305,7 @@ fn write_tables(
             "findings" => rows::findings(&mut w, part, &findings),
             "device_settings" => rows::device_settings(&mut w, part, snap),
             "system_settings" => rows::system_settings(&mut w, part, snap),
+            "captures" => rows::capture(&mut w, part, &analysis),
             _ => rows::settings(&mut w, part, snap),
         }
         .map_err(|e| failed(&path, e))?;

@@ -110,6 +110,16 @@ pub const IOSTAT_FIELDS: &[(&str, &str)] = &[
     ("%util", "util_pct"),
 ];
 
+const CAPTURES: &[Column] = common![
+    int("origin_ns"),
+    int("first_ns"),
+    int("last_ns"),
+    float("seconds"),
+    int("events"),
+    int("requests_completed"),
+    text("requests_table"),
+];
+
 const IOSTAT: &[Column] = common![
     text("device"),
     float("start_s"),
@@ -208,6 +218,7 @@ pub fn columns(table: &str) -> &'static [Column] {
         "operations" => OPERATIONS,
         "waited_for" => WAITED_FOR,
         "sched_waits" => SCHED_WAITS,
+        "captures" => CAPTURES,
         "iostat" => IOSTAT,
         "findings" => FINDINGS,
         "device_settings" => DEVICE_SETTINGS,
@@ -327,6 +338,31 @@ pub fn sched_wait(w: &mut TableWriter, p: &Partition, s: &ThreadStateRow) -> Res
             s.end_ns.into(),
             (s.end_ns - s.start_ns).into(),
             s.cpu.into(),
+        ],
+    )
+}
+
+/// The capture itself: its clock (the origin every relative time of
+/// `report` counts from) and how many requests completed, as `report`
+/// counts them (a light capture's `requests` rows are its slow ones only).
+pub fn capture(w: &mut TableWriter, p: &Partition, a: &Analysis) -> Result<()> {
+    let completed: u64 = a.block.devices.iter().map(|d| d.completed.total()).sum();
+    let span = a.span;
+    push(
+        w,
+        p,
+        &[
+            crate::report::origin_ns(a).into(),
+            span.first_ns.into(),
+            span.last_ns.into(),
+            Cell::Float(span.last_ns.saturating_sub(span.first_ns) as f64 / 1e9),
+            a.events.into(),
+            completed.into(),
+            Cell::Text(if a.light.is_some() {
+                "slow requests only (light capture)"
+            } else {
+                "every request"
+            }),
         ],
     )
 }

@@ -20,6 +20,8 @@
 //! - "CPUs" → a track per CPU: which thread ran there, from the switches.
 //! - "Journal" → a track per journal with each commit as a slice.
 //! - "Interrupts" → per CPU, hard irq and softirq slices.
+//! - "Trace" → one slice from the trace's start (the report's time zero)
+//!   to its last event, so that the UI's zero is the report's.
 //!
 //! Timestamps are the trace's own (no clock id: read as trace time).
 
@@ -104,7 +106,7 @@ impl Export {
     pub fn finish(
         self,
         written: std::io::Result<RowCounts>,
-        analyzed: Result<()>,
+        analyzed: Result<TraceSpan>,
     ) -> Result<Summary> {
         let staged = self.staged;
         let failed = |e: std::io::Error| match &staged {
@@ -112,7 +114,7 @@ impl Export {
             None => crate::error::Error::Output(e),
         };
         let counts = written.map_err(failed)?;
-        analyzed?;
+        let span = analyzed?;
         let mut w = self.writer.into_inner().expect("not poisoned");
         let (commits, irqs, softirqs) = w.span_counts();
         let mut sum = Summary {
@@ -125,6 +127,7 @@ impl Export {
             ..Default::default()
         };
         let tracks = (|| -> std::io::Result<()> {
+            w.trace_span(span)?;
             w.queue_depths()?;
             let (tracks, bytes) = w.finish()?;
             sum.tracks = tracks;
@@ -137,6 +140,15 @@ impl Export {
         }
         Ok(sum)
     }
+}
+
+/// The trace's time zero (the origin every other output counts from) and
+/// its last event: a slice over them makes the Perfetto UI's zero the
+/// report's zero, whatever the first slice is.
+#[derive(Debug, Clone, Copy)]
+pub struct TraceSpan {
+    pub origin_ns: u64,
+    pub last_ns: u64,
 }
 
 /// Device names from a snapshot (`7,0` → `loop0`), for track names.

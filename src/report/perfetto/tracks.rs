@@ -526,6 +526,19 @@ impl<W: Write> Writer<W> {
     }
 
     /// Journal commits, hard irqs and softirqs written.
+    /// The whole trace as one slice: the UI starts its clock at the first
+    /// timestamp in the file, which this makes the report's origin.
+    pub fn trace_span(&mut self, span: super::TraceSpan) -> std::io::Result<()> {
+        let track = self.named("trace", "Trace", None)?;
+        self.slice(
+            track,
+            "trace (time zero of iosleuth's reports)".to_string(),
+            span.origin_ns,
+            span.last_ns,
+            vec![Arg::Int("origin_ns", span.origin_ns as i64)],
+        )
+    }
+
     pub fn span_counts(&self) -> (u64, u64, u64) {
         self.spans
     }

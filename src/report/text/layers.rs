@@ -88,7 +88,12 @@ pub(super) fn syscalls(out: &mut String, s: &crate::analyze::syscalls::SyscallSu
         &s.operations,
         st.all,
     );
-    call_table(out, "Syscalls", &s.by_name, st.all);
+    let title = if s.recorded_command_only {
+        "Syscalls of the recorded command (its processes and threads)"
+    } else {
+        "Syscalls"
+    };
+    call_table(out, title, &s.by_name, st.all);
     if !s.slowest.is_empty() {
         let _ = writeln!(out, "slowest calls:");
         for c in &s.slowest {
