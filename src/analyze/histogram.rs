@@ -120,7 +120,9 @@ fn bucket_range(i: usize) -> (u64, u64) {
     log_linear::bucket_range::<SUB_BITS>(i)
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+/// A distribution's figures. Without a value (`count` 0) every figure but
+/// the count is unknown, and serializes as null, never 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Percentiles {
     pub count: u64,
     pub min: u64,
@@ -130,6 +132,23 @@ pub struct Percentiles {
     pub p99: u64,
     pub p999: u64,
     pub max: u64,
+}
+
+impl Serialize for Percentiles {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let known = self.count > 0;
+        let mut st = s.serialize_struct("Percentiles", 8)?;
+        st.serialize_field("count", &self.count)?;
+        st.serialize_field("min", &known.then_some(self.min))?;
+        st.serialize_field("avg", &known.then_some(self.avg))?;
+        st.serialize_field("p50", &known.then_some(self.p50))?;
+        st.serialize_field("p90", &known.then_some(self.p90))?;
+        st.serialize_field("p99", &known.then_some(self.p99))?;
+        st.serialize_field("p999", &known.then_some(self.p999))?;
+        st.serialize_field("max", &known.then_some(self.max))?;
+        st.end()
+    }
 }
 
 impl LatencyDist {

@@ -485,3 +485,56 @@ fn what_was_not_measured_never_reads_as_zero() {
         }
     }
 }
+
+/// The figures of a distribution or an interval without a sample.
+const FIGURES: &[&str] = &[
+    "min", "max", "avg", "mean", "p50", "p90", "p99", "p999", "min_ns", "max_ns", "avg_ns",
+    "mean_ns",
+];
+
+/// Every object with `count` or `n` 0 whose figures read 0: `path` names it.
+fn zeros_without_samples(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            let n = m.get("count").or_else(|| m.get("n"));
+            if n.and_then(|n| n.as_u64()) == Some(0) {
+                for k in FIGURES {
+                    if m.get(*k).and_then(|x| x.as_f64()) == Some(0.0) {
+                        out.push(format!("{path}.{k}"));
+                    }
+                }
+            }
+            for (k, x) in m {
+                zeros_without_samples(x, &format!("{path}.{k}"), out);
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                zeros_without_samples(x, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// No figure of an empty distribution reads 0, anywhere in the JSON of
+/// any fixture: a device without a D2C sample, a btt interval that never
+/// occurred, a process whose requests were never issued.
+#[test]
+fn no_figure_of_an_empty_distribution_is_zero() {
+    let mut empty_seen = 0;
+    for input in crate::golden::fixtures() {
+        let r = json_report(&[&input], &[]);
+        let mut bad = Vec::new();
+        zeros_without_samples(&r, "", &mut bad);
+        assert!(
+            bad.is_empty(),
+            "{}: 0 for what had no sample: {}",
+            input.display(),
+            bad.join(", ")
+        );
+        // The test sees empty distributions: the check is not vacuous.
+        empty_seen += r.to_string().matches("\"n\":0").count();
+    }
+    assert!(empty_seen > 100, "{empty_seen} empty intervals seen");
+}

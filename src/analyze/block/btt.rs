@@ -17,13 +17,27 @@ use crate::model::{Action, BlockEvent, Dev, Extra};
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
-/// min/avg/max/N of one interval, in nanoseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+/// min/avg/max/N of one interval, in nanoseconds. Without a sample (`n`
+/// 0) min and max are unknown: null in JSON, never 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Interval {
     pub n: u64,
     pub min_ns: u64,
     pub max_ns: u64,
     pub total_ns: u64,
+}
+
+impl Serialize for Interval {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let known = self.n > 0;
+        let mut st = s.serialize_struct("Interval", 4)?;
+        st.serialize_field("n", &self.n)?;
+        st.serialize_field("min_ns", &known.then_some(self.min_ns))?;
+        st.serialize_field("max_ns", &known.then_some(self.max_ns))?;
+        st.serialize_field("total_ns", &self.total_ns)?;
+        st.end()
+    }
 }
 
 impl Interval {
