@@ -25,6 +25,7 @@ mod conventions;
 mod cross_output;
 mod diagnose_fixtures;
 mod diagnose_generalizes;
+mod docs_examples;
 mod docs_links;
 mod driver_events;
 mod first_screen;
