@@ -150,6 +150,7 @@ pub fn analyze(paths: &[PathBuf], opts: &Options) -> Result<Analysis> {
 /// run recorded twice (every request would count twice) and warns, first,
 /// when the inputs are different recordings merged as one trace.
 pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
+    let started = std::time::Instant::now();
     let interval = opts.interval_s;
     if interval.is_nan() || interval <= 0.0 || !interval.is_finite() {
         return Err(Error::bad_input(
@@ -251,7 +252,69 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
     if let Some(w) = inputs.different_recordings() {
         a.warnings.insert(0, w);
     }
+    if crate::cli::verbose() {
+        eprint!("{}", read_details(&a, started.elapsed()));
+    }
     Ok((a, inputs))
+}
+
+/// What `-v` says about a read: each input, the speed, the event sets and
+/// the events no analysis used.
+fn read_details(a: &Analysis, took: std::time::Duration) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    for i in &a.inputs {
+        let _ = writeln!(
+            out,
+            "iosleuth: read {} ({}): {} events, {} skipped, {} lost",
+            crate::report::escape(&i.path),
+            i.format,
+            i.events,
+            i.skipped,
+            i.lost_events
+        );
+    }
+    let secs = took.as_secs_f64();
+    let _ = writeln!(
+        out,
+        "iosleuth: analyzed {} events in {:.3} s ({:.2} M events/s); time zero {} on the trace clock",
+        a.events,
+        secs,
+        a.events as f64 / secs.max(1e-9) / 1e6,
+        {
+            let o = crate::report::origin_ns(a);
+            format!("{}.{:09}", o / 1_000_000_000, o % 1_000_000_000)
+        }
+    );
+    let sets: Vec<&str> = crate::capture::recorder::EVENT_SETS
+        .iter()
+        .map(|(set, _)| *set)
+        .filter(|s| a.recorded_set(s))
+        .collect();
+    let missing = a.not_recorded();
+    let _ = writeln!(
+        out,
+        "iosleuth: event sets recorded: {}; not recorded: {}",
+        if sets.is_empty() {
+            "none".to_string()
+        } else {
+            sets.join(", ")
+        },
+        if missing.is_empty() {
+            "none".to_string()
+        } else {
+            missing.join(", ")
+        }
+    );
+    if !a.unknown_events.is_empty() {
+        let names: Vec<String> = a
+            .unknown_events
+            .iter()
+            .map(|(n, c)| format!("{} ({c})", crate::report::escape(n)))
+            .collect();
+        let _ = writeln!(out, "iosleuth: events not analyzed: {}", names.join(", "));
+    }
+    out
 }
 
 /// Events handed from the reading thread to the analyzing one at a time

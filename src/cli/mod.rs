@@ -72,17 +72,28 @@ workaround; `iosleuth diff` compares a good run with a bad one, and
 )]
 struct Cli {
     /// Print only errors: no warnings, notes or progress.
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
     quiet: bool,
+    /// Say more on stderr: each input's format and events, how long the
+    /// reading took, the event sets recorded and the events not analyzed.
+    #[arg(short, long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     cmd: Cmd,
 }
 
 static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+static VERBOSE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Whether `-q` asked for errors only.
 pub(crate) fn quiet() -> bool {
     QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Whether `-v` asked for what was read and how.
+pub(crate) fn verbose() -> bool {
+    VERBOSE.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 #[derive(Subcommand, Debug)]
@@ -218,6 +229,7 @@ pub fn run() -> Result<ExitStatus> {
         }
     };
     QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
+    VERBOSE.store(cli.verbose, std::sync::atomic::Ordering::Relaxed);
     match cli.cmd {
         Cmd::Report(a) => report::run(a),
         Cmd::Dump(a) => dump::run(a),
@@ -376,7 +388,7 @@ mod tests {
         for (path, want) in expected {
             let mut got = long_options(path);
             // -q is every command's (global).
-            got.retain(|o| o != "help" && o != "quiet");
+            got.retain(|o| o != "help" && o != "quiet" && o != "verbose");
             assert_eq!(got, *want, "{path:?}");
         }
         // Where a trace is not read, nothing about reading one.

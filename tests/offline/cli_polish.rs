@@ -328,3 +328,57 @@ fn quiet_prints_only_errors() {
     assert_eq!(bad.code, 2);
     assert!(bad.stderr.contains("Cargo.toml"), "{}", bad.stderr);
 }
+
+/// `-v` says what was read and how: each input with its format and
+/// events, the events analyzed, the time zero, the event sets recorded and
+/// the events no analysis used; the report itself is the same. `-q -v`
+/// is a usage error.
+#[test]
+fn verbose_says_what_was_read() {
+    let cap = "tests/fixtures/slowdev-fsync.cap";
+    let plain = outcome(&["report", cap]);
+    let v = outcome(&["-v", "report", cap]);
+    assert_eq!((v.code, &v.stdout), (0, &plain.stdout));
+    let json = json_report(&[cap], &[]);
+    for i in json["inputs"].as_array().unwrap() {
+        let line = format!(
+            "iosleuth: read {} ({}): {} events,",
+            i["path"].as_str().unwrap(),
+            i["format"].as_str().unwrap(),
+            i["events"]
+        );
+        assert!(v.stderr.contains(&line), "{line} in\n{}", v.stderr);
+    }
+    assert!(
+        v.stderr
+            .contains(&format!("iosleuth: analyzed {} events in ", json["events"])),
+        "{}",
+        v.stderr
+    );
+    assert!(
+        v.stderr
+            .contains("time zero 14277.843213642 on the trace clock"),
+        "{}",
+        v.stderr
+    );
+    assert!(
+        v.stderr.contains(
+            "event sets recorded: block, fs, sched, syscalls; not recorded: writeback, readahead, irq, workqueue"
+        ),
+        "{}",
+        v.stderr
+    );
+    assert!(
+        v.stderr
+            .contains("events not analyzed: ext4:ext4_da_write_begin (377)"),
+        "{}",
+        v.stderr
+    );
+    assert!(
+        !plain.stderr.contains("iosleuth: read "),
+        "{}",
+        plain.stderr
+    );
+    let both = outcome(&["-q", "-v", "report", cap]);
+    assert_eq!(both.code, 2, "{}", both.stderr);
+}

@@ -12,7 +12,10 @@ use std::path::Path;
 
 /// The names pages use for a user's files, and the fixture each stands for.
 const STAND_INS: &[(&str, &str)] = &[
-    ("sda.blktrace.0", "tests/fixtures/loop-seqread-nomerges0.blk"),
+    (
+        "sda.blktrace.0",
+        "tests/fixtures/loop-seqread-nomerges0.blk",
+    ),
     ("cap.blk", "tests/fixtures/loop-seqread-nomerges0.blk"),
     ("trace.dat", "tests/fixtures/tracedat-readahead.v7-zstd.dat"),
     ("perf.data", "tests/fixtures/perf-urandom.data"),
