@@ -91,10 +91,25 @@ fn histograms_count_on_a_log_axis() {
     let bar = q2c
         .split("<rect class=\"bar\"")
         .last()
-        .filter(|b| b.contains("<title>131k-262k: 2</title>"))
+        .filter(|b| b.contains("<title>131072-262143: 2</title>"))
         .expect("the 128-256 ms bucket, last");
     let height: f64 = values(bar, "height=\"")[0].parse().unwrap();
     assert!(height > 20.0, "{height}");
+    // Every bucket has its label, each its low bound in binary units.
+    let ticks: Vec<&str> = q2c
+        .split("<text class=\"tick\"")
+        .filter_map(|t| t.split('>').nth(1)?.split('<').next())
+        .collect();
+    let lows: Vec<String> = (0..18)
+        .map(|k| match k {
+            0 => "0".to_string(),
+            k if k < 10 => (1u64 << k).to_string(),
+            k => format!("{}Ki", 1u64 << (k - 10)),
+        })
+        .collect();
+    for low in &lows {
+        assert!(ticks.contains(&low.as_str()), "no label {low} in {ticks:?}");
+    }
 }
 
 #[test]

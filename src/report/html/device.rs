@@ -134,10 +134,12 @@ pub(super) fn section(body: &mut String, d: &DeviceSummary, first_ns: u64, light
         ("request size", &d.request_size_hist_kib, "KiB"),
     ] {
         let rows = log2_buckets(h);
-        if rows.iter().any(|r| r.1 > 0) {
+        if rows.iter().any(|r| r.count > 0) {
             body.push_str(&svg::bars(
                 &format!("{}: {name} histogram", d.device),
-                &format!("{name} ({unit}, log2 buckets)"),
+                &format!(
+                    "{name} ({unit}, log2 buckets, each from its low bound to twice it; Ki = 1024)"
+                ),
                 "requests",
                 &rows,
             ));

@@ -18,7 +18,6 @@ use crate::analyze::histogram::Log2Hist;
 use crate::analyze::Analysis;
 use crate::diagnose::Finding;
 use std::fmt::Write;
-use svg::short;
 
 /// Up to this many requests are drawn one by one; more make a heatmap.
 const MAX_DRAWN_POINTS: usize = 4000;
@@ -172,11 +171,28 @@ fn warnings_section(body: &mut String, warnings: &[String]) {
 }
 
 /// A log2 histogram's buckets as bars: `low-high` and the count.
-fn log2_buckets(h: &Log2Hist) -> Vec<(String, u64)> {
+/// bcc's slots as bars: each labelled by its low bound in binary units
+/// (`64Ki` is 65536: the bounds are powers of two, not of ten), its exact
+/// range on hover.
+fn log2_buckets(h: &Log2Hist) -> Vec<svg::Bucket> {
     h.rows()
         .into_iter()
-        .map(|(lo, hi, n)| (format!("{}-{}", short(lo as f64), short(hi as f64)), n))
+        .map(|(lo, hi, count)| svg::Bucket {
+            tick: binary(lo),
+            range: format!("{lo}-{hi}"),
+            count,
+        })
         .collect()
+}
+
+/// A power of two (or 0) in binary units: 512, 1Ki, 64Ki, 2Mi.
+fn binary(v: u64) -> String {
+    match v {
+        v if v >= 1 << 30 && v % (1 << 30) == 0 => format!("{}Gi", v >> 30),
+        v if v >= 1 << 20 && v % (1 << 20) == 0 => format!("{}Mi", v >> 20),
+        v if v >= 1 << 10 && v % (1 << 10) == 0 => format!("{}Ki", v >> 10),
+        v => v.to_string(),
+    }
 }
 
 fn scheduler_section(body: &mut String, a: &Analysis) {
@@ -189,7 +205,7 @@ fn scheduler_section(body: &mut String, a: &Analysis) {
     if !rows.is_empty() {
         body.push_str(&svg::bars(
             "run-queue latency (wakeup → running), like runqlat",
-            "µs (log2 buckets)",
+            "µs (log2 buckets, each from its low bound to twice it; Ki = 1024)",
             "wakeups",
             &rows,
         ));

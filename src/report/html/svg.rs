@@ -139,6 +139,11 @@ impl Axis<'_> {
     fn tick_labels(&self) -> Vec<(f64, String)> {
         let ticks = self.scale.ticks();
         let labels: Vec<String> = ticks.iter().map(|&t| (self.tick)(t)).collect();
+        // An axis without tick labels (a histogram's, whose buckets are
+        // labelled one by one) has no ticks either.
+        if labels.iter().all(String::is_empty) {
+            return Vec::new();
+        }
         if labels.windows(2).all(|w| w[0] != w[1]) {
             return ticks.into_iter().zip(labels).collect();
         }
@@ -435,17 +440,25 @@ pub fn lines(title: &str, x: &Axis, y: &Axis, series: &[Series]) -> String {
     f.end()
 }
 
-/// A histogram: one bar per bucket, labelled under it, its count over
-/// it. The count axis is logarithmic: a bucket of one or two outliers
-/// beside one of thousands still shows.
-pub fn bars(title: &str, x_label: &str, y_label: &str, buckets: &[(String, u64)]) -> String {
+/// A histogram's bucket: its label under the bar, its exact range on
+/// hover, its count.
+pub struct Bucket {
+    pub tick: String,
+    pub range: String,
+    pub count: u64,
+}
+
+/// A histogram: one bar per bucket, every bucket labelled under it, its
+/// count over it. The count axis is logarithmic: a bucket of one or two
+/// outliers beside one of thousands still shows.
+pub fn bars(title: &str, x_label: &str, y_label: &str, buckets: &[Bucket]) -> String {
     let n = buckets.len().max(1) as f64;
     let x = Axis {
         label: x_label,
         scale: Scale::Linear { min: 0.0, max: n },
         tick: |_| String::new(),
     };
-    let top = buckets.iter().map(|b| b.1).max().unwrap_or(1).max(1) as f64;
+    let top = buckets.iter().map(|b| b.count).max().unwrap_or(1).max(1) as f64;
     let y_label = format!("{y_label} (log scale)");
     let y = Axis {
         label: &y_label,
@@ -458,7 +471,11 @@ pub fn bars(title: &str, x_label: &str, y_label: &str, buckets: &[(String, u64)]
     };
     let mut f = Frame::new(title, &x, &y);
     let step = (W - LEFT - RIGHT) / n;
-    for (i, (label, count)) in buckets.iter().enumerate() {
+    // Labels too wide for their bucket are turned to fit.
+    let widest = buckets.iter().map(|b| b.tick.len()).max().unwrap_or(1) as f64;
+    let turned = widest * 6.5 > step;
+    for (i, b) in buckets.iter().enumerate() {
+        let (label, count) = (&b.range, &b.count);
         let x0 = LEFT + i as f64 * step;
         if *count > 0 {
             let y0 = Frame::y(&y, *count as f64);
@@ -480,13 +497,18 @@ pub fn bars(title: &str, x_label: &str, y_label: &str, buckets: &[(String, u64)]
                 );
             }
         }
-        if i % buckets.len().div_ceil(12).max(1) == 0 {
+        let (x, y) = (x0 + step / 2.0, H - BOTTOM + 14.0);
+        if turned {
             let _ = write!(
                 f.out,
-                r#"<text class="tick" x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
-                x0 + step / 2.0,
-                H - BOTTOM + 14.0,
-                esc(label)
+                r#"<text class="tick" x="{x:.1}" y="{y}" text-anchor="end" transform="rotate(-45 {x:.1} {y})">{}</text>"#,
+                esc(&b.tick)
+            );
+        } else {
+            let _ = write!(
+                f.out,
+                r#"<text class="tick" x="{x:.1}" y="{y}" text-anchor="middle">{}</text>"#,
+                esc(&b.tick)
             );
         }
     }
