@@ -597,3 +597,31 @@ pub fn our_programs() -> Vec<String> {
         .filter(|n| n.starts_with("iosl_"))
         .collect()
 }
+
+/// `check BASE CAND`'s verdict word and line, after asserting that `diff
+/// --format json`'s `check` says the same (`check` and `diff` judge by
+/// one rule).
+pub fn check_agrees_with_diff(base: &str, cand: &str) -> (&'static str, String) {
+    let o = outcome(&["check", base, cand]);
+    let word = match o.code {
+        0 => "good",
+        1 => "regressed",
+        125 => "cannot_tell",
+        c => panic!("check {base} {cand}: exit {c}: {}", o.stderr),
+    };
+    let line = o.stdout.trim().to_string();
+    let d = outcome(&["diff", "--format", "json", base, cand]);
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    let d = serde_json::from_str::<serde_json::Value>(&d.stdout).unwrap()["check"].clone();
+    assert_eq!(
+        d["verdict"], word,
+        "{base} -> {cand}: check says {line:?}, diff {d}"
+    );
+    let why = d["why"].as_str().unwrap();
+    assert_eq!(
+        line,
+        format!("{}: {why}", word.replace('_', " ")),
+        "{base} -> {cand}"
+    );
+    (word, line)
+}

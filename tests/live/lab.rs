@@ -125,14 +125,42 @@ fn lab_run_all_names_each_cause_and_cleans_up_also_after_ctrl_c() {
     read_one_line_then_go_away(&["lab", "run", "merges"]);
     assert_eq!(state(), before, "lab run merges | head left something");
     let before = state();
-    let out = iosleuth().args(["lab", "run", "all"]).output().unwrap();
+    let out = iosleuth()
+        .args(["lab", "run", "all", "--keep"])
+        .output()
+        .unwrap();
     let all = String::from_utf8_lossy(&out.stdout).into_owned();
+    let kept = all
+        .lines()
+        .find_map(|l| l.strip_prefix("captures kept in "))
+        .map(|d| RemoveOnDrop(std::path::PathBuf::from(d)));
     assert_eq!(
         out.status.code(),
         Some(0),
         "{all}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let kept = kept.unwrap_or_else(|| panic!("no kept captures: {all}"));
+    // `check` and `diff` give one verdict on every pair the lab recorded,
+    // in both orders; each known pathology reads as a regression.
+    let mut pairs = 0;
+    for scenario in std::fs::read_dir(&kept.0).unwrap() {
+        let dir = scenario.unwrap().path();
+        let (good, bad) = (dir.join("good.cap"), dir.join("bad.cap"));
+        if !(good.exists() && bad.exists()) {
+            continue;
+        }
+        let (good, bad) = (good.to_str().unwrap(), bad.to_str().unwrap());
+        let (word, line) = check_agrees_with_diff(good, bad);
+        let name = dir.file_name().unwrap().to_str().unwrap().to_string();
+        if ["merges", "journal", "rt-starvation", "slow-device"].contains(&name.as_str()) {
+            assert_eq!(word, "regressed", "{name}: {line}");
+        }
+        check_agrees_with_diff(bad, good);
+        pairs += 1;
+    }
+    assert!(pairs >= 15, "{pairs} pairs of captures kept");
+    drop(kept);
     let text = settled(&all, &[]);
     for (name, top) in [
         ("merges", "CRITICAL merges_disabled"),

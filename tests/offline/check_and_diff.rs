@@ -4,7 +4,6 @@
 //! pathology reads as a regression, its healthy run as no worse.
 
 use crate::common::*;
-use serde_json::Value;
 
 /// (baseline, candidate) captures of one workload: the healthy run and
 /// the run with the pathology, as the lab recorded them.
@@ -23,24 +22,6 @@ const PAIRS: [(&str, &str); 12] = [
     ("loop-seqread-nomerges0.blk", "loop-seqread-nomerges2.blk"),
 ];
 
-/// `check`'s verdict word and line, from its exit status and output.
-fn check(base: &str, cand: &str) -> (&'static str, String) {
-    let o = outcome(&["check", base, cand]);
-    let word = match o.code {
-        0 => "good",
-        1 => "regressed",
-        125 => "cannot_tell",
-        c => panic!("check {base} {cand}: exit {c}: {}", o.stderr),
-    };
-    (word, o.stdout.trim().to_string())
-}
-
-fn diff_check(base: &str, cand: &str) -> Value {
-    let o = outcome(&["diff", "--format", "json", base, cand]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
-    serde_json::from_str::<Value>(&o.stdout).unwrap()["check"].clone()
-}
-
 #[test]
 fn check_and_diff_give_one_verdict_on_every_pair() {
     let f = |n: &str| format!("tests/fixtures/{n}");
@@ -52,18 +33,7 @@ fn check_and_diff_give_one_verdict_on_every_pair() {
     pairs.push((f("healthy-run1.cap"), f("healthy-run2.cap"), Some("good")));
     pairs.push((f("healthy-run2.cap"), f("healthy-run1.cap"), Some("good")));
     for (base, cand, want) in &pairs {
-        let (word, line) = check(base, cand);
-        let d = diff_check(base, cand);
-        assert_eq!(
-            d["verdict"], word,
-            "{base} -> {cand}: check says {line:?}, diff {d}"
-        );
-        let why = d["why"].as_str().unwrap();
-        assert_eq!(
-            line,
-            format!("{}: {why}", word.replace('_', " ")),
-            "{base} -> {cand}"
-        );
+        let (word, line) = check_agrees_with_diff(base, cand);
         if let Some(w) = want {
             assert_eq!(word, *w, "{base} -> {cand}: {line}");
         }
