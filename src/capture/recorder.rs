@@ -116,6 +116,20 @@ pub const EVENT_SETS: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "io_uring",
+        &[
+            "io_uring/io_uring_create",
+            "io_uring/io_uring_submit_req",
+            "io_uring/io_uring_file_get",
+            "io_uring/io_uring_queue_async_work",
+            "io_uring/io_uring_poll_arm",
+            "io_uring/io_uring_complete",
+            "io_uring/io_uring_req_failed",
+            "io_uring/io_uring_cqe_overflow",
+            "io_uring/io_uring_cqring_wait",
+        ],
+    ),
+    (
         "syscalls",
         &[
             "syscalls/sys_enter_read",

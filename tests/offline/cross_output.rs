@@ -141,6 +141,8 @@ fn json_latency<'a>(rep: &'a Value, kind: &str) -> Option<&'a Value> {
         &rep["syscalls"]["by_name"][call]["latency"]
     } else if let Some(op) = kind.strip_prefix("probe ") {
         &rep["syscalls"]["operations"][op]["latency"]
+    } else if let Some(op) = kind.strip_prefix("io_uring ") {
+        &rep["outliers"]["io_uring"]["by_op"][op]["latency"]
     } else if kind == "ext4_sync_file" || kind == "fsync in the filesystem" {
         &rep["fs"]["fsync"]["latency"]
     } else {

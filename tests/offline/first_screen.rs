@@ -100,7 +100,9 @@ fn the_summary_holds_the_figures_of_the_sections_below() {
     )));
     assert!(head.contains(&format!("    try: {}", f["workaround"].as_str().unwrap())));
     assert!(head.contains("not judged, 4 of 13 rules: dirty_throttling, wbt_throttling, cgroup_io_throttle, readahead_small"), "{head}");
-    assert!(head.contains("not recorded: the writeback, readahead, irq, workqueue events"));
+    assert!(
+        head.contains("not recorded: the writeback, readahead, irq, workqueue, io_uring events")
+    );
 }
 
 #[test]
@@ -189,11 +191,12 @@ fn each_event_set_not_recorded_is_named_once_with_what_it_would_show() {
         .collect();
     assert_eq!(
         sets,
-        ["writeback", "readahead", "irq", "workqueue"],
+        ["writeback", "readahead", "irq", "workqueue", "io_uring"],
         "{section}"
     );
-    assert!(section
-        .contains("(record them: iosleuth record --events writeback,readahead,irq,workqueue)"));
+    assert!(section.contains(
+        "(record them: iosleuth record --events writeback,readahead,irq,workqueue,io_uring)"
+    ));
     // A capture with every set has no such section.
     let rep = json_report(&["tests/fixtures/cgroup-throttled.cap"], &[]);
     let missing = rep["not_recorded"].as_array().map_or(0, |a| a.len());

@@ -436,6 +436,7 @@ fn event_set(event: &str) -> &'static str {
         "irq" => "irq",
         "workqueue" => "workqueue",
         "syscalls" => "syscalls",
+        "io_uring" => "io_uring",
         _ => "other",
     }
 }
@@ -448,7 +449,7 @@ fn event_set(event: &str) -> &'static str {
 /// figures say "not recorded", and the first lines name the set.
 #[test]
 fn every_section_of_a_set_not_recorded_is_null_not_zero() {
-    const SETS: [&str; 8] = [
+    const SETS: [&str; 9] = [
         "block",
         "fs",
         "writeback",
@@ -457,6 +458,7 @@ fn every_section_of_a_set_not_recorded_is_null_not_zero() {
         "irq",
         "workqueue",
         "syscalls",
+        "io_uring",
     ];
     // Section, its set, the text's header of it.
     let sections = [

@@ -37,6 +37,7 @@ mod fuzz_regressions;
 mod golden;
 mod html_first_screen;
 mod html_report;
+mod io_uring;
 mod light_capture;
 mod no_silent_wrong_report;
 mod parquet_export;

@@ -183,7 +183,7 @@ impl Decoded {
 
     /// Slices on one track never overlap unless one holds the other: what
     /// Perfetto needs to draw them (requests that overlap use lanes).
-    fn assert_nested(&self) {
+    pub(crate) fn assert_nested(&self) {
         let mut by: HashMap<u64, Vec<(u64, u64)>> = HashMap::new();
         for s in &self.slices {
             by.entry(s.0).or_default().push((s.1, s.2));

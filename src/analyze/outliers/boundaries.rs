@@ -18,6 +18,9 @@ use rustc_hash::FxHashMap;
 impl OutlierAnalysis {
     /// Operation boundaries and journal commits.
     pub fn add(&mut self, e: &TraceEvent, names: &ThreadNames, sched: &SchedAnalysis) {
+        if self.top > 0 && self.uring_event(e, names) && e.kind != Tracepoint::SysExit {
+            return;
+        }
         let syscall = || syscall_of(e.short_name()).unwrap_or_default();
         match e.kind {
             Tracepoint::SchedProcessFork => {

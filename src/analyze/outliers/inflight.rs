@@ -8,7 +8,7 @@ use crate::model::{Action, BlockEvent, Dev, Rwbs};
 use rustc_hash::FxHashSet;
 
 /// What a request was, by who queued it and its flags.
-fn request_class(comm: &str, rwbs: Rwbs, bytes: u32) -> &'static str {
+pub(super) fn request_class(comm: &str, rwbs: Rwbs, bytes: u32) -> &'static str {
     let flush = rwbs.has(Rwbs::FLUSH) || rwbs.has(Rwbs::PREFLUSH);
     if flush && (bytes == 0 || !rwbs.has(Rwbs::WRITE)) {
         "flush"

@@ -33,12 +33,14 @@ mod inflight;
 mod op;
 mod summary;
 mod touch;
+mod uring;
 mod workload;
 
 pub use summary::{
     add_breakdown, describe_part, Breakdown, Holder, KindTotal, Outlier, OutliersSummary,
 };
 use touch::{touch_of, touch_of_block, Touch};
+pub use uring::UringSummary;
 pub use workload::{workload_kinds, workload_time, WorkloadTime};
 
 use super::names::ThreadNames;
@@ -87,6 +89,8 @@ pub struct OutlierAnalysis {
     /// forks from the recorded command: only their syscalls are
     /// operations. `None`: every thread's are.
     workload: Option<rustc_hash::FxHashSet<u32>>,
+    /// io_uring requests in flight, and what became of them.
+    uring: uring::Uring,
 }
 
 impl OutlierAnalysis {
@@ -123,6 +127,7 @@ impl OutlierAnalysis {
             self.before(b.ts, &t);
             self.block(b, issued);
             self.after_block(b.ts);
+            self.uring_block(b, issued);
         }
     }
 
@@ -227,6 +232,7 @@ impl OutlierAnalysis {
     }
 
     pub fn finish(mut self, names: &ThreadNames) -> OutliersSummary {
+        let io_uring = self.uring_summary();
         for t in self.totals.values_mut() {
             t.percent = percentages(&t.breakdown, t.latency_ns);
         }
@@ -244,6 +250,7 @@ impl OutlierAnalysis {
             by_kind: self.by_kind,
             totals: self.totals,
             workload,
+            io_uring,
         }
     }
 }

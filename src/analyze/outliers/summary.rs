@@ -92,6 +92,9 @@ pub struct OutliersSummary {
     /// trace followed its forks; `None`: not known.
     #[serde(skip)]
     pub workload: Option<Vec<u32>>,
+    /// The io_uring requests (their slowest and totals are in `by_kind`
+    /// and `totals` as `io_uring OP`).
+    pub io_uring: super::UringSummary,
 }
 
 impl OutliersSummary {

@@ -47,6 +47,8 @@ pub(in crate::diagnose) fn median_of(a: &Analysis, kind: &str) -> Option<u64> {
         s.operations.get(n)
     } else if kind == "ext4_sync_file" {
         Some(&a.fs.fsync)
+    } else if let Some(op) = kind.strip_prefix("io_uring ") {
+        a.outliers.io_uring.by_op.get(op)
     } else {
         None
     };

@@ -396,6 +396,23 @@ impl<W: Write> Writer<W> {
         let thread = self.thread(o.pid, o.process, &o.comm)?;
         let (track, name) = match o.kind.strip_prefix("syscall ") {
             Some(call) => (thread, call.to_string()),
+            // Asynchronous requests overlap on their thread: each on the
+            // first lane of its kind free by its start (rows come as they
+            // complete, as the requests' do).
+            None if o.kind.starts_with("io_uring ") => {
+                let key = format!("thread {} {}", o.pid, o.kind);
+                let ends = self.lanes.entry(key.clone()).or_default();
+                let lane = match ends.iter().position(|&e| e <= o.start_ns) {
+                    Some(i) => i,
+                    None => {
+                        ends.push(0);
+                        ends.len() - 1
+                    }
+                };
+                ends[lane] = o.start_ns + o.latency_ns;
+                let key = format!("{key} lane {lane}");
+                (self.named(&key, &o.kind, Some(thread))?, o.kind.clone())
+            }
             None => {
                 let key = format!("thread {} {}", o.pid, o.kind);
                 (self.named(&key, &o.kind, Some(thread))?, o.kind.clone())

@@ -244,6 +244,7 @@ fn not_recorded(out: &mut String, a: &Analysis) {
             "irq" => "hard and soft interrupt time per CPU",
             "workqueue" => "kernel work items (the cgroup throttle's dispatch, the loop device's work)",
             "syscalls" => "system calls: which operations waited and for how long",
+            "io_uring" => "io_uring requests: each from submission to completion, inline, punted to io-wq or by SQPOLL, and the block requests they caused",
             _ => "",
         };
         let _ = writeln!(out, "  {set:<10} {shows}");

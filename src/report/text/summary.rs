@@ -68,6 +68,14 @@ fn operations(out: &mut String, a: &Analysis) {
         .collect();
     let mut calls: Vec<(&String, &CallStats)> = a.syscalls.by_name.iter().collect();
     calls.sort_by_key(|(_, s)| std::cmp::Reverse(s.total_ns));
+    // io_uring's requests, which no syscall times one by one.
+    rows.extend(
+        a.outliers
+            .io_uring
+            .by_op
+            .iter()
+            .map(|(k, s)| (format!("io_uring {k}"), s)),
+    );
     rows.extend(calls.into_iter().map(|(k, s)| (format!("syscall {k}"), s)));
     if a.fs.fsync.count > 0 {
         rows.push(("fsync in the filesystem".into(), &a.fs.fsync));

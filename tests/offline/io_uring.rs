@@ -1,0 +1,100 @@
+//! io_uring requests as operations, on a capture of fio's io_uring engine
+//! (3 jobs of 256 random 4 KiB O_DIRECT reads of a loop device: one
+//! issuing inline at depth 8, one with every request forced to io-wq
+//! (`force_async=1`), one through an SQPOLL thread; fio's JSON counted
+//! 256 reads per job).
+
+use crate::common;
+use crate::perfetto_export::export as perfetto;
+
+use common::*;
+
+const CAP: &str = "tests/fixtures/uring-randread.cap";
+
+#[test]
+fn each_request_is_an_operation_tied_to_its_block_request() {
+    let r = json_report(&[CAP], &[]);
+    let u = &r["outliers"]["io_uring"];
+    assert_eq!(u["recorded"], true);
+    // fio: 3 jobs × 256 reads.
+    assert_eq!(
+        (u["submitted"].as_u64(), u["completed"].as_u64()),
+        (Some(768), Some(768))
+    );
+    assert_eq!(u["sq_thread"], 256, "the SQPOLL job's");
+    assert_eq!(u["punted"], 256, "force_async=1: every request of that job");
+    assert_eq!(u["completed_unseen_submit"], 0);
+    // io-wq workers do not say which request they run: with 4 punted at
+    // once, their bios are tied to the oldest, and said to be ambiguous.
+    assert!(u["ambiguous_ties"].as_u64().unwrap() > 0);
+    let read = &u["by_op"]["read"];
+    assert_eq!(read["count"], 768);
+    let total = &r["outliers"]["totals"]["io_uring read"];
+    assert_eq!(total["count"], 768);
+    // Every read reached the device: one block read each.
+    let loop0 = r["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["device"] == "7,0")
+        .unwrap();
+    assert_eq!(loop0["completed"]["read"], 768);
+    // The slowest keep their block request, 4 KiB reads of the loop device.
+    let slowest = r["outliers"]["by_kind"]["io_uring read"]
+        .as_array()
+        .unwrap();
+    assert!(!slowest.is_empty());
+    for o in slowest {
+        let m = &o["main_request"];
+        assert_eq!(
+            (m["dev"].as_str(), m["bytes"].as_u64()),
+            (Some("7,0"), Some(4096)),
+            "{o}"
+        );
+        let summary = o["summary"].as_str().unwrap();
+        // How it was issued, and by whom; the file where the kernel named
+        // it (SQPOLL's registered files are not looked up).
+        assert!(
+            summary.contains("issued inline by fio (")
+                || summary.contains("submitted by the SQPOLL thread iou-sqp-")
+                || summary.contains(", punted to io-wq ("),
+            "{summary}"
+        );
+        assert!(summary.contains(" io_uring read"), "{summary}");
+        let parts: f64 = o["percent"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_f64().unwrap())
+            .sum();
+        assert!((parts - 100.0).abs() < 0.5, "{o}: parts add to {parts}");
+    }
+    // The first screen names them.
+    let text = run(iosleuth().args(["report", CAP]));
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("io_uring read") && l.contains(" 768 ")),
+        "{text}"
+    );
+}
+
+/// In Perfetto each request is a slice on its thread, in lanes (they
+/// overlap), with a flow to the block request it caused: 768 flows.
+#[test]
+fn perfetto_draws_each_request_with_a_flow_to_its_block_request() {
+    let t = perfetto(CAP);
+    t.assert_nested();
+    let slices: Vec<_> = t
+        .slices
+        .iter()
+        .filter(|s| t.path(s.0).first() == Some(&"io_uring read"))
+        .collect();
+    assert_eq!(slices.len(), 768);
+    let tracks: std::collections::HashSet<u64> = slices.iter().map(|s| s.0).collect();
+    let flows = t
+        .flows
+        .values()
+        .filter(|ends| ends.iter().any(|e| tracks.contains(e)))
+        .count();
+    assert_eq!(flows, 768, "one flow per request to its block request");
+}
