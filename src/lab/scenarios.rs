@@ -256,6 +256,17 @@ pub static SCENARIOS: &[Scenario] = &[
         missing: nothing_missing,
     },
     Scenario {
+        name: "uring-slow-device",
+        case: "device_latency_spike",
+        about: "fio's io_uring engine: random O_DIRECT reads at depth 4 of a loop device on iosleuth's FUSE disk",
+        expect: Some("device_latency_spike"),
+        rivals: &[],
+        good: "no stalls",
+        bad: "every 150th read held 150 ms",
+        run: uring_slow_device,
+        missing: crate::lab::catalog::missing_fio,
+    },
+    Scenario {
         name: "healthy",
         case: "no case",
         about: "write+fsync loop and sequential reads, nothing wrong",
@@ -534,6 +545,7 @@ fn slow_device(lab: &Lab) -> Result<(), CaptureError> {
             Stall {
                 every,
                 delay: Duration::from_millis(150),
+                reads: false,
             },
         )?;
         let fs = Ext4::on(disk, 4)?;
@@ -543,6 +555,34 @@ fn slow_device(lab: &Lab) -> Result<(), CaptureError> {
             let run = if every == 0 { "good" } else { "bad" };
             lab.notes.borrow_mut().push(format!(
                 "{run} run: the slow disk served {writes} journal writes and held {held} of them"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// io_uring reads on a stalling disk: the slowest request is the one the
+/// device held, named as an io_uring read with its block request.
+fn uring_slow_device(lab: &Lab) -> Result<(), CaptureError> {
+    let events = "block,sched,syscalls,io_uring";
+    for (out, every) in [(lab.good(), 0), (lab.bad(), 150)] {
+        let disk = LoopDevice::create_slow(
+            64,
+            Stall {
+                every,
+                delay: Duration::from_millis(150),
+                reads: true,
+            },
+        )?;
+        let script = format!(
+            "fio --output=/dev/null --name=u --filename={} --ioengine=io_uring --rw=randread --bs=4k --direct=1 --iodepth=4 --size=60M --io_size=3M",
+            disk.path.display()
+        );
+        lab.record(&out, events, &script)?;
+        if let Some((reads, held)) = disk.stall_counts() {
+            let run = if every == 0 { "good" } else { "bad" };
+            lab.notes.borrow_mut().push(format!(
+                "{run} run: the slow disk served {reads} reads and held {held} of them"
             ));
         }
     }

@@ -26,12 +26,14 @@ use std::time::{Duration, SystemTime};
 pub const IMAGE: &str = "disk.img";
 const IMAGE_INO: INodeNo = INodeNo(2);
 
-/// Which writes stall, and for how long.
+/// Which writes (or reads) stall, and for how long.
 #[derive(Clone, Copy, Debug)]
 pub struct Stall {
     /// Every `every`-th write is held.
     pub every: u64,
     pub delay: Duration,
+    /// Hold every `every`-th read instead (counted as the writes are).
+    pub reads: bool,
 }
 
 struct SlowFs {
@@ -109,6 +111,13 @@ impl Filesystem for SlowFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        if self.stall.reads {
+            let n = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
+            if self.stall.every > 0 && n.is_multiple_of(self.stall.every) {
+                self.stalled.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(self.stall.delay);
+            }
+        }
         let len = (size as u64).min(self.size.saturating_sub(offset)) as usize;
         let mut buf = vec![0u8; len];
         match self.backing.read_exact_at(&mut buf, offset) {
@@ -133,7 +142,7 @@ impl Filesystem for SlowFs {
             self.region.0.load(Ordering::Relaxed),
             self.region.1.load(Ordering::Relaxed),
         );
-        let counted = to == 0 || (from..to).contains(&offset);
+        let counted = !self.stall.reads && (to == 0 || (from..to).contains(&offset));
         let n = if counted {
             self.writes.fetch_add(1, Ordering::Relaxed) + 1
         } else {
@@ -237,7 +246,7 @@ impl SlowDisk {
         self.region.1.store(bytes.end, Ordering::Relaxed);
     }
 
-    /// Writes counted, and how many of them were held.
+    /// Writes (reads, for a read stall) counted, and how many were held.
     pub fn counts(&self) -> (u64, u64) {
         (
             self.writes.load(Ordering::Relaxed),

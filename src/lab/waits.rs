@@ -39,6 +39,7 @@ pub fn fuse_wait(lab: &Lab) -> Result<(), CaptureError> {
             Stall {
                 every,
                 delay: Duration::from_millis(30),
+                reads: false,
             },
         )?;
         let image = disk

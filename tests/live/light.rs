@@ -241,6 +241,7 @@ fn light_keeps_the_stalls_of_a_slow_device_under_the_adaptive_threshold() {
     let stall = Stall {
         every: 200,
         delay: Duration::from_millis(80),
+        reads: false,
     };
     let disk = LoopDevice::create_slow(64, stall).expect("slow loop device");
     let dev = disk.dev().unwrap().to_string();

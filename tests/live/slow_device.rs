@@ -18,6 +18,7 @@ fn slow_device_fsyncs_are_device_time_of_a_journal_write() {
     let stall = Stall {
         every: 60,
         delay: Duration::from_millis(150),
+        reads: false,
     };
     let disk = LoopDevice::create_slow(128, stall).expect("slow disk");
     let fs = Ext4::on(disk, 4).expect("ext4 on the slow disk");

@@ -327,6 +327,7 @@ fn watch_keeps_a_diagnosed_capture_when_a_device_stalls() {
         Stall {
             every: 50,
             delay: Duration::from_millis(150),
+            reads: false,
         },
     )
     .expect("slow loop device");

@@ -98,3 +98,61 @@ fn perfetto_draws_each_request_with_a_flow_to_its_block_request() {
         .count();
     assert_eq!(flows, 768, "one flow per request to its block request");
 }
+
+/// fio's io_uring engine reading a loop device on the lab's FUSE disk,
+/// which held every 150th read 150 ms in the bad run (5 of 768) and none
+/// in the good one (`lab run uring-slow-device`).
+#[test]
+fn a_device_stall_under_io_uring_names_the_request_and_its_block_request() {
+    let bad = json_report(&["tests/fixtures/uring-slowdev-bad.cap"], &[]);
+    let top = &bad["findings"][0];
+    assert_eq!(
+        (top["id"].as_str(), top["severity"].as_str()),
+        (Some("device_latency_spike"), Some("critical")),
+        "{top}"
+    );
+    assert!(
+        top["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("io_uring read: 150."),
+        "{top}"
+    );
+    let e = &top["evidence"];
+    assert_eq!(e["operation"], "io_uring read");
+    assert_eq!(e["spikes_in_top"], 5, "the 5 reads the disk held");
+    assert_eq!(e["request"]["dev"], "7,0");
+    assert_eq!(e["request"]["bytes"], 4096);
+    let d2c = e["request"]["d2c_ns"].as_u64().unwrap();
+    assert!((150_000_000..160_000_000).contains(&d2c), "{d2c}");
+    // Not a thread's wait: no CPU-idle figure is claimed.
+    assert!(e["cpu_idle_percent"].is_null(), "{e}");
+    assert!(
+        e["summary"]
+            .as_str()
+            .unwrap()
+            .contains("issued inline by fio ("),
+        "{e}"
+    );
+    let slowest = bad["outliers"]["by_kind"]["io_uring read"]
+        .as_array()
+        .unwrap();
+    assert!(slowest
+        .iter()
+        .take(5)
+        .all(|o| o["latency_ns"].as_u64() > Some(150_000_000)));
+    let good = json_report(&["tests/fixtures/uring-slowdev-good.cap"], &[]);
+    assert!(
+        good["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["id"] != "device_latency_spike" && f["severity"] != "critical"),
+        "{}",
+        good["findings"]
+    );
+    for r in [&good, &bad] {
+        assert_eq!(r["outliers"]["io_uring"]["completed"], 768);
+        assert_eq!(r["outliers"]["totals"]["io_uring read"]["count"], 768);
+    }
+}

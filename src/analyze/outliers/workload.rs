@@ -1,5 +1,6 @@
 //! The workload's time: the operations the trace follows from begin to end
-//! (the probe's marked operations when there are any, else every syscall),
+//! (the probe's marked operations when there are any, else every syscall
+//! and io_uring request),
 //! their count, their total time and its breakdown. Diagnosis takes a
 //! cause's share of it; `diff` compares it between two runs.
 
@@ -24,11 +25,18 @@ pub fn workload_kinds(o: &OutliersSummary) -> Vec<&str> {
             .collect()
     };
     let probes = of("probe ");
-    if probes.is_empty() {
-        of("syscall ")
-    } else {
-        probes
+    if !probes.is_empty() {
+        return probes;
     }
+    // io_uring's requests are the operations; `io_uring_enter` only
+    // carries them (its wait would count their time twice).
+    let uring = of("io_uring ");
+    let mut kinds = of("syscall ");
+    if !uring.is_empty() {
+        kinds.retain(|k| *k != "syscall io_uring_enter");
+        kinds.extend(uring);
+    }
+    kinds
 }
 
 /// The workload's time over `kinds` (all of them: `None`).

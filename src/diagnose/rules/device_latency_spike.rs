@@ -147,6 +147,31 @@ fn finding(a: &Analysis, kind: &str, o: &Outlier, median: u64) -> Finding {
         })
         .count();
     let r = o.main_request.as_ref();
+    // An io_uring request's thread went on while it was in flight: no wait
+    // of a thread, whose CPU could idle; its time is its block request's.
+    let uring = kind.starts_with("io_uring ");
+    let held = r
+        .and_then(|r| r.d2c_ns)
+        .map(|d| format!(" for {} ms", ms_2dp(d)))
+        .unwrap_or_default();
+    let (explanation, workaround) = if uring {
+        (
+            format!(
+                "The request's own block request sat at the device{held} ({:.0}% of the request's time): not the submitting thread, which went on, nor an io-wq worker or the queue, the device held it ({}).",
+                o.percent.get("device").copied().unwrap_or(0.0),
+                o.summary
+            ),
+            "find why the device stalls (its own latency log, smartctl) or move the data to a faster device; for reads the application cannot wait for, issue a second read after a deadline (a hedged read); confirm with fio --ioengine=io_uring on the device".to_string(),
+        )
+    } else {
+        (
+            format!(
+                "The operation was blocked while one request sat at the device{held}, and its CPU was idle {:.0}% of that time: neither the CPU nor the scheduler held it up, the device did (an eMMC has been measured taking 270 ms for one journal write).",
+                o.cpu_idle_percent
+            ),
+            "take the synchronous write off the latency-critical path (a separate I/O thread, or an asynchronous commit such as PostgreSQL's synchronous_commit=off), or replace the device; confirm with iosleuth probe fsync --path FILE --stop-above 50".to_string(),
+        )
+    };
     Finding {
         id: RULE.id,
         severity: Severity::Critical,
@@ -155,7 +180,8 @@ fn finding(a: &Analysis, kind: &str, o: &Outlier, median: u64) -> Finding {
             ms_2dp(o.latency_ns),
             ms_2dp(median),
             o.percent.get("device").copied().unwrap_or(0.0),
-            r.map(|r| format!(" ({} {})", r.class, r.dev)).unwrap_or_default()
+            r.map(|r| format!(" ({} {})", r.class, r.dev))
+                .unwrap_or_default()
         ),
         evidence: json!({
             "operation": kind,
@@ -163,16 +189,12 @@ fn finding(a: &Analysis, kind: &str, o: &Outlier, median: u64) -> Finding {
             "median_ns": median,
             "spikes_in_top": spikes,
             "device_percent": o.percent.get("device"),
-            "cpu_idle_percent": o.cpu_idle_percent,
+            "cpu_idle_percent": (!uring).then_some(o.cpu_idle_percent),
             "request": r,
             "summary": o.summary,
         }),
-        explanation: format!(
-            "The operation was blocked while one request sat at the device{}, and its CPU was idle {:.0}% of that time: neither the CPU nor the scheduler held it up, the device did (an eMMC has been measured taking 270 ms for one journal write).",
-            r.and_then(|r| r.d2c_ns).map(|d| format!(" for {} ms", ms_2dp(d))).unwrap_or_default(),
-            o.cpu_idle_percent
-        ),
-        workaround: "take the synchronous write off the latency-critical path (a separate I/O thread, or an asynchronous commit such as PostgreSQL's synchronous_commit=off), or replace the device; confirm with iosleuth probe fsync --path FILE --stop-above 50".into(),
+        explanation,
+        workaround,
     }
 }
 
