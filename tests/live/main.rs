@@ -11,6 +11,7 @@ mod block;
 mod cgroup;
 mod event_sets;
 mod interrupt;
+mod io_uring;
 mod iostat;
 mod irq;
 mod journal;

@@ -1,0 +1,88 @@
+//! Live: io_uring requests against fio's own figures. fio's io_uring
+//! engine reads a loop device on the lab's FUSE disk, which holds every
+//! read 1 ms (a device of known latency, far above the few microseconds
+//! between the kernel's completion and fio's reaping): iosleuth counts
+//! the requests fio counted, and their latency from submission to
+//! completion is fio's completion latency (its `--write_lat_log`) within
+//! 10 % at the median and p99.
+
+use crate::common;
+
+use common::*;
+use iosleuth::testing::{LoopDevice, Stall};
+use std::time::Duration;
+
+/// fio's latency log: one line per request, `time, latency, direction,
+/// size, offset[, priority]`; latency in ns.
+fn fio_latencies(log: &std::path::Path) -> Vec<u64> {
+    std::fs::read_to_string(log)
+        .unwrap_or_else(|e| panic!("{}: {e}", log.display()))
+        .lines()
+        .filter_map(|l| l.split(',').nth(1)?.trim().parse().ok())
+        .collect()
+}
+
+fn nearest_rank(v: &mut [u64], p: f64) -> u64 {
+    v.sort_unstable();
+    v[((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize - 1]
+}
+
+#[test]
+#[ignore = "live: needs root, tracefs, loop devices and fio; scripts/test runs it"]
+fn io_uring_requests_are_fios_in_count_and_latency() {
+    let _live = live();
+    need_programs(&["fio"]);
+    let stall = Stall {
+        every: 1,
+        delay: Duration::from_millis(1),
+        reads: true,
+    };
+    let disk = LoopDevice::create_slow(64, stall).expect("slow disk");
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    let lat = dir.path().join("u");
+    let json = dir.path().join("fio.json");
+    // One request at a time: fio reaps each as it completes.
+    let fio = format!(
+        "fio --output-format=json --output={} --name=u --filename={} --ioengine=io_uring --direct=1 --rw=randread --bs=4k --iodepth=1 --size=32M --io_size=1200k --write_lat_log={} --log_avg_msec=0",
+        json.display(),
+        disk.path.display(),
+        lat.display()
+    );
+    run(iosleuth()
+        .arg("record")
+        .arg("-o")
+        .arg(&cap)
+        .args([
+            "--events",
+            "block,sched,syscalls,io_uring",
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg(&fio));
+    let fio_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let ios = fio_json["jobs"][0]["read"]["total_ios"].as_u64().unwrap();
+    assert_eq!(ios, 300);
+    let rep = json_report(&[&cap], &[]);
+    let u = &rep["outliers"]["io_uring"];
+    assert_eq!(u["submitted"].as_u64(), Some(ios), "{u}");
+    assert_eq!(u["completed"].as_u64(), Some(ios), "{u}");
+    let ours = &u["by_op"]["read"]["latency"];
+    let mut theirs = fio_latencies(&dir.path().join("u_lat.1.log"));
+    assert_eq!(
+        theirs.len() as u64,
+        ios,
+        "a latency per request in fio's log"
+    );
+    for (p, key) in [(50.0, "p50"), (99.0, "p99")] {
+        let f = nearest_rank(&mut theirs, p) as f64;
+        let o = ours[key].as_f64().unwrap();
+        eprintln!("{key}: fio {:.1} µs, iosleuth {:.1} µs", f / 1e3, o / 1e3);
+        assert!(
+            (o - f).abs() <= 0.10 * f,
+            "{key}: fio's completion latency {f} ns, iosleuth's {o} ns"
+        );
+    }
+}
