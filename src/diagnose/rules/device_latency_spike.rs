@@ -26,7 +26,7 @@ use serde_json::json;
 pub const RULE: Rule = Rule {
     id: "device_latency_spike",
     looks_for: "an operation far slower than its median, nearly all of it device time",
-    fires_when: "an operation ≥ 50 ms and ≥ 10× its median, ≥ 80 % device time, ≥ 50 % of it waiting for one request",
+    fires_when: "an operation ≥ 50 ms and ≥ 10× its median, ≥ 80 % device time, ≥ 50 % of it waiting for one request (an io_uring request is an operation too: its device time is that of the block requests it caused)",
     stays_silent: "slow operations that were runnable (RT burner), or whose device time overlaps an RT-held wait of the thread that completes I/O, or was spread over many short requests (a busy device)",
     needs: &["block"],
     light_lacks: None,

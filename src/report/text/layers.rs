@@ -112,6 +112,40 @@ pub(super) fn syscalls(out: &mut String, s: &crate::analyze::syscalls::SyscallSu
     }
 }
 
+/// io_uring's requests, when the trace recorded its events: each opcode's
+/// latency from submission to completion, and how they were issued.
+pub(super) fn io_uring(out: &mut String, u: &crate::analyze::outliers::UringSummary, st: &Style) {
+    if !u.recorded {
+        return;
+    }
+    call_table(
+        out,
+        "io_uring requests (submission to completion)",
+        &u.by_op,
+        st.all,
+    );
+    let _ = writeln!(
+        out,
+        "io_uring: {} submitted, {} completed ({} submitted before the trace); {} by an SQPOLL thread, {} punted to io-wq, {} armed for poll, {} failed, {} completions overflowed the CQ",
+        u.submitted,
+        u.completed,
+        u.completed_unseen_submit,
+        u.sq_thread,
+        u.punted,
+        u.polled,
+        u.failed,
+        u.cq_overflows
+    );
+    if u.ambiguous_ties > 0 {
+        let _ = writeln!(
+            out,
+            "  {} bios of io-wq workers were tied to the oldest of several punted requests (a worker does not say which it runs)",
+            u.ambiguous_ties
+        );
+    }
+    out.push('\n');
+}
+
 pub(super) fn outliers(
     out: &mut String,
     o: &crate::analyze::outliers::OutliersSummary,

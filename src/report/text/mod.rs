@@ -188,6 +188,7 @@ pub fn render_with(a: &Analysis, found: &[crate::diagnose::Finding], all: bool) 
     driver(&mut out, &a.driver, &st);
     outliers(&mut out, &a.outliers, &st);
     syscalls(&mut out, &a.syscalls, &st);
+    layers::io_uring(&mut out, &a.outliers.io_uring, &st);
     filesystem(&mut out, &a.fs, &a.recorded, a.recorded_set("block"), &st);
     functions(&mut out, &a.functions);
     stacks(&mut out, &a.stacks);
