@@ -156,3 +156,17 @@ fn a_device_stall_under_io_uring_names_the_request_and_its_block_request() {
         assert_eq!(r["outliers"]["totals"]["io_uring read"]["count"], 768);
     }
 }
+
+/// The thread filters hold for io_uring requests as for the other
+/// operations; the SQPOLL thread, created without a fork event, counts as
+/// the recorded command's by its name (`iou-sqp-PID`).
+#[test]
+fn io_uring_requests_follow_the_thread_filters_and_the_command() {
+    let none = json_report(&[CAP], &["--pid", "1"]);
+    assert!(none["outliers"]["totals"]["io_uring read"].is_null());
+    // The 256 SQPOLL requests are the command's.
+    let all = json_report(&[CAP], &[]);
+    assert_eq!(all["outliers"]["totals"]["io_uring read"]["count"], 768);
+    let sqp = json_report(&[CAP], &["--comm", "iou-sqp-6689"]);
+    assert_eq!(sqp["outliers"]["totals"]["io_uring read"]["count"], 256);
+}
