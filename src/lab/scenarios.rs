@@ -433,6 +433,17 @@ pub static SCENARIOS: &[Scenario] = &[
         missing: catalog::missing_fio,
     },
     Scenario {
+        name: "healthy-uring",
+        case: "no case",
+        about: "fio's io_uring engine: random 4 KiB direct reads, one at a time",
+        expect: None,
+        rivals: &[],
+        good: "first run",
+        bad: "second run",
+        run: shapes::uring_random_read,
+        missing: catalog::missing_fio,
+    },
+    Scenario {
         name: "healthy-files",
         case: "no case",
         about: "2000 small files written by a shell loop, then sync",

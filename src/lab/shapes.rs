@@ -52,6 +52,22 @@ pub fn random_read(lab: &Lab) -> Result<(), CaptureError> {
     )
 }
 
+/// Random reads through fio's io_uring engine, one at a time (deeper, the
+/// loop device's one worker queues them: a true queue_saturation):
+/// io_uring requests with nothing wrong.
+pub fn uring_random_read(lab: &Lab) -> Result<(), CaptureError> {
+    let fs = Ext4::create(256, 8, true)?;
+    let file = fs.mnt.join("data");
+    data_file(&file, 64)?;
+    twice(
+        lab,
+        &format!(
+            "fio --output=/dev/null --name=r --filename={} --rw=randread --bs=4k --direct=1 --ioengine=io_uring --iodepth=1 --runtime=1 --time_based",
+            file.display()
+        ),
+    )
+}
+
 /// 2000 small files written by a shell loop, then `sync`.
 pub fn small_files(lab: &Lab) -> Result<(), CaptureError> {
     let fs = Ext4::create(256, 16, true)?;

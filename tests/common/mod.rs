@@ -625,3 +625,15 @@ pub fn check_agrees_with_diff(base: &str, cand: &str) -> (&'static str, String) 
     );
     (word, line)
 }
+
+/// `perf`, with its build-id cache (`~/.debug`) in the build's own
+/// directory rather than the machine's home: the tests leave the machine
+/// as they found it, and a cached kernel would change what other tests
+/// see of perf.data files recorded on that kernel.
+pub fn perf() -> Command {
+    let home = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/perf-home");
+    let _ = std::fs::create_dir_all(&home);
+    let mut c = Command::new("perf");
+    c.env("HOME", home);
+    c
+}

@@ -9,7 +9,6 @@ use iosleuth::testing::LoopDevice;
 use iosleuth::testing::Stall;
 use iosleuth::testing::{LightDoc, SlowRequest, SLOW_HEADER, SLOW_RECORD};
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Live and with the kernel's BTF, which --light needs.
@@ -393,7 +392,7 @@ fn light_counts_the_bios_a_cgroup_limit_held() {
             cg.dir.display(),
             disk.path.display()
         );
-        run(Command::new("perf")
+        run(perf()
             .args(["record", "-q", "-e", "block:block_bio_queue", "-a", "-o"])
             .arg(&perf_data)
             .arg("--")
@@ -402,7 +401,7 @@ fn light_counts_the_bios_a_cgroup_limit_held() {
             .arg(&cap)
             .args(["--", "sh", "-c", &script]));
         // perf's count: bios queued on the disk by blk-throttle's workers.
-        let perf_script = run(Command::new("perf")
+        let perf_script = run(perf()
             .args(["script", "-F", "comm,trace", "-i"])
             .arg(&perf_data));
         let by_workers = perf_script

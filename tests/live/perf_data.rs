@@ -6,7 +6,6 @@
 use crate::common;
 
 use common::*;
-use std::process::Command;
 
 /// Folded lines sorted, for comparing.
 fn sorted(text: &str) -> Vec<String> {
@@ -26,7 +25,7 @@ fn perf_data_folds_as_perf_script_and_inferno_collapse_perf() {
     // readers see the same copies.
     let home = dir.path().join("home");
     std::fs::create_dir(&home).unwrap();
-    let mut rec = Command::new("perf");
+    let mut rec = perf();
     rec.env("HOME", &home)
         .args(["record", "-q", "-g", "-a", "-F", "999", "-o"])
         .arg(&data)
@@ -40,7 +39,7 @@ fn perf_data_folds_as_perf_script_and_inferno_collapse_perf() {
              python3 -c 'import json; [json.dumps(list(range(500))) for _ in range(500)]'",
         ]);
     run(&mut rec);
-    let script = run(Command::new("perf")
+    let script = run(perf()
         .env("HOME", &home)
         .args(["script", "-i"])
         .arg(&data));
@@ -121,7 +120,7 @@ fn perf_data_tracepoints_read_as_perf_script_text_of_them() {
     );
     let home = dir.path().join("home");
     std::fs::create_dir(&home).unwrap();
-    run(Command::new("perf")
+    run(perf()
         .env("HOME", &home)
         .args([
             "record",
@@ -144,7 +143,7 @@ fn perf_data_tracepoints_read_as_perf_script_text_of_them() {
             "status=none",
         ])
         .arg(format!("of={}", out.display())));
-    let script = run(Command::new("perf")
+    let script = run(perf()
         .env("HOME", &home)
         .args(["script", "--ns", "-i"])
         .arg(&data));
@@ -185,7 +184,7 @@ fn perf_sched_switch_call_chains_fold_as_blocked_time() {
     let home = dir.path().join("home");
     std::fs::create_dir(&home).unwrap();
     let started = std::time::Instant::now();
-    run(Command::new("perf")
+    run(perf()
         .env("HOME", &home)
         .args(["record", "-q", "-g", "-a", "-e", "sched:sched_switch"])
         .args(["-e", "block:block_rq_issue", "-o"])
@@ -194,7 +193,7 @@ fn perf_sched_switch_call_chains_fold_as_blocked_time() {
         .args(["oflag=dsync", "status=none"])
         .arg(format!("of={}", out.display())));
     let elapsed_us = started.elapsed().as_micros() as u64;
-    let script = run(Command::new("perf")
+    let script = run(perf()
         .env("HOME", &home)
         .args(["script", "--ns", "-i"])
         .arg(&data));

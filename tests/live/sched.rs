@@ -32,7 +32,7 @@ fn switch_of(line: &str) -> Option<(String, u32, u32, f64)> {
 /// perf's clock minus ours: perf stamps with the scheduler clock, the
 /// capture with `mono`. The most common difference of matching switches.
 fn perf_clock_offset(perf_data: &std::path::Path, cap: &std::path::Path) -> f64 {
-    let perf = run(Command::new("perf")
+    let perf = run(perf()
         .args(["script", "-F", "cpu,time,event,trace", "-i"])
         .arg(perf_data));
     let ours = run(Command::new(env!("CARGO_BIN_EXE_iosleuth"))
@@ -77,7 +77,7 @@ fn timehist_delays(
     from: f64,
     to: f64,
 ) -> (HashMap<u32, f64>, Vec<f64>) {
-    let out = run(Command::new("perf")
+    let out = run(perf()
         .args(["sched", "timehist", "--state", "-i"])
         .arg(perf_data));
     let mut max: HashMap<u32, f64> = HashMap::new();
@@ -147,7 +147,7 @@ fn rt_burner_starves_a_pinned_thread_and_agrees_with_perf() {
             .collect()
     };
     let tracefs_before = tracefs_mounts();
-    run(Command::new("perf")
+    run(perf()
         .args(["sched", "record", "-q", "-o"])
         .arg(&perf_data)
         .args(["--", bin, "record", "-o"])
@@ -186,7 +186,7 @@ fn rt_burner_starves_a_pinned_thread_and_agrees_with_perf() {
             // What each tool saw of that thread, for the next person: its
             // scheduler events in the capture and perf's rows.
             let ours_lines = run(iosleuth().arg("dump").arg(&cap));
-            let theirs_lines = run(Command::new("perf")
+            let theirs_lines = run(common::perf()
                 .args(["sched", "timehist", "--state", "-w", "-i"])
                 .arg(&perf_data));
             let about = |text: &str, key: &str| -> String {

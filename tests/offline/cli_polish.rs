@@ -303,13 +303,20 @@ fn a_page_is_not_printed_on_a_terminal_and_each_command_offers_its_formats() {
 /// still says what is wrong.
 #[test]
 fn quiet_prints_only_errors() {
-    // Another kernel than the capture's runs: its symbols are warned of,
-    // whatever kernel this machine runs.
+    // Another kernel than the capture's runs, and perf's build-id cache
+    // (~/.debug) is empty: its symbols are warned of, whatever kernel this
+    // machine runs and whatever perf cached here.
+    let home = tempdir();
     let run = |args: &[&str]| {
-        outcome_of(iosleuth().args(args).env(
-            "IOSLEUTH_RUNNING_BUILD_ID",
-            "0123456789abcdef0123456789abcdef01234567",
-        ))
+        outcome_of(
+            iosleuth()
+                .args(args)
+                .env(
+                    "IOSLEUTH_RUNNING_BUILD_ID",
+                    "0123456789abcdef0123456789abcdef01234567",
+                )
+                .env("HOME", home.path()),
+        )
     };
     let loud = run(&["report", "tests/fixtures/perf-urandom.data"]);
     assert!(loud.stderr.contains("warning:"), "{}", loud.stderr);

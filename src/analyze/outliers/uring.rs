@@ -291,10 +291,16 @@ impl OutlierAnalysis {
                 Some((c - i, b))
             })
             .max_by_key(|(ns, b)| (*ns, std::cmp::Reverse(b.queued)));
+        // The wait for an io-wq worker is a wait in the kernel with no
+        // request at the device; the rest (the submission before its bio,
+        // the completion's way back to the ring) no event times: not
+        // recorded, rather than a wait it may not have been.
+        let io_wq = io_wq.min(latency.saturating_sub(device + queued));
         let mut b = Breakdown {
             queued_ns: queued,
             device_only_ns: device,
-            other_wait_ns: latency.saturating_sub(device + queued),
+            other_wait_ns: io_wq,
+            not_recorded_ns: latency.saturating_sub(device + queued + io_wq),
             ..Default::default()
         };
         if device > 0 {
