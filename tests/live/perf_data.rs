@@ -39,10 +39,7 @@ fn perf_data_folds_as_perf_script_and_inferno_collapse_perf() {
              python3 -c 'import json; [json.dumps(list(range(500))) for _ in range(500)]'",
         ]);
     run(&mut rec);
-    let script = run(perf()
-        .env("HOME", &home)
-        .args(["script", "-i"])
-        .arg(&data));
+    let script = run(perf().env("HOME", &home).args(["script", "-i"]).arg(&data));
     let mut collapsed = Vec::new();
     {
         use inferno::collapse::Collapse;
