@@ -3,6 +3,7 @@
 
 pub mod blkthrottle;
 pub mod block;
+pub mod command;
 pub mod coverage;
 pub mod driver;
 pub mod fs;

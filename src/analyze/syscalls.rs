@@ -81,7 +81,7 @@ pub struct SyscallAnalysis {
     /// their forks, when known: only their calls are the workload's (by
     /// name, the slowest), as the operations are (`outliers`); `by_process`
     /// still lists every process.
-    workload: Option<rustc_hash::FxHashSet<u32>>,
+    workload: crate::analyze::command::RecordedCommand,
     out: SyscallSummary,
 }
 
@@ -92,21 +92,14 @@ impl SyscallAnalysis {
 
     /// The recorded command's process (`None`: every thread's calls).
     pub fn with_workload(mut self, root: Option<u32>) -> Self {
-        self.workload = root.map(|r| std::iter::once(r).collect());
+        self.workload = crate::analyze::command::RecordedCommand::rooted_at(root);
         self
     }
 
     /// Feeds one event; returns false for events this analysis ignores.
     pub fn add(&mut self, e: &TraceEvent, names: &ThreadNames) -> bool {
         if e.kind == Tracepoint::SchedProcessFork {
-            if let Some(w) = &mut self.workload {
-                let parent = e.fields.int(Field::ParentPid).unwrap_or(-1);
-                if u32::try_from(parent).is_ok_and(|p| w.contains(&p)) {
-                    if let Some(child) = e.fields.int(Field::ChildPid) {
-                        w.insert(child as u32);
-                    }
-                }
-            }
+            self.workload.fork(e);
             // The scheduler analysis uses it too.
             return false;
         }
@@ -176,7 +169,7 @@ impl SyscallAnalysis {
         if !op {
             add_to(self.by_pid.entry(pid).or_default(), name, ns);
         }
-        if self.workload.as_ref().is_some_and(|w| !w.contains(&pid)) {
+        if !self.workload.holds(pid) {
             return;
         }
         let table = if op {
@@ -205,7 +198,7 @@ impl SyscallAnalysis {
     }
 
     pub fn finish(mut self, names: &ThreadNames) -> SyscallSummary {
-        self.out.recorded_command_only = self.workload.is_some();
+        self.out.recorded_command_only = self.workload.known();
         for (pid, calls) in self.by_pid.drain() {
             self.out.by_process.insert(names.process(pid), calls);
         }

@@ -23,16 +23,7 @@ impl OutlierAnalysis {
         }
         let syscall = || syscall_of(e.short_name()).unwrap_or_default();
         match e.kind {
-            Tracepoint::SchedProcessFork => {
-                if let Some(w) = &mut self.workload {
-                    let parent = e.fields.int(Field::ParentPid).unwrap_or(-1);
-                    if u32::try_from(parent).is_ok_and(|p| w.contains(&p)) {
-                        if let Some(child) = e.fields.int(Field::ChildPid) {
-                            w.insert(child as u32);
-                        }
-                    }
-                }
-            }
+            Tracepoint::SchedProcessFork => self.workload.fork(e),
             Tracepoint::Jbd2Checkpoint => {
                 let d = Dev(e.fields.int(Field::Dev).unwrap_or(0) as u32);
                 self.checkpointing.insert(e.pid, d);
@@ -69,7 +60,7 @@ impl OutlierAnalysis {
                     }
                 }
             }
-            Tracepoint::SysEnter if self.workload.as_ref().is_none_or(|w| w.contains(&e.pid)) => {
+            Tracepoint::SysEnter if self.workload.holds(e.pid) => {
                 self.begin(Kind("syscall ", syscall()), e, None, names, sched)
             }
             Tracepoint::SysExit => {

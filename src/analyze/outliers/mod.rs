@@ -88,7 +88,7 @@ pub struct OutlierAnalysis {
     /// The workload's processes and threads, followed through their
     /// forks from the recorded command: only their syscalls are
     /// operations. `None`: every thread's are.
-    workload: Option<rustc_hash::FxHashSet<u32>>,
+    workload: crate::analyze::command::RecordedCommand,
     /// io_uring requests in flight, and what became of them.
     uring: uring::Uring,
 }
@@ -116,7 +116,7 @@ impl OutlierAnalysis {
     /// Follows the recorded command `root` and its descendants: only
     /// their syscalls are operations.
     pub fn with_workload(mut self, root: Option<u32>) -> Self {
-        self.workload = root.map(|r| std::iter::once(r).collect());
+        self.workload = crate::analyze::command::RecordedCommand::rooted_at(root);
         self
     }
 
@@ -241,10 +241,7 @@ impl OutlierAnalysis {
                 o.comm = names.get(o.pid);
             }
         }
-        let mut workload: Option<Vec<u32>> = self.workload.map(|w| w.into_iter().collect());
-        if let Some(w) = &mut workload {
-            w.sort_unstable();
-        }
+        let workload = self.workload.threads();
         OutliersSummary {
             top: self.top,
             by_kind: self.by_kind,

@@ -117,11 +117,8 @@ impl OutlierAnalysis {
                 u.summary.sq_thread += sq_thread as u64;
                 // Only the threads asked for (`--pid`, `--comm`) and the
                 // recorded command's, as for the other operations.
-                let wanted = names.keeps(e.pid)
-                    && self.workload.as_ref().is_none_or(|w| {
-                        w.contains(&e.pid)
-                            || io_thread_of(&names.get(e.pid)).is_some_and(|p| w.contains(&p))
-                    });
+                let wanted =
+                    names.keeps(e.pid) && self.workload.holds_io_thread(e.pid, || names.get(e.pid));
                 if u.open.len() >= OPEN_MAX || !wanted {
                     return true;
                 }
@@ -424,16 +421,6 @@ impl OutlierAnalysis {
     }
 }
 
-/// The task an io_uring kernel thread works for: `iou-sqp-6689` (SQPOLL)
-/// and `iou-wrk-6689` (io-wq) are created without a fork event, and named
-/// after it.
-fn io_thread_of(comm: &str) -> Option<u32> {
-    comm.strip_prefix("iou-sqp-")
-        .or_else(|| comm.strip_prefix("iou-wrk-"))?
-        .parse()
-        .ok()
-}
-
 fn ms_3dp(ns: u64) -> String {
     format!("{:.3} ms", ns as f64 / 1e6)
 }
@@ -464,14 +451,5 @@ mod tests {
         assert_eq!(union_ns(vec![]), 0);
         assert_eq!(union_ns(vec![(10, 20), (15, 30), (40, 45)]), 25);
         assert_eq!(union_ns(vec![(40, 45), (10, 20), (20, 25)]), 20);
-    }
-
-    #[test]
-    fn io_threads_name_the_task_they_work_for() {
-        use super::io_thread_of;
-        assert_eq!(io_thread_of("iou-sqp-6689"), Some(6689));
-        assert_eq!(io_thread_of("iou-wrk-12"), Some(12));
-        assert_eq!(io_thread_of("fio"), None);
-        assert_eq!(io_thread_of("iou-sqp-x"), None);
     }
 }
