@@ -562,14 +562,20 @@ fn slow_device(lab: &Lab) -> Result<(), CaptureError> {
         let fs = Ext4::on(disk, 4)?;
         fs.disk.stall_only(fs.journal_bytes()?);
         lab.record(&out, events, &fsync_script(&fs, 400, None))?;
-        if let Some((writes, held)) = fs.disk.stall_counts() {
-            let run = if every == 0 { "good" } else { "bad" };
-            lab.notes.borrow_mut().push(format!(
-                "{run} run: the slow disk served {writes} journal writes and held {held} of them"
-            ));
-        }
+        note_stalls(lab, &fs.disk, every, "journal writes");
     }
     Ok(())
+}
+
+/// What the slow disk of a run served (`what`: journal writes, reads) and
+/// held, said with the scenario's verdict.
+fn note_stalls(lab: &Lab, disk: &LoopDevice, every: u64, what: &str) {
+    if let Some((served, held)) = disk.stall_counts() {
+        let run = if every == 0 { "good" } else { "bad" };
+        lab.notes.borrow_mut().push(format!(
+            "{run} run: the slow disk served {served} {what} and held {held} of them"
+        ));
+    }
 }
 
 /// io_uring reads on a stalling disk: the slowest request is the one the
@@ -590,12 +596,7 @@ fn uring_slow_device(lab: &Lab) -> Result<(), CaptureError> {
             disk.path.display()
         );
         lab.record(&out, events, &script)?;
-        if let Some((reads, held)) = disk.stall_counts() {
-            let run = if every == 0 { "good" } else { "bad" };
-            lab.notes.borrow_mut().push(format!(
-                "{run} run: the slow disk served {reads} reads and held {held} of them"
-            ));
-        }
+        note_stalls(lab, &disk, every, "reads");
     }
     Ok(())
 }

@@ -40,29 +40,26 @@ pub fn seq_read(lab: &Lab) -> Result<(), CaptureError> {
 
 /// Random 4 KiB direct reads at depth 8 (fio).
 pub fn random_read(lab: &Lab) -> Result<(), CaptureError> {
-    let fs = Ext4::create(256, 8, true)?;
-    let file = fs.mnt.join("data");
-    data_file(&file, 64)?;
-    twice(
-        lab,
-        &format!(
-            "fio --output=/dev/null --name=r --filename={} --rw=randread --bs=4k --direct=1 --ioengine=libaio --iodepth=8 --runtime=1 --time_based",
-            file.display()
-        ),
-    )
+    fio_random_read(lab, "libaio", 8)
 }
 
 /// Random reads through fio's io_uring engine, one at a time (deeper, the
 /// loop device's one worker queues them: a true queue_saturation):
 /// io_uring requests with nothing wrong.
 pub fn uring_random_read(lab: &Lab) -> Result<(), CaptureError> {
+    fio_random_read(lab, "io_uring", 1)
+}
+
+/// A second of fio's random 4 KiB direct reads of a file on ext4, through
+/// `engine` at `depth`, twice.
+fn fio_random_read(lab: &Lab, engine: &str, depth: u32) -> Result<(), CaptureError> {
     let fs = Ext4::create(256, 8, true)?;
     let file = fs.mnt.join("data");
     data_file(&file, 64)?;
     twice(
         lab,
         &format!(
-            "fio --output=/dev/null --name=r --filename={} --rw=randread --bs=4k --direct=1 --ioengine=io_uring --iodepth=1 --runtime=1 --time_based",
+            "fio --output=/dev/null --name=r --filename={} --rw=randread --bs=4k --direct=1 --ioengine={engine} --iodepth={depth} --runtime=1 --time_based",
             file.display()
         ),
     )

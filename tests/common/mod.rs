@@ -637,3 +637,14 @@ pub fn perf() -> Command {
     c.env("HOME", home);
     c
 }
+
+/// The nearest-rank percentile (docs/report.md's one definition): the
+/// value at rank ⌈p/100 · n⌉ of the sorted values; `None` for none.
+pub fn nearest_rank(v: &mut [u64], p: f64) -> Option<u64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
+    Some(v[rank - 1])
+}

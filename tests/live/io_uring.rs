@@ -22,11 +22,6 @@ fn fio_latencies(log: &std::path::Path) -> Vec<u64> {
         .collect()
 }
 
-fn nearest_rank(v: &mut [u64], p: f64) -> u64 {
-    v.sort_unstable();
-    v[((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize - 1]
-}
-
 #[test]
 #[ignore = "live: needs root, tracefs, loop devices and fio; scripts/test runs it"]
 fn io_uring_requests_are_fios_in_count_and_latency() {
@@ -77,7 +72,7 @@ fn io_uring_requests_are_fios_in_count_and_latency() {
         "a latency per request in fio's log"
     );
     for (p, key) in [(50.0, "p50"), (99.0, "p99")] {
-        let f = nearest_rank(&mut theirs, p) as f64;
+        let f = nearest_rank(&mut theirs, p).unwrap() as f64;
         let o = ours[key].as_f64().unwrap();
         eprintln!("{key}: fio {:.1} µs, iosleuth {:.1} µs", f / 1e3, o / 1e3);
         assert!(

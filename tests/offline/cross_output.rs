@@ -40,16 +40,6 @@ fn html_page(cap: &str) -> String {
     std::fs::read_to_string(out).unwrap()
 }
 
-/// The value at rank ⌈p/100 · n⌉ of the sorted values.
-fn nearest_rank(v: &mut [u64], p: f64) -> Option<u64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_unstable();
-    let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
-    Some(v[rank - 1])
-}
-
 /// `printed` is report's bucket middle for the exact nearest rank `exact`.
 fn assert_percentile(exact: f64, printed: f64, what: &str) {
     assert!(

@@ -122,15 +122,7 @@ impl OutlierAnalysis {
         let mut op = self.open.swap_remove(i);
         op.settle();
         let latency = e.ts.saturating_sub(op.start);
-        if !self.totals.contains_key(&*op.kind) {
-            self.totals
-                .insert(op.kind.to_string(), KindTotal::default());
-        }
-        if let Some(t) = self.totals.get_mut(&*op.kind) {
-            t.count += 1;
-            t.latency_ns += latency;
-            add_breakdown(&mut t.breakdown, &op.b);
-        }
+        self.add_to_totals(&op.kind, latency, &op.b);
         let (open, done, queued) = (&self.open, &self.done, &self.queued);
         let processes = &self.processes;
         crate::analyze::rows::send(&mut self.rows, || crate::analyze::rows::OperationRow {
@@ -197,6 +189,19 @@ impl OutlierAnalysis {
 const SPARE_OPS: usize = 256;
 
 impl OutlierAnalysis {
+    /// An ended operation of `kind` in its kind's totals (named only the
+    /// first time: most kinds exist).
+    pub(super) fn add_to_totals(&mut self, kind: &str, latency: u64, b: &Breakdown) {
+        if !self.totals.contains_key(kind) {
+            self.totals.insert(kind.to_string(), KindTotal::default());
+        }
+        if let Some(t) = self.totals.get_mut(kind) {
+            t.count += 1;
+            t.latency_ns += latency;
+            add_breakdown(&mut t.breakdown, b);
+        }
+    }
+
     /// An operation that begins, in the maps and name of one that ended
     /// unkept, when there is one: most end so, and growing their maps from
     /// nothing (the CPU holders, the requests waited for) and naming their

@@ -13,7 +13,7 @@
 //! counted as ambiguous.
 
 use super::inflight::request_class;
-use super::summary::{add_breakdown, percentages, Breakdown, Outlier, Request};
+use super::summary::{percentages, Breakdown, Outlier, Request};
 use super::OutlierAnalysis;
 use crate::analyze::names::ThreadNames;
 use crate::analyze::syscalls::CallStats;
@@ -312,10 +312,7 @@ impl OutlierAnalysis {
             .entry(o.op.to_string())
             .or_default();
         stats.add(latency);
-        let total = self.totals.entry(kind.clone()).or_default();
-        total.count += 1;
-        total.latency_ns += latency;
-        add_breakdown(&mut total.breakdown, &b);
+        self.add_to_totals(&kind, latency, &b);
         let dev = o.bios.first().map(|x| x.dev);
         let comm = names.get(o.pid);
         let processes = &self.processes;
