@@ -14,13 +14,13 @@ pub struct Recorded {
     /// it holds counts.
     pub enabled: Option<Vec<String>>,
     /// The tracepoints seen, one bit per `Tracepoint`.
-    seen_kinds: u64,
+    seen_kinds: u128,
     /// The block actions seen, one bit per `Action`.
     seen_actions: u64,
 }
 
 // One bit each.
-const _: () = assert!((Tracepoint::Other as u32) < 64 && (Action::IoDone as u32) < 64);
+const _: () = assert!((Tracepoint::Other as u32) < 128 && (Action::IoDone as u32) < 64);
 
 impl Recorded {
     pub fn saw_kind(&mut self, k: Tracepoint) {

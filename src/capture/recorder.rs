@@ -130,6 +130,28 @@ pub const EVENT_SETS: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "faults",
+        &[
+            "exceptions/page_fault_user",
+            "filemap/mm_filemap_fault",
+            "filemap/mm_filemap_map_pages",
+        ],
+    ),
+    (
+        "cache",
+        &[
+            "filemap/mm_filemap_add_to_page_cache",
+            "filemap/mm_filemap_delete_from_page_cache",
+            "filemap/mm_filemap_get_pages",
+            "vmscan/mm_vmscan_direct_reclaim_begin",
+            "vmscan/mm_vmscan_direct_reclaim_end",
+            "vmscan/mm_vmscan_memcg_reclaim_begin",
+            "vmscan/mm_vmscan_memcg_reclaim_end",
+            "vmscan/mm_vmscan_kswapd_wake",
+            "vmscan/mm_vmscan_kswapd_sleep",
+        ],
+    ),
+    (
         "syscalls",
         &[
             "syscalls/sys_enter_read",
@@ -156,6 +178,19 @@ pub const EVENT_SETS: &[(&str, &[&str])] = &[
             "syscalls/sys_exit_io_submit",
             "syscalls/sys_enter_io_uring_enter",
             "syscalls/sys_exit_io_uring_enter",
+            // A fault ends by the thread's next entry to the kernel: these
+            // sleep uninterruptibly around mapped files, and a sleep in a
+            // call not recorded would count as the fault's.
+            "syscalls/sys_enter_mmap",
+            "syscalls/sys_exit_mmap",
+            "syscalls/sys_enter_munmap",
+            "syscalls/sys_exit_munmap",
+            "syscalls/sys_enter_msync",
+            "syscalls/sys_exit_msync",
+            "syscalls/sys_enter_madvise",
+            "syscalls/sys_exit_madvise",
+            "syscalls/sys_enter_fadvise64",
+            "syscalls/sys_exit_fadvise64",
         ],
     ),
 ];

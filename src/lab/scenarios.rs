@@ -267,6 +267,17 @@ pub static SCENARIOS: &[Scenario] = &[
         missing: crate::lab::catalog::missing_fio,
     },
     Scenario {
+        name: "mmap-slow-device",
+        case: "device_latency_spike",
+        about: "fio's mmap engine: random 4 KiB reads through page faults of a file on ext4 on iosleuth's FUSE disk",
+        expect: Some("device_latency_spike"),
+        rivals: &[],
+        good: "no stalls",
+        bad: "every 100th read held 150 ms",
+        run: mmap_slow_device,
+        missing: crate::lab::catalog::missing_fio,
+    },
+    Scenario {
         name: "healthy",
         case: "no case",
         about: "write+fsync loop and sequential reads, nothing wrong",
@@ -444,6 +455,17 @@ pub static SCENARIOS: &[Scenario] = &[
         missing: catalog::missing_fio,
     },
     Scenario {
+        name: "healthy-mmap",
+        case: "no case",
+        about: "fio's mmap engine: random 4 KiB reads through page faults of a file on ext4",
+        expect: None,
+        rivals: &[],
+        good: "first run",
+        bad: "second run",
+        run: shapes::mmap_random_read,
+        missing: catalog::missing_fio,
+    },
+    Scenario {
         name: "healthy-files",
         case: "no case",
         about: "2000 small files written by a shell loop, then sync",
@@ -597,6 +619,33 @@ fn uring_slow_device(lab: &Lab) -> Result<(), CaptureError> {
         );
         lab.record(&out, events, &script)?;
         note_stalls(lab, &disk, every, "reads");
+    }
+    Ok(())
+}
+
+/// Reads through a mapped file on a stalling disk: the slowest page fault
+/// is the one whose read the device held, named with its file and offset.
+fn mmap_slow_device(lab: &Lab) -> Result<(), CaptureError> {
+    let events = "block,sched,syscalls,faults";
+    for (out, every) in [(lab.good(), 0), (lab.bad(), 100)] {
+        let disk = LoopDevice::create_slow(
+            64,
+            Stall {
+                every,
+                delay: Duration::from_millis(150),
+                reads: true,
+            },
+        )?;
+        let fs = Ext4::on(disk, 4)?;
+        let file = fs.mnt.join("data.mdb");
+        catalog::data_file(&file, 32)?;
+        let script = format!(
+            "{} && {}",
+            catalog::uncache(&file),
+            shapes::fio_mmap_read(&file, "--size=32M --io_size=2M")
+        );
+        lab.record(&out, events, &script)?;
+        note_stalls(lab, &fs.disk, every, "reads");
     }
     Ok(())
 }

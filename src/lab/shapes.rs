@@ -50,6 +50,32 @@ pub fn uring_random_read(lab: &Lab) -> Result<(), CaptureError> {
     fio_random_read(lab, "io_uring", 1)
 }
 
+/// Random 4 KiB reads of a mapped file not in the page cache (fio's mmap
+/// engine): one page fault per read, nothing wrong.
+pub fn mmap_random_read(lab: &Lab) -> Result<(), CaptureError> {
+    let fs = Ext4::create(256, 8, true)?;
+    let file = fs.mnt.join("data.mdb");
+    data_file(&file, 32)?;
+    twice(
+        lab,
+        &format!(
+            "{} && {}",
+            uncache(&file),
+            fio_mmap_read(&file, "--size=32M --io_size=4M")
+        ),
+    )
+}
+
+/// fio's mmap engine reading `file` at random, 4 KiB at a time: fio
+/// advises the kernel the access is random, so each read is one fault of
+/// one page.
+pub(super) fn fio_mmap_read(file: &std::path::Path, how_much: &str) -> String {
+    format!(
+        "fio --output=/dev/null --name=m --filename={} --ioengine=mmap --rw=randread --bs=4k {how_much}",
+        file.display()
+    )
+}
+
 /// A second of fio's random 4 KiB direct reads of a file on ext4, through
 /// `engine` at `depth`, twice.
 fn fio_random_read(lab: &Lab, engine: &str, depth: u32) -> Result<(), CaptureError> {

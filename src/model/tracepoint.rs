@@ -115,6 +115,26 @@ tracepoints! {
     IoUringReqFailed = "io_uring_req_failed",
     IoUringCqeOverflow = "io_uring_cqe_overflow",
     IoUringCqringWait = "io_uring_cqring_wait",
+    // faults and the page cache (`include/trace/events/exceptions.h`,
+    // `filemap.h`, `vmscan.h`)
+    /// A user-space page fault begins (x86: no event says when it ends).
+    PageFaultUser = "page_fault_user",
+    /// `filemap_fault`: the fault is on a file's page.
+    MmFilemapFault = "mm_filemap_fault",
+    /// A page enters the page cache: a miss being filled.
+    MmFilemapAddToPageCache = "mm_filemap_add_to_page_cache",
+    /// A page leaves the page cache (reclaim, truncate, invalidate).
+    MmFilemapDeleteFromPageCache = "mm_filemap_delete_from_page_cache",
+    /// The read path looks up pages (`filemap_get_pages`): pages asked for.
+    MmFilemapGetPages = "mm_filemap_get_pages",
+    /// Fault-around maps pages already cached (`filemap_map_pages`).
+    MmFilemapMapPages = "mm_filemap_map_pages",
+    MmVmscanDirectReclaimBegin = "mm_vmscan_direct_reclaim_begin",
+    MmVmscanDirectReclaimEnd = "mm_vmscan_direct_reclaim_end",
+    MmVmscanMemcgReclaimBegin = "mm_vmscan_memcg_reclaim_begin",
+    MmVmscanMemcgReclaimEnd = "mm_vmscan_memcg_reclaim_end",
+    MmVmscanKswapdWake = "mm_vmscan_kswapd_wake",
+    MmVmscanKswapdSleep = "mm_vmscan_kswapd_sleep",
     /// `trace_marker` writes (ftrace's `print`): the probes' begin/end marks.
     Print = "print",
 }
@@ -143,6 +163,7 @@ macro_rules! fields {
 }
 
 fields! {
+    Address = "address",
     Bg = "bg",
     BlkAddr = "blk_addr",
     Blocks = "blocks",
@@ -168,6 +189,7 @@ fields! {
     Fd = "fd",
     DriverTag = "driver_tag",
     Dropped = "dropped",
+    ErrorCode = "error_code",
     ForcedToClose = "forced_to_close",
     Function = "function",
     HandleCount = "handle_count",
@@ -177,6 +199,7 @@ fields! {
     Index = "index",
     Ino = "ino",
     Irq = "irq",
+    LastIndex = "last_index",
     Lat = "lat",
     Lba = "lba",
     Limit = "limit",
@@ -187,7 +210,9 @@ fields! {
     NextPid = "next_pid",
     NextPrio = "next_prio",
     OpStr = "op_str",
+    Ofs = "ofs",
     Opcode = "opcode",
+    Order = "order",
     ParentPid = "parent_pid",
     Pause = "pause",
     Pid = "pid",
@@ -323,14 +348,16 @@ mod tests {
     ];
 
     /// Every field an analysis reads is a field of a committed format, a
-    /// driver's, or `struct` (workqueue's text prints `work struct 0x…`).
+    /// driver's, or one only text prints: `struct` (workqueue's text prints
+    /// `work struct 0x…`), `ofs` (filemap's text prints the page's `index`
+    /// as bytes, `ofs=4096`).
     #[test]
     fn the_fields_are_the_kernels() {
         let (_, fields) = committed_formats();
         for &f in Field::ALL {
             let n = f.name();
             assert!(
-                fields.contains(n) || DRIVER_FIELDS.contains(&n) || n == "struct",
+                fields.contains(n) || DRIVER_FIELDS.contains(&n) || ["struct", "ofs"].contains(&n),
                 "{n}: a field of no committed capture's formats"
             );
         }

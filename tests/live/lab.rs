@@ -224,6 +224,8 @@ fn lab_run_all_names_each_cause_and_cleans_up_also_after_ctrl_c() {
         "healthy-files",
         "healthy-uring",
         "uring-slow-device",
+        "healthy-mmap",
+        "mmap-slow-device",
     ] {
         assert!(
             text.contains(&format!("lab {name}: as expected")),

@@ -10,6 +10,7 @@ mod common;
 mod block;
 mod cgroup;
 mod event_sets;
+mod faults;
 mod interrupt;
 mod io_uring;
 mod iostat;

@@ -7,7 +7,7 @@ use crate::common::*;
 
 /// (baseline, candidate) captures of one workload: the healthy run and
 /// the run with the pathology, as the lab recorded them.
-const PAIRS: [(&str, &str); 13] = [
+const PAIRS: [(&str, &str); 14] = [
     ("readahead-128.cap", "readahead-16.cap"),
     ("journal-1024m.cap", "journal-4m.cap"),
     ("fuse-wait-good.cap", "fuse-wait-bad.cap"),
@@ -21,6 +21,7 @@ const PAIRS: [(&str, &str); 13] = [
     ("stacks-journal-1024m.cap", "stacks-journal-4m.cap"),
     ("loop-seqread-nomerges0.blk", "loop-seqread-nomerges2.blk"),
     ("uring-slowdev-good.cap", "uring-slowdev-bad.cap"),
+    ("mmap-slowdev-good.cap", "mmap-slowdev-bad.cap"),
 ];
 
 #[test]

@@ -133,6 +133,8 @@ fn json_latency<'a>(rep: &'a Value, kind: &str) -> Option<&'a Value> {
         &rep["syscalls"]["operations"][op]["latency"]
     } else if let Some(op) = kind.strip_prefix("io_uring ") {
         &rep["outliers"]["io_uring"]["by_op"][op]["latency"]
+    } else if let Some(k) = kind.strip_prefix("fault ") {
+        &rep["outliers"]["faults"]["by_kind"][k]["latency"]
     } else if kind == "ext4_sync_file" || kind == "fsync in the filesystem" {
         &rep["fs"]["fsync"]["latency"]
     } else {

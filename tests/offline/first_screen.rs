@@ -100,9 +100,9 @@ fn the_summary_holds_the_figures_of_the_sections_below() {
     )));
     assert!(head.contains(&format!("    try: {}", f["workaround"].as_str().unwrap())));
     assert!(head.contains("not judged, 4 of 13 rules: dirty_throttling, wbt_throttling, cgroup_io_throttle, readahead_small"), "{head}");
-    assert!(
-        head.contains("not recorded: the writeback, readahead, irq, workqueue, io_uring events")
-    );
+    assert!(head.contains(
+        "not recorded: the writeback, readahead, irq, workqueue, io_uring, faults, cache events"
+    ));
 }
 
 #[test]
@@ -191,11 +191,19 @@ fn each_event_set_not_recorded_is_named_once_with_what_it_would_show() {
         .collect();
     assert_eq!(
         sets,
-        ["writeback", "readahead", "irq", "workqueue", "io_uring"],
+        [
+            "writeback",
+            "readahead",
+            "irq",
+            "workqueue",
+            "io_uring",
+            "faults",
+            "cache"
+        ],
         "{section}"
     );
     assert!(section.contains(
-        "(record them: iosleuth record --events writeback,readahead,irq,workqueue,io_uring)"
+        "(record them: iosleuth record --events writeback,readahead,irq,workqueue,io_uring,faults,cache)"
     ));
     // A capture with every set has no such section.
     let rep = json_report(&["tests/fixtures/cgroup-throttled.cap"], &[]);

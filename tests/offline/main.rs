@@ -28,6 +28,7 @@ mod diagnose_generalizes;
 mod docs_examples;
 mod docs_links;
 mod driver_events;
+mod faults;
 mod first_screen;
 mod fixtures_block;
 mod fixtures_layers;

@@ -16,14 +16,28 @@ use crate::model::{Dev, TraceEvent, Tracepoint};
 use rustc_hash::FxHashMap;
 
 impl OutlierAnalysis {
-    /// Operation boundaries and journal commits.
-    pub fn add(&mut self, e: &TraceEvent, names: &ThreadNames, sched: &SchedAnalysis) {
+    /// Operation boundaries and journal commits; whether the event is one
+    /// only operations use (faults).
+    pub fn add(&mut self, e: &TraceEvent, names: &ThreadNames, sched: &SchedAnalysis) -> bool {
         if self.top > 0 && self.uring_event(e, names) && e.kind != Tracepoint::SysExit {
-            return;
+            return false;
         }
         let syscall = || syscall_of(e.short_name()).unwrap_or_default();
         match e.kind {
-            Tracepoint::SchedProcessFork => self.workload.fork(e),
+            Tracepoint::SchedProcessFork => {
+                // A fork is a syscall: the parent's fault had ended.
+                self.end_fault(e.pid, names);
+                self.workload.fork(e)
+            }
+            Tracepoint::SchedProcessExit => self.end_fault(e.pid, names),
+            Tracepoint::PageFaultUser => {
+                self.fault_begins(e, names, sched);
+                return true;
+            }
+            Tracepoint::MmFilemapFault | Tracepoint::MmFilemapMapPages => {
+                self.fault_in_file(e, e.kind == Tracepoint::MmFilemapFault);
+                return true;
+            }
             Tracepoint::Jbd2Checkpoint => {
                 let d = Dev(e.fields.int(Field::Dev).unwrap_or(0) as u32);
                 self.checkpointing.insert(e.pid, d);
@@ -48,7 +62,7 @@ impl OutlierAnalysis {
                     .str(Field::Buf)
                     .and_then(|b| b.trim_end().strip_prefix("iosleuth: "))
                 else {
-                    return;
+                    return false;
                 };
                 let mut w = rest.split_whitespace();
                 if let (Some(name), Some(_), Some(what)) = (w.next(), w.next(), w.next()) {
@@ -60,8 +74,12 @@ impl OutlierAnalysis {
                     }
                 }
             }
-            Tracepoint::SysEnter if self.workload.holds(e.pid) => {
-                self.begin(Kind("syscall ", syscall()), e, None, names, sched)
+            Tracepoint::SysEnter => {
+                // Back in the kernel: a fault it was in has ended.
+                self.end_fault(e.pid, names);
+                if self.workload.holds(e.pid) {
+                    self.begin(Kind("syscall ", syscall()), e, None, names, sched)
+                }
             }
             Tracepoint::SysExit => {
                 self.end(Kind("syscall ", syscall()), e, names);
@@ -73,9 +91,10 @@ impl OutlierAnalysis {
             }
             _ => {}
         }
+        false
     }
 
-    fn begin(
+    pub(super) fn begin(
         &mut self,
         kind: Kind,
         e: &TraceEvent,
@@ -122,6 +141,18 @@ impl OutlierAnalysis {
         let mut op = self.open.swap_remove(i);
         op.settle();
         let latency = e.ts.saturating_sub(op.start);
+        self.close(op, latency, None, names);
+    }
+
+    /// An ended operation: in its kind's totals, a row, and kept if among
+    /// the slowest of its kind.
+    pub(super) fn close(
+        &mut self,
+        op: OpenOp,
+        latency: u64,
+        file: Option<super::FilePage>,
+        names: &ThreadNames,
+    ) {
         self.add_to_totals(&op.kind, latency, &op.b);
         let (open, done, queued) = (&self.open, &self.done, &self.queued);
         let processes = &self.processes;
@@ -172,7 +203,7 @@ impl OutlierAnalysis {
             .get(&*op.kind)
             .is_some_and(|list| qualifies(list, self.top, latency, |o| o.latency_ns));
         if qualifies_now {
-            let o = self.explain(op, latency, names);
+            let o = self.explain(op, latency, file, names);
             let list = self.by_kind.entry(o.kind.clone()).or_default();
             keep_largest(list, o, self.top, |o| o.latency_ns, |o| o.start_ns);
         } else if self.spare.len() < SPARE_OPS && op.small() {
@@ -225,6 +256,7 @@ impl OutlierAnalysis {
             cur_wait: None,
             device: Vec::new(),
             idle_mark: 0,
+            fault: None,
         };
         let Some(old) = self.spare.pop() else {
             return fresh(kind.to_boxed());
@@ -256,7 +288,7 @@ impl OutlierAnalysis {
 /// An operation's kind as its prefix and name (`syscall ` `fsync`): named
 /// without allocating, since most boundaries are of operations no one keeps.
 #[derive(Clone, Copy)]
-struct Kind<'a>(&'static str, &'a str);
+pub(super) struct Kind<'a>(pub(super) &'static str, pub(super) &'a str);
 
 impl Kind<'_> {
     fn is(self, kind: &str) -> bool {

@@ -11,7 +11,13 @@ use std::collections::BTreeMap;
 impl OutlierAnalysis {
     /// An ended operation as an outlier: its breakdown in percent, who held
     /// its CPU, the request it waited for longest, and a line for a person.
-    pub(super) fn explain(&self, op: OpenOp, latency: u64, names: &ThreadNames) -> Outlier {
+    pub(super) fn explain(
+        &self,
+        op: OpenOp,
+        latency: u64,
+        file: Option<super::FilePage>,
+        names: &ThreadNames,
+    ) -> Outlier {
         let b = op.b;
         let percent = percentages(&b, latency);
         let off = b.device_only_ns
@@ -71,8 +77,12 @@ impl OutlierAnalysis {
                 }
             });
         let comm = names.get(op.pid);
+        let what = match &file {
+            Some(f) => format!("{} in {}", op.kind, f.describe()),
+            None => op.kind.to_string(),
+        };
         let summary = summarize(
-            &op.kind,
+            &what,
             latency,
             &percent,
             cpu_idle_percent,
@@ -93,6 +103,7 @@ impl OutlierAnalysis {
             main_request,
             // Filled in when the analysis ends, from the stacks.
             blocked_in: None,
+            file,
             summary,
         }
     }

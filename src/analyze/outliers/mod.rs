@@ -29,6 +29,7 @@
 
 mod boundaries;
 mod explain;
+mod fault;
 mod inflight;
 mod op;
 mod summary;
@@ -36,6 +37,7 @@ mod touch;
 mod uring;
 mod workload;
 
+pub use fault::{FaultSummary, FilePage};
 pub use summary::{
     add_breakdown, describe_part, Breakdown, Holder, KindTotal, Outlier, OutliersSummary,
 };
@@ -45,7 +47,7 @@ pub use workload::{workload_kinds, workload_time, WorkloadTime};
 
 use super::names::ThreadNames;
 use super::sched::{SchedAnalysis, ThreadView};
-use crate::model::{BlockEvent, Dev, TraceEvent};
+use crate::model::{Action, BlockEvent, Dev, TraceEvent};
 use inflight::{DevState, DevView, InFlight, ReqKey};
 use op::{integrate, IdleClocks, OpenOp};
 use rustc_hash::FxHashMap;
@@ -91,6 +93,8 @@ pub struct OutlierAnalysis {
     workload: crate::analyze::command::RecordedCommand,
     /// io_uring requests in flight, and what became of them.
     uring: uring::Uring,
+    /// What the page faults came to.
+    faults: FaultSummary,
 }
 
 impl OutlierAnalysis {
@@ -129,6 +133,11 @@ impl OutlierAnalysis {
             self.after_block(b.ts);
             self.uring_block(b, issued);
         }
+        // Only the submitter queues a bio (or takes a request for it): a
+        // thread doing so is in the kernel, in its fault if it has one.
+        if matches!(b.action, Action::Queue | Action::GetRq) {
+            self.fault_queued(b.pid, b.ts);
+        }
     }
 
     /// One trace event, with the hooks around it in the one order that
@@ -136,19 +145,20 @@ impl OutlierAnalysis {
     /// state that held until now; `feed` then gives it to the analyses
     /// whose state it changes (the scheduler's first); operations begin
     /// and end; and the touched ones learn their thread's new state.
-    pub fn trace_event<R>(
+    /// Whether an analysis used the event.
+    pub fn trace_event(
         &mut self,
         o: &TraceEvent,
         names: &ThreadNames,
         sched: &mut SchedAnalysis,
-        feed: impl FnOnce(&mut SchedAnalysis) -> R,
-    ) -> R {
+        feed: impl FnOnce(&mut SchedAnalysis) -> bool,
+    ) -> bool {
         let touch = touch_of(o);
         if let Some(t) = &touch {
             self.before(o.ts, t);
         }
         let fed = feed(sched);
-        self.add(o, names, sched);
+        let fed = self.add(o, names, sched) | fed;
         if let Some(t) = &touch {
             self.after(o.ts, t, sched);
         }
@@ -221,6 +231,7 @@ impl OutlierAnalysis {
             }
             for op in self.open.iter_mut().filter(|o| touched(o, t)) {
                 op.refresh(sched, &self.idle);
+                op.fault_state_changed(ts);
             }
         }
     }
@@ -232,6 +243,8 @@ impl OutlierAnalysis {
     }
 
     pub fn finish(mut self, names: &ThreadNames) -> OutliersSummary {
+        self.end_faults(names);
+        let faults = self.fault_summary();
         let io_uring = self.uring_summary();
         for t in self.totals.values_mut() {
             t.percent = percentages(&t.breakdown, t.latency_ns);
@@ -248,6 +261,7 @@ impl OutlierAnalysis {
             totals: self.totals,
             workload,
             io_uring,
+            faults,
         }
     }
 }

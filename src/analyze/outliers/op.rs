@@ -36,6 +36,8 @@ pub(super) struct OpenOp {
     /// Its CPU's idle clock as of `last`: asleep, the operation learns how
     /// long that CPU idled from the clock, not from every switch there.
     pub(super) idle_mark: u64,
+    /// A page fault: where it was last seen in the kernel (its end).
+    pub(super) fault: Option<super::fault::Fault>,
 }
 
 impl OpenOp {

@@ -76,6 +76,9 @@ pub struct Outlier {
     pub main_request: Option<Request>,
     /// The kernel stack it spent most blocked time in (`record --stacks`).
     pub blocked_in: Option<crate::analyze::stacks::BlockedIn>,
+    /// A fault's file and offset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<super::FilePage>,
     /// One line for a person.
     pub summary: String,
 }
@@ -94,7 +97,33 @@ pub struct OutliersSummary {
     pub workload: Option<Vec<u32>>,
     /// The io_uring requests (their slowest and totals are in `by_kind`
     /// and `totals` as `io_uring OP`).
+    #[serde(serialize_with = "known_or_null")]
     pub io_uring: super::UringSummary,
+    /// The user page faults (their slowest and totals are in `by_kind` and
+    /// `totals` as `fault file` and `fault anon`).
+    #[serde(serialize_with = "known_or_null")]
+    pub faults: super::FaultSummary,
+}
+
+/// A summary of events a trace may not hold.
+pub trait MaybeRecorded: Serialize {
+    fn recorded(&self) -> bool;
+}
+
+/// A summary as it is, or, when its events were not recorded, with every
+/// figure null but `recorded`: unknown, not 0.
+fn known_or_null<T: MaybeRecorded, S: serde::Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    let mut json = serde_json::to_value(v).map_err(serde::ser::Error::custom)?;
+    if !v.recorded() {
+        if let Some(m) = json.as_object_mut() {
+            for (k, x) in m.iter_mut() {
+                if k != "recorded" {
+                    *x = serde_json::Value::Null;
+                }
+            }
+        }
+    }
+    json.serialize(s)
 }
 
 impl OutliersSummary {

@@ -85,6 +85,12 @@ pub struct UringSummary {
     pub by_op: BTreeMap<String, CallStats>,
 }
 
+impl super::summary::MaybeRecorded for UringSummary {
+    fn recorded(&self) -> bool {
+        self.recorded
+    }
+}
+
 #[derive(Default)]
 pub(super) struct Uring {
     open: FxHashMap<Key, Open>,
@@ -403,6 +409,7 @@ impl OutlierAnalysis {
             held_by: Vec::new(),
             main_request,
             blocked_in: None,
+            file: None,
             summary,
         };
         keep_largest(list, outlier, self.top, |x| x.latency_ns, |x| x.start_ns);

@@ -1,6 +1,6 @@
 //! The workload's time: the operations the trace follows from begin to end
-//! (the probe's marked operations when there are any, else every syscall
-//! and io_uring request),
+//! (the probe's marked operations when there are any, else every syscall,
+//! io_uring request and fault on a file's page),
 //! their count, their total time and its breakdown. Diagnosis takes a
 //! cause's share of it; `diff` compares it between two runs.
 
@@ -36,6 +36,8 @@ pub fn workload_kinds(o: &OutliersSummary) -> Vec<&str> {
         kinds.retain(|k| *k != "syscall io_uring_enter");
         kinds.extend(uring);
     }
+    // Reads through a mapped file are faults on its pages.
+    kinds.extend(of("fault file"));
     kinds
 }
 

@@ -26,7 +26,7 @@ use serde_json::json;
 pub const RULE: Rule = Rule {
     id: "device_latency_spike",
     looks_for: "an operation far slower than its median, nearly all of it device time",
-    fires_when: "an operation ≥ 50 ms and ≥ 10× its median, ≥ 80 % device time, ≥ 50 % of it waiting for one request (an io_uring request is an operation too: its device time is that of the block requests it caused)",
+    fires_when: "an operation ≥ 50 ms and ≥ 10× its median, ≥ 80 % device time, ≥ 50 % of it waiting for one request (an io_uring request is an operation too: its device time is that of the block requests it caused; so is a page fault, a read through a mapped file)",
     stays_silent: "slow operations that were runnable (RT burner), or whose device time overlaps an RT-held wait of the thread that completes I/O, or was spread over many short requests (a busy device)",
     needs: &["block"],
     light_lacks: None,
@@ -44,6 +44,17 @@ const MIN_DEVICE_PERCENT: f64 = 80.0;
 const MIN_MAIN_REQUEST_SHARE: f64 = 0.5;
 /// Chosen from the measured eMMC: under 5 ms normally, 150–270 ms in a spike (30x+).
 const MIN_TIMES_MEDIAN: u64 = 10;
+
+/// A median in ms: two decimals, or three significant digits under 0.01
+/// ms (a page-cache hit's 4 µs is not "0 ms").
+fn median_ms(ns: u64) -> f64 {
+    if ns >= 10_000 {
+        return ms_2dp(ns);
+    }
+    let digits = 3 - (ns.max(1) as f64 / 1e6).log10().floor() as i32 - 1;
+    let scale = 10f64.powi(digits);
+    (ns as f64 / 1e6 * scale).round() / scale
+}
 
 /// A light capture's request spikes are critical from this many: the measured eMMC's
 /// came every ~200 writes; one alone on a shared disk may be its noise.
@@ -154,7 +165,19 @@ fn finding(a: &Analysis, kind: &str, o: &Outlier, median: u64) -> Finding {
         .and_then(|r| r.d2c_ns)
         .map(|d| format!(" for {} ms", ms_2dp(d)))
         .unwrap_or_default();
-    let (explanation, workaround) = if uring {
+    let fault = o.file.as_ref();
+    let (explanation, workaround) = if let Some(page) = fault {
+        (
+            format!(
+                "A read through a mapped file: the thread touched a page not in memory, and its fault read the page from the device, where the read sat{held} ({:.0}% of the fault's time; CPU idle {:.0}% of the wait): the device held it, not the CPU or the page cache's locks. The file is {} (`find MOUNTPOINT -xdev -inum {}` names it).",
+                o.percent.get("device").copied().unwrap_or(0.0),
+                o.cpu_idle_percent,
+                page.describe(),
+                page.inode
+            ),
+            "find why the device stalls (its own latency log, smartctl) or move the file to a faster device; keep the hot part of the mapping in memory (mlock, MAP_POPULATE, or a warm-up read at start) so that a stall is not paid on the request path; confirm with fio --ioengine=mmap on the file".to_string(),
+        )
+    } else if uring {
         (
             format!(
                 "The request's own block request sat at the device{held} ({:.0}% of the request's time): not the submitting thread, which went on, nor an io-wq worker or the queue, the device held it ({}).",
@@ -172,27 +195,34 @@ fn finding(a: &Analysis, kind: &str, o: &Outlier, median: u64) -> Finding {
             "take the synchronous write off the latency-critical path (a separate I/O thread, or an asynchronous commit such as PostgreSQL's synchronous_commit=off), or replace the device; confirm with iosleuth probe fsync --path FILE --stop-above 50".to_string(),
         )
     };
+    let mut evidence = json!({
+        "operation": kind,
+        "latency_ns": o.latency_ns,
+        "median_ns": median,
+        "spikes_in_top": spikes,
+        "device_percent": o.percent.get("device"),
+        "cpu_idle_percent": (!uring).then_some(o.cpu_idle_percent),
+        "request": r,
+        "summary": o.summary,
+    });
+    if let Some(p) = fault {
+        evidence["file"] = json!(p);
+    }
     Finding {
         id: RULE.id,
         severity: Severity::Critical,
         title: format!(
-            "{kind}: {} ms instead of {} ms, {:.0}% of it waiting for the device{}",
+            "{kind}{}: {} ms instead of {} ms, {:.0}% of it waiting for the device{}",
+            fault
+                .map(|p| format!(" in {}", p.describe()))
+                .unwrap_or_default(),
             ms_2dp(o.latency_ns),
-            ms_2dp(median),
+            median_ms(median),
             o.percent.get("device").copied().unwrap_or(0.0),
             r.map(|r| format!(" ({} {})", r.class, r.dev))
                 .unwrap_or_default()
         ),
-        evidence: json!({
-            "operation": kind,
-            "latency_ns": o.latency_ns,
-            "median_ns": median,
-            "spikes_in_top": spikes,
-            "device_percent": o.percent.get("device"),
-            "cpu_idle_percent": (!uring).then_some(o.cpu_idle_percent),
-            "request": r,
-            "summary": o.summary,
-        }),
+        evidence,
         explanation,
         workaround,
     }

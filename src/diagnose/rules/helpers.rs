@@ -49,6 +49,8 @@ pub(in crate::diagnose) fn median_of(a: &Analysis, kind: &str) -> Option<u64> {
         Some(&a.fs.fsync)
     } else if let Some(op) = kind.strip_prefix("io_uring ") {
         a.outliers.io_uring.by_op.get(op)
+    } else if let Some(k) = kind.strip_prefix("fault ") {
+        a.outliers.faults.by_kind.get(k)
     } else {
         None
     };

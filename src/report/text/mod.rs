@@ -244,6 +244,8 @@ fn not_recorded(out: &mut String, a: &Analysis) {
             "sched" => "thread states (on CPU, runnable, blocked), who held the CPU, runqueue latency",
             "irq" => "hard and soft interrupt time per CPU",
             "workqueue" => "kernel work items (the cgroup throttle's dispatch, the loop device's work)",
+            "faults" => "page faults: reads through mapped files, as operations, and the requests they waited for",
+            "cache" => "the page cache: hits, misses and pages re-read after reclaim evicted them",
             "syscalls" => "system calls: which operations waited and for how long",
             "io_uring" => "io_uring requests: each from submission to completion, inline, punted to io-wq or by SQPOLL, and the block requests they caused",
             _ => "",

@@ -76,6 +76,14 @@ fn operations(out: &mut String, a: &Analysis) {
             .iter()
             .map(|(k, s)| (format!("io_uring {k}"), s)),
     );
+    // Reads through mapped files: their faults, which no syscall times.
+    rows.extend(
+        a.outliers
+            .faults
+            .by_kind
+            .iter()
+            .map(|(k, s)| (format!("fault {k}"), s)),
+    );
     rows.extend(calls.into_iter().map(|(k, s)| (format!("syscall {k}"), s)));
     if a.fs.fsync.count > 0 {
         rows.push(("fsync in the filesystem".into(), &a.fs.fsync));

@@ -1,0 +1,99 @@
+//! Live: page faults against the kernel's and the reader's own figures. A
+//! Python reader maps a loop device on the lab's FUSE disk, which holds
+//! every read 1 ms, advises random access (one page per fault, no
+//! readahead) and touches 300 random pages, timing each touch; at its end
+//! it reads its own `majflt` from /proc/self/stat. iosleuth's major faults
+//! for the process are the kernel's count, and its fault latency is the
+//! reader's time per touch within 10 % at the median and p99.
+
+use crate::common;
+
+use common::*;
+use iosleuth::testing::{LoopDevice, Stall};
+use std::time::Duration;
+
+const READER: &str = r#"
+import mmap, os, random, sys, time
+path, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+fd = os.open(path, os.O_RDONLY)
+size = os.lseek(fd, 0, os.SEEK_END)
+m = mmap.mmap(fd, size, prot=mmap.PROT_READ)
+m.madvise(mmap.MADV_RANDOM)
+pages = random.Random(7).sample(range(size // 4096), n)
+lat = []
+for p in pages:
+    t = time.perf_counter_ns()
+    m[p * 4096]
+    lat.append(time.perf_counter_ns() - t)
+# /proc/PID/stat: majflt is the 12th field, the 10th after "comm)".
+majflt = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[9])
+with open(out, "w") as f:
+    f.write(" ".join(map(str, [majflt] + lat)))
+"#;
+
+#[test]
+#[ignore = "live: needs root, tracefs, loop devices and python3; scripts/test runs it"]
+fn major_faults_are_the_kernels_and_their_time_the_readers() {
+    let _live = live();
+    need_programs(&["python3"]);
+    let stall = Stall {
+        every: 1,
+        delay: Duration::from_millis(1),
+        reads: true,
+    };
+    let disk = LoopDevice::create_slow(64, stall).expect("slow disk");
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    let script = dir.path().join("reader.py");
+    let out = dir.path().join("reader.out");
+    std::fs::write(&script, READER).unwrap();
+    run(iosleuth()
+        .arg("record")
+        .arg("-o")
+        .arg(&cap)
+        .args(["--events", "block,sched,syscalls,faults", "--", "python3"])
+        .arg(&script)
+        .arg(&disk.path)
+        .arg("300")
+        .arg(&out));
+    let figures: Vec<u64> = std::fs::read_to_string(&out)
+        .unwrap()
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    let (majflt, mut touches) = (figures[0], figures[1..].to_vec());
+    assert_eq!(touches.len(), 300);
+    // Every file fault explained (`--top`): the slowest `majflt` are
+    // the reads that missed; the rest, Python's own faults on cached
+    // pages of its libraries, take microseconds.
+    let rep = json_report(&[&cap], &["--top", "100000"]);
+    let f = &rep["outliers"]["faults"];
+    eprintln!("majflt {majflt}, iosleuth {}", f["major"]);
+    // Nearly every touched page missed (udev may have read a few).
+    assert!(majflt >= 250, "majflt {majflt}");
+    assert_eq!(f["major"].as_u64(), Some(majflt), "{f}");
+    assert_eq!(f["cut_short"], 0);
+    let mut ours: Vec<u64> = rep["outliers"]["by_kind"]["fault file"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["latency_ns"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ours.len() as u64, f["file"].as_u64().unwrap());
+    // The touches that missed, and as many of the slowest faults (a major
+    // fault or so of Python's own is not a touch).
+    let n = (majflt as usize).min(touches.len());
+    ours.sort_unstable();
+    let mut ours = ours.split_off(ours.len() - n);
+    touches.sort_unstable();
+    let mut theirs = touches.split_off(touches.len() - n);
+    for p in [50.0, 99.0] {
+        let t = nearest_rank(&mut theirs, p).unwrap() as f64;
+        let o = nearest_rank(&mut ours, p).unwrap() as f64;
+        eprintln!("p{p}: reader {:.1} µs, iosleuth {:.1} µs", t / 1e3, o / 1e3);
+        assert!(
+            (o - t).abs() <= 0.10 * t,
+            "p{p}: the reader's {t} ns per touch, iosleuth's fault {o} ns"
+        );
+    }
+}
