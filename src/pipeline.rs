@@ -243,6 +243,10 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
     a.recorded.enabled = enabled;
     let inputs = tap.inputs(&snapshots);
     a.snapshot = snapshots.into_iter().flatten().next();
+    a.cache.kernel = a
+        .snapshot
+        .as_ref()
+        .and_then(crate::analyze::cache::kernel_counts);
     // A light capture without a slow request still has its histograms.
     if a.events == 0 && lights.is_empty() {
         let whole = start.map(|first| (first, whole_last_ns));

@@ -3,6 +3,7 @@
 
 pub mod blkthrottle;
 pub mod block;
+pub mod cache;
 pub mod command;
 pub mod coverage;
 pub mod driver;
@@ -115,6 +116,8 @@ pub struct Analysis {
     pub sched: sched::SchedSummary,
     pub wbt: wbt::WbtSummary,
     pub readahead: readahead::ReadaheadSummary,
+    /// The page cache's hits, misses, evictions and refaults.
+    pub cache: cache::CacheSummary,
     /// Bios held back by cgroup I/O limits.
     pub cgroup_throttle: blkthrottle::ThrottleSummary,
     /// Driver commands (mmc, nvme, scsi events) matched to requests.
@@ -190,6 +193,7 @@ struct Analyzers<'f> {
     wq: workqueue::WorkqueueAnalysis,
     wbt: wbt::WbtAnalysis,
     readahead: readahead::ReadaheadAnalysis,
+    cache: cache::CacheAnalysis,
     throttle: blkthrottle::ThrottleAnalysis,
     outliers: outliers::OutlierAnalysis,
     stacks: stacks::StackAnalysis,
@@ -240,6 +244,7 @@ impl<'f> Analyzers<'f> {
             wq: workqueue::WorkqueueAnalysis::new(),
             wbt: wbt::WbtAnalysis::new(),
             readahead: readahead::ReadaheadAnalysis::new(),
+            cache: cache::CacheAnalysis::new(),
             throttle: blkthrottle::ThrottleAnalysis::new(),
             outliers: outliers::OutlierAnalysis::new(filter.top)
                 .with_rows(rows.operations, rows.processes.clone())
@@ -315,6 +320,8 @@ impl<'f> Analyzers<'f> {
         );
         let (readahead, driver, throttle) =
             (&mut self.readahead, &mut self.driver, &mut self.throttle);
+        let cache = &mut self.cache;
+        let mut added = None;
         let (functions, off_cpu) = (&mut self.functions, &mut self.stacks);
         let used = self
             .outliers
@@ -326,6 +333,11 @@ impl<'f> Analyzers<'f> {
                     | wq.add(o)
                     | wbt.add(o)
                     | readahead.add(o)
+                    | {
+                        let (used, a) = cache.add(o, names);
+                        added = a;
+                        used
+                    }
                     | driver.add(o);
                 throttle.add(o);
                 functions.add(o, names);
@@ -335,6 +347,9 @@ impl<'f> Analyzers<'f> {
                 }
                 used
             });
+        if let Some(a) = added {
+            self.outliers.page_added(a.pid, a.pages, a.refault);
+        }
         if used {
             return;
         }
@@ -366,7 +381,7 @@ impl<'f> Analyzers<'f> {
         // coverage (text: "events not analyzed yet"; JSON:
         // unknown_events), not warned about on every run.
         let warnings: Vec<String> = block.warnings.clone();
-        Analysis {
+        let mut a = Analysis {
             inputs: Vec::new(),
             events: self.events,
             span,
@@ -396,6 +411,7 @@ impl<'f> Analyzers<'f> {
             },
             wbt: self.wbt.finish(span.last_ns),
             readahead: self.readahead.finish(names),
+            cache: self.cache.finish(names),
             cgroup_throttle: self.throttle.finish(),
             functions: self.functions.finish(names),
             light: None,
@@ -405,6 +421,15 @@ impl<'f> Analyzers<'f> {
             warnings,
             snapshot: None,
             recorded: self.recorded,
+        };
+        a.cache.operations_refaulting = a.outliers.refaulting.clone();
+        // Per operation, the pages it missed are known only where the
+        // page cache's events were recorded.
+        if !a.cache.recorded {
+            for o in a.outliers.by_kind.values_mut().flatten() {
+                o.cache = None;
+            }
         }
+        a
     }
 }

@@ -182,6 +182,31 @@ fn jbd2() -> Value {
     Value::Object(m)
 }
 
+/// The kernel's own page-cache and reclaim counters (`/proc/vmstat`):
+/// before and after a recording, their difference is the kernel's count
+/// for the whole machine over it.
+pub const VMSTAT: &[&str] = &[
+    "pgpgin",
+    "pgmajfault",
+    "workingset_refault_file",
+    "workingset_activate_file",
+    "pgsteal_kswapd",
+    "pgsteal_direct",
+    "pgscan_kswapd",
+    "pgscan_direct",
+];
+
+fn vmstat() -> Value {
+    let text = read("/proc/vmstat").unwrap_or_default();
+    let m: Map<String, Value> = text
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(k, _)| VMSTAT.contains(k))
+        .filter_map(|(k, v)| Some((k.to_string(), Value::from(v.trim().parse::<u64>().ok()?))))
+        .collect();
+    Value::Object(m)
+}
+
 fn sysctls(dir: &str, prefix: &str) -> Value {
     let mut m = Map::new();
     for n in names(dir) {
@@ -345,6 +370,7 @@ pub fn take() -> Value {
         "jbd2": jbd2(),
         "cgroup_io_limits": cgroup_io_limits(),
         "vm": sysctls("/proc/sys/vm", "dirty"),
+        "vmstat": vmstat(),
         "sched": {
             "sched_rt_runtime_us": read("/proc/sys/kernel/sched_rt_runtime_us"),
             "sched_rt_period_us": read("/proc/sys/kernel/sched_rt_period_us"),

@@ -229,6 +229,52 @@ pub fn missing_fio() -> Option<String> {
     (!found).then(|| "needs fio (apt-get install fio)".to_string())
 }
 
+const MEMCG: &str = "/sys/fs/cgroup/memory";
+
+/// What the page-cache scenario needs that a machine may lack.
+pub fn missing_memcg() -> Option<String> {
+    (!Path::new(MEMCG).join("memory.limit_in_bytes").exists())
+        .then(|| {
+            format!(
+                "needs the cgroup v1 memory controller mounted at {MEMCG} (this machine has none)"
+            )
+        })
+        .or_else(missing_fio)
+}
+
+/// `page_cache_thrashing`: fio reads a 16 MiB file twice at random, 16 KiB
+/// at a time through the page cache, in a memory cgroup without a limit,
+/// then with a 12 MiB one: the second pass re-reads pages reclaim evicted.
+pub fn cache_refault(lab: &Lab) -> Result<(), CaptureError> {
+    let fs = Ext4::create(128, 4, true)?;
+    let file = fs.mnt.join("data");
+    data_file(&file, 16)?;
+    let events = "block,sched,syscalls,cache";
+    for (out, limit) in [(lab.good(), None), (lab.bad(), Some("12M"))] {
+        let dir = Path::new(MEMCG).join(format!("iosleuth-lab-{}", crate::capture::unique_name()));
+        std::fs::create_dir(&dir)
+            .map_err(|e| CaptureError::Unusable(format!("cannot create {}: {e}", dir.display())))?;
+        let mut cg = Cgroup {
+            dir: dir.clone(),
+            _limit: None,
+        };
+        if let Some(bytes) = limit {
+            cg._limit = Some(Knob::set(dir.join("memory.limit_in_bytes"), bytes)?);
+        }
+        // fio drops the file's pages before each pass unless told not to:
+        // the second pass must find what the first left in the cache.
+        let script = format!(
+            "{}; echo $$ > {}/cgroup.procs; exec fio --output=/dev/null --name=c --filename={} --rw=randread --bs=16k --ioengine=psync --size=16M --io_size=32M --invalidate=0",
+            uncache(&file),
+            dir.display(),
+            file.display()
+        );
+        lab.record(&out, events, &script)?;
+        drop(cg);
+    }
+    Ok(())
+}
+
 /// `cgroup_io_throttle`: 600 direct 4 KiB reads in a cgroup without a
 /// limit, then with blkio.throttle.read_iops_device 200.
 pub fn cgroup(lab: &Lab) -> Result<(), CaptureError> {

@@ -278,6 +278,17 @@ pub static SCENARIOS: &[Scenario] = &[
         missing: crate::lab::catalog::missing_fio,
     },
     Scenario {
+        name: "cache-refault",
+        case: "page_cache_thrashing",
+        about: "fio reads a 16 MiB file on ext4 twice at random through the page cache, in a memory cgroup",
+        expect: Some("page_cache_thrashing"),
+        rivals: &[],
+        good: "no memory limit",
+        bad: "memory.limit_in_bytes 12 MiB",
+        run: catalog::cache_refault,
+        missing: catalog::missing_memcg,
+    },
+    Scenario {
         name: "healthy",
         case: "no case",
         about: "write+fsync loop and sequential reads, nothing wrong",

@@ -47,6 +47,9 @@ pub struct SystemState {
     pub cgroup_io_limits: BTreeMap<String, BTreeMap<String, String>>,
     /// `vm.dirty_*`, by name without `vm.`.
     pub vm: BTreeMap<String, Option<String>>,
+    /// The page cache's and reclaim's counters of `/proc/vmstat`
+    /// (captures since iosleuth read them).
+    pub vmstat: BTreeMap<String, u64>,
     /// `sched_rt_runtime_us`, `sched_rt_period_us`, `features`.
     pub sched: BTreeMap<String, Option<String>>,
     pub kernel_threads: Vec<Thread>,
@@ -79,6 +82,7 @@ pub struct Cpus {
 #[serde(default)]
 pub struct Taken {
     pub taken_at_mono_ns: Option<u64>,
+    pub vmstat: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

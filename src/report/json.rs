@@ -38,6 +38,7 @@ pub fn to_value(a: &Analysis, findings: &[Finding]) -> Value {
         "sched": sched(a),
         "wbt": section(a, json!(a.wbt), "writeback"),
         "readahead": section(a, json!(a.readahead), "readahead"),
+        "cache": cache(a),
         "cgroup_throttle": a.cgroup_throttle,
         "functions": a.functions,
         "driver": a.driver,
@@ -83,6 +84,14 @@ fn section(a: &Analysis, mut v: Value, set: &'static str) -> Value {
         unknown(&mut v, &[]);
     }
     with_not_recorded(v, &missing)
+}
+
+/// The page cache: without its events nothing but the kernel's own
+/// counters over the recording, which the snapshot holds.
+fn cache(a: &Analysis) -> Value {
+    let mut v = section(a, json!(a.cache), "cache");
+    v["kernel"] = json!(a.cache.kernel);
+    v
 }
 
 /// The scheduler: without its events nothing; without wakeups, neither

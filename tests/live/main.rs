@@ -8,6 +8,7 @@
 mod common;
 
 mod block;
+mod cache;
 mod cgroup;
 mod event_sets;
 mod faults;

@@ -18,6 +18,7 @@ mod bad_input_outputs;
 mod bad_input_paths;
 mod bad_input_time;
 mod bpf_object;
+mod cache;
 mod check_and_diff;
 mod cli_polish;
 mod compressed_inputs;

@@ -154,6 +154,13 @@ impl OutlierAnalysis {
         names: &ThreadNames,
     ) {
         self.add_to_totals(&op.kind, latency, &op.b);
+        if op.pages_refaulted > 0 {
+            let r = &mut self.refaulting;
+            r.count += 1;
+            r.latency_ns += latency;
+            r.device_ns += op.b.device_ns.values().sum::<u64>();
+            r.pages += op.pages_refaulted;
+        }
         let (open, done, queued) = (&self.open, &self.done, &self.queued);
         let processes = &self.processes;
         crate::analyze::rows::send(&mut self.rows, || crate::analyze::rows::OperationRow {
@@ -257,6 +264,8 @@ impl OutlierAnalysis {
             device: Vec::new(),
             idle_mark: 0,
             fault: None,
+            pages_added: 0,
+            pages_refaulted: 0,
         };
         let Some(old) = self.spare.pop() else {
             return fresh(kind.to_boxed());

@@ -81,7 +81,7 @@ impl OutlierAnalysis {
             Some(f) => format!("{} in {}", op.kind, f.describe()),
             None => op.kind.to_string(),
         };
-        let summary = summarize(
+        let mut summary = summarize(
             &what,
             latency,
             &percent,
@@ -90,6 +90,19 @@ impl OutlierAnalysis {
             &held_by,
             &main_request,
         );
+        if op.pages_added > 0 {
+            summary.push_str(&format!(
+                "; page cache: missed {} page{}",
+                op.pages_added,
+                if op.pages_added == 1 { "" } else { "s" }
+            ));
+            if op.pages_refaulted > 0 {
+                summary.push_str(&format!(
+                    ", {} of them evicted by reclaim earlier in the trace (refaults)",
+                    op.pages_refaulted
+                ));
+            }
+        }
         Outlier {
             kind: op.kind.to_string(),
             pid: op.pid,
@@ -104,6 +117,10 @@ impl OutlierAnalysis {
             // Filled in when the analysis ends, from the stacks.
             blocked_in: None,
             file,
+            cache: Some(super::summary::PagesMissed {
+                missed: op.pages_added,
+                refaulted: op.pages_refaulted,
+            }),
             summary,
         }
     }

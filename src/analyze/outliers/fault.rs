@@ -173,7 +173,7 @@ impl OpenOp {
 
 /// The file page of a `filemap` event: binary captures carry `s_dev`,
 /// `i_ino` and `index`; text prints `dev=7:0 ino=c ofs=4096`.
-fn file_page(e: &TraceEvent, with_offset: bool) -> Option<FilePage> {
+pub(crate) fn file_page(e: &TraceEvent, with_offset: bool) -> Option<FilePage> {
     let f = &e.fields;
     let dev = match f.int(Field::SDev) {
         Some(d) => Dev::new((d >> 20) as u32, (d & 0xf_ffff) as u32),

@@ -37,6 +37,7 @@ mod touch;
 mod uring;
 mod workload;
 
+pub(crate) use fault::file_page;
 pub use fault::{FaultSummary, FilePage};
 pub use summary::{
     add_breakdown, describe_part, Breakdown, Holder, KindTotal, Outlier, OutliersSummary,
@@ -95,6 +96,8 @@ pub struct OutlierAnalysis {
     uring: uring::Uring,
     /// What the page faults came to.
     faults: FaultSummary,
+    /// The operations that re-read pages reclaim had evicted.
+    refaulting: crate::analyze::cache::Refaulting,
 }
 
 impl OutlierAnalysis {
@@ -236,6 +239,15 @@ impl OutlierAnalysis {
         }
     }
 
+    /// A thread added pages to the page cache: its innermost operation
+    /// missed them (and re-read them, for a refault).
+    pub fn page_added(&mut self, pid: u32, pages: u64, refault: bool) {
+        if let Some(op) = self.open.iter_mut().rev().find(|o| o.pid == pid) {
+            op.pages_added += pages;
+            op.pages_refaulted += refault as u64 * pages;
+        }
+    }
+
     /// Integrates one operation (at its end).
     fn advance_one(&mut self, i: usize, ts: u64) {
         let view = self.dev_view(self.open[i].dev);
@@ -262,6 +274,7 @@ impl OutlierAnalysis {
             workload,
             io_uring,
             faults,
+            refaulting: self.refaulting,
         }
     }
 }

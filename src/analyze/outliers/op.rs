@@ -38,6 +38,10 @@ pub(super) struct OpenOp {
     pub(super) idle_mark: u64,
     /// A page fault: where it was last seen in the kernel (its end).
     pub(super) fault: Option<super::fault::Fault>,
+    /// Pages its thread added to the page cache (misses), and of them
+    /// pages reclaim had evicted (refaults).
+    pub(super) pages_added: u64,
+    pub(super) pages_refaulted: u64,
 }
 
 impl OpenOp {

@@ -35,6 +35,12 @@ pub struct Breakdown {
     pub cpu_idle_ns: u64,
 }
 
+#[derive(Debug, Serialize, Clone, Copy, PartialEq, Eq)]
+pub struct PagesMissed {
+    pub missed: u64,
+    pub refaulted: u64,
+}
+
 #[derive(Debug, Serialize, Clone, PartialEq)]
 pub struct Request {
     pub dev: String,
@@ -79,6 +85,10 @@ pub struct Outlier {
     /// A fault's file and offset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<super::FilePage>,
+    /// Pages it added to the page cache (missed), and of them pages
+    /// reclaim had evicted (refaulted): with the `cache` events only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<PagesMissed>,
     /// One line for a person.
     pub summary: String,
 }
@@ -103,6 +113,10 @@ pub struct OutliersSummary {
     /// `totals` as `fault file` and `fault anon`).
     #[serde(serialize_with = "known_or_null")]
     pub faults: super::FaultSummary,
+    /// The operations that re-read pages reclaim had evicted (in JSON as
+    /// `cache.operations_refaulting`).
+    #[serde(skip)]
+    pub refaulting: crate::analyze::cache::Refaulting,
 }
 
 /// A summary of events a trace may not hold.

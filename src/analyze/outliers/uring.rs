@@ -410,6 +410,7 @@ impl OutlierAnalysis {
             main_request,
             blocked_in: None,
             file: None,
+            cache: None,
             summary,
         };
         keep_largest(list, outlier, self.top, |x| x.latency_ns, |x| x.start_ns);

@@ -14,6 +14,7 @@ mod device_latency_spike;
 mod dirty_throttling;
 mod journal_space_stall;
 mod merges_disabled;
+mod page_cache_thrashing;
 mod queue_saturation;
 mod readahead_small;
 mod request_splitting;
@@ -42,6 +43,7 @@ pub static CATALOG: &[Rule] = &[
     scheduler_overhead::RULE,
     readahead_small::RULE,
     sync_write_amplification::RULE,
+    page_cache_thrashing::RULE,
 ];
 
 #[cfg(test)]
@@ -65,6 +67,7 @@ mod tests {
                 "scheduler_overhead",
                 "readahead_small",
                 "sync_write_amplification",
+                "page_cache_thrashing",
             ]
         );
     }

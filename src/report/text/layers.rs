@@ -146,6 +146,110 @@ pub(super) fn io_uring(out: &mut String, u: &crate::analyze::outliers::UringSumm
     out.push('\n');
 }
 
+/// The user page faults, when the trace recorded them: file faults' and
+/// the others' latency, and how many read their page from the device.
+pub(super) fn faults(out: &mut String, f: &crate::analyze::outliers::FaultSummary, st: &Style) {
+    if !f.recorded {
+        return;
+    }
+    call_table(
+        out,
+        "page faults (start to the last event in the fault)",
+        &f.by_kind,
+        st.all,
+    );
+    let _ = writeln!(
+        out,
+        "faults: {} of the threads followed, {} on a file's page, {} of them major (read from the device); {} untimed (no event after their start: not timed, not 0); {} cut short by the trace's end",
+        f.faults, f.file, f.major, f.untimed, f.cut_short
+    );
+    out.push('\n');
+}
+
+/// The page cache per device, when the trace recorded its events, with
+/// the kernel's own counters over the recording where the snapshot has
+/// them.
+pub(super) fn page_cache(out: &mut String, c: &crate::analyze::cache::CacheSummary) {
+    if !c.recorded {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "==================== Page cache (by the files' device) ====================
+"
+    );
+    let _ = writeln!(
+        out,
+        "{:<10} {:>10} {:>10} {:>10} {:>8} {:>10} {:>10} {:>10}",
+        "DEV", "lookups", "hits", "misses", "hit %", "evicted", "refaults", "written"
+    );
+    for (dev, d) in &c.devices {
+        let _ = writeln!(
+            out,
+            "{:<10} {:>10} {:>10} {:>10} {:>8} {:>10} {:>10} {:>10}",
+            Esc(dev),
+            d.lookups,
+            d.hits,
+            d.misses,
+            d.hit_ratio
+                .map(|r| format!("{:.1}", r * 100.0))
+                .unwrap_or_else(|| "—".into()),
+            d.evicted,
+            d.refaults,
+            d.added_by_writes
+        );
+    }
+    let _ = writeln!(
+        out,
+        "(pages; hits are lookups that did not miss, as cachestat counts them; refaults: pages added again after reclaim evicted them in the trace)"
+    );
+    if !c.evicted_by.is_empty() {
+        let by: Vec<String> = c
+            .evicted_by
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let who: Vec<String> = c
+            .reclaimers
+            .iter()
+            .map(|(w, n)| format!("{} {n}", Esc(w)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "evicted by: {}; reclaim run by: {}",
+            by.join(", "),
+            who.join(", ")
+        );
+    }
+    let r = &c.operations_refaulting;
+    if r.count > 0 {
+        let _ = writeln!(
+            out,
+            "{} operations re-read {} evicted pages: {:.3} ms in all, {:.3} ms of it at the device",
+            r.count,
+            r.pages,
+            ms(r.latency_ns),
+            ms(r.device_ns)
+        );
+    }
+    if c.evictions_forgotten > 0 {
+        let _ = writeln!(
+            out,
+            "{} evicted pages were not remembered: their refaults are not counted",
+            c.evictions_forgotten
+        );
+    }
+    if let Some(k) = &c.kernel {
+        let line: Vec<String> = k.iter().map(|(n, v)| format!("{n} {v}")).collect();
+        let _ = writeln!(
+            out,
+            "the kernel over the recording (/proc/vmstat, the whole machine): {}",
+            line.join(", ")
+        );
+    }
+    out.push('\n');
+}
+
 pub(super) fn outliers(
     out: &mut String,
     o: &crate::analyze::outliers::OutliersSummary,

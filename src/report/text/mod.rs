@@ -189,6 +189,8 @@ pub fn render_with(a: &Analysis, found: &[crate::diagnose::Finding], all: bool) 
     outliers(&mut out, &a.outliers, &st);
     syscalls(&mut out, &a.syscalls, &st);
     layers::io_uring(&mut out, &a.outliers.io_uring, &st);
+    layers::faults(&mut out, &a.outliers.faults, &st);
+    layers::page_cache(&mut out, &a.cache);
     filesystem(&mut out, &a.fs, &a.recorded, a.recorded_set("block"), &st);
     functions(&mut out, &a.functions);
     stacks(&mut out, &a.stacks);
