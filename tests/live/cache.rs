@@ -126,8 +126,15 @@ fn hits_misses_and_refaults_are_the_kernels() {
     );
     assert_eq!(d["refaults"].as_u64(), Some(refaults), "{d}");
     assert_eq!(d["lookups"], 8192, "{d}");
-    assert_eq!(
-        held["cache"]["evicted_by"]["memcg limit"].as_u64(),
-        d["evicted"].as_u64()
-    );
+    // The cgroup's reclaim evicted them (DAMON may take a few as well).
+    let by = &held["cache"]["evicted_by"];
+    let memcg = by["memcg limit"].as_u64().unwrap();
+    let all: u64 = by
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert!(all >= d["evicted"].as_u64().unwrap(), "{by} {d}");
+    assert!(memcg * 10 >= all * 9, "{by}");
 }

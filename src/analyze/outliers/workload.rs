@@ -15,6 +15,12 @@ pub struct WorkloadTime {
     pub breakdown: Breakdown,
 }
 
+/// Major file faults from which a workload reads through mapped files:
+/// a shell or fio paging in its code and data makes under 30
+/// (healthy-files, the lab's fio runs), the lab's mmap readers 512 and
+/// more.
+pub const MAPPED_READER_MAJOR_FAULTS: u64 = 64;
+
 /// The kinds of operations that make up the workload's time.
 pub fn workload_kinds(o: &OutliersSummary) -> Vec<&str> {
     let of = |prefix: &str| -> Vec<&str> {
@@ -36,8 +42,11 @@ pub fn workload_kinds(o: &OutliersSummary) -> Vec<&str> {
         kinds.retain(|k| *k != "syscall io_uring_enter");
         kinds.extend(uring);
     }
-    // Reads through a mapped file are faults on its pages.
-    kinds.extend(of("fault file"));
+    // Reads through a mapped file are faults on its pages; a program's
+    // own page-ins as it starts (tens of major faults) are not its work.
+    if o.faults.major >= MAPPED_READER_MAJOR_FAULTS {
+        kinds.extend(of("fault file"));
+    }
     kinds
 }
 
