@@ -611,19 +611,25 @@ fn note_stalls(lab: &Lab, disk: &LoopDevice, every: u64, what: &str) {
     }
 }
 
+/// A 64 MiB disk on the FUSE disk that holds every `every`-th read 150 ms
+/// (none with 0).
+fn holding_reads(every: u64) -> Result<LoopDevice, CaptureError> {
+    LoopDevice::create_slow(
+        64,
+        Stall {
+            every,
+            delay: Duration::from_millis(150),
+            reads: true,
+        },
+    )
+}
+
 /// io_uring reads on a stalling disk: the slowest request is the one the
 /// device held, named as an io_uring read with its block request.
 fn uring_slow_device(lab: &Lab) -> Result<(), CaptureError> {
     let events = "block,sched,syscalls,io_uring";
     for (out, every) in [(lab.good(), 0), (lab.bad(), 150)] {
-        let disk = LoopDevice::create_slow(
-            64,
-            Stall {
-                every,
-                delay: Duration::from_millis(150),
-                reads: true,
-            },
-        )?;
+        let disk = holding_reads(every)?;
         let script = format!(
             "fio --output=/dev/null --name=u --filename={} --ioengine=io_uring --rw=randread --bs=4k --direct=1 --iodepth=4 --size=60M --io_size=3M",
             disk.path.display()
@@ -639,14 +645,7 @@ fn uring_slow_device(lab: &Lab) -> Result<(), CaptureError> {
 fn mmap_slow_device(lab: &Lab) -> Result<(), CaptureError> {
     let events = "block,sched,syscalls,faults";
     for (out, every) in [(lab.good(), 0), (lab.bad(), 100)] {
-        let disk = LoopDevice::create_slow(
-            64,
-            Stall {
-                every,
-                delay: Duration::from_millis(150),
-                reads: true,
-            },
-        )?;
+        let disk = holding_reads(every)?;
         let fs = Ext4::on(disk, 4)?;
         let file = fs.mnt.join("data.mdb");
         catalog::data_file(&file, 32)?;
