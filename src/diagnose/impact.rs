@@ -67,6 +67,8 @@ fn parts_of(id: &str) -> (&'static [Part], Measure) {
         "cpu_contention" => (&[Part::Runnable], Measure::Measured),
         // Held before the device: waiting with no request there.
         "cgroup_io_throttle" | "dirty_throttling" => (&[Part::OtherWait], Measure::Measured),
+        // io-wq's wait is the io_uring requests' other_wait, and only theirs.
+        "io_uring_punted" => (&[Part::OtherWait], Measure::Bound),
         "device_latency_spike" => (&[Part::Device], Measure::Bound),
         "wbt_throttling" => (&[Part::OtherWait, Part::Queued], Measure::Bound),
         "queue_saturation" | "scheduler_overhead" => (&[Part::Queued], Measure::Bound),

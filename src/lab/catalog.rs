@@ -229,6 +229,38 @@ pub fn missing_fio() -> Option<String> {
     (!found).then(|| "needs fio (apt-get install fio)".to_string())
 }
 
+/// What the io_uring punt scenario needs that a machine may lack.
+pub fn missing_xfs() -> Option<String> {
+    let on_path = |tool: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+    };
+    (!on_path("mkfs.xfs"))
+        .then(|| "needs mkfs.xfs (apt-get install xfsprogs)".to_string())
+        .or_else(missing_fio)
+}
+
+/// `io_uring_punted`: fio's io_uring engine writes 16 MiB at random, 4 KiB
+/// buffered writes at depth 16, to one file on XFS (issued inline: XFS
+/// writes into the page cache without blocking), then on ext4, whose
+/// buffered writes io_uring punts to io-wq, where writes to one file run
+/// one at a time (hashed by inode).
+pub fn uring_punted(lab: &Lab) -> Result<(), CaptureError> {
+    let events = "block,sched,syscalls,io_uring";
+    for (out, fs) in [
+        (lab.good(), Ext4::xfs(512)?),
+        (lab.bad(), Ext4::create(256, 16, true)?),
+    ] {
+        let script = format!(
+            "fio --output=/dev/null --name=w --filename={}/f --ioengine=io_uring --rw=randwrite --bs=4k --direct=0 --iodepth=16 --size=64M --io_size=16M",
+            fs.mnt.display()
+        );
+        lab.record(&out, events, &script)?;
+        drop(fs);
+    }
+    Ok(())
+}
+
 const MEMCG: &str = "/sys/fs/cgroup/memory";
 
 /// What the page-cache scenario needs that a machine may lack.

@@ -72,6 +72,33 @@ impl Ext4 {
 }
 
 impl Ext4 {
+    /// XFS instead, on a new disk of `size_mb` (at least 300: mkfs.xfs's
+    /// minimum; the disk is a sparse file on tmpfs) (the lab's mounted file
+    /// system, unmounted on drop as ext4 is): XFS writes into the page
+    /// cache without blocking where ext4 may not, which io_uring's
+    /// scenario compares.
+    pub fn xfs(size_mb: u64) -> Result<Ext4, CaptureError> {
+        let disk = LoopDevice::create(size_mb, true)?;
+        run(
+            helper("mkfs.xfs").args(["-q", "-f"]).arg(&disk.path),
+            "mkfs.xfs (package xfsprogs)",
+        )?;
+        let mnt = disk.backing_file().with_file_name("mnt");
+        std::fs::create_dir_all(&mnt)?;
+        run(
+            helper("mount")
+                .args(["-t", "xfs"])
+                .arg(&disk.path)
+                .arg(&mnt),
+            "mount",
+        )?;
+        Ok(Ext4 {
+            mnt,
+            mounted: true,
+            disk,
+        })
+    }
+
     /// The journal's place on the disk, in bytes (debugfs: the extents of
     /// inode 8; ext4 makes the journal contiguous).
     pub fn journal_bytes(&self) -> Result<std::ops::Range<u64>, CaptureError> {

@@ -278,6 +278,17 @@ pub static SCENARIOS: &[Scenario] = &[
         missing: crate::lab::catalog::missing_fio,
     },
     Scenario {
+        name: "uring-punted",
+        case: "io_uring_punted",
+        about: "fio's io_uring engine: buffered random 4 KiB writes at depth 16 to one file",
+        expect: Some("io_uring_punted"),
+        rivals: &[],
+        good: "on XFS",
+        bad: "on ext4",
+        run: catalog::uring_punted,
+        missing: catalog::missing_xfs,
+    },
+    Scenario {
         name: "cache-refault",
         case: "page_cache_thrashing",
         about: "fio reads a 16 MiB file on ext4 twice at random through the page cache, in a memory cgroup",

@@ -202,6 +202,7 @@ fn lab_run_all_names_each_cause_and_cleans_up_also_after_ctrl_c() {
         ("queue", "queue_saturation"),
         ("io-scheduler", "scheduler_overhead"),
         ("cache-refault", "CRITICAL page_cache_thrashing"),
+        ("uring-punted", "CRITICAL io_uring_punted"),
     ] {
         assert!(
             text.contains(&format!("lab {name}: as expected")),

@@ -7,7 +7,7 @@ use crate::common::*;
 
 /// (baseline, candidate) captures of one workload: the healthy run and
 /// the run with the pathology, as the lab recorded them.
-const PAIRS: [(&str, &str); 15] = [
+const PAIRS: [(&str, &str); 16] = [
     ("readahead-128.cap", "readahead-16.cap"),
     ("journal-1024m.cap", "journal-4m.cap"),
     ("fuse-wait-good.cap", "fuse-wait-bad.cap"),
@@ -23,6 +23,7 @@ const PAIRS: [(&str, &str); 15] = [
     ("uring-slowdev-good.cap", "uring-slowdev-bad.cap"),
     ("mmap-slowdev-good.cap", "mmap-slowdev-bad.cap"),
     ("cache-refault-good.cap", "cache-refault-bad.cap"),
+    ("uring-punted-good.cap", "uring-punted-bad.cap"),
 ];
 
 #[test]

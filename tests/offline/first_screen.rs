@@ -99,7 +99,7 @@ fn the_summary_holds_the_figures_of_the_sections_below() {
         f["title"].as_str().unwrap()
     )));
     assert!(head.contains(&format!("    try: {}", f["workaround"].as_str().unwrap())));
-    assert!(head.contains("not judged, 5 of 14 rules: dirty_throttling, wbt_throttling, cgroup_io_throttle, readahead_small, page_cache_thrashing"), "{head}");
+    assert!(head.contains("not judged, 6 of 15 rules: dirty_throttling, wbt_throttling, cgroup_io_throttle, readahead_small, page_cache_thrashing, io_uring_punted"), "{head}");
     assert!(head.contains(
         "not recorded: the writeback, readahead, irq, workqueue, io_uring, faults, cache events"
     ));

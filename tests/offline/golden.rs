@@ -266,7 +266,7 @@ fn every_report_says_which_rules_could_not_judge() {
                 .collect()
         };
         let (judged, not_judged) = (ids("judged"), ids("not_judged"));
-        assert_eq!(judged.len() + not_judged.len(), 14, "{}", input.display());
+        assert_eq!(judged.len() + not_judged.len(), 15, "{}", input.display());
         assert!(judged.iter().all(|j| !not_judged.contains(j)));
         let manifest = input.join("iosleuth-capture.json");
         if let Ok(text) = std::fs::read_to_string(&manifest) {
@@ -339,7 +339,7 @@ fn every_report_says_which_rules_could_not_judge() {
             );
         }
         if !not_judged.is_empty() {
-            let said = format!("not judged, {} of 14 rules: ", not_judged.len());
+            let said = format!("not judged, {} of 15 rules: ", not_judged.len());
             let line = text.lines().find(|l| l.starts_with(&said));
             let line = line.unwrap_or_else(|| panic!("{}: no {said:?}", input.display()));
             for id in &not_judged {
@@ -355,7 +355,7 @@ fn every_report_says_which_rules_could_not_judge() {
         "tests/fixtures/healthy-run1.cap",
     ]));
     assert!(
-        page.contains("7 of 14 rules judged this input; 7 could not:")
+        page.contains("7 of 15 rules judged this input; 8 could not:")
             && page.contains("<b>rt_starvation</b>: the `sched` events were not recorded")
             && page.contains("<p>No rule that judged fired.</p>"),
         "no coverage box"
@@ -369,7 +369,7 @@ fn every_report_says_which_rules_could_not_judge() {
     ]));
     assert!(
         page.contains("<p>No rule could judge this input.</p>")
-            && page.contains("0 of 14 rules judged this input; 14 could not:")
+            && page.contains("0 of 15 rules judged this input; 15 could not:")
             && !page.contains("No rule that judged fired"),
         "perf-urandom.data's page"
     );

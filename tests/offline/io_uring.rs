@@ -170,3 +170,54 @@ fn io_uring_requests_follow_the_thread_filters_and_the_command() {
     let sqp = json_report(&[CAP], &["--comm", "iou-sqp-6689"]);
     assert_eq!(sqp["outliers"]["totals"]["io_uring read"]["count"], 256);
 }
+
+/// fio's io_uring engine writing 16 MiB at random, 4 KiB buffered writes
+/// at depth 16 to one file (`lab run uring-punted`): on XFS io_uring
+/// issues them inline; on ext4 it punts every one to io-wq, where writes
+/// to one file run one at a time.
+#[test]
+fn buffered_writes_punted_to_io_wq_are_named_with_their_wait() {
+    let bad = json_report(&["tests/fixtures/uring-punted-bad.cap"], &[]);
+    let u = &bad["outliers"]["io_uring"];
+    // fio: 16 MiB of 4 KiB writes.
+    assert_eq!(
+        (u["submitted"].as_u64(), u["punted"].as_u64()),
+        (Some(4096), Some(4096))
+    );
+    let top = &bad["findings"][0];
+    assert_eq!(
+        (top["id"].as_str(), top["severity"].as_str()),
+        (Some("io_uring_punted"), Some("critical")),
+        "{top}"
+    );
+    assert!(
+        top["title"].as_str().unwrap().starts_with(
+            "io_uring write: 4096 of 4096 requests punted to io-wq workers, 100% of their time"
+        ),
+        "{top}"
+    );
+    let e = &top["evidence"];
+    assert!(e["wait_percent"].as_f64().unwrap() > 99.0, "{e}");
+    // Each waited tens of µs where an inline write takes a few.
+    assert!(e["p50_ns"].as_u64().unwrap() > 50_000, "{e}");
+    let good = json_report(&["tests/fixtures/uring-punted-good.cap"], &[]);
+    let g = &good["outliers"]["io_uring"];
+    assert_eq!(g["submitted"], 4096);
+    assert!(g["punted"].as_u64().unwrap() < 100, "{g}");
+    assert!(
+        good["outliers"]["io_uring"]["by_op"]["write"]["latency"]["p50"]
+            .as_u64()
+            .unwrap()
+            < 10_000
+    );
+    assert!(
+        good["findings"].as_array().unwrap().is_empty(),
+        "{}",
+        good["findings"]
+    );
+    assert_explains(
+        "tests/fixtures/uring-punted-good.cap",
+        "io_uring_punted",
+        "36 of 4096 io_uring requests punted to io-wq (1%)",
+    );
+}

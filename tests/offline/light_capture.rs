@@ -246,6 +246,7 @@ fn explain_all_says_which_rules_a_light_capture_cannot_judge() {
             "cgroup_io_throttle",
             "cpu_contention",
             "dirty_throttling",
+            "io_uring_punted",
             "page_cache_thrashing",
             "queue_saturation",
             "readahead_small",

@@ -12,6 +12,7 @@ mod cgroup_io_throttle;
 mod cpu_contention;
 mod device_latency_spike;
 mod dirty_throttling;
+mod io_uring_punted;
 mod journal_space_stall;
 mod merges_disabled;
 mod page_cache_thrashing;
@@ -44,6 +45,7 @@ pub static CATALOG: &[Rule] = &[
     readahead_small::RULE,
     sync_write_amplification::RULE,
     page_cache_thrashing::RULE,
+    io_uring_punted::RULE,
 ];
 
 #[cfg(test)]
@@ -68,6 +70,7 @@ mod tests {
                 "readahead_small",
                 "sync_write_amplification",
                 "page_cache_thrashing",
+                "io_uring_punted",
             ]
         );
     }
