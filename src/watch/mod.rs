@@ -337,7 +337,8 @@ fn watch_loop(
     // The ring's records up to this number were judged.
     let mut judged_seq: u64 = 0;
     let retained_ns = (opts.before_s.max(opts.window_s) + 2) * SECOND;
-    let missing: Vec<String> = session_missing(session);
+    let missing: Vec<NotWatched> = session_missing(session);
+    let missing_prose: Vec<String> = missing.iter().map(|n| n.prose.clone()).collect();
     let cpus_n = aya::util::nr_cpus().unwrap_or(1);
     let mut rq = runqueue::Runqueue::new(opts.runqueue, cpus_n);
     // Since when runqueue waits are watched without a break (none: not now).
@@ -400,14 +401,16 @@ fn watch_loop(
         }
         let mut not_watched = missing.clone();
         if !rq.on {
-            not_watched.push(format!(
-                "runqueue waits (--runqueue {})",
-                match opts.runqueue {
-                    runqueue::Policy::Auto => "auto: over a point of CPU",
-                    _ => "off",
-                }
-            ));
+            not_watched.push(match opts.runqueue {
+                runqueue::Policy::Auto => NotWatched::new(
+                    "runqueue_auto",
+                    "runqueue waits (--runqueue auto: over a point of CPU)",
+                ),
+                _ => NotWatched::new("runqueue_off", "runqueue waits (--runqueue off)"),
+            });
         }
+        let not_watched_ids: Vec<String> = not_watched.iter().map(|n| n.id.clone()).collect();
+        let not_watched: Vec<String> = not_watched.into_iter().map(|n| n.prose).collect();
         let now = snapshot::mono_ns();
         let devices = session.devices().map_err(|e| Error::failed(e.message()))?;
         let cpus = session.cpus().map_err(|e| Error::failed(e.message()))?;
@@ -588,7 +591,7 @@ fn watch_loop(
             triggers: &counts.0,
             captures_kept: kept_n,
             captures_bytes: kept_bytes,
-            not_watched: &not_watched,
+            not_watched: &not_watched_ids,
         });
         let index = index_page(opts, &kept);
         {
@@ -610,7 +613,7 @@ fn watch_loop(
             b.interrupt();
         }
         let watched = rq_since.is_some_and(|s| s <= p.from.at_ns);
-        let _ = done_tx.send(finish(opts, &missing, watched, p, last, ring));
+        let _ = done_tx.send(finish(opts, &missing_prose, watched, p, last, ring));
     }
     while let Ok(done) = done_rx.try_recv() {
         match done {
@@ -645,14 +648,35 @@ fn watch_loop(
 }
 
 /// What the light programs cannot see here, as the metrics say it.
-fn session_missing(session: &LightSession) -> Vec<String> {
-    let mut out: Vec<String> = session
+/// Something the daemon cannot see: an identifier for the
+/// `iosleuth_not_watched{what}` label, and the words for its log and the
+/// captures it keeps.
+#[derive(Clone)]
+struct NotWatched {
+    id: String,
+    prose: String,
+}
+
+impl NotWatched {
+    fn new(id: impl Into<String>, prose: impl Into<String>) -> NotWatched {
+        NotWatched {
+            id: id.into(),
+            prose: prose.into(),
+        }
+    }
+}
+
+fn session_missing(session: &LightSession) -> Vec<NotWatched> {
+    let mut out: Vec<NotWatched> = session
         .missing_events()
         .iter()
-        .map(|e| format!("event {e}"))
+        .map(|e| NotWatched::new(format!("event:{e}"), format!("event {e}")))
         .collect();
     if !session.throttle() {
-        out.push("throttled bios (no blk-throttle dispatch work found in /proc/kallsyms)".into());
+        out.push(NotWatched::new(
+            "throttled_bios",
+            "throttled bios (no blk-throttle dispatch work found in /proc/kallsyms)",
+        ));
     }
     out
 }

@@ -480,7 +480,16 @@ fn watch_serves_each_cgroups_requests_in_its_own_series() {
         disk.dev().unwrap().to_string().replace(',', ":"),
     );
     let dir = tempdir();
-    let watch = Watch::start(&dir.path().join("watch.log"), &[]);
+    // Without the scheduler's hooks, which this test does not need: the
+    // scrape names what it does not watch by an identifier.
+    let watch = Watch::start(&dir.path().join("watch.log"), &["--runqueue", "off"]);
+    assert!(
+        watch
+            .metrics()
+            .contains("iosleuth_not_watched{what=\"runqueue_off\"} 1"),
+        "{}",
+        watch.metrics()
+    );
     let (reader, writer) = (TestCgroup::new(&h, "reader"), TestCgroup::new(&h, "writer"));
     let path = disk.path.display().to_string();
     reader.run(&format!(
