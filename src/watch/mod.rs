@@ -256,8 +256,8 @@ pub fn run(opts: WatchOptions) -> Result<ExitStatus> {
         runqueue: opts.runqueue != runqueue::Policy::Off,
         ..LightOptions::default()
     };
-    let mut session = LightSession::start(&light, &formats, Some(Arc::clone(&ring)))
-        .map_err(|e| Error::failed(e.message()))?;
+    let mut session =
+        LightSession::start(&light, &formats, Some(Arc::clone(&ring))).map_err(Error::from)?;
     let published = Arc::new(Mutex::new(Published::default()));
     let stop_http = Arc::new(AtomicBool::new(false));
     let addr = server.local_addr().unwrap_or(opts.listen);

@@ -242,6 +242,29 @@ fn without_root_one_clear_sentence_and_exit_2() {
         assert!(err.contains("needs root") && err.contains("sudo"), "{err}");
         assert_eq!(err.lines().count(), 1, "one sentence: {err}");
     }
+    // The BPF recorders say it the same way: `record --light` and `watch`.
+    for args in [
+        &[
+            "record",
+            "--light",
+            "-o",
+            "/tmp/iosleuth-never",
+            "--",
+            "true",
+        ][..],
+        &["watch", "--listen", "127.0.0.1:0"][..],
+    ] {
+        let o = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&copy)
+            .args(args)
+            .output()
+            .expect("setpriv (util-linux)");
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("needs root") && err.contains("sudo"), "{err}");
+        assert_eq!(err.lines().count(), 1, "one sentence: {err}");
+    }
     let _ = std::fs::remove_file(copy);
 }
 
