@@ -105,8 +105,11 @@ pub(super) struct Fault {
     /// Slept interruptibly: a fault does not, the thread was in a syscall
     /// not recorded, and the fault had ended. No later mark is its.
     over: bool,
-    /// Read its page from the device (queued a bio, or retried).
+    /// Waited for its page and looked again: the kernel's retry.
     major: bool,
+    /// Queued a bio: its page's read, or, in a minor fault on a page
+    /// marked for readahead, the next pages' (it does not wait then).
+    queued: bool,
     pub(super) file: Option<FilePage>,
 }
 
@@ -261,7 +264,7 @@ impl OutlierAnalysis {
         self.advance_one(i, ts);
         let op = &mut self.open[i];
         if let Some(f) = &mut op.fault {
-            f.major = true;
+            f.queued = true;
         }
         op.mark_fault(ts);
     }
@@ -309,7 +312,9 @@ impl OutlierAnalysis {
         s.faults += 1;
         let file = f.file.is_some();
         s.file += file as u64;
-        s.major += (file && f.major) as u64;
+        // Major: it read its own page, so waited for it (a minor fault
+        // that started readahead of the next pages does not).
+        s.major += (file && (f.major || (f.queued && f.ever_slept))) as u64;
         let k = kind.strip_prefix("fault ").unwrap_or(kind);
         if !s.by_kind.contains_key(k) {
             s.by_kind.insert(k.to_string(), CallStats::default());
