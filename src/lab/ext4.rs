@@ -54,20 +54,7 @@ impl Ext4 {
                 .arg(&disk.path),
             "mkfs.ext4 (package e2fsprogs)",
         )?;
-        let mnt = disk.backing_file().with_file_name("mnt");
-        std::fs::create_dir_all(&mnt)?;
-        run(
-            helper("mount")
-                .args(["-t", "ext4"])
-                .arg(&disk.path)
-                .arg(&mnt),
-            "mount",
-        )?;
-        Ok(Ext4 {
-            mnt,
-            mounted: true,
-            disk,
-        })
+        Self::mount(disk, "ext4")
     }
 }
 
@@ -83,11 +70,17 @@ impl Ext4 {
             helper("mkfs.xfs").args(["-q", "-f"]).arg(&disk.path),
             "mkfs.xfs (package xfsprogs)",
         )?;
+        Self::mount(disk, "xfs")
+    }
+
+    /// `disk`'s file system (of type `fstype`) mounted under the disk's
+    /// own directory.
+    fn mount(disk: LoopDevice, fstype: &str) -> Result<Ext4, CaptureError> {
         let mnt = disk.backing_file().with_file_name("mnt");
         std::fs::create_dir_all(&mnt)?;
         run(
             helper("mount")
-                .args(["-t", "xfs"])
+                .args(["-t", fstype])
                 .arg(&disk.path)
                 .arg(&mnt),
             "mount",
