@@ -166,8 +166,12 @@ pub struct LightOpSummary {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ProgramSummary {
     pub name: String,
-    pub runs: u64,
-    pub ns_per_run: f64,
+    /// Runs and ns per run: None when the kernel did not keep them
+    /// (without `--bpf-stats`).
+    pub runs: Option<u64>,
+    pub ns_per_run: Option<f64>,
+    /// Events the kernel did not run it for (None: not recorded).
+    pub missed: Option<u64>,
 }
 
 fn cgroups(c: &LightCgroups) -> CgroupsSummary {
@@ -480,6 +484,28 @@ fn warn_context(a: &mut Analysis, s: &LightSummary) {
             s.missing_events.join(", ")
         ));
     }
+    for p in &s.programs {
+        if let Some(m) = p.missed.filter(|&m| m > 0) {
+            a.warnings.push(format!(
+                "light capture: the kernel skipped {m} runs of {}: {}",
+                p.name,
+                skipped_means(&p.name)
+            ));
+        }
+    }
+}
+
+/// What a program's skipped runs leave out. The kernel does not run a raw
+/// tracepoint's program again on a CPU where it is running: an event
+/// raised by an interrupt that came in meanwhile goes unseen.
+fn skipped_means(program: &str) -> &'static str {
+    if program.starts_with("iosl_complete") {
+        "that many request completions, raised in an interrupt while it ran, are missing from the counts and latencies (the kernel's diskstats has them)"
+    } else if program.starts_with("iosl_issue") {
+        "that many request issues are missing from the queue depths"
+    } else {
+        "that many of its events, raised in an interrupt while it ran, were not seen"
+    }
 }
 
 fn slow_request(r: &SlowRequest, cgroups: &LightCgroups) -> SlowRequestSummary {
@@ -543,10 +569,10 @@ fn program(p: &ProgramStats) -> ProgramSummary {
     ProgramSummary {
         name: p.name.clone(),
         runs: p.run_count,
-        ns_per_run: if p.run_count == 0 {
-            0.0
-        } else {
-            p.run_time_ns as f64 / p.run_count as f64
+        ns_per_run: match (p.run_count, p.run_time_ns) {
+            (Some(n), Some(ns)) if n > 0 => Some(ns as f64 / n as f64),
+            _ => None,
         },
+        missed: p.missed,
     }
 }

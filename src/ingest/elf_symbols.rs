@@ -17,6 +17,7 @@
 //! loadable segments.
 
 use super::elf_reader::ElfReader;
+use super::user_frames::demangle;
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable, ReadRef};
 use std::path::{Path, PathBuf};
 
@@ -339,9 +340,12 @@ fn tidy(mut syms: Vec<Sym>) -> Vec<Sym> {
 }
 
 /// perf's `choose_best_symbol`: whether `a` beats `b` at one address.
+/// perf keeps each symbol's name demangled as it loads it, so the
+/// underscores and the length it compares are the demangled name's
+/// (identical code folded by BOLT or the linker leaves many C++ and Rust
+/// functions at one address: the mangled lengths choose another).
 fn better(a: &Sym, b: &Sym) -> bool {
     let sized = |s: &Sym| s.end > s.start;
-    let underscores = |s: &Sym| s.name.bytes().take_while(|&c| c == b'_').count();
     if sized(a) != sized(b) {
         return sized(a);
     }
@@ -351,10 +355,12 @@ fn better(a: &Sym, b: &Sym) -> bool {
     if a.global != b.global {
         return a.global;
     }
-    if underscores(a) != underscores(b) {
-        return underscores(a) < underscores(b);
+    let (da, db) = (demangle(&a.name), demangle(&b.name));
+    let underscores = |n: &str| n.bytes().take_while(|&c| c == b'_').count();
+    if underscores(&da) != underscores(&db) {
+        return underscores(&da) < underscores(&db);
     }
-    a.name.len() > b.name.len()
+    da.len() > db.len()
 }
 
 #[cfg(test)]
@@ -391,6 +397,19 @@ mod tests {
         assert_eq!(e.at_file_offset(0x110), None);
         assert_eq!(e.at_file_offset(0x2ff), Some("nosize"));
         assert_eq!(e.at_file_offset(0x5000), None);
+    }
+
+    /// Identical code folded into one address (BOLT's `-icf`): perf
+    /// compares the demangled names, `hello::world()` (14 bytes) beats
+    /// `foo::bar` (8), though its mangled name is the shorter (17 to 34).
+    #[test]
+    fn perf_compares_demangled_names() {
+        let t = tidy(vec![
+            sym(0x100, 0x10, "_ZN3foo3bar17h0123456789abcdefE", false, true),
+            sym(0x100, 0x10, "_ZN5hello5worldEv", false, true),
+        ]);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].name, "_ZN5hello5worldEv");
     }
 
     #[test]

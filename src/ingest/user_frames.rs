@@ -158,7 +158,13 @@ fn functions(
 /// parser then drops the parameters, as the collapsers do, which keeps
 /// a template function's return type and drops a `const &` qualifier),
 /// anything else as it is.
-fn demangle(name: &str) -> String {
+pub(super) fn demangle(name: &str) -> String {
+    // A v0 Rust symbol's `.` suffix (`.cold` of a function BOLT or LLVM
+    // split, `.llvm.N`) is not part of its name to GNU's demangler.
+    let name = match name.split_once('.') {
+        Some((v0, _)) if v0.starts_with("_R") => v0,
+        _ => name,
+    };
     if let Ok(d) = rustc_demangle::try_demangle(name) {
         return format!("{d:#}");
     }
@@ -181,7 +187,14 @@ fn demangle_cpp(name: &str) -> Option<String> {
         .ok()?
         .demangle_with_options(&cpp_demangle::DemangleOptions::new())
         .ok()?;
-    Some(integer_literals_as_libiberty(&d))
+    Some(empty_packs_as_libiberty(&integer_literals_as_libiberty(&d)))
+}
+
+/// An empty template parameter pack as GNU's demangler writes it, not at
+/// all: `AnalysisManager<llvm::Function>`, where cpp_demangle writes
+/// `AnalysisManager<llvm::Function, >`.
+fn empty_packs_as_libiberty(d: &str) -> String {
+    d.replace(", >", ">")
 }
 
 /// A thunk as GNU's demangler (perf's) names it, `virtual thunk to
@@ -274,6 +287,10 @@ mod tests {
             "A<B<1335398ul, C>, 3, -2l>::f"
         );
         assert_eq!(demangle("read"), "read");
+        // A v0 Rust symbol's suffix is not its name's.
+        assert_eq!(demangle("_RNvCs1234_7mycrate3foo.cold"), "mycrate::foo");
+        // An empty parameter pack: GNU writes nothing for it.
+        assert_eq!(demangle("_ZN1AIiJEE1fEv"), "A<int>::f()");
         // As `__cxa_demangle` and the frame parser give them (libstdc++'s
         // exports): a ref-qualified method, a template's return type.
         assert_eq!(

@@ -413,8 +413,17 @@ pub struct LightCounters {
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct ProgramStats {
     pub name: String,
-    pub run_count: u64,
-    pub run_time_ns: u64,
+    /// Runs and their time, kept by the kernel only while
+    /// `kernel.bpf_stats_enabled` (`--bpf-stats`): absent otherwise, unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_count: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_time_ns: Option<u64>,
+    /// Events the kernel did not run the program for: it was already
+    /// running on that CPU when an interrupt raised the event again
+    /// (`recursion_misses`). Absent in captures older than the count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missed: Option<u64>,
 }
 
 /// One slow request, as `struct slow_rec` holds it.

@@ -409,6 +409,13 @@ fn watch_loop(
                 _ => NotWatched::new("runqueue_off", "runqueue waits (--runqueue off)"),
             });
         }
+        let programs = session.program_stats();
+        if programs.iter().all(|p| p.run_count.is_none()) {
+            not_watched.push(NotWatched::new(
+                "bpf_run_time",
+                "the BPF programs' run time (kernel.bpf_stats_enabled is 0)",
+            ));
+        }
         let not_watched_ids: Vec<String> = not_watched.iter().map(|n| n.id.clone()).collect();
         let not_watched: Vec<String> = not_watched.into_iter().map(|n| n.prose).collect();
         let now = snapshot::mono_ns();
@@ -592,6 +599,7 @@ fn watch_loop(
             captures_kept: kept_n,
             captures_bytes: kept_bytes,
             not_watched: &not_watched_ids,
+            programs: &programs,
         });
         let index = index_page(opts, &kept);
         {

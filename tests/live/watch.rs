@@ -279,6 +279,30 @@ fn prometheus_scrapes_watch_and_agrees_with_iosleuths_own_p99() {
         (expected as f64..expected as f64 + 64.0).contains(&count),
         "{count} reads counted, fio made {expected}"
     );
+    // What the kernel keeps of each program: the runs it skipped always;
+    // runs and run time only while it counts them, else said unknown.
+    let m = watch.metrics();
+    assert!(
+        sample(
+            &m,
+            "iosleuth_bpf_program_missed_total{program=\"iosl_complete_st\"}"
+        )
+        .is_some(),
+        "no skipped runs of the completion program in\n{m}"
+    );
+    let kept = std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").unwrap();
+    let runs = sample(
+        &m,
+        "iosleuth_bpf_program_runs_total{program=\"iosl_complete_st\"}",
+    );
+    let unknown = m.contains("iosleuth_not_watched{what=\"bpf_run_time\"} 1");
+    match kept.trim() {
+        "0" => assert!(runs.is_none() && unknown, "{m}"),
+        _ => assert!(
+            runs.is_some_and(|n| n >= expected as f64) && !unknown,
+            "{m}"
+        ),
+    }
     let p99_prom = promql(
         prom,
         &format!(

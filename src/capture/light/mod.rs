@@ -17,6 +17,7 @@ mod abi_check;
 mod disks;
 pub mod maps;
 mod poller;
+mod prog_info;
 mod read;
 pub mod ring;
 
@@ -570,10 +571,10 @@ impl LightSession {
             .collect())
     }
 
-    fn program_stats(&self) -> Vec<ProgramStats> {
-        if self.stats.is_none() {
-            return Vec::new();
-        }
+    /// Every attached program with what the kernel kept of it: the runs
+    /// it skipped always, its runs and run time while the kernel keeps
+    /// them (`--bpf-stats`, or `kernel.bpf_stats_enabled` set by someone).
+    pub fn program_stats(&self) -> Vec<ProgramStats> {
         let mut names = programs(&self.opts);
         if !self.sched_links.is_empty() {
             names.extend(SCHEDULER);
@@ -589,20 +590,28 @@ impl LightSession {
                 .map(|(_, e)| event_program(e))
                 .collect()
         };
+        let timed = self.stats.is_some() || kernel_keeps_run_time();
         names
             .iter()
             .map(|(name, _)| name.to_string())
             .chain(events)
             .filter_map(|name| {
-                let info = self.ebpf.program(&name)?.info().ok()?;
+                let fd = self.ebpf.program(&name)?.fd().ok()?;
+                let f = prog_info::run_figures(fd)?;
                 Some(ProgramStats {
                     name: name.to_string(),
-                    run_count: info.run_count(),
-                    run_time_ns: info.run_time().as_nanos() as u64,
+                    run_count: timed.then_some(f.runs),
+                    run_time_ns: timed.then_some(f.run_time_ns),
+                    missed: Some(f.missed),
                 })
             })
             .collect()
     }
+}
+
+/// Whether the kernel counts every program's runs and run time now.
+fn kernel_keeps_run_time() -> bool {
+    std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").is_ok_and(|s| s.trim() != "0")
 }
 
 type Links = Vec<(&'static str, aya::programs::tp_btf::BtfTracePointLinkId)>;

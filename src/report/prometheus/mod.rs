@@ -11,7 +11,9 @@
 //! bucket's cumulative count never includes a request slower than its
 //! bound (it may leave out a few just under it: at most 1/32 of the bound).
 
-use crate::model::light::{LightCgroup, LightCpu, LightDevice, LightOp, StageHist, OPS};
+use crate::model::light::{
+    LightCgroup, LightCpu, LightDevice, LightOp, ProgramStats, StageHist, OPS,
+};
 mod exposition;
 
 use exposition::{seconds, Out};
@@ -52,6 +54,8 @@ pub struct Scrape<'a> {
     /// What this daemon cannot see, each said as such (journal events this
     /// kernel lacks, ...).
     pub not_watched: &'a [String],
+    /// The BPF programs attached, with what the kernel kept of them.
+    pub programs: &'a [ProgramStats],
 }
 
 #[derive(Clone, Copy, Default)]
@@ -81,6 +85,55 @@ pub struct ActiveFinding {
 
 type Stage = fn(&LightOp) -> &StageHist;
 type OpCount = fn(&LightOp) -> u64;
+
+/// What the kernel keeps of each program: the events it skipped always,
+/// runs and run time only while `kernel.bpf_stats_enabled` (else no
+/// samples, and `iosleuth_not_watched{what="bpf_run_time"}`), as
+/// ebpf_exporter's `ebpf_exporter_ebpf_program_run_time_seconds`.
+fn programs(o: &mut Out, programs: &[ProgramStats]) {
+    o.family(
+        "iosleuth_bpf_program_missed_total",
+        "counter",
+        "Events a BPF program was not run for: it was already running on that CPU when an interrupt raised its event again (the kernel's recursion_misses). A block program's misses are requests missing from these figures.",
+    );
+    for p in programs {
+        if let Some(m) = p.missed {
+            o.sample(
+                "iosleuth_bpf_program_missed_total",
+                &[("program", &p.name)],
+                m,
+            );
+        }
+    }
+    o.family(
+        "iosleuth_bpf_program_runs_total",
+        "counter",
+        "Runs of a BPF program, while the kernel counts them (kernel.bpf_stats_enabled).",
+    );
+    for p in programs {
+        if let Some(n) = p.run_count {
+            o.sample(
+                "iosleuth_bpf_program_runs_total",
+                &[("program", &p.name)],
+                n,
+            );
+        }
+    }
+    o.family(
+        "iosleuth_bpf_program_run_seconds_total",
+        "counter",
+        "Time a BPF program ran, while the kernel counts it (kernel.bpf_stats_enabled).",
+    );
+    for p in programs {
+        if let Some(ns) = p.run_time_ns {
+            o.sample(
+                "iosleuth_bpf_program_run_seconds_total",
+                &[("program", &p.name)],
+                seconds(ns),
+            );
+        }
+    }
+}
 
 /// The scrape's text.
 pub fn render(s: &Scrape) -> String {
@@ -400,10 +453,11 @@ pub fn render(s: &Scrape) -> String {
             1,
         );
     }
+    programs(&mut o, s.programs);
     o.family(
         "iosleuth_not_watched",
         "gauge",
-        "What this daemon cannot see on this machine (1 each): its figures are unknown, not zero. what: runqueue_off, runqueue waits not watched (--runqueue off); runqueue_auto, the scheduler hooks detached by --runqueue auto while they would cost over a point of CPU; throttled_bios, no blk-throttle dispatch work in /proc/kallsyms to count held bios by; event:SYSTEM:EVENT, a tracepoint this kernel lacks.",
+        "What this daemon cannot see on this machine (1 each): its figures are unknown, not zero. what: bpf_run_time, the programs' runs and run time (the kernel keeps them only while kernel.bpf_stats_enabled is 1); runqueue_off, runqueue waits not watched (--runqueue off); runqueue_auto, the scheduler hooks detached by --runqueue auto while they would cost over a point of CPU; throttled_bios, no blk-throttle dispatch work in /proc/kallsyms to count held bios by; event:SYSTEM:EVENT, a tracepoint this kernel lacks.",
     );
     for what in s.not_watched {
         o.sample("iosleuth_not_watched", &[("what", what)], 1);
@@ -600,6 +654,38 @@ mod tests {
         assert!(
             text.contains("iosleuth_block_bytes_total{device=\"lo\\\"op0\",op=\"read\"} 8192\n")
         );
+    }
+
+    #[test]
+    fn programs_say_their_skipped_runs_always_and_run_time_when_kept() {
+        let programs = [
+            ProgramStats {
+                name: "iosl_complete_st".into(),
+                run_count: Some(1000),
+                run_time_ns: Some(250_000),
+                missed: Some(3),
+            },
+            ProgramStats {
+                name: "iosl_issue_st".into(),
+                missed: Some(0),
+                ..Default::default()
+            },
+        ];
+        let text = render(&Scrape {
+            programs: &programs,
+            ..Default::default()
+        });
+        for want in [
+            "iosleuth_bpf_program_missed_total{program=\"iosl_complete_st\"} 3\n",
+            "iosleuth_bpf_program_missed_total{program=\"iosl_issue_st\"} 0\n",
+            "iosleuth_bpf_program_runs_total{program=\"iosl_complete_st\"} 1000\n",
+            "iosleuth_bpf_program_run_seconds_total{program=\"iosl_complete_st\"} 0.00025\n",
+        ] {
+            assert!(text.contains(want), "no {want} in\n{text}");
+        }
+        // Not kept: no sample, not a 0.
+        assert!(!text.contains("iosleuth_bpf_program_runs_total{program=\"iosl_issue_st\"}"));
+        assert!(!text.contains("iosleuth_bpf_program_run_seconds_total{program=\"iosl_issue_st\"}"));
     }
 
     #[test]

@@ -343,14 +343,19 @@ fn light_programs(out: &mut String, l: &LightSummary) {
             }
         );
     }
-    for p in l.programs.iter().filter(|p| p.runs > 0) {
-        let _ = writeln!(
-            out,
-            "  {:<16} {:>10} runs {:>8.0} ns each",
-            Esc(&p.name),
-            p.runs,
-            p.ns_per_run
-        );
+    for p in &l.programs {
+        let runs = match (p.runs, p.ns_per_run) {
+            (Some(n), Some(ns)) => format!("{n:>10} runs {ns:>8.0} ns each"),
+            (Some(n), None) => format!("{n:>10} runs"),
+            _ => String::new(),
+        };
+        let missed = match p.missed {
+            Some(m) if m > 0 => format!("  {m} events skipped (it was running)"),
+            _ => String::new(),
+        };
+        if !runs.is_empty() || !missed.is_empty() {
+            let _ = writeln!(out, "  {:<16} {runs}{missed}", Esc(&p.name));
+        }
     }
     out.push('\n');
 }
