@@ -93,4 +93,16 @@ struct task_struct___iosl {
 	struct css_set___iosl *cgroups;
 } __attribute__((preserve_access_index));
 
+/* An io_uring request: its opcode (enum io_uring_op). */
+struct io_kiocb___iosl {
+	__u8 opcode;
+} __attribute__((preserve_access_index));
+
+/* A completion queue entry (uapi, include/uapi/linux/io_uring.h). */
+struct io_uring_cqe___iosl {
+	__u64 user_data;
+	__s32 res;
+	__u32 flags;
+} __attribute__((preserve_access_index));
+
 #endif

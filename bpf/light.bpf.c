@@ -265,10 +265,8 @@ static __always_inline struct counters *counters_of(__u32 slot)
 	return bpf_map_lookup_elem(&counters, &slot);
 }
 
-static __always_inline void add_latency(__u32 slot, __u32 op, __u32 stage, __u64 v)
+static __always_inline void hist_add(struct hist *h, __u64 v)
 {
-	__u32 key = (slot * NOP + op) * NSTAGE + stage;
-	struct hist *h = bpf_map_lookup_elem(&latency, &key);
 	if (!h)
 		return;
 	__u32 b = bucket(v);
@@ -280,6 +278,12 @@ static __always_inline void add_latency(__u32 slot, __u32 op, __u32 stage, __u64
 	h->n++;
 	h->sum += v;
 	h->b[b]++;
+}
+
+static __always_inline void add_latency(__u32 slot, __u32 op, __u32 stage, __u64 v)
+{
+	__u32 key = (slot * NOP + op) * NSTAGE + stage;
+	hist_add(bpf_map_lookup_elem(&latency, &key), v);
 }
 
 /* One more request issued at `depth` on the slot's device. */
@@ -853,6 +857,156 @@ int BPF_PROG(iosl_split, struct bio___iosl *bio, unsigned int new_sector)
 	return 0;
 }
 
+/* io_uring requests: each one's submission (io_uring_submit_req, in the
+ * submitting task or the SQPOLL thread) to its completion queue entry
+ * (io_uring_complete), by what it asks; the requests handed to io-wq
+ * workers counted. Requests are keyed by their address, as the kernel's
+ * own tracepoints key them, in a direct-mapped table like the block
+ * requests'. */
+struct uring_state {
+	__u64 req;
+	__u64 submit_ns;
+	__u32 group;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NRQ);
+	__type(key, __u32);
+	__type(value, struct uring_state);
+} uring_reqs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NUOP);
+	__type(key, __u32);
+	__type(value, struct uring_stats);
+} uring SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NUOP);
+	__type(key, __u32);
+	__type(value, struct hist);
+} uring_latency SEC(".maps");
+
+/* The kernel's opcodes (enum io_uring_op, include/uapi/linux/io_uring.h)
+ * folded into what a storage engine asks, in the order of
+ * src/model/light.rs URING_OPS: read, write, fsync, uring_cmd
+ * (passthrough commands), net, wait (polls, timeouts, futexes: their time
+ * is the wait for an event), file (open, close, statx, fallocate, ...),
+ * other. */
+static __always_inline __u32 uring_group(__u8 opcode)
+{
+	switch (opcode) {
+	case 1: case 4: case 22: case 49: case 60:
+		return 0;
+	case 2: case 5: case 23: case 61:
+		return 1;
+	case 3: case 8:
+		return 2;
+	case 46:
+		return 3;
+	case 9: case 10: case 13: case 16: case 26: case 27: case 34: case 45:
+	case 47: case 48: case 56: case 57: case 58:
+		return 4;
+	case 6: case 11: case 50: case 51: case 53: case 59:
+		return 5;
+	case 17: case 18: case 19: case 21: case 24: case 25: case 28: case 30:
+	case 33: case 35: case 36: case 37: case 38: case 39: case 41: case 42:
+	case 43: case 44: case 54: case 55: case 62:
+		return 6;
+	default:
+		return 7;
+	}
+}
+
+static __always_inline struct uring_stats *uring_stats_of(__u32 group)
+{
+	return bpf_map_lookup_elem(&uring, &group);
+}
+
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(iosl_uring_submit, struct io_kiocb___iosl *req)
+{
+	__u64 addr = rq_addr(ctx);
+	__u32 idx = rq_index(addr);
+	__u32 group = uring_group(req->opcode);
+	struct uring_state *st = bpf_map_lookup_elem(&uring_reqs, &idx);
+	if (!st)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	/* An entry left by a request that posted no completion (a success
+	 * skipped with IOSQE_CQE_SKIP_SUCCESS) is taken over once stale. */
+	if (st->req && st->req != addr && now - st->submit_ns < STALE_NS) {
+		struct uring_stats *u = uring_stats_of(group);
+		if (u)
+			u->state_full += 1;
+		return 0;
+	}
+	st->req = addr;
+	st->submit_ns = now;
+	st->group = group;
+	return 0;
+}
+
+SEC("tp_btf/io_uring_queue_async_work")
+int BPF_PROG(iosl_uring_punt, struct io_kiocb___iosl *req, int rw)
+{
+	struct uring_stats *u = uring_stats_of(uring_group(req->opcode));
+	if (u)
+		u->punted += 1;
+	return 0;
+}
+
+/* IORING_CQE_F_MORE: the request will post more CQEs (multishot). */
+#define CQE_F_MORE (1U << 1)
+
+SEC("tp_btf/io_uring_complete")
+int BPF_PROG(iosl_uring_complete, void *ring, void *req, struct io_uring_cqe___iosl *cqe)
+{
+	__u64 addr = 0;
+	/* The request is the second argument: 0 for a CQE no request posted
+	 * (a ring's own messages). */
+	bpf_probe_read_kernel(&addr, sizeof(addr), (void *)ctx + sizeof(__u64));
+	if (!addr)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	__u32 flags = cqe->flags;
+	__s32 res = cqe->res;
+	__u32 idx = rq_index(addr);
+	struct uring_state *st = bpf_map_lookup_elem(&uring_reqs, &idx);
+	__u32 group;
+	int timed = st && st->req == addr;
+	if (timed) {
+		group = st->group;
+	} else {
+		__u8 opcode = 0;
+		bpf_probe_read_kernel(&opcode, sizeof(opcode),
+				      &((struct io_kiocb___iosl *)addr)->opcode);
+		group = uring_group(opcode);
+	}
+	struct uring_stats *u = uring_stats_of(group);
+	if (!u)
+		return 0;
+	if (res < 0)
+		u->errors += 1;
+	if (flags & CQE_F_MORE) {
+		u->more += 1;
+		return 0;
+	}
+	u->requests += 1;
+	if (!timed) {
+		u->untimed += 1;
+		return 0;
+	}
+	__u64 submit = st->submit_ns;
+	st->req = 0;
+	hist_add(bpf_map_lookup_elem(&uring_latency, &group), now > submit ? now - submit : 0);
+	return 0;
+}
+
 /* The flight recorder: what was around a slow request. */
 
 /* Threads made runnable (woken, or preempted while running), direct-mapped
@@ -1178,6 +1332,9 @@ NOP_TP_BTF(iosl_nop_bmerge, block_bio_backmerge)
 NOP_TP_BTF(iosl_nop_fmerge, block_bio_frontmerge)
 NOP_TP_BTF(iosl_nop_rqmerge, block_rq_merge)
 NOP_TP_BTF(iosl_nop_split, block_split)
+NOP_TP_BTF(iosl_nop_uring_submit, io_uring_submit_req)
+NOP_TP_BTF(iosl_nop_uring_punt, io_uring_queue_async_work)
+NOP_TP_BTF(iosl_nop_uring_complete, io_uring_complete)
 NOP_TP_BTF(iosl_nop_wakeup, sched_wakeup)
 NOP_TP_BTF(iosl_nop_wnew, sched_wakeup_new)
 NOP_TP_BTF(iosl_nop_switch, sched_switch)

@@ -120,6 +120,27 @@ struct cg_stats {
 };
 
 /* Softirq vectors (NR_SOFTIRQS). */
+/* io_uring requests by what they ask (src/model/light.rs URING_OPS names
+ * the groups; light.bpf.c uring_group folds the kernel's opcodes). */
+#define NUOP 8
+
+struct uring_stats {
+	/* Requests completed: their last CQE (without IORING_CQE_F_MORE). */
+	__u64 requests;
+	/* CQEs of a multishot request before its last. */
+	__u64 more;
+	/* Requests handed to an io-wq worker (io_uring_queue_async_work):
+	 * they could not be issued without blocking. */
+	__u64 punted;
+	/* Completions whose submission the programs did not see (submitted
+	 * before they were attached, or their state did not fit). */
+	__u64 untimed;
+	/* Completions with a negative result. */
+	__u64 errors;
+	/* Submissions whose state did not fit the request map. */
+	__u64 state_full;
+};
+
 #define NSOFTIRQ 10
 
 /* The flight recorder's per-CPU figures: the scheduler and interrupts. */

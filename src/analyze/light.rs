@@ -9,11 +9,12 @@ use super::block::{requests::OpCounts, DeviceSummary};
 use super::histogram::{LatencyDist, Log2Hist, Percentiles};
 use super::irq::{HandlerStats, SoftirqCpu, VECTORS};
 use super::sched::{Holder, LongWait};
+use super::syscalls::CallStats;
 use super::Analysis;
 use crate::ingest::light::LightInputs;
 use crate::model::light::{
-    comm_string, LightCgroups, LightCounters, LightDoc, ProgramStats, SlowPolicy, SlowRequest,
-    StageHist, WaitRecord,
+    comm_string, LightCgroups, LightCounters, LightDoc, LightUring, ProgramStats, SlowPolicy,
+    SlowRequest, StageHist, WaitRecord,
 };
 use serde::Serialize;
 
@@ -46,6 +47,40 @@ pub struct LightSummary {
     pub runqueue: bool,
     /// Requests by the cgroup they were charged to.
     pub cgroups: CgroupsSummary,
+    /// io_uring requests by group (None: the capture did not count them,
+    /// made before it did).
+    pub io_uring: Option<LightUringSummary>,
+}
+
+/// A light capture's io_uring requests.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LightUringSummary {
+    /// Each group's counts (model::light::URING_OPS).
+    pub groups: Vec<LightUring>,
+    /// Each group's timed requests, submission to completion.
+    pub by_op: std::collections::BTreeMap<String, CallStats>,
+}
+
+impl LightUringSummary {
+    pub fn total(&self, f: impl Fn(&LightUring) -> u64) -> u64 {
+        sum_of(self.groups.iter().map(f))
+    }
+}
+
+fn uring(groups: &[LightUring]) -> LightUringSummary {
+    let by_op = groups
+        .iter()
+        .filter(|g| g.latency.n > 0)
+        .map(|g| {
+            let hist = log2_us([&g.latency].into_iter());
+            let stats = CallStats::from_dist(g.latency.n, g.latency.sum_ns, hist, dist(&g.latency));
+            (g.op.clone(), stats)
+        })
+        .collect();
+    LightUringSummary {
+        groups: groups.to_vec(),
+        by_op,
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -247,6 +282,7 @@ pub fn apply(a: &mut Analysis, light: &LightInputs) {
         accounting: doc.accounting.clone(),
         runqueue: doc.runqueue,
         cgroups: cgroups(&doc.cgroups),
+        io_uring: doc.io_uring.as_deref().map(uring),
     };
     apply_devices(a, doc, &mut summary);
     apply_cpus(a, doc, &light.waits);

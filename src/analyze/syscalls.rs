@@ -26,7 +26,7 @@ pub struct Call {
     pub ret: Option<i64>,
 }
 
-#[derive(Debug, Serialize, Default)]
+#[derive(Clone, Debug, Serialize, Default)]
 pub struct CallStats {
     pub count: u64,
     pub total_ns: u64,
@@ -41,6 +41,20 @@ impl CallStats {
     /// Fills `latency` from the distribution, at the end.
     pub(crate) fn summarize(&mut self) {
         self.latency = (self.dist.count() > 0).then(|| self.dist.summary());
+    }
+
+    /// Stats from a histogram kept elsewhere (a light capture's): `n`
+    /// timed, their sum, the log2 µs view, the distribution summarized.
+    pub(crate) fn from_dist(n: u64, total_ns: u64, hist_us: Log2Hist, dist: LatencyDist) -> Self {
+        let mut s = CallStats {
+            count: n,
+            total_ns,
+            hist_us,
+            latency: None,
+            dist,
+        };
+        s.summarize();
+        s
     }
 
     pub(crate) fn add(&mut self, ns: u64) {

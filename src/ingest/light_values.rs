@@ -5,7 +5,7 @@
 //! warning that names the file and the key. What is left out is unknown,
 //! not zero: the warning says so.
 
-use crate::model::light::{LightDoc, StageHist, CGROUPS_KEPT, LE_NS, NBUCKET};
+use crate::model::light::{LightDoc, StageHist, CGROUPS_KEPT, LE_NS, NBUCKET, URING_OPS};
 use serde_json::Value;
 use std::path::Path;
 
@@ -44,6 +44,27 @@ pub fn checked(mut doc: LightDoc, file: &Path) -> (LightDoc, Vec<String>) {
             }
         }
     }
+    if let Some(groups) = doc.io_uring.as_mut() {
+        let mut seen = std::collections::BTreeSet::new();
+        let before = groups.len();
+        groups.retain(|g| URING_OPS.contains(&g.op.as_str()) && seen.insert(g.op.clone()));
+        if groups.len() < before {
+            warnings.push(format!(
+                "{file}: io_uring: {} entries named no group of {} or repeated one; they were left out, their figures unknown",
+                before - groups.len(),
+                URING_OPS.join(", ")
+            ));
+        }
+        for g in groups.iter_mut() {
+            if let Some((n, first)) = drop_outside(&mut g.latency) {
+                warnings.push(format!(
+                    "{file}: io_uring.{}.latency.buckets: {n} buckets outside 0..{} were skipped (the first: {first}); its latencies miss their requests",
+                    g.op,
+                    NBUCKET - 1
+                ));
+            }
+        }
+    }
     let file = file.to_string();
     let mut leave_out = |what: String, (key, value): (String, u64), part: &str| {
         warnings.push(format!(
@@ -71,6 +92,15 @@ pub fn checked(mut doc: LightDoc, file: &Path) -> (LightDoc, Vec<String>) {
         "figures",
         &mut leave_out,
     );
+    if let Some(groups) = doc.io_uring.as_mut() {
+        keep_plausible(
+            groups,
+            "io_uring",
+            |g| format!("io_uring group {}", g.op),
+            "figures",
+            &mut leave_out,
+        );
+    }
     keep_plausible(
         &mut doc.programs,
         "programs",
@@ -194,6 +224,42 @@ mod tests {
         assert!(
             w[2].contains("devices[1].ops.read.ios is 18446744073709551613")
                 && w[2].contains("device 8,0 was left out"),
+            "{w:?}"
+        );
+    }
+
+    #[test]
+    fn io_uring_groups_that_no_capture_writes_are_left_out_by_name() {
+        use crate::model::light::LightUring;
+        let group = |op: &str, requests: u64| LightUring {
+            op: op.into(),
+            requests,
+            ..Default::default()
+        };
+        let mut read = group("read", 5);
+        read.latency.buckets = vec![(300, 5), (99_999, 1)];
+        let doc = LightDoc {
+            io_uring: Some(vec![
+                read,
+                group("read", 1),
+                group("\u{1b}[2J", 1),
+                group("write", u64::MAX),
+            ]),
+            ..Default::default()
+        };
+        let (doc, w) = checked(doc, Path::new("cap/light.json"));
+        let groups = doc.io_uring.unwrap();
+        assert_eq!(groups.len(), 1);
+        assert_eq!((groups[0].op.as_str(), groups[0].requests), ("read", 5));
+        assert_eq!(groups[0].latency.buckets, vec![(300, 5)]);
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(w[0].contains("io_uring: 2 entries named no group"), "{w:?}");
+        assert!(
+            w[1].contains("io_uring.read.latency.buckets: 1 buckets outside"),
+            "{w:?}"
+        );
+        assert!(
+            w[2].contains("io_uring[1].requests is 18446744073709551615"),
             "{w:?}"
         );
     }

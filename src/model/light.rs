@@ -109,6 +109,10 @@ pub struct LightDoc {
     /// or a capture made before they were counted).
     #[serde(default)]
     pub throttle: bool,
+    /// io_uring requests by group, those with any count (None: a capture
+    /// made before they were counted, unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_uring: Option<Vec<LightUring>>,
 }
 
 impl Default for LightDoc {
@@ -128,6 +132,7 @@ impl Default for LightDoc {
             runqueue: watched(),
             cgroups: LightCgroups::default(),
             throttle: false,
+            io_uring: None,
         }
     }
 }
@@ -591,6 +596,46 @@ pub fn comm_string(c: &[u8]) -> String {
 /// OP_WRITE, OP_FLUSH, OP_DISCARD): the groups diskstats counts.
 pub const OPS: [&str; 4] = ["read", "write", "flush", "discard"];
 
+/// io_uring requests by what they ask, in the order of light.bpf.c's
+/// `uring_group`: reads and writes (plain, vectored, fixed buffers,
+/// multishot reads), fsync and sync_file_range, passthrough commands,
+/// network operations, waits (polls, timeouts, futexes, waitid: their
+/// time is the wait for an event), file operations (open, close, statx,
+/// fallocate, ...), and the rest.
+pub const URING_OPS: [&str; 8] = [
+    "read",
+    "write",
+    "fsync",
+    "uring_cmd",
+    "net",
+    "wait",
+    "file",
+    "other",
+];
+
+/// What the programs counted of one group of io_uring requests.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct LightUring {
+    /// A name of URING_OPS.
+    pub op: String,
+    /// Requests completed (their last completion queue entry).
+    pub requests: u64,
+    /// Completion entries of multishot requests before their last.
+    pub more: u64,
+    /// Requests handed to an io-wq worker: they could not be issued
+    /// without blocking.
+    pub punted: u64,
+    /// Completed requests whose submission was not seen (submitted before
+    /// the programs were attached, or no room for their state): not timed.
+    pub untimed: u64,
+    /// Completion entries with a negative result.
+    pub errors: u64,
+    /// Submissions whose state found no room.
+    pub state_full: u64,
+    /// Submission to completion of each timed request (ns).
+    pub latency: StageHist,
+}
+
 /// The slot of a request's operation (`cmd_flags`), as light.bpf.c's
 /// `op_of` groups it and diskstats does (op_stat_group): discards and
 /// secure erases are discards, flushes flushes, every other operation a
@@ -720,6 +765,29 @@ pub fn devices_since(after: &[LightDevice], before: &[LightDevice]) -> Vec<Light
             }
         })
         .filter(|d| !d.ops.is_empty() || d.counters != LightCounters::default())
+        .collect()
+}
+
+/// The same for the io_uring groups' figures.
+pub fn uring_since(after: &[LightUring], before: &[LightUring]) -> Vec<LightUring> {
+    after
+        .iter()
+        .map(|a| {
+            let Some(b) = before.iter().find(|b| b.op == a.op) else {
+                return a.clone();
+            };
+            LightUring {
+                op: a.op.clone(),
+                requests: a.requests.saturating_sub(b.requests),
+                more: a.more.saturating_sub(b.more),
+                punted: a.punted.saturating_sub(b.punted),
+                untimed: a.untimed.saturating_sub(b.untimed),
+                errors: a.errors.saturating_sub(b.errors),
+                state_full: a.state_full.saturating_sub(b.state_full),
+                latency: a.latency.since(&b.latency),
+            }
+        })
+        .filter(|u| u.requests + u.more + u.punted + u.errors + u.state_full > 0)
         .collect()
 }
 

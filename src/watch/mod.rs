@@ -21,7 +21,8 @@ use crate::capture::light::{LightOptions, LightSession, WAIT_MIN_NS};
 use crate::capture::snapshot;
 use crate::error::{Error, ExitStatus, Result};
 use crate::model::light::{
-    devices_since, keep_largest, LightCgroup, LightCpu, LightDevice, WaitRecord, REC_WAIT,
+    devices_since, keep_largest, LightCgroup, LightCpu, LightDevice, LightUring, WaitRecord,
+    REC_WAIT,
 };
 use crate::report::prometheus::{self, ActiveFinding, RingFigures, Scrape};
 use std::collections::VecDeque;
@@ -148,6 +149,7 @@ struct Reading {
     /// The largest (cgroup, device, operation) entries, at most
     /// CGROUPS_READ: what a kept capture's table is the difference of.
     cgroups: Vec<LightCgroup>,
+    io_uring: Vec<LightUring>,
 }
 
 /// The cgroup entries each reading keeps (the kernel's map holds up to
@@ -421,6 +423,7 @@ fn watch_loop(
         let now = snapshot::mono_ns();
         let devices = session.devices().map_err(|e| Error::failed(e.message()))?;
         let cpus = session.cpus().map_err(|e| Error::failed(e.message()))?;
+        let io_uring = session.io_uring().map_err(|e| Error::failed(e.message()))?;
         let cgroup_entries = session.cgroups().map_err(|e| Error::failed(e.message()))?;
         series.update(&cgroup_entries);
         let cgroups = keep_largest(cgroup_entries, CGROUPS_READ).0;
@@ -516,6 +519,7 @@ fn watch_loop(
                 devices: devices.clone(),
                 cpus: cpus.clone(),
                 cgroups: cgroups.clone(),
+                io_uring: io_uring.clone(),
             };
             let ring = Arc::clone(ring);
             busy = Some(
@@ -559,6 +563,7 @@ fn watch_loop(
                 devices: devices.clone(),
                 cpus: Vec::new(),
                 cgroups: Vec::new(),
+                io_uring: Vec::new(),
             });
             if baselines.len() > BASELINE_READINGS {
                 baselines.pop_front();
@@ -569,6 +574,7 @@ fn watch_loop(
             devices,
             cpus,
             cgroups,
+            io_uring,
         });
         while readings
             .front()
@@ -600,6 +606,7 @@ fn watch_loop(
             captures_bytes: kept_bytes,
             not_watched: &not_watched_ids,
             programs: &programs,
+            io_uring: &latest.io_uring,
         });
         let index = index_page(opts, &kept);
         {

@@ -8,7 +8,7 @@ use super::trigger::Reason;
 use super::{burst, Reading, WatchOptions, WAIT_MIN_NS};
 use crate::capture::light::ring::RecordRing;
 use crate::model::light::{
-    cgroups_since, cpus_since, devices_since, LightDoc, SlowPolicy, CGROUPS_KEPT,
+    cgroups_since, cpus_since, devices_since, uring_since, LightDoc, SlowPolicy, CGROUPS_KEPT,
 };
 use crate::report::prometheus::ActiveFinding;
 use std::path::{Path, PathBuf};
@@ -81,6 +81,7 @@ pub(super) fn finish(
             CGROUPS_KEPT,
         ),
         throttle: !missing.iter().any(|m| m.starts_with("throttled bios")),
+        io_uring: Some(uring_since(&latest.io_uring, &p.from.io_uring)),
     };
     let records: Vec<Vec<u8>> = ring
         .lock()

@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod alert_rules;
 mod bad_input;
 mod bad_input_bombs;
 mod bad_input_capture;

@@ -149,6 +149,7 @@ fn every_constant_of_light_h_is_the_one_user_space_uses() {
         ("NDEPTH", Some(NDEPTH as u64)),
         ("NSIZE", Some(NSIZE as u64)),
         ("NSOFTIRQ", Some(NSOFTIRQ as u64)),
+        ("NUOP", Some(u64::from(NUOP))),
         ("NCGROUP", Some(u64::from(NCGROUP))),
         ("NLE", Some(NLE as u64)),
         ("NCGCACHE", Some(u64::from(NCGCACHE))),
@@ -219,6 +220,17 @@ fn every_map_value_struct_of_light_h_is_laid_out_as_its_mirror() {
             }),
         ),
         ("cg_key", rust_layout!(CgKey { id, slot, op })),
+        (
+            "uring_stats",
+            rust_layout!(UringStats {
+                requests,
+                more,
+                punted,
+                untimed,
+                errors,
+                state_full
+            }),
+        ),
         (
             "cg_stats",
             rust_layout!(CgStats {

@@ -20,8 +20,10 @@ pub const MAP_RECORDS: &str = "records";
 pub const MAP_CPU_STATS: &str = "cpu_stats";
 pub const MAP_CGROUPS: &str = "cgroups";
 pub const MAP_CG_CACHE: &str = "cg_cache";
+pub const MAP_URING: &str = "uring";
+pub const MAP_URING_LATENCY: &str = "uring_latency";
 #[cfg(test)]
-pub const MAPS: [&str; 10] = [
+pub const MAPS: [&str; 12] = [
     MAP_DEV_SLOT,
     MAP_LATENCY,
     MAP_SIZES,
@@ -32,6 +34,8 @@ pub const MAPS: [&str; 10] = [
     MAP_CPU_STATS,
     MAP_CGROUPS,
     MAP_CG_CACHE,
+    MAP_URING,
+    MAP_URING_LATENCY,
 ];
 
 /// Entries of the cgroups map, and the bounds of its histograms (+Inf).
@@ -113,6 +117,21 @@ pub struct CgStats {
     pub le: [u32; NLE],
 }
 
+/// io_uring request groups (model::light::URING_OPS).
+pub const NUOP: u32 = 8;
+const _: () = assert!(crate::model::light::URING_OPS.len() == NUOP as usize);
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct UringStats {
+    pub requests: u64,
+    pub more: u64,
+    pub punted: u64,
+    pub untimed: u64,
+    pub errors: u64,
+    pub state_full: u64,
+}
+
 pub const NSOFTIRQ: usize = 10;
 
 #[repr(C)]
@@ -138,6 +157,7 @@ unsafe impl aya::Pod for Counters {}
 unsafe impl aya::Pod for CpuStats {}
 unsafe impl aya::Pod for CgKey {}
 unsafe impl aya::Pod for CgStats {}
+unsafe impl aya::Pod for UringStats {}
 
 /// The key of a device slot's operation's stage in `latency`.
 pub fn latency_key(slot: u32, op: u32, stage: u32) -> u32 {

@@ -25,16 +25,16 @@ use super::tracefs::CaptureError;
 use super::tracefs::Tracefs;
 use crate::model::capture_layout::{EVENT_FORMATS, HEADER_PAGE};
 use crate::model::light::{
-    LightCgroup, LightCounters, LightCpu, LightDevice, LightDoc, ProgramStats, SlowPolicy,
-    CGROUPS_KEPT, CONTEXT, CONTEXT_EVENTS, CONTEXT_HEADER, CONTEXT_MAGIC, SLOW_HEADER, SLOW_MAGIC,
-    SLOW_RECORD,
+    LightCgroup, LightCounters, LightCpu, LightDevice, LightDoc, LightUring, ProgramStats,
+    SlowPolicy, CGROUPS_KEPT, CONTEXT, CONTEXT_EVENTS, CONTEXT_HEADER, CONTEXT_MAGIC, SLOW_HEADER,
+    SLOW_MAGIC, SLOW_RECORD,
 };
 use aya::maps::{Array, MapData, PerCpuArray, PerCpuHashMap, RingBuf};
 use aya::programs::{BtfTracePoint, TracePoint};
 use aya::{Btf, Ebpf, EbpfLoader};
 pub use disks::DiskSlot;
 use disks::{add_new_disks, device_slots, name_devices};
-use maps::{CgKey, CgStats, Counters, CpuStats, DepthHist, Hist, SizeHist, NOP, NSLOT};
+use maps::{CgKey, CgStats, Counters, CpuStats, DepthHist, Hist, SizeHist, UringStats, NOP, NSLOT};
 use poller::{Out, Poller};
 use read::device;
 use ring::RecordRing;
@@ -75,6 +75,12 @@ const THROTTLE: [(&str, &str); 3] = [
     ("iosl_wq_end", "workqueue_execute_end"),
     ("iosl_bio_queue", "block_bio_queue"),
 ];
+/// io_uring requests: submission to completion, and the punts to io-wq.
+const URING: [(&str, &str); 3] = [
+    ("iosl_uring_submit", "io_uring_submit_req"),
+    ("iosl_uring_punt", "io_uring_queue_async_work"),
+    ("iosl_uring_complete", "io_uring_complete"),
+];
 const SCHEDULER: [(&str, &str); 3] = [
     ("iosl_wakeup", "sched_wakeup"),
     ("iosl_wakeup_new", "sched_wakeup_new"),
@@ -94,6 +100,7 @@ fn all_programs() -> impl Iterator<Item = &'static (&'static str, &'static str)>
         .iter()
         .chain(&ISSUE_COMPLETE_STATE)
         .chain(&BLOCK_COUNTERS)
+        .chain(&URING)
         .chain(&THROTTLE)
         .chain(&SCHEDULER)
         .chain(&INTERRUPTS)
@@ -111,6 +118,7 @@ fn programs(opts: &LightOptions) -> Vec<(&'static str, &'static str)> {
     let mut chosen: Vec<(&str, &str)> = issue_complete
         .iter()
         .chain(&BLOCK_COUNTERS)
+        .chain(&URING)
         .chain(if floor_scheduler { &SCHEDULER[..] } else { &[] })
         .chain(&INTERRUPTS)
         .copied()
@@ -152,7 +160,7 @@ fn event_program(event: &str) -> String {
 
 /// The floor of the overhead benchmark: the same hooks with programs that
 /// return at once.
-const FLOOR_PROGRAMS: [(&str, &str); 14] = [
+const FLOOR_PROGRAMS: [(&str, &str); 17] = [
     ("iosl_nop_issue", "block_rq_issue"),
     ("iosl_nop_compl", "block_rq_complete"),
     ("iosl_nop_requeue", "block_rq_requeue"),
@@ -160,6 +168,9 @@ const FLOOR_PROGRAMS: [(&str, &str); 14] = [
     ("iosl_nop_fmerge", "block_bio_frontmerge"),
     ("iosl_nop_rqmerge", "block_rq_merge"),
     ("iosl_nop_split", "block_split"),
+    ("iosl_nop_uring_submit", "io_uring_submit_req"),
+    ("iosl_nop_uring_punt", "io_uring_queue_async_work"),
+    ("iosl_nop_uring_complete", "io_uring_complete"),
     ("iosl_nop_wakeup", "sched_wakeup"),
     ("iosl_nop_wnew", "sched_wakeup_new"),
     ("iosl_nop_switch", "sched_switch"),
@@ -453,6 +464,7 @@ impl LightSession {
             .map_err(|_| CaptureError::Failed("the slow-request reader panicked".into()))??;
         drop(poller);
         let devices = self.devices()?;
+        let io_uring = self.io_uring()?;
         let cpus = self.cpus()?;
         let cgroups = crate::capture::cgroups::table(self.cgroups()?, CGROUPS_KEPT);
         drop(self.stats.take());
@@ -474,6 +486,7 @@ impl LightSession {
             accounting: self.opts.accounting.name().into(),
             runqueue,
             cgroups,
+            io_uring: Some(io_uring),
         })
     }
 
@@ -500,6 +513,20 @@ impl LightSession {
             }
         }
         Ok(devices)
+    }
+
+    /// Each group of io_uring requests counted so far.
+    pub fn io_uring(&self) -> Result<Vec<LightUring>, CaptureError> {
+        let stats: PerCpuArray<_, UringStats> =
+            PerCpuArray::try_from(self.ebpf.map(maps::MAP_URING).expect("uring map"))
+                .map_err(|e| err("uring map")(e.to_string()))?;
+        let latency: PerCpuArray<_, Hist> = PerCpuArray::try_from(
+            self.ebpf
+                .map(maps::MAP_URING_LATENCY)
+                .expect("uring_latency map"),
+        )
+        .map_err(|e| err("uring_latency map")(e.to_string()))?;
+        read::uring(&stats, &latency)
     }
 
     /// What each (cgroup, device, operation) counted so far, paths not

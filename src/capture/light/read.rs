@@ -1,9 +1,11 @@
 //! Reading the programs' maps: per-CPU values summed into what a light
 //! capture keeps for each device and operation.
 
-use super::maps::{self, CgKey, CgStats, Counters, DepthHist, Hist, SizeHist, NOP};
+use super::maps::{self, CgKey, CgStats, Counters, DepthHist, Hist, SizeHist, UringStats, NOP};
 use super::{err, CaptureError};
-use crate::model::light::{LightCgroup, LightCounters, LightDevice, LightOp, StageHist, OPS};
+use crate::model::light::{
+    LightCgroup, LightCounters, LightDevice, LightOp, LightUring, StageHist, OPS, URING_OPS,
+};
 use aya::maps::{MapData, PerCpuArray, PerCpuHashMap};
 
 /// The per-CPU histograms of one key, summed.
@@ -182,4 +184,34 @@ pub(super) fn cgroups(
             c
         })
         .collect())
+}
+
+/// Each group of io_uring requests with any count, summed over CPUs.
+pub(super) fn uring(
+    stats: &PerCpuArray<&MapData, UringStats>,
+    latency: &PerCpuArray<&MapData, Hist>,
+) -> Result<Vec<LightUring>, CaptureError> {
+    let read = |e: aya::maps::MapError| err("cannot read the light maps")(e.to_string());
+    let mut out = Vec::new();
+    for (i, op) in URING_OPS.iter().enumerate() {
+        let key = i as u32;
+        let mut u = LightUring {
+            op: op.to_string(),
+            latency: sum_hist(&latency.get(&key, 0).map_err(read)?),
+            ..Default::default()
+        };
+        for c in stats.get(&key, 0).map_err(read)?.iter() {
+            u.requests += c.requests;
+            u.more += c.more;
+            u.punted += c.punted;
+            u.untimed += c.untimed;
+            u.errors += c.errors;
+            u.state_full += c.state_full;
+        }
+        let counted = u.requests + u.more + u.punted + u.errors + u.state_full;
+        if counted > 0 || u.latency.n > 0 {
+            out.push(u);
+        }
+    }
+    Ok(out)
 }

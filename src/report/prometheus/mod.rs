@@ -12,7 +12,7 @@
 //! bound (it may leave out a few just under it: at most 1/32 of the bound).
 
 use crate::model::light::{
-    LightCgroup, LightCpu, LightDevice, LightOp, ProgramStats, StageHist, OPS,
+    LightCgroup, LightCpu, LightDevice, LightOp, LightUring, ProgramStats, StageHist, OPS,
 };
 mod exposition;
 
@@ -56,6 +56,8 @@ pub struct Scrape<'a> {
     pub not_watched: &'a [String],
     /// The BPF programs attached, with what the kernel kept of them.
     pub programs: &'a [ProgramStats],
+    /// io_uring requests by group (model::light::URING_OPS).
+    pub io_uring: &'a [LightUring],
 }
 
 #[derive(Clone, Copy, Default)]
@@ -131,6 +133,52 @@ fn programs(o: &mut Out, programs: &[ProgramStats]) {
                 &[("program", &p.name)],
                 seconds(ns),
             );
+        }
+    }
+}
+
+/// io_uring requests by what they ask (`op`: read, write, fsync,
+/// uring_cmd, net, wait, file, other), from submission to completion.
+fn uring_families(o: &mut Out, groups: &[LightUring]) {
+    o.family(
+        "iosleuth_io_uring_request_seconds",
+        "histogram",
+        "Time from an io_uring request's submission to its completion queue entry, of requests completed whose submission was seen.",
+    );
+    for g in groups {
+        o.histogram(
+            "iosleuth_io_uring_request_seconds",
+            &[("op", &g.op)],
+            &g.latency,
+        );
+    }
+    type Count = fn(&LightUring) -> u64;
+    let counters: [(&str, &str, Count); 4] = [
+        (
+            "iosleuth_io_uring_requests_total",
+            "io_uring requests completed (their last completion queue entry), timed or not.",
+            |g| g.requests,
+        ),
+        (
+            "iosleuth_io_uring_untimed_requests_total",
+            "io_uring requests completed whose submission was not seen (submitted before the programs were attached, or no room for their state): not in the histogram.",
+            |g| g.untimed,
+        ),
+        (
+            "iosleuth_io_uring_punted_total",
+            "io_uring requests handed to an io-wq worker thread: they could not be issued without blocking.",
+            |g| g.punted,
+        ),
+        (
+            "iosleuth_io_uring_errors_total",
+            "io_uring completion queue entries with a negative result.",
+            |g| g.errors,
+        ),
+    ];
+    for (name, help, value) in counters {
+        o.family(name, "counter", help);
+        for g in groups {
+            o.sample(name, &[("op", &g.op)], value(g));
         }
     }
 }
@@ -295,6 +343,7 @@ pub fn render(s: &Scrape) -> String {
         }
     }
     cgroup_families(&mut o, s.cgroups, &name_of);
+    uring_families(&mut o, s.io_uring);
     o.family(
         "iosleuth_slow_requests_total",
         "counter",

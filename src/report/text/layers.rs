@@ -146,6 +146,34 @@ pub(super) fn io_uring(out: &mut String, u: &crate::analyze::outliers::UringSumm
     out.push('\n');
 }
 
+/// A light capture's io_uring requests: each group's latency from
+/// submission to completion, and what the programs counted of them.
+pub(super) fn light_io_uring(
+    out: &mut String,
+    u: &crate::analyze::light::LightUringSummary,
+    st: &Style,
+) {
+    if u.groups.is_empty() {
+        return;
+    }
+    call_table(
+        out,
+        "io_uring requests (light capture: submission to completion)",
+        &u.by_op,
+        st.all,
+    );
+    let _ = writeln!(
+        out,
+        "io_uring: {} completed ({} not timed: submitted before the capture, or no room for their state), {} punted to io-wq, {} failed, {} completions of multishot requests before their last; which were submitted by an SQPOLL thread or armed for poll is not counted by a light capture",
+        u.total(|g| g.requests),
+        u.total(|g| g.untimed),
+        u.total(|g| g.punted),
+        u.total(|g| g.errors),
+        u.total(|g| g.more)
+    );
+    out.push('\n');
+}
+
 /// The user page faults, when the trace recorded them: file faults' and
 /// the others' latency, and how many read their page from the device.
 pub(super) fn faults(out: &mut String, f: &crate::analyze::outliers::FaultSummary, st: &Style) {

@@ -189,6 +189,9 @@ pub fn render_with(a: &Analysis, found: &[crate::diagnose::Finding], all: bool) 
     outliers(&mut out, &a.outliers, &st);
     syscalls(&mut out, &a.syscalls, &st);
     layers::io_uring(&mut out, &a.outliers.io_uring, &st);
+    if let Some(u) = a.light.as_ref().and_then(|l| l.io_uring.as_ref()) {
+        layers::light_io_uring(&mut out, u, &st);
+    }
     layers::faults(&mut out, &a.outliers.faults, &st);
     layers::page_cache(&mut out, &a.cache);
     filesystem(&mut out, &a.fs, &a.recorded, a.recorded_set("block"), &st);

@@ -76,6 +76,14 @@ fn operations(out: &mut String, a: &Analysis) {
             .iter()
             .map(|(k, s)| (format!("io_uring {k}"), s)),
     );
+    // A light capture's io_uring requests, by group.
+    rows.extend(
+        a.light
+            .iter()
+            .filter_map(|l| l.io_uring.as_ref())
+            .flat_map(|u| u.by_op.iter())
+            .map(|(k, s)| (format!("io_uring {k}"), s)),
+    );
     // Reads through mapped files: their faults, which no syscall times.
     rows.extend(
         a.outliers
