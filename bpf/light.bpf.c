@@ -1335,6 +1335,12 @@ NOP_TP_BTF(iosl_nop_split, block_split)
 NOP_TP_BTF(iosl_nop_uring_submit, io_uring_submit_req)
 NOP_TP_BTF(iosl_nop_uring_punt, io_uring_queue_async_work)
 NOP_TP_BTF(iosl_nop_uring_complete, io_uring_complete)
+/* The hooks timing page faults in the kernel would need (a fault's start;
+ * the thread's next entry into the kernel, which ends it): their floor
+ * alone, for the benchmark that decides whether light times faults. */
+NOP_TP_BTF(iosl_nop_fault, page_fault_user)
+NOP_TP_BTF(iosl_nop_filemap_fault, mm_filemap_fault)
+NOP_TP_BTF(iosl_nop_sys_enter, sys_enter)
 NOP_TP_BTF(iosl_nop_wakeup, sched_wakeup)
 NOP_TP_BTF(iosl_nop_wnew, sched_wakeup_new)
 NOP_TP_BTF(iosl_nop_switch, sched_switch)

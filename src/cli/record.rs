@@ -76,6 +76,11 @@ pub struct RecordArgs {
     /// hooks (the overhead benchmark's floor); the capture has no data.
     #[arg(long, requires = "light", hide = true)]
     light_floor: bool,
+    /// With --light: also empty programs on the hooks timing page faults
+    /// would need (page_fault_user, mm_filemap_fault, sys_enter): the
+    /// benchmark's measure of their floor.
+    #[arg(long, requires = "light", hide = true)]
+    light_floor_faults: bool,
     /// With --light: how a request's stages are measured (see
     /// docs/recording.md): from the request's own timestamps (`stamps`,
     /// the cheaper) or from per-request state (`state`).
@@ -104,6 +109,7 @@ impl RecordArgs {
             cap_per_s: self.slow_cap,
             bpf_stats: self.bpf_stats,
             floor: self.light_floor,
+            fault_floor: self.light_floor_faults,
             accounting: self.accounting.into(),
             runqueue: self.runqueue == super::args::OnOff::On,
             ..Default::default()

@@ -5,7 +5,9 @@
 //! against the symbols of the committed object.
 
 use super::maps::*;
-use super::{all_programs, event_program, FLOOR_EVENT_PROGRAM, FLOOR_PROGRAMS, OBJECT};
+use super::{
+    all_programs, event_program, FAULT_FLOOR_PROGRAMS, FLOOR_EVENT_PROGRAM, FLOOR_PROGRAMS, OBJECT,
+};
 use crate::model::light::{
     EventRecord, SlowRequest, WaitRecord, CONTEXT_EVENTS, EVENT_DATA_AT, EVENT_RECORD, NBUCKET,
     REC_EVENT, REC_SLOW, REC_WAIT, SLOW_RECORD, SUB_BITS, WAIT_RECORD,
@@ -376,7 +378,10 @@ fn every_program_and_map_opened_by_name_is_in_the_object() {
             programs.insert(name.to_string(), section);
         }
     }
-    for (p, tp) in all_programs().chain(FLOOR_PROGRAMS.iter()) {
+    for (p, tp) in all_programs()
+        .chain(FLOOR_PROGRAMS.iter())
+        .chain(FAULT_FLOOR_PROGRAMS.iter())
+    {
         assert_eq!(
             programs.get(*p).map(String::as_str),
             Some(format!("tp_btf/{tp}").as_str()),

@@ -129,6 +129,9 @@ fn programs(opts: &LightOptions) -> Vec<(&'static str, &'static str)> {
             .filter_map(|(_, tp)| FLOOR_PROGRAMS.iter().find(|f| f.1 == *tp).copied())
             .collect();
     }
+    if opts.fault_floor {
+        chosen.extend(FAULT_FLOOR_PROGRAMS);
+    }
     chosen
 }
 
@@ -180,6 +183,12 @@ const FLOOR_PROGRAMS: [(&str, &str); 17] = [
     ("iosl_nop_sirq_out", "softirq_exit"),
 ];
 const FLOOR_EVENT_PROGRAM: &str = "iosl_nop_event";
+/// The floor of the hooks timing page faults would need (bench only).
+const FAULT_FLOOR_PROGRAMS: [(&str, &str); 3] = [
+    ("iosl_nop_fault", "page_fault_user"),
+    ("iosl_nop_filemap_fault", "mm_filemap_fault"),
+    ("iosl_nop_sys_enter", "sys_enter"),
+];
 
 /// Runqueue waits sent to user space from this long: half of rt_starvation's
 /// 10 ms, far above a healthy wait (the lab's runs: under 2 ms).
@@ -199,6 +208,9 @@ pub struct LightOptions {
     pub bpf_stats: bool,
     /// Only the empty programs of the benchmark's floor.
     pub floor: bool,
+    /// Also empty programs on the hooks timing page faults would need
+    /// (the benchmark's measure of their floor).
+    pub fault_floor: bool,
     pub accounting: Accounting,
     /// Attach the scheduler's hooks (runqueue waits and who held the CPU).
     pub runqueue: bool,
@@ -214,6 +226,7 @@ impl Default for LightOptions {
             cap_per_s: 1000,
             bpf_stats: false,
             floor: false,
+            fault_floor: false,
             accounting: Accounting::default(),
             runqueue: true,
             throttle: true,
