@@ -705,7 +705,7 @@ fn sleep_until_next_second(started: &std::time::Instant) {
     }
 }
 
-/// `/`: what is served and the captures kept, newest last.
+/// `/`: what is served and the captures kept, newest first.
 fn index_page(opts: &WatchOptions, kept: &[String]) -> String {
     let esc = crate::report::html::esc;
     let mut out = String::from(

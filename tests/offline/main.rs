@@ -48,5 +48,6 @@ mod perfetto_export;
 mod readme_keys;
 mod rules_doc;
 mod seed_excerpts;
+mod service_files;
 mod stacks;
 mod trace_dat;
