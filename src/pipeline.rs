@@ -247,6 +247,9 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
         .snapshot
         .as_ref()
         .and_then(crate::analyze::cache::kernel_counts);
+    if let Some(s) = &a.snapshot {
+        a.outliers.name_files(&s.workload.mapped_files);
+    }
     // A light capture without a slow request still has its histograms.
     if a.events == 0 && lights.is_empty() {
         let whole = start.map(|first| (first, whole_last_ns));

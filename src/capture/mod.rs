@@ -13,6 +13,7 @@ pub mod cgroups;
 pub mod functions;
 pub mod journal;
 pub mod light;
+pub mod mapped_files;
 pub mod pipe;
 pub mod probe;
 pub mod recorder;

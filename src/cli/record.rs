@@ -2,6 +2,7 @@
 //! a capture directory, or the kernel's `blk` tracer into one file.
 
 use crate::capture::blk_tracer::{sysfs_name, BlkTracerOptions, BlkTracerSession};
+use crate::capture::mapped_files::MappedFiles;
 use crate::capture::recorder::{expand_sets, RecordOptions, Recorder, EVENT_SETS};
 use crate::capture::workload::{self, Workload};
 use crate::capture::{journal, probe, snapshot, tracefs::Tracefs};
@@ -195,12 +196,28 @@ fn record_capture(output: &Path, args: &RecordArgs) -> Result<i32> {
         duration: args.duration,
         envs: &marker,
     };
+    // The files the command maps, read while it runs (every half second):
+    // a page fault's events name its file by device and inode only.
+    let mapped = std::cell::RefCell::new(MappedFiles::default());
+    let root = std::cell::Cell::new(None);
     let status = workload::run(
         &w,
-        &mut |pid| sample = Some(snapshot::workload(pid)),
-        &|t| rec.progress(t),
+        &mut |pid| {
+            root.set(Some(pid));
+            mapped.borrow_mut().sample(pid);
+            sample = Some(snapshot::workload(pid));
+        },
+        &|t| {
+            if let Some(pid) = root.get() {
+                mapped.borrow_mut().sample(pid);
+            }
+            rec.progress(t)
+        },
     );
-    if let Some(s) = sample {
+    if let Some(mut s) = sample {
+        if let Some(o) = s.as_object_mut() {
+            o.insert("mapped_files".into(), mapped.borrow().to_json());
+        }
         rec.set_workload(s);
     }
     let bytes = rec.stop().map_err(|e| Error::failed(e.message()))?;

@@ -117,6 +117,19 @@ pub struct Workload {
     /// The recorded command's process.
     pub pid: Option<u64>,
     pub threads: Vec<Thread>,
+    /// The files its processes mapped while it ran (captures since they
+    /// were read): what names a page fault's file.
+    pub mapped_files: Vec<MappedFile>,
+}
+
+/// A file the workload mapped: its filesystem's device (`MAJ,MIN`), inode
+/// and path as `/proc/PID/maps` printed it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct MappedFile {
+    pub dev: String,
+    pub inode: u64,
+    pub path: String,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

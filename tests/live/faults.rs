@@ -97,3 +97,55 @@ fn major_faults_are_the_kernels_and_their_time_the_readers() {
         );
     }
 }
+
+/// A fault's file is named by its path: the capture reads the mappings of
+/// the recorded command's processes while it runs, and the report puts
+/// the path beside the device and inode the fault's events give.
+#[test]
+#[ignore = "live: needs root, tracefs, loop devices and python3; scripts/test runs it"]
+fn a_faults_file_is_named_by_its_path() {
+    let _live = live();
+    need_programs(&["python3"]);
+    let fs = iosleuth::testing::Ext4::create(64, 4, true).expect("ext4 on a loop device");
+    let file = fs.mnt.join("data.mdb");
+    std::fs::write(&file, vec![7u8; 8 << 20]).unwrap();
+    let dir = tempdir();
+    let (cap, script, out) = (
+        dir.path().join("cap"),
+        dir.path().join("reader.py"),
+        dir.path().join("reader.out"),
+    );
+    // Mapped, then the file's pages out of the cache: the touches fault
+    // them in. The mapping lives a second first, as a database's does for
+    // its whole run: the capture reads mappings every half second.
+    let cold = READER.replace(
+        "m.madvise(mmap.MADV_RANDOM)\n",
+        "m.madvise(mmap.MADV_RANDOM)\nos.fsync(fd)\nos.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)\ntime.sleep(1.2)\n",
+    );
+    std::fs::write(&script, cold).unwrap();
+    run(iosleuth()
+        .arg("record")
+        .arg("-o")
+        .arg(&cap)
+        .args(["--events", "block,sched,syscalls,faults", "--", "python3"])
+        .arg(&script)
+        .arg(&file)
+        .arg("64")
+        .arg(&out));
+    let rep = json_report(&[&cap], &["--top", "100000"]);
+    let faults = rep["outliers"]["by_kind"]["fault file"].as_array().unwrap();
+    let inode = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&file).unwrap().ino()
+    };
+    let ours: Vec<_> = faults
+        .iter()
+        .filter(|o| o["file"]["inode"].as_u64() == Some(inode))
+        .collect();
+    assert!(ours.len() >= 32, "{} faults on the file", ours.len());
+    let named = format!("{} (inode {inode} on ", file.display());
+    for o in ours {
+        assert_eq!(o["file"]["path"], file.to_str().unwrap(), "{o}");
+        assert!(o["summary"].as_str().unwrap().contains(&named), "{o}");
+    }
+}

@@ -25,7 +25,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// A fault on a file's page: which file, and where in it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FilePage {
     /// The filesystem's device (`MAJ,MIN`).
     #[serde(serialize_with = "dev_text")]
@@ -33,6 +33,9 @@ pub struct FilePage {
     pub inode: u64,
     /// Bytes into the file; `None` when only fault-around named the file.
     pub offset: Option<u64>,
+    /// Its path, from the workload's mappings the capture read (`None`:
+    /// not known, as in captures made before they were read).
+    pub path: Option<String>,
 }
 
 fn dev_text<S: serde::Serializer>(d: &Dev, s: S) -> Result<S::Ok, S::Error> {
@@ -45,12 +48,38 @@ impl FilePage {
             Some(o) => format!(" at offset {o}"),
             None => String::new(),
         };
-        format!(
-            "inode {} on {},{}{at}",
+        let inode = format!(
+            "inode {} on {},{}",
             self.inode,
             self.dev.major(),
             self.dev.minor()
-        )
+        );
+        match &self.path {
+            Some(p) => format!("{p} ({inode}){at}"),
+            None => format!("{inode}{at}"),
+        }
+    }
+}
+
+impl super::OutliersSummary {
+    /// Names each fault's file by its path where the workload's mappings
+    /// (the capture's snapshot) hold its device and inode.
+    pub fn name_files(&mut self, files: &[crate::model::snapshot::MappedFile]) {
+        if files.is_empty() {
+            return;
+        }
+        for o in self.by_kind.values_mut().flatten() {
+            if let Some(page) = o.file.as_mut() {
+                let dev = format!("{},{}", page.dev.major(), page.dev.minor());
+                let unnamed = page.describe();
+                page.path = files
+                    .iter()
+                    .find(|f| f.inode == page.inode && f.dev == dev)
+                    .map(|f| f.path.clone());
+                // The one-line summary was written with the inode only.
+                o.summary = o.summary.replace(&unnamed, &page.describe());
+            }
+        }
     }
 }
 
@@ -197,7 +226,12 @@ pub(crate) fn file_page(e: &TraceEvent, with_offset: bool) -> Option<FilePage> {
     } else {
         f.int(Field::Ofs).map(|o| o as u64)
     };
-    Some(FilePage { dev, inode, offset })
+    Some(FilePage {
+        dev,
+        inode,
+        offset,
+        path: None,
+    })
 }
 
 impl OutlierAnalysis {
@@ -248,7 +282,10 @@ impl OutlierAnalysis {
                 // Waited for its page, and looks again: the kernel's retry.
                 f.major = true;
             }
-            if f.file.is_none_or(|p| p.offset.is_none() && page_known) {
+            if f.file
+                .as_ref()
+                .is_none_or(|p| p.offset.is_none() && page_known)
+            {
                 f.file = file_page(e, page_known);
             }
         }

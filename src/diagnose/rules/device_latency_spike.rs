@@ -169,11 +169,14 @@ fn finding(a: &Analysis, kind: &str, o: &Outlier, median: u64) -> Finding {
     let (explanation, workaround) = if let Some(page) = fault {
         (
             format!(
-                "A read through a mapped file: the thread touched a page not in memory, and its fault read the page from the device, where the read sat{held} ({:.0}% of the fault's time; CPU idle {:.0}% of the wait): the device held it, not the CPU or the page cache's locks. The file is {} (`find MOUNTPOINT -xdev -inum {}` names it).",
+                "A read through a mapped file: the thread touched a page not in memory, and its fault read the page from the device, where the read sat{held} ({:.0}% of the fault's time; CPU idle {:.0}% of the wait): the device held it, not the CPU or the page cache's locks. The file is {}{}.",
                 o.percent.get("device").copied().unwrap_or(0.0),
                 o.cpu_idle_percent,
                 page.describe(),
-                page.inode
+                match page.path {
+                    Some(_) => String::new(),
+                    None => format!(" (`find MOUNTPOINT -xdev -inum {}` names it)", page.inode),
+                }
             ),
             "find why the device stalls (its own latency log, smartctl) or move the file to a faster device; keep the hot part of the mapping in memory (mlock, MAP_POPULATE, or a warm-up read at start) so that a stall is not paid on the request path; confirm with fio --ioengine=mmap on the file".to_string(),
         )

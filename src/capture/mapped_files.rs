@@ -1,0 +1,137 @@
+//! The files the recorded command maps, by device and inode. A page
+//! fault's events name its file only by device and inode
+//! (`mm_filemap_fault`); the mappings of the command's processes, read
+//! from `/proc/PID/maps` while they run, give the path.
+
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+/// At most this many files are kept, and this many processes read: a
+/// command that forks thousands keeps what was found first.
+const MAX_FILES: usize = 4096;
+const MAX_PROCESSES: usize = 256;
+
+#[derive(Default)]
+pub struct MappedFiles {
+    /// (`MAJ,MIN`, inode) → path.
+    files: BTreeMap<(String, u64), String>,
+}
+
+impl MappedFiles {
+    /// Adds the file mappings of `root` and its descendants now.
+    pub fn sample(&mut self, root: u32) {
+        for pid in process_tree(root) {
+            let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+                continue;
+            };
+            for (dev, inode, path) in maps.lines().filter_map(mapping) {
+                if self.files.len() >= MAX_FILES {
+                    return;
+                }
+                self.files.entry((dev, inode)).or_insert(path);
+            }
+        }
+    }
+
+    /// `[{dev, inode, path}]`, as the snapshot keeps them.
+    pub fn to_json(&self) -> Value {
+        Value::Array(
+            self.files
+                .iter()
+                .map(|((dev, inode), path)| json!({"dev": dev, "inode": inode, "path": path}))
+                .collect(),
+        )
+    }
+}
+
+/// A line of `/proc/PID/maps` that maps a file: its device (`MAJ,MIN` in
+/// decimal, as the trace prints devices), inode and path.
+fn mapping(line: &str) -> Option<(String, u64, String)> {
+    let mut f = line.splitn(6, ' ');
+    let (_, _, _, dev, inode) = (f.next()?, f.next()?, f.next()?, f.next()?, f.next()?);
+    let path = f.next()?.trim_start();
+    let inode: u64 = inode.parse().ok().filter(|&i| i != 0)?;
+    if !path.starts_with('/') {
+        return None;
+    }
+    let (major, minor) = dev.split_once(':')?;
+    let major = u32::from_str_radix(major, 16).ok()?;
+    let minor = u32::from_str_radix(minor, 16).ok()?;
+    Some((format!("{major},{minor}"), inode, path.to_string()))
+}
+
+/// `root` and its descendants (from each process's parent in
+/// `/proc/PID/stat`), `root` first, at most MAX_PROCESSES.
+fn process_tree(root: u32) -> Vec<u32> {
+    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            // The name may hold spaces and parentheses: the parent follows
+            // the last `)` and the state.
+            let ppid = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            if let Some(ppid) = ppid {
+                children.entry(ppid).or_default().push(pid);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut queue = VecDeque::from([root]);
+    while let Some(pid) = queue.pop_front() {
+        if out.len() >= MAX_PROCESSES {
+            break;
+        }
+        out.push(pid);
+        queue.extend(children.get(&pid).into_iter().flatten());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_maps_line_names_its_file_by_decimal_device_and_inode() {
+        assert_eq!(
+            mapping("7f1c2a000000-7f1c2a400000 r--s 00000000 fd:01 1311 /data/x.mdb"),
+            Some(("253,1".into(), 1311, "/data/x.mdb".into()))
+        );
+        // A path with spaces, and a deleted file, as the kernel prints it.
+        assert_eq!(
+            mapping("7f00-7f10 r--p 00001000 07:00 12          /mnt/a b (deleted)"),
+            Some(("7,0".into(), 12, "/mnt/a b (deleted)".into()))
+        );
+        // Anonymous memory, the heap, the vDSO: no file.
+        assert_eq!(
+            mapping("55d0-55f0 rw-p 00000000 00:00 0          [heap]"),
+            None
+        );
+        assert_eq!(mapping("7ffd-7ffe r-xp 00000000 00:00 0 [vdso]"), None);
+        assert_eq!(mapping("garbage"), None);
+    }
+
+    #[test]
+    fn this_process_maps_its_own_binary() {
+        let mut m = MappedFiles::default();
+        m.sample(std::process::id());
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        let found = m.to_json();
+        assert!(
+            found
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["path"] == exe.to_string_lossy().as_ref()),
+            "{exe:?} not in {found}"
+        );
+    }
+}
