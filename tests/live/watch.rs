@@ -653,6 +653,18 @@ fn lab_watch_catches_a_stalling_device_and_rt_starvation_and_stays_quiet_when_he
     wait_for("no program left", 5, || our_programs().is_empty());
 }
 
+/// `record --light` of fio's io_uring engine reading `disk` at random,
+/// 4 KiB direct, with `extra` options.
+fn record_light_fio(cap: &Path, disk: &Path, extra: &[&str]) {
+    run(iosleuth()
+        .args(["record", "--light", "-o"])
+        .arg(cap)
+        .args(["--", "fio", "--name=u", "--rw=randread", "--bs=4k"])
+        .args(["--direct=1", "--ioengine=io_uring"])
+        .args(extra)
+        .arg(format!("--filename={}", disk.display())));
+}
+
 /// fio's io_uring engine under `record --light` with `watch` beside it:
 /// both count the requests fio counted, every one timed; the scrape
 /// passes promtool's check. On a disk that holds every read 1 ms, one
@@ -671,25 +683,16 @@ fn light_and_watch_count_and_time_fios_io_uring_requests() {
     let read_series = "iosleuth_io_uring_requests_total{op=\"read\"}";
     let base = sample(&before, read_series).unwrap_or(0.0);
     let (cap, json) = (dir.path().join("deep"), dir.path().join("deep.json"));
-    run(iosleuth()
-        .args(["record", "--light", "-o"])
-        .arg(&cap)
-        .args([
-            "--",
-            "fio",
-            "--output-format=json",
-            "--name=u",
-            "--rw=randread",
-        ])
-        .args([
-            "--bs=4k",
-            "--direct=1",
-            "--ioengine=io_uring",
+    record_light_fio(
+        &cap,
+        &disk.path,
+        &[
             "--iodepth=16",
-        ])
-        .arg("--size=32M")
-        .arg(format!("--output={}", json.display()))
-        .arg(format!("--filename={}", disk.path.display())));
+            "--size=32M",
+            "--output-format=json",
+            &format!("--output={}", json.display()),
+        ],
+    );
     let fio: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let ios = fio["jobs"][0]["read"]["total_ios"].as_u64().unwrap();
@@ -723,25 +726,18 @@ fn light_and_watch_count_and_time_fios_io_uring_requests() {
     };
     let slow = LoopDevice::create_slow(64, stall).expect("slow disk");
     let (cap, lat) = (dir.path().join("one"), dir.path().join("u"));
-    run(iosleuth()
-        .args(["record", "--light", "-o"])
-        .arg(&cap)
-        .args([
-            "--",
-            "fio",
-            "--output=/dev/null",
-            "--name=u",
-            "--rw=randread",
-        ])
-        .args([
-            "--bs=4k",
-            "--direct=1",
-            "--ioengine=io_uring",
+    record_light_fio(
+        &cap,
+        &slow.path,
+        &[
             "--iodepth=1",
-        ])
-        .args(["--size=32M", "--io_size=1200k", "--log_avg_msec=0"])
-        .arg(format!("--write_lat_log={}", lat.display()))
-        .arg(format!("--filename={}", slow.path.display())));
+            "--size=32M",
+            "--io_size=1200k",
+            "--log_avg_msec=0",
+            "--output=/dev/null",
+            &format!("--write_lat_log={}", lat.display()),
+        ],
+    );
     let mut theirs: Vec<u64> = std::fs::read_to_string(dir.path().join("u_lat.1.log"))
         .unwrap()
         .lines()
