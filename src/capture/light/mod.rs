@@ -18,6 +18,7 @@ mod disks;
 pub mod maps;
 mod poller;
 mod prog_info;
+mod programs;
 mod read;
 pub mod ring;
 
@@ -36,6 +37,9 @@ pub use disks::DiskSlot;
 use disks::{add_new_disks, device_slots, name_devices};
 use maps::{CgKey, CgStats, Counters, CpuStats, DepthHist, Hist, SizeHist, UringStats, NOP, NSLOT};
 use poller::{Out, Poller};
+#[cfg(test)]
+use programs::{all_programs, FAULT_FLOOR_PROGRAMS, FLOOR_PROGRAMS};
+use programs::{event_program, programs, FLOOR_EVENT_PROGRAM, SCHEDULER, THROTTLE};
 use read::device;
 use ring::RecordRing;
 use std::io::Write;
@@ -48,92 +52,6 @@ use std::thread::JoinHandle;
 /// The compiled programs (bpf/light.bpf.c, built by bpf/build.sh and
 /// committed so that building iosleuth needs no clang).
 static OBJECT: &[u8] = include_bytes!("../../../bpf/light.bpf.o");
-
-/// The programs of a light capture, and the tracepoint each is attached
-/// to as a BTF-typed raw tracepoint: a request's issue and completion by
-/// accounting, the block counters, the scheduler's (runqueue waits, behind
-/// their own switch) and the interrupts'.
-const ISSUE_COMPLETE_STAMPS: [(&str, &str); 2] = [
-    ("iosl_issue_st", "block_rq_issue"),
-    ("iosl_complete_st", "block_rq_complete"),
-];
-const ISSUE_COMPLETE_STATE: [(&str, &str); 2] = [
-    ("iosl_issue", "block_rq_issue"),
-    ("iosl_complete", "block_rq_complete"),
-];
-const BLOCK_COUNTERS: [(&str, &str); 5] = [
-    ("iosl_requeue", "block_rq_requeue"),
-    ("iosl_backmerge", "block_bio_backmerge"),
-    ("iosl_frontmerge", "block_bio_frontmerge"),
-    ("iosl_rqmerge", "block_rq_merge"),
-    ("iosl_split", "block_split"),
-];
-/// Bios held back by blk-throttle, counted as its dispatch work submits
-/// them again (attached where the kernel has that work).
-const THROTTLE: [(&str, &str); 3] = [
-    ("iosl_wq_start", "workqueue_execute_start"),
-    ("iosl_wq_end", "workqueue_execute_end"),
-    ("iosl_bio_queue", "block_bio_queue"),
-];
-/// io_uring requests: submission to completion, and the punts to io-wq.
-const URING: [(&str, &str); 3] = [
-    ("iosl_uring_submit", "io_uring_submit_req"),
-    ("iosl_uring_punt", "io_uring_queue_async_work"),
-    ("iosl_uring_complete", "io_uring_complete"),
-];
-const SCHEDULER: [(&str, &str); 3] = [
-    ("iosl_wakeup", "sched_wakeup"),
-    ("iosl_wakeup_new", "sched_wakeup_new"),
-    ("iosl_switch", "sched_switch"),
-];
-const INTERRUPTS: [(&str, &str); 4] = [
-    ("iosl_irq_entry", "irq_handler_entry"),
-    ("iosl_irq_exit", "irq_handler_exit"),
-    ("iosl_softirq_entry", "softirq_entry"),
-    ("iosl_softirq_exit", "softirq_exit"),
-];
-
-/// Every BTF-typed program of the object that a capture may attach.
-#[cfg(test)]
-fn all_programs() -> impl Iterator<Item = &'static (&'static str, &'static str)> {
-    ISSUE_COMPLETE_STAMPS
-        .iter()
-        .chain(&ISSUE_COMPLETE_STATE)
-        .chain(&BLOCK_COUNTERS)
-        .chain(&URING)
-        .chain(&THROTTLE)
-        .chain(&SCHEDULER)
-        .chain(&INTERRUPTS)
-}
-
-/// The programs `opts` attaches for the whole session (the floor: their
-/// empty twins); the scheduler's are attached apart (`set_runqueue`),
-/// except the floor's.
-fn programs(opts: &LightOptions) -> Vec<(&'static str, &'static str)> {
-    let issue_complete = match opts.accounting {
-        Accounting::Stamps => &ISSUE_COMPLETE_STAMPS,
-        Accounting::State => &ISSUE_COMPLETE_STATE,
-    };
-    let floor_scheduler = opts.floor && opts.runqueue;
-    let mut chosen: Vec<(&str, &str)> = issue_complete
-        .iter()
-        .chain(&BLOCK_COUNTERS)
-        .chain(&URING)
-        .chain(if floor_scheduler { &SCHEDULER[..] } else { &[] })
-        .chain(&INTERRUPTS)
-        .copied()
-        .collect();
-    if opts.floor {
-        chosen = chosen
-            .iter()
-            .filter_map(|(_, tp)| FLOOR_PROGRAMS.iter().find(|f| f.1 == *tp).copied())
-            .collect();
-    }
-    if opts.fault_floor {
-        chosen.extend(FAULT_FLOOR_PROGRAMS);
-    }
-    chosen
-}
 
 /// How a request's stages are measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -155,41 +73,6 @@ impl Accounting {
         }
     }
 }
-/// The classic tracepoint program of each context event
-/// (`iosl_ev_<event>` in bpf/light.bpf.c).
-fn event_program(event: &str) -> String {
-    format!("iosl_ev_{event}")
-}
-
-/// The floor of the overhead benchmark: the same hooks with programs that
-/// return at once.
-const FLOOR_PROGRAMS: [(&str, &str); 17] = [
-    ("iosl_nop_issue", "block_rq_issue"),
-    ("iosl_nop_compl", "block_rq_complete"),
-    ("iosl_nop_requeue", "block_rq_requeue"),
-    ("iosl_nop_bmerge", "block_bio_backmerge"),
-    ("iosl_nop_fmerge", "block_bio_frontmerge"),
-    ("iosl_nop_rqmerge", "block_rq_merge"),
-    ("iosl_nop_split", "block_split"),
-    ("iosl_nop_uring_submit", "io_uring_submit_req"),
-    ("iosl_nop_uring_punt", "io_uring_queue_async_work"),
-    ("iosl_nop_uring_complete", "io_uring_complete"),
-    ("iosl_nop_wakeup", "sched_wakeup"),
-    ("iosl_nop_wnew", "sched_wakeup_new"),
-    ("iosl_nop_switch", "sched_switch"),
-    ("iosl_nop_irq_in", "irq_handler_entry"),
-    ("iosl_nop_irq_out", "irq_handler_exit"),
-    ("iosl_nop_sirq_in", "softirq_entry"),
-    ("iosl_nop_sirq_out", "softirq_exit"),
-];
-const FLOOR_EVENT_PROGRAM: &str = "iosl_nop_event";
-/// The floor of the hooks timing page faults would need (bench only).
-const FAULT_FLOOR_PROGRAMS: [(&str, &str); 3] = [
-    ("iosl_nop_fault", "page_fault_user"),
-    ("iosl_nop_filemap_fault", "mm_filemap_fault"),
-    ("iosl_nop_sys_enter", "sys_enter"),
-];
-
 /// Runqueue waits sent to user space from this long: half of rt_starvation's
 /// 10 ms, far above a healthy wait (the lab's runs: under 2 ms).
 pub const WAIT_MIN_NS: u64 = 5_000_000;

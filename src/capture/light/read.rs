@@ -208,8 +208,7 @@ pub(super) fn uring(
             u.errors += c.errors;
             u.state_full += c.state_full;
         }
-        let counted = u.requests + u.more + u.punted + u.errors + u.state_full;
-        if counted > 0 || u.latency.n > 0 {
+        if u.counted() {
             out.push(u);
         }
     }
