@@ -241,6 +241,11 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
     a.warnings.extend(snapshot_warnings);
     a.trace_start_ns = start;
     a.recorded.enabled = enabled;
+    // Faults the kernel took: none is 0 only where their event was recorded.
+    let faults = &mut a.outliers.faults;
+    if faults.recorded && a.recorded.has_event("exceptions/page_fault_kernel") == Some(true) {
+        faults.in_kernel.get_or_insert(0);
+    }
     let inputs = tap.inputs(&snapshots);
     a.snapshot = snapshots.into_iter().flatten().next();
     a.cache.kernel = a

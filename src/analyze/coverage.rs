@@ -62,6 +62,18 @@ impl Recorded {
         }
     }
 
+    /// Whether `event` (`exceptions/page_fault_kernel`) was recorded:
+    /// enabled by the capture, or held by the input; `None` when the input
+    /// does not say and holds none.
+    pub fn has_event(&self, event: &str) -> Option<bool> {
+        let short = event.rsplit('/').next().unwrap_or(event);
+        match &self.enabled {
+            _ if self.holds(short) => Some(true),
+            Some(enabled) => Some(enabled.iter().any(|x| x == event)),
+            None => None,
+        }
+    }
+
     /// Whether an event of this name is in the input.
     fn holds(&self, short: &str) -> bool {
         if let Some(a) = Action::from_tracepoint(short) {

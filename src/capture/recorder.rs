@@ -133,6 +133,7 @@ pub const EVENT_SETS: &[(&str, &[&str])] = &[
         "faults",
         &[
             "exceptions/page_fault_user",
+            "exceptions/page_fault_kernel",
             "filemap/mm_filemap_fault",
             "filemap/mm_filemap_map_pages",
         ],

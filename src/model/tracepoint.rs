@@ -119,6 +119,9 @@ tracepoints! {
     // `filemap.h`, `vmscan.h`)
     /// A user-space page fault begins (x86: no event says when it ends).
     PageFaultUser = "page_fault_user",
+    /// A fault the kernel takes (x86): on a user address, a call touching
+    /// the caller's memory (`copy_from_user`), counted as the thread's.
+    PageFaultKernel = "page_fault_kernel",
     /// `filemap_fault`: the fault is on a file's page.
     MmFilemapFault = "mm_filemap_fault",
     /// A page enters the page cache: a miss being filled.

@@ -36,6 +36,9 @@ fn each_read_through_the_mapping_is_a_major_fault() {
         assert_eq!(reads_of(&r, "7,0"), 512, "{cap}");
         assert_eq!(f["major"], 512, "{cap}: one major fault per device read");
         assert_eq!(f["cut_short"], 0);
+        // Recorded before the faults the kernel takes in a call were:
+        // their number is not known, not 0.
+        assert_eq!(f["in_kernel"], serde_json::Value::Null, "{cap}");
         let file = f["file"].as_u64().unwrap();
         let untimed = f["untimed"].as_u64().unwrap();
         let faults = f["faults"].as_u64().unwrap();
@@ -51,6 +54,10 @@ fn each_read_through_the_mapping_is_a_major_fault() {
             text.lines()
                 .any(|l| l.trim_start().starts_with("fault file")
                     && l.contains(&format!(" {file} "))),
+            "{text}"
+        );
+        assert!(
+            text.contains("those the kernel took in a call not recorded"),
             "{text}"
         );
     }
@@ -154,4 +161,49 @@ fn healthy_mmap_reads_are_faults_with_flows_to_their_reads() {
     // Each major fault waited for its read (the one of fio's own pages on
     // the VM's disk too).
     assert_eq!(flows, 1025, "one flow per major fault to its block read");
+}
+
+/// Faults the kernel takes inside a call are the thread's, as the kernel
+/// counts them (`scripts/make-fixtures-faults`: a reader touches 32 pages
+/// of a mapped file not in the page cache and hands 32 others to `write`,
+/// then writes down its own majflt): the major faults are its majflt, and
+/// more than the 32 it touched.
+#[test]
+fn faults_taken_in_a_call_count_as_the_kernel_counts_them() {
+    let cap = "tests/fixtures/mmap-write-faults.cap";
+    let reader =
+        std::fs::read_to_string("tests/fixtures/mmap-write-faults.cap/reader.out").unwrap();
+    let (pid, majflt) = reader.trim().split_once(' ').unwrap();
+    let majflt: u64 = majflt.parse().unwrap();
+    let r = json_report(&[cap], &["--pid", pid, "--top", "100000"]);
+    let f = &r["outliers"]["faults"];
+    assert_eq!(f["major"].as_u64(), Some(majflt), "{f}");
+    assert!(
+        majflt > 32 + 16,
+        "the writes' faults are in majflt: {majflt}"
+    );
+    assert!(f["in_kernel"].as_u64().unwrap() >= 32, "{f}");
+    // The writes' faults happened in the calls: each write that faulted
+    // lasted at least as long as its slowest fault.
+    let writes = r["outliers"]["by_kind"]["syscall write"]
+        .as_array()
+        .unwrap();
+    let faults = r["outliers"]["by_kind"]["fault file"].as_array().unwrap();
+    let inside = faults
+        .iter()
+        .filter(|o| {
+            let (s, l) = (
+                o["start_ns"].as_u64().unwrap(),
+                o["latency_ns"].as_u64().unwrap(),
+            );
+            writes.iter().any(|w| {
+                let (ws, wl) = (
+                    w["start_ns"].as_u64().unwrap(),
+                    w["latency_ns"].as_u64().unwrap(),
+                );
+                ws <= s && s + l <= ws + wl
+            })
+        })
+        .count();
+    assert!(inside >= 32, "{inside} file faults inside a write");
 }

@@ -19,6 +19,17 @@ impl OutlierAnalysis {
     /// Operation boundaries and journal commits; whether the event is one
     /// only operations use (faults).
     pub fn add(&mut self, e: &TraceEvent, names: &ThreadNames, sched: &SchedAnalysis) -> bool {
+        if matches!(
+            e.kind,
+            Tracepoint::IoUringSubmitReq
+                | Tracepoint::IoUringQueueAsyncWork
+                | Tracepoint::IoUringComplete
+                | Tracepoint::IoUringReqFailed
+        ) {
+            // io_uring's events are never raised inside a fault: a fault the
+            // thread was in (an io worker's, taken by the kernel) has ended.
+            self.end_fault(e.pid, names);
+        }
         if self.top > 0 && self.uring_event(e, names) && e.kind != Tracepoint::SysExit {
             return false;
         }
@@ -31,7 +42,16 @@ impl OutlierAnalysis {
             }
             Tracepoint::SchedProcessExit => self.end_fault(e.pid, names),
             Tracepoint::PageFaultUser => {
-                self.fault_begins(e, names, sched);
+                self.fault_begins(e, false, names, sched);
+                return true;
+            }
+            Tracepoint::PageFaultKernel => {
+                // On the kernel's own memory (the upper half: a negative
+                // address) it is no fault of the thread's.
+                let user = e.fields.int(Field::Address).is_some_and(|a| a >= 0);
+                if user {
+                    self.fault_begins(e, true, names, sched);
+                }
                 return true;
             }
             Tracepoint::MmFilemapFault | Tracepoint::MmFilemapMapPages => {
@@ -82,6 +102,8 @@ impl OutlierAnalysis {
                 }
             }
             Tracepoint::SysExit => {
+                // A fault the kernel took in the call ended before it returns.
+                self.end_fault(e.pid, names);
                 self.end(Kind("syscall ", syscall()), e, names);
                 // Its checkpoint, if it ran one, is over with the call.
                 if self.checkpointing.contains_key(&e.pid) {

@@ -12,6 +12,11 @@
 //! thread's time in user space after it is not counted. A sleep in a
 //! syscall iosleuth does not record would count as the fault's: the
 //! `syscalls` set records the calls that sleep around mapped files.
+//!
+//! The kernel also faults on the thread's memory inside a call
+//! (`page_fault_kernel` on a user address, as `write` from a mapped page
+//! does) and counts those in the thread's `majflt`: such a fault is an
+//! operation inside the call's, ended by the call's return at the latest.
 
 use super::op::OpenOp;
 use super::OutlierAnalysis;
@@ -97,6 +102,12 @@ pub struct FaultSummary {
     /// counts major faults: the fault queued the read, or waited for the
     /// page and retried.
     pub major: u64,
+    /// Faults the kernel took on the workload's memory while in a syscall
+    /// (a `write` from a mapped page not yet read; x86's
+    /// `page_fault_kernel` on a user address): counted above, as the kernel
+    /// counts them. `None`: the trace did not record such faults, and the
+    /// counts above may miss some.
+    pub in_kernel: Option<u64>,
     /// Faults whose thread was still blocked when the trace ended: their
     /// end is not known and they are not counted above.
     pub cut_short: u64,
@@ -136,9 +147,14 @@ pub(super) struct Fault {
     over: bool,
     /// Waited for its page and looked again: the kernel's retry.
     major: bool,
+    /// The page `filemap_fault` looked for (device, inode, index): a
+    /// lookup of it after is the fault retried.
+    looked_up: Option<(Dev, u64, u64)>,
     /// Queued a bio: its page's read, or, in a minor fault on a page
     /// marked for readahead, the next pages' (it does not wait then).
     queued: bool,
+    /// Taken by the kernel inside a call, on the thread's user memory.
+    in_kernel: bool,
     pub(super) file: Option<FilePage>,
 }
 
@@ -234,6 +250,52 @@ pub(crate) fn file_page(e: &TraceEvent, with_offset: bool) -> Option<FilePage> {
     })
 }
 
+/// The pages of a file a `filemap` event looks up.
+#[derive(Clone, Copy)]
+struct PageSpan {
+    dev: Dev,
+    inode: u64,
+    first: u64,
+    last: u64,
+}
+
+impl PageSpan {
+    fn holds(&self, (dev, inode, index): (Dev, u64, u64)) -> bool {
+        self.dev == dev && self.inode == inode && (self.first..=self.last).contains(&index)
+    }
+}
+
+/// The pages a `filemap_fault` (one) or fault-around (`index` to
+/// `last_index`) event looks up; text prints them as bytes (`ofs=4096`,
+/// `ofs=0-61440`).
+fn page_span(e: &TraceEvent) -> Option<PageSpan> {
+    let page = file_page(e, false)?;
+    let f = &e.fields;
+    let (first, last) = match f.int(Field::Index) {
+        Some(i) => (
+            i as u64,
+            f.int(Field::LastIndex).map_or(i as u64, |l| l as u64),
+        ),
+        None => match (f.int(Field::Ofs), f.str(Field::Ofs)) {
+            (Some(o), _) => (o as u64 >> 12, o as u64 >> 12),
+            (None, Some(ofs)) => {
+                let (a, b) = ofs.split_once('-')?;
+                (
+                    a.trim().parse::<u64>().ok()? >> 12,
+                    b.trim().parse::<u64>().ok()? >> 12,
+                )
+            }
+            (None, None) => return None,
+        },
+    };
+    Some(PageSpan {
+        dev: page.dev,
+        inode: page.inode,
+        first,
+        last,
+    })
+}
+
 impl OutlierAnalysis {
     /// The thread's open fault, if it has one.
     fn fault_of(&self, pid: u32) -> Option<usize> {
@@ -242,10 +304,12 @@ impl OutlierAnalysis {
             .rposition(|o| o.pid == pid && o.fault.is_some())
     }
 
-    /// A user page fault begins: the thread's last one ended before it.
+    /// A page fault on user memory begins, in user space or (`in_kernel`)
+    /// in the kernel, inside a call: the thread's last one ended before it.
     pub(super) fn fault_begins(
         &mut self,
         e: &TraceEvent,
+        in_kernel: bool,
         names: &ThreadNames,
         sched: &crate::analyze::sched::SchedAnalysis,
     ) {
@@ -264,7 +328,10 @@ impl OutlierAnalysis {
         );
         if self.open.len() > before {
             if let Some(op) = self.open.last_mut() {
-                op.fault = Some(Fault::new(e.ts));
+                op.fault = Some(Fault {
+                    in_kernel,
+                    ..Fault::new(e.ts)
+                });
             }
         }
     }
@@ -278,9 +345,18 @@ impl OutlierAnalysis {
         self.advance_one(i, e.ts);
         let op = &mut self.open[i];
         if let Some(f) = &mut op.fault {
-            if f.ever_slept {
-                // Waited for its page, and looks again: the kernel's retry.
+            let pages = page_span(e);
+            let again = matches!((f.looked_up, pages), (Some(p), Some(s)) if s.holds(p));
+            if f.ever_slept || again {
+                // Looks again after waiting for its page, or looks for the
+                // page `filemap_fault` (an attempt's last lookup) was after:
+                // it asked to retry once the page's read ended (which may
+                // end before the thread would sleep). The kernel's retry,
+                // counted major.
                 f.major = true;
+            }
+            if page_known {
+                f.looked_up = pages.map(|s| (s.dev, s.inode, s.first));
             }
             if f.file
                 .as_ref()
@@ -314,6 +390,9 @@ impl OutlierAnalysis {
         let latency = op.end_at_mark();
         op.settle();
         let f = op.fault.take().unwrap_or_default();
+        if f.in_kernel {
+            *self.faults.in_kernel.get_or_insert(0) += 1;
+        }
         if f.mark == op.start {
             self.faults.faults += 1;
             self.faults.untimed += 1;

@@ -436,6 +436,101 @@ mod tests {
         );
     }
 
+    /// A fault the kernel takes inside `write`, on the caller's mapped
+    /// page: a fault of the thread's, in the call, ended by the call's
+    /// return; one on the kernel's own memory is none.
+    #[test]
+    fn a_fault_the_kernel_takes_in_a_call_is_the_threads() {
+        let mut tr = Trace::default();
+        let write = "fd: 0x3, buf: 0x7f0000001000, count: 0x10";
+        tr.add(100, "probe-100", 0, "sys_enter_write", write);
+        let fault = "address=0x7f0000001000 ip=0xffffffff81000000 error_code=0x0";
+        tr.add(
+            101,
+            "probe-100",
+            0,
+            Tracepoint::PageFaultKernel.name(),
+            fault,
+        );
+        let page = "dev=7:0 ino=c ofs=4096";
+        let filemap = Tracepoint::MmFilemapFault.name();
+        tr.add(102, "probe-100", 0, filemap, page);
+        let blocked = switch("probe-100", "D", "swapper/0-0");
+        tr.add(
+            103,
+            "probe-100",
+            0,
+            Tracepoint::SchedSwitch.name(),
+            &blocked,
+        );
+        tr.add(
+            1100,
+            "<idle>-0",
+            0,
+            Tracepoint::SchedWakeup.name(),
+            WAKE_PROBE,
+        );
+        let back = switch("swapper/0-0", "R", "probe-100");
+        tr.add(1101, "<idle>-0", 0, Tracepoint::SchedSwitch.name(), &back);
+        // Retried after waiting for its page: major.
+        tr.add(1102, "probe-100", 0, filemap, page);
+        tr.add(1110, "probe-100", 0, "sys_exit_write", "0x10");
+        // The kernel's own memory (a kernel address): no fault of its.
+        tr.add(2000, "probe-100", 0, "sys_enter_write", write);
+        let own = "address=0xffffc90000001000 ip=0xffffffff81000000 error_code=0x0";
+        tr.add(
+            2001,
+            "probe-100",
+            0,
+            Tracepoint::PageFaultKernel.name(),
+            own,
+        );
+        tr.add(2010, "probe-100", 0, "sys_exit_write", "0x10");
+        let (out, names) = run(&tr.text());
+        assert!(out.open.is_empty());
+        let summary = out.finish(&names);
+        let f = &summary.faults;
+        assert_eq!((f.faults, f.file, f.major, f.in_kernel), (1, 1, 1, Some(1)));
+        let fault = &summary.by_kind["fault file"][0];
+        assert_eq!(fault.latency_ns, 1_001_000, "to the retry");
+        let p = fault.file.as_ref().expect("its page");
+        assert_eq!((p.inode, p.offset), (12, Some(4096)));
+        // The call holds the fault's time.
+        let writes = &summary.by_kind["syscall write"];
+        assert_eq!(writes[0].latency_ns, 1_010_000);
+        assert_eq!(summary.totals["syscall write"].count, 2);
+    }
+
+    /// A fault is major, as the kernel counts it, when it retried: it looked
+    /// its page up again (fault-around over it) after `filemap_fault`, even
+    /// without sleeping (the read ended first); two lookups of different
+    /// pages are two faults the trace did not tell apart, not a retry.
+    #[test]
+    fn a_fault_that_looks_its_page_up_again_is_major() {
+        let mut tr = Trace::default();
+        let filemap = Tracepoint::MmFilemapFault.name();
+        let around = Tracepoint::MmFilemapMapPages.name();
+        let user = Tracepoint::PageFaultUser.name();
+        let fault = "address=0x7f0000001000 ip=0x7f0000001000 error_code=0x4";
+        tr.add(100, "probe-100", 0, user, fault);
+        tr.add(101, "probe-100", 0, filemap, "dev=7:0 ino=c ofs=8192");
+        tr.add(150, "probe-100", 0, around, "dev=7:0 ino=c ofs=0-65535");
+        tr.add(200, "probe-100", 0, user, fault);
+        tr.add(201, "probe-100", 0, filemap, "dev=7:0 ino=c ofs=8192");
+        tr.add(202, "probe-100", 0, filemap, "dev=7:0 ino=d ofs=8192");
+        tr.add(
+            203,
+            "probe-100",
+            0,
+            around,
+            "dev=7:0 ino=c ofs=65536-131071",
+        );
+        tr.add(300, "probe-100", 0, "sys_enter_fsync", "fd: 0x3");
+        let (out, names) = run(&tr.text());
+        let f = &out.finish(&names).faults;
+        assert_eq!((f.faults, f.file, f.major), (2, 2, 1));
+    }
+
     /// An operation that begins in the allocations of one that ended
     /// unkept starts clean: the fsync before it was runnable behind a hog
     /// and waited for a write; the one after only slept, and a `read` in

@@ -188,8 +188,16 @@ pub(super) fn faults(out: &mut String, f: &crate::analyze::outliers::FaultSummar
     );
     let _ = writeln!(
         out,
-        "faults: {} of the threads followed, {} on a file's page, {} of them major (read from the device); {} untimed (no event after their start: not timed, not 0); {} cut short by the trace's end",
-        f.faults, f.file, f.major, f.untimed, f.cut_short
+        "faults: {} of the threads followed, {} on a file's page, {} of them major (read from the device); {}; {} untimed (no event after their start: not timed, not 0); {} cut short by the trace's end",
+        f.faults,
+        f.file,
+        f.major,
+        match f.in_kernel {
+            Some(n) => format!("{n} taken by the kernel in a call"),
+            None => "those the kernel took in a call not recorded (counts may be short)".into(),
+        },
+        f.untimed,
+        f.cut_short
     );
     out.push('\n');
 }
