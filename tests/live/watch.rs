@@ -47,9 +47,17 @@ fn get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
 }
 
 fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
+    wait_until(what, secs, || done().then_some(()).ok_or(String::new()));
+}
+
+/// As `wait_for`, the failure saying what was seen last (`Err`).
+fn wait_until(what: &str, secs: u64, mut done: impl FnMut() -> Result<(), String>) {
     let until = Instant::now() + Duration::from_secs(secs);
-    while !done() {
-        assert!(Instant::now() < until, "{what}: not within {secs} s");
+    while let Err(seen) = done() {
+        assert!(
+            Instant::now() < until,
+            "{what}: not within {secs} s; {seen}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -490,7 +498,7 @@ fn watch_killed_leaves_no_program_loaded() {
 /// Per-cgroup series: fio in two cgroups, direct reads in one and
 /// buffered writes with an fsync in the other, shows in two series with
 /// the I/O the kernel charged to each (its own per-cgroup counts, which
-/// the writes' fsync charges to the writer even without cgroup
+/// the writes' syncs charge to the writer even without cgroup
 /// writeback), and those series pass promtool.
 #[test]
 #[ignore = "live: needs root, BTF, loop devices, cgroups and fio; scripts/test runs it"]
@@ -523,7 +531,7 @@ fn watch_serves_each_cgroups_requests_in_its_own_series() {
         "exec fio --name=r --filename={path} --rw=randread --bs=4k --direct=1 --ioengine=psync --size=16M --number_ios=3000 --output=/dev/null"
     ));
     writer.run(&format!(
-        "exec fio --name=w --filename={path} --rw=write --bs=64k --direct=0 --ioengine=psync --offset=32M --size=8M --end_fsync=1 --output=/dev/null"
+        "exec fio --name=w --filename={path} --rw=write --bs=64k --direct=0 --sync=1 --ioengine=psync --offset=32M --size=8M --output=/dev/null"
     ));
     let series = |text: &str, family: &str, cg: &str, op: &str| -> u64 {
         sample(
@@ -533,17 +541,25 @@ fn watch_serves_each_cgroups_requests_in_its_own_series() {
         .unwrap_or(0.0) as u64
     };
     let mut text = String::new();
-    wait_for("the reader's 3000 requests in its series", 15, || {
+    wait_until("the reader's 3000 requests in its series", 15, || {
         text = watch.metrics();
-        series(
+        let reads = series(
             &text,
             "iosleuth_cgroup_requests_total",
             &reader.label,
             "read",
-        ) >= 3000
-            && series(&text, "iosleuth_cgroup_bytes_total", &writer.label, "write") > 0
+        );
+        let written = series(&text, "iosleuth_cgroup_bytes_total", &writer.label, "write");
+        if reads >= 3000 && written > 0 {
+            return Ok(());
+        }
+        let (_, _, r_bios) = reader.kernel_counts(&dev);
+        let (_, w_written, _) = writer.kernel_counts(&dev);
+        Err(format!(
+            "the reader's reads {reads} (the kernel's {r_bios}), the writer's bytes {written} (the kernel's {w_written})"
+        ))
     });
-    // Another second: the last completions of the writer's fsync are in.
+    // Another second: the last completions of the writer's syncs are in.
     std::thread::sleep(Duration::from_millis(1500));
     text = watch.metrics();
     let (r_read, r_written, r_bios) = reader.kernel_counts(&dev);
@@ -585,14 +601,15 @@ fn watch_serves_each_cgroups_requests_in_its_own_series() {
         ),
         0
     );
-    // The writer: the bytes the kernel charged to it, which its fsync
-    // wrote back (the flusher's part, if it raced the fsync, went to the
-    // root cgroup without cgroup writeback).
+    // The writer: the bytes the kernel charged to it, which it wrote back
+    // itself, each write being synchronous (O_SYNC: the flusher could take
+    // a page only in the instant between a write and its sync, and its
+    // part goes to the root cgroup without cgroup writeback).
     let w_bytes = series(&text, "iosleuth_cgroup_bytes_total", &writer.label, "write");
     assert_eq!(w_bytes, w_written, "{text}");
     assert!(
         w_bytes >= 4 << 20,
-        "the writer's fsync wrote back {w_bytes} bytes of 8 MiB"
+        "the writer wrote back {w_bytes} bytes of 8 MiB itself"
     );
     assert_eq!(
         series(
