@@ -496,7 +496,7 @@ fn watch_killed_leaves_no_program_loaded() {
 }
 
 /// Per-cgroup series: fio in two cgroups, direct reads in one and
-/// buffered writes with an fsync in the other, shows in two series with
+/// synchronous buffered writes (O_SYNC) in the other, shows in two series with
 /// the I/O the kernel charged to each (its own per-cgroup counts, which
 /// the writes' syncs charge to the writer even without cgroup
 /// writeback), and those series pass promtool.
