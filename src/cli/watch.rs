@@ -94,6 +94,13 @@ pub struct WatchArgs {
     /// "other".
     #[arg(long, default_value = "20", value_name = "N")]
     cgroups: usize,
+    /// Also serve each cgroup's latency histogram
+    /// (iosleuth_cgroup_request_seconds, by cgroup, device and operation):
+    /// 22 series per (cgroup, device, operation), where the request and
+    /// byte counters, always served, take 2 (docs/WATCH.md, "How many
+    /// series").
+    #[arg(long)]
+    cgroup_histograms: bool,
     /// Also run the full recorder (`iosleuth record`, every event set)
     /// for this many seconds from each trigger that keeps a capture; it
     /// lands in the capture as `full/`, diagnosed. Costs what `record`
@@ -157,6 +164,7 @@ pub fn run(a: WatchArgs) -> Result<ExitStatus> {
         duration_s: a.duration,
         accounting: a.accounting.into(),
         cgroups: a.cgroups,
+        cgroup_histograms: a.cgroup_histograms,
         burst_s: a.burst,
         runqueue: match a.runqueue {
             RunqueueArg::Auto => Policy::Auto,

@@ -62,6 +62,9 @@ pub struct WatchOptions {
     pub runqueue: runqueue::Policy,
     /// Cgroups served under their own labels at most.
     pub cgroups: usize,
+    /// Whether each cgroup's latency histogram is served (11 times the
+    /// series of its counters).
+    pub cgroup_histograms: bool,
     /// Run the full recorder this many seconds beside each kept capture.
     pub burst_s: Option<u64>,
 }
@@ -596,6 +599,7 @@ fn watch_loop(
             names: &names,
             cpus: &latest.cpus,
             cgroups: &series.series(),
+            cgroup_histograms: opts.cgroup_histograms,
             throttle: session.throttle(),
             wait_min_ns: WAIT_MIN_NS,
             ring: ring_figures,

@@ -513,8 +513,12 @@ fn watch_serves_each_cgroups_requests_in_its_own_series() {
     );
     let dir = tempdir();
     // Without the scheduler's hooks, which this test does not need: the
-    // scrape names what it does not watch by an identifier.
-    let watch = Watch::start(&dir.path().join("watch.log"), &["--runqueue", "off"]);
+    // scrape names what it does not watch by an identifier. The cgroups'
+    // histogram is served on request only.
+    let watch = Watch::start(
+        &dir.path().join("watch.log"),
+        &["--runqueue", "off", "--cgroup-histograms"],
+    );
     assert!(
         watch
             .metrics()

@@ -41,6 +41,10 @@ pub struct Scrape<'a> {
     /// Per (cgroup label, device, operation): `other` sums the cgroups
     /// without their own series.
     pub cgroups: &'a [(String, &'a LightCgroup)],
+    /// Whether the cgroups' latency histogram is served (`watch
+    /// --cgroup-histograms`): 22 series per (cgroup, device, operation),
+    /// where the counters take 2.
+    pub cgroup_histograms: bool,
     /// Runqueue waits from this long are counted (ns).
     pub wait_min_ns: u64,
     pub ring: RingFigures,
@@ -342,7 +346,7 @@ pub fn render(s: &Scrape) -> String {
             );
         }
     }
-    cgroup_families(&mut o, s.cgroups, &name_of);
+    cgroup_families(&mut o, s.cgroups, s.cgroup_histograms, &name_of);
     uring_families(&mut o, s.io_uring);
     o.family(
         "iosleuth_slow_requests_total",
@@ -558,9 +562,12 @@ pub fn render(s: &Scrape) -> String {
 
 /// Per cgroup, device and operation: the cgroup each request was charged
 /// to (its first bio's), so writeback counts where the kernel charges it.
+/// The counters always; the latency histogram (11 times their series)
+/// only when asked for.
 fn cgroup_families(
     o: &mut Out,
     cgroups: &[(String, &LightCgroup)],
+    histograms: bool,
     name_of: &dyn Fn(&str) -> String,
 ) {
     let rows: Vec<(&str, String, &LightCgroup)> = cgroups
@@ -589,6 +596,9 @@ fn cgroup_families(
                 value(e),
             );
         }
+    }
+    if !histograms {
+        return;
     }
     let name = "iosleuth_cgroup_request_seconds";
     o.family(

@@ -141,6 +141,7 @@ fn a_cgroups_histogram_is_its_kernel_counts_made_cumulative() {
     let text = render(&Scrape {
         names: &names,
         cgroups: &[("/a".into(), &cg)],
+        cgroup_histograms: true,
         ..Default::default()
     });
     let l = "cgroup=\"/a\",device=\"loop0\",op=\"write\"";
@@ -158,10 +159,20 @@ fn a_cgroups_histogram_is_its_kernel_counts_made_cumulative() {
     ] {
         assert!(text.contains(&want), "{want} not in:\n{text}");
     }
+    // Without --cgroup-histograms: the counters, no histogram (not even
+    // its HELP).
+    let text = render(&Scrape {
+        names: &names,
+        cgroups: &[("/a".into(), &cg)],
+        ..Default::default()
+    });
+    assert!(text.contains(&format!("iosleuth_cgroup_requests_total{{{l}}} 9\n")));
+    assert!(text.contains(&format!("iosleuth_cgroup_bytes_total{{{l}}} 36864\n")));
+    assert!(!text.contains("iosleuth_cgroup_request_seconds"), "{text}");
 }
 
-/// Every family a scrape can hold, with a device, a CPU, a trigger, a
-/// finding and the process's figures.
+/// Every family a scrape can hold, with a device, a CPU, a cgroup (and its
+/// histogram), a trigger, a finding and the process's figures.
 fn all_families() -> Vec<String> {
     let mut ops = std::collections::BTreeMap::new();
     ops.insert("read".to_string(), LightOp::default());
@@ -182,6 +193,7 @@ fn all_families() -> Vec<String> {
         devices: &devices,
         cpus: &cpus,
         cgroups: &[("/".into(), &cg)],
+        cgroup_histograms: true,
         findings: &[ActiveFinding {
             rule: "r".into(),
             severity: "warning".into(),
@@ -236,4 +248,255 @@ fn the_dashboard_queries_only_metrics_that_exist() {
         }
     }
     assert!(seen >= 10, "{seen} metrics queried");
+}
+
+/// The histograms' series per label combination: one per `le` bound,
+/// `+Inf`, `_sum` and `_count`.
+const HISTOGRAM_SERIES: usize = LE_NS.len() + 3;
+
+/// A busy host's scrape as `watch` serves it: 16 devices (15 disks and
+/// `other`, every slot there is) each reading and writing; 20 cgroups
+/// (`--cgroups 20`, the default) each reading and writing on every device;
+/// 64 CPUs; every io_uring group; the 30 programs watch attaches at most
+/// (issue and completion, 5 block counters, 3 io_uring, 4 interrupt, 3
+/// scheduler, 3 blk-throttle, 10 journal events), their run time not kept
+/// (kernel.bpf_stats_enabled 0, the kernel's default); every trigger fired
+/// and 3 findings in force. With `flushes`, every device also flushes (a
+/// volatile write cache under fsyncs): requests without a bio, charged to
+/// no cgroup (`none`, the 21st cgroup seen: summed under `other`).
+fn busy_host(cgroup_histograms: bool, flushes: bool) -> String {
+    const DEVICES: usize = 16;
+    const CGROUPS: usize = 20;
+    const CPUS: u32 = 64;
+    let h = StageHist {
+        n: 4,
+        sum_ns: 4_000_000,
+        buckets: vec![(bucket_of(500_000), 2), (bucket_of(1_500_000), 2)],
+    };
+    let op = LightOp {
+        ios: 4,
+        bytes: 4 * 4096,
+        queued: h.clone(),
+        device: h.clone(),
+        total: h.clone(),
+        size_log2: vec![],
+    };
+    let devs: Vec<String> = (0..DEVICES - 1)
+        .map(|i| format!("259,{i}"))
+        .chain(["other".to_string()])
+        .collect();
+    let names: Vec<(String, String)> = devs
+        .iter()
+        .take(DEVICES - 1)
+        .enumerate()
+        .map(|(i, d)| (d.clone(), format!("nvme{i}n1")))
+        .collect();
+    let ops: &[&str] = if flushes {
+        &["read", "write", "flush"]
+    } else {
+        &["read", "write"]
+    };
+    let devices: Vec<LightDevice> = devs
+        .iter()
+        .map(|dev| LightDevice {
+            dev: dev.clone(),
+            ops: ops.iter().map(|o| (o.to_string(), op.clone())).collect(),
+            ..Default::default()
+        })
+        .collect();
+    let mut le = vec![0; LE_NS.len() + 1];
+    le[5] = 4;
+    let entry = |id: u64, dev: &String, op: &str| LightCgroup {
+        id,
+        dev: dev.clone(),
+        op: op.into(),
+        ios: 4,
+        bytes: 4 * 4096,
+        timed: 4,
+        time_ns: 4_000_000,
+        le: le.clone(),
+        ..Default::default()
+    };
+    let mut entries: Vec<LightCgroup> = Vec::new();
+    for id in 1..=CGROUPS as u64 {
+        for dev in &devs {
+            entries.push(entry(id, dev, "read"));
+            entries.push(entry(id, dev, "write"));
+        }
+    }
+    if flushes {
+        entries.extend(devs.iter().map(|dev| entry(0, dev, "flush")));
+    }
+    let cgroups: Vec<(String, &LightCgroup)> = entries
+        .iter()
+        .map(|e| match e.id {
+            0 => ("other".to_string(), e),
+            id => (format!("/system.slice/svc{id}.service"), e),
+        })
+        .collect();
+    let cpus: Vec<LightCpu> = (0..CPUS)
+        .map(|cpu| LightCpu {
+            cpu,
+            softirq_ns: vec![1000; 10],
+            ..Default::default()
+        })
+        .collect();
+    let io_uring: Vec<LightUring> = crate::model::light::URING_OPS
+        .iter()
+        .map(|op| LightUring {
+            op: op.to_string(),
+            requests: 4,
+            latency: h.clone(),
+            ..Default::default()
+        })
+        .collect();
+    let programs: Vec<ProgramStats> = (0..30)
+        .map(|i| ProgramStats {
+            name: format!("iosl_{i}"),
+            missed: Some(0),
+            ..Default::default()
+        })
+        .collect();
+    let findings: Vec<ActiveFinding> = ["a", "b", "c"]
+        .iter()
+        .map(|r| ActiveFinding {
+            rule: r.to_string(),
+            severity: "warning".into(),
+            device: "nvme0n1".into(),
+        })
+        .collect();
+    render(&Scrape {
+        devices: &devices,
+        names: &names,
+        cpus: &cpus,
+        throttle: true,
+        cgroups: &cgroups,
+        cgroup_histograms,
+        wait_min_ns: 5_000_000,
+        ring: RingFigures::default(),
+        process: Some(ProcessFigures::default()),
+        findings: &findings,
+        triggers: &[
+            ("p99".into(), 1, 2),
+            ("slow_request".into(), 1, 0),
+            ("runqueue_stall".into(), 0, 1),
+        ],
+        captures_kept: 1,
+        captures_bytes: 1 << 20,
+        not_watched: &["bpf_run_time".into()],
+        programs: &programs,
+        io_uring: &io_uring,
+    })
+}
+
+/// Samples by family (a histogram's `_bucket`, `_sum` and `_count` under
+/// its own name), families without samples left out.
+fn series_by_family(text: &str) -> std::collections::BTreeMap<String, usize> {
+    let histograms: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" histogram"))
+        .collect();
+    let mut by = std::collections::BTreeMap::new();
+    for l in text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let name = l.split(['{', ' ']).next().unwrap();
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .filter_map(|s| name.strip_suffix(s))
+            .find(|f| histograms.contains(f))
+            .unwrap_or(name);
+        *by.entry(family.to_string()).or_insert(0) += 1;
+    }
+    by
+}
+
+/// The series a host with 16 devices and 20 busy cgroups serves (the
+/// figures docs/WATCH.md quotes): under 5,000 at the defaults, the
+/// cgroups' histogram (22 series for each of their 640 label combinations)
+/// only on request.
+#[test]
+fn a_busy_host_serves_under_5000_series_at_the_defaults() {
+    let (d, ops, cg, cpus, uring, programs) = (16, 16 * 2, 20 * 16 * 2, 64, 8, 30);
+    let hist = HISTOGRAM_SERIES;
+    let want: std::collections::BTreeMap<String, usize> = [
+        ("iosleuth_block_queued_seconds", ops * hist),
+        ("iosleuth_block_device_seconds", ops * hist),
+        ("iosleuth_block_request_seconds", ops * hist),
+        ("iosleuth_block_requests_total", ops),
+        ("iosleuth_block_bytes_total", ops),
+        ("iosleuth_block_merges_total", d * 3),
+        ("iosleuth_block_splits_total", d),
+        ("iosleuth_block_requeues_total", d),
+        ("iosleuth_block_errors_total", d),
+        ("iosleuth_block_partial_completions_total", d),
+        ("iosleuth_block_sequential_requests_total", d),
+        ("iosleuth_cgroup_uncounted_requests_total", d),
+        ("iosleuth_block_throttled_bios_total", d),
+        ("iosleuth_block_throttled_bytes_total", d),
+        ("iosleuth_block_untimed_requests_total", d * 3),
+        ("iosleuth_cgroup_requests_total", cg),
+        ("iosleuth_cgroup_bytes_total", cg),
+        ("iosleuth_io_uring_request_seconds", uring * hist),
+        ("iosleuth_io_uring_requests_total", uring),
+        ("iosleuth_io_uring_untimed_requests_total", uring),
+        ("iosleuth_io_uring_punted_total", uring),
+        ("iosleuth_io_uring_errors_total", uring),
+        ("iosleuth_slow_requests_total", d * 3),
+        ("iosleuth_sched_runqueue_stalls_total", 2),
+        ("iosleuth_sched_runqueue_stall_threshold_seconds", 1),
+        ("iosleuth_journal_events_total", 2),
+        ("iosleuth_cpu_hardirq_seconds_total", cpus),
+        ("iosleuth_cpu_softirq_seconds_total", cpus * 10),
+        ("iosleuth_ring_records", 1),
+        ("iosleuth_ring_bytes", 1),
+        ("iosleuth_ring_evicted_total", 1),
+        ("iosleuth_triggers_total", 3 * 2),
+        ("iosleuth_captures_kept", 1),
+        ("iosleuth_captures_bytes", 1),
+        ("iosleuth_finding", 3),
+        ("iosleuth_bpf_program_missed_total", programs),
+        ("iosleuth_not_watched", 1),
+        ("iosleuth_build_info", 1),
+        ("process_cpu_seconds_total", 1),
+        ("process_resident_memory_bytes", 1),
+        ("process_virtual_memory_bytes", 1),
+        ("process_open_fds", 1),
+        ("process_start_time_seconds", 1),
+    ]
+    .into_iter()
+    .map(|(f, n)| (f.to_string(), n))
+    .collect();
+    let print = |what: &str, by: &std::collections::BTreeMap<String, usize>| {
+        let total: usize = by.values().sum();
+        eprintln!("{what}: {total} series");
+        let mut rows: Vec<_> = by.iter().collect();
+        rows.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (family, n) in rows {
+            eprintln!("  {n:6}  {family}");
+        }
+        total
+    };
+
+    let defaults = series_by_family(&busy_host(false, false));
+    let total = print("defaults", &defaults);
+    assert_eq!(defaults, want);
+    assert_eq!(total, 4696);
+    assert!(total < 5000, "{total} series at the defaults");
+
+    let with = series_by_family(&busy_host(true, false));
+    let total_with = print("--cgroup-histograms", &with);
+    let mut want_with = want.clone();
+    want_with.insert("iosleuth_cgroup_request_seconds".into(), cg * hist);
+    assert_eq!(with, want_with);
+    assert_eq!(total_with, 18_776);
+
+    // Each further (device, operation) costs 3 histograms and 2 counters,
+    // each further (cgroup, device, operation) 2 counters: flushes on
+    // every device take the defaults past 5,000.
+    let flushing: usize = series_by_family(&busy_host(false, true)).values().sum();
+    eprintln!("defaults, every device flushing: {flushing} series");
+    assert_eq!(flushing, total + d * (3 * hist + 2) + d * 2);
+    assert_eq!(flushing, 5816);
 }
