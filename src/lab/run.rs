@@ -358,6 +358,13 @@ mod tests {
         assert!(about_ours(&splitting("7,0"), &ours));
         // The machine's disk, busy with other work.
         assert!(!about_ours(&splitting("254,0"), &ours));
+        // A stall of the machine's disk under a fault of the workload's
+        // (its program's own library, read at start).
+        let spike = finding(
+            "device_latency_spike",
+            serde_json::json!({ "device": "254,0", "operation": "fault file" }),
+        );
+        assert!(!about_ours(&spike, &ours));
         // About no device: a thread, the journal.
         assert!(about_ours(
             &finding("rt_starvation", serde_json::json!({})),

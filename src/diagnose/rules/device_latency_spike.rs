@@ -205,6 +205,8 @@ fn finding(a: &Analysis, kind: &str, o: &Outlier, median: u64) -> Finding {
         "spikes_in_top": spikes,
         "device_percent": o.percent.get("device"),
         "cpu_idle_percent": (!uring).then_some(o.cpu_idle_percent),
+        // The device that stalled, as the other device rules name it.
+        "device": r.map(|r| &r.dev),
         "request": r,
         "summary": o.summary,
     });
@@ -287,6 +289,7 @@ fn check_light(a: &Analysis, light: &LightSummary) -> Verdict {
             spikes.len()
         ),
         evidence: json!({
+            "device": r.device,
             "request": r,
             "latency_ns": r.total_ns,
             "median_ns": median,
