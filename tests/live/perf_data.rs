@@ -284,11 +284,12 @@ fn named_two_ways(script: &str) -> Vec<String> {
         let dso = dso.trim_end_matches(')');
         let base = dso.rsplit('/').next().unwrap_or(dso);
         out.insert(format!("[{base}]"));
-        out.extend(
-            syms.into_iter()
-                .filter(|s| *s != "[unknown]")
-                .map(String::from),
-        );
+        // `NAME+0x145`: folded frames carry no offset.
+        let name = |s: &str| match s.rsplit_once("+0x") {
+            Some((n, off)) if u64::from_str_radix(off, 16).is_ok() => n.to_string(),
+            _ => s.to_string(),
+        };
+        out.extend(syms.into_iter().filter(|s| *s != "[unknown]").map(name));
     }
     out.into_iter().collect()
 }
