@@ -221,3 +221,42 @@ fn buffered_writes_punted_to_io_wq_are_named_with_their_wait() {
         "36 of 4096 io_uring requests punted to io-wq (1%)",
     );
 }
+
+/// A completion that finds the completion queue full is traced as
+/// `io_uring_cqe_overflow`, not `io_uring_complete`
+/// (`scripts/make-fixtures-uring-overflow`: 2000 O_DIRECT reads 16 deep on
+/// a ring whose queue holds 4 completions, reaped late): each overflow
+/// ends its request, found by ring and `user_data`, so every request the
+/// reader submitted and reaped completes, once.
+#[test]
+fn completions_that_overflow_the_queue_end_their_requests() {
+    let cap = "tests/fixtures/uring-cq-overflow.cap";
+    let out = std::fs::read_to_string(format!("{cap}/reader.out")).unwrap();
+    let figure = |k: &str| -> u64 {
+        let mut w = out.split_whitespace();
+        w.position(|x| x == k).unwrap();
+        w.next().unwrap().parse().unwrap()
+    };
+    let (submitted, reaped) = (figure("submitted"), figure("reaped"));
+    assert_eq!((submitted, reaped), (2000, 2000));
+    let r = json_report(&[cap], &[]);
+    let u = &r["outliers"]["io_uring"];
+    assert_eq!(u["submitted"].as_u64(), Some(submitted));
+    assert_eq!(u["completed"].as_u64(), Some(reaped), "{u}");
+    assert_eq!(u["completed_unseen_submit"], 0);
+    let overflows = u["cq_overflows"].as_u64().unwrap();
+    assert!(overflows > 500 && overflows < reaped, "{overflows}");
+    assert_eq!(u["by_op"]["read"]["count"].as_u64(), Some(reaped));
+    assert_eq!(
+        r["outliers"]["totals"]["io_uring read"]["count"].as_u64(),
+        Some(reaped)
+    );
+    // The device completed every read: one block request each.
+    let reads: u64 = r["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["completed"]["read"].as_u64().unwrap())
+        .sum();
+    assert_eq!(reads, reaped);
+}

@@ -1,5 +1,9 @@
 //! io_uring requests as operations, from `io_uring_submit_req` to
 //! `io_uring_complete`, keyed as the kernel keys them (ring, request).
+//! A completion that finds the completion queue full is traced as
+//! `io_uring_cqe_overflow` instead (no request, only the ring and the
+//! user's `user_data`): it ends the oldest open request of that ring with
+//! that `user_data`.
 //!
 //! The submitting thread goes on while its requests are in flight, so a
 //! request's time is not its thread's state: it is the block requests it
@@ -74,6 +78,9 @@ pub struct UringSummary {
     /// Armed for poll: waited for the file to be ready.
     pub polled: u64,
     pub failed: u64,
+    /// Completions that found the completion queue full (the application
+    /// reaped later than requests completed): kept by the kernel until
+    /// there is room, counted in `completed`.
     pub cq_overflows: u64,
     /// Bios tied to one of several punted requests (io-wq workers do not
     /// say which request they run).
@@ -99,9 +106,31 @@ pub(super) struct Uring {
     issuing: FxHashMap<u32, Key>,
     /// Punted requests still open, oldest first.
     punted: VecDeque<Key>,
+    /// Open requests by ring and `user_data`, oldest first: an overflowed
+    /// completion names only these.
+    by_user_data: FxHashMap<(i64, i64), VecDeque<i64>>,
     /// The bios of open requests not yet completed, by device and sector.
     bios: BTreeMap<(Dev, u64), Key>,
     pub(super) summary: UringSummary,
+}
+
+impl Uring {
+    /// A request that ended: out of every index of open requests.
+    fn forget(&mut self, k: Key, o: &Open) {
+        self.punted.retain(|p| *p != k);
+        self.issuing.retain(|_, v| *v != k);
+        if let Some(reqs) = self.by_user_data.get_mut(&(k.0, o.user_data)) {
+            reqs.retain(|r| *r != k.1);
+            if reqs.is_empty() {
+                self.by_user_data.remove(&(k.0, o.user_data));
+            }
+        }
+        for b in &o.bios {
+            if b.completed.is_none() {
+                self.bios.remove(&(b.dev, b.sector));
+            }
+        }
+    }
 }
 
 impl OutlierAnalysis {
@@ -135,6 +164,17 @@ impl OutlierAnalysis {
                 let id = self.next_op_id;
                 self.next_op_id += 1;
                 let k = key();
+                let user_data = f.int(Field::UserData).unwrap_or(0);
+                // The kernel reuses a request that posted no completion
+                // (IOSQE_CQE_SKIP_SUCCESS): the old one is over.
+                if let Some(old) = self.uring.open.remove(&k) {
+                    self.uring.forget(k, &old);
+                }
+                self.uring
+                    .by_user_data
+                    .entry((k.0, user_data))
+                    .or_default()
+                    .push_back(k.1);
                 self.uring.open.insert(
                     k,
                     Open {
@@ -142,7 +182,7 @@ impl OutlierAnalysis {
                         pid: e.pid,
                         start: e.ts,
                         op: op.into(),
-                        user_data: f.int(Field::UserData).unwrap_or(0),
+                        user_data,
                         fd: None,
                         sq_thread,
                         punted: None,
@@ -169,21 +209,24 @@ impl OutlierAnalysis {
             }
             Tracepoint::IoUringPollArm => u.summary.polled += 1,
             Tracepoint::IoUringReqFailed => u.summary.failed += 1,
-            Tracepoint::IoUringCqeOverflow => u.summary.cq_overflows += 1,
             Tracepoint::IoUringCreate | Tracepoint::IoUringCqringWait => u.summary.recorded = true,
-            Tracepoint::IoUringComplete => {
+            Tracepoint::IoUringComplete | Tracepoint::IoUringCqeOverflow => {
                 u.summary.recorded = true;
                 u.summary.completed += 1;
-                let k = key();
-                match u.open.remove(&k) {
-                    Some(o) => {
-                        u.punted.retain(|p| *p != k);
-                        u.issuing.retain(|_, v| *v != k);
-                        for b in &o.bios {
-                            if b.completed.is_none() {
-                                u.bios.remove(&(b.dev, b.sector));
-                            }
-                        }
+                let k = if e.kind == Tracepoint::IoUringComplete {
+                    Some(key())
+                } else {
+                    u.summary.cq_overflows += 1;
+                    let ctx = f.int(Field::Ctx).unwrap_or(0);
+                    let user_data = f.int(Field::UserData).unwrap_or(0);
+                    u.by_user_data
+                        .get(&(ctx, user_data))
+                        .and_then(|reqs| reqs.front())
+                        .map(|req| (ctx, *req))
+                };
+                match k.and_then(|k| Some((k, u.open.remove(&k)?))) {
+                    Some((k, o)) => {
+                        u.forget(k, &o);
                         self.uring_ended(o, e.ts, names);
                     }
                     None => u.summary.completed_unseen_submit += 1,
