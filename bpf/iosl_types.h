@@ -94,8 +94,14 @@ struct task_struct___iosl {
 } __attribute__((preserve_access_index));
 
 /* An io_uring request: its opcode (enum io_uring_op). */
+struct io_cqe___iosl {
+	__u64 user_data;
+} __attribute__((preserve_access_index));
+
 struct io_kiocb___iosl {
 	__u8 opcode;
+	void *ctx;
+	struct io_cqe___iosl cqe;
 } __attribute__((preserve_access_index));
 
 /* A completion queue entry (uapi, include/uapi/linux/io_uring.h). */

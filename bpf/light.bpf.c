@@ -868,6 +868,9 @@ struct uring_state {
 	__u64 submit_ns;
 	__u32 group;
 	__u32 pad;
+	/* Its ring and user_data: all an overflowed completion names. */
+	__u64 ring;
+	__u64 user_data;
 };
 
 struct {
@@ -876,6 +879,32 @@ struct {
 	__type(key, __u32);
 	__type(value, struct uring_state);
 } uring_reqs SEC(".maps");
+
+/* A completion that finds the completion queue full is traced as
+ * io_uring_cqe_overflow, with only the ring and the user_data: the
+ * requests in uring_reqs (their index + 1; 0: none) by ring and user_data,
+ * in buckets of URING_WAYS so that requests in flight seldom push each
+ * other out. A completion takes its request out of its bucket. */
+#define URING_WAYS 4
+#define URING_BUCKETS (NRQ / URING_WAYS)
+
+struct uring_bucket {
+	__u32 idx[URING_WAYS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, URING_BUCKETS);
+	__type(key, __u32);
+	__type(value, struct uring_bucket);
+} uring_by_data SEC(".maps");
+
+static __always_inline struct uring_bucket *uring_bucket_of(__u64 ring, __u64 user_data)
+{
+	__u64 h = (ring ^ (user_data * 0x9E3779B97F4A7C15ULL)) * 0x9E3779B97F4A7C15ULL;
+	__u32 j = (__u32)(h >> 50) & (URING_BUCKETS - 1);
+	return bpf_map_lookup_elem(&uring_by_data, &j);
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -948,6 +977,23 @@ int BPF_PROG(iosl_uring_submit, struct io_kiocb___iosl *req)
 	st->req = addr;
 	st->submit_ns = now;
 	st->group = group;
+	/* Read as numbers: a BTF pointer takes no arithmetic. */
+	__u64 ring = 0;
+	bpf_probe_read_kernel(&ring, sizeof(ring), &req->ctx);
+	st->ring = ring;
+	st->user_data = req->cqe.user_data;
+	struct uring_bucket *b = uring_bucket_of(st->ring, st->user_data);
+	if (b) {
+		/* A free way, else the one of this index's low bits. */
+		__u32 way = idx & (URING_WAYS - 1);
+		for (__u32 k = 0; k < URING_WAYS; k++) {
+			if (!b->idx[k]) {
+				way = k;
+				break;
+			}
+		}
+		b->idx[way & (URING_WAYS - 1)] = idx + 1;
+	}
 	return 0;
 }
 
@@ -962,6 +1008,37 @@ int BPF_PROG(iosl_uring_punt, struct io_kiocb___iosl *req, int rw)
 
 /* IORING_CQE_F_MORE: the request will post more CQEs (multishot). */
 #define CQE_F_MORE (1U << 1)
+
+/* A request's completion entry: counted in its group, timed from its
+ * submission when its state was kept (`st`), else untimed. */
+static __always_inline void uring_completed(struct uring_state *st, __u32 idx, __u32 group,
+					    __s32 res, __u32 flags, __u64 now)
+{
+	struct uring_stats *u = uring_stats_of(group);
+	if (!u)
+		return;
+	if (res < 0)
+		u->errors += 1;
+	if (flags & CQE_F_MORE) {
+		u->more += 1;
+		return;
+	}
+	u->requests += 1;
+	if (!st) {
+		u->untimed += 1;
+		return;
+	}
+	__u64 submit = st->submit_ns;
+	st->req = 0;
+	struct uring_bucket *b = uring_bucket_of(st->ring, st->user_data);
+	if (b) {
+		for (__u32 k = 0; k < URING_WAYS; k++) {
+			if (b->idx[k] == idx + 1)
+				b->idx[k] = 0;
+		}
+	}
+	hist_add(bpf_map_lookup_elem(&uring_latency, &group), now > submit ? now - submit : 0);
+}
 
 SEC("tp_btf/io_uring_complete")
 int BPF_PROG(iosl_uring_complete, void *ring, void *req, struct io_uring_cqe___iosl *cqe)
@@ -987,23 +1064,44 @@ int BPF_PROG(iosl_uring_complete, void *ring, void *req, struct io_uring_cqe___i
 				      &((struct io_kiocb___iosl *)addr)->opcode);
 		group = uring_group(opcode);
 	}
-	struct uring_stats *u = uring_stats_of(group);
-	if (!u)
+	uring_completed(timed ? st : 0, idx, group, res, flags, now);
+	return 0;
+}
+
+/* A completion the full completion queue could not take, kept by the
+ * kernel until the application makes room: the request is found by ring
+ * and user_data. One whose state is not found (another request in flight
+ * took its user_data's index, or its state did not fit) counts under
+ * "other", untimed: its operation is not known. */
+SEC("tp_btf/io_uring_cqe_overflow")
+int BPF_PROG(iosl_uring_overflow, void *ring, unsigned long long user_data, int res,
+	     unsigned int cflags, void *ocqe)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 ring_addr = 0;
+	bpf_probe_read_kernel(&ring_addr, sizeof(ring_addr), (void *)ctx);
+	struct uring_bucket *b = uring_bucket_of(ring_addr, user_data);
+	if (!b)
 		return 0;
-	if (res < 0)
-		u->errors += 1;
-	if (flags & CQE_F_MORE) {
-		u->more += 1;
-		return 0;
+	/* The oldest request in flight with this ring and user_data. */
+	struct uring_state *found = 0;
+	__u32 found_idx = 0;
+	for (__u32 k = 0; k < URING_WAYS; k++) {
+		__u32 i = b->idx[k];
+		if (!i)
+			continue;
+		i -= 1;
+		struct uring_state *st = bpf_map_lookup_elem(&uring_reqs, &i);
+		if (st && st->req && st->ring == ring_addr && st->user_data == user_data &&
+		    (!found || st->submit_ns < found->submit_ns)) {
+			found = st;
+			found_idx = i;
+		}
 	}
-	u->requests += 1;
-	if (!timed) {
-		u->untimed += 1;
-		return 0;
-	}
-	__u64 submit = st->submit_ns;
-	st->req = 0;
-	hist_add(bpf_map_lookup_elem(&uring_latency, &group), now > submit ? now - submit : 0);
+	if (found)
+		uring_completed(found, found_idx, found->group, res, cflags, now);
+	else
+		uring_completed(0, 0, 7, res, cflags, now);
 	return 0;
 }
 

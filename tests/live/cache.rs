@@ -126,7 +126,10 @@ fn hits_misses_and_refaults_are_the_kernels() {
     );
     assert_eq!(d["refaults"].as_u64(), Some(refaults), "{d}");
     assert_eq!(d["lookups"], 8192, "{d}");
-    // The cgroup's reclaim evicted them (DAMON may take a few as well).
+    // The cgroup's reclaim evicted them. The reasons are counted over the
+    // whole machine: DAMON's reclaim may meanwhile evict pages of other
+    // files (seen: 6342 beside the limit's 5680), but the cgroup holds
+    // only the reader's pages, so the limit's evictions are the file's.
     let by = &held["cache"]["evicted_by"];
     let memcg = by["memcg limit"].as_u64().unwrap();
     let all: u64 = by
@@ -135,6 +138,7 @@ fn hits_misses_and_refaults_are_the_kernels() {
         .values()
         .map(|v| v.as_u64().unwrap())
         .sum();
-    assert!(all >= d["evicted"].as_u64().unwrap(), "{by} {d}");
-    assert!(memcg * 10 >= all * 9, "{by}");
+    let evicted = d["evicted"].as_u64().unwrap();
+    assert!(all >= evicted, "{by} {d}");
+    assert!(memcg <= evicted && memcg * 10 >= evicted * 9, "{by} {d}");
 }

@@ -81,3 +81,87 @@ fn io_uring_requests_are_fios_in_count_and_latency() {
         );
     }
 }
+
+/// A reaper that lags behind a small completion queue
+/// (tests/tools/cq_overflow.c: 4000 O_DIRECT reads 16 deep, a 4-entry
+/// queue reaped after each batch): most completions overflow, which the
+/// kernel traces as `io_uring_cqe_overflow`, not `io_uring_complete`.
+/// The full recorder and `record --light` each count every request the
+/// reader submitted and reaped, and the light capture times each one (the
+/// reader's user_data are unique, so each overflow finds its request).
+#[test]
+#[ignore = "live: needs root, BTF, loop devices, clang-14 and liburing; scripts/test runs it"]
+fn overflowed_completions_are_counted_once_by_both_recorders() {
+    let _live = live();
+    need_programs(&["clang-14"]);
+    let dir = tempdir();
+    let tool = dir.path().join("cq_overflow");
+    run(std::process::Command::new("clang-14")
+        .args(["-O2", "-Wall", "-o"])
+        .arg(&tool)
+        .arg("tests/tools/cq_overflow.c")
+        .arg("-luring"));
+    let disk = LoopDevice::create(32, true).expect("loop device");
+    run(std::process::Command::new("dd")
+        .arg(format!("of={}", disk.path.display()))
+        .args([
+            "if=/dev/urandom",
+            "bs=1M",
+            "count=32",
+            "oflag=direct",
+            "status=none",
+        ]));
+    let reads = 4000u64;
+    let reader = |recorder: &[&str], cap: &std::path::Path| -> u64 {
+        let out = run(iosleuth()
+            .arg("record")
+            .args(recorder)
+            .arg("-o")
+            .arg(cap)
+            .arg("--")
+            .arg(&tool)
+            .arg(&disk.path)
+            .args(["4", "16", "0", &reads.to_string()]));
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("submitted"))
+            .expect(&out);
+        let w: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(
+            (w[1], w[3]),
+            (&*reads.to_string(), &*reads.to_string()),
+            "{line}"
+        );
+        reads
+    };
+    // The full recorder.
+    let full = dir.path().join("full");
+    reader(&["--events", "block,io_uring,syscalls"], &full);
+    let rep = json_report(&[&full], &[]);
+    let u = &rep["outliers"]["io_uring"];
+    assert_eq!(u["completed"].as_u64(), Some(reads), "{u}");
+    assert_eq!(u["by_op"]["read"]["count"].as_u64(), Some(reads), "{u}");
+    let overflows = u["cq_overflows"].as_u64().unwrap();
+    eprintln!("full recorder: {overflows} of {reads} completions overflowed");
+    assert!(overflows > reads / 10, "{u}");
+    // The light capture.
+    let light = dir.path().join("light");
+    reader(&["--light"], &light);
+    let doc: iosleuth::testing::LightDoc =
+        serde_json::from_str(&std::fs::read_to_string(light.join("light.json")).unwrap()).unwrap();
+    let groups = doc.io_uring.expect("io_uring counted");
+    let read = groups.iter().find(|g| g.op == "read").expect("reads");
+    assert_eq!(read.requests, reads, "{groups:?}");
+    assert_eq!(
+        (read.untimed, read.errors, read.state_full),
+        (0, 0, 0),
+        "{groups:?}"
+    );
+    assert_eq!(read.latency.n, reads);
+    let others: u64 = groups
+        .iter()
+        .filter(|g| g.op != "read")
+        .map(|g| g.requests)
+        .sum();
+    assert_eq!(others, 0, "{groups:?}");
+}

@@ -29,11 +29,14 @@ pub(super) const THROTTLE: [(&str, &str); 3] = [
     ("iosl_wq_end", "workqueue_execute_end"),
     ("iosl_bio_queue", "block_bio_queue"),
 ];
-/// io_uring requests: submission to completion, and the punts to io-wq.
-pub(super) const URING: [(&str, &str); 3] = [
+/// io_uring requests: submission to completion (its entry posted, or
+/// kept by the kernel when the completion queue was full), and the punts
+/// to io-wq.
+pub(super) const URING: [(&str, &str); 4] = [
     ("iosl_uring_submit", "io_uring_submit_req"),
     ("iosl_uring_punt", "io_uring_queue_async_work"),
     ("iosl_uring_complete", "io_uring_complete"),
+    ("iosl_uring_overflow", "io_uring_cqe_overflow"),
 ];
 pub(super) const SCHEDULER: [(&str, &str); 3] = [
     ("iosl_wakeup", "sched_wakeup"),
