@@ -47,17 +47,12 @@ impl MappedFiles {
 /// A line of `/proc/PID/maps` that maps a file: its device (`MAJ,MIN` in
 /// decimal, as the trace prints devices), inode and path.
 fn mapping(line: &str) -> Option<(String, u64, String)> {
-    let mut f = line.splitn(6, ' ');
-    let (_, _, _, dev, inode) = (f.next()?, f.next()?, f.next()?, f.next()?, f.next()?);
-    let path = f.next()?.trim_start();
-    let inode: u64 = inode.parse().ok().filter(|&i| i != 0)?;
-    if !path.starts_with('/') {
-        return None;
-    }
-    let (major, minor) = dev.split_once(':')?;
-    let major = u32::from_str_radix(major, 16).ok()?;
-    let minor = u32::from_str_radix(minor, 16).ok()?;
-    Some((format!("{major},{minor}"), inode, path.to_string()))
+    let m = super::proc_files::mapping(line).filter(|m| m.inode != 0 && m.path.starts_with('/'))?;
+    Some((
+        format!("{},{}", m.dev.0, m.dev.1),
+        m.inode,
+        m.path.to_string(),
+    ))
 }
 
 /// `root` and its descendants (from each process's parent in
@@ -72,13 +67,7 @@ fn process_tree(root: u32) -> Vec<u32> {
             let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
                 continue;
             };
-            // The name may hold spaces and parentheses: the parent follows
-            // the last `)` and the state.
-            let ppid = stat
-                .rfind(')')
-                .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
-                .and_then(|p| p.parse::<u32>().ok());
-            if let Some(ppid) = ppid {
+            if let Some(ppid) = super::proc_files::parent(&stat) {
                 children.entry(ppid).or_default().push(pid);
             }
         }

@@ -16,6 +16,7 @@ pub mod light;
 pub mod mapped_files;
 pub mod pipe;
 pub mod probe;
+pub mod proc_files;
 pub mod recorder;
 pub mod sampler;
 pub mod snapshot;

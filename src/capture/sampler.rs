@@ -113,17 +113,8 @@ pub fn write_vdso(out: &mut impl Write) -> std::io::Result<usize> {
 /// (`start-end perms offset dev inode path`): start, length, file offset
 /// and path.
 fn executable_mapping(line: &str) -> Option<(u64, u64, u64, &str)> {
-    let mut f = line.splitn(6, ' ');
-    let (range, perms, offset) = (f.next()?, f.next()?, f.next()?);
-    let path = f.nth(2)?.trim_start();
-    if perms.as_bytes().get(2) != Some(&b'x') || path.is_empty() {
-        return None;
-    }
-    let (start, end) = range.split_once('-')?;
-    let start = u64::from_str_radix(start, 16).ok()?;
-    let end = u64::from_str_radix(end, 16).ok()?;
-    let offset = u64::from_str_radix(offset, 16).ok()?;
-    Some((start, end.checked_sub(start)?, offset, path))
+    let m = super::proc_files::mapping(line).filter(|m| m.executable && !m.path.is_empty())?;
+    Some((m.start, m.end - m.start, m.offset, m.path))
 }
 
 const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;

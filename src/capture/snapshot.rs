@@ -274,14 +274,7 @@ fn kernel_threads() -> Value {
         let Some(stat) = read(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        let Some(close) = stat.rfind(')') else {
-            continue;
-        };
-        let ppid = stat[close + 1..]
-            .split_whitespace()
-            .nth(1)
-            .and_then(|v| v.parse::<u32>().ok());
-        if pid == 2 || ppid == Some(2) {
+        if pid == 2 || super::proc_files::parent(&stat) == Some(2) {
             out.extend(threads_of(pid));
         }
     }
