@@ -146,18 +146,8 @@ fn healthy_mmap_reads_are_faults_with_flows_to_their_reads() {
     let file = f["file"].as_u64().unwrap();
     let t = perfetto(HEALTHY);
     t.assert_nested();
-    let slices: Vec<_> = t
-        .slices
-        .iter()
-        .filter(|s| t.path(s.0).first() == Some(&"fault file"))
-        .collect();
-    assert_eq!(slices.len() as u64, file);
-    let tracks: std::collections::HashSet<u64> = slices.iter().map(|s| s.0).collect();
-    let flows = t
-        .flows
-        .values()
-        .filter(|ends| ends.iter().any(|e| tracks.contains(e)))
-        .count();
+    let (slices, flows) = t.slices_and_flows("fault file");
+    assert_eq!(slices as u64, file);
     // Each major fault waited for its read (the one of fio's own pages on
     // the VM's disk too).
     assert_eq!(flows, 1025, "one flow per major fault to its block read");

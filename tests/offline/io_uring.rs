@@ -84,18 +84,8 @@ fn each_request_is_an_operation_tied_to_its_block_request() {
 fn perfetto_draws_each_request_with_a_flow_to_its_block_request() {
     let t = perfetto(CAP);
     t.assert_nested();
-    let slices: Vec<_> = t
-        .slices
-        .iter()
-        .filter(|s| t.path(s.0).first() == Some(&"io_uring read"))
-        .collect();
-    assert_eq!(slices.len(), 768);
-    let tracks: std::collections::HashSet<u64> = slices.iter().map(|s| s.0).collect();
-    let flows = t
-        .flows
-        .values()
-        .filter(|ends| ends.iter().any(|e| tracks.contains(e)))
-        .count();
+    let (slices, flows) = t.slices_and_flows("io_uring read");
+    assert_eq!(slices, 768);
     assert_eq!(flows, 768, "one flow per request to its block request");
 }
 

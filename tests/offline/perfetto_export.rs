@@ -181,6 +181,20 @@ impl Decoded {
             .filter(move |s| self.path(s.0).starts_with(names))
     }
 
+    /// The slices on tracks whose innermost name is `kind` (`io_uring
+    /// read`, `fault file`), and the flows that leave those tracks.
+    pub(crate) fn slices_and_flows(&self, kind: &str) -> (usize, usize) {
+        let names = [kind];
+        let slices: Vec<&Slice> = self.on(&names).collect();
+        let tracks: std::collections::HashSet<u64> = slices.iter().map(|s| s.0).collect();
+        let flows = self
+            .flows
+            .values()
+            .filter(|ends| ends.iter().any(|e| tracks.contains(e)))
+            .count();
+        (slices.len(), flows)
+    }
+
     /// Slices on one track never overlap unless one holds the other: what
     /// Perfetto needs to draw them (requests that overlap use lanes).
     pub(crate) fn assert_nested(&self) {
