@@ -263,6 +263,16 @@ impl PageSpan {
     fn holds(&self, (dev, inode, index): (Dev, u64, u64)) -> bool {
         self.dev == dev && self.inode == inode && (self.first..=self.last).contains(&index)
     }
+
+    /// Its file, at its first page when the event named one page.
+    fn page(&self, with_offset: bool) -> FilePage {
+        FilePage {
+            dev: self.dev,
+            inode: self.inode,
+            offset: with_offset.then_some(self.first << 12),
+            path: None,
+        }
+    }
 }
 
 /// The pages a `filemap_fault` (one) or fault-around (`index` to
@@ -362,7 +372,12 @@ impl OutlierAnalysis {
                 .as_ref()
                 .is_none_or(|p| p.offset.is_none() && page_known)
             {
-                f.file = file_page(e, page_known);
+                // The span's page, read once; the event's own when it
+                // names no page index.
+                f.file = match pages {
+                    Some(s) => Some(s.page(page_known)),
+                    None => file_page(e, page_known),
+                };
             }
         }
         if !op.kind.starts_with("fault file") {
