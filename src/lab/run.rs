@@ -408,10 +408,34 @@ mod tests {
         let noise = |wakeup_us: u64, device_us: u64| super::super::noise::Noise {
             wakeup_late: Duration::from_micros(wakeup_us),
             device: Duration::from_micros(device_us),
+            cpu_share: 1.0,
         };
         assert_eq!(slow_within_noise(&good, noise(4_000, 5_300)), Some(5.43));
         // A quiet machine: the good run's slow writes are the scenario's.
         assert_eq!(slow_within_noise(&good, noise(200, 900)), None);
         assert_eq!(slow_within_noise(&[], noise(4_000, 5_300)), None);
+    }
+
+    /// The queue scenario's bad run beside a compiler on both CPUs: sleeps
+    /// woke 4.2 ms late, the disk answered within 5.4 ms, and a busy
+    /// thread got half a CPU: too noisy to judge, and said why.
+    #[test]
+    fn a_machine_whose_cpus_are_held_by_others_is_too_noisy() {
+        use std::time::Duration;
+        let n = super::super::noise::Noise {
+            wakeup_late: Duration::from_micros(4_200),
+            device: Duration::from_micros(5_400),
+            cpu_share: 0.5,
+        };
+        assert!(n.too_noisy());
+        assert_eq!(
+            n.why_inconclusive(),
+            "a busy thread got 50 % of a CPU with nothing of ours running (other work held the CPUs)"
+        );
+        assert!(!super::super::noise::Noise {
+            cpu_share: 0.97,
+            ..n
+        }
+        .too_noisy());
     }
 }
