@@ -60,4 +60,5 @@ pub mod testing {
     pub use crate::report::perfetto::proto;
     pub use crate::report::text::render as render_text;
     pub use crate::report::Format;
+    pub use crate::watch::http::{Pages as HttpPages, Server as HttpServer};
 }

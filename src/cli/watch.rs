@@ -22,6 +22,13 @@ pub struct WatchArgs {
     /// localhost unless told otherwise).
     #[arg(long, default_value = DEFAULT_LISTEN, value_name = "ADDR:PORT")]
     listen: SocketAddr,
+    /// TLS and basic authentication for --listen, from a web configuration
+    /// file in the format Prometheus' exporters read (tls_server_config:
+    /// cert_file, key_file; basic_auth_users: user: bcrypt hash); read
+    /// again when it or its certificate changes. Without it: plain HTTP,
+    /// no authentication.
+    #[arg(long, value_name = "FILE")]
+    web_config: Option<PathBuf>,
     /// Keep a capture here each time a trigger fires, with its diagnosis
     /// (report.json, report.html); without it, triggers are only counted.
     /// A new or empty directory, or one `watch` used before.
@@ -130,6 +137,7 @@ pub fn run(a: WatchArgs) -> Result<ExitStatus> {
     }
     let opts = WatchOptions {
         listen: a.listen,
+        web_config: a.web_config,
         dir: a.dir,
         slow_ns: match a.slow {
             Some(ms) => Some(ms_ns(ms, "--slow")?.unwrap_or(0)),

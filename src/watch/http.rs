@@ -6,33 +6,179 @@
 //! closes the oldest, so idle or trickling clients cannot lock a scraper
 //! out. Every response closes its connection.
 
+use super::web_config::{Auth, Verdict, WebConfig};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub const MAX_HEAD: usize = 8192;
 pub const DEADLINE: Duration = Duration::from_secs(5);
 pub const MAX_CONNECTIONS: usize = 64;
+/// How often the web configuration's files are looked at for a change.
+const WEB_CONFIG_CHECK: Duration = Duration::from_secs(1);
 
 /// What a path serves: `(status, content type, body)`.
 pub trait Pages {
     fn metrics(&self) -> String;
     fn index(&self) -> String;
+    /// A line for the daemon's log (the web configuration read again, or
+    /// refused).
+    fn note(&self, _line: &str) {}
+}
+
+/// A connection's byte stream: plain TCP, or TLS over it.
+enum Link {
+    Plain(TcpStream),
+    Tls(TcpStream, Box<rustls::ServerConnection>),
+}
+
+impl Link {
+    fn fd(&self) -> i32 {
+        match self {
+            Link::Plain(s) | Link::Tls(s, _) => s.as_raw_fd(),
+        }
+    }
+
+    /// What to poll for: the reply's bytes, or TLS's own records.
+    fn events(&self, replying: bool) -> i16 {
+        match self {
+            Link::Plain(_) if replying => libc::POLLOUT,
+            Link::Plain(_) => libc::POLLIN,
+            Link::Tls(_, t) => {
+                let mut e = 0;
+                if t.wants_write() {
+                    e |= libc::POLLOUT;
+                }
+                if !replying && t.wants_read() {
+                    e |= libc::POLLIN;
+                }
+                e
+            }
+        }
+    }
+
+    /// Plain bytes of the request: Ok(0) at the end, WouldBlock when no
+    /// more is there yet.
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let (sock, tls) = match self {
+            Link::Plain(s) => return s.read(buf),
+            Link::Tls(s, t) => (s, t),
+        };
+        loop {
+            match tls.reader().read(buf) {
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                other => return other,
+            }
+            // No plain bytes yet: TLS records from the socket (WouldBlock
+            // when there are none), and the handshake's answers out.
+            if tls.read_tls(sock)? == 0 {
+                return Ok(0);
+            }
+            if let Err(e) = tls.process_new_packets() {
+                // The alert that says why, if the socket takes it.
+                let _ = tls.write_tls(sock);
+                return Err(std::io::Error::new(ErrorKind::InvalidData, e));
+            }
+            while tls.wants_write() {
+                match tls.write_tls(sock) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+
+    /// Hands bytes of the reply over: to the socket, or to TLS to seal.
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Link::Plain(s) => s.write(data),
+            Link::Tls(_, t) => {
+                let n = t.writer().write(data)?;
+                if n == data.len() {
+                    t.send_close_notify();
+                }
+                Ok(n)
+            }
+        }
+    }
+
+    /// Sends what TLS has sealed; Ok(true) when nothing is left.
+    fn flush(&mut self) -> std::io::Result<bool> {
+        let Link::Tls(s, t) = self else {
+            return Ok(true);
+        };
+        while t.wants_write() {
+            match t.write_tls(s) {
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+
+    fn shutdown_write(&self) {
+        if let Link::Plain(s) = self {
+            let _ = s.shutdown(std::net::Shutdown::Write);
+        }
+    }
 }
 
 struct Conn {
-    stream: TcpStream,
+    link: Link,
     since: Instant,
     head: Vec<u8>,
-    /// The response and how much of it is written.
+    /// The response and how much of it is handed over.
     reply: Option<(Vec<u8>, usize)>,
+}
+
+/// `--web-config`: the file, what it said when last read, and the checks
+/// its users need.
+struct Web {
+    path: PathBuf,
+    config: WebConfig,
+    auth: Auth,
+    checked: Instant,
+}
+
+impl Web {
+    /// Reads the file again when it or a file it names changed; a file
+    /// that no longer reads keeps the configuration in force.
+    fn refresh(&mut self, pages: &dyn Pages) {
+        if self.checked.elapsed() < WEB_CONFIG_CHECK {
+            return;
+        }
+        self.checked = Instant::now();
+        if !self.config.changed() {
+            return;
+        }
+        match WebConfig::load(&self.path) {
+            Ok(c) => {
+                self.auth = Auth::new(c.users.clone());
+                self.config = c;
+                pages.note(&format!("{}: read again", self.path.display()));
+            }
+            Err(e) => {
+                pages.note(&format!(
+                    "{e}; the configuration read before stays in force"
+                ));
+                // Not again every second for the same bad file.
+                self.config.mark_seen();
+            }
+        }
+    }
 }
 
 pub struct Server {
     listener: TcpListener,
     conns: Vec<Conn>,
+    web: Option<Web>,
 }
 
 impl Server {
@@ -42,7 +188,29 @@ impl Server {
         Ok(Server {
             listener,
             conns: Vec::new(),
+            web: None,
         })
+    }
+
+    /// Serves as `--web-config FILE` says (TLS, users); read now, and again
+    /// when it changes. The error names the file and what is wrong.
+    pub fn with_web_config(mut self, path: PathBuf) -> Result<Server, String> {
+        let config = WebConfig::load(&path)?;
+        self.web = Some(Web {
+            auth: Auth::new(config.users.clone()),
+            config,
+            path,
+            checked: Instant::now(),
+        });
+        Ok(self)
+    }
+
+    /// `http` or `https`, as clients must ask.
+    pub fn scheme(&self) -> &'static str {
+        match &self.web {
+            Some(w) if w.config.tls.is_some() => "https",
+            _ => "http",
+        }
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -65,14 +233,9 @@ impl Server {
             revents: 0,
         }];
         for c in &self.conns {
-            let events = if c.reply.is_some() {
-                libc::POLLOUT
-            } else {
-                libc::POLLIN
-            };
             fds.push(libc::pollfd {
-                fd: c.stream.as_raw_fd(),
-                events,
+                fd: c.link.fd(),
+                events: c.link.events(c.reply.is_some()),
                 revents: 0,
             });
         }
@@ -90,7 +253,7 @@ impl Server {
             done[i - 1] = if c.reply.is_some() {
                 write_some(c)
             } else {
-                read_some(c, pages)
+                read_some(c, pages, self.web.as_mut())
             };
         }
         let now = Instant::now();
@@ -101,6 +264,9 @@ impl Server {
             keep
         });
         if fds[0].revents != 0 {
+            if let Some(w) = &mut self.web {
+                w.refresh(pages);
+            }
             self.accept();
         }
     }
@@ -112,12 +278,23 @@ impl Server {
                     if stream.set_nonblocking(true).is_err() {
                         continue;
                     }
+                    let link = match self.web.as_ref().and_then(|w| w.config.tls.as_ref()) {
+                        None => Link::Plain(stream),
+                        Some(tls) => match rustls::ServerConnection::new(Arc::clone(tls)) {
+                            Ok(mut t) => {
+                                // The reply is sealed whole before it is sent.
+                                t.set_buffer_limit(None);
+                                Link::Tls(stream, Box::new(t))
+                            }
+                            Err(_) => continue,
+                        },
+                    };
                     if self.conns.len() >= MAX_CONNECTIONS {
                         // The oldest is the likeliest to be stuck.
                         self.conns.remove(0);
                     }
                     self.conns.push(Conn {
-                        stream,
+                        link,
                         since: Instant::now(),
                         head: Vec::new(),
                         reply: None,
@@ -137,32 +314,39 @@ impl Server {
 
 /// Reads what is there; answers once the head is complete. True when the
 /// connection is to be closed.
-fn read_some(c: &mut Conn, pages: &dyn Pages) -> bool {
+fn read_some(c: &mut Conn, pages: &dyn Pages, web: Option<&mut Web>) -> bool {
     let mut buf = [0u8; 2048];
+    let (mut auth, headers) = match web {
+        Some(w) => (Some(&mut w.auth), w.config.headers.as_slice()),
+        None => (None, &[][..]),
+    };
     loop {
-        match c.stream.read(&mut buf) {
+        match c.link.read(&mut buf) {
             Ok(0) => return true,
             Ok(n) => {
                 c.head.extend_from_slice(&buf[..n]);
-                if let Some(reply) = answer(&c.head, pages) {
+                if let Some(reply) = answer(&c.head, pages, auth.as_deref_mut(), headers) {
                     c.reply = Some((reply, 0));
                     return write_some(c);
                 }
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                // A TLS handshake's own records may wait to go out.
+                return c.link.flush().is_err();
+            }
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(_) => return true,
         }
     }
 }
 
-/// Writes what the socket takes. True when all is written (or it failed).
+/// Hands over what the link takes. True when all is sent (or it failed).
 fn write_some(c: &mut Conn) -> bool {
     let Some((reply, at)) = &mut c.reply else {
         return true;
     };
     while *at < reply.len() {
-        match c.stream.write(&reply[*at..]) {
+        match c.link.write(&reply[*at..]) {
             Ok(0) => return true,
             Ok(n) => *at += n,
             Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
@@ -170,13 +354,27 @@ fn write_some(c: &mut Conn) -> bool {
             Err(_) => return true,
         }
     }
-    let _ = c.stream.shutdown(std::net::Shutdown::Write);
+    match c.link.flush() {
+        Ok(false) => return false,
+        Ok(true) => {}
+        Err(_) => return true,
+    }
+    c.link.shutdown_write();
     true
 }
 
 /// The response to a request head, once there is enough of it to answer:
-/// `None` while the head is incomplete and within bounds.
-pub fn answer(head: &[u8], pages: &dyn Pages) -> Option<Vec<u8>> {
+/// `None` while the head is incomplete and within bounds. With users in
+/// the web configuration every path needs one of them (401 otherwise);
+/// its headers go on every response.
+pub fn answer(
+    head: &[u8],
+    pages: &dyn Pages,
+    auth: Option<&mut Auth>,
+    headers: &[(String, String)],
+) -> Option<Vec<u8>> {
+    let extra: Vec<String> = headers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let status = |code, reason| status(code, reason, &extra);
     let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") else {
         return (head.len() >= MAX_HEAD).then(|| status(431, "Request Header Fields Too Large"));
     };
@@ -194,14 +392,52 @@ pub fn answer(head: &[u8], pages: &dyn Pages) -> Option<Vec<u8>> {
     if !version.starts_with("HTTP/1.") {
         return Some(status(400, "Bad Request"));
     }
+    if let Some(auth) = auth {
+        let fields = String::from_utf8_lossy(&head[line_end..end]);
+        let authorization = fields.split("\r\n").find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.trim()
+                .eq_ignore_ascii_case("authorization")
+                .then(|| value.trim().to_string())
+        });
+        match auth.check(authorization.as_deref()) {
+            Verdict::Allowed => {}
+            Verdict::Denied => {
+                let mut with = extra.clone();
+                with.push("WWW-Authenticate: Basic".into());
+                return Some(reply(
+                    401,
+                    "Unauthorized",
+                    "text/plain; charset=utf-8",
+                    "Unauthorized\n",
+                    &with,
+                    false,
+                ));
+            }
+            Verdict::Busy => {
+                let mut with = extra.clone();
+                with.push("Retry-After: 1".into());
+                return Some(reply(
+                    429,
+                    "Too Many Requests",
+                    "text/plain; charset=utf-8",
+                    "too many password checks this second\n",
+                    &with,
+                    false,
+                ));
+            }
+        }
+    }
     let head_only = method == "HEAD";
     if method != "GET" && !head_only {
+        let mut with = extra.clone();
+        with.push("Allow: GET, HEAD".into());
         return Some(reply(
             405,
             "Method Not Allowed",
             "text/plain; charset=utf-8",
             "only GET\n",
-            &["Allow: GET, HEAD"],
+            &with,
             false,
         ));
     }
@@ -212,7 +448,7 @@ pub fn answer(head: &[u8], pages: &dyn Pages) -> Option<Vec<u8>> {
             "OK",
             crate::report::prometheus::CONTENT_TYPE,
             &pages.metrics(),
-            &[],
+            &extra,
             head_only,
         ),
         "/" => reply(
@@ -220,20 +456,20 @@ pub fn answer(head: &[u8], pages: &dyn Pages) -> Option<Vec<u8>> {
             "OK",
             "text/html; charset=utf-8",
             &pages.index(),
-            &[],
+            &extra,
             head_only,
         ),
         _ => status(404, "Not Found"),
     })
 }
 
-fn status(code: u16, reason: &str) -> Vec<u8> {
+fn status(code: u16, reason: &str, extra: &[String]) -> Vec<u8> {
     reply(
         code,
         reason,
         "text/plain; charset=utf-8",
         &format!("{reason}\n"),
-        &[],
+        extra,
         false,
     )
 }
@@ -243,7 +479,7 @@ fn reply(
     reason: &str,
     content_type: &str,
     body: &str,
-    extra: &[&str],
+    extra: &[String],
     head_only: bool,
 ) -> Vec<u8> {
     let mut out = format!(
@@ -276,6 +512,10 @@ mod tests {
         }
     }
 
+    fn answer_plain(head: &[u8], pages: &dyn Pages) -> Option<Vec<u8>> {
+        answer(head, pages, None, &[])
+    }
+
     fn code(reply: &[u8]) -> String {
         String::from_utf8_lossy(reply)
             .split(' ')
@@ -286,36 +526,36 @@ mod tests {
 
     #[test]
     fn answers_only_get_of_its_two_paths_and_bounds_the_head() {
-        let ok = answer(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &Fixed).unwrap();
+        let ok = answer_plain(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &Fixed).unwrap();
         assert_eq!(code(&ok), "200");
         assert!(String::from_utf8_lossy(&ok).ends_with("\r\n\r\nup 1\n"));
         assert!(String::from_utf8_lossy(&ok).contains("Content-Length: 5\r\n"));
-        let head = answer(b"HEAD /metrics HTTP/1.0\r\n\r\n", &Fixed).unwrap();
+        let head = answer_plain(b"HEAD /metrics HTTP/1.0\r\n\r\n", &Fixed).unwrap();
         assert!(String::from_utf8_lossy(&head).ends_with("\r\n\r\n"));
         assert_eq!(
-            code(&answer(b"GET / HTTP/1.1\r\n\r\n", &Fixed).unwrap()),
+            code(&answer_plain(b"GET / HTTP/1.1\r\n\r\n", &Fixed).unwrap()),
             "200"
         );
         assert_eq!(
-            code(&answer(b"GET /etc/passwd HTTP/1.1\r\n\r\n", &Fixed).unwrap()),
+            code(&answer_plain(b"GET /etc/passwd HTTP/1.1\r\n\r\n", &Fixed).unwrap()),
             "404"
         );
         assert_eq!(
-            code(&answer(b"POST /metrics HTTP/1.1\r\n\r\n", &Fixed).unwrap()),
+            code(&answer_plain(b"POST /metrics HTTP/1.1\r\n\r\n", &Fixed).unwrap()),
             "405"
         );
-        assert_eq!(code(&answer(b"GET\r\n\r\n", &Fixed).unwrap()), "400");
+        assert_eq!(code(&answer_plain(b"GET\r\n\r\n", &Fixed).unwrap()), "400");
         assert_eq!(
-            code(&answer(b"GET /metrics SPDY/3\r\n\r\n", &Fixed).unwrap()),
+            code(&answer_plain(b"GET /metrics SPDY/3\r\n\r\n", &Fixed).unwrap()),
             "400"
         );
         // Incomplete: wait for more, up to the bound.
-        assert!(answer(b"GET /metrics HTTP/1.1\r\nHost:", &Fixed).is_none());
+        assert!(answer_plain(b"GET /metrics HTTP/1.1\r\nHost:", &Fixed).is_none());
         let long = [b'a'; MAX_HEAD];
-        assert_eq!(code(&answer(&long, &Fixed).unwrap()), "431");
+        assert_eq!(code(&answer_plain(&long, &Fixed).unwrap()), "431");
         let mut long_header = b"GET / HTTP/1.1\r\nX: ".to_vec();
         long_header.extend([b'a'; MAX_HEAD]);
-        assert_eq!(code(&answer(&long_header, &Fixed).unwrap()), "431");
+        assert_eq!(code(&answer_plain(&long_header, &Fixed).unwrap()), "431");
     }
 
     /// Idle and trickling clients, more of them than the server keeps,

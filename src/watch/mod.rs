@@ -14,6 +14,7 @@ pub mod process;
 pub mod runqueue;
 pub mod trigger;
 mod triggered;
+mod web_config;
 use triggered::{finish, Diagnosed, Pending};
 
 use crate::capture::light::ring::RecordRing;
@@ -37,6 +38,8 @@ use trigger::TriggerOptions;
 #[derive(Clone, Debug)]
 pub struct WatchOptions {
     pub listen: SocketAddr,
+    /// `--web-config`: TLS and users for the HTTP side.
+    pub web_config: Option<PathBuf>,
     /// Where triggered captures are kept; `None`: metrics only.
     pub dir: Option<PathBuf>,
     pub slow_ns: Option<u64>,
@@ -173,6 +176,8 @@ fn reading_at(readings: &VecDeque<Reading>, at_ns: u64) -> Option<&Reading> {
 struct Published {
     metrics: String,
     index: String,
+    /// Lines from the HTTP side for the log.
+    notes: Vec<String>,
 }
 
 struct Pages(Arc<Mutex<Published>>);
@@ -191,6 +196,13 @@ impl http::Pages for Pages {
             .unwrap_or_else(|p| p.into_inner())
             .index
             .clone()
+    }
+    fn note(&self, line: &str) {
+        let mut p = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        // Bounded: the loop takes them once a second.
+        if p.notes.len() < 100 {
+            p.notes.push(line.to_string());
+        }
     }
 }
 
@@ -235,6 +247,12 @@ pub fn run(opts: WatchOptions) -> Result<ExitStatus> {
     // stops here.
     let mut server = http::Server::bind(opts.listen)
         .map_err(|e| Error::bad_input(format!("cannot listen on {}: {e}", opts.listen)))?;
+    if let Some(path) = &opts.web_config {
+        server = server
+            .with_web_config(path.clone())
+            .map_err(Error::bad_input)?;
+    }
+    let scheme = server.scheme();
     let (formats, _scratch) = match &opts.dir {
         Some(dir) => {
             keep::claim(dir).map_err(Error::bad_input)?;
@@ -275,7 +293,7 @@ pub fn run(opts: WatchOptions) -> Result<ExitStatus> {
             .map_err(|e| Error::failed(format!("cannot start the HTTP thread: {e}")))?
     };
     log.line(&format!(
-        "serving http://{addr}/metrics; {}",
+        "serving {scheme}://{addr}/metrics; {}",
         match &opts.dir {
             Some(d) => format!("captures kept in {}", d.display()),
             None => "no --dir: triggers are counted, no capture is kept".into(),
@@ -613,10 +631,14 @@ fn watch_loop(
             io_uring: &latest.io_uring,
         });
         let index = index_page(opts, &kept);
-        {
+        let notes = {
             let mut p = published.lock().unwrap_or_else(|p| p.into_inner());
             p.metrics = metrics;
             p.index = index;
+            std::mem::take(&mut p.notes)
+        };
+        for n in notes {
+            log.line(&n);
         }
         if !stopping {
             sleep_until_next_second(&started);

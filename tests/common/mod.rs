@@ -648,3 +648,67 @@ pub fn nearest_rank(v: &mut [u64], p: f64) -> Option<u64> {
     let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
     Some(v[rank - 1])
 }
+
+/// A certificate for 127.0.0.1 in `DIR/NAME.crt` (key `NAME.key`), signed
+/// by a CA of its own made here (`NAME-ca.crt`), with openssl.
+pub fn make_certificate(dir: &Path, name: &str) {
+    let file = |ext: &str| dir.join(format!("{name}{ext}"));
+    let ext = file(".ext");
+    std::fs::write(
+        &ext,
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    for step in [
+        Command::new("openssl")
+            .args(["req", "-x509"])
+            .args(ec)
+            .args([
+                "-days",
+                "2",
+                "-subj",
+                &format!("/CN=iosleuth test CA {name}"),
+            ])
+            .arg("-keyout")
+            .arg(file("-ca.key"))
+            .arg("-out")
+            .arg(file("-ca.crt"))
+            .output(),
+        Command::new("openssl")
+            .arg("req")
+            .args(ec)
+            .args(["-subj", "/CN=127.0.0.1"])
+            .arg("-keyout")
+            .arg(file(".key"))
+            .arg("-out")
+            .arg(file(".csr"))
+            .output(),
+        Command::new("openssl")
+            .args(["x509", "-req", "-days", "2", "-set_serial", "1"])
+            .arg("-in")
+            .arg(file(".csr"))
+            .arg("-CA")
+            .arg(file("-ca.crt"))
+            .arg("-CAkey")
+            .arg(file("-ca.key"))
+            .arg("-extfile")
+            .arg(&ext)
+            .arg("-out")
+            .arg(file(".crt"))
+            .output(),
+    ] {
+        let out = step.unwrap();
+        assert!(
+            out.status.success(),
+            "openssl: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

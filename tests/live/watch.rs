@@ -176,6 +176,44 @@ fn promql(prom: SocketAddr, query: &str) -> Option<f64> {
     value
 }
 
+/// A Prometheus server scraping every second with these scrape configs
+/// (YAML list items), its data in `dir`; killed when dropped.
+struct Prometheus {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Prometheus {
+    fn start(dir: &Path, scrape_configs: &str) -> Prometheus {
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let config = dir.join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!("global:\n  scrape_interval: 1s\nscrape_configs:\n{scrape_configs}"),
+        )
+        .unwrap();
+        let child = Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address={addr}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Prometheus { child, addr }
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// The metrics pass `promtool check metrics`; a real Prometheus scrapes
 /// them during a fio run, and its `histogram_quantile(0.99, ...)` of the
 /// device time lands in the same `le` bucket as iosleuth's own D2C p99
@@ -194,36 +232,14 @@ fn prometheus_scrapes_watch_and_agrees_with_iosleuths_own_p99() {
 
     promtool_check(&watch.metrics());
 
-    // Prometheus, scraping every second.
-    let prom: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: iosleuth\n    static_configs:\n      - targets: ['{}']\n",
+    let prometheus = Prometheus::start(
+        dir.path(),
+        &format!(
+            "  - job_name: iosleuth\n    static_configs:\n      - targets: ['{}']\n",
             watch.addr
         ),
-    )
-    .unwrap();
-    let mut server = Command::new("prometheus")
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address={prom}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    struct Kill<'a>(&'a mut Child);
-    impl Drop for Kill<'_> {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _server = Kill(&mut server);
+    );
+    let prom = prometheus.addr;
     // Ready is before its scrape loop found the target: wait for a scrape.
     wait_for("prometheus scraping watch", 60, || {
         get(prom, "/api/v1/targets").is_ok_and(|(c, b)| c == 200 && b.contains("\"health\":\"up\""))
@@ -777,4 +793,105 @@ fn light_and_watch_count_and_time_fios_io_uring_requests() {
             "{key}: fio's completion latency {f} ns, the light capture's {o} ns"
         );
     }
+}
+
+/// `--web-config` as Prometheus' exporters read it (TLS, one user with a
+/// bcrypt hash): a real Prometheus scraping over TLS with the password,
+/// trusting only the CA made here, reads the series; a second job with a
+/// wrong password is refused with 401; plain HTTP gets no metrics.
+#[test]
+#[ignore = "live: needs root, BTF, prometheus and openssl; scripts/test runs it"]
+fn prometheus_scrapes_watch_over_tls_with_a_password() {
+    let _live = live();
+    need_programs(&["prometheus", "openssl"]);
+    let dir = tempdir();
+    make_certificate(dir.path(), "watch");
+    let web = dir.path().join("web.yml");
+    std::fs::write(
+        &web,
+        format!(
+            "tls_server_config:\n  cert_file: watch.crt\n  key_file: watch.key\nbasic_auth_users:\n  prometheus: {}\n",
+            bcrypt::hash("s3cret", 8).unwrap()
+        ),
+    )
+    .unwrap();
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let log = dir.path().join("watch.log");
+    let mut watch = iosleuth()
+        .args(["watch", "--listen", &addr.to_string(), "--web-config"])
+        .arg(&web)
+        .arg("--log")
+        .arg(&log)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Kill(Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let serving = format!("serving https://{addr}/metrics");
+    wait_until("watch serving over TLS", 30, || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains(&serving) {
+            return Ok(());
+        }
+        match watch.try_wait().unwrap() {
+            Some(status) => panic!("watch ended with {status}: {text}"),
+            None => Err(text),
+        }
+    });
+    let watch = Kill(watch);
+    let ca = dir.path().join("watch-ca.crt");
+    let job = |name: &str, password: &str| {
+        format!(
+            "  - job_name: {name}\n    scheme: https\n    tls_config:\n      ca_file: {}\n    basic_auth:\n      username: prometheus\n      password: {password}\n    static_configs:\n      - targets: ['{addr}']\n",
+            ca.display()
+        )
+    };
+    let prometheus = Prometheus::start(
+        dir.path(),
+        &(job("tls", "s3cret") + &job("wrong", "not-it")),
+    );
+    let prom = prometheus.addr;
+    // Both jobs scraped: one up, one refused.
+    wait_until("prometheus scraping both jobs", 60, || {
+        let (_, body) = get(prom, "/api/v1/targets").map_err(|e| e.to_string())?;
+        let v: serde_json::Value = serde_json::from_str(&body).map_err(|e| e.to_string())?;
+        let targets = v["data"]["activeTargets"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let health = |job: &str| {
+            targets.iter().find(|t| t["labels"]["job"] == job).map(|t| {
+                (
+                    t["health"].as_str().unwrap_or("").to_string(),
+                    t["lastError"].as_str().unwrap_or("").to_string(),
+                )
+            })
+        };
+        match (health("tls"), health("wrong")) {
+            (Some((up, _)), Some((down, error)))
+                if up == "up" && down == "down" && error.contains("401") =>
+            {
+                Ok(())
+            }
+            seen => Err(format!("{seen:?}")),
+        }
+    });
+    assert_eq!(promql(prom, "iosleuth_build_info{job=\"tls\"}"), Some(1.0));
+    assert_eq!(promql(prom, "up{job=\"wrong\"}"), Some(0.0));
+    // Plain HTTP on the TLS port: no metrics.
+    assert!(
+        get(addr, "/metrics").map_or(true, |(code, body)| code != 200
+            && !body.contains("iosleuth_build_info"))
+    );
+    drop(prometheus);
+    let mut watch = watch;
+    unsafe { libc::kill(watch.0.id() as i32, libc::SIGTERM) };
+    let status = watch.0.wait().unwrap();
+    assert!(status.success(), "watch ended with {status}");
+    assert!(our_programs().is_empty(), "left: {:?}", our_programs());
 }

@@ -51,3 +51,4 @@ mod seed_excerpts;
 mod service_files;
 mod stacks;
 mod trace_dat;
+mod watch_tls;
