@@ -40,7 +40,7 @@ pub mod testing {
     pub use crate::capture::journal::remove_instance;
     pub use crate::capture::pipe::PipeReader;
     pub use crate::capture::recorder::EVENT_SETS;
-    pub use crate::capture::snapshot::mono_ns;
+    pub use crate::capture::snapshot::{ext4_journal, mono_ns};
     pub use crate::capture::tracefs::{CaptureError, Tracefs};
     pub use crate::capture::unique_name;
     pub use crate::diagnose::diagnose;

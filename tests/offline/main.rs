@@ -30,6 +30,7 @@ mod diagnose_generalizes;
 mod docs_examples;
 mod docs_links;
 mod driver_events;
+mod ext4_superblock;
 mod faults;
 mod first_screen;
 mod fixtures_block;
