@@ -87,6 +87,9 @@ pub struct Rule {
     /// What a light capture (`record --light`) lacks to judge this rule
     /// (only the full recorder writes those events); `None`: it can.
     pub light_lacks: Option<&'static str>,
+    /// For a rule a light capture can judge: what this light capture
+    /// lacks, if anything (one made before it counted the evidence).
+    pub light_lacks_when: Option<fn(&Analysis) -> Option<String>>,
     pub check: fn(&Analysis) -> Verdict,
 }
 
@@ -131,7 +134,7 @@ pub fn coverage(a: &Analysis, findings: &[Finding]) -> Coverage {
         let lacks = match (&a.light, r.light_lacks) {
             _ if findings.iter().any(|f| f.id == r.id) => None,
             (Some(_), Some(what)) => Some(format!("a light capture lacks {what}")),
-            (Some(_), None) => None,
+            (Some(_), None) => r.light_lacks_when.and_then(|f| f(a)),
             (None, _) => {
                 let missing: Vec<(&str, String)> = r
                     .needs

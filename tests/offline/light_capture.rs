@@ -228,7 +228,8 @@ fn light_slowdev_capture_names_the_stalled_requests() {
 }
 
 /// Exactly the rules whose evidence only the full recorder writes say
-/// what a light capture lacks; the others judge it.
+/// what a light capture lacks (and blk-throttle's, which this capture was
+/// made before light counted); the others judge it.
 #[test]
 fn explain_all_says_which_rules_a_light_capture_cannot_judge() {
     let out = outcome(&["report", "--explain", "all", "tests/fixtures/light-rt.cap"]);
@@ -335,4 +336,35 @@ proptest::proptest! {
             proptest::prop_assert!(out.stderr.contains(".bin"), "{}", out.stderr);
         }
     }
+}
+
+/// The cgroup scenario recorded with --light by the lab: the bios the
+/// programs saw blk-throttle's dispatch work queue name the limit, whose
+/// pace the device kept (600 reads under 200 read IOPS), and the run
+/// without a limit stays silent.
+#[test]
+fn light_cgroup_capture_names_the_limit_that_held_bios() {
+    let bad = json_report(&["tests/fixtures/light-cgroup-throttled.cap"], &[]);
+    assert_eq!(top_finding(&bad), ("cgroup_io_throttle", "critical"));
+    let ev = &bad["findings"][0]["evidence"];
+    assert_eq!(ev["device"], "7,0");
+    assert_eq!(ev["throttled_bios"], 29);
+    assert_eq!(ev["throttled_bytes"], 29 * 4096);
+    assert_eq!(ev["all_bios"], 600);
+    assert_eq!(ev["pace"]["limit"], "riops");
+    assert_eq!(ev["pace"]["limit_per_s"], 200.0);
+    let pct = ev["pace"]["percent_of_limit"].as_f64().unwrap();
+    assert!((81.0..83.0).contains(&pct), "{pct}");
+    assert_eq!(ev["limits"][0]["file"], "blkio.throttle.read_iops_device");
+    assert!(bad["findings"][0]["workaround"]
+        .as_str()
+        .unwrap()
+        .contains("blkio.throttle.read_iops_device"));
+    let good = json_report(&["tests/fixtures/light-cgroup-none.cap"], &[]);
+    assert!(
+        good["findings"].as_array().unwrap().is_empty(),
+        "{}",
+        good["findings"]
+    );
+    assert_eq!(device(&good, "7,0")["completed"]["read"], 600);
 }

@@ -27,6 +27,7 @@ pub const RULE: Rule = Rule {
     stays_silent: "the same fsyncs alone on their CPU; waits held by a real-time task (`rt_starvation`'s)",
     needs: &["sched"],
     light_lacks: Some("the operations' thread states (the full recorder's scheduler events)"),
+    light_lacks_when: None,
     check,
 };
 

@@ -30,6 +30,7 @@ pub const RULE: Rule = Rule {
     stays_silent: "slow operations that were runnable (RT burner), or whose device time overlaps an RT-held wait of the thread that completes I/O, or was spread over many short requests (a busy device)",
     needs: &["block"],
     light_lacks: None,
+    light_lacks_when: None,
     check,
 };
 

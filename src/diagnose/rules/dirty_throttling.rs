@@ -20,6 +20,7 @@ pub const RULE: Rule = Rule {
     stays_silent: "the same buffered writes under the default dirty ratio",
     needs: &["writeback"],
     light_lacks: Some("the writeback events (balance_dirty_pages)"),
+    light_lacks_when: None,
     check,
 };
 

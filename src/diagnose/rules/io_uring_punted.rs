@@ -24,6 +24,7 @@ pub const RULE: Rule = Rule {
     stays_silent: "requests issued inline (XFS's buffered writes, O_DIRECT reads and writes of a device that takes them without blocking); a few punts among many requests; punted requests whose time went to the device (their own block requests)",
     needs: &["io_uring"],
     light_lacks: Some("the time each punted request waited for an io-wq worker (it counts the punts)"),
+    light_lacks_when: None,
     check,
 };
 

@@ -21,6 +21,7 @@ pub const RULE: Rule = Rule {
     stays_silent: "the same writers with a 1 GiB journal; 2 checkpoints costing 0.2 % (journal-few-checkpoints.cap)",
     needs: &["fs"],
     light_lacks: None,
+    light_lacks_when: None,
     check,
 };
 

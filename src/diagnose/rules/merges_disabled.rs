@@ -33,6 +33,7 @@ pub const RULE: Rule = Rule {
     stays_silent: "the same reads with merging on (64 bios per request); random I/O; a `dd` writer's 1 MiB writeback bios (dd-seqwrite.cap); sequential bios that come one at a time, each after the previous completed (a synchronous reader has nothing to merge: see `readahead_small`); readahead bios (`RA`) as large as the kernel's windows (each window is read as one bio, the next only when the reader reaches it)",
     needs: &["block"],
     light_lacks: None,
+    light_lacks_when: None,
     check,
 };
 

@@ -24,6 +24,7 @@ pub const RULE: Rule = Rule {
     stays_silent: "first reads of a file (misses, not refaults); pages removed by truncate, fadvise or drop_caches and read again; reclaim of pages nobody read again",
     needs: &["cache"],
     light_lacks: Some("the page cache events"),
+    light_lacks_when: None,
     check,
 };
 

@@ -24,6 +24,7 @@ pub const RULE: Rule = Rule {
     stays_silent: "`nr_requests` 4 with one read at a time; 64 fsync writers on a free tag pool stay a warning",
     needs: &["block"],
     light_lacks: Some("iostat's columns (every request's stages)"),
+    light_lacks_when: None,
     check,
 };
 

@@ -31,6 +31,7 @@ pub const RULE: Rule = Rule {
     stays_silent: "random reads with `read_ahead_kb` 0; sequential reads whose windows grow to 128 KiB; files too short for their window to reach its limit; a reader asking for more than `read_ahead_kb` (the kernel then reads ahead as much as it asks)",
     needs: &["readahead"],
     light_lacks: Some("the readahead and page cache events"),
+    light_lacks_when: None,
     check,
 };
 

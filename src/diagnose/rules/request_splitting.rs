@@ -36,6 +36,7 @@ pub const RULE: Rule = Rule {
     stays_silent: "4 KiB reads that never exceed the limit; large bios cut into ≥ 512 KiB pieces, or at the hardware's own limit",
     needs: &["block"],
     light_lacks: None,
+    light_lacks_when: None,
     check,
 };
 

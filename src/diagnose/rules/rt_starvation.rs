@@ -22,6 +22,7 @@ pub const RULE: Rule = Rule {
     stays_silent: "slow fsyncs blocked on a device",
     needs: &["sched"],
     light_lacks: None,
+    light_lacks_when: None,
     check,
 };
 

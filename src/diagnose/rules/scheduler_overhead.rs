@@ -25,6 +25,7 @@ pub const RULE: Rule = Rule {
     stays_silent: "the same readers under mq-deadline (1.5 %)",
     needs: &["block"],
     light_lacks: Some("the I/O scheduler's inserts (block_rq_insert)"),
+    light_lacks_when: None,
     check,
 };
 

@@ -23,6 +23,7 @@ pub const RULE: Rule = Rule {
     stays_silent: "one fsync after 16 MiB",
     needs: &["block", "syscalls"],
     light_lacks: Some("the system calls (fsync, write)"),
+    light_lacks_when: None,
     check,
 };
 

@@ -23,6 +23,7 @@ pub const RULE: Rule = Rule {
     stays_silent: "the same O_DSYNC writers and reads with the default target: wbt active, never stepped down",
     needs: &["writeback"],
     light_lacks: Some("the writeback events (wbt_step)"),
+    light_lacks_when: None,
     check,
 };
 
