@@ -353,8 +353,11 @@ fn apply_devices(a: &mut Analysis, doc: &LightDoc, summary: &mut LightSummary) {
         s.btt_overhead = None;
         s.write_waits = Default::default();
         s.iostat = Vec::new();
-        s.iostat_total = Default::default();
-        s.iostat_active = Default::default();
+        // iostat's columns over the capture from the kernel's diskstats,
+        // when the capture read them at its two ends (every request of the
+        // device, as iostat counts them); else unknown.
+        s.iostat_total = d.diskstats.as_ref().map(iostat_row).unwrap_or_default();
+        s.iostat_active = s.iostat_total;
         s.in_flight_at_end = 0;
         let depth = LatencyDist::from_ranges(
             d.depth
@@ -378,9 +381,25 @@ fn apply_devices(a: &mut Analysis, doc: &LightDoc, summary: &mut LightSummary) {
     }
     a.block.all_devices = Default::default();
     a.block.processes.clear();
-    a.warnings.push(
-        "light capture: request counts and latencies come from the kernel's histograms (each value within 1/32); btt's intervals, iostat's columns and per-process figures need the full recorder (`iosleuth record` without --light)".into(),
-    );
+    a.warnings.push(if doc.devices.iter().any(|d| d.diskstats.is_some()) {
+        "light capture: request counts and latencies come from the kernel's histograms (each value within 1/32), iostat's columns from its diskstats over the whole capture; btt's intervals and per-process figures need the full recorder (`iosleuth record` without --light)".into()
+    } else {
+        "light capture: request counts and latencies come from the kernel's histograms (each value within 1/32); btt's intervals, iostat's columns and per-process figures need the full recorder (`iosleuth record` without --light)".into()
+    });
+}
+
+/// iostat's row from two readings of the disk's `stat` file.
+fn iostat_row(d: &crate::model::light::DiskstatsDelta) -> crate::analyze::block::iostat::IostatRow {
+    let f = |i: usize| d.fields.get(i).copied().unwrap_or(0);
+    let ms = |i: usize| f(i).saturating_mul(1_000_000);
+    let raw = crate::analyze::block::iostat::RawCounters {
+        ios: [f(0), f(4), f(11), f(15)],
+        merges: [f(1), f(5), f(12), 0],
+        sectors: [f(2), f(6), f(13), 0],
+        nsecs: [ms(3), ms(7), ms(14), ms(16)],
+        busy_ns: ms(9),
+    };
+    crate::analyze::block::iostat::IostatRow::from_counters(&raw, 0.0, d.seconds)
 }
 
 /// The scheduler's switches and long runqueue waits, and each CPU's
@@ -610,5 +629,34 @@ fn program(p: &ProgramStats) -> ProgramSummary {
             _ => None,
         },
         missed: p.missed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::light::DiskstatsDelta;
+
+    /// Two readings of a disk's stat file 2 s apart, as iostat -x would
+    /// put them: 600 reads of 4 KiB, 1500 ms busy, 3000 ms of requests.
+    #[test]
+    fn diskstats_at_the_captures_ends_give_iostats_columns() {
+        let before = [10, 0, 80, 5, 20, 1, 160, 9, 0, 100, 14, 0, 0, 0, 0, 3, 1];
+        let after = [
+            610, 2, 4880, 2805, 21, 1, 168, 209, 1, 1600, 3014, 0, 0, 0, 0, 3, 1,
+        ];
+        let d = DiskstatsDelta::between(&before, &after, 2.0).unwrap();
+        assert_eq!(d.fields[8], 1, "in flight is the later reading's");
+        let row = iostat_row(&d);
+        assert_eq!(row.r_s, 300.0);
+        assert_eq!(row.w_s, 0.5);
+        assert_eq!(row.rkb_s, 4800.0 / 2.0 / 2.0);
+        assert_eq!(row.r_await, 2800.0 / 600.0);
+        assert_eq!(row.util, 75.0);
+        assert_eq!(row.aqu_sz, 1.5);
+        assert_eq!(row.seconds, 2.0);
+        // Kernels before 5.5 (no flush fields) and a zero span: unknown.
+        assert!(DiskstatsDelta::between(&before[..15], &after[..15], 2.0).is_none());
+        assert!(DiskstatsDelta::between(&before, &after, 0.0).is_none());
     }
 }

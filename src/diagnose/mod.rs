@@ -170,6 +170,10 @@ fn light_lacks(a: &Analysis, r: &Rule, v: Verdict) -> Verdict {
         (Verdict::NotFired(why), Some(_), Some(what)) => Verdict::NotFired(format!(
             "a light capture lacks {what}: record without --light to judge it ({why})"
         )),
+        (Verdict::NotFired(why), Some(_), None) => match r.light_lacks_when.and_then(|f| f(a)) {
+            Some(lacks) => Verdict::NotFired(format!("{lacks}: record again to judge it ({why})")),
+            None => Verdict::NotFired(why),
+        },
         (v, _, _) => v,
     }
 }

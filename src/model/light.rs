@@ -346,6 +346,40 @@ pub struct LightDevice {
     /// takes deeper ones).
     pub depth: Vec<u64>,
     pub counters: LightCounters,
+    /// What the kernel's diskstats (`/sys/block/NAME/stat`) counted over
+    /// the capture: read when the programs were attached and when they
+    /// were detached (None: a capture made before it was read, or a
+    /// reading taken while the programs run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diskstats: Option<DiskstatsDelta>,
+}
+
+/// The difference of two readings of a disk's `stat` file, and the time
+/// between them: iostat's figures over the capture, the kernel's own.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct DiskstatsDelta {
+    pub seconds: f64,
+    /// The file's fields, later minus earlier (in-flight, field 9, is the
+    /// later reading's): reads, merges, sectors, ms; writes ...; in
+    /// flight, io_ticks ms, time_in_queue ms; discards ...; flushes, ms.
+    pub fields: Vec<u64>,
+}
+
+impl DiskstatsDelta {
+    /// `stat`'s fields between two readings taken `seconds` apart; None
+    /// unless both have the 17 fields of kernels since 5.5.
+    pub fn between(before: &[u64], after: &[u64], seconds: f64) -> Option<DiskstatsDelta> {
+        if before.len() < 17 || after.len() < 17 || !(seconds > 0.0) {
+            return None;
+        }
+        let fields = (0..17)
+            .map(|i| match i {
+                8 => after[i],
+                _ => after[i].wrapping_sub(before[i]),
+            })
+            .collect();
+        Some(DiskstatsDelta { seconds, fields })
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -613,6 +647,7 @@ pub fn devices_since(after: &[LightDevice], before: &[LightDevice]) -> Vec<Light
                     .collect(),
                 depth: minus(&d.depth, b.map_or(&[][..], |b| &b.depth)),
                 counters: b.map_or(d.counters, |b| d.counters.since(&b.counters)),
+                diskstats: None,
             }
         })
         .filter(|d| !d.ops.is_empty() || d.counters != LightCounters::default())

@@ -110,3 +110,22 @@ fn read_dev(path: &Path) -> Option<(u32, String)> {
     let (maj, min): (u32, u32) = (maj.parse().ok()?, min.parse().ok()?);
     Some(((maj << 20) | min, format!("{maj},{min}")))
 }
+
+/// Each slot's disk's `stat` fields now (`maj,min`, fields), and when
+/// (CLOCK_MONOTONIC ns): iostat's readings, taken at the capture's ends.
+pub(super) fn read_stats(slots: &[DiskSlot]) -> (u64, Vec<(String, Vec<u64>)>) {
+    let at = crate::capture::snapshot::mono_ns();
+    let stats = slots
+        .iter()
+        .filter_map(|s| {
+            let text =
+                std::fs::read_to_string(Path::new("/sys/block").join(&s.name).join("stat")).ok()?;
+            let fields: Vec<u64> = text
+                .split_whitespace()
+                .map_while(|f| f.parse().ok())
+                .collect();
+            Some((s.dev.clone(), fields))
+        })
+        .collect();
+    (at, stats)
+}

@@ -154,6 +154,8 @@ pub struct LightSession {
     throttle_links: Links,
     opts: LightOptions,
     started_ns: u64,
+    /// Each disk's diskstats when the programs were attached.
+    stats_at_start: (u64, Vec<(String, Vec<u64>)>),
     missing_events: Vec<String>,
     /// Held while the classic tracepoints are attached (they are found
     /// through tracefs); unmounted after if iosleuth mounted it.
@@ -254,6 +256,7 @@ impl LightSession {
             Err(e) => vec![format!("every journal event ({})", e.message())],
         };
         let started_ns = super::snapshot::mono_ns();
+        let stats_at_start = disks::read_stats(&slots);
         let latency_map = ebpf.take_map(maps::MAP_LATENCY).expect("latency map");
         let latency_copy = same_map(&latency_map)?;
         let out = match ring {
@@ -291,6 +294,7 @@ impl LightSession {
             throttle_links: Vec::new(),
             opts: opts.clone(),
             started_ns,
+            stats_at_start,
             missing_events,
             _tracefs: tracefs.ok(),
         };
@@ -351,6 +355,7 @@ impl LightSession {
             }
         }
         let stopped_ns = super::snapshot::mono_ns();
+        let (stats_end_ns, stats_at_end) = disks::read_stats(&self.slots);
         self.stop.store(true, Ordering::SeqCst);
         let poller = self
             .poller
@@ -359,7 +364,16 @@ impl LightSession {
             .join()
             .map_err(|_| CaptureError::Failed("the slow-request reader panicked".into()))??;
         drop(poller);
-        let devices = self.devices()?;
+        let mut devices = self.devices()?;
+        let (stats_start_ns, stats_at_start) = &self.stats_at_start;
+        let seconds = stats_end_ns.saturating_sub(*stats_start_ns) as f64 / 1e9;
+        for d in &mut devices {
+            let before = stats_at_start.iter().find(|(dev, _)| *dev == d.dev);
+            let after = stats_at_end.iter().find(|(dev, _)| *dev == d.dev);
+            if let (Some((_, b)), Some((_, a))) = (before, after) {
+                d.diskstats = crate::model::light::DiskstatsDelta::between(b, a, seconds);
+            }
+        }
         let io_uring = self.io_uring()?;
         let cpus = self.cpus()?;
         let cgroups = crate::capture::cgroups::table(self.cgroups()?, CGROUPS_KEPT);

@@ -127,6 +127,7 @@ pub(super) fn device(
             throttled: total.throttled,
             throttled_bytes: total.throttled_bytes,
         },
+        diskstats: None,
     })
 }
 

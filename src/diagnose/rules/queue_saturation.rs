@@ -20,11 +20,11 @@ use serde_json::json;
 pub const RULE: Rule = Rule {
     id: "queue_saturation",
     looks_for: "a busy device whose requests mostly wait behind others",
-    fires_when: "over the device's active span (first request to last): `%util` ≥ 80, `aqu-sz` ≥ 2 and ≥ 50 % of a request's Q2C spent waiting (iostat's service time = busy time per request); critical ≥ 90 % / 75 % when bios also waited for a tag (Q2G ≥ 10 %)",
+    fires_when: "over the device's active span (first request to last): `%util` ≥ 80, `aqu-sz` ≥ 2 and ≥ 50 % of a request's Q2C spent waiting (iostat's service time = busy time per request); critical ≥ 90 % / 75 % when bios also waited for a tag (Q2G ≥ 10 %); on a light capture, iostat's columns from the kernel's diskstats over the whole capture and a request's time from its allocation (a warning at most: the tag wait is not seen)",
     stays_silent: "`nr_requests` 4 with one read at a time; 64 fsync writers on a free tag pool stay a warning",
     needs: &["block"],
-    light_lacks: Some("iostat's columns (every request's stages)"),
-    light_lacks_when: None,
+    light_lacks: None,
+    light_lacks_when: Some(light_lacks_when),
     check,
 };
 
@@ -46,20 +46,41 @@ const CRITICAL_WAITING_PERCENT: f64 = 75.0;
 /// (nr_requests 4) 19 %, the lab's nomerges-2 reads (50 queued) 0.07 %.
 const CRITICAL_TAG_WAIT_PERCENT: f64 = 10.0;
 
+/// A light capture made before it read diskstats has no iostat columns.
+fn light_lacks_when(a: &Analysis) -> Option<String> {
+    let light = a.light.as_ref()?;
+    let read = a
+        .block
+        .devices
+        .iter()
+        .any(|d| d.iostat_active.seconds > 0.0);
+    (!light.devices.is_empty() && !read).then(|| {
+        "a light capture lacks iostat's columns when made before it read the kernel's diskstats at its ends".to_string()
+    })
+}
+
 fn check(a: &Analysis) -> Verdict {
     let mut why = Vec::new();
+    let light = a.light.is_some();
     for d in &a.block.devices {
         let io = &d.iostat_active;
         let iops = io.r_s + io.w_s + io.d_s;
-        let q2c = d.btt.q2c.avg_ns();
-        if d.btt.q2c.n < MIN_REQUESTS || iops <= 0.0 {
-            why.push(format!("{}: {} requests completed", d.device, d.btt.q2c.n));
+        // A light capture times requests from their allocation (after any
+        // wait for a tag) and reads iostat over the whole capture.
+        let (n, q2c) = if light {
+            (d.q2c.count, d.q2c.avg)
+        } else {
+            (d.btt.q2c.n, d.btt.q2c.avg_ns())
+        };
+        if n < MIN_REQUESTS || iops <= 0.0 {
+            why.push(format!("{}: {n} requests completed", d.device));
             continue;
         }
         // iostat's service time: busy time per request.
         let service = io.util / 100.0 / iops * 1e9;
         let waiting = (1.0 - service / q2c.max(1.0)).max(0.0) * 100.0;
-        let tag_wait = d.btt.q2g.avg_ns() * 100.0 / q2c.max(1.0);
+        // Unknown on a light capture (not zero): then never critical.
+        let tag_wait = (!light).then(|| d.btt.q2g.avg_ns() * 100.0 / q2c.max(1.0));
         if io.util < MIN_UTIL_PERCENT || waiting < MIN_WAITING_PERCENT || io.aqu_sz < MIN_AQU_SZ {
             why.push(format!(
                 "{}: %util {:.0}, aqu-sz {:.1}, {waiting:.0}% of a request's time spent waiting",
@@ -70,7 +91,7 @@ fn check(a: &Analysis) -> Verdict {
         let nr = queue_setting(a, &d.device, "nr_requests");
         let name = device_name(a, &d.device);
         let queue = queue_dir(name.as_deref(), &d.device);
-        let pool_ran_out = tag_wait >= CRITICAL_TAG_WAIT_PERCENT;
+        let pool_ran_out = tag_wait.is_some_and(|t| t >= CRITICAL_TAG_WAIT_PERCENT);
         return Verdict::Fired(Finding {
             id: RULE.id,
             // Critical only when the request pool itself ran out (bios
@@ -107,10 +128,10 @@ fn check(a: &Analysis) -> Verdict {
                 "The device completes one request every {:.0} µs of busy time, but requests take {:.0} µs from queue to completion: the rest is waiting behind the others in flight{}. More concurrency only lengthens the queue.",
                 service / 1e3,
                 q2c / 1e3,
-                if pool_ran_out {
-                    format!(", {tag_wait:.0}% of it for a free request (tag), which nr_requests bounds")
-                } else {
-                    String::new()
+                match tag_wait {
+                    Some(t) if pool_ran_out => format!(", {t:.0}% of it for a free request (tag), which nr_requests bounds"),
+                    Some(_) => String::new(),
+                    None => " (a light capture times a request from its allocation: a wait for a free request, a tag, before it is not seen)".to_string(),
                 }
             ),
             workaround: format!(
