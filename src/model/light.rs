@@ -369,7 +369,7 @@ impl DiskstatsDelta {
     /// `stat`'s fields between two readings taken `seconds` apart; None
     /// unless both have the 17 fields of kernels since 5.5.
     pub fn between(before: &[u64], after: &[u64], seconds: f64) -> Option<DiskstatsDelta> {
-        if before.len() < 17 || after.len() < 17 || !(seconds > 0.0) {
+        if before.len() < 17 || after.len() < 17 || seconds.is_nan() || seconds <= 0.0 {
             return None;
         }
         let fields = (0..17)
