@@ -197,8 +197,18 @@ fn devices(a: &Analysis, listed: &[&crate::analyze::block::DeviceSummary]) -> Va
                 if !light {
                     return with_not_recorded(v, &[]);
                 }
-                unknown(&mut v, LIGHT_LACKS);
-                with_not_recorded(v, LIGHT_LACKS)
+                // A light capture that read the kernel's diskstats at its
+                // ends has iostat's columns over it (not per interval).
+                let lacks: Vec<&str> = LIGHT_LACKS
+                    .iter()
+                    .copied()
+                    .filter(|k| {
+                        d.iostat_total.seconds <= 0.0
+                            || !matches!(*k, "iostat_total" | "iostat_active")
+                    })
+                    .collect();
+                unknown(&mut v, &lacks);
+                with_not_recorded(v, &lacks)
             })
             .collect(),
     )

@@ -368,3 +368,56 @@ fn light_cgroup_capture_names_the_limit_that_held_bios() {
     );
     assert_eq!(device(&good, "7,0")["completed"]["read"], 600);
 }
+
+/// The queue scenario recorded with --light by the lab: iostat's columns
+/// from the kernel's diskstats at the capture's ends (equal to the
+/// difference of the two readings), 32 reads in flight on 4 tags named as
+/// a saturated queue, one read at a time silent.
+#[test]
+fn light_queue_capture_judges_the_queue_from_diskstats() {
+    let cap = "tests/fixtures/light-queue-saturated.cap";
+    let bad = json_report(&[cap], &[]);
+    assert_eq!(top_finding(&bad), ("queue_saturation", "warning"));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{cap}/light.json")).unwrap())
+            .unwrap();
+    let stats = doc["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["dev"] == "7,0")
+        .unwrap()["diskstats"]
+        .clone();
+    let f = |i: usize| stats["fields"][i].as_f64().unwrap();
+    let secs = stats["seconds"].as_f64().unwrap();
+    let ev = &bad["findings"][0]["evidence"];
+    // iostat -x over the capture: %util = io_ticks / span, aqu-sz =
+    // time_in_queue / span.
+    // (the JSON rounds to four significant digits)
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-3 * b.abs().max(1.0);
+    assert!(
+        close(ev["util_percent"].as_f64().unwrap(), f(9) / 10.0 / secs),
+        "{ev}"
+    );
+    assert!(
+        close(ev["aqu_sz"].as_f64().unwrap(), f(10) / 1000.0 / secs),
+        "{ev}"
+    );
+    assert!(close(ev["iops"].as_f64().unwrap(), f(0) / secs), "{ev}");
+    assert!(ev["queued_while_busy"].as_f64().unwrap() >= 3.0, "{ev}");
+    assert!(ev["waiting_percent"].as_f64().unwrap() >= 60.0, "{ev}");
+    assert!(ev["waiting_for_a_tag_percent"].is_null(), "{ev}");
+    assert_eq!(ev["nr_requests"], "4");
+    // The same figures in the device's iostat columns.
+    let loop0 = device(&bad, "7,0");
+    assert!(close(
+        loop0["iostat_total"]["%util"].as_f64().unwrap(),
+        f(9) / 10.0 / secs
+    ));
+    let good = json_report(&["tests/fixtures/light-queue-depth1.cap"], &[]);
+    assert!(
+        good["findings"].as_array().unwrap().is_empty(),
+        "{}",
+        good["findings"]
+    );
+}

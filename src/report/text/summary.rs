@@ -189,11 +189,22 @@ fn devices(out: &mut String, a: &Analysis) {
                     mib_s = bytes as f64 / secs / 1048576.0;
                 }
                 let op = l.ops.iter().max_by_key(|o| o.ios);
+                // Busy time and queue size from the kernel's diskstats at
+                // the capture's ends, when it read them.
+                let read = io.seconds > 0.0;
                 (
                     op.map(|o| p99(&o.total)).unwrap_or("—".into()),
                     op.map(|o| p99(&o.device)).unwrap_or("—".into()),
-                    "—".to_string(),
-                    "—".to_string(),
+                    if read {
+                        format!("{:.1}", io.util)
+                    } else {
+                        "—".into()
+                    },
+                    if read {
+                        format!("{:.2}", io.aqu_sz)
+                    } else {
+                        "—".into()
+                    },
                 )
             }
             None => (
@@ -219,10 +230,16 @@ fn devices(out: &mut String, a: &Analysis) {
         let _ = writeln!(out, "  {line}");
     }
     if a.light.is_some() {
+        let read = a.block.devices.iter().any(|d| d.iostat_total.seconds > 0.0);
         let _ = writeln!(
             out,
-            "  (light capture: rates over the {:.3} s the programs were attached; p99 of the busiest operation, within 1/32; %util and aqu-sz not recorded)",
-            a.light.as_ref().map_or(0.0, |l| l.seconds)
+            "  (light capture: rates over the {:.3} s the programs were attached; p99 of the busiest operation, within 1/32; {})",
+            a.light.as_ref().map_or(0.0, |l| l.seconds),
+            if read {
+                "%util and aqu-sz from the kernel's diskstats over the capture"
+            } else {
+                "%util and aqu-sz not recorded"
+            }
         );
     } else {
         let _ = writeln!(
