@@ -283,6 +283,8 @@ fn lab_run_light_names_the_measured_causes_from_light_captures() {
         ("rt-starvation", "CRITICAL rt_starvation"),
         ("slow-device", "CRITICAL device_latency_spike"),
         ("splitting", "CRITICAL request_splitting"),
+        ("cgroup", "CRITICAL cgroup_io_throttle"),
+        ("queue", "WARNING queue_saturation"),
         ("healthy", ""),
         ("healthy-random", ""),
     ] {
