@@ -332,6 +332,26 @@ fn findings(out: &mut dyn Write, label: &str, run: &Run, ours: &[(String, bool)]
             }
         }
     }
+    // A light capture judges only some rules: which, for each run.
+    if run.analysis.light.is_some() {
+        let c = crate::diagnose::coverage(&run.analysis, &run.findings);
+        writeln!(
+            out,
+            "  judged by this light capture: {} of {} rules ({}); not judged: {}",
+            c.judged.len(),
+            c.judged.len() + c.not_judged.len(),
+            c.judged.join(", "),
+            if c.not_judged.is_empty() {
+                "none".to_string()
+            } else {
+                c.not_judged
+                    .iter()
+                    .map(|n| n.id)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        )?;
+    }
     writeln!(out)?;
     Ok(())
 }

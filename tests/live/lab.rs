@@ -301,6 +301,21 @@ fn lab_run_light_names_the_measured_causes_from_light_captures() {
         );
         let text = settled(&text, &["--light"]);
         assert!(text.contains(&format!("lab {name}: as expected")), "{text}");
+        // Each run says which rules its light capture judged, the expected
+        // finding's among them.
+        let said = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("judged by this light capture: "))
+            .count();
+        assert_eq!(said, 2, "{text}");
+        if let Some(id) = top.split_whitespace().nth(1) {
+            assert!(
+                text.lines()
+                    .any(|l| l.contains("judged by this light capture: ")
+                        && l.split("; not judged").next().unwrap_or("").contains(id)),
+                "{id} not judged: {text}"
+            );
+        }
         let bad = judged(text.split("bad (").nth(1).unwrap());
         let first = bad.first().copied().unwrap_or("no findings");
         if top.is_empty() {
