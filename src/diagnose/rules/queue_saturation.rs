@@ -107,7 +107,9 @@ fn check(a: &Analysis) -> Verdict {
         };
         // A light capture does not see bios wait for a tag: it judges the
         // pool itself, nearly full whenever the device was busy.
-        let pool: Option<f64> = queue_setting(a, &d.device, "nr_requests")
+        let nr = queue_setting(a, &d.device, "nr_requests");
+        let pool: Option<f64> = nr
+            .as_deref()
             .and_then(|n| n.trim().parse().ok())
             .filter(|n: &f64| *n > 0.0);
         let pool_full = pool.is_some_and(|n| queued >= LIGHT_POOL_FULL * n);
@@ -132,7 +134,6 @@ fn check(a: &Analysis) -> Verdict {
             ));
             continue;
         }
-        let nr = queue_setting(a, &d.device, "nr_requests");
         let name = device_name(a, &d.device);
         let queue = queue_dir(name.as_deref(), &d.device);
         let pool_ran_out = tag_wait.is_some_and(|t| t >= CRITICAL_TAG_WAIT_PERCENT);
