@@ -403,42 +403,33 @@ pub fn answer(
         match auth.check(authorization.as_deref()) {
             Verdict::Allowed => {}
             Verdict::Denied => {
-                let mut with = extra.clone();
-                with.push("WWW-Authenticate: Basic".into());
-                return Some(reply(
+                return Some(plain_with(
                     401,
                     "Unauthorized",
-                    "text/plain; charset=utf-8",
                     "Unauthorized\n",
-                    &with,
-                    false,
+                    &extra,
+                    "WWW-Authenticate: Basic",
                 ));
             }
             Verdict::Busy => {
-                let mut with = extra.clone();
-                with.push("Retry-After: 1".into());
-                return Some(reply(
+                return Some(plain_with(
                     429,
                     "Too Many Requests",
-                    "text/plain; charset=utf-8",
                     "too many password checks this second\n",
-                    &with,
-                    false,
+                    &extra,
+                    "Retry-After: 1",
                 ));
             }
         }
     }
     let head_only = method == "HEAD";
     if method != "GET" && !head_only {
-        let mut with = extra.clone();
-        with.push("Allow: GET, HEAD".into());
-        return Some(reply(
+        return Some(plain_with(
             405,
             "Method Not Allowed",
-            "text/plain; charset=utf-8",
             "only GET\n",
-            &with,
-            false,
+            &extra,
+            "Allow: GET, HEAD",
         ));
     }
     let path = target.split('?').next().unwrap_or_default();
@@ -461,6 +452,20 @@ pub fn answer(
         ),
         _ => status(404, "Not Found"),
     })
+}
+
+/// A plain-text answer with one header of its own beside the configured ones.
+fn plain_with(code: u16, reason: &str, body: &str, extra: &[String], header: &str) -> Vec<u8> {
+    let mut with = extra.to_vec();
+    with.push(header.to_string());
+    reply(
+        code,
+        reason,
+        "text/plain; charset=utf-8",
+        body,
+        &with,
+        false,
+    )
 }
 
 fn status(code: u16, reason: &str, extra: &[String]) -> Vec<u8> {
