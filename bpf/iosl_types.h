@@ -62,6 +62,12 @@ enum mq_rq_state___iosl {
 	MQ_RQ_IDLE___iosl = 0,
 };
 
+/* The request flags' bit numbers (enum rqf_flags, where the kernel has
+ * one): relocated by name, so only the one read here is named. */
+enum rqf_flags___iosl {
+	__RQF_FLUSH_SEQ___iosl = 1,
+};
+
 struct request___iosl {
 	struct request_queue___iosl *q;
 	struct bio___iosl *bio;
@@ -73,6 +79,7 @@ struct request___iosl {
 	 * 0 otherwise. */
 	__u64 io_start_time_ns;
 	enum mq_rq_state___iosl state;
+	__u32 rq_flags;
 } __attribute__((preserve_access_index));
 
 /* task_cpu(): x86 keeps the task's CPU in its thread_info. */

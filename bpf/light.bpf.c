@@ -11,6 +11,7 @@
 #include "iosl_types.h"
 #include "light.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 
 char LICENSE[] SEC("license") = "GPL";
@@ -240,24 +241,20 @@ static __always_inline __u32 op_of(__u32 cmd_flags)
 	return op & 1;
 }
 
-/* Whether this completion is not one the kernel counts: a write sent with
- * PREFLUSH or FUA to a device with a volatile cache goes through the flush
- * machinery (block/blk-flush.c), which completes it twice, once when its
- * data is written and again, with no bytes left, when its flush sequence
- * ends (blk_flush_complete_seq, REQ_FSEQ_DONE). diskstats counts it once;
- * btt and the full recorder at the first completion, the one that ends
- * its device time, and so does this. The second is the one completion of
- * a write with no bytes whose request a driver started: the empty write
- * an fsync's flush sends is never started (the flush machinery sends a
- * flush request of its own, REQ_OP_FLUSH) and is counted, as diskstats
- * counts it. Passthrough commands (REQ_OP_DRV_*) are not I/O diskstats
- * counts either. */
-static __always_inline int not_counted(struct request___iosl *rq)
+/* Passthrough commands (REQ_OP_DRV_*) are not I/O diskstats counts. */
+static __always_inline int is_passthrough(struct request___iosl *rq)
 {
-	__u32 op = rq->cmd_flags & REQ_OP_MASK;
-	if (op >= REQ_OP_DRV_IN)
-		return 1;
-	return op == REQ_OP_WRITE && rq->__data_len == 0 && rq->state != MQ_RQ_IDLE___iosl;
+	return (rq->cmd_flags & REQ_OP_MASK) >= REQ_OP_DRV_IN;
+}
+
+/* RQF_FLUSH_SEQ, the flush machinery's mark on a request in a flush
+ * sequence: a bit of enum rqf_flags where the kernel has that enum, bit 4
+ * where it is a #define. */
+static __always_inline __u32 rqf_flush_seq(void)
+{
+	if (bpf_core_enum_value_exists(enum rqf_flags___iosl, __RQF_FLUSH_SEQ___iosl))
+		return 1U << bpf_core_enum_value(enum rqf_flags___iosl, __RQF_FLUSH_SEQ___iosl);
+	return 1U << 4;
 }
 
 static __always_inline struct counters *counters_of(__u32 slot)
@@ -498,10 +495,9 @@ static __always_inline void charge_time(struct cg_stats *cg, __u64 a2c)
 }
 
 /* Counts a completion as diskstats does: the bytes of every part, the
- * request once, at its last part. Returns whether the request ended here
- * after a driver started it: then its stages are timed. One never started
- * (the empty write of an fsync's flush, which the flush machinery ends
- * when its flush request does) has only a total time, the one diskstats
+ * request once, when it ends. Returns whether its stages are timed here:
+ * a driver started it, and this is not the second end of its flush
+ * sequence. One never started has only a total time, the one diskstats
  * keeps for it. */
 static __always_inline int count_completion(struct request___iosl *rq, struct counters *c,
 					    struct cg_stats *cg, __u32 slot, __u32 op,
@@ -517,15 +513,32 @@ static __always_inline int count_completion(struct request___iosl *rq, struct co
 			c->partial += 1;
 		return 0;
 	}
-	if (cg)
-		cg->ios += 1;
-	if (c) {
-		c->ios[op] += 1;
-		if (error)
-			c->errors += 1;
+	/* Counted as diskstats counts it: once, when it ends, and not while
+	 * it is in a flush sequence (blk_account_io_done skips RQF_FLUSH_SEQ).
+	 * A write sent with PREFLUSH or FUA to a device with a volatile cache
+	 * goes through the flush machinery (block/blk-flush.c), which ends it
+	 * twice: when its data is written (mq_flush_data_end_io; the flag
+	 * set: not counted here) and, with no bytes left, when its sequence
+	 * ends (blk_flush_complete_seq at REQ_FSEQ_DONE, after
+	 * blk_flush_restore_request cleared the flag: counted here). The
+	 * machinery's own flush request carries the flag too, and is counted
+	 * when it ends (flush_end_io, blk_account_io_flush). */
+	if (op == OP_FLUSH || !(rq->rq_flags & rqf_flush_seq())) {
+		if (cg)
+			cg->ios += 1;
+		if (c) {
+			c->ios[op] += 1;
+			if (error)
+				c->errors += 1;
+		}
 	}
 	if (rq->state != MQ_RQ_IDLE___iosl)
-		return 1;
+		/* Its device time ends at the data's completion, where btt and
+		 * the full recorder time it: the sequence's end, a started
+		 * write with no bytes left, is counted but not timed again. */
+		return !((rq->cmd_flags & REQ_OP_MASK) == REQ_OP_WRITE && rq->__data_len == 0);
+	/* Never started, as an fsync's empty write: the flush machinery ends
+	 * it when its own flush request (REQ_OP_FLUSH) completes. */
 	__u64 alloc = rq->start_time_ns;
 	if (alloc && alloc <= now) {
 		charge_time(cg, now - alloc);
@@ -566,7 +579,7 @@ int BPF_PROG(iosl_complete, struct request___iosl *rq, int error, unsigned int n
 	__u64 now = bpf_ktime_get_ns();
 	__u32 dev = rq_dev(rq);
 	__u32 slot = slot_of(dev);
-	if (not_counted(rq))
+	if (is_passthrough(rq))
 		return 0;
 	__u32 op = op_of(rq->cmd_flags);
 	struct counters *c = counters_of(slot);
@@ -694,7 +707,7 @@ int BPF_PROG(iosl_complete_st, struct request___iosl *rq, int error, unsigned in
 	__u64 now = bpf_ktime_get_ns();
 	__u32 dev = rq_dev(rq);
 	__u32 slot = slot_of(dev);
-	if (not_counted(rq))
+	if (is_passthrough(rq))
 		return 0;
 	__u32 op = op_of(rq->cmd_flags);
 	struct counters *c = counters_of(slot);
@@ -1379,8 +1392,9 @@ int BPF_PROG(iosl_softirq_exit, unsigned int vec)
 	return 0;
 }
 
-/* Low-rate events kept whole (the journal's commits and checkpoints): a
- * classic tracepoint program each, whose context is the raw record; the
+/* Low-rate events kept whole (the journal's commits and checkpoints, the
+ * dirty limit's pauses, writeback throttling's steps): a classic
+ * tracepoint program each, whose context is the raw record; the
  * index is the event's place in src/model/light.rs's CONTEXT_EVENTS. */
 static __always_inline int send_event(void *ctx, __u16 event)
 {
@@ -1406,18 +1420,25 @@ static __always_inline int send_event(void *ctx, __u16 event)
 	return 0;
 }
 
-#define CONTEXT_EVENT(n, tp) \
-	SEC("tracepoint/jbd2/" #tp) int iosl_ev_##tp(void *ctx) { return send_event(ctx, n); }
-CONTEXT_EVENT(0, jbd2_start_commit)
-CONTEXT_EVENT(1, jbd2_commit_locking)
-CONTEXT_EVENT(2, jbd2_commit_flushing)
-CONTEXT_EVENT(3, jbd2_commit_logging)
-CONTEXT_EVENT(4, jbd2_end_commit)
-CONTEXT_EVENT(5, jbd2_run_stats)
-CONTEXT_EVENT(6, jbd2_checkpoint)
-CONTEXT_EVENT(7, jbd2_checkpoint_stats)
-CONTEXT_EVENT(8, jbd2_update_log_tail)
-CONTEXT_EVENT(9, jbd2_lock_buffer_stall)
+#define CONTEXT_EVENT(n, sys, tp) \
+	SEC("tracepoint/" #sys "/" #tp) int iosl_ev_##tp(void *ctx) { return send_event(ctx, n); }
+CONTEXT_EVENT(0, jbd2, jbd2_start_commit)
+CONTEXT_EVENT(1, jbd2, jbd2_commit_locking)
+CONTEXT_EVENT(2, jbd2, jbd2_commit_flushing)
+CONTEXT_EVENT(3, jbd2, jbd2_commit_logging)
+CONTEXT_EVENT(4, jbd2, jbd2_end_commit)
+CONTEXT_EVENT(5, jbd2, jbd2_run_stats)
+CONTEXT_EVENT(6, jbd2, jbd2_checkpoint)
+CONTEXT_EVENT(7, jbd2, jbd2_checkpoint_stats)
+CONTEXT_EVENT(8, jbd2, jbd2_update_log_tail)
+CONTEXT_EVENT(9, jbd2, jbd2_lock_buffer_stall)
+/* A writer's pause in balance_dirty_pages: only past the dirty limit's
+ * free-run point, once per batch of pages the writer dirties. */
+CONTEXT_EVENT(10, writeback, balance_dirty_pages)
+/* blk-wbt's steps of its write limit and the read latency that moved it:
+ * once per monitoring window at most, only while wbt acts. */
+CONTEXT_EVENT(11, wbt, wbt_step)
+CONTEXT_EVENT(12, wbt, wbt_lat)
 
 /* The floor: the same hooks with empty programs (scripts/bench-overhead).
  * A tp_btf program is verified for one tracepoint: one each. */

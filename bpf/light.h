@@ -189,7 +189,7 @@ struct slow_rec {
  * 8 bytes (its common fields) with a pointer before a BPF program sees
  * it, so the event (an index into the context events' list), the thread
  * and its name come beside it. */
-#define EVENT_DATA 128
+#define EVENT_DATA 160
 struct event_rec {
 	__u16 kind;
 	__u16 len;

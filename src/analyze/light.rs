@@ -52,6 +52,21 @@ pub struct LightSummary {
     pub io_uring: Option<LightUringSummary>,
 }
 
+impl LightSummary {
+    /// Whether the capture kept `system:event` whole in its flight
+    /// recorder: its program was attached. One made before it kept the
+    /// event, or on a kernel without it (or without tracefs), did not.
+    pub fn kept(&self, system: &str, event: &str) -> bool {
+        let program = format!("iosl_ev_{event}");
+        let missing = format!("{system}:{event}");
+        self.programs.iter().any(|p| p.name == program)
+            && !self
+                .missing_events
+                .iter()
+                .any(|m| *m == missing || m.starts_with("every "))
+    }
+}
+
 /// A light capture's io_uring requests.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct LightUringSummary {
@@ -529,7 +544,7 @@ fn warn_context(a: &mut Analysis, s: &LightSummary) {
     }
     if s.events_lost > 0 {
         a.warnings.push(format!(
-            "light capture: {} journal events were lost: the ring buffer was full",
+            "light capture: {} kept events (journal, dirty limit, writeback throttling) were lost: the ring buffer was full",
             s.events_lost
         ));
     }

@@ -1,7 +1,8 @@
 //! A light capture (model::light) as events: its slow requests
 //! (`slow.bin`) each queued at its allocation, issued and completed by the
-//! thread that issued it, and the journal's events of the flight recorder
-//! (`context.bin`) decoded by the format files the capture keeps, all in
+//! thread that issued it, and the events the flight recorder kept whole
+//! (`context.bin`: the journal's, the dirty limit's pauses, writeback
+//! throttling's steps) decoded by the format files the capture keeps, all in
 //! time order. What only the kernel's maps hold (histograms, counters) and
 //! the long runqueue waits are read by [`load`] for analyze::light, not as
 //! events.
@@ -43,7 +44,7 @@ const SLOWEST_DEVICES: usize = 64;
 /// hours of them at the default cap.
 const MAX_FILE: u64 = 4 << 30;
 
-/// How many slow requests, journal events and runqueue waits one capture
+/// How many slow requests, kept events and runqueue waits one capture
 /// keeps in memory: the files are read record by record, and what is
 /// past this is counted and said.
 const MAX_KEPT: usize = 1 << 19;
@@ -304,7 +305,7 @@ fn each_context(
     Ok(())
 }
 
-/// The journal's events of the flight recorder, decoded by the capture's
+/// The events the flight recorder kept whole, decoded by the capture's
 /// format files (read at the first event) and named by the task they
 /// came from.
 fn context_events(dir: &Path, stats: &mut SourceStats) -> Result<Vec<Event>, InputError> {
@@ -353,7 +354,7 @@ fn context_events(dir: &Path, stats: &mut SourceStats) -> Result<Vec<Event>, Inp
     }
     if left_out > 0 {
         stats.notes.push(format!(
-            "{}: {left_out} journal events past the first {MAX_KEPT} were left out",
+            "{}: {left_out} kept events (journal, dirty limit, writeback throttling) past the first {MAX_KEPT} were left out",
             dir.join(CONTEXT).display()
         ));
     }

@@ -11,7 +11,8 @@
 //!                           the programs' own run time
 //!   slow.bin                the slow requests, as the kernel wrote them
 //!   context.bin             the flight recorder: long runqueue waits and the
-//!                           journal's events, as the kernel wrote them
+//!                           journal's, dirty limit's and wbt's events, as
+//!                           the kernel wrote them
 //!   formats/                the tracefs format files of those events
 //! ```
 
@@ -36,12 +37,17 @@ pub const REC_WAIT: u16 = 3;
 /// `struct event_rec`: kind, len, cpu, ts, tid, event, comm, then the raw
 /// record.
 pub const EVENT_DATA_AT: usize = 40;
-pub const EVENT_RECORD: usize = EVENT_DATA_AT + 128;
+pub const EVENT_RECORD: usize = EVENT_DATA_AT + 160;
+/// The record of captures made before the raw record grew to 160 bytes
+/// (balance_dirty_pages' is 144): read as well.
+pub const EVENT_RECORD_BEFORE: usize = EVENT_DATA_AT + 128;
 /// `struct wait_rec`.
 pub const WAIT_RECORD: usize = 112;
-/// The jbd2 events a light capture keeps whole: a few per second, unlike
-/// `jbd2_handle_start` and its kin (one per file system operation).
-pub const CONTEXT_EVENTS: [(&str, &str); 10] = [
+/// The events a light capture keeps whole, a few per second each: the
+/// journal's commits (unlike `jbd2_handle_start` and its kin, one per file
+/// system operation), the dirty limit's pauses and writeback throttling's
+/// steps. Their index is bpf/light.bpf.c's CONTEXT_EVENT number.
+pub const CONTEXT_EVENTS: [(&str, &str); 13] = [
     ("jbd2", "jbd2_start_commit"),
     ("jbd2", "jbd2_commit_locking"),
     ("jbd2", "jbd2_commit_flushing"),
@@ -52,6 +58,9 @@ pub const CONTEXT_EVENTS: [(&str, &str); 10] = [
     ("jbd2", "jbd2_checkpoint_stats"),
     ("jbd2", "jbd2_update_log_tail"),
     ("jbd2", "jbd2_lock_buffer_stall"),
+    ("writeback", "balance_dirty_pages"),
+    ("wbt", "wbt_step"),
+    ("wbt", "wbt_lat"),
 ];
 /// The manifest's `mode` of a light capture.
 pub const MODE: &str = "light";

@@ -263,8 +263,8 @@ fn lab_run_all_names_each_cause_and_cleans_up_also_after_ctrl_c() {
     assert_eq!(state(), before, "the lab left something behind");
 }
 
-/// `lab run --light`: the four measured slow-downs' bad runs and the splitting
-/// scenario's, recorded with `record --light` (BPF histograms, slow
+/// `lab run --light`: the four measured slow-downs' bad runs and those of
+/// every rule a light capture judges, recorded with `record --light` (BPF histograms, slow
 /// requests, the flight recorder), have the same top finding as with the
 /// full recorder; healthy runs have no critical finding; nothing is left
 /// behind.
@@ -285,6 +285,10 @@ fn lab_run_light_names_the_measured_causes_from_light_captures() {
         ("splitting", "CRITICAL request_splitting"),
         ("cgroup", "CRITICAL cgroup_io_throttle"),
         ("queue", "WARNING queue_saturation"),
+        // The paused share of the capture sets the severity, as with the
+        // full recorder: any severity.
+        ("dirty", "dirty_throttling"),
+        ("wbt", "CRITICAL wbt_throttling"),
         ("healthy", ""),
         ("healthy-random", ""),
     ] {
@@ -324,8 +328,14 @@ fn lab_run_light_names_the_measured_causes_from_light_captures() {
                 !good.iter().chain(&bad).any(|f| f.starts_with("CRITICAL")),
                 "{text}"
             );
-        } else {
+        } else if top.contains(' ') {
             assert!(first.starts_with(top), "{name}: {first}\n{text}");
+        } else {
+            assert!(
+                (first.starts_with("CRITICAL ") || first.starts_with("WARNING "))
+                    && first.contains(&format!(" {top}: ")),
+                "{name}: {first}\n{text}"
+            );
         }
     }
     assert_eq!(state(), before, "lab run --light left something behind");

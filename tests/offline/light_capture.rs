@@ -194,7 +194,7 @@ fn light_rt_capture_names_the_real_time_task_and_keeps_the_journal() {
     let text = outcome(&["report", cap]).stdout;
     assert!(
         text.contains(&format!(
-            "flight recorder: {counted} runqueue waits of 5 ms or more (0 lost), {events} journal events (0 lost)"
+            "flight recorder: {counted} runqueue waits of 5 ms or more (0 lost), {events} events kept whole (journal, dirty limit, wbt; 0 lost)"
         )),
         "{text}"
     );
@@ -228,8 +228,9 @@ fn light_slowdev_capture_names_the_stalled_requests() {
 }
 
 /// Exactly the rules whose evidence only the full recorder writes say
-/// what a light capture lacks (and blk-throttle's, which this capture was
-/// made before light counted); the others judge it.
+/// what a light capture lacks (and those whose evidence this capture was
+/// made before light counted: blk-throttle's held bios, iostat's columns,
+/// the dirty limit's pauses, wbt's steps); the others judge it.
 #[test]
 fn explain_all_says_which_rules_a_light_capture_cannot_judge() {
     let out = outcome(&["report", "--explain", "all", "tests/fixtures/light-rt.cap"]);
@@ -272,7 +273,7 @@ fn explain_says_what_a_light_capture_lacks() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stdout.contains(
-            "a light capture lacks the system calls (fsync, write): record without --light"
+            "a light capture lacks the system calls (fsync, write: hooks on every system call's entry and exit, whose empty floor alone cost 9–15 % of a system-call-bound load"
         ),
         "{}",
         out.stdout
@@ -417,6 +418,92 @@ fn light_queue_capture_judges_the_queue_from_diskstats() {
     let good = json_report(&["tests/fixtures/light-queue-depth1.cap"], &[]);
     assert!(
         good["findings"].as_array().unwrap().is_empty(),
+        "{}",
+        good["findings"]
+    );
+}
+
+/// The dirty scenario recorded with --light by the lab: the flight
+/// recorder keeps each balance_dirty_pages pause whole, so the rule judges
+/// the light capture as the full one: 160 MiB of buffered writes under
+/// vm.dirty_bytes 4 MiB paused, under the machine's own limit not.
+#[test]
+fn light_dirty_capture_names_the_dirty_limit_from_its_kept_pauses() {
+    let bad = json_report(&["tests/fixtures/light-dirty-throttled.cap"], &[]);
+    let f = bad["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "dirty_throttling")
+        .unwrap_or_else(|| panic!("no dirty_throttling: {}", bad["findings"]));
+    let ev = &f["evidence"];
+    assert!(ev["pauses"].as_u64().unwrap() > 0, "{ev}");
+    assert!(ev["pause_ms_total"].as_u64().unwrap() >= 20, "{ev}");
+    assert_eq!(ev["vm_dirty_bytes"], "4194304");
+    assert!(ev["by_process"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .any(|k| k.starts_with("dd")));
+    let judged = |r: &serde_json::Value, id: &str| {
+        r["rules"]["judged"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|j| j == id)
+    };
+    let good = json_report(&["tests/fixtures/light-dirty-none.cap"], &[]);
+    assert!(judged(&good, "dirty_throttling"), "{}", good["rules"]);
+    assert!(
+        good["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["id"] != "dirty_throttling"),
+        "{}",
+        good["findings"]
+    );
+    // A light capture made before the flight recorder kept the pauses
+    // cannot judge it, and says so.
+    let old = json_report(&["tests/fixtures/light-cgroup-none.cap"], &[]);
+    assert!(!judged(&old, "dirty_throttling"));
+    let lacks = old["rules"]["not_judged"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == "dirty_throttling")
+        .unwrap()["lacks"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        lacks.contains("a light capture lacks the writers' pauses in balance_dirty_pages"),
+        "{lacks}"
+    );
+}
+
+/// The wbt scenario recorded with --light: wbt's steps kept whole, so the
+/// rule names the write depth wbt held the device to under a 1 µs target,
+/// and stays silent with the default target; the bios' waits, which only
+/// the full recorder sees, are null, not 0.
+#[test]
+fn light_wbt_capture_names_writeback_throttling_from_its_kept_steps() {
+    let bad = json_report(&["tests/fixtures/light-wbt-throttled.cap"], &[]);
+    assert_eq!(top_finding(&bad), ("wbt_throttling", "critical"));
+    let ev = &bad["findings"][0]["evidence"];
+    assert_eq!(ev["device"], "7,0");
+    assert!(ev["highest_step"].as_i64().unwrap() > 0, "{ev}");
+    assert_eq!(ev["smallest_write_depth"], 1);
+    assert_eq!(ev["wbt_lat_usec"], "1");
+    assert!(ev["write_bios"].is_null(), "{ev}");
+    assert!(ev["write_wait_ms"].is_null(), "{ev}");
+    let good = json_report(&["tests/fixtures/light-wbt-default.cap"], &[]);
+    assert!(
+        good["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["id"] != "wbt_throttling"),
         "{}",
         good["findings"]
     );

@@ -8,8 +8,9 @@
 //!
 //! Around the slow requests, a flight recorder: runqueue waits of at least
 //! `WAIT_MIN_NS` with who held the CPU (sched_wakeup/sched_switch), each
-//! CPU's hard and soft interrupt time, and the journal's commits and
-//! checkpoints kept whole (classic tracepoints, whose raw records the
+//! CPU's hard and soft interrupt time, and low-rate events kept whole: the
+//! journal's commits and checkpoints, the dirty limit's pauses, writeback
+//! throttling's steps (classic tracepoints, whose raw records the
 //! capture decodes with the format files it keeps, as a full capture does).
 
 #[cfg(test)]
@@ -194,7 +195,7 @@ impl LightSession {
                 "--light needs the kernel's BTF (/sys/kernel/btf/vmlinux, CONFIG_DEBUG_INFO_BTF): {e}; use the full recorder (`iosleuth record` without --light)"
             ))
         })?;
-        // Without tracefs the journal's events cannot be attached: the
+        // Without tracefs the kept events cannot be attached: the
         // capture says so, the rest works.
         let tracefs = Tracefs::open();
         let cpus =
@@ -253,7 +254,10 @@ impl LightSession {
                 }
                 attach_events(&mut ebpf, opts.floor)?
             }
-            Err(e) => vec![format!("every journal event ({})", e.message())],
+            Err(e) => vec![format!(
+                "every kept event: the journal's, balance_dirty_pages, wbt ({})",
+                e.message()
+            )],
         };
         let started_ns = super::snapshot::mono_ns();
         let stats_at_start = disks::read_stats(&slots);

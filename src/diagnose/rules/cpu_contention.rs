@@ -26,7 +26,7 @@ pub const RULE: Rule = Rule {
     fires_when: "operations runnable ≥ 20 % of the workload's time (or ≥ 30 % of its slow operations'), adding up to ≥ 5 % of the trace's span, the CPU held < 80 % by RT tasks",
     stays_silent: "the same fsyncs alone on their CPU; waits held by a real-time task (`rt_starvation`'s)",
     needs: &["sched"],
-    light_lacks: Some("the operations' thread states (the full recorder's scheduler events)"),
+    light_lacks: Some("the operations' time, against which it weighs their runnable waits (it would take hooks on every system call's entry and exit, whose empty floor alone cost 9–15 % of a system-call-bound load: docs/BENCHMARKS.md; the flight recorder keeps runqueue waits of 5 ms and more)"),
     light_lacks_when: None,
     check,
 };

@@ -7,7 +7,7 @@
 //! dirty-throttle.cap (vm.dirty_bytes 4 MiB) against dirty-none.cap (the
 //! default dirty ratio). The limit in force comes from the snapshot.
 
-use super::helpers::{not, span_ns, vm_setting};
+use super::helpers::{light_lacks_event, not, span_ns, vm_setting};
 use crate::analyze::Analysis;
 use crate::diagnose::{Finding, Rule, Severity, Verdict};
 use crate::model::units::share_of;
@@ -19,8 +19,8 @@ pub const RULE: Rule = Rule {
     fires_when: "writers paused by `balance_dirty_pages` ≥ 20 ms and ≥ 5 % of the trace (critical ≥ 20 %), with `vm.dirty_*` from the snapshot",
     stays_silent: "the same buffered writes under the default dirty ratio",
     needs: &["writeback"],
-    light_lacks: Some("the writeback events (balance_dirty_pages)"),
-    light_lacks_when: None,
+    light_lacks: None,
+    light_lacks_when: Some(light_lacks_when),
     check,
 };
 
@@ -36,6 +36,7 @@ fn check(a: &Analysis) -> Verdict {
     let d = &a.fs.dirty_throttle;
     let recorded = d.events > 0
         || a.wbt.events > 0
+        || a.light.is_some() && light_lacks_when(a).is_none()
         || a.unknown_events
             .keys()
             .any(|k| k.starts_with("writeback:") || k.starts_with("wbt:"));
@@ -101,6 +102,15 @@ fn check(a: &Analysis) -> Verdict {
             "if the limit is low on purpose, expect device speed; otherwise raise it: sysctl -w vm.dirty_bytes=0 vm.dirty_ratio=20 (now {limit})"
         ),
     })
+}
+
+/// A light capture keeps every balance_dirty_pages pause whole.
+fn light_lacks_when(a: &Analysis) -> Option<String> {
+    light_lacks_event(
+        a,
+        ("writeback", "balance_dirty_pages"),
+        "the writers' pauses in balance_dirty_pages",
+    )
 }
 
 #[cfg(test)]

@@ -33,6 +33,20 @@ pub(super) fn span_ns(a: &Analysis) -> u64 {
     a.span.last_ns.saturating_sub(a.span.first_ns)
 }
 
+/// What a light capture lacks to judge a rule from `system:event` (`what`
+/// it records), which its flight recorder keeps whole: None when it kept
+/// it (or the input is not a light capture).
+pub(super) fn light_lacks_event(
+    a: &Analysis,
+    (system, event): (&str, &str),
+    what: &str,
+) -> Option<String> {
+    let light = a.light.as_ref()?;
+    (!light.kept(system, event)).then(|| {
+        format!("a light capture lacks {what} when made before it kept {system}:{event}, or on a kernel without the event")
+    })
+}
+
 /// The block analysis of a device (`MAJ,MIN`).
 pub(super) fn block_device<'a>(a: &'a Analysis, dev: &str) -> Option<&'a DeviceSummary> {
     a.block.devices.iter().find(|d| d.device == dev)

@@ -23,7 +23,7 @@ pub const RULE: Rule = Rule {
     fires_when: "≥ 256 requests punted (`io_uring` set), ≥ 50 % of those submitted, and the io_uring requests' time ≥ 50 % waiting for or in an io-wq worker with no request at the device; critical when that wait is ≥ 25 % of the workload's time",
     stays_silent: "requests issued inline (XFS's buffered writes, O_DIRECT reads and writes of a device that takes them without blocking); a few punts among many requests; punted requests whose time went to the device (their own block requests)",
     needs: &["io_uring"],
-    light_lacks: Some("the time each punted request waited for an io-wq worker (it counts the punts)"),
+    light_lacks: Some("the time each punted request waited for an io-wq worker (it counts the punts; no tracepoint marks a worker taking a request: the full recorder infers it from the worker's scheduler and system call events)"),
     light_lacks_when: None,
     check,
 };

@@ -23,7 +23,7 @@ pub const RULE: Rule = Rule {
     fires_when: "≥ 256 pages added again after reclaim evicted them in the trace (`cache` set), the operations that re-read them ≥ 10 % of the workload's time; critical from 25 %",
     stays_silent: "first reads of a file (misses, not refaults); pages removed by truncate, fadvise or drop_caches and read again; reclaim of pages nobody read again",
     needs: &["cache"],
-    light_lacks: Some("the page cache events"),
+    light_lacks: Some("the page cache events (one per page added to or removed from the cache: millions a second under streaming I/O, where a light capture must cost a point at most)"),
     light_lacks_when: None,
     check,
 };

@@ -30,7 +30,7 @@ pub const RULE: Rule = Rule {
     fires_when: "≥ 64 readaheads (`readahead` set), ≥ 50 % of them sequential, ≥ 50 % of their windows held at a limit below the kernel's default 128 KiB (0 KiB with readahead off: one page per miss); critical with `read_ahead_kb` ≤ 32",
     stays_silent: "random reads with `read_ahead_kb` 0; sequential reads whose windows grow to 128 KiB; files too short for their window to reach its limit; a reader asking for more than `read_ahead_kb` (the kernel then reads ahead as much as it asks)",
     needs: &["readahead"],
-    light_lacks: Some("the readahead and page cache events"),
+    light_lacks: Some("the readahead and page cache events (one per page added to or removed from the cache: millions a second under streaming I/O)"),
     light_lacks_when: None,
     check,
 };

@@ -24,7 +24,7 @@ pub const RULE: Rule = Rule {
     fires_when: "G2I+I2D ≥ 15 % of the bios' total Q2C time (btt's Device Overhead) over ≥ 100 inserted requests, scheduler not `none` (critical ≥ 25 %); BFQ gets its `slice_idle` workaround",
     stays_silent: "the same readers under mq-deadline (1.5 %)",
     needs: &["block"],
-    light_lacks: Some("the I/O scheduler's inserts (block_rq_insert)"),
+    light_lacks: Some("the I/O scheduler's inserts (block_rq_insert: the kernel stamps a request at allocation and issue, not at insert, so timing the scheduler takes per-request state, the accounting that cost 10 points more than the stamps: docs/BENCHMARKS.md)"),
     light_lacks_when: None,
     check,
 };

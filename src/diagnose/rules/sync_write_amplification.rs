@@ -22,7 +22,7 @@ pub const RULE: Rule = Rule {
     fires_when: "≥ 32 fsync/fdatasync and ≥ 3 bytes written to the device (data + journal) per byte of data; flushes per sync in the evidence (warning: a property of the application)",
     stays_silent: "one fsync after 16 MiB",
     needs: &["block", "syscalls"],
-    light_lacks: Some("the system calls (fsync, write)"),
+    light_lacks: Some("the system calls (fsync, write: hooks on every system call's entry and exit, whose empty floor alone cost 9–15 % of a system-call-bound load: docs/BENCHMARKS.md)"),
     light_lacks_when: None,
     check,
 };

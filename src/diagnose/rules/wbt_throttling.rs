@@ -10,7 +10,8 @@
 //! wbt-target10us.cap against wbt-default.cap.
 
 use super::helpers::{
-    block_device, device_name, ms_2dp, not_any, queue_dir, queue_setting, span_ns,
+    block_device, device_name, light_lacks_event, ms_2dp, not_any, queue_dir, queue_setting,
+    span_ns,
 };
 use crate::analyze::Analysis;
 use crate::diagnose::{Finding, Rule, Severity, Verdict};
@@ -22,8 +23,8 @@ pub const RULE: Rule = Rule {
     fires_when: "wbt stepped below its default depth (`wbt_step` step > 0) for ≥ 100 ms and ≥ 10 % of the trace (critical at depth ≤ 2 for ≥ 25 %), with `wbt_lat_usec` from the snapshot and the read latencies wbt reported (`wbt_lat`)",
     stays_silent: "the same O_DSYNC writers and reads with the default target: wbt active, never stepped down",
     needs: &["writeback"],
-    light_lacks: Some("the writeback events (wbt_step)"),
-    light_lacks_when: None,
+    light_lacks: None,
+    light_lacks_when: Some(light_lacks_when),
     check,
 };
 
@@ -59,9 +60,11 @@ fn check(a: &Analysis) -> Verdict {
             continue;
         }
         let depth = w.min_max_depth.unwrap_or(0);
+        // The write bios' waits for a request: only the full recorder
+        // sees bios queue (a light capture counts requests).
         let writes = block_device(a, dev)
-            .map(|d| d.write_waits)
-            .unwrap_or_default();
+            .filter(|_| a.light.is_none())
+            .map(|d| d.write_waits);
         let target = queue_setting(a, dev, "wbt_lat_usec");
         let name = device_name(a, dev);
         let queue = queue_dir(name.as_deref(), dev);
@@ -94,10 +97,10 @@ fn check(a: &Analysis) -> Verdict {
                 "windows_over_target": w.latency_exceeded,
                 "max_read_latency_us": w.max_read_latency_us,
                 "wbt_lat_usec": target,
-                "write_bios": writes.bios,
-                "writes_waiting_1ms_or_more": writes.over_1ms,
-                "write_wait_ms": ms_2dp(writes.q2g.total_ns),
-                "write_wait_max_ms": ms_2dp(writes.q2g.max_ns),
+                "write_bios": writes.map(|w| w.bios),
+                "writes_waiting_1ms_or_more": writes.map(|w| w.over_1ms),
+                "write_wait_ms": writes.map(|w| ms_2dp(w.q2g.total_ns)),
+                "write_wait_max_ms": writes.map(|w| ms_2dp(w.q2g.max_ns)),
             }),
             explanation: format!(
                 "blk-wbt watches read latency in windows; when the fastest read of a window is slower than wbt_lat_usec it halves the writes allowed in flight, step by step down to 1, and writers (sync writes and background writeback) sleep before they get a request. Here {} windows were over the target and writes were held to a depth of {depth}: write throughput falls to what one request at a time gives.",
@@ -109,6 +112,12 @@ fn check(a: &Analysis) -> Verdict {
         });
     }
     not_any(why, "no wbt_step events: wbt never changed its limits (or the `writeback` event set was not recorded)")
+}
+
+/// A light capture keeps wbt's steps whole (the bios' waits for a
+/// request it does not see: those are null in the evidence).
+fn light_lacks_when(a: &Analysis) -> Option<String> {
+    light_lacks_event(a, ("wbt", "wbt_step"), "wbt's steps")
 }
 
 #[cfg(test)]

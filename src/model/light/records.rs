@@ -141,7 +141,7 @@ pub struct EventRecord<'a> {
 
 impl<'a> EventRecord<'a> {
     pub fn parse(b: &'a [u8]) -> Option<EventRecord<'a>> {
-        if b.len() < EVENT_RECORD || u16::from_le_bytes([b[0], b[1]]) != REC_EVENT {
+        if b.len() < EVENT_RECORD_BEFORE || u16::from_le_bytes([b[0], b[1]]) != REC_EVENT {
             return None;
         }
         Some(EventRecord {
@@ -150,7 +150,7 @@ impl<'a> EventRecord<'a> {
             tid: u32_at(b, 16),
             event: u16::from_le_bytes([b[20], b[21]]),
             comm: b[24..40].try_into().expect("16 bytes"),
-            data: &b[EVENT_DATA_AT..EVENT_RECORD],
+            data: &b[EVENT_DATA_AT..b.len().min(EVENT_RECORD)],
         })
     }
 }

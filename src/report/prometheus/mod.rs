@@ -401,17 +401,13 @@ pub fn render(s: &Scrape) -> String {
         seconds(s.wait_min_ns),
     );
     o.family(
-        "iosleuth_journal_events_total",
+        "iosleuth_kept_events_total",
         "counter",
-        "The journal's (jbd2) commit and checkpoint events: kept, or lost to a full ring buffer.",
+        "Events the flight recorder keeps whole (the journal's commits and checkpoints, balance_dirty_pages pauses, wbt steps): kept, or lost to a full ring buffer.",
     );
+    o.sample("iosleuth_kept_events_total", &[("outcome", "kept")], events);
     o.sample(
-        "iosleuth_journal_events_total",
-        &[("outcome", "kept")],
-        events,
-    );
-    o.sample(
-        "iosleuth_journal_events_total",
+        "iosleuth_kept_events_total",
         &[("outcome", "lost")],
         events_lost,
     );

@@ -446,7 +446,7 @@ fn a_busy_host_serves_under_5000_series_at_the_defaults() {
         ("iosleuth_slow_requests_total", d * 3),
         ("iosleuth_sched_runqueue_stalls_total", 2),
         ("iosleuth_sched_runqueue_stall_threshold_seconds", 1),
-        ("iosleuth_journal_events_total", 2),
+        ("iosleuth_kept_events_total", 2),
         ("iosleuth_cpu_hardirq_seconds_total", cpus),
         ("iosleuth_cpu_softirq_seconds_total", cpus * 10),
         ("iosleuth_ring_records", 1),

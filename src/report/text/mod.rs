@@ -331,7 +331,7 @@ fn light_programs(out: &mut String, l: &LightSummary) {
     if l.wait_min_ns > 0 {
         let _ = writeln!(
             out,
-            "flight recorder: {} runqueue waits of {} ms or more ({} lost), {} journal events ({} lost), {} hard irqs ({:.3} ms){}",
+            "flight recorder: {} runqueue waits of {} ms or more ({} lost), {} events kept whole (journal, dirty limit, wbt; {} lost), {} hard irqs ({:.3} ms){}",
             l.long_waits,
             l.wait_min_ns / 1_000_000,
             l.waits_lost,
