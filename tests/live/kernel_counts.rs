@@ -314,16 +314,17 @@ fn quiet(name: &str) {
 /// Records `script` with every recorder at once and checks each against
 /// the kernel's own counts for the run.
 fn check_run(what: &str, disk: &LoopDevice, dir: &Path, watches: &[Watch], script: &str) {
-    // An open defect, in the kernel's tracepoint dispatch as far as it was
-    // followed (issue 42's note): while an ftrace event is enabled on
-    // block_rq_complete too (the full recorder's), the BPF programs now
-    // and then do not run for one completion that the event records (a
-    // bpf_printk at the program's entry saw 999 of 1000 flushes; the
-    // kernel counted no recursion miss). Alone they missed none of 60,000
-    // (30 runs of fdatasync appends on XFS); beside a tracefs instance
-    // with only that event, 3 runs of 30 fell one short. Seen here, said
-    // on standard error with every recorder's counters, and the run made
-    // once more; twice in a row fails.
+    // An open defect, in the kernel's dispatch of a tracepoint to several
+    // probes as far as it was followed (issue 42's note): while more than
+    // one probe is on block_rq_complete (here five: four BPF recorders and
+    // the full recorder's ftrace event), the BPF programs now and then do
+    // not run for one completion (a bpf_printk at the program's entry saw
+    // 999 of 1000 flushes; the kernel counted no recursion miss). fdatasync
+    // appends on XFS, 2000 requests a run: one `record --light` alone, 0
+    // runs of 30 short; beside a tracefs instance with only that event, 3
+    // of 30; beside a second `record --light`, 5 of 40. Seen here, said on
+    // standard error with every recorder's counters, and the run made once
+    // more; twice in a row fails.
     if !check_run_once(what, disk, dir, watches, script, false) {
         check_run_once(what, disk, dir, watches, script, true);
     }
