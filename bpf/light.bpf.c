@@ -58,10 +58,10 @@ struct rate {
 	__u64 used;
 };
 
-/* Device -> slot, direct-mapped by a hash of the dev_t (DEV_INDEX, which
- * src/capture/light mirrors): each entry is (slot << 32) | dev, written
- * by user space. An array lookup is inlined; a hash map's is a call. */
-#define NDEVIDX 4096
+/* Device -> slot, direct-mapped by a hash of the dev_t (light.h's
+ * DEV_HASH_*, which src/capture/light/disks.rs uses too): each entry is
+ * (slot << 32) | dev, written by user space. An array lookup is inlined;
+ * a hash map's is a call. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, NDEVIDX);
@@ -218,7 +218,7 @@ static __always_inline __u32 rq_dev(struct request___iosl *rq)
 
 static __always_inline __u32 slot_of(__u32 dev)
 {
-	__u32 idx = (dev * 0x9E3779B1U) >> 20;
+	__u32 idx = (dev * (__u32)DEV_HASH_MUL) >> DEV_HASH_SHIFT;
 	__u64 *e = bpf_map_lookup_elem(&dev_slot, &idx);
 	if (!e || (__u32)*e != dev)
 		return 0;
@@ -632,8 +632,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } armed SEC(".maps");
-
-#define MAX_DEPTH_CPUS 256
 
 /* Requests in flight on the slot's device: the sum over CPUs of the
  * requests counted at issue minus those counted at their end. */

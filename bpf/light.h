@@ -12,6 +12,14 @@
  * writes (write zeroes and zone appends too), flushes, discards (secure
  * erases too). */
 #define NOP 4
+/* The device -> slot table (light.bpf.c's dev_slot): a dev_t's entry is
+ * (dev * DEV_HASH_MUL) >> DEV_HASH_SHIFT, NDEVIDX entries. */
+#define DEV_HASH_MUL 2654435761
+#define DEV_HASH_SHIFT 20
+#define NDEVIDX 4096
+/* The CPUs whose counts add up to the queue depth sampled at issue (the
+ * verifier bounds the loop): past them the depth is not sampled. */
+#define MAX_DEPTH_CPUS 256
 #define OP_READ 0
 #define OP_WRITE 1
 #define OP_FLUSH 2

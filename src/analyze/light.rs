@@ -396,6 +396,13 @@ fn apply_devices(a: &mut Analysis, doc: &LightDoc, summary: &mut LightSummary) {
     }
     a.block.all_devices = Default::default();
     a.block.processes.clear();
+    if doc.cpus.len() > crate::model::light::MAX_DEPTH_CPUS {
+        a.warnings.push(format!(
+            "light capture: the queue depth at issue adds up the requests in flight of the first {} of {} CPUs: it undercounts those issued on the others",
+            crate::model::light::MAX_DEPTH_CPUS,
+            doc.cpus.len()
+        ));
+    }
     a.warnings.push(if doc.devices.iter().any(|d| d.diskstats.is_some()) {
         "light capture: request counts and latencies come from the kernel's histograms (each value within 1/32), iostat's columns from its diskstats over the whole capture; btt's intervals and per-process figures need the full recorder (`iosleuth record` without --light)".into()
     } else {

@@ -62,6 +62,9 @@ pub const CONTEXT_EVENTS: [(&str, &str); 13] = [
     ("wbt", "wbt_step"),
     ("wbt", "wbt_lat"),
 ];
+/// The CPUs whose counts the queue depth sampled at issue adds up
+/// (bpf/light.h): a machine with more has its depth undercounted.
+pub const MAX_DEPTH_CPUS: usize = 256;
 /// The manifest's `mode` of a light capture.
 pub const MODE: &str = "light";
 

@@ -713,6 +713,15 @@ fn session_missing(session: &LightSession) -> Vec<NotWatched> {
         .iter()
         .map(|e| NotWatched::new(format!("event:{e}"), format!("event {e}")))
         .collect();
+    if aya::util::nr_cpus().is_ok_and(|n| n > crate::model::light::MAX_DEPTH_CPUS) {
+        out.push(NotWatched::new(
+            "queue_depth_past_cpu_limit",
+            format!(
+                "the queue depth at issue of requests issued past the first {} CPUs",
+                crate::model::light::MAX_DEPTH_CPUS
+            ),
+        ));
+    }
     if !session.throttle() {
         out.push(NotWatched::new(
             "throttled_bios",

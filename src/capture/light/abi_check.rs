@@ -140,6 +140,13 @@ fn every_constant_of_light_h_is_the_one_user_space_uses() {
         ("IOSL_LIGHT_H", None),
         ("NSLOT", Some(u64::from(NSLOT))),
         ("NOP", Some(u64::from(NOP))),
+        ("DEV_HASH_MUL", Some(u64::from(DEV_HASH_MUL))),
+        ("DEV_HASH_SHIFT", Some(u64::from(DEV_HASH_SHIFT))),
+        ("NDEVIDX", Some(u64::from(NDEVIDX))),
+        (
+            "MAX_DEPTH_CPUS",
+            Some(crate::model::light::MAX_DEPTH_CPUS as u64),
+        ),
         // The operation slots, by the names user space gives them.
         ("OP_READ", op_slot("read")),
         ("OP_WRITE", op_slot("write")),

@@ -100,7 +100,10 @@ pub(super) fn add_new_disks(slots: &mut Vec<DiskSlot>) -> usize {
 
 /// The entry of `dev_slot` for a dev_t (bpf/light.bpf.c's `slot_of`).
 fn dev_index(dev: u32) -> u32 {
-    dev.wrapping_mul(0x9E37_79B1) >> 20
+    use super::maps::{DEV_HASH_MUL, DEV_HASH_SHIFT, NDEVIDX};
+    // The shift leaves 32 - DEV_HASH_SHIFT bits: NDEVIDX entries.
+    const _: () = assert!(1 << (32 - DEV_HASH_SHIFT) == NDEVIDX);
+    dev.wrapping_mul(DEV_HASH_MUL) >> DEV_HASH_SHIFT
 }
 
 /// A `MAJ:MIN` file as the kernel's dev_t and `maj,min`.

@@ -5,6 +5,11 @@ use crate::model::light::NBUCKET;
 
 pub const NSLOT: u32 = 16;
 pub const NOP: u32 = 4;
+/// The device -> slot table: a dev_t's entry is
+/// `dev * DEV_HASH_MUL >> DEV_HASH_SHIFT`, of NDEVIDX.
+pub const DEV_HASH_MUL: u32 = 0x9E37_79B1;
+pub const DEV_HASH_SHIFT: u32 = 20;
+pub const NDEVIDX: u32 = 4096;
 pub const NSTAGE: u32 = 3;
 pub const NDEPTH: usize = 64;
 pub const NSIZE: usize = 32;

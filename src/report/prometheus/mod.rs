@@ -506,7 +506,7 @@ pub fn render(s: &Scrape) -> String {
     o.family(
         "iosleuth_not_watched",
         "gauge",
-        "What this daemon cannot see on this machine (1 each): its figures are unknown, not zero. what: bpf_run_time, the programs' runs and run time (the kernel keeps them only while kernel.bpf_stats_enabled is 1); runqueue_off, runqueue waits not watched (--runqueue off); runqueue_auto, the scheduler hooks detached by --runqueue auto while they would cost over a point of CPU; throttled_bios, no blk-throttle dispatch work in /proc/kallsyms to count held bios by; event:SYSTEM:EVENT, a tracepoint this kernel lacks.",
+        "What this daemon cannot see on this machine (1 each): its figures are unknown, not zero. what: bpf_run_time, the programs' runs and run time (the kernel keeps them only while kernel.bpf_stats_enabled is 1); runqueue_off, runqueue waits not watched (--runqueue off); runqueue_auto, the scheduler hooks detached by --runqueue auto while they would cost over a point of CPU; throttled_bios, no blk-throttle dispatch work in /proc/kallsyms to count held bios by; queue_depth_past_cpu_limit, more than 256 CPUs: the queue depth at issue adds up the requests in flight of the first 256; event:SYSTEM:EVENT, a tracepoint this kernel lacks.",
     );
     for what in s.not_watched {
         o.sample("iosleuth_not_watched", &[("what", what)], 1);
