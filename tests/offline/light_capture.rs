@@ -429,13 +429,11 @@ fn light_queue_capture_judges_the_queue_from_diskstats() {
 /// vm.dirty_bytes 4 MiB paused, under the machine's own limit not.
 #[test]
 fn light_dirty_capture_names_the_dirty_limit_from_its_kept_pauses() {
-    let bad = json_report(&["tests/fixtures/light-dirty-throttled.cap"], &[]);
-    let f = bad["findings"]
-        .as_array()
-        .unwrap()
+    let bad = findings("tests/fixtures/light-dirty-throttled.cap");
+    let f = bad
         .iter()
         .find(|f| f["id"] == "dirty_throttling")
-        .unwrap_or_else(|| panic!("no dirty_throttling: {}", bad["findings"]));
+        .unwrap_or_else(|| panic!("no dirty_throttling: {bad:?}"));
     let ev = &f["evidence"];
     assert!(ev["pauses"].as_u64().unwrap() > 0, "{ev}");
     assert!(ev["pause_ms_total"].as_u64().unwrap() >= 20, "{ev}");
@@ -454,14 +452,10 @@ fn light_dirty_capture_names_the_dirty_limit_from_its_kept_pauses() {
     };
     let good = json_report(&["tests/fixtures/light-dirty-none.cap"], &[]);
     assert!(judged(&good, "dirty_throttling"), "{}", good["rules"]);
+    let silent = good["findings"].as_array().unwrap();
     assert!(
-        good["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|f| f["id"] != "dirty_throttling"),
-        "{}",
-        good["findings"]
+        silent.iter().all(|f| f["id"] != "dirty_throttling"),
+        "{silent:?}"
     );
     // A light capture made before the flight recorder kept the pauses
     // cannot judge it, and says so.
@@ -497,16 +491,8 @@ fn light_wbt_capture_names_writeback_throttling_from_its_kept_steps() {
     assert_eq!(ev["wbt_lat_usec"], "1");
     assert!(ev["write_bios"].is_null(), "{ev}");
     assert!(ev["write_wait_ms"].is_null(), "{ev}");
-    let good = json_report(&["tests/fixtures/light-wbt-default.cap"], &[]);
-    assert!(
-        good["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|f| f["id"] != "wbt_throttling"),
-        "{}",
-        good["findings"]
-    );
+    let good = findings("tests/fixtures/light-wbt-default.cap");
+    assert!(good.iter().all(|f| f["id"] != "wbt_throttling"), "{good:?}");
 }
 
 /// On a machine with more CPUs than the kernel adds up for the queue
