@@ -63,7 +63,7 @@ impl LightSummary {
             && !self
                 .missing_events
                 .iter()
-                .any(|m| *m == missing || m.starts_with("every "))
+                .any(|m| *m == missing || m.starts_with(crate::model::light::EVERY_EVENT_MISSING))
     }
 }
 

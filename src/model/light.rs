@@ -62,6 +62,11 @@ pub const CONTEXT_EVENTS: [(&str, &str); 13] = [
     ("wbt", "wbt_step"),
     ("wbt", "wbt_lat"),
 ];
+/// How a light capture's `missing_events` entry begins when none of the
+/// kept events could be attached (no tracefs): "every kept event: …", in
+/// captures made before the dirty limit's and wbt's events "every journal
+/// event (…)".
+pub const EVERY_EVENT_MISSING: &str = "every ";
 /// The CPUs whose counts the queue depth sampled at issue adds up
 /// (bpf/light.h): a machine with more has its depth undercounted.
 pub const MAX_DEPTH_CPUS: usize = 256;

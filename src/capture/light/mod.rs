@@ -28,8 +28,8 @@ use super::tracefs::Tracefs;
 use crate::model::capture_layout::{EVENT_FORMATS, HEADER_PAGE};
 use crate::model::light::{
     LightCgroup, LightCounters, LightCpu, LightDevice, LightDoc, LightUring, ProgramStats,
-    SlowPolicy, CGROUPS_KEPT, CONTEXT, CONTEXT_EVENTS, CONTEXT_HEADER, CONTEXT_MAGIC, SLOW_HEADER,
-    SLOW_MAGIC, SLOW_RECORD,
+    SlowPolicy, CGROUPS_KEPT, CONTEXT, CONTEXT_EVENTS, CONTEXT_HEADER, CONTEXT_MAGIC,
+    EVERY_EVENT_MISSING, SLOW_HEADER, SLOW_MAGIC, SLOW_RECORD,
 };
 use aya::maps::{Array, MapData, PerCpuArray, PerCpuHashMap, RingBuf};
 use aya::programs::{BtfTracePoint, TracePoint};
@@ -255,7 +255,7 @@ impl LightSession {
                 attach_events(&mut ebpf, opts.floor)?
             }
             Err(e) => vec![format!(
-                "every kept event: the journal's, balance_dirty_pages, wbt ({})",
+                "{EVERY_EVENT_MISSING}kept event: the journal's, balance_dirty_pages, wbt ({})",
                 e.message()
             )],
         };
