@@ -77,13 +77,6 @@ struct counters {
 	 * (start_time_ns, io_start_time_ns: the queue keeps block stats),
 	 * with no per-request state. */
 	__u64 by_stamps;
-	/* Stamps accounting: requests issued and ended (completed or
-	 * requeued) on this CPU, each counted only when allocated after the
-	 * device's first issue seen (the same test at both ends, on the
-	 * request's own allocation stamp); the sum over CPUs of their
-	 * difference is the device's depth. */
-	__u64 issued;
-	__u64 retired;
 	/* Completions whose (cgroup, device, operation) found no room in the
 	 * cgroups map: counted by device, not by cgroup. */
 	__u64 cgroup_full;
@@ -91,6 +84,13 @@ struct counters {
 	 * its dispatch work submits them again, and their bytes. */
 	__u64 throttled;
 	__u64 throttled_bytes;
+	/* Stamps accounting: requests issued and ended (completed or
+	 * requeued) on this CPU, each counted only when allocated after the
+	 * device's first issue seen (the same test at both ends, on the
+	 * request's own allocation stamp); the sum over CPUs of their
+	 * difference is the device's depth. */
+	__u64 issued;
+	__u64 retired;
 	/* Scratch, not a counter: the end sector of that previous request. */
 	__u64 last_end;
 };

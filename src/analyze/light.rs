@@ -13,8 +13,8 @@ use super::syscalls::CallStats;
 use super::Analysis;
 use crate::ingest::light::LightInputs;
 use crate::model::light::{
-    comm_string, LightCgroups, LightCounters, LightDoc, LightUring, ProgramStats, SlowPolicy,
-    SlowRequest, StageHist, WaitRecord,
+    comm_string, CpuCounters, LightCgroups, LightCounters, LightDoc, LightUring, ProgramStats,
+    SlowPolicy, SlowRequest, StageHist, WaitRecord,
 };
 use serde::Serialize;
 
@@ -275,6 +275,7 @@ fn sum_of(counts: impl Iterator<Item = u64>) -> u64 {
 pub fn apply(a: &mut Analysis, light: &LightInputs) {
     let doc = &light.doc;
     a.warnings.extend(light.warnings.iter().cloned());
+    let cpus = CpuCounters::sum(doc.cpus.iter().map(|c| &c.counts));
     let mut summary = LightSummary {
         attach: doc.attach.clone(),
         seconds: doc.stopped_ns.saturating_sub(doc.started_ns) as f64 / 1e9,
@@ -287,12 +288,12 @@ pub fn apply(a: &mut Analysis, light: &LightInputs) {
             .map(|r| slow_request(r, &doc.cgroups))
             .collect(),
         wait_min_ns: doc.wait_min_ns,
-        long_waits: sum_of(doc.cpus.iter().map(|c| c.long_waits)),
-        waits_lost: sum_of(doc.cpus.iter().map(|c| c.waits_lost)),
-        events: sum_of(doc.cpus.iter().map(|c| c.events)),
-        events_lost: sum_of(doc.cpus.iter().map(|c| c.events_lost)),
-        hardirqs: sum_of(doc.cpus.iter().map(|c| c.hardirqs)),
-        hardirq_ns: sum_of(doc.cpus.iter().map(|c| c.hardirq_ns)),
+        long_waits: cpus.long_waits,
+        waits_lost: cpus.waits_lost,
+        events: cpus.events,
+        events_lost: cpus.events_lost,
+        hardirqs: cpus.hardirqs,
+        hardirq_ns: cpus.hardirq_ns,
         missing_events: doc.missing_events.clone(),
         accounting: doc.accounting.clone(),
         runqueue: doc.runqueue,
@@ -431,14 +432,9 @@ fn apply_cpus(a: &mut Analysis, doc: &LightDoc, waits: &[WaitRecord]) {
         return;
     }
     // Added to, not replaced: several light inputs of one run add up.
-    a.sched.switches = a
-        .sched
-        .switches
-        .saturating_add(sum_of(doc.cpus.iter().map(|c| c.switches)));
-    a.sched.wakeups = a
-        .sched
-        .wakeups
-        .saturating_add(sum_of(doc.cpus.iter().map(|c| c.wakeups)));
+    let cpus = CpuCounters::sum(doc.cpus.iter().map(|c| &c.counts));
+    a.sched.switches = a.sched.switches.saturating_add(cpus.switches);
+    a.sched.wakeups = a.sched.wakeups.saturating_add(cpus.wakeups);
     a.sched.long_waits.extend(waits.iter().map(long_wait));
     a.sched
         .long_waits

@@ -233,7 +233,10 @@ mod tests {
         use crate::model::light::LightUring;
         let group = |op: &str, requests: u64| LightUring {
             op: op.into(),
-            requests,
+            counts: crate::model::light::UringCounters {
+                requests,
+                ..Default::default()
+            },
             ..Default::default()
         };
         let mut read = group("read", 5);
@@ -250,7 +253,10 @@ mod tests {
         let (doc, w) = checked(doc, Path::new("cap/light.json"));
         let groups = doc.io_uring.unwrap();
         assert_eq!(groups.len(), 1);
-        assert_eq!((groups[0].op.as_str(), groups[0].requests), ("read", 5));
+        assert_eq!(
+            (groups[0].op.as_str(), groups[0].counts.requests),
+            ("read", 5)
+        );
         assert_eq!(groups[0].latency.buckets, vec![(300, 5)]);
         assert_eq!(w.len(), 3, "{w:?}");
         assert!(w[0].contains("io_uring: 2 entries named no group"), "{w:?}");

@@ -20,7 +20,9 @@ use super::block::Dev;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod counters;
 mod records;
+pub use counters::*;
 pub use records::*;
 
 pub const LIGHT: &str = "light.json";
@@ -324,17 +326,8 @@ pub struct CgroupRest {
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct LightCpu {
     pub cpu: u32,
-    pub switches: u64,
-    pub wakeups: u64,
-    /// Runqueue waits of at least `wait_min_ns`: sent, and lost to a full
-    /// ring buffer.
-    pub long_waits: u64,
-    pub waits_lost: u64,
-    /// Journal events sent, and lost.
-    pub events: u64,
-    pub events_lost: u64,
-    pub hardirqs: u64,
-    pub hardirq_ns: u64,
+    #[serde(flatten)]
+    pub counts: CpuCounters,
     /// By softirq vector (HI, TIMER, NET_TX, NET_RX, BLOCK, IRQ_POLL,
     /// TASKLET, SCHED, HRTIMER, RCU).
     pub softirqs: Vec<u64>,
@@ -431,44 +424,6 @@ impl StageHist {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
-pub struct LightCounters {
-    pub back_merges: u64,
-    pub front_merges: u64,
-    pub rq_merges: u64,
-    pub splits: u64,
-    pub requeues: u64,
-    pub errors: u64,
-    pub partial: u64,
-    /// Completions of requests issued before the programs were attached.
-    pub no_state: u64,
-    /// Issues whose state did not fit the kernel's request map.
-    pub state_full: u64,
-    pub slow_sent: u64,
-    /// Slow requests over the per-second cap: counted, not sent.
-    pub slow_capped: u64,
-    /// Slow requests the ring buffer had no room for.
-    pub ring_full: u64,
-    /// Requests that began where the previous one (issued on the same CPU
-    /// to the same device) ended.
-    #[serde(default)]
-    pub seq_requests: u64,
-    /// Completions whose stages came from the request's own timestamps
-    /// (the stamps accounting), not from per-request state.
-    #[serde(default)]
-    pub by_stamps: u64,
-    /// Completions whose cgroup found no room in the kernel's map: in the
-    /// device's figures, not in any cgroup's.
-    #[serde(default)]
-    pub cgroup_full: u64,
-    /// Bios held back by a cgroup's I/O limit, and their bytes (counted as
-    /// blk-throttle's dispatch work submitted them again).
-    #[serde(default)]
-    pub throttled: u64,
-    #[serde(default)]
-    pub throttled_bytes: u64,
-}
-
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct ProgramStats {
     pub name: String,
@@ -511,20 +466,8 @@ pub const URING_OPS: [&str; 8] = [
 pub struct LightUring {
     /// A name of URING_OPS.
     pub op: String,
-    /// Requests completed (their last completion queue entry).
-    pub requests: u64,
-    /// Completion entries of multishot requests before their last.
-    pub more: u64,
-    /// Requests handed to an io-wq worker: they could not be issued
-    /// without blocking.
-    pub punted: u64,
-    /// Completed requests whose submission was not seen (submitted before
-    /// the programs were attached, or no room for their state): not timed.
-    pub untimed: u64,
-    /// Completion entries with a negative result.
-    pub errors: u64,
-    /// Submissions whose state found no room.
-    pub state_full: u64,
+    #[serde(flatten)]
+    pub counts: UringCounters,
     /// Submission to completion of each timed request (ns).
     pub latency: StageHist,
 }
@@ -533,8 +476,7 @@ impl LightUring {
     /// Whether the group counted anything (groups that did not are left
     /// out of captures and scrapes).
     pub fn counted(&self) -> bool {
-        self.requests + self.more + self.punted + self.errors + self.state_full > 0
-            || self.latency.n > 0
+        !self.counts.is_zero() || self.latency.n > 0
     }
 }
 
@@ -623,30 +565,6 @@ fn minus(after: &[u64], before: &[u64]) -> Vec<u64> {
         .collect()
 }
 
-impl LightCounters {
-    pub fn since(&self, b: &LightCounters) -> LightCounters {
-        LightCounters {
-            back_merges: self.back_merges.saturating_sub(b.back_merges),
-            front_merges: self.front_merges.saturating_sub(b.front_merges),
-            rq_merges: self.rq_merges.saturating_sub(b.rq_merges),
-            splits: self.splits.saturating_sub(b.splits),
-            requeues: self.requeues.saturating_sub(b.requeues),
-            errors: self.errors.saturating_sub(b.errors),
-            partial: self.partial.saturating_sub(b.partial),
-            no_state: self.no_state.saturating_sub(b.no_state),
-            state_full: self.state_full.saturating_sub(b.state_full),
-            slow_sent: self.slow_sent.saturating_sub(b.slow_sent),
-            slow_capped: self.slow_capped.saturating_sub(b.slow_capped),
-            ring_full: self.ring_full.saturating_sub(b.ring_full),
-            seq_requests: self.seq_requests.saturating_sub(b.seq_requests),
-            by_stamps: self.by_stamps.saturating_sub(b.by_stamps),
-            cgroup_full: self.cgroup_full.saturating_sub(b.cgroup_full),
-            throttled: self.throttled.saturating_sub(b.throttled),
-            throttled_bytes: self.throttled_bytes.saturating_sub(b.throttled_bytes),
-        }
-    }
-}
-
 /// What the devices counted between two readings of the light maps (the
 /// later first); a device absent from `before` counted everything after.
 pub fn devices_since(after: &[LightDevice], before: &[LightDevice]) -> Vec<LightDevice> {
@@ -681,12 +599,7 @@ pub fn uring_since(after: &[LightUring], before: &[LightUring]) -> Vec<LightUrin
             };
             LightUring {
                 op: a.op.clone(),
-                requests: a.requests.saturating_sub(b.requests),
-                more: a.more.saturating_sub(b.more),
-                punted: a.punted.saturating_sub(b.punted),
-                untimed: a.untimed.saturating_sub(b.untimed),
-                errors: a.errors.saturating_sub(b.errors),
-                state_full: a.state_full.saturating_sub(b.state_full),
+                counts: a.counts.since(&b.counts),
                 latency: a.latency.since(&b.latency),
             }
         })
@@ -704,14 +617,7 @@ pub fn cpus_since(after: &[LightCpu], before: &[LightCpu]) -> Vec<LightCpu> {
             };
             LightCpu {
                 cpu: c.cpu,
-                switches: c.switches.saturating_sub(b.switches),
-                wakeups: c.wakeups.saturating_sub(b.wakeups),
-                long_waits: c.long_waits.saturating_sub(b.long_waits),
-                waits_lost: c.waits_lost.saturating_sub(b.waits_lost),
-                events: c.events.saturating_sub(b.events),
-                events_lost: c.events_lost.saturating_sub(b.events_lost),
-                hardirqs: c.hardirqs.saturating_sub(b.hardirqs),
-                hardirq_ns: c.hardirq_ns.saturating_sub(b.hardirq_ns),
+                counts: c.counts.since(&b.counts),
                 softirqs: minus(&c.softirqs, &b.softirqs),
                 softirq_ns: minus(&c.softirq_ns, &b.softirq_ns),
             }

@@ -151,9 +151,13 @@ fn overflowed_completions_are_counted_once_by_both_recorders() {
         serde_json::from_str(&std::fs::read_to_string(light.join("light.json")).unwrap()).unwrap();
     let groups = doc.io_uring.expect("io_uring counted");
     let read = groups.iter().find(|g| g.op == "read").expect("reads");
-    assert_eq!(read.requests, reads, "{groups:?}");
+    assert_eq!(read.counts.requests, reads, "{groups:?}");
     assert_eq!(
-        (read.untimed, read.errors, read.state_full),
+        (
+            read.counts.untimed,
+            read.counts.errors,
+            read.counts.state_full
+        ),
         (0, 0, 0),
         "{groups:?}"
     );
@@ -161,7 +165,7 @@ fn overflowed_completions_are_counted_once_by_both_recorders() {
     let others: u64 = groups
         .iter()
         .filter(|g| g.op != "read")
-        .map(|g| g.requests)
+        .map(|g| g.counts.requests)
         .sum();
     assert_eq!(others, 0, "{groups:?}");
 }

@@ -738,8 +738,15 @@ fn light_and_watch_count_and_time_fios_io_uring_requests() {
         serde_json::from_str(&std::fs::read_to_string(cap.join("light.json")).unwrap()).unwrap();
     let groups = doc.io_uring.expect("io_uring counted");
     let read = groups.iter().find(|g| g.op == "read").expect("reads");
-    assert_eq!(read.requests, ios, "{groups:?}");
-    assert_eq!((read.untimed, read.errors, read.state_full), (0, 0, 0));
+    assert_eq!(read.counts.requests, ios, "{groups:?}");
+    assert_eq!(
+        (
+            read.counts.untimed,
+            read.counts.errors,
+            read.counts.state_full
+        ),
+        (0, 0, 0)
+    );
     assert_eq!(read.latency.n, ios);
     // watch saw the same requests (nothing else here uses io_uring).
     wait_for("watch counts fio's requests", 10, || {

@@ -9,8 +9,9 @@ use super::{
     all_programs, event_program, FAULT_FLOOR_PROGRAMS, FLOOR_EVENT_PROGRAM, FLOOR_PROGRAMS, OBJECT,
 };
 use crate::model::light::{
-    EventRecord, SlowRequest, WaitRecord, CONTEXT_EVENTS, EVENT_DATA_AT, EVENT_RECORD, NBUCKET,
-    REC_EVENT, REC_SLOW, REC_WAIT, SLOW_RECORD, SUB_BITS, WAIT_RECORD,
+    CpuCounters, EventRecord, LightCounters, SlowRequest, WaitRecord, CONTEXT_EVENTS,
+    EVENT_DATA_AT, EVENT_RECORD, NBUCKET, REC_EVENT, REC_SLOW, REC_WAIT, SLOW_RECORD, SUB_BITS,
+    WAIT_RECORD,
 };
 use object::{Object, ObjectSection, ObjectSymbol};
 use std::collections::{BTreeMap, BTreeSet};
@@ -110,20 +111,40 @@ fn parse_header(text: &str) -> Header {
 }
 
 /// The fields of a Rust mirror, laid out as rustc does, in the order
-/// written: `(name, offset, size)`, then its size.
+/// written: `(name, offset, size)`, then its size. A field written
+/// `name as Set` is a set of counters (model::light::counters) and stands
+/// for each of its counters by name, as light.h spells them out.
 macro_rules! rust_layout {
-    ($t:ty { $($f:ident),* $(,)? }) => {{
+    ($t:ty { $($f:ident $(as $set:ty)?),* $(,)? }) => {{
         // SAFETY: the mirrors are plain integers and arrays of them, for
         // which all-zero bytes are a value.
         let z: $t = unsafe { std::mem::zeroed() };
-        let mut v = vec![$(CField {
-            name: stringify!($f).to_string(),
-            offset: std::mem::offset_of!($t, $f),
-            size: std::mem::size_of_val(&z.$f),
-        }),*];
+        let mut v: Vec<CField> = Vec::new();
+        $(
+            let offset = std::mem::offset_of!($t, $f);
+            let size = std::mem::size_of_val(&z.$f);
+            rust_layout!(@field v, $f, offset, size $(, $set)?);
+        )*
         v.push(CField { name: "sizeof".into(), offset: std::mem::size_of::<$t>(), size: 0 });
         v
     }};
+    ($set:ty as counters) => {{
+        let offset = 0;
+        let size = std::mem::size_of::<$set>();
+        let mut v: Vec<CField> = Vec::new();
+        rust_layout!(@field v, counters, offset, size, $set);
+        v.push(CField { name: "sizeof".into(), offset: size, size: 0 });
+        v
+    }};
+    (@field $v:ident, $f:ident, $offset:ident, $size:ident) => {
+        $v.push(CField { name: stringify!($f).to_string(), offset: $offset, size: $size });
+    };
+    (@field $v:ident, $f:ident, $offset:ident, $size:ident, $set:ty) => {
+        assert_eq!($size, 8 * <$set>::NAMES.len(), "{} is its counters", stringify!($set));
+        for (i, name) in <$set>::NAMES.iter().enumerate() {
+            $v.push(CField { name: name.to_string(), offset: $offset + 8 * i, size: 8 });
+        }
+    };
 }
 
 fn op_slot(name: &str) -> Option<u64> {
@@ -206,40 +227,14 @@ fn every_map_value_struct_of_light_h_is_laid_out_as_its_mirror() {
             rust_layout!(Counters {
                 ios,
                 bytes,
-                back_merges,
-                front_merges,
-                rq_merges,
-                splits,
-                requeues,
-                errors,
-                partial,
-                no_state,
-                state_full,
-                slow_sent,
-                slow_capped,
-                ring_full,
-                seq_requests,
-                by_stamps,
+                counts as LightCounters,
                 issued,
                 retired,
-                cgroup_full,
-                throttled,
-                throttled_bytes,
                 last_end,
             }),
         ),
         ("cg_key", rust_layout!(CgKey { id, slot, op })),
-        (
-            "uring_stats",
-            rust_layout!(UringStats {
-                requests,
-                more,
-                punted,
-                untimed,
-                errors,
-                state_full
-            }),
-        ),
+        ("uring_stats", rust_layout!(UringStats as counters)),
         (
             "cg_stats",
             rust_layout!(CgStats {
@@ -255,14 +250,7 @@ fn every_map_value_struct_of_light_h_is_laid_out_as_its_mirror() {
         (
             "cpu_stats",
             rust_layout!(CpuStats {
-                switches,
-                wakeups,
-                long_waits,
-                waits_lost,
-                events,
-                events_lost,
-                hardirqs,
-                hardirq_ns,
+                counts as CpuCounters,
                 softirqs,
                 softirq_ns,
             }),

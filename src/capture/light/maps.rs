@@ -1,7 +1,7 @@
 //! The BPF maps' keys and values as bpf/light.h lays them out: natural
 //! alignment, no padding (abi_check.rs compares every field with light.h).
 
-use crate::model::light::NBUCKET;
+use crate::model::light::{CpuCounters, LightCounters, UringCounters, NBUCKET};
 
 pub const NSLOT: u32 = 16;
 pub const NOP: u32 = 4;
@@ -73,30 +73,17 @@ pub struct SizeHist {
     pub b: [u32; NSIZE],
 }
 
+/// light.h's `struct counters`: the requests by operation, then the
+/// counters the model declares (laid out as light.h's), then the stamps
+/// accounting's own.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 pub struct Counters {
     pub ios: [u64; 4],
     pub bytes: [u64; 4],
-    pub back_merges: u64,
-    pub front_merges: u64,
-    pub rq_merges: u64,
-    pub splits: u64,
-    pub requeues: u64,
-    pub errors: u64,
-    pub partial: u64,
-    pub no_state: u64,
-    pub state_full: u64,
-    pub slow_sent: u64,
-    pub slow_capped: u64,
-    pub ring_full: u64,
-    pub seq_requests: u64,
-    pub by_stamps: u64,
+    pub counts: LightCounters,
     pub issued: u64,
     pub retired: u64,
-    pub cgroup_full: u64,
-    pub throttled: u64,
-    pub throttled_bytes: u64,
     /// Scratch of the issue program (the previous request's end), not a count.
     pub last_end: u64,
 }
@@ -126,30 +113,16 @@ pub struct CgStats {
 pub const NUOP: u32 = 8;
 const _: () = assert!(crate::model::light::URING_OPS.len() == NUOP as usize);
 
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-pub struct UringStats {
-    pub requests: u64,
-    pub more: u64,
-    pub punted: u64,
-    pub untimed: u64,
-    pub errors: u64,
-    pub state_full: u64,
-}
+/// light.h's `struct uring_stats`.
+pub type UringStats = UringCounters;
 
 pub const NSOFTIRQ: usize = 10;
 
+/// light.h's `struct cpu_stats`.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 pub struct CpuStats {
-    pub switches: u64,
-    pub wakeups: u64,
-    pub long_waits: u64,
-    pub waits_lost: u64,
-    pub events: u64,
-    pub events_lost: u64,
-    pub hardirqs: u64,
-    pub hardirq_ns: u64,
+    pub counts: CpuCounters,
     pub softirqs: [u64; NSOFTIRQ],
     pub softirq_ns: [u64; NSOFTIRQ],
 }

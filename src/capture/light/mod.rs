@@ -498,14 +498,7 @@ impl LightSession {
             .enumerate()
             .map(|(cpu, c)| LightCpu {
                 cpu: cpu as u32,
-                switches: c.switches,
-                wakeups: c.wakeups,
-                long_waits: c.long_waits,
-                waits_lost: c.waits_lost,
-                events: c.events,
-                events_lost: c.events_lost,
-                hardirqs: c.hardirqs,
-                hardirq_ns: c.hardirq_ns,
+                counts: c.counts,
                 softirqs: c.softirqs.to_vec(),
                 softirq_ns: c.softirq_ns.to_vec(),
             })

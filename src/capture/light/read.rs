@@ -4,7 +4,7 @@
 use super::maps::{self, CgKey, CgStats, Counters, DepthHist, Hist, SizeHist, UringStats, NOP};
 use super::{err, CaptureError};
 use crate::model::light::{
-    LightCgroup, LightCounters, LightDevice, LightOp, LightUring, StageHist, OPS, URING_OPS,
+    LightCgroup, LightDevice, LightOp, LightUring, StageHist, UringCounters, OPS, URING_OPS,
 };
 use aya::maps::{MapData, PerCpuArray, PerCpuHashMap};
 
@@ -46,23 +46,7 @@ pub(super) fn device(
             total.ios[i] += c.ios[i];
             total.bytes[i] += c.bytes[i];
         }
-        total.back_merges += c.back_merges;
-        total.front_merges += c.front_merges;
-        total.rq_merges += c.rq_merges;
-        total.splits += c.splits;
-        total.requeues += c.requeues;
-        total.errors += c.errors;
-        total.partial += c.partial;
-        total.no_state += c.no_state;
-        total.state_full += c.state_full;
-        total.slow_sent += c.slow_sent;
-        total.slow_capped += c.slow_capped;
-        total.ring_full += c.ring_full;
-        total.seq_requests += c.seq_requests;
-        total.by_stamps += c.by_stamps;
-        total.cgroup_full += c.cgroup_full;
-        total.throttled += c.throttled;
-        total.throttled_bytes += c.throttled_bytes;
+        total.counts.add(&c.counts);
     }
     let mut ops = std::collections::BTreeMap::new();
     for (op, name) in OPS.iter().enumerate() {
@@ -108,25 +92,7 @@ pub(super) fn device(
         dev,
         ops,
         depth,
-        counters: LightCounters {
-            back_merges: total.back_merges,
-            front_merges: total.front_merges,
-            rq_merges: total.rq_merges,
-            splits: total.splits,
-            requeues: total.requeues,
-            errors: total.errors,
-            partial: total.partial,
-            no_state: total.no_state,
-            state_full: total.state_full,
-            slow_sent: total.slow_sent,
-            slow_capped: total.slow_capped,
-            ring_full: total.ring_full,
-            seq_requests: total.seq_requests,
-            by_stamps: total.by_stamps,
-            cgroup_full: total.cgroup_full,
-            throttled: total.throttled,
-            throttled_bytes: total.throttled_bytes,
-        },
+        counters: total.counts,
         diskstats: None,
     })
 }
@@ -196,19 +162,11 @@ pub(super) fn uring(
     let mut out = Vec::new();
     for (i, op) in URING_OPS.iter().enumerate() {
         let key = i as u32;
-        let mut u = LightUring {
+        let u = LightUring {
             op: op.to_string(),
+            counts: UringCounters::sum(stats.get(&key, 0).map_err(read)?.iter()),
             latency: sum_hist(&latency.get(&key, 0).map_err(read)?),
-            ..Default::default()
         };
-        for c in stats.get(&key, 0).map_err(read)?.iter() {
-            u.requests += c.requests;
-            u.more += c.more;
-            u.punted += c.punted;
-            u.untimed += c.untimed;
-            u.errors += c.errors;
-            u.state_full += c.state_full;
-        }
         if u.counted() {
             out.push(u);
         }

@@ -20,20 +20,84 @@ fn label(v: &str) -> String {
     out
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
+        }
+    }
+}
+
+/// A metric family: declared once (families.rs), its samples added
+/// through the handle `Out::family` gives.
+#[derive(Debug)]
+pub struct Family {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub help: &'static str,
+}
+
 pub(super) struct Out(pub(super) String);
 
-impl Out {
-    pub(super) fn family(&mut self, name: &str, kind: &str, help: &str) {
-        let _ = writeln!(self.0, "# HELP {name} {help}");
-        let _ = writeln!(self.0, "# TYPE {name} {kind}");
+/// The samples of one family, written right after its HELP and TYPE.
+pub(super) struct Samples<'a> {
+    out: &'a mut Out,
+    family: &'static Family,
+}
+
+impl Samples<'_> {
+    pub(super) fn sample(&mut self, labels: &[(&str, &str)], value: impl std::fmt::Display) {
+        self.out.line(self.family.name, labels, value);
     }
 
-    pub(super) fn sample(
-        &mut self,
-        name: &str,
-        labels: &[(&str, &str)],
-        value: impl std::fmt::Display,
-    ) {
+    pub(super) fn histogram(&mut self, labels: &[(&str, &str)], h: &StageHist) {
+        debug_assert_eq!(self.family.kind, Kind::Histogram);
+        let total = h.buckets.iter().map(|b| b.1).sum::<u64>();
+        self.out
+            .cumulative(self.family.name, labels, &cumulative_le(h), total, h.sum_ns);
+    }
+
+    /// A histogram from counts already under each bound (`le`: one per
+    /// bound, then the count over them all).
+    pub(super) fn le_histogram(&mut self, labels: &[(&str, &str)], le: &[u64], sum_ns: u64) {
+        debug_assert_eq!(self.family.kind, Kind::Histogram);
+        let mut cumulative = [0u64; LE_NS.len()];
+        let mut seen = 0;
+        for (c, n) in cumulative.iter_mut().zip(le) {
+            seen += n;
+            *c = seen;
+        }
+        self.out.cumulative(
+            self.family.name,
+            labels,
+            &cumulative,
+            le.iter().sum(),
+            sum_ns,
+        );
+    }
+}
+
+impl Out {
+    /// Starts a family: its HELP and TYPE, then its samples by the handle.
+    pub(super) fn family(&mut self, f: &'static Family) -> Samples<'_> {
+        let _ = writeln!(self.0, "# HELP {} {}", f.name, f.help);
+        let _ = writeln!(self.0, "# TYPE {} {}", f.name, f.kind.name());
+        Samples {
+            out: self,
+            family: f,
+        }
+    }
+
+    fn line(&mut self, name: &str, labels: &[(&str, &str)], value: impl std::fmt::Display) {
         self.0.push_str(name);
         if !labels.is_empty() {
             self.0.push('{');
@@ -46,29 +110,6 @@ impl Out {
             self.0.push('}');
         }
         let _ = writeln!(self.0, " {value}");
-    }
-
-    pub(super) fn histogram(&mut self, name: &str, labels: &[(&str, &str)], h: &StageHist) {
-        let total = h.buckets.iter().map(|b| b.1).sum::<u64>();
-        self.cumulative(name, labels, &cumulative_le(h), total, h.sum_ns);
-    }
-
-    /// A histogram from counts already under each bound (`le`: one per
-    /// bound, then the count over them all).
-    pub(super) fn le_histogram(
-        &mut self,
-        name: &str,
-        labels: &[(&str, &str)],
-        le: &[u64],
-        sum_ns: u64,
-    ) {
-        let mut cumulative = [0u64; LE_NS.len()];
-        let mut seen = 0;
-        for (c, n) in cumulative.iter_mut().zip(le) {
-            seen += n;
-            *c = seen;
-        }
-        self.cumulative(name, labels, &cumulative, le.iter().sum(), sum_ns);
     }
 
     fn cumulative(
@@ -84,13 +125,13 @@ impl Out {
             let le = format_le(le);
             let mut with_le: Vec<(&str, &str)> = labels.to_vec();
             with_le.push(("le", &le));
-            self.sample(&bucket, &with_le, count);
+            self.line(&bucket, &with_le, count);
         }
         let mut with_le: Vec<(&str, &str)> = labels.to_vec();
         with_le.push(("le", "+Inf"));
-        self.sample(&bucket, &with_le, total);
-        self.sample(&format!("{name}_sum"), labels, seconds(sum_ns));
-        self.sample(&format!("{name}_count"), labels, total);
+        self.line(&bucket, &with_le, total);
+        self.line(&format!("{name}_sum"), labels, seconds(sum_ns));
+        self.line(&format!("{name}_count"), labels, total);
     }
 }
 

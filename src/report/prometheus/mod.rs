@@ -12,11 +12,14 @@
 //! bound (it may leave out a few just under it: at most 1/32 of the bound).
 
 use crate::model::light::{
-    LightCgroup, LightCpu, LightDevice, LightOp, LightUring, ProgramStats, StageHist, OPS,
+    CpuCounters, LightCgroup, LightCpu, LightDevice, LightOp, LightUring, ProgramStats, StageHist,
+    UringCounters, OPS,
 };
 mod exposition;
+mod families;
 
-use exposition::{seconds, Out};
+use exposition::{seconds, Family, Out};
+use families::*;
 
 /// The `le` bounds of every latency histogram (model::light::LE_NS, in
 /// ns): 1-2.5-5 steps from 10 µs (below any device) to 10 s (past any
@@ -92,51 +95,66 @@ pub struct ActiveFinding {
 type Stage = fn(&LightOp) -> &StageHist;
 type OpCount = fn(&LightOp) -> u64;
 
+/// Where each of a device's counters (model::light::LightCounters, by
+/// name) is served: its family and the label that tells it from the
+/// others of that family, if any. The counters not here are served
+/// otherwise (the slow requests' outcomes, the untimed requests'
+/// reasons) or are the capture's own bookkeeping (`by_stamps`): the
+/// tests check that every counter is in one list or the other.
+/// A counter's name, its family, and its label there if it shares it.
+type Placed = (
+    &'static str,
+    &'static Family,
+    Option<(&'static str, &'static str)>,
+);
+
+const DEVICE_COUNTERS: [Placed; 10] = [
+    ("back_merges", &BLOCK_MERGES_TOTAL, Some(("kind", "back"))),
+    ("front_merges", &BLOCK_MERGES_TOTAL, Some(("kind", "front"))),
+    ("rq_merges", &BLOCK_MERGES_TOTAL, Some(("kind", "request"))),
+    ("splits", &BLOCK_SPLITS_TOTAL, None),
+    ("requeues", &BLOCK_REQUEUES_TOTAL, None),
+    ("errors", &BLOCK_ERRORS_TOTAL, None),
+    ("partial", &BLOCK_PARTIAL_COMPLETIONS_TOTAL, None),
+    ("seq_requests", &BLOCK_SEQUENTIAL_REQUESTS_TOTAL, None),
+    ("cgroup_full", &CGROUP_UNCOUNTED_REQUESTS_TOTAL, None),
+    ("throttled", &BLOCK_THROTTLED_BIOS_TOTAL, None),
+];
+
+/// The device counters served by a family of their own below, or not
+/// served (by_stamps: how the stages were measured, the capture's).
+#[cfg(test)]
+const DEVICE_COUNTERS_ELSEWHERE: [&str; 7] = [
+    "throttled_bytes",
+    "no_state",
+    "state_full",
+    "slow_sent",
+    "slow_capped",
+    "ring_full",
+    "by_stamps",
+];
+
 /// What the kernel keeps of each program: the events it skipped always,
 /// runs and run time only while `kernel.bpf_stats_enabled` (else no
 /// samples, and `iosleuth_not_watched{what="bpf_run_time"}`), as
 /// ebpf_exporter's `ebpf_exporter_ebpf_program_run_time_seconds`.
 fn programs(o: &mut Out, programs: &[ProgramStats]) {
-    o.family(
-        "iosleuth_bpf_program_missed_total",
-        "counter",
-        "Events a BPF program was not run for: it was already running on that CPU when an interrupt raised its event again (the kernel's recursion_misses). A block program's misses are requests missing from these figures.",
-    );
+    let mut f = o.family(&BPF_PROGRAM_MISSED_TOTAL);
     for p in programs {
         if let Some(m) = p.missed {
-            o.sample(
-                "iosleuth_bpf_program_missed_total",
-                &[("program", &p.name)],
-                m,
-            );
+            f.sample(&[("program", &p.name)], m);
         }
     }
-    o.family(
-        "iosleuth_bpf_program_runs_total",
-        "counter",
-        "Runs of a BPF program, while the kernel counts them (kernel.bpf_stats_enabled).",
-    );
+    let mut f = o.family(&BPF_PROGRAM_RUNS_TOTAL);
     for p in programs {
         if let Some(n) = p.run_count {
-            o.sample(
-                "iosleuth_bpf_program_runs_total",
-                &[("program", &p.name)],
-                n,
-            );
+            f.sample(&[("program", &p.name)], n);
         }
     }
-    o.family(
-        "iosleuth_bpf_program_run_seconds_total",
-        "counter",
-        "Time a BPF program ran, while the kernel counts it (kernel.bpf_stats_enabled).",
-    );
+    let mut f = o.family(&BPF_PROGRAM_RUN_SECONDS_TOTAL);
     for p in programs {
         if let Some(ns) = p.run_time_ns {
-            o.sample(
-                "iosleuth_bpf_program_run_seconds_total",
-                &[("program", &p.name)],
-                seconds(ns),
-            );
+            f.sample(&[("program", &p.name)], seconds(ns));
         }
     }
 }
@@ -144,45 +162,105 @@ fn programs(o: &mut Out, programs: &[ProgramStats]) {
 /// io_uring requests by what they ask (`op`: read, write, fsync,
 /// uring_cmd, net, wait, file, other), from submission to completion.
 fn uring_families(o: &mut Out, groups: &[LightUring]) {
-    o.family(
-        "iosleuth_io_uring_request_seconds",
-        "histogram",
-        "Time from an io_uring request's submission to its completion queue entry, of requests completed whose submission was seen.",
-    );
+    let mut f = o.family(&IO_URING_REQUEST_SECONDS);
     for g in groups {
-        o.histogram(
-            "iosleuth_io_uring_request_seconds",
-            &[("op", &g.op)],
-            &g.latency,
-        );
+        f.histogram(&[("op", &g.op)], &g.latency);
     }
-    type Count = fn(&LightUring) -> u64;
-    let counters: [(&str, &str, Count); 4] = [
-        (
-            "iosleuth_io_uring_requests_total",
-            "io_uring requests completed (their last completion queue entry), timed or not.",
-            |g| g.requests,
-        ),
-        (
-            "iosleuth_io_uring_untimed_requests_total",
-            "io_uring requests completed whose submission was not seen (submitted before the programs were attached, or no room for their state): not in the histogram.",
-            |g| g.untimed,
-        ),
-        (
-            "iosleuth_io_uring_punted_total",
-            "io_uring requests handed to an io-wq worker thread: they could not be issued without blocking.",
-            |g| g.punted,
-        ),
-        (
-            "iosleuth_io_uring_errors_total",
-            "io_uring completion queue entries with a negative result.",
-            |g| g.errors,
-        ),
+    type Count = fn(&UringCounters) -> u64;
+    let counters: [(&Family, Count); 4] = [
+        (&IO_URING_REQUESTS_TOTAL, |c| c.requests),
+        (&IO_URING_UNTIMED_REQUESTS_TOTAL, |c| c.untimed),
+        (&IO_URING_PUNTED_TOTAL, |c| c.punted),
+        (&IO_URING_ERRORS_TOTAL, |c| c.errors),
     ];
-    for (name, help, value) in counters {
-        o.family(name, "counter", help);
+    for (family, value) in counters {
+        let mut f = o.family(family);
         for g in groups {
-            o.sample(name, &[("op", &g.op)], value(g));
+            f.sample(&[("op", &g.op)], value(&g.counts));
+        }
+    }
+}
+
+/// Per device and operation: the stages' histograms, requests and bytes.
+fn block_families(o: &mut Out, devices: &[(String, &LightDevice)]) {
+    let stages: [(&Family, Stage); 3] = [
+        (&BLOCK_QUEUED_SECONDS, |o| &o.queued),
+        (&BLOCK_DEVICE_SECONDS, |o| &o.device),
+        (&BLOCK_REQUEST_SECONDS, |o| &o.total),
+    ];
+    for (family, stage) in stages {
+        let mut f = o.family(family);
+        for (dev, d) in devices {
+            for op in OPS {
+                if let Some(x) = d.ops.get(op) {
+                    f.histogram(&[("device", dev), ("op", op)], stage(x));
+                }
+            }
+        }
+    }
+    let per_op: [(&Family, OpCount); 2] = [
+        (&BLOCK_REQUESTS_TOTAL, |o| o.ios),
+        (&BLOCK_BYTES_TOTAL, |o| o.bytes),
+    ];
+    for (family, value) in per_op {
+        let mut f = o.family(family);
+        for (dev, d) in devices {
+            for op in OPS {
+                if let Some(x) = d.ops.get(op) {
+                    f.sample(&[("device", dev), ("op", op)], value(x));
+                }
+            }
+        }
+    }
+}
+
+/// Per device: its counters (DEVICE_COUNTERS), the throttled bytes, the
+/// untimed requests by reason and the slow ones by outcome. Throttled
+/// bios have no samples where they are not counted (unknown).
+fn device_counters(o: &mut Out, devices: &[(String, &LightDevice)], throttle: bool) {
+    let mut families: Vec<&'static Family> = Vec::new();
+    for (_, family, _) in DEVICE_COUNTERS {
+        if !families.iter().any(|f| std::ptr::eq(*f, family)) {
+            families.push(family);
+        }
+    }
+    for family in families {
+        let mut f = o.family(family);
+        if std::ptr::eq(family, &BLOCK_THROTTLED_BIOS_TOTAL) && !throttle {
+            continue;
+        }
+        for (dev, d) in devices {
+            for (name, value) in d.counters.rows() {
+                let Some((_, _, label)) = DEVICE_COUNTERS
+                    .iter()
+                    .find(|(n, fam, _)| *n == name && std::ptr::eq(*fam, family))
+                else {
+                    continue;
+                };
+                match label {
+                    Some(l) => f.sample(&[("device", dev), *l], value),
+                    None => f.sample(&[("device", dev)], value),
+                }
+            }
+        }
+    }
+    let mut f = o.family(&BLOCK_THROTTLED_BYTES_TOTAL);
+    for (dev, d) in devices.iter().filter(|_| throttle) {
+        f.sample(&[("device", dev)], d.counters.throttled_bytes);
+    }
+    let mut f = o.family(&BLOCK_UNTIMED_REQUESTS_TOTAL);
+    for (dev, d) in devices {
+        let never_issued: u64 = d
+            .ops
+            .values()
+            .map(|o| o.total.n.saturating_sub(o.device.n))
+            .sum();
+        for (reason, n) in [
+            ("issued_before_start", d.counters.no_state),
+            ("state_table_full", d.counters.state_full),
+            ("never_issued", never_issued),
+        ] {
+            f.sample(&[("device", dev), ("reason", reason)], n);
         }
     }
 }
@@ -199,160 +277,11 @@ pub fn render(s: &Scrape) -> String {
     };
     let devices: Vec<(String, &LightDevice)> =
         s.devices.iter().map(|d| (name_of(&d.dev), d)).collect();
-    let stages: [(&str, &str, Stage); 3] = [
-        (
-            "iosleuth_block_queued_seconds",
-            "Time from a request's allocation to its issue to the driver (blktrace's G to D), of requests completed.",
-            |o| &o.queued,
-        ),
-        (
-            "iosleuth_block_device_seconds",
-            "Time from a request's issue to its completion (D2C), of requests completed.",
-            |o| &o.device,
-        ),
-        (
-            "iosleuth_block_request_seconds",
-            "Time from a request's allocation to its completion, of requests completed.",
-            |o| &o.total,
-        ),
-    ];
-    for (name, help, stage) in stages {
-        o.family(name, "histogram", help);
-        for (dev, d) in &devices {
-            for op in OPS {
-                if let Some(x) = d.ops.get(op) {
-                    o.histogram(name, &[("device", dev), ("op", op)], stage(x));
-                }
-            }
-        }
-    }
-    let per_op: [(&str, &str, OpCount); 2] = [
-        (
-            "iosleuth_block_requests_total",
-            "Requests completed (a request completed in parts counts once).",
-            |o| o.ios,
-        ),
-        ("iosleuth_block_bytes_total", "Bytes completed.", |o| {
-            o.bytes
-        }),
-    ];
-    for (name, help, value) in per_op {
-        o.family(name, "counter", help);
-        for (dev, d) in &devices {
-            for op in OPS {
-                if let Some(x) = d.ops.get(op) {
-                    o.sample(name, &[("device", dev), ("op", op)], value(x));
-                }
-            }
-        }
-    }
-    o.family(
-        "iosleuth_block_merges_total",
-        "counter",
-        "Merges: a bio into a request's back or front, or two requests.",
-    );
-    for (dev, d) in &devices {
-        let c = &d.counters;
-        for (kind, n) in [
-            ("back", c.back_merges),
-            ("front", c.front_merges),
-            ("request", c.rq_merges),
-        ] {
-            o.sample(
-                "iosleuth_block_merges_total",
-                &[("device", dev), ("kind", kind)],
-                n,
-            );
-        }
-    }
-    type Count = fn(&crate::model::light::LightCounters) -> u64;
-    // The last: no samples where throttled bios are not counted (unknown).
-    let per_device: [(&str, &str, Count, bool); 8] = [
-        (
-            "iosleuth_block_splits_total",
-            "Bios split to fit the device's limits.",
-            |c| c.splits,
-            true,
-        ),
-        (
-            "iosleuth_block_requeues_total",
-            "Requests the driver gave back to be issued again.",
-            |c| c.requeues,
-            true,
-        ),
-        (
-            "iosleuth_block_errors_total",
-            "Requests completed with an error.",
-            |c| c.errors,
-            true,
-        ),
-        (
-            "iosleuth_block_partial_completions_total",
-            "Completions of part of a request.",
-            |c| c.partial,
-            true,
-        ),
-        (
-            "iosleuth_block_sequential_requests_total",
-            "Requests that began where the previous one issued on the same CPU to the same device ended.",
-            |c| c.seq_requests,
-            true,
-        ),
-        (
-            "iosleuth_cgroup_uncounted_requests_total",
-            "Completions in the device's figures but in no cgroup's: the kernel's cgroup table was full.",
-            |c| c.cgroup_full,
-            true,
-        ),
-        (
-            "iosleuth_block_throttled_bios_total",
-            "Bios held back by a cgroup's I/O limit (blk-throttle), counted as its dispatch work submits them.",
-            |c| c.throttled,
-            s.throttle,
-        ),
-        (
-            "iosleuth_block_throttled_bytes_total",
-            "Bytes of those bios.",
-            |c| c.throttled_bytes,
-            s.throttle,
-        ),
-    ];
-    for (name, help, value, known) in per_device {
-        o.family(name, "counter", help);
-        for (dev, d) in devices.iter().filter(|_| known) {
-            o.sample(name, &[("device", dev)], value(&d.counters));
-        }
-    }
-    o.family(
-        "iosleuth_block_untimed_requests_total",
-        "counter",
-        "Requests completed but not in the latency histograms: issued before the programs were attached, whose state did not fit the kernel's request table, or (never_issued) ended without reaching the driver, as an fsync's empty write is, timed in request_seconds only.",
-    );
-    for (dev, d) in &devices {
-        let never_issued: u64 = d
-            .ops
-            .values()
-            .map(|o| o.total.n.saturating_sub(o.device.n))
-            .sum();
-        for (reason, n) in [
-            ("issued_before_start", d.counters.no_state),
-            ("state_table_full", d.counters.state_full),
-            ("never_issued", never_issued),
-        ] {
-            o.sample(
-                "iosleuth_block_untimed_requests_total",
-                &[("device", dev), ("reason", reason)],
-                n,
-            );
-        }
-    }
+    block_families(&mut o, &devices);
+    device_counters(&mut o, &devices, s.throttle);
     cgroup_families(&mut o, s.cgroups, s.cgroup_histograms, &name_of);
     uring_families(&mut o, s.io_uring);
-    o.family(
-        "iosleuth_slow_requests_total",
-        "counter",
-        "Slow requests (at least the running p99 of their device and operation): kept whole, over the per-second cap, or lost to a full ring buffer.",
-    );
+    let mut f = o.family(&SLOW_REQUESTS_TOTAL);
     for (dev, d) in &devices {
         let c = &d.counters;
         for (outcome, n) in [
@@ -360,200 +289,81 @@ pub fn render(s: &Scrape) -> String {
             ("capped", c.slow_capped),
             ("ring_full", c.ring_full),
         ] {
-            o.sample(
-                "iosleuth_slow_requests_total",
-                &[("device", dev), ("outcome", outcome)],
-                n,
-            );
+            f.sample(&[("device", dev), ("outcome", outcome)], n);
         }
     }
-    let (waits, waits_lost, events, events_lost) = s.cpus.iter().fold((0, 0, 0, 0), |t, c| {
-        (
-            t.0 + c.long_waits,
-            t.1 + c.waits_lost,
-            t.2 + c.events,
-            t.3 + c.events_lost,
-        )
-    });
-    o.family(
-        "iosleuth_sched_runqueue_stalls_total",
-        "counter",
-        "Threads that waited runnable at least iosleuth_sched_runqueue_stall_threshold_seconds: kept, or lost to a full ring buffer.",
-    );
-    o.sample(
-        "iosleuth_sched_runqueue_stalls_total",
-        &[("outcome", "kept")],
-        waits,
-    );
-    o.sample(
-        "iosleuth_sched_runqueue_stalls_total",
-        &[("outcome", "lost")],
-        waits_lost,
-    );
-    o.family(
-        "iosleuth_sched_runqueue_stall_threshold_seconds",
-        "gauge",
-        "The runnable wait from which a thread counts as stalled.",
-    );
-    o.sample(
-        "iosleuth_sched_runqueue_stall_threshold_seconds",
-        &[],
-        seconds(s.wait_min_ns),
-    );
-    o.family(
-        "iosleuth_kept_events_total",
-        "counter",
-        "Events the flight recorder keeps whole (the journal's commits and checkpoints, balance_dirty_pages pauses, wbt steps): kept, or lost to a full ring buffer.",
-    );
-    o.sample("iosleuth_kept_events_total", &[("outcome", "kept")], events);
-    o.sample(
-        "iosleuth_kept_events_total",
-        &[("outcome", "lost")],
-        events_lost,
-    );
-    o.family(
-        "iosleuth_cpu_hardirq_seconds_total",
-        "counter",
-        "Time in hard interrupt handlers, by CPU.",
-    );
+    flight_recorder(&mut o, s);
+    daemon(&mut o, s);
+    o.0
+}
+
+/// The flight recorder's figures and each CPU's interrupt time.
+fn flight_recorder(o: &mut Out, s: &Scrape) {
+    let cpus = CpuCounters::sum(s.cpus.iter().map(|c| &c.counts));
+    let mut f = o.family(&SCHED_RUNQUEUE_STALLS_TOTAL);
+    f.sample(&[("outcome", "kept")], cpus.long_waits);
+    f.sample(&[("outcome", "lost")], cpus.waits_lost);
+    o.family(&SCHED_RUNQUEUE_STALL_THRESHOLD_SECONDS)
+        .sample(&[], seconds(s.wait_min_ns));
+    let mut f = o.family(&KEPT_EVENTS_TOTAL);
+    f.sample(&[("outcome", "kept")], cpus.events);
+    f.sample(&[("outcome", "lost")], cpus.events_lost);
+    let mut f = o.family(&CPU_HARDIRQ_SECONDS_TOTAL);
     for c in s.cpus {
-        let cpu = c.cpu.to_string();
-        o.sample(
-            "iosleuth_cpu_hardirq_seconds_total",
-            &[("cpu", &cpu)],
-            seconds(c.hardirq_ns),
-        );
+        f.sample(&[("cpu", &c.cpu.to_string())], seconds(c.counts.hardirq_ns));
     }
-    o.family(
-        "iosleuth_cpu_softirq_seconds_total",
-        "counter",
-        "Time in soft interrupts, by CPU and vector.",
-    );
+    let mut f = o.family(&CPU_SOFTIRQ_SECONDS_TOTAL);
     for c in s.cpus {
         let cpu = c.cpu.to_string();
         for (vector, ns) in SOFTIRQS.iter().zip(&c.softirq_ns) {
-            o.sample(
-                "iosleuth_cpu_softirq_seconds_total",
-                &[("cpu", &cpu), ("vector", vector)],
-                seconds(*ns),
-            );
+            f.sample(&[("cpu", &cpu), ("vector", vector)], seconds(*ns));
         }
     }
-    o.family(
-        "iosleuth_ring_records",
-        "gauge",
-        "Slow requests and flight-recorder records kept in memory for the next trigger.",
-    );
-    o.sample("iosleuth_ring_records", &[], s.ring.records);
-    o.family(
-        "iosleuth_ring_bytes",
-        "gauge",
-        "Bytes of the records kept in memory.",
-    );
-    o.sample("iosleuth_ring_bytes", &[], s.ring.bytes);
-    o.family(
-        "iosleuth_ring_evicted_total",
-        "counter",
-        "Records pushed out of memory by its size bound before their time.",
-    );
-    o.sample("iosleuth_ring_evicted_total", &[], s.ring.evicted_early);
-    o.family(
-        "iosleuth_triggers_total",
-        "counter",
-        "Triggers that fired, by reason: acted on (a capture kept) or not (rate limit, a capture already running).",
-    );
+}
+
+/// The daemon's own: its memory of records, triggers, captures, findings,
+/// programs, what it cannot see, its build and its process.
+fn daemon(o: &mut Out, s: &Scrape) {
+    o.family(&RING_RECORDS).sample(&[], s.ring.records);
+    o.family(&RING_BYTES).sample(&[], s.ring.bytes);
+    o.family(&RING_EVICTED_TOTAL)
+        .sample(&[], s.ring.evicted_early);
+    let mut f = o.family(&TRIGGERS_TOTAL);
     for (reason, acted, skipped) in s.triggers {
-        o.sample(
-            "iosleuth_triggers_total",
-            &[("reason", reason), ("outcome", "captured")],
-            acted,
-        );
-        o.sample(
-            "iosleuth_triggers_total",
-            &[("reason", reason), ("outcome", "skipped")],
-            skipped,
-        );
+        f.sample(&[("reason", reason), ("outcome", "captured")], acted);
+        f.sample(&[("reason", reason), ("outcome", "skipped")], skipped);
     }
-    o.family(
-        "iosleuth_captures_kept",
-        "gauge",
-        "Captures kept on disk (each with its diagnosis).",
-    );
-    o.sample("iosleuth_captures_kept", &[], s.captures_kept);
-    o.family(
-        "iosleuth_captures_bytes",
-        "gauge",
-        "Bytes of the captures kept on disk.",
-    );
-    o.sample("iosleuth_captures_bytes", &[], s.captures_bytes);
-    o.family(
-        "iosleuth_finding",
-        "gauge",
-        "A finding of the last diagnosis (1 while it holds).",
-    );
-    for f in s.findings {
-        o.sample(
-            "iosleuth_finding",
+    o.family(&CAPTURES_KEPT).sample(&[], s.captures_kept);
+    o.family(&CAPTURES_BYTES).sample(&[], s.captures_bytes);
+    let mut f = o.family(&FINDING);
+    for x in s.findings {
+        f.sample(
             &[
-                ("rule", &f.rule),
-                ("severity", &f.severity),
-                ("device", &f.device),
+                ("rule", &x.rule),
+                ("severity", &x.severity),
+                ("device", &x.device),
             ],
             1,
         );
     }
-    programs(&mut o, s.programs);
-    o.family(
-        "iosleuth_not_watched",
-        "gauge",
-        "What this daemon cannot see on this machine (1 each): its figures are unknown, not zero. what: bpf_run_time, the programs' runs and run time (the kernel keeps them only while kernel.bpf_stats_enabled is 1); runqueue_off, runqueue waits not watched (--runqueue off); runqueue_auto, the scheduler hooks detached by --runqueue auto while they would cost over a point of CPU; throttled_bios, no blk-throttle dispatch work in /proc/kallsyms to count held bios by; queue_depth_past_cpu_limit, more than 256 CPUs: the queue depth at issue adds up the requests in flight of the first 256; event:SYSTEM:EVENT, a tracepoint this kernel lacks.",
-    );
+    programs(o, s.programs);
+    let mut f = o.family(&NOT_WATCHED);
     for what in s.not_watched {
-        o.sample("iosleuth_not_watched", &[("what", what)], 1);
+        f.sample(&[("what", what)], 1);
     }
-    o.family(
-        "iosleuth_build_info",
-        "gauge",
-        "The iosleuth that serves these metrics.",
-    );
-    o.sample(
-        "iosleuth_build_info",
-        &[("version", env!("CARGO_PKG_VERSION"))],
-        1,
-    );
+    o.family(&BUILD_INFO)
+        .sample(&[("version", env!("CARGO_PKG_VERSION"))], 1);
     if let Some(p) = s.process {
-        o.family(
-            "process_cpu_seconds_total",
-            "counter",
-            "Total user and system CPU time spent in seconds.",
-        );
-        o.sample("process_cpu_seconds_total", &[], p.cpu_seconds);
-        o.family(
-            "process_resident_memory_bytes",
-            "gauge",
-            "Resident memory size in bytes.",
-        );
-        o.sample("process_resident_memory_bytes", &[], p.resident_bytes);
-        o.family(
-            "process_virtual_memory_bytes",
-            "gauge",
-            "Virtual memory size in bytes.",
-        );
-        o.sample("process_virtual_memory_bytes", &[], p.virtual_bytes);
-        o.family(
-            "process_open_fds",
-            "gauge",
-            "Number of open file descriptors.",
-        );
-        o.sample("process_open_fds", &[], p.open_fds);
-        o.family(
-            "process_start_time_seconds",
-            "gauge",
-            "Start time of the process since unix epoch in seconds.",
-        );
-        o.sample("process_start_time_seconds", &[], p.start_time_seconds);
+        o.family(&PROCESS_CPU_SECONDS_TOTAL)
+            .sample(&[], p.cpu_seconds);
+        o.family(&PROCESS_RESIDENT_MEMORY_BYTES)
+            .sample(&[], p.resident_bytes);
+        o.family(&PROCESS_VIRTUAL_MEMORY_BYTES)
+            .sample(&[], p.virtual_bytes);
+        o.family(&PROCESS_OPEN_FDS).sample(&[], p.open_fds);
+        o.family(&PROCESS_START_TIME_SECONDS)
+            .sample(&[], p.start_time_seconds);
     }
-    o.0
 }
 
 /// Per cgroup, device and operation: the cgroup each request was charged
@@ -571,40 +381,22 @@ fn cgroup_families(
         .map(|(cg, e)| (cg.as_str(), name_of(&e.dev), *e))
         .collect();
     type CgCount = fn(&LightCgroup) -> u64;
-    let counts: [(&str, &str, CgCount); 2] = [
-        (
-            "iosleuth_cgroup_requests_total",
-            "Requests completed, by the cgroup they were charged to (\"other\": the cgroups without their own series).",
-            |e| e.ios,
-        ),
-        (
-            "iosleuth_cgroup_bytes_total",
-            "Bytes completed, by the cgroup they were charged to.",
-            |e| e.bytes,
-        ),
+    let counts: [(&Family, CgCount); 2] = [
+        (&CGROUP_REQUESTS_TOTAL, |e| e.ios),
+        (&CGROUP_BYTES_TOTAL, |e| e.bytes),
     ];
-    for (name, help, value) in counts {
-        o.family(name, "counter", help);
+    for (family, value) in counts {
+        let mut f = o.family(family);
         for (cg, dev, e) in &rows {
-            o.sample(
-                name,
-                &[("cgroup", cg), ("device", dev), ("op", &e.op)],
-                value(e),
-            );
+            f.sample(&[("cgroup", cg), ("device", dev), ("op", &e.op)], value(e));
         }
     }
     if !histograms {
         return;
     }
-    let name = "iosleuth_cgroup_request_seconds";
-    o.family(
-        name,
-        "histogram",
-        "Time from a request's allocation to its completion, by the cgroup it was charged to (counted under these bounds in the kernel: exact).",
-    );
+    let mut f = o.family(&CGROUP_REQUEST_SECONDS);
     for (cg, dev, e) in &rows {
-        o.le_histogram(
-            name,
+        f.le_histogram(
             &[("cgroup", cg), ("device", dev), ("op", &e.op)],
             &e.le,
             e.time_ns,

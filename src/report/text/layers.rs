@@ -165,11 +165,11 @@ pub(super) fn light_io_uring(
     let _ = writeln!(
         out,
         "io_uring: {} completed ({} not timed: submitted before the capture, or no room for their state), {} punted to io-wq, {} failed, {} completions of multishot requests before their last; which were submitted by an SQPOLL thread or armed for poll is not counted by a light capture",
-        u.total(|g| g.requests),
-        u.total(|g| g.untimed),
-        u.total(|g| g.punted),
-        u.total(|g| g.errors),
-        u.total(|g| g.more)
+        u.total(|g| g.counts.requests),
+        u.total(|g| g.counts.untimed),
+        u.total(|g| g.counts.punted),
+        u.total(|g| g.counts.errors),
+        u.total(|g| g.counts.more)
     );
     out.push('\n');
 }
