@@ -10,12 +10,12 @@ pub mod burst;
 pub mod cgroups;
 pub mod http;
 pub mod keep;
+mod pending;
 pub mod process;
 pub mod runqueue;
 pub mod trigger;
-mod triggered;
 mod web_config;
-use triggered::{finish, Diagnosed, Pending};
+use pending::{finish, Diagnosed, Pending};
 
 use crate::capture::light::ring::RecordRing;
 use crate::capture::light::{LightOptions, LightSession, WAIT_MIN_NS};
@@ -299,7 +299,7 @@ pub fn run(opts: WatchOptions) -> Result<ExitStatus> {
             None => "no --dir: triggers are counted, no capture is kept".into(),
         }
     ));
-    let outcome = watch_loop(&opts, &mut session, &ring, &published, &mut log);
+    let outcome = Watcher::new(&opts, &mut session, &ring, &published, &mut log).run();
     stop_http.store(true, Ordering::SeqCst);
     let _ = http.join();
     let stopped = session.stop().map_err(|e| Error::failed(e.message()));
@@ -326,87 +326,175 @@ fn tempdir() -> Result<TempDir> {
     Ok(TempDir(p))
 }
 
-fn watch_loop(
-    opts: &WatchOptions,
-    session: &mut LightSession,
-    ring: &Arc<Mutex<RecordRing>>,
-    published: &Arc<Mutex<Published>>,
-    log: &mut Log,
-) -> Result<()> {
-    let started = std::time::Instant::now();
-    let mut readings: VecDeque<Reading> = VecDeque::new();
-    let mut baselines: VecDeque<Reading> = VecDeque::new();
-    let mut pending: Option<Pending> = None;
-    let mut last_capture_ns: Option<u64> = None;
-    let mut counts = TriggerCounts::default();
-    let mut findings: Vec<ActiveFinding> = Vec::new();
-    // The captures of earlier runs in the same directory are listed too.
-    let mut kept: Vec<String> = opts.dir.as_deref().map_or_else(Vec::new, |d| {
-        keep::kept(d)
-            .into_iter()
-            .map(|(p, _)| format!("{} (kept by an earlier run)", p.display()))
-            .rev()
-            .take(KEPT_LISTED)
-            .rev()
-            .collect()
-    });
-    let (mut kept_n, mut kept_bytes) = opts
-        .dir
-        .as_deref()
-        .map_or((0, 0), |d| keep::enforce_quota(d, opts.quota_bytes));
-    let (done_tx, done_rx) = mpsc::channel::<std::result::Result<Diagnosed, String>>();
-    let mut busy: Option<std::thread::JoinHandle<()>> = None;
-    let mut tick: u64 = 0;
-    // The ring's records up to this number were judged.
-    let mut judged_seq: u64 = 0;
-    let retained_ns = (opts.before_s.max(opts.window_s) + 2) * SECOND;
-    let missing: Vec<NotWatched> = session_missing(session);
-    let missing_prose: Vec<String> = missing.iter().map(|n| n.prose.clone()).collect();
-    let cpus_n = aya::util::nr_cpus().unwrap_or(1);
-    let mut rq = runqueue::Runqueue::new(opts.runqueue, cpus_n);
-    // Since when runqueue waits are watched without a break (none: not now).
-    let mut rq_since = rq.on.then(snapshot::mono_ns);
-    let mut series = cgroups::CgroupSeries::new(opts.cgroups);
-    // For the last log line: what the runqueue hooks sent, the longest.
-    let mut waits_seen: u64 = 0;
-    let mut longest_wait: Option<WaitRecord> = None;
-    // A stop ends the loop after one more pass: what arrived since the
-    // last second is still judged (a short run may end before the second
-    // reading, the first the triggers can compare with).
-    let mut stopping = false;
-    loop {
-        if STOP.load(Ordering::SeqCst)
-            || opts
-                .duration_s
-                .is_some_and(|d| started.elapsed().as_secs_f64() >= d)
-        {
-            if stopping {
-                break;
+/// The daemon's loop and what it remembers between seconds. Each second
+/// reads the maps, judges the triggers on them, keeps what a trigger
+/// asked for, remembers the reading and serves the scrape.
+struct Watcher<'a> {
+    opts: &'a WatchOptions,
+    session: &'a mut LightSession,
+    ring: &'a Arc<Mutex<RecordRing>>,
+    published: &'a Arc<Mutex<Published>>,
+    log: &'a mut Log,
+    started: std::time::Instant,
+    /// Every second for the window and the before-seconds.
+    readings: VecDeque<Reading>,
+    /// Every minute, for the p99 trigger's baseline.
+    baselines: VecDeque<Reading>,
+    /// A capture collecting its after-seconds.
+    pending: Option<Pending>,
+    last_capture_ns: Option<u64>,
+    counts: TriggerCounts,
+    findings: Vec<ActiveFinding>,
+    kept: Kept,
+    done_tx: mpsc::Sender<std::result::Result<Diagnosed, String>>,
+    done_rx: mpsc::Receiver<std::result::Result<Diagnosed, String>>,
+    /// The diagnosis running in the background.
+    busy: Option<std::thread::JoinHandle<()>>,
+    tick: u64,
+    /// The ring's records up to this number were judged.
+    judged_seq: u64,
+    /// What the session cannot see, whatever the second.
+    missing: Vec<NotWatched>,
+    rq: runqueue::Runqueue,
+    /// Since when runqueue waits are watched without a break (none: not now).
+    rq_since: Option<u64>,
+    series: cgroups::CgroupSeries,
+    /// For the last log line: what the runqueue hooks sent, the longest.
+    waits_seen: u64,
+    longest_wait: Option<WaitRecord>,
+}
+
+/// The captures kept: the lines `/` lists, and their number and bytes
+/// on disk under the quota.
+struct Kept {
+    lines: Vec<String>,
+    n: u64,
+    bytes: u64,
+}
+
+/// This second's reading and what goes with it but is not remembered.
+struct Second {
+    reading: Reading,
+    /// `maj,min` → the kernel's name.
+    names: Vec<(String, String)>,
+    programs: Vec<crate::model::light::ProgramStats>,
+    not_watched: Vec<NotWatched>,
+}
+
+impl<'a> Watcher<'a> {
+    fn new(
+        opts: &'a WatchOptions,
+        session: &'a mut LightSession,
+        ring: &'a Arc<Mutex<RecordRing>>,
+        published: &'a Arc<Mutex<Published>>,
+        log: &'a mut Log,
+    ) -> Watcher<'a> {
+        // The captures of earlier runs in the same directory are listed too.
+        let lines = opts.dir.as_deref().map_or_else(Vec::new, |d| {
+            keep::kept(d)
+                .into_iter()
+                .map(|(p, _)| format!("{} (kept by an earlier run)", p.display()))
+                .rev()
+                .take(KEPT_LISTED)
+                .rev()
+                .collect()
+        });
+        let (n, bytes) = opts
+            .dir
+            .as_deref()
+            .map_or((0, 0), |d| keep::enforce_quota(d, opts.quota_bytes));
+        let (done_tx, done_rx) = mpsc::channel();
+        let missing = session_missing(session);
+        let rq = runqueue::Runqueue::new(opts.runqueue, aya::util::nr_cpus().unwrap_or(1));
+        let rq_since = rq.on.then(snapshot::mono_ns);
+        Watcher {
+            opts,
+            session,
+            ring,
+            published,
+            log,
+            started: std::time::Instant::now(),
+            readings: VecDeque::new(),
+            baselines: VecDeque::new(),
+            pending: None,
+            last_capture_ns: None,
+            counts: TriggerCounts::default(),
+            findings: Vec::new(),
+            kept: Kept { lines, n, bytes },
+            done_tx,
+            done_rx,
+            busy: None,
+            tick: 0,
+            judged_seq: 0,
+            missing,
+            rq,
+            rq_since,
+            series: cgroups::CgroupSeries::new(opts.cgroups),
+            waits_seen: 0,
+            longest_wait: None,
+        }
+    }
+
+    fn run(mut self) -> Result<()> {
+        // A stop ends the loop after one more pass: what arrived since the
+        // last second is still judged (a short run may end before the
+        // second reading, the first the triggers can compare with).
+        let mut stopping = false;
+        loop {
+            if self.stop_asked() {
+                if stopping {
+                    break;
+                }
+                stopping = true;
+                // The slow-request reader drains the kernel's ring every 100 ms.
+                std::thread::sleep(Duration::from_millis(250));
             }
-            stopping = true;
-            // The slow-request reader drains the kernel's ring every 100 ms.
-            std::thread::sleep(Duration::from_millis(250));
+            self.housekeeping()?;
+            let now = snapshot::mono_ns();
+            let second = self.read(now)?;
+            self.judge(&second, now);
+            self.keep(&second, now)?;
+            self.remember(second.reading, now);
+            self.serve(&second.names, &second.programs, &second.not_watched);
+            if !stopping {
+                sleep_until_next_second(&self.started);
+            }
         }
+        self.finish();
+        Ok(())
+    }
+
+    fn stop_asked(&self) -> bool {
+        STOP.load(Ordering::SeqCst)
+            || self
+                .opts
+                .duration_s
+                .is_some_and(|d| self.started.elapsed().as_secs_f64() >= d)
+    }
+
+    /// The log reopened on SIGHUP; new disks and blk-throttle's work looked
+    /// for every 10 s; the runqueue hooks on or off by their policy.
+    fn housekeeping(&mut self) -> Result<()> {
         if REOPEN.swap(false, Ordering::SeqCst) {
-            log.reopen()?;
-            log.line("log reopened");
+            self.log.reopen()?;
+            self.log.line("log reopened");
         }
-        if tick.is_multiple_of(10) {
-            if let Ok(n) = session.refresh_devices() {
-                if n > 0 && tick > 0 {
-                    log.line(&format!("{n} new disk(s) counted apart"));
+        if self.tick.is_multiple_of(10) {
+            if let Ok(n) = self.session.refresh_devices() {
+                if n > 0 && self.tick > 0 {
+                    self.log.line(&format!("{n} new disk(s) counted apart"));
                 }
             }
-            if let Err(e) = session.refresh_throttle() {
-                log.line(&format!("throttled bios: {}", e.message()));
+            if let Err(e) = self.session.refresh_throttle() {
+                self.log.line(&format!("throttled bios: {}", e.message()));
             }
         }
-        tick += 1;
-        if let Some(change) = rq.second(runqueue::context_switches()) {
-            match session.set_runqueue(change.on) {
+        self.tick += 1;
+        if let Some(change) = self.rq.second(runqueue::context_switches()) {
+            match self.session.set_runqueue(change.on) {
                 Ok(()) => {
-                    rq_since = change.on.then(snapshot::mono_ns);
-                    log.line(&format!(
+                    self.rq_since = change.on.then(snapshot::mono_ns);
+                    self.log.line(&format!(
                         "runqueue waits {}: {}",
                         if change.on {
                             "watched again"
@@ -417,14 +505,20 @@ fn watch_loop(
                     ));
                 }
                 Err(e) => {
-                    rq.on = !change.on;
-                    log.line(&format!("runqueue waits: {}", e.message()));
+                    self.rq.on = !change.on;
+                    self.log.line(&format!("runqueue waits: {}", e.message()));
                 }
             }
         }
-        let mut not_watched = missing.clone();
-        if !rq.on {
-            not_watched.push(match opts.runqueue {
+        Ok(())
+    }
+
+    /// What the maps counted so far, and what cannot be seen this second.
+    fn read(&mut self, now: u64) -> Result<Second> {
+        let failed = |e: crate::capture::tracefs::CaptureError| Error::failed(e.message());
+        let mut not_watched = self.missing.clone();
+        if !self.rq.on {
+            not_watched.push(match self.opts.runqueue {
                 runqueue::Policy::Auto => NotWatched::new(
                     "runqueue_auto",
                     "runqueue waits (--runqueue auto: over a point of CPU)",
@@ -432,118 +526,150 @@ fn watch_loop(
                 _ => NotWatched::new("runqueue_off", "runqueue waits (--runqueue off)"),
             });
         }
-        let programs = session.program_stats();
+        let programs = self.session.program_stats();
         if programs.iter().all(|p| p.run_count.is_none()) {
             not_watched.push(NotWatched::new(
                 "bpf_run_time",
                 "the BPF programs' run time (kernel.bpf_stats_enabled is 0)",
             ));
         }
-        let not_watched_ids: Vec<String> = not_watched.iter().map(|n| n.id.clone()).collect();
-        let not_watched: Vec<String> = not_watched.into_iter().map(|n| n.prose).collect();
-        let now = snapshot::mono_ns();
-        let devices = session.devices().map_err(|e| Error::failed(e.message()))?;
-        let cpus = session.cpus().map_err(|e| Error::failed(e.message()))?;
-        let io_uring = session.io_uring().map_err(|e| Error::failed(e.message()))?;
-        let cgroup_entries = session.cgroups().map_err(|e| Error::failed(e.message()))?;
-        series.update(&cgroup_entries);
+        let devices = self.session.devices().map_err(failed)?;
+        let cpus = self.session.cpus().map_err(failed)?;
+        let io_uring = self.session.io_uring().map_err(failed)?;
+        let cgroup_entries = self.session.cgroups().map_err(failed)?;
+        self.series.update(&cgroup_entries);
         let cgroups = keep_largest(cgroup_entries, CGROUPS_READ).0;
-        let names: Vec<(String, String)> = session
+        let names = self
+            .session
             .disks()
             .iter()
             .map(|d| (d.dev.clone(), d.name.clone()))
             .collect();
-        // The trigger, on what the maps counted.
-        if let Some(prev) = readings.back() {
-            let window_from = reading_at(&readings, now.saturating_sub(opts.window_s * SECOND))
-                .expect("a reading");
-            let judged = |mut ds: Vec<LightDevice>| {
-                if !opts.devices.is_empty() {
-                    ds.retain(|d| {
-                        opts.devices.iter().any(|want| {
-                            *want == d.dev
-                                || names.iter().any(|(dev, n)| *dev == d.dev && n == want)
-                        })
-                    });
-                }
-                ds
-            };
-            let window = judged(devices_since(&devices, &window_from.devices));
-            let last = judged(devices_since(&devices, &prev.devices));
-            let baseline = baselines
-                .front()
-                .map(|b| judged(devices_since(&window_from.devices, &b.devices)))
-                .unwrap_or_default();
-            let waits: Vec<WaitRecord> = {
-                let r = ring.lock().unwrap_or_else(|p| p.into_inner());
-                let (recent, next) = r.arrived_since(judged_seq);
-                judged_seq = next;
-                recent
-                    .into_iter()
-                    .filter(|b| u16::from_le_bytes([b[0], b[1]]) == REC_WAIT)
-                    .filter_map(WaitRecord::parse)
-                    .collect()
-            };
-            waits_seen += waits.len() as u64;
-            if let Some(w) = waits.iter().max_by_key(|w| w.wait_ns) {
-                if longest_wait.as_ref().is_none_or(|l| w.wait_ns > l.wait_ns) {
-                    longest_wait = Some(w.clone());
-                }
+        Ok(Second {
+            reading: Reading {
+                at_ns: now,
+                devices,
+                cpus,
+                cgroups,
+                io_uring,
+            },
+            names,
+            programs,
+            not_watched,
+        })
+    }
+
+    /// The triggers, on what the maps counted since the last second, over
+    /// the window and against the baseline, and on the runqueue waits the
+    /// ring received; a trigger acted on starts a pending capture.
+    fn judge(&mut self, second: &Second, now: u64) {
+        let Some(prev) = self.readings.back() else {
+            return;
+        };
+        let opts = self.opts;
+        let names = &second.names;
+        let devices = &second.reading.devices;
+        let window_from = reading_at(&self.readings, now.saturating_sub(opts.window_s * SECOND))
+            .expect("a reading");
+        let judged = |mut ds: Vec<LightDevice>| {
+            if !opts.devices.is_empty() {
+                ds.retain(|d| {
+                    opts.devices.iter().any(|want| {
+                        *want == d.dev || names.iter().any(|(dev, n)| *dev == d.dev && n == want)
+                    })
+                });
             }
-            let seen = trigger::Seen {
-                window: &window,
-                last: &last,
-                baseline: &baseline,
-                names: &names,
-                waits: &waits,
-            };
-            if let Some(reason) = trigger::check(&opts.trigger, &seen) {
-                let limited = last_capture_ns
-                    .is_some_and(|t| now.saturating_sub(t) < opts.min_interval_s * SECOND);
-                let act = opts.dir.is_some() && pending.is_none() && busy.is_none() && !limited;
-                counts.add(reason.name(), act);
-                if act {
-                    log.line(&format!("trigger: {}", reason.describe()));
-                    let from = reading_at(&readings, now.saturating_sub(opts.before_s * SECOND))
-                        .expect("a reading");
-                    let fired_unix = unix_now();
-                    let burst = match (opts.burst_s, &opts.dir) {
-                        (Some(s), Some(root)) => burst::Burst::start(root, fired_unix, s)
-                            .map_err(|e| log.line(&format!("full record burst: {e}")))
-                            .ok(),
-                        _ => None,
-                    };
-                    pending = Some(Pending {
-                        reason,
-                        fired_ns: now,
-                        fired_unix,
-                        from: from.clone(),
-                        snapshot: snapshot::document(snapshot::take(), serde_json::Value::Null),
-                        burst,
-                    });
-                    last_capture_ns = Some(now);
-                }
+            ds
+        };
+        let window = judged(devices_since(devices, &window_from.devices));
+        let last = judged(devices_since(devices, &prev.devices));
+        let baseline = self
+            .baselines
+            .front()
+            .map(|b| judged(devices_since(&window_from.devices, &b.devices)))
+            .unwrap_or_default();
+        let waits = self.waits_arrived();
+        let seen = trigger::Seen {
+            window: &window,
+            last: &last,
+            baseline: &baseline,
+            names,
+            waits: &waits,
+        };
+        let Some(reason) = trigger::check(&opts.trigger, &seen) else {
+            return;
+        };
+        let limited = self
+            .last_capture_ns
+            .is_some_and(|t| now.saturating_sub(t) < opts.min_interval_s * SECOND);
+        let act = opts.dir.is_some() && self.pending.is_none() && self.busy.is_none() && !limited;
+        self.counts.add(reason.name(), act);
+        if !act {
+            return;
+        }
+        self.log.line(&format!("trigger: {}", reason.describe()));
+        let from = reading_at(&self.readings, now.saturating_sub(opts.before_s * SECOND))
+            .expect("a reading")
+            .clone();
+        let fired_unix = unix_now();
+        let burst = match (opts.burst_s, &opts.dir) {
+            (Some(s), Some(root)) => burst::Burst::start(root, fired_unix, s)
+                .map_err(|e| self.log.line(&format!("full record burst: {e}")))
+                .ok(),
+            _ => None,
+        };
+        self.pending = Some(Pending {
+            reason,
+            fired_ns: now,
+            fired_unix,
+            from,
+            snapshot: snapshot::document(snapshot::take(), serde_json::Value::Null),
+            burst,
+        });
+        self.last_capture_ns = Some(now);
+    }
+
+    /// The runqueue waits the ring received since the last second.
+    fn waits_arrived(&mut self) -> Vec<WaitRecord> {
+        let waits: Vec<WaitRecord> = {
+            let r = self.ring.lock().unwrap_or_else(|p| p.into_inner());
+            let (recent, next) = r.arrived_since(self.judged_seq);
+            self.judged_seq = next;
+            recent
+                .into_iter()
+                .filter(|b| u16::from_le_bytes([b[0], b[1]]) == REC_WAIT)
+                .filter_map(WaitRecord::parse)
+                .collect()
+        };
+        self.waits_seen += waits.len() as u64;
+        if let Some(w) = waits.iter().max_by_key(|w| w.wait_ns) {
+            if self
+                .longest_wait
+                .as_ref()
+                .is_none_or(|l| w.wait_ns > l.wait_ns)
+            {
+                self.longest_wait = Some(w.clone());
             }
         }
-        // A capture whose after-seconds are over: written and diagnosed
-        // in the background.
-        if pending
+        waits
+    }
+
+    /// A capture whose after-seconds are over is written and diagnosed in
+    /// the background; the diagnoses that ended are logged and listed.
+    fn keep(&mut self, second: &Second, now: u64) -> Result<()> {
+        if self
+            .pending
             .as_ref()
-            .is_some_and(|p| now >= p.fired_ns + opts.after_s * SECOND)
+            .is_some_and(|p| now >= p.fired_ns + self.opts.after_s * SECOND)
         {
-            let p = pending.take().expect("pending");
-            let tx = done_tx.clone();
-            let (opts, missing) = (opts.clone(), not_watched.clone());
-            let watched = rq_since.is_some_and(|s| s <= p.from.at_ns);
-            let latest = Reading {
-                at_ns: now,
-                devices: devices.clone(),
-                cpus: cpus.clone(),
-                cgroups: cgroups.clone(),
-                io_uring: io_uring.clone(),
-            };
-            let ring = Arc::clone(ring);
-            busy = Some(
+            let p = self.pending.take().expect("pending");
+            let tx = self.done_tx.clone();
+            let opts = self.opts.clone();
+            let missing: Vec<String> = second.not_watched.iter().map(|n| n.prose.clone()).collect();
+            let watched = self.rq_since.is_some_and(|s| s <= p.from.at_ns);
+            let latest = second.reading.clone();
+            let ring = Arc::clone(self.ring);
+            self.busy = Some(
                 std::thread::Builder::new()
                     .name("iosleuth-keep".into())
                     .spawn(move || {
@@ -553,139 +679,162 @@ fn watch_loop(
                     .map_err(|e| Error::failed(format!("cannot start a diagnosis: {e}")))?,
             );
         }
-        while let Ok(done) = done_rx.try_recv() {
-            if let Some(b) = busy.take() {
+        while let Ok(done) = self.done_rx.try_recv() {
+            if let Some(b) = self.busy.take() {
                 let _ = b.join();
             }
             match done {
                 Ok(d) => {
-                    log.line(&format!("kept {}", d.line()));
-                    kept.push(d.line());
+                    self.log.line(&format!("kept {}", d.line()));
+                    self.kept.lines.push(d.line());
                     // The page shows the last 50: keep no more than that.
-                    if kept.len() > KEPT_LISTED {
-                        kept.drain(..kept.len() - KEPT_LISTED);
-                    }
-                    findings = d.findings;
-                    if let Some(dir) = &opts.dir {
-                        (kept_n, kept_bytes) = keep::enforce_quota(dir, opts.quota_bytes);
+                    let over = self.kept.lines.len().saturating_sub(KEPT_LISTED);
+                    self.kept.lines.drain(..over);
+                    self.findings = d.findings;
+                    if let Some(dir) = &self.opts.dir {
+                        (self.kept.n, self.kept.bytes) =
+                            keep::enforce_quota(dir, self.opts.quota_bytes);
                     }
                 }
-                Err(e) => log.line(&format!("a kept capture could not be diagnosed: {e}")),
+                Err(e) => self
+                    .log
+                    .line(&format!("a kept capture could not be diagnosed: {e}")),
             }
         }
-        // Readings: every second for the window and the before-seconds,
-        // every minute for the baseline.
-        if baselines
+        Ok(())
+    }
+
+    /// Readings: every second for the window and the before-seconds,
+    /// every minute for the baseline.
+    fn remember(&mut self, reading: Reading, now: u64) {
+        if self
+            .baselines
             .back()
             .is_none_or(|b| now.saturating_sub(b.at_ns) >= BASELINE_EVERY_NS)
         {
-            baselines.push_back(Reading {
+            self.baselines.push_back(Reading {
                 at_ns: now,
-                devices: devices.clone(),
+                devices: reading.devices.clone(),
                 cpus: Vec::new(),
                 cgroups: Vec::new(),
                 io_uring: Vec::new(),
             });
-            if baselines.len() > BASELINE_READINGS {
-                baselines.pop_front();
+            if self.baselines.len() > BASELINE_READINGS {
+                self.baselines.pop_front();
             }
         }
-        readings.push_back(Reading {
-            at_ns: now,
-            devices,
-            cpus,
-            cgroups,
-            io_uring,
-        });
-        while readings
+        self.readings.push_back(reading);
+        let retained_ns = (self.opts.before_s.max(self.opts.window_s) + 2) * SECOND;
+        while self
+            .readings
             .front()
             .is_some_and(|r| now.saturating_sub(r.at_ns) > retained_ns)
         {
-            readings.pop_front();
+            self.readings.pop_front();
         }
-        let latest = readings.back().expect("just pushed");
-        let ring_figures = {
-            let r = ring.lock().unwrap_or_else(|p| p.into_inner());
+    }
+
+    /// The scrape and the index page, published for the HTTP side; its
+    /// notes logged.
+    fn serve(
+        &mut self,
+        names: &[(String, String)],
+        programs: &[crate::model::light::ProgramStats],
+        not_watched: &[NotWatched],
+    ) {
+        let latest = self.readings.back().expect("just remembered");
+        let ring = {
+            let r = self.ring.lock().unwrap_or_else(|p| p.into_inner());
             RingFigures {
                 records: r.count() as u64,
                 bytes: r.bytes() as u64,
                 evicted_early: r.evicted_early,
             }
         };
+        let not_watched_ids: Vec<String> = not_watched.iter().map(|n| n.id.clone()).collect();
         let metrics = prometheus::render(&Scrape {
             devices: &latest.devices,
-            names: &names,
+            names,
             cpus: &latest.cpus,
-            cgroups: &series.series(),
-            cgroup_histograms: opts.cgroup_histograms,
-            throttle: session.throttle(),
+            cgroups: &self.series.series(),
+            cgroup_histograms: self.opts.cgroup_histograms,
+            throttle: self.session.throttle(),
             wait_min_ns: WAIT_MIN_NS,
-            ring: ring_figures,
+            ring,
             process: process::figures(),
-            findings: &findings,
-            triggers: &counts.0,
-            captures_kept: kept_n,
-            captures_bytes: kept_bytes,
+            findings: &self.findings,
+            triggers: &self.counts.0,
+            captures_kept: self.kept.n,
+            captures_bytes: self.kept.bytes,
             not_watched: &not_watched_ids,
-            programs: &programs,
+            programs,
             io_uring: &latest.io_uring,
         });
-        let index = index_page(opts, &kept);
+        let index = index_page(self.opts, &self.kept.lines);
         let notes = {
-            let mut p = published.lock().unwrap_or_else(|p| p.into_inner());
+            let mut p = self.published.lock().unwrap_or_else(|p| p.into_inner());
             p.metrics = metrics;
             p.index = index;
             std::mem::take(&mut p.notes)
         };
         for n in notes {
-            log.line(&n);
-        }
-        if !stopping {
-            sleep_until_next_second(&started);
+            self.log.line(&n);
         }
     }
-    if let Some(b) = busy.take() {
-        // A diagnosis in flight finishes: its capture is complete on disk.
-        let _ = b.join();
-    }
-    // A capture still collecting its after-seconds ends now, shorter.
-    if let (Some(p), Some(last)) = (pending.take(), readings.back()) {
-        if let Some(b) = &p.burst {
-            b.interrupt();
+
+    /// After a stop: the diagnosis in flight finishes, a capture still
+    /// collecting its after-seconds ends now (shorter), and the last log
+    /// line says what was seen.
+    fn finish(mut self) {
+        if let Some(b) = self.busy.take() {
+            // Its capture is complete on disk.
+            let _ = b.join();
         }
-        let watched = rq_since.is_some_and(|s| s <= p.from.at_ns);
-        let _ = done_tx.send(finish(opts, &missing_prose, watched, p, last, ring));
-    }
-    while let Ok(done) = done_rx.try_recv() {
-        match done {
-            Ok(d) => log.line(&format!("kept {}", d.line())),
-            Err(e) => log.line(&format!("a kept capture could not be diagnosed: {e}")),
+        if let (Some(p), Some(last)) = (self.pending.take(), self.readings.back()) {
+            if let Some(b) = &p.burst {
+                b.interrupt();
+            }
+            let watched = self.rq_since.is_some_and(|s| s <= p.from.at_ns);
+            let missing: Vec<String> = self.missing.iter().map(|n| n.prose.clone()).collect();
+            let _ = self
+                .done_tx
+                .send(finish(self.opts, &missing, watched, p, last, self.ring));
         }
-    }
-    // What a trigger that did not fire was judged on.
-    let triggers: Vec<String> = counts
-        .0
-        .iter()
-        .map(|(reason, acted, skipped)| format!("{reason} {acted} captured, {skipped} skipped"))
-        .collect();
-    log.line(&format!(
-        "stopping after {:.0} s: {waits_seen} runqueue waits of {} ms or more seen{}; triggers: {}",
-        started.elapsed().as_secs_f64(),
-        WAIT_MIN_NS / 1_000_000,
-        longest_wait.map_or_else(String::new, |w| format!(
-            " (the longest {:.1} ms, {} tid {} on CPU {})",
-            w.wait_ns as f64 / 1e6,
-            crate::model::light::comm_string(&w.comm),
-            w.tid,
-            w.cpu
-        )),
-        if triggers.is_empty() {
-            "none fired".to_string()
-        } else {
-            triggers.join(", ")
+        while let Ok(done) = self.done_rx.try_recv() {
+            match done {
+                Ok(d) => self.log.line(&format!("kept {}", d.line())),
+                Err(e) => self
+                    .log
+                    .line(&format!("a kept capture could not be diagnosed: {e}")),
+            }
         }
-    ));
-    Ok(())
+        let triggers: Vec<String> = self
+            .counts
+            .0
+            .iter()
+            .map(|(reason, acted, skipped)| format!("{reason} {acted} captured, {skipped} skipped"))
+            .collect();
+        self.log.line(&format!(
+            "stopping after {:.0} s: {} runqueue waits of {} ms or more seen{}; triggers: {}",
+            self.started.elapsed().as_secs_f64(),
+            self.waits_seen,
+            WAIT_MIN_NS / 1_000_000,
+            self.longest_wait
+                .as_ref()
+                .map_or_else(String::new, |w| format!(
+                    " (the longest {:.1} ms, {} tid {} on CPU {})",
+                    w.wait_ns as f64 / 1e6,
+                    crate::model::light::comm_string(&w.comm),
+                    w.tid,
+                    w.cpu
+                )),
+            if triggers.is_empty() {
+                "none fired".to_string()
+            } else {
+                triggers.join(", ")
+            }
+        ));
+    }
 }
 
 /// What the light programs cannot see here, as the metrics say it.
@@ -708,12 +857,27 @@ impl NotWatched {
 }
 
 fn session_missing(session: &LightSession) -> Vec<NotWatched> {
-    let mut out: Vec<NotWatched> = session
-        .missing_events()
+    missing(
+        session.missing_events(),
+        aya::util::nr_cpus().unwrap_or(1),
+        session.throttle(),
+    )
+}
+
+/// What cannot be seen, from the kept events not attached, the number of
+/// CPUs and whether held bios are counted.
+fn missing(events: &[String], cpus: usize, throttle: bool) -> Vec<NotWatched> {
+    let mut out: Vec<NotWatched> = events
         .iter()
-        .map(|e| NotWatched::new(format!("event:{e}"), format!("event {e}")))
+        .map(
+            |e| match e.strip_prefix(crate::model::light::EVERY_EVENT_MISSING) {
+                // No tracefs: none of the kept events, said once.
+                Some(_) => NotWatched::new("kept_events", e.clone()),
+                None => NotWatched::new(format!("event:{e}"), format!("event {e}")),
+            },
+        )
         .collect();
-    if aya::util::nr_cpus().is_ok_and(|n| n > crate::model::light::MAX_DEPTH_CPUS) {
+    if cpus > crate::model::light::MAX_DEPTH_CPUS {
         out.push(NotWatched::new(
             "queue_depth_past_cpu_limit",
             format!(
@@ -722,7 +886,7 @@ fn session_missing(session: &LightSession) -> Vec<NotWatched> {
             ),
         ));
     }
-    if !session.throttle() {
+    if !throttle {
         out.push(NotWatched::new(
             "throttled_bios",
             "throttled bios (no blk-throttle dispatch work found in /proc/kallsyms)",
@@ -760,4 +924,43 @@ fn index_page(opts: &WatchOptions, kept: &[String]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each thing not watched has an identifier for its label (letters,
+    /// digits, `_`, and `:` between an event's system and name), whatever
+    /// the words the capture uses.
+    #[test]
+    fn what_is_not_watched_is_named_by_an_identifier() {
+        let events = [
+            "jbd2:jbd2_checkpoint".to_string(),
+            format!(
+                "{}kept event: the journal's, balance_dirty_pages, wbt (no tracefs)",
+                crate::model::light::EVERY_EVENT_MISSING
+            ),
+        ];
+        let out = missing(&events, 300, false);
+        let ids: Vec<&str> = out.iter().map(|n| n.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "event:jbd2:jbd2_checkpoint",
+                "kept_events",
+                "queue_depth_past_cpu_limit",
+                "throttled_bios"
+            ]
+        );
+        assert!(out[1].prose.contains("no tracefs"));
+        for id in ids {
+            assert!(
+                id.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+                "{id}"
+            );
+        }
+        assert!(missing(&[], 2, true).is_empty());
+    }
 }

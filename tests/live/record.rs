@@ -521,13 +521,17 @@ fn record_func_times_each_call_or_each_blocked_stretch() {
         "ext4_sync_file,file_write_and_wait_range",
         "--",
     ]);
-    rec.arg(env!("CARGO_BIN_EXE_iosleuth"))
+    // The probe under a name of its own: an `iosleuth` run by other work
+    // on the machine may fsync on ext4 meanwhile.
+    let probe = dir.path().join("iosl-fsyncprobe");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_iosleuth"), &probe).unwrap();
+    rec.arg(&probe)
         .args(["probe", "fsync", "--size", "8k", "--count", "40", "--path"])
         .arg(&file);
     let out = run(&mut rec);
     assert!(out.contains("write+fsync: 40 operations"), "{out}");
     assert!(leftover_instances().is_empty());
-    let rep = json_report(&[&cap], &["--comm", "iosleuth"]);
+    let rep = json_report(&[&cap], &["--comm", "iosl-fsyncprobe"]);
     let functions = rep["functions"].as_array().unwrap();
     let names: Vec<&str> = functions
         .iter()

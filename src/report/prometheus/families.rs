@@ -221,7 +221,7 @@ pub const FINDING: Family = Family {
 pub const NOT_WATCHED: Family = Family {
     name: "iosleuth_not_watched",
     kind: Kind::Gauge,
-    help: "What this daemon cannot see on this machine (1 each): its figures are unknown, not zero. what: bpf_run_time, the programs' runs and run time (the kernel keeps them only while kernel.bpf_stats_enabled is 1); runqueue_off, runqueue waits not watched (--runqueue off); runqueue_auto, the scheduler hooks detached by --runqueue auto while they would cost over a point of CPU; throttled_bios, no blk-throttle dispatch work in /proc/kallsyms to count held bios by; queue_depth_past_cpu_limit, more than 256 CPUs: the queue depth at issue adds up the requests in flight of the first 256; event:SYSTEM:EVENT, a tracepoint this kernel lacks.",
+    help: "What this daemon cannot see on this machine (1 each): its figures are unknown, not zero. what: bpf_run_time, the programs' runs and run time (the kernel keeps them only while kernel.bpf_stats_enabled is 1); runqueue_off, runqueue waits not watched (--runqueue off); runqueue_auto, the scheduler hooks detached by --runqueue auto while they would cost over a point of CPU; throttled_bios, no blk-throttle dispatch work in /proc/kallsyms to count held bios by; queue_depth_past_cpu_limit, more than 256 CPUs: the queue depth at issue adds up the requests in flight of the first 256; event:SYSTEM:EVENT, a tracepoint this kernel lacks; kept_events, none of the flight recorder's kept events (the journal's, balance_dirty_pages, wbt) could be attached (no tracefs).",
 };
 
 pub const BUILD_INFO: Family = Family {
