@@ -138,12 +138,11 @@ struct Conn {
     reply: Option<(Vec<u8>, usize)>,
 }
 
-/// `--web-config`: the file, what it said when last read, and the checks
-/// its users need.
+/// `--web-config`: the file, and what it said when last read (its users'
+/// checks among it).
 struct Web {
     path: PathBuf,
     config: WebConfig,
-    auth: Auth,
     checked: Instant,
 }
 
@@ -160,7 +159,6 @@ impl Web {
         }
         match WebConfig::load(&self.path) {
             Ok(c) => {
-                self.auth = Auth::new(c.users.clone());
                 self.config = c;
                 pages.note(&format!("{}: read again", self.path.display()));
             }
@@ -197,7 +195,6 @@ impl Server {
     pub fn with_web_config(mut self, path: PathBuf) -> Result<Server, String> {
         let config = WebConfig::load(&path)?;
         self.web = Some(Web {
-            auth: Auth::new(config.users.clone()),
             config,
             path,
             checked: Instant::now(),
@@ -317,7 +314,7 @@ impl Server {
 fn read_some(c: &mut Conn, pages: &dyn Pages, web: Option<&mut Web>) -> bool {
     let mut buf = [0u8; 2048];
     let (mut auth, headers) = match web {
-        Some(w) => (Some(&mut w.auth), w.config.headers.as_slice()),
+        Some(w) => (Some(&mut w.config.auth), w.config.headers.as_slice()),
         None => (None, &[][..]),
     };
     loop {

@@ -21,8 +21,9 @@ const MAX_FILE_BYTES: u64 = 1 << 20;
 /// What a web configuration file asks for.
 pub struct WebConfig {
     pub tls: Option<Arc<rustls::ServerConfig>>,
-    /// Users and their bcrypt hashes; empty: no authentication.
-    pub users: Vec<(String, String)>,
+    /// The users and their bcrypt hashes (none: no authentication), with
+    /// what was verified of them.
+    pub auth: Auth,
     /// Headers added to every response.
     pub headers: Vec<(String, String)>,
     /// The files it was built from and their modification times: the
@@ -34,7 +35,7 @@ impl std::fmt::Debug for WebConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WebConfig")
             .field("tls", &self.tls.is_some())
-            .field("users", &self.users.len())
+            .field("users", &self.auth.users.len())
             .field("headers", &self.headers)
             .finish()
     }
@@ -63,7 +64,7 @@ impl WebConfig {
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut config = WebConfig {
             tls: None,
-            users: Vec::new(),
+            auth: Auth::new(Vec::new()),
             headers: Vec::new(),
             sources: vec![(path.to_path_buf(), modified(path))],
         };
@@ -79,7 +80,7 @@ impl WebConfig {
                 "tls_server_config" => {
                     config.tls = tls_config(value, dir, &mut config.sources).map_err(&at)?
                 }
-                "basic_auth_users" => config.users = users(value).map_err(&at)?,
+                "basic_auth_users" => config.auth = Auth::new(users(value).map_err(&at)?),
                 "http_server_config" => config.headers = http_config(value).map_err(&at)?,
                 "rate_limit" => {
                     return Err(at(
@@ -468,7 +469,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let empty = write(dir.path(), "empty.yml", "");
         let c = WebConfig::load(&empty).unwrap();
-        assert!(c.tls.is_none() && c.users.is_empty());
+        assert!(c.tls.is_none() && !c.auth.required());
         for (text, says) in [
             (
                 "tls_server_config:\n  cipher_suites: [TLS_AES_128_GCM_SHA256]\n",

@@ -649,6 +649,29 @@ pub fn nearest_rank(v: &mut [u64], p: f64) -> Option<u64> {
     Some(v[rank - 1])
 }
 
+/// Asserts that iosleuth's median and p99 (`ours`, by percentile) are
+/// within 10 % of an anchor's own per-operation latencies (`theirs`, in
+/// ns, nearest rank), printing both.
+pub fn assert_p50_p99_within_10_percent(
+    anchor: &str,
+    theirs: &mut [u64],
+    mut ours: impl FnMut(f64) -> f64,
+) {
+    for p in [50.0, 99.0] {
+        let t = nearest_rank(theirs, p).unwrap() as f64;
+        let o = ours(p);
+        eprintln!(
+            "p{p}: {anchor} {:.1} µs, iosleuth {:.1} µs",
+            t / 1e3,
+            o / 1e3
+        );
+        assert!(
+            (o - t).abs() <= 0.10 * t,
+            "p{p}: {anchor}'s {t} ns, iosleuth's {o} ns"
+        );
+    }
+}
+
 /// A certificate for 127.0.0.1 in `DIR/NAME.crt` (key `NAME.key`), signed
 /// by a CA of its own made here (`NAME-ca.crt`), with openssl.
 pub fn make_certificate(dir: &Path, name: &str) {
@@ -711,4 +734,36 @@ pub fn make_certificate(dir: &Path, name: &str) {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// A port free now on localhost.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET path` on `addr`: (status code, body).
+pub fn http_get(addr: std::net::SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+    let mut s = std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5))?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
+    std::io::Write::write_all(
+        &mut s,
+        format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes(),
+    )?;
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(&mut s, &mut raw)?;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let code = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Ok((code, body))
 }

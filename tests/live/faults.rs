@@ -143,15 +143,9 @@ fn major_faults_are_the_kernels_and_their_time_the_readers() {
     let mut ours = ours.split_off(ours.len() - n);
     touches.sort_unstable();
     let mut theirs = touches.split_off(touches.len() - n);
-    for p in [50.0, 99.0] {
-        let t = nearest_rank(&mut theirs, p).unwrap() as f64;
-        let o = nearest_rank(&mut ours, p).unwrap() as f64;
-        eprintln!("p{p}: reader {:.1} µs, iosleuth {:.1} µs", t / 1e3, o / 1e3);
-        assert!(
-            (o - t).abs() <= 0.10 * t,
-            "p{p}: the reader's {t} ns per touch, iosleuth's fault {o} ns"
-        );
-    }
+    assert_p50_p99_within_10_percent("the reader's touch", &mut theirs, |p| {
+        nearest_rank(&mut ours, p).unwrap() as f64
+    });
 }
 
 /// A fault's file is named by its path: the capture reads the mappings of

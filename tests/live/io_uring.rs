@@ -71,15 +71,9 @@ fn io_uring_requests_are_fios_in_count_and_latency() {
         ios,
         "a latency per request in fio's log"
     );
-    for (p, key) in [(50.0, "p50"), (99.0, "p99")] {
-        let f = nearest_rank(&mut theirs, p).unwrap() as f64;
-        let o = ours[key].as_f64().unwrap();
-        eprintln!("{key}: fio {:.1} µs, iosleuth {:.1} µs", f / 1e3, o / 1e3);
-        assert!(
-            (o - f).abs() <= 0.10 * f,
-            "{key}: fio's completion latency {f} ns, iosleuth's {o} ns"
-        );
-    }
+    assert_p50_p99_within_10_percent("fio's completion latency", &mut theirs, |p| {
+        ours[format!("p{p}")].as_f64().unwrap()
+    });
 }
 
 /// A reaper that lags behind a small completion queue

@@ -8,43 +8,11 @@ use crate::common;
 use crate::cgroup::TestCgroup;
 use common::*;
 use iosleuth::testing::{LoopDevice, Stall};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A port free now on localhost.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// `GET path` on `addr`: (status code, body).
-fn get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)?;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let code = text
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Ok((code, body))
-}
 
 fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
     wait_until(what, secs, || done().then_some(()).ok_or(String::new()));
@@ -80,13 +48,14 @@ impl Watch {
             .unwrap();
         let w = Watch { child, addr };
         wait_for("watch serving metrics", 30, || {
-            get(addr, "/metrics").is_ok_and(|(c, b)| c == 200 && b.contains("iosleuth_build_info"))
+            http_get(addr, "/metrics")
+                .is_ok_and(|(c, b)| c == 200 && b.contains("iosleuth_build_info"))
         });
         w
     }
 
     fn metrics(&self) -> String {
-        let (code, body) = get(self.addr, "/metrics").unwrap();
+        let (code, body) = http_get(self.addr, "/metrics").unwrap();
         assert_eq!(code, 200);
         body
     }
@@ -166,7 +135,7 @@ fn promql(prom: SocketAddr, query: &str) -> Option<f64> {
             enc.push_str(&format!("%{b:02X}"));
         }
     }
-    let (code, body) = get(prom, &format!("/api/v1/query?query={enc}")).ok()?;
+    let (code, body) = http_get(prom, &format!("/api/v1/query?query={enc}")).ok()?;
     assert_eq!(code, 200, "{body}");
     let v: serde_json::Value = serde_json::from_str(&body).ok()?;
     let value = v["data"]["result"][0]["value"][1].as_str()?.parse().ok();
@@ -242,7 +211,8 @@ fn prometheus_scrapes_watch_and_agrees_with_iosleuths_own_p99() {
     let prom = prometheus.addr;
     // Ready is before its scrape loop found the target: wait for a scrape.
     wait_for("prometheus scraping watch", 60, || {
-        get(prom, "/api/v1/targets").is_ok_and(|(c, b)| c == 200 && b.contains("\"health\":\"up\""))
+        http_get(prom, "/api/v1/targets")
+            .is_ok_and(|(c, b)| c == 200 && b.contains("\"health\":\"up\""))
     });
 
     // Misbehaving clients: idle, and a head cut in the middle.
@@ -274,7 +244,7 @@ fn prometheus_scrapes_watch_and_agrees_with_iosleuths_own_p99() {
         ])
         .arg(format!("--filename={}", disk.path.display())));
     assert_eq!(
-        get(watch.addr, "/metrics").map(|r| r.0).unwrap(),
+        http_get(watch.addr, "/metrics").map(|r| r.0).unwrap(),
         200,
         "a scrape beside 40 idle connections"
     );
@@ -293,7 +263,7 @@ fn prometheus_scrapes_watch_and_agrees_with_iosleuths_own_p99() {
         &format!("iosleuth_block_requests_total{{device=\"{name}\",op=\"read\"}}"),
     )
     .unwrap_or_else(|| {
-        let targets = get(prom, "/api/v1/targets")
+        let targets = http_get(prom, "/api/v1/targets")
             .map(|r| r.1)
             .unwrap_or_default();
         panic!("prometheus has no series; its targets: {targets}")
@@ -791,15 +761,9 @@ fn light_and_watch_count_and_time_fios_io_uring_requests() {
     let rep = json_report(&[&cap], &[]);
     let ours = &rep["light"]["io_uring"]["by_op"]["read"];
     assert_eq!(ours["count"].as_u64(), Some(300), "{ours}");
-    for (p, key) in [(50.0, "p50"), (99.0, "p99")] {
-        let f = nearest_rank(&mut theirs, p).unwrap() as f64;
-        let o = ours["latency"][key].as_f64().unwrap();
-        eprintln!("{key}: fio {:.1} µs, light {:.1} µs", f / 1e3, o / 1e3);
-        assert!(
-            (o - f).abs() <= 0.10 * f,
-            "{key}: fio's completion latency {f} ns, the light capture's {o} ns"
-        );
-    }
+    assert_p50_p99_within_10_percent("fio's completion latency", &mut theirs, |p| {
+        ours["latency"][format!("p{p}")].as_f64().unwrap()
+    });
 }
 
 /// `--web-config` as Prometheus' exporters read it (TLS, one user with a
@@ -865,7 +829,7 @@ fn prometheus_scrapes_watch_over_tls_with_a_password() {
     let prom = prometheus.addr;
     // Both jobs scraped: one up, one refused.
     wait_until("prometheus scraping both jobs", 60, || {
-        let (_, body) = get(prom, "/api/v1/targets").map_err(|e| e.to_string())?;
+        let (_, body) = http_get(prom, "/api/v1/targets").map_err(|e| e.to_string())?;
         let v: serde_json::Value = serde_json::from_str(&body).map_err(|e| e.to_string())?;
         let targets = v["data"]["activeTargets"]
             .as_array()
@@ -892,7 +856,7 @@ fn prometheus_scrapes_watch_over_tls_with_a_password() {
     assert_eq!(promql(prom, "up{job=\"wrong\"}"), Some(0.0));
     // Plain HTTP on the TLS port: no metrics.
     assert!(
-        get(addr, "/metrics").map_or(true, |(code, body)| code != 200
+        http_get(addr, "/metrics").map_or(true, |(code, body)| code != 200
             && !body.contains("iosleuth_build_info"))
     );
     drop(prometheus);
