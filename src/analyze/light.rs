@@ -13,8 +13,8 @@ use super::syscalls::CallStats;
 use super::Analysis;
 use crate::ingest::light::LightInputs;
 use crate::model::light::{
-    comm_string, CpuCounters, LightCgroups, LightCounters, LightDoc, LightUring, ProgramStats,
-    SlowPolicy, SlowRequest, StageHist, WaitRecord,
+    comm_string, CpuCounters, LightCgroups, LightCounters, LightDevice, LightDoc, LightOp,
+    LightUring, ProgramStats, SlowPolicy, SlowRequest, StageHist, WaitRecord, OPS,
 };
 use serde::Serialize;
 
@@ -165,6 +165,10 @@ pub struct LightDeviceSummary {
     /// Bios held back by a cgroup's I/O limit: (bios, bytes); None when
     /// the capture could not count them (unknown, not zero).
     pub throttled: Option<(u64, u64)>,
+    /// Requests the kernel counted (diskstats) that the programs did not
+    /// see: in no latency and no cgroup's figures. None where the capture
+    /// has no diskstats (unknown, not zero).
+    pub unseen: Option<u64>,
 }
 
 impl SlowRequestSummary {
@@ -328,9 +332,18 @@ fn apply_devices(a: &mut Analysis, doc: &LightDoc, summary: &mut LightSummary) {
         s.completed = OpCounts::default();
         s.bytes_completed = OpCounts::default();
         s.request_size_hist_kib = Log2Hist::default();
-        for (name, o) in &d.ops {
-            add_op(&mut s.completed, name, o.ios);
-            add_op(&mut s.bytes_completed, name, o.bytes);
+        let (counts, unseen) = device_counts(d);
+        let empty = LightOp::default();
+        for OpFigures {
+            op: name,
+            ios,
+            bytes,
+            timed,
+        } in counts
+        {
+            let o = timed.unwrap_or(&empty);
+            add_op(&mut s.completed, name, ios);
+            add_op(&mut s.bytes_completed, name, bytes);
             let (q, dv, t) = (dist(&o.queued), dist(&o.device), dist(&o.total));
             device.merge(&dv);
             total.merge(&t);
@@ -338,9 +351,9 @@ fn apply_devices(a: &mut Analysis, doc: &LightDoc, summary: &mut LightSummary) {
                 s.request_size_hist_kib.add_n((1u64 << k) >> 10, n);
             }
             ops.push(LightOpSummary {
-                op: name.clone(),
-                ios: o.ios,
-                bytes: o.bytes,
+                op: name.to_string(),
+                ios,
+                bytes,
                 queued: q.summary(),
                 device: dv.summary(),
                 total: t.summary(),
@@ -351,7 +364,7 @@ fn apply_devices(a: &mut Analysis, doc: &LightDoc, summary: &mut LightSummary) {
         s.d2c_hist_us = log2_us(d.ops.values().map(|o| &o.device));
         s.q2c_hist_us = log2_us(d.ops.values().map(|o| &o.total));
         let c = &d.counters;
-        let ios = sum_of(d.ops.values().map(|o| o.ios));
+        let ios = s.completed.total();
         s.actions.issued = ios;
         s.actions.completed = ios;
         s.actions.back_merged = c.back_merges;
@@ -392,8 +405,10 @@ fn apply_devices(a: &mut Analysis, doc: &LightDoc, summary: &mut LightSummary) {
             depth: depth.summary(),
             counters: *c,
             throttled: doc.throttle.then_some((c.throttled, c.throttled_bytes)),
+            unseen,
         });
         warn_losses(a, &d.dev, c);
+        a.warnings.extend(unseen_warning(&d.dev, unseen));
     }
     a.block.all_devices = Default::default();
     a.block.processes.clear();
@@ -409,6 +424,61 @@ fn apply_devices(a: &mut Analysis, doc: &LightDoc, summary: &mut LightSummary) {
     } else {
         "light capture: request counts and latencies come from the kernel's histograms (each value within 1/32); btt's intervals, iostat's columns and per-process figures need the full recorder (`iosleuth record` without --light)".into()
     });
+}
+
+/// An operation's requests and bytes, with what the programs timed of it.
+struct OpFigures<'a> {
+    op: &'a str,
+    ios: u64,
+    bytes: u64,
+    timed: Option<&'a LightOp>,
+}
+
+/// Each operation's requests and bytes, the kernel's own where the capture
+/// read its diskstats (the programs may not have seen them all), the
+/// programs' otherwise; and how many requests the kernel counted that the
+/// programs did not see (None without diskstats: unknown).
+fn device_counts(d: &LightDevice) -> (Vec<OpFigures<'_>>, Option<u64>) {
+    let kernel = d.diskstats.as_ref().map(|k| (k.completed(), k.bytes()));
+    let mut by_op: std::collections::BTreeMap<&str, Option<&LightOp>> =
+        d.ops.iter().map(|(n, o)| (n.as_str(), Some(o))).collect();
+    if let Some((ios, _)) = &kernel {
+        for (i, op) in OPS.iter().enumerate() {
+            if ios[i] > 0 {
+                by_op.entry(op).or_insert(None);
+            }
+        }
+    }
+    let figures = by_op
+        .into_iter()
+        .map(|(op, timed)| {
+            let i = OPS.iter().position(|o| *o == op);
+            let (ios, bytes) = match (&kernel, i) {
+                (Some((k_ios, k_bytes)), Some(i)) => (k_ios[i], k_bytes[i]),
+                _ => timed.map_or((0, 0), |o| (o.ios, o.bytes)),
+            };
+            OpFigures {
+                op,
+                ios,
+                bytes,
+                timed,
+            }
+        })
+        .collect();
+    let unseen = kernel.map(|(k, _)| {
+        let programs = sum_of(d.ops.values().map(|o| o.ios));
+        sum_of(k.into_iter()).saturating_sub(programs)
+    });
+    (figures, unseen)
+}
+
+/// Requests the kernel counted that the programs did not see, said with
+/// where they can come from.
+fn unseen_warning(dev: &str, unseen: Option<u64>) -> Option<String> {
+    let n = unseen.filter(|n| *n > 0)?;
+    Some(format!(
+        "light capture: {dev}: the kernel counted {n} request(s) the BPF programs did not see (completed as the capture began or ended, or while another tracer was on block_rq_complete: the kernel does not always run a BPF program there beside another one); the counts are the kernel's, the latencies and cgroups leave them out"
+    ))
 }
 
 /// iostat's row from two readings of the disk's `stat` file.
@@ -676,5 +746,73 @@ mod tests {
         // Kernels before 5.5 (no flush fields) and a zero span: unknown.
         assert!(DiskstatsDelta::between(&before[..15], &after[..15], 2.0).is_none());
         assert!(DiskstatsDelta::between(&before, &after, 0.0).is_none());
+    }
+
+    /// A capture whose programs missed a flush and a write the kernel
+    /// counted (diskstats at its two ends): the counts are the kernel's,
+    /// per operation, discards the programs never saw included; the
+    /// latencies stay the programs'; the difference is said.
+    #[test]
+    fn a_devices_counts_are_the_kernels_and_what_the_programs_missed_is_said() {
+        let mut d = LightDevice {
+            dev: "7,0".into(),
+            ..Default::default()
+        };
+        let op = |ios, bytes| LightOp {
+            ios,
+            bytes,
+            ..Default::default()
+        };
+        d.ops.insert("write".into(), op(999, 999 * 8192));
+        d.ops.insert("flush".into(), op(999, 0));
+        let (figures, unseen) = device_counts(&d);
+        let rows: Vec<_> = figures.iter().map(|f| (f.op, f.ios, f.bytes)).collect();
+        assert_eq!(rows, [("flush", 999, 0), ("write", 999, 999 * 8192)]);
+        assert_eq!(unseen, None, "no diskstats: unknown");
+        // The kernel's: 1000 writes of 16 sectors, 1000 flushes, 2
+        // discards of 8 sectors.
+        let mut before = vec![0u64; 17];
+        before[4] = 50;
+        let mut after = before.clone();
+        after[4] += 1000;
+        after[6] += 16_000;
+        after[15] += 1000;
+        after[11] += 2;
+        after[13] += 16;
+        d.diskstats = DiskstatsDelta::between(&before, &after, 1.0);
+        let k = d.diskstats.as_ref().unwrap();
+        assert_eq!(k.completed(), [0, 1000, 1000, 2]);
+        assert_eq!(k.bytes(), [0, 16_000 * 512, 0, 16 * 512]);
+        let (figures, unseen) = device_counts(&d);
+        let rows: Vec<_> = figures
+            .iter()
+            .map(|f| (f.op, f.ios, f.bytes, f.timed.is_some()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("discard", 2, 8192, false),
+                ("flush", 1000, 0, true),
+                ("write", 1000, 16_000 * 512, true)
+            ]
+        );
+        assert_eq!(unseen, Some(4), "2 discards, a write and a flush");
+        let said = unseen_warning("7,0", unseen).unwrap();
+        assert!(
+            said.contains("7,0: the kernel counted 4 request(s)"),
+            "{said}"
+        );
+        assert_eq!(unseen_warning("7,0", Some(0)), None);
+        assert_eq!(unseen_warning("7,0", None), None);
+        // A later delta from the same first reading, less an earlier one.
+        let mut later = after.clone();
+        later[4] += 7;
+        later[8] = 3;
+        let l = DiskstatsDelta::between(&before, &later, 3.0).unwrap();
+        let w = l.since(k).unwrap();
+        assert_eq!(
+            (w.completed(), w.fields[8], w.seconds),
+            ([0, 7, 0, 0], 3, 2.0)
+        );
     }
 }

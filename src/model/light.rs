@@ -358,8 +358,8 @@ pub struct LightDevice {
     pub counters: LightCounters,
     /// What the kernel's diskstats (`/sys/block/NAME/stat`) counted over
     /// the capture: read when the programs were attached and when they
-    /// were detached (None: a capture made before it was read, or a
-    /// reading taken while the programs run).
+    /// were detached; in `watch`'s readings, since its first one (None: a
+    /// capture made before it was read, a disk without the file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diskstats: Option<DiskstatsDelta>,
 }
@@ -389,6 +389,35 @@ impl DiskstatsDelta {
             })
             .collect();
         Some(DiskstatsDelta { seconds, fields })
+    }
+
+    /// What was added since `before`, an earlier delta from the same
+    /// first reading (in flight: this one's).
+    pub fn since(&self, before: &DiskstatsDelta) -> Option<DiskstatsDelta> {
+        if self.fields.len() < 17 || before.fields.len() < 17 {
+            return None;
+        }
+        let seconds = self.seconds - before.seconds;
+        let fields = (0..17)
+            .map(|i| match i {
+                8 => self.fields[i],
+                _ => self.fields[i].saturating_sub(before.fields[i]),
+            })
+            .collect();
+        Some(DiskstatsDelta { seconds, fields })
+    }
+
+    /// Requests completed by operation, in OPS' order (read, write,
+    /// flush, discard): the kernel's own count.
+    pub fn completed(&self) -> [u64; 4] {
+        let f = |i: usize| self.fields.get(i).copied().unwrap_or(0);
+        [f(0), f(4), f(15), f(11)]
+    }
+
+    /// Bytes completed by operation, in OPS' order (a flush moves none).
+    pub fn bytes(&self) -> [u64; 4] {
+        let f = |i: usize| self.fields.get(i).copied().unwrap_or(0).saturating_mul(512);
+        [f(2), f(6), 0, f(13)]
     }
 }
 
@@ -582,7 +611,11 @@ pub fn devices_since(after: &[LightDevice], before: &[LightDevice]) -> Vec<Light
                     .collect(),
                 depth: minus(&d.depth, b.map_or(&[][..], |b| &b.depth)),
                 counters: b.map_or(d.counters, |b| d.counters.since(&b.counters)),
-                diskstats: None,
+                // Kept where both readings have the kernel's (watch's).
+                diskstats: match (&d.diskstats, b.and_then(|b| b.diskstats.as_ref())) {
+                    (Some(a), Some(b)) => a.since(b),
+                    _ => None,
+                },
             }
         })
         .filter(|d| !d.ops.is_empty() || d.counters != LightCounters::default())

@@ -22,8 +22,8 @@ use crate::capture::light::{LightOptions, LightSession, WAIT_MIN_NS};
 use crate::capture::snapshot;
 use crate::error::{Error, ExitStatus, Result};
 use crate::model::light::{
-    devices_since, keep_largest, LightCgroup, LightCpu, LightDevice, LightUring, WaitRecord,
-    REC_WAIT,
+    devices_since, keep_largest, DiskstatsDelta, LightCgroup, LightCpu, LightDevice, LightUring,
+    WaitRecord, REC_WAIT,
 };
 use crate::report::prometheus::{self, ActiveFinding, RingFigures, Scrape};
 use std::collections::VecDeque;
@@ -359,6 +359,9 @@ struct Watcher<'a> {
     /// Since when runqueue waits are watched without a break (none: not now).
     rq_since: Option<u64>,
     series: cgroups::CgroupSeries,
+    /// Each disk's diskstats when its counting began (`maj,min`, when,
+    /// fields): the kernel's counts are served from then on.
+    kernel_base: Vec<(String, u64, Vec<u64>)>,
     /// For the last log line: what the runqueue hooks sent, the longest.
     waits_seen: u64,
     longest_wait: Option<WaitRecord>,
@@ -430,6 +433,7 @@ impl<'a> Watcher<'a> {
             rq,
             rq_since,
             series: cgroups::CgroupSeries::new(opts.cgroups),
+            kernel_base: Vec::new(),
             waits_seen: 0,
             longest_wait: None,
         }
@@ -533,7 +537,31 @@ impl<'a> Watcher<'a> {
                 "the BPF programs' run time (kernel.bpf_stats_enabled is 0)",
             ));
         }
-        let devices = self.session.devices().map_err(failed)?;
+        // The kernel's counts first: a request that completes between the
+        // two readings is then in the programs' and not yet in the
+        // kernel's, so what the programs did not see is never overstated.
+        let (stats, at_start) = self.session.diskstats();
+        for (dev, fields) in &at_start.1 {
+            if !self.kernel_base.iter().any(|(d, _, _)| d == dev) {
+                self.kernel_base
+                    .push((dev.clone(), at_start.0, fields.clone()));
+            }
+        }
+        let mut devices = self.session.devices().map_err(failed)?;
+        for d in &mut devices {
+            let Some((_, fields)) = stats.1.iter().find(|(dev, _)| *dev == d.dev) else {
+                continue;
+            };
+            // A disk added since the start counts from its first reading.
+            if !self.kernel_base.iter().any(|(dev, _, _)| *dev == d.dev) {
+                self.kernel_base
+                    .push((d.dev.clone(), stats.0, fields.clone()));
+            }
+            if let Some((_, at, base)) = self.kernel_base.iter().find(|(dev, _, _)| *dev == d.dev) {
+                let seconds = stats.0.saturating_sub(*at) as f64 / 1e9;
+                d.diskstats = DiskstatsDelta::between(base, fields, seconds);
+            }
+        }
         let cpus = self.session.cpus().map_err(failed)?;
         let io_uring = self.session.io_uring().map_err(failed)?;
         let cgroup_entries = self.session.cgroups().map_err(failed)?;

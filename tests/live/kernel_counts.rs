@@ -57,8 +57,16 @@ impl Kernel {
 /// operation, and the sum of D2C over every request (ns).
 #[derive(Debug, Default)]
 struct Counted {
+    /// The requests and bytes the recorder reports (the kernel's own
+    /// where it read diskstats).
     ios: [u64; 4],
     bytes: [u64; 4],
+    /// Of those, what the recorder says its programs did not see (None:
+    /// it has no programs, or does not say).
+    unseen: Option<u64>,
+    /// What the BPF programs themselves counted, where the recorder has
+    /// them apart.
+    programs: Option<([u64; 4], [u64; 4])>,
     d2c_sum_ns: f64,
     /// What a light capture says besides (its counters, requests of
     /// devices without a slot), for a failure's message.
@@ -128,6 +136,10 @@ impl Watch {
             c.bytes[i] = sample(&m, &format!("iosleuth_block_bytes_total{l}")) as u64;
             c.d2c_sum_ns += sample(&m, &format!("iosleuth_block_device_seconds_sum{l}")) * 1e9;
         }
+        c.unseen = Some(sample(
+            &m,
+            &format!("iosleuth_block_unseen_requests{{device=\"{name}\"}}"),
+        ) as u64);
         c
     }
 }
@@ -195,15 +207,35 @@ impl Light {
                 c.notes += &format!("devices without a slot {ios:?}; ");
             }
         }
+        let mut programs = ([0u64; 4], [0u64; 4]);
         if let Some(d) = doc.devices.iter().find(|d| d.dev == dev) {
             for (i, op) in OPS.iter().enumerate() {
                 if let Some(o) = d.ops.get(*op) {
-                    c.ios[i] = o.ios;
-                    c.bytes[i] = o.bytes;
+                    programs.0[i] = o.ios;
+                    programs.1[i] = o.bytes;
                     c.d2c_sum_ns += o.device.sum_ns as f64;
                 }
             }
         }
+        c.programs = Some(programs);
+        // What the report of the capture says: the kernel's counts.
+        let rep = json_report(&[&self.out], &[]);
+        let d = rep["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["device"].as_str() == Some(dev))
+            .unwrap_or_else(|| panic!("no device {dev} in {}", rep["devices"]));
+        for (i, op) in OPS.iter().enumerate() {
+            c.ios[i] = d["completed"][op].as_u64().unwrap();
+            c.bytes[i] = d["bytes_completed"][op].as_u64().unwrap();
+        }
+        c.unseen = rep["light"]["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["device"].as_str() == Some(dev))
+            .and_then(|d| d["unseen"].as_u64());
         c
     }
 }
@@ -293,37 +325,22 @@ fn quiet(name: &str) {
 
 /// Records `script` with every recorder at once and checks each against
 /// the kernel's own counts for the run.
+///
+/// The request counts `watch` serves and a light capture's report gives
+/// are the kernel's (diskstats); the BPF programs' own counts, which the
+/// latencies and cgroups are made of, can fall short of them: while more
+/// than one probe is on block_rq_complete (here five: four BPF recorders
+/// and the full recorder's ftrace event), this kernel now and then does
+/// not run the BPF programs for a completion, and counts no recursion
+/// miss (measured in docs/WATCH.md, "What it does not see"). So the
+/// programs' counts are checked to never exceed the kernel's (a request
+/// counted twice), to fall short by what the recorder says it did not
+/// see, and by a few at most.
 fn check_run(what: &str, disk: &LoopDevice, dir: &Path, watches: &[Watch], script: &str) {
-    // An open defect, in the kernel's dispatch of a tracepoint to several
-    // probes as far as it was followed (issue 42's note): while more than
-    // one probe is on block_rq_complete (here five: four BPF recorders and
-    // the full recorder's ftrace event), the BPF programs now and then do
-    // not run for one completion (a bpf_printk at the program's entry saw
-    // 999 of 1000 flushes; the kernel counted no recursion miss). fdatasync
-    // appends on XFS, 2000 requests a run: one `record --light` alone, 0
-    // runs of 30 short; beside a tracefs instance with only that event, 3
-    // of 30; beside a second `record --light`, 5 of 40. Seen here, said on
-    // standard error with every recorder's counters, and the run made once
-    // more; twice in a row fails.
-    if !check_run_once(what, disk, dir, watches, script, false) {
-        check_run_once(what, disk, dir, watches, script, true);
-    }
-}
-
-/// One run of `check_run`; false (when not `last`) when only the BPF
-/// recorders fell short, all by the same counts.
-fn check_run_once(
-    what: &str,
-    disk: &LoopDevice,
-    dir: &Path,
-    watches: &[Watch],
-    script: &str,
-    last: bool,
-) -> bool {
     let dev = disk.dev().unwrap().to_string();
     let name = disk.name.clone();
     let settle = || std::thread::sleep(Duration::from_millis(1300));
-    let run_dir = dir.join(what.replace(' ', "-") + if last { "-again" } else { "" });
+    let run_dir = dir.join(what.replace(' ', "-"));
     std::fs::create_dir_all(&run_dir).unwrap();
     let lights: Vec<(&str, Light)> = ACCOUNTINGS
         .iter()
@@ -349,6 +366,7 @@ fn check_run_once(
         let now = w.counted(&name);
         let mut c = Counted {
             d2c_sum_ns: now.d2c_sum_ns - before.d2c_sum_ns,
+            unseen: Some(now.unseen.unwrap_or(0) - before.unseen.unwrap_or(0)),
             ..Counted::default()
         };
         for i in 0..4 {
@@ -389,19 +407,6 @@ fn check_run_once(
                 .map(|l| format!("watch ({}): {l}", w.accounting)),
         );
     }
-    let bpf_short = all[0].1.ios == kernel.ios
-        && all[1..].iter().all(|(_, c)| c.ios == all[1].1.ios)
-        && all[1].1.ios != kernel.ios
-        && all[1].1.ios.iter().zip(kernel.ios).all(|(b, k)| *b <= k);
-    if bpf_short && !last {
-        eprintln!(
-            "{what}: KNOWN DEFECT: the BPF recorders counted {:?}, the kernel and the full recorder {:?}; all: {}; running it again",
-            all[1].1.ios,
-            kernel.ios,
-            every.join(", ")
-        );
-        return false;
-    }
     for (who, c) in &all {
         assert_eq!(
             c.ios,
@@ -419,6 +424,34 @@ fn check_run_once(
                 OPS[i]
             );
         }
+        let unseen = c.unseen.unwrap_or(0);
+        if let Some((ios, bytes)) = c.programs {
+            let short: u64 = (0..4)
+                .map(|i| kernel.ios[i] - ios[i].min(kernel.ios[i]))
+                .sum();
+            for i in 0..4 {
+                assert!(
+                    ios[i] <= kernel.ios[i] && bytes[i] <= kernel.sectors[i] * 512,
+                    "{what}: {who}'s programs counted {ios:?} requests, {bytes:?} bytes, over the kernel's {:?}; all: {}",
+                    kernel.ios,
+                    every.join(", ")
+                );
+            }
+            assert_eq!(
+                short, unseen,
+                "{what}: {who}'s programs counted {ios:?}, the kernel {:?}: {short} short, but it says {unseen} unseen",
+                kernel.ios
+            );
+        }
+        let requests: u64 = kernel.ios.iter().sum();
+        assert!(
+            unseen <= 2 + requests / 1000,
+            "{what}: {who}'s programs did not see {unseen} of {requests} requests; all: {}",
+            every.join(", ")
+        );
+        if unseen > 0 {
+            eprintln!("{what}: {who}'s programs did not see {unseen} of {requests} requests (another probe on block_rq_complete)");
+        }
         // Each recorder reads its clocks at the tracepoints, after the
         // programs attached before it (a few hundred ns each: with five
         // recorders on them, up to about a microsecond a request); the stamps accounting takes the issue time
@@ -433,7 +466,13 @@ fn check_run_once(
         let timed = (c.ios[0] + c.ios[1] + c.ios[2] + c.ios[3]) as f64;
         // And a virtual CPU the host stops between two recorders' clock
         // reads moves one request by tens of µs (seen: 25 µs).
-        let allowed = 0.01 * full_d2c + per_request_ns * timed + 200_000.0;
+        // A request the programs did not see is missing from the sum:
+        // up to a few times the mean's worth each.
+        let full_timed = all[0].1.ios.iter().sum::<u64>().max(1) as f64;
+        let allowed = 0.01 * full_d2c
+            + per_request_ns * timed
+            + 200_000.0
+            + 5.0 * unseen as f64 * full_d2c / full_timed;
         let off = c.d2c_sum_ns - full_d2c;
         assert!(
             off.abs() <= allowed,
@@ -443,7 +482,6 @@ fn check_run_once(
             off / timed.max(1.0)
         );
     }
-    true
 }
 
 /// Appends or overwrites 8 KiB `n` times, each followed by fdatasync.

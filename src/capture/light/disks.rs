@@ -114,9 +114,13 @@ fn read_dev(path: &Path) -> Option<(u32, String)> {
     Some(((maj << 20) | min, format!("{maj},{min}")))
 }
 
+/// When the disks' `stat` files were read (CLOCK_MONOTONIC ns), and each
+/// one's fields by `maj,min`.
+pub type DiskstatsReading = (u64, Vec<(String, Vec<u64>)>);
+
 /// Each slot's disk's `stat` fields now (`maj,min`, fields), and when
 /// (CLOCK_MONOTONIC ns): iostat's readings, taken at the capture's ends.
-pub(super) fn read_stats(slots: &[DiskSlot]) -> (u64, Vec<(String, Vec<u64>)>) {
+pub(super) fn read_stats(slots: &[DiskSlot]) -> DiskstatsReading {
     let at = crate::capture::snapshot::mono_ns();
     let stats = slots
         .iter()

@@ -34,8 +34,8 @@ use crate::model::light::{
 use aya::maps::{Array, MapData, PerCpuArray, PerCpuHashMap, RingBuf};
 use aya::programs::{BtfTracePoint, TracePoint};
 use aya::{Btf, Ebpf, EbpfLoader};
-pub use disks::DiskSlot;
 use disks::{add_new_disks, device_slots, name_devices};
+pub use disks::{DiskSlot, DiskstatsReading};
 use maps::{CgKey, CgStats, Counters, CpuStats, DepthHist, Hist, SizeHist, UringStats, NOP, NSLOT};
 use poller::{Out, Poller};
 #[cfg(test)]
@@ -156,7 +156,7 @@ pub struct LightSession {
     opts: LightOptions,
     started_ns: u64,
     /// Each disk's diskstats when the programs were attached.
-    stats_at_start: (u64, Vec<(String, Vec<u64>)>),
+    stats_at_start: DiskstatsReading,
     missing_events: Vec<String>,
     /// Held while the classic tracepoints are attached (they are found
     /// through tracefs); unmounted after if iosleuth mounted it.
@@ -468,6 +468,13 @@ impl LightSession {
     /// The context events this kernel could not attach to.
     pub fn missing_events(&self) -> &[String] {
         &self.missing_events
+    }
+
+    /// Each slot's disk's diskstats fields now (`maj,min`, fields), with
+    /// when they were read (CLOCK_MONOTONIC ns), and as they were when the
+    /// programs were attached.
+    pub fn diskstats(&self) -> (DiskstatsReading, &DiskstatsReading) {
+        (disks::read_stats(&self.slots), &self.stats_at_start)
     }
 
     /// The disks counted apart, by slot.

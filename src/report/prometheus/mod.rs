@@ -12,8 +12,8 @@
 //! bound (it may leave out a few just under it: at most 1/32 of the bound).
 
 use crate::model::light::{
-    CpuCounters, LightCgroup, LightCpu, LightDevice, LightOp, LightUring, ProgramStats, StageHist,
-    UringCounters, OPS,
+    CpuCounters, DiskstatsDelta, LightCgroup, LightCpu, LightDevice, LightOp, LightUring,
+    ProgramStats, StageHist, UringCounters, OPS,
 };
 mod exposition;
 mod families;
@@ -94,6 +94,7 @@ pub struct ActiveFinding {
 
 type Stage = fn(&LightOp) -> &StageHist;
 type OpCount = fn(&LightOp) -> u64;
+type KernelCount = fn(&DiskstatsDelta) -> [u64; 4];
 
 /// Where each of a device's counters (model::light::LightCounters, by
 /// name) is served: its family and the label that tells it from the
@@ -198,20 +199,44 @@ fn block_families(o: &mut Out, devices: &[(String, &LightDevice)]) {
             }
         }
     }
-    let per_op: [(&Family, OpCount); 2] = [
-        (&BLOCK_REQUESTS_TOTAL, |o| o.ios),
-        (&BLOCK_BYTES_TOTAL, |o| o.bytes),
+    // The kernel's own counts where its diskstats were read, else the
+    // programs'.
+    let per_op: [(&Family, OpCount, KernelCount); 2] = [
+        (&BLOCK_REQUESTS_TOTAL, |o| o.ios, DiskstatsDelta::completed),
+        (&BLOCK_BYTES_TOTAL, |o| o.bytes, DiskstatsDelta::bytes),
     ];
-    for (family, value) in per_op {
+    for (family, value, kernel) in per_op {
         let mut f = o.family(family);
         for (dev, d) in devices {
-            for op in OPS {
-                if let Some(x) = d.ops.get(op) {
-                    f.sample(&[("device", dev), ("op", op)], value(x));
-                }
+            for (i, op) in OPS.iter().enumerate() {
+                let programs = d.ops.get(*op);
+                let n = match &d.diskstats {
+                    Some(k) if programs.is_some() || k.completed()[i] > 0 => kernel(k)[i],
+                    _ => match programs {
+                        Some(x) => value(x),
+                        None => continue,
+                    },
+                };
+                f.sample(&[("device", dev), ("op", op)], n);
             }
         }
     }
+    // What the kernel counted that the programs did not see: in none of
+    // the histograms nor cgroups (unknown where the kernel's counts are).
+    let mut f = o.family(&BLOCK_UNSEEN_REQUESTS);
+    for (dev, d) in devices {
+        if let Some(n) = unseen(d) {
+            f.sample(&[("device", dev)], n);
+        }
+    }
+}
+
+/// The requests the kernel counted (diskstats) that the programs did not
+/// see; None without the kernel's counts.
+pub fn unseen(d: &LightDevice) -> Option<u64> {
+    let kernel: u64 = d.diskstats.as_ref()?.completed().iter().sum();
+    let programs: u64 = d.ops.values().map(|o| o.ios).sum();
+    Some(kernel.saturating_sub(programs))
 }
 
 /// Per device: its counters (DEVICE_COUNTERS), the throttled bytes, the

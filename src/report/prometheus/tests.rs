@@ -573,3 +573,57 @@ fn a_busy_host_serves_under_5000_series_at_the_defaults() {
     assert_eq!(flushing, total + d * (3 * hist + 2) + d * 2);
     assert_eq!(flushing, 5817);
 }
+
+/// Where watch read the kernel's diskstats, requests and bytes are the
+/// kernel's own, and the requests the programs did not see are served as
+/// such; a device without them keeps the programs' counts and no
+/// `unseen` sample (unknown, not zero).
+#[test]
+fn request_counts_are_the_kernels_with_what_the_programs_did_not_see() {
+    let mut ops = std::collections::BTreeMap::new();
+    ops.insert(
+        "write".to_string(),
+        LightOp {
+            ios: 997,
+            bytes: 997 * 4096,
+            ..Default::default()
+        },
+    );
+    let mut after = vec![0u64; 17];
+    after[4] = 1000;
+    after[6] = 8000;
+    after[15] = 5;
+    let kernel = DiskstatsDelta::between(&[0; 17], &after, 1.0);
+    let devices = [
+        LightDevice {
+            dev: "7,0".into(),
+            ops: ops.clone(),
+            diskstats: kernel,
+            ..Default::default()
+        },
+        LightDevice {
+            dev: "7,1".into(),
+            ops,
+            ..Default::default()
+        },
+    ];
+    let text = render(&Scrape {
+        devices: &devices,
+        ..Default::default()
+    });
+    for line in [
+        "iosleuth_block_requests_total{device=\"7,0\",op=\"write\"} 1000",
+        "iosleuth_block_requests_total{device=\"7,0\",op=\"flush\"} 5",
+        "iosleuth_block_bytes_total{device=\"7,0\",op=\"write\"} 4096000",
+        "iosleuth_block_bytes_total{device=\"7,0\",op=\"flush\"} 0",
+        "iosleuth_block_unseen_requests{device=\"7,0\"} 8",
+        "iosleuth_block_requests_total{device=\"7,1\",op=\"write\"} 997",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+    }
+    assert!(!text.contains("op=\"read\""), "{text}");
+    assert!(
+        !text.contains("iosleuth_block_unseen_requests{device=\"7,1\"}"),
+        "{text}"
+    );
+}
