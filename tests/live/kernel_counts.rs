@@ -220,16 +220,7 @@ impl Light {
         c.programs = Some(programs);
         // What the report of the capture says: the kernel's counts.
         let rep = json_report(&[&self.out], &[]);
-        let d = rep["devices"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|d| d["device"].as_str() == Some(dev))
-            .unwrap_or_else(|| panic!("no device {dev} in {}", rep["devices"]));
-        for (i, op) in OPS.iter().enumerate() {
-            c.ios[i] = d["completed"][op].as_u64().unwrap();
-            c.bytes[i] = d["bytes_completed"][op].as_u64().unwrap();
-        }
+        (c.ios, c.bytes) = reported(&rep, dev);
         c.unseen = rep["light"]["devices"]
             .as_array()
             .unwrap()
@@ -247,20 +238,33 @@ impl Drop for Light {
     }
 }
 
-/// The full recorder's counts on the device, from its JSON report.
-fn full_counts(cap: &Path, dev: &str) -> Counted {
-    let rep = json_report(&[cap], &[]);
-    let d = rep["devices"]
+/// The device's entry in a JSON report.
+fn report_device<'a>(rep: &'a serde_json::Value, dev: &str) -> &'a serde_json::Value {
+    rep["devices"]
         .as_array()
         .unwrap()
         .iter()
         .find(|d| d["device"].as_str() == Some(dev))
-        .unwrap_or_else(|| panic!("no device {dev} in {}", rep["devices"]));
-    let mut c = Counted::default();
+        .unwrap_or_else(|| panic!("no device {dev} in {}", rep["devices"]))
+}
+
+/// The requests and bytes a JSON report gives the device, by operation.
+fn reported(rep: &serde_json::Value, dev: &str) -> ([u64; 4], [u64; 4]) {
+    let d = report_device(rep, dev);
+    let (mut ios, mut bytes) = ([0; 4], [0; 4]);
     for (i, op) in OPS.iter().enumerate() {
-        c.ios[i] = d["completed"][op].as_u64().unwrap();
-        c.bytes[i] = d["bytes_completed"][op].as_u64().unwrap();
+        ios[i] = d["completed"][op].as_u64().unwrap();
+        bytes[i] = d["bytes_completed"][op].as_u64().unwrap();
     }
+    (ios, bytes)
+}
+
+/// The full recorder's counts on the device, from its JSON report.
+fn full_counts(cap: &Path, dev: &str) -> Counted {
+    let rep = json_report(&[cap], &[]);
+    let d = report_device(&rep, dev);
+    let mut c = Counted::default();
+    (c.ios, c.bytes) = reported(&rep, dev);
     let n = d["d2c"]["count"].as_f64().unwrap_or(0.0);
     c.d2c_sum_ns = d["d2c"]["avg"].as_f64().unwrap_or(0.0) * n;
     c
