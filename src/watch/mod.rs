@@ -18,7 +18,7 @@ mod web_config;
 use pending::{finish, Diagnosed, Pending};
 
 use crate::capture::light::ring::RecordRing;
-use crate::capture::light::{LightOptions, LightSession, WAIT_MIN_NS};
+use crate::capture::light::{DiskstatsReading, LightOptions, LightSession, WAIT_MIN_NS};
 use crate::capture::snapshot;
 use crate::error::{Error, ExitStatus, Result};
 use crate::model::light::{
@@ -359,9 +359,8 @@ struct Watcher<'a> {
     /// Since when runqueue waits are watched without a break (none: not now).
     rq_since: Option<u64>,
     series: cgroups::CgroupSeries,
-    /// Each disk's diskstats when its counting began (`maj,min`, when,
-    /// fields): the kernel's counts are served from then on.
-    kernel_base: Vec<(String, u64, Vec<u64>)>,
+    /// The kernel's own request counts, since each disk's counting began.
+    kernel: KernelCounts,
     /// For the last log line: what the runqueue hooks sent, the longest.
     waits_seen: u64,
     longest_wait: Option<WaitRecord>,
@@ -433,7 +432,7 @@ impl<'a> Watcher<'a> {
             rq,
             rq_since,
             series: cgroups::CgroupSeries::new(opts.cgroups),
-            kernel_base: Vec::new(),
+            kernel: KernelCounts::default(),
             waits_seen: 0,
             longest_wait: None,
         }
@@ -541,27 +540,9 @@ impl<'a> Watcher<'a> {
         // two readings is then in the programs' and not yet in the
         // kernel's, so what the programs did not see is never overstated.
         let (stats, at_start) = self.session.diskstats();
-        for (dev, fields) in &at_start.1 {
-            if !self.kernel_base.iter().any(|(d, _, _)| d == dev) {
-                self.kernel_base
-                    .push((dev.clone(), at_start.0, fields.clone()));
-            }
-        }
+        self.kernel.rebase(at_start, &stats);
         let mut devices = self.session.devices().map_err(failed)?;
-        for d in &mut devices {
-            let Some((_, fields)) = stats.1.iter().find(|(dev, _)| *dev == d.dev) else {
-                continue;
-            };
-            // A disk added since the start counts from its first reading.
-            if !self.kernel_base.iter().any(|(dev, _, _)| *dev == d.dev) {
-                self.kernel_base
-                    .push((d.dev.clone(), stats.0, fields.clone()));
-            }
-            if let Some((_, at, base)) = self.kernel_base.iter().find(|(dev, _, _)| *dev == d.dev) {
-                let seconds = stats.0.saturating_sub(*at) as f64 / 1e9;
-                d.diskstats = DiskstatsDelta::between(base, fields, seconds);
-            }
-        }
+        self.kernel.apply(&stats, &mut devices);
         let cpus = self.session.cpus().map_err(failed)?;
         let io_uring = self.session.io_uring().map_err(failed)?;
         let cgroup_entries = self.session.cgroups().map_err(failed)?;
@@ -865,6 +846,44 @@ impl<'a> Watcher<'a> {
     }
 }
 
+/// Each counted disk's diskstats when its counting began (`maj,min`,
+/// when, fields): the kernel's counts are served as the difference from
+/// then on.
+#[derive(Default)]
+struct KernelCounts {
+    base: Vec<(String, u64, Vec<u64>)>,
+}
+
+impl KernelCounts {
+    /// Disks counted since the programs were attached begin at that
+    /// reading (`at_start`); a disk given a slot since, at its first
+    /// reading.
+    fn rebase(&mut self, at_start: &DiskstatsReading, now: &DiskstatsReading) {
+        for (at, (dev, fields)) in at_start
+            .1
+            .iter()
+            .map(|d| (at_start.0, d))
+            .chain(now.1.iter().map(|d| (now.0, d)))
+        {
+            if !self.base.iter().any(|(d, _, _)| d == dev) {
+                self.base.push((dev.clone(), at, fields.clone()));
+            }
+        }
+    }
+
+    /// Each device's diskstats since its counting began.
+    fn apply(&self, now: &DiskstatsReading, devices: &mut [LightDevice]) {
+        for d in devices {
+            let fields = now.1.iter().find(|(dev, _)| *dev == d.dev);
+            let base = self.base.iter().find(|(dev, _, _)| *dev == d.dev);
+            if let (Some((_, fields)), Some((_, at, base))) = (fields, base) {
+                let seconds = now.0.saturating_sub(*at) as f64 / 1e9;
+                d.diskstats = DiskstatsDelta::between(base, fields, seconds);
+            }
+        }
+    }
+}
+
 /// What the light programs cannot see here, as the metrics say it.
 /// Something the daemon cannot see: an identifier for the
 /// `iosleuth_not_watched{what}` label, and the words for its log and the
@@ -990,5 +1009,49 @@ mod tests {
             );
         }
         assert!(missing(&[], 2, true).is_empty());
+    }
+
+    /// The disks there when the programs were attached count from that
+    /// reading; one given a slot later, from its first reading, whether
+    /// or not the programs have seen a request of it yet.
+    #[test]
+    fn the_kernels_counts_begin_with_each_disks_counting() {
+        let stat = |reads: u64| {
+            let mut f = vec![0u64; 17];
+            f[0] = reads;
+            f
+        };
+        let at_start: DiskstatsReading = (1_000_000_000, vec![("7,0".into(), stat(100))]);
+        let mut k = KernelCounts::default();
+        let first: DiskstatsReading = (
+            2_000_000_000,
+            vec![("7,0".into(), stat(130)), ("7,1".into(), stat(50))],
+        );
+        k.rebase(&at_start, &first);
+        let later: DiskstatsReading = (
+            4_000_000_000,
+            vec![("7,0".into(), stat(160)), ("7,1".into(), stat(58))],
+        );
+        k.rebase(&at_start, &later);
+        let mut devices = vec![
+            LightDevice {
+                dev: "7,0".into(),
+                ..Default::default()
+            },
+            LightDevice {
+                dev: "7,1".into(),
+                ..Default::default()
+            },
+            LightDevice {
+                dev: "other".into(),
+                ..Default::default()
+            },
+        ];
+        k.apply(&later, &mut devices);
+        let k0 = devices[0].diskstats.as_ref().unwrap();
+        assert_eq!((k0.completed()[0], k0.seconds), (60, 3.0));
+        let k1 = devices[1].diskstats.as_ref().unwrap();
+        assert_eq!((k1.completed()[0], k1.seconds), (8, 2.0));
+        assert!(devices[2].diskstats.is_none(), "no stat file: unknown");
     }
 }
