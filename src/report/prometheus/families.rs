@@ -5,7 +5,7 @@ use super::exposition::{Family, Kind};
 pub const BPF_PROGRAM_MISSED_TOTAL: Family = Family {
     name: "iosleuth_bpf_program_missed_total",
     kind: Kind::Counter,
-    help: "Events a BPF program was not run for: it was already running on that CPU when an interrupt raised its event again (the kernel's recursion_misses). A block program's misses are requests missing from these figures.",
+    help: "Events a BPF program was not run for: it was already running on that CPU when an interrupt raised its event again (the kernel's recursion_misses). A block program's misses are requests missing from the latency and cgroup figures (the request counts are the kernel's).",
 };
 
 pub const BPF_PROGRAM_RUNS_TOTAL: Family = Family {
