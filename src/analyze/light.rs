@@ -643,7 +643,7 @@ fn warn_context(a: &mut Analysis, s: &LightSummary) {
 /// raised by an interrupt that came in meanwhile goes unseen.
 fn skipped_means(program: &str) -> &'static str {
     if program.starts_with("iosl_complete") {
-        "that many request completions, raised in an interrupt while it ran, are missing from the counts and latencies (the kernel's diskstats has them)"
+        "that many request completions, raised in an interrupt while it ran, are missing from the latencies and cgroups, and from the request counts unless the capture read the kernel's diskstats (they are the kernel's then)"
     } else if program.starts_with("iosl_issue") {
         "that many request issues are missing from the queue depths"
     } else {
