@@ -650,7 +650,9 @@ fn lab_watch_catches_a_stalling_device_and_rt_starvation_and_stays_quiet_when_he
             .find(|l| l.starts_with("watch: "))
             .unwrap_or_else(|| panic!("{name}: no watch line:\n{text}"));
         eprintln!("{name}: {watch_line}");
-        assert!(watch_line.contains(said), "{name}: {watch_line}");
+        // The whole output on failure: the verdict's next lines are
+        // watch's log, which says why nothing fired.
+        assert!(watch_line.contains(said), "{name}: {watch_line}\n{text}");
         assert!(
             out.status.success(),
             "{name}: {text}\n{}",
