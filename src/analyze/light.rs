@@ -465,11 +465,7 @@ fn device_counts(d: &LightDevice) -> (Vec<OpFigures<'_>>, Option<u64>) {
             }
         })
         .collect();
-    let unseen = kernel.map(|(k, _)| {
-        let programs = sum_of(d.ops.values().map(|o| o.ios));
-        sum_of(k.into_iter()).saturating_sub(programs)
-    });
-    (figures, unseen)
+    (figures, d.unseen())
 }
 
 /// Requests the kernel counted that the programs did not see, said with

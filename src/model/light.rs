@@ -366,6 +366,16 @@ pub struct LightDevice {
 
 /// The difference of two readings of a disk's `stat` file, and the time
 /// between them: iostat's figures over the capture, the kernel's own.
+impl LightDevice {
+    /// The requests the kernel counted (diskstats) that the programs did
+    /// not see; None without the kernel's counts (unknown).
+    pub fn unseen(&self) -> Option<u64> {
+        let kernel: u64 = self.diskstats.as_ref()?.completed().iter().sum();
+        let programs: u64 = self.ops.values().map(|o| o.ios).sum();
+        Some(kernel.saturating_sub(programs))
+    }
+}
+
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct DiskstatsDelta {
     pub seconds: f64,

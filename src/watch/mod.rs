@@ -409,6 +409,7 @@ impl<'a> Watcher<'a> {
         let missing = session_missing(session);
         let rq = runqueue::Runqueue::new(opts.runqueue, aya::util::nr_cpus().unwrap_or(1));
         let rq_since = rq.on.then(snapshot::mono_ns);
+        let kernel = KernelCounts::from(session.diskstats_at_start());
         Watcher {
             opts,
             session,
@@ -432,7 +433,7 @@ impl<'a> Watcher<'a> {
             rq,
             rq_since,
             series: cgroups::CgroupSeries::new(opts.cgroups),
-            kernel: KernelCounts::default(),
+            kernel,
             waits_seen: 0,
             longest_wait: None,
         }
@@ -539,8 +540,8 @@ impl<'a> Watcher<'a> {
         // The kernel's counts first: a request that completes between the
         // two readings is then in the programs' and not yet in the
         // kernel's, so what the programs did not see is never overstated.
-        let (stats, at_start) = self.session.diskstats();
-        self.kernel.rebase(at_start, &stats);
+        let stats = self.session.diskstats();
+        self.kernel.add_new(&stats);
         let mut devices = self.session.devices().map_err(failed)?;
         self.kernel.apply(&stats, &mut devices);
         let cpus = self.session.cpus().map_err(failed)?;
@@ -849,24 +850,24 @@ impl<'a> Watcher<'a> {
 /// Each counted disk's diskstats when its counting began (`maj,min`,
 /// when, fields): the kernel's counts are served as the difference from
 /// then on.
-#[derive(Default)]
 struct KernelCounts {
     base: Vec<(String, u64, Vec<u64>)>,
 }
 
 impl KernelCounts {
-    /// Disks counted since the programs were attached begin at that
-    /// reading (`at_start`); a disk given a slot since, at its first
+    /// The disks counted since the programs were attached begin at that
     /// reading.
-    fn rebase(&mut self, at_start: &DiskstatsReading, now: &DiskstatsReading) {
-        for (at, (dev, fields)) in at_start
-            .1
-            .iter()
-            .map(|d| (at_start.0, d))
-            .chain(now.1.iter().map(|d| (now.0, d)))
-        {
+    fn from(at_start: &DiskstatsReading) -> KernelCounts {
+        let mut k = KernelCounts { base: Vec::new() };
+        k.add_new(at_start);
+        k
+    }
+
+    /// A disk given a slot since begins at its first reading.
+    fn add_new(&mut self, now: &DiskstatsReading) {
+        for (dev, fields) in &now.1 {
             if !self.base.iter().any(|(d, _, _)| d == dev) {
-                self.base.push((dev.clone(), at, fields.clone()));
+                self.base.push((dev.clone(), now.0, fields.clone()));
             }
         }
     }
@@ -1022,17 +1023,17 @@ mod tests {
             f
         };
         let at_start: DiskstatsReading = (1_000_000_000, vec![("7,0".into(), stat(100))]);
-        let mut k = KernelCounts::default();
+        let mut k = KernelCounts::from(&at_start);
         let first: DiskstatsReading = (
             2_000_000_000,
             vec![("7,0".into(), stat(130)), ("7,1".into(), stat(50))],
         );
-        k.rebase(&at_start, &first);
+        k.add_new(&first);
         let later: DiskstatsReading = (
             4_000_000_000,
             vec![("7,0".into(), stat(160)), ("7,1".into(), stat(58))],
         );
-        k.rebase(&at_start, &later);
+        k.add_new(&later);
         let mut devices = vec![
             LightDevice {
                 dev: "7,0".into(),

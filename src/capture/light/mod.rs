@@ -471,10 +471,14 @@ impl LightSession {
     }
 
     /// Each slot's disk's diskstats fields now (`maj,min`, fields), with
-    /// when they were read (CLOCK_MONOTONIC ns), and as they were when the
-    /// programs were attached.
-    pub fn diskstats(&self) -> (DiskstatsReading, &DiskstatsReading) {
-        (disks::read_stats(&self.slots), &self.stats_at_start)
+    /// when they were read (CLOCK_MONOTONIC ns).
+    pub fn diskstats(&self) -> DiskstatsReading {
+        disks::read_stats(&self.slots)
+    }
+
+    /// The same as they were when the programs were attached.
+    pub fn diskstats_at_start(&self) -> &DiskstatsReading {
+        &self.stats_at_start
     }
 
     /// The disks counted apart, by slot.

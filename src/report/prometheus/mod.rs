@@ -225,18 +225,10 @@ fn block_families(o: &mut Out, devices: &[(String, &LightDevice)]) {
     // the histograms nor cgroups (unknown where the kernel's counts are).
     let mut f = o.family(&BLOCK_UNSEEN_REQUESTS);
     for (dev, d) in devices {
-        if let Some(n) = unseen(d) {
+        if let Some(n) = d.unseen() {
             f.sample(&[("device", dev)], n);
         }
     }
-}
-
-/// The requests the kernel counted (diskstats) that the programs did not
-/// see; None without the kernel's counts.
-pub fn unseen(d: &LightDevice) -> Option<u64> {
-    let kernel: u64 = d.diskstats.as_ref()?.completed().iter().sum();
-    let programs: u64 = d.ops.values().map(|o| o.ios).sum();
-    Some(kernel.saturating_sub(programs))
 }
 
 /// Per device: its counters (DEVICE_COUNTERS), the throttled bytes, the
