@@ -22,6 +22,7 @@ mod model;
 mod pipeline;
 mod progress;
 mod report;
+mod trial;
 mod watch;
 
 // The binary's entry: run the command line, map the outcome to an exit code.

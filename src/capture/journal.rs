@@ -55,6 +55,14 @@ impl Journal {
         self.save();
     }
 
+    /// A knob put back by its owner: no longer to undo.
+    pub fn forget_knob(&mut self, path: &Path) {
+        if let Some(i) = self.knobs.iter().rposition(|(p, _)| p == path) {
+            self.knobs.remove(i);
+            self.save();
+        }
+    }
+
     pub fn record_instance(&mut self, path: &Path) {
         self.instance = Some(path.to_path_buf());
         self.save();

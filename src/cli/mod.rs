@@ -46,6 +46,7 @@ mod record;
 mod record_light;
 mod report;
 mod stacks;
+mod try_cmd;
 mod watch;
 
 use crate::error::{Error, ExitStatus, Result};
@@ -195,6 +196,25 @@ Inputs are read by name, not from standard input.",
     /// report.html beside it, under a disk quota. SIGTERM or SIGINT stop
     /// it and leave nothing loaded; SIGHUP reopens --log. Needs root.
     Watch(watch::WatchArgs),
+    /// Prove a workaround on your own workload: apply a finding's remedy
+    /// (or --set KNOB=VALUE), run the workload in interleaved rounds with
+    /// and without it, compare, and put every setting back
+    ///
+    /// `try CAPTURE -- WORKLOAD...` takes the remedy of the capture's first
+    /// finding that has one (--finding ID to choose); `try --set
+    /// vm.dirty_ratio=20 -- WORKLOAD...` takes yours. Without --apply it
+    /// prints the plan and changes nothing. With --apply the workload runs
+    /// --rounds times a side (A B A B ...), each round a light capture; the
+    /// settings are applied just before each candidate round and put back
+    /// just after (also on an error and Ctrl-C; after a SIGKILL, `record
+    /// --cleanup` puts them back). The verdict: the medians, the change
+    /// with a 95 % bootstrap interval, how many paired rounds agree, and in
+    /// how many rounds of each side the finding showed.
+    ///
+    /// Exit codes: 0 better; 1 not better (worse, or no change); 125
+    /// inconclusive (the rounds vary more than the change); 2 could not
+    /// run (a setting the kernel refuses, a workload that failed).
+    Try(try_cmd::TryArgs),
     /// Print a shell completion script: `iosleuth completions bash >
     /// /etc/bash_completion.d/iosleuth` (also zsh, fish, elvish,
     /// powershell)
@@ -241,6 +261,7 @@ pub fn run() -> Result<ExitStatus> {
         Cmd::Lab(a) => lab::run(a),
         Cmd::Record(a) => record::run(a),
         Cmd::Watch(a) => watch::run(a),
+        Cmd::Try(a) => try_cmd::run(a),
         Cmd::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "iosleuth", &mut out);

@@ -19,6 +19,17 @@ pub fn record(
     command: &[String],
     duration: Option<f64>,
 ) -> Result<i32> {
+    record_timed(output, opts, command, duration).map(|(status, _)| status)
+}
+
+/// `record`, also returning the workload's wall time (s): from its start
+/// to its end, the programs attached before and detached after.
+pub fn record_timed(
+    output: &Path,
+    opts: &LightOptions,
+    command: &[String],
+    duration: Option<f64>,
+) -> Result<(i32, f64)> {
     if !super::record::is_root() {
         return Err(Error::bad_input(
             "recording needs root (BPF is root-only here: kernel.unprivileged_bpf_disabled): run it with sudo",
@@ -45,6 +56,7 @@ pub fn record(
     // Every few seconds (the progress callback's clock): the throttle
     // counters' hooks follow whether a cgroup has an I/O limit.
     let checked = std::cell::Cell::new(0.0);
+    let started = std::time::Instant::now();
     let status = workload::run(&w, &mut |pid| sample = snapshot::workload(pid), &|t| {
         if t - checked.get() >= THROTTLE_CHECK_S {
             checked.set(t);
@@ -52,6 +64,7 @@ pub fn record(
         }
         String::new()
     });
+    let seconds = started.elapsed().as_secs_f64();
     let doc = session
         .into_inner()
         .stop()
@@ -86,5 +99,5 @@ pub fn record(
         "iosleuth: light capture in {}: {ios} requests in histograms, {slow} slow ones recorded",
         output.display()
     );
-    Ok(status)
+    Ok((status, seconds))
 }

@@ -201,6 +201,7 @@ mod tests {
 
     fn finding(id: &'static str, severity: Severity) -> Finding {
         Finding {
+            remedy: None,
             id,
             severity,
             title: String::new(),

@@ -21,11 +21,13 @@
 //! becomes a function in `rules/helpers.rs`.
 
 mod impact;
+pub mod remedy;
 mod rules;
 pub mod rules_doc;
 mod stack;
 mod unclaimed;
 
+pub use remedy::Remedy;
 pub use unclaimed::UNEXPLAINED;
 
 /// Small ftrace texts for unit tests outside the rules too.
@@ -63,6 +65,9 @@ pub struct Finding {
     pub evidence: Value,
     pub explanation: String,
     pub workaround: String,
+    /// The workaround as settings `iosleuth try` can apply, where it is
+    /// one (`null` in JSON: it is not a setting).
+    pub remedy: Option<Remedy>,
 }
 
 /// A rule's answer: a finding, or why there is none.

@@ -267,6 +267,7 @@ pub fn unexplained(a: &Analysis, findings: &[Finding]) -> Option<Finding> {
             let share = pct(ns, total);
             let (holder, held) = held_by(a, part, &ops, ops.iter().map(|o| part_ns(o, part)).sum());
             Some(Finding {
+                remedy: None,
                 id: UNEXPLAINED,
                 severity: severity(part, &held, share, ns),
                 title: format!("{kinds} spent {share}% of the workload's time {}{holder}, which no rule explains", describe(a, part)),
@@ -280,6 +281,7 @@ pub fn unexplained(a: &Analysis, findings: &[Finding]) -> Option<Finding> {
             let share = pct(ns, total);
             let (holder, held) = held_by(a, part, &ops, ns);
             Some(Finding {
+                remedy: None,
                 id: UNEXPLAINED,
                 severity: severity(part, &held, share, ns),
                 title: format!(
@@ -305,6 +307,7 @@ pub fn unexplained(a: &Analysis, findings: &[Finding]) -> Option<Finding> {
         // operations' time went: say that there are some.
         _ if findings.is_empty() && !measured && !slow.is_empty() => {
             Some(Finding {
+                remedy: None,
                 id: UNEXPLAINED,
                 severity: Severity::Info,
                 title: format!(

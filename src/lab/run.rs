@@ -362,6 +362,7 @@ mod tests {
 
     fn finding(id: &'static str, evidence: serde_json::Value) -> Finding {
         Finding {
+            remedy: None,
             id,
             severity: Severity::Critical,
             title: String::new(),

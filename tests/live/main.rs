@@ -24,4 +24,5 @@ mod perf_data;
 mod record;
 mod sched;
 mod slow_device;
+mod trial;
 mod watch;

@@ -11,6 +11,7 @@
 
 use super::helpers::{block_device, cgroup_limits, device_name, not, CgroupLimit};
 use crate::analyze::Analysis;
+use crate::diagnose::Remedy;
 use crate::diagnose::{Finding, Rule, Severity, Verdict};
 use serde_json::json;
 
@@ -70,6 +71,7 @@ fn check(a: &Analysis) -> Verdict {
     let name = device_name(a, dev);
     let workaround = workaround(dev, &limits);
     Verdict::Fired(Finding {
+        remedy: remedy(dev, &limits),
         id: RULE.id,
         severity: if share >= CRITICAL_HELD_PERCENT
             || waiting.is_some_and(|w| w >= CRITICAL_WAITING_PERCENT)
@@ -121,6 +123,23 @@ fn light_lacks_when(a: &Analysis) -> Option<String> {
     (!light.devices.is_empty() && light.devices.iter().all(|d| d.throttled.is_none())).then(|| {
         "a light capture lacks the count of bios blk-throttle held when made before it counted them, or without the address of its dispatch work".to_string()
     })
+}
+
+/// The limit found in the snapshot, lifted for the device: the line of
+/// the device in its file, written with no limit.
+fn remedy(dev: &str, limits: &[CgroupLimit]) -> Option<Remedy> {
+    let colon = dev.replace(',', ":");
+    let l = limits.first()?;
+    let lifted = if l.file == "io.max" {
+        format!("{colon} rbps=max wbps=max riops=max wiops=max")
+    } else {
+        format!("{colon} 0")
+    };
+    Some(Remedy::set(
+        format!("{}/{}", l.cgroup, l.file),
+        Some(l.line.clone()),
+        lifted,
+    ))
 }
 
 /// How to lift the limit found in the snapshot.
@@ -230,6 +249,7 @@ fn check_light(a: &Analysis, light: &crate::analyze::light::LightSummary) -> Ver
         .max_by(|x, y| x.3.total_cmp(&y.3));
     let at_pace = pace.is_some_and(|p| p.3 >= CRITICAL_PACE_PERCENT);
     Verdict::Fired(Finding {
+        remedy: remedy(dev, &limits),
         id: RULE.id,
         severity: if share >= CRITICAL_HELD_PERCENT || at_pace {
             Severity::Critical

@@ -173,6 +173,7 @@ fn check(a: &Analysis) -> Verdict {
         );
     }
     Verdict::Fired(Finding {
+        remedy: None,
         id: RULE.id,
         severity: Severity::Warning,
         title: format!(

@@ -215,6 +215,7 @@ fn finding(a: &Analysis, kind: &str, o: &Outlier, median: u64) -> Finding {
         evidence["file"] = json!(p);
     }
     Finding {
+        remedy: None,
         id: RULE.id,
         severity: Severity::Critical,
         title: format!(
@@ -276,6 +277,7 @@ fn check_light(a: &Analysis, light: &LightSummary) -> Verdict {
     };
     let device_pct = r.device_ns as f64 * 100.0 / r.total_ns.max(1) as f64;
     Verdict::Fired(Finding {
+        remedy: None,
         id: RULE.id,
         severity,
         title: format!(

@@ -9,6 +9,7 @@
 
 use super::helpers::{light_lacks_event, not, span_ns, vm_setting};
 use crate::analyze::Analysis;
+use crate::diagnose::Remedy;
 use crate::diagnose::{Finding, Rule, Severity, Verdict};
 use crate::model::units::share_of;
 use serde_json::json;
@@ -69,6 +70,9 @@ fn check(a: &Analysis) -> Verdict {
         _ => "the dirty limit".into(),
     };
     Verdict::Fired(Finding {
+        remedy: Some(
+            Remedy::set("vm.dirty_bytes", bytes.clone(), "0").and("vm.dirty_ratio", ratio.clone(), "20"),
+        ),
         id: RULE.id,
         severity: if share >= CRITICAL_PAUSE_PERCENT {
             Severity::Critical

@@ -80,6 +80,18 @@ pub(super) fn queue_dir(name: Option<&str>, dev: &str) -> String {
     }
 }
 
+/// The remedy that sets a queue setting (`{queue}/{key}`) to `value`, as
+/// the snapshot had it (`now`); none when it already was `value`.
+pub(super) fn queue_remedy(
+    queue: &str,
+    key: &str,
+    now: Option<String>,
+    value: &str,
+) -> Option<crate::diagnose::Remedy> {
+    (now.as_deref() != Some(value))
+        .then(|| crate::diagnose::Remedy::set(format!("{queue}/{key}"), now, value))
+}
+
 // The system snapshot. Each function below answers one question the rules
 // ask of it; `None` (or empty) when the input carries no snapshot or the
 // snapshot lacks the answer.

@@ -82,6 +82,7 @@ fn check(a: &Analysis) -> Verdict {
         .map(|(t, _)| wait as f64 * 100.0 / t.max(1) as f64);
     let writes = op.starts_with("write");
     Verdict::Fired(Finding {
+        remedy: None,
         id: RULE.id,
         severity: if share.is_some_and(|s| s >= CRITICAL_SHARE_PERCENT) {
             Severity::Critical

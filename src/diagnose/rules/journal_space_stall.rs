@@ -11,6 +11,7 @@
 
 use super::helpers::{journal_info, not_any};
 use crate::analyze::Analysis;
+use crate::diagnose::Remedy;
 use crate::diagnose::{Finding, Rule, Severity, Verdict};
 use serde_json::json;
 
@@ -113,6 +114,9 @@ fn check(a: &Analysis) -> Verdict {
         let journal = journal_info(a, dev);
         let blocked = a.stacks.task_share_under(&JOURNAL_SPACE_WAIT_FUNCTIONS);
         return Verdict::Fired(Finding {
+            remedy: Some(Remedy::not_live(
+                "a larger journal is made with the file system unmounted (tune2fs), which iosleuth never does to a user's file system; `lab run journal_space_stall --try` remakes the lab's own",
+            )),
             id: RULE.id,
             severity,
             title: format!(

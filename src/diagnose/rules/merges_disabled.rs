@@ -18,7 +18,7 @@
 //! is (requests + merges) / requests, and "queued together" is a median
 //! depth at issue of two or more.
 
-use super::helpers::{device_name, not_any, queue_dir, queue_setting};
+use super::helpers::{device_name, not_any, queue_dir, queue_remedy, queue_setting};
 use crate::analyze::block::btt::MergeInfo;
 use crate::analyze::block::DeviceSummary;
 use crate::analyze::light::{LightDeviceSummary, LightSummary};
@@ -234,6 +234,7 @@ fn finding(a: &Analysis, d: &DeviceSummary, m: &MergeInfo, seq: f64) -> Finding 
             )
         ),
         workaround: format!("echo 0 > {queue}/nomerges"),
+        remedy: queue_remedy(&queue, "nomerges", nomerges.clone(), "0"),
     }
 }
 
@@ -368,6 +369,7 @@ fn light_finding(a: &Analysis, d: &LightDeviceSummary, m: &LightMerges) -> Findi
             )
         ),
         workaround: format!("echo 0 > {queue}/nomerges"),
+        remedy: queue_remedy(&queue, "nomerges", nomerges.clone(), "0"),
     }
 }
 

@@ -74,6 +74,7 @@ fn check(a: &Analysis) -> Verdict {
         .as_ref()
         .and_then(|k| k.get("workingset_refault_file").copied());
     Verdict::Fired(Finding {
+        remedy: None,
         id: RULE.id,
         severity: if share >= CRITICAL_SHARE_PERCENT {
             Severity::Critical

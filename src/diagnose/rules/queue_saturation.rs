@@ -12,7 +12,7 @@
 //! as queue-saturated.cap (nr_requests 4, 32 reads in flight) against
 //! queue-depth1.cap.
 
-use super::helpers::{device_name, not_any, queue_dir, queue_setting};
+use super::helpers::{device_name, not_any, queue_dir, queue_remedy, queue_setting};
 use crate::analyze::Analysis;
 use crate::diagnose::{Finding, Rule, Severity, Verdict};
 use serde_json::json;
@@ -32,6 +32,9 @@ pub const RULE: Rule = Rule {
 /// share by more than a point (queue-saturated.cap and queue-depth1.cap
 /// hold thousands).
 const MIN_REQUESTS: u64 = 100;
+/// The nr_requests to try when it was lowered below it: the queue depth
+/// of most SATA disks and of a loop device (nr_requests' usual floor).
+const DEFAULT_NR_REQUESTS: u64 = 64;
 /// Chosen (no source named); queue-saturated.cap: 97, queue-depth1.cap: 84.
 const MIN_UTIL_PERCENT: f64 = 80.0;
 /// On a light capture, %util over the whole capture (its workload's start
@@ -138,6 +141,9 @@ fn check(a: &Analysis) -> Verdict {
         let queue = queue_dir(name.as_deref(), &d.device);
         let pool_ran_out = tag_wait.is_some_and(|t| t >= CRITICAL_TAG_WAIT_PERCENT);
         return Verdict::Fired(Finding {
+            remedy: pool
+                .filter(|&n| n < DEFAULT_NR_REQUESTS as f64)
+                .and_then(|_| queue_remedy(&queue, "nr_requests", nr.clone(), &DEFAULT_NR_REQUESTS.to_string())),
             id: RULE.id,
             // Critical only when the request pool itself ran out (bios
             // waited for a tag): many busy submitters alone are a load,
@@ -182,7 +188,7 @@ fn check(a: &Analysis) -> Verdict {
                 }
             ),
             workaround: format!(
-                "submit fewer requests at once (lower the application's queue depth) or spread the load over more devices; if nr_requests was lowered (now {}), raise it: echo 64 > {queue}/nr_requests",
+                "submit fewer requests at once (lower the application's queue depth) or spread the load over more devices; if nr_requests was lowered (now {}), raise it: echo {DEFAULT_NR_REQUESTS} > {queue}/nr_requests",
                 nr.as_deref().unwrap_or("unknown")
             ),
         });

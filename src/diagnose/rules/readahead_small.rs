@@ -17,7 +17,7 @@
 //! and with read_ahead_kb 16 (scripts/make-fixtures-readahead) as
 //! readahead-16.cap against readahead-16-bs1m.cap.
 
-use super::helpers::{block_device, device_name, not_any, queue_dir, queue_setting};
+use super::helpers::{block_device, device_name, not_any, queue_dir, queue_remedy, queue_setting};
 use crate::analyze::readahead::ReadaheadDevice;
 use crate::analyze::Analysis;
 use crate::diagnose::{Finding, Rule, Severity, Verdict};
@@ -253,6 +253,7 @@ fn finding(a: &Analysis, dev: &str, r: &ReadaheadDevice, h: &Held) -> Finding {
         name.as_deref().unwrap_or("DEV")
     );
     Finding {
+        remedy: queue_remedy(&queue, "read_ahead_kb", ra_kb.clone(), &target.to_string()),
         id: RULE.id,
         severity: if ra_num.is_some_and(|v| v <= CRITICAL_READ_AHEAD_KB) {
             Severity::Critical

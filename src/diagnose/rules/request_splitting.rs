@@ -23,7 +23,7 @@
 //! healthy `dd` of 128 MiB showed 1.18 ms against 0.02 ms, which is its
 //! large writeback queued at depth, not a cost of the cut.
 
-use super::helpers::{device_name, ms_2dp, not_any, queue_dir, queue_number};
+use super::helpers::{device_name, ms_2dp, not_any, queue_dir, queue_number, queue_remedy};
 use crate::analyze::block::DeviceSummary;
 use crate::analyze::Analysis;
 use crate::diagnose::{Finding, Rule, Severity, Verdict};
@@ -156,6 +156,9 @@ fn check(a: &Analysis) -> Verdict {
             continue;
         }
         let f = Finding {
+            remedy: hw_kb.filter(|_| lowered).and_then(|h| {
+                queue_remedy(&queue, "max_sectors_kb", max_kb.map(|m| m.to_string()), &h.to_string())
+            }),
             id: RULE.id,
             severity: if lowered && pieces >= CRITICAL_REQUESTS_PER_BIO {
                 Severity::Critical

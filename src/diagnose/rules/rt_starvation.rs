@@ -12,6 +12,7 @@
 use super::helpers::{ms_2dp, not, sched_rt_runtime_us};
 use crate::analyze::sched::LongWait;
 use crate::analyze::Analysis;
+use crate::diagnose::Remedy;
 use crate::diagnose::{Finding, Rule, Severity, Verdict};
 use serde_json::json;
 
@@ -88,6 +89,8 @@ fn check(a: &Analysis) -> Verdict {
     let h = &w.held_by[0];
     let rt = sched_rt_runtime_us(a);
     Verdict::Fired(Finding {
+        remedy: (rt.as_deref() == Some("-1"))
+            .then(|| Remedy::set("kernel.sched_rt_runtime_us", rt.clone(), "950000")),
         id: RULE.id,
         severity: Severity::Critical,
         title: format!(

@@ -13,7 +13,7 @@
 //! not the scheduler. Not one of the four measured slow-downs of DESIGN.md; recorded in the lab as
 //! sched-bfq.cap against sched-mq-deadline.cap.
 
-use super::helpers::{device_name, ms_2dp, not_any, queue_dir, queue_setting};
+use super::helpers::{device_name, ms_2dp, not_any, queue_dir, queue_remedy, queue_setting};
 use crate::analyze::Analysis;
 use crate::diagnose::{Finding, Rule, Severity, Verdict};
 use serde_json::json;
@@ -87,6 +87,7 @@ fn check(a: &Analysis) -> Verdict {
         let queue = queue_dir(name.as_deref(), &d.device);
         let bfq = sched.as_deref() == Some("bfq");
         return Verdict::Fired(Finding {
+            remedy: queue_remedy(&queue, "scheduler", sched.clone(), "none"),
             id: RULE.id,
             severity: if share >= CRITICAL_PERCENT_IN_SCHEDULER && sched.is_some() {
                 Severity::Critical

@@ -70,6 +70,7 @@ fn check(a: &Analysis) -> Verdict {
         let per = |v: u64| v as f64 / syncs as f64;
         let name = device_name(a, dev);
         return Verdict::Fired(Finding {
+            remedy: None,
             id: RULE.id,
             severity: Severity::Warning,
             title: format!(

@@ -10,8 +10,8 @@
 //! wbt-target10us.cap against wbt-default.cap.
 
 use super::helpers::{
-    block_device, device_name, light_lacks_event, ms_2dp, not_any, queue_dir, queue_setting,
-    span_ns,
+    block_device, device_name, light_lacks_event, ms_2dp, not_any, queue_dir, queue_remedy,
+    queue_setting, span_ns,
 };
 use crate::analyze::Analysis;
 use crate::diagnose::{Finding, Rule, Severity, Verdict};
@@ -69,6 +69,7 @@ fn check(a: &Analysis) -> Verdict {
         let name = device_name(a, dev);
         let queue = queue_dir(name.as_deref(), dev);
         return Verdict::Fired(Finding {
+            remedy: queue_remedy(&queue, "wbt_lat_usec", target.clone(), "0"),
             id: RULE.id,
             severity: if depth <= CRITICAL_MAX_DEPTH && share >= CRITICAL_STEPPED_DOWN_PERCENT {
                 Severity::Critical

@@ -1,0 +1,245 @@
+//! `iosleuth try`: a finding's remedy (or the user's settings) measured on
+//! the user's own workload, in interleaved rounds, and put back.
+
+use crate::error::{Error, ExitStatus, Result};
+use crate::trial::{self, Plan, TrialOptions};
+use clap::{Args, ValueEnum};
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Debug)]
+pub struct TryArgs {
+    /// A capture, or a JSON report of one (`report --format json`), whose
+    /// finding's remedy to try.
+    #[arg(value_name = "CAPTURE_OR_REPORT", required_unless_present = "set")]
+    source: Option<PathBuf>,
+    /// The finding whose remedy to try (default: the first finding with a
+    /// remedy that can be applied live).
+    #[arg(long, value_name = "ID", requires = "source")]
+    finding: Option<String>,
+    /// A setting to try instead of a finding's: a sysctl
+    /// (`vm.dirty_ratio=20`) or a file under /sys
+    /// (`/sys/block/sda/queue/nomerges=0`). Repeat for several, applied in
+    /// order and put back in reverse.
+    #[arg(long = "set", value_name = "KNOB=VALUE", conflicts_with = "source")]
+    set: Vec<String>,
+    /// Change the settings and run the rounds. Without it, print the plan
+    /// and change nothing.
+    #[arg(long)]
+    apply: bool,
+    /// Rounds per side (baseline and candidate, interleaved).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(3..=100))]
+    rounds: u16,
+    /// A figure to judge by beside the workload's time: a metric id of
+    /// `diff` and `check` (`dev.7,0.d2c.p99_ms`).
+    #[arg(long, value_name = "ID")]
+    metric: Option<String>,
+    /// Allow settings outside the devices the workload touched (and
+    /// sysctls other than vm.* and kernel.sched_*).
+    #[arg(long)]
+    force: bool,
+    /// Start no round after this many seconds (the rounds run so far are
+    /// judged).
+    #[arg(long, value_name = "SECONDS")]
+    max_seconds: Option<f64>,
+    /// Keep the rounds' captures in this directory (new); by default they
+    /// are removed.
+    #[arg(long, value_name = "DIR")]
+    keep: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = TryFormat::Text)]
+    format: TryFormat,
+    /// The workload, run once per round.
+    #[arg(last = true, required = true, value_name = "WORKLOAD")]
+    workload: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum TryFormat {
+    Text,
+    Json,
+}
+
+pub fn run(args: TryArgs) -> Result<ExitStatus> {
+    let plan = match &args.source {
+        Some(src) => remedy_plan(src, args.finding.as_deref())?,
+        None => Plan::new(
+            "the settings given (--set)".into(),
+            None,
+            None,
+            &parse_sets(&args.set)?,
+        )?,
+    };
+    let rounds = usize::from(args.rounds);
+    let dir = match &args.keep {
+        Some(d) => {
+            crate::report::output_file::refuse_used_directory(d)?;
+            d.clone()
+        }
+        None => PathBuf::from("/var/tmp")
+            .join(format!("iosleuth-try-{}", crate::capture::unique_name())),
+    };
+    if !args.apply {
+        let out = match args.format {
+            TryFormat::Text => trial::report::plan_text(&plan, rounds, &dir),
+            TryFormat::Json => json(&serde_json::json!({ "plan": plan, "applied": false }))?,
+        };
+        super::write_output(&crate::report::output_file::Destination::Stdout, &out)?;
+        return Ok(ExitStatus::SUCCESS);
+    }
+    if !super::record::is_root() {
+        return Err(Error::bad_input(
+            "try --apply changes kernel settings and records with BPF: it needs root (run it with sudo)",
+        ));
+    }
+    for line in crate::capture::journal::cleanup_stale(None) {
+        note!("iosleuth: cleanup: {line}");
+    }
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::bad_input(format!("cannot create {}: {e}", dir.display())))?;
+    let _scratch = Scratch {
+        dir: (args.keep.is_none()).then(|| dir.clone()),
+    };
+    let opts = TrialOptions {
+        rounds,
+        max_seconds: args.max_seconds,
+        force: args.force,
+        metric: args.metric.clone(),
+        dir: dir.clone(),
+    };
+    let light = crate::capture::light::LightOptions::default();
+    let workload = args.workload.clone();
+    let mut record = |round: &Path| {
+        note!(
+            "iosleuth: try: {}",
+            round.file_name().unwrap_or_default().to_string_lossy()
+        );
+        super::record_light::record_timed(round, &light, &workload, None)
+    };
+    let t = trial::run(plan, &opts, &mut record)?;
+    let out = match args.format {
+        TryFormat::Text => trial::report::trial_text(&t),
+        TryFormat::Json => json(&t)?,
+    };
+    super::write_output(&crate::report::output_file::Destination::Stdout, &out)?;
+    Ok(t.exit_status())
+}
+
+fn json(v: &impl serde::Serialize) -> Result<String> {
+    serde_json::to_string_pretty(v)
+        .map(|s| s + "\n")
+        .map_err(|e| Error::failed(e.to_string()))
+}
+
+/// `KNOB=VALUE` each; the value may hold `=` (a cgroup line does).
+fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>> {
+    sets.iter()
+        .map(|s| match s.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.trim().to_string(), v.to_string())),
+            _ => Err(Error::bad_input(format!(
+                "--set {s:?}: expected KNOB=VALUE"
+            ))),
+        })
+        .collect()
+}
+
+/// The plan of a finding's remedy in a capture (diagnosed now) or in a
+/// JSON report.
+fn remedy_plan(src: &Path, wanted: Option<&str>) -> Result<Plan> {
+    let findings: Vec<serde_json::Value> = match read_report(src) {
+        Some(v) => v,
+        None => {
+            let run = crate::pipeline::diagnosed(src, &crate::pipeline::Options::default())?;
+            run.findings
+                .iter()
+                .map(|f| serde_json::to_value(f).unwrap_or_default())
+                .collect()
+        }
+    };
+    let ids: Vec<&str> = findings.iter().filter_map(|f| f["id"].as_str()).collect();
+    let chosen = match wanted {
+        Some(id) => findings.iter().find(|f| f["id"] == id).ok_or_else(|| {
+            Error::bad_input(format!(
+                "{}: no finding {id} (its findings: {})",
+                src.display(),
+                if ids.is_empty() { "none".into() } else { ids.join(", ") }
+            ))
+        })?,
+        None => findings
+            .iter()
+            .find(|f| f["remedy"]["live"] == true)
+            .ok_or_else(|| {
+                Error::bad_input(format!(
+                    "{}: no finding has a remedy try can apply live (its findings: {}); name settings with --set",
+                    src.display(),
+                    if ids.is_empty() { "none".into() } else { ids.join(", ") }
+                ))
+            })?,
+    };
+    let id = chosen["id"].as_str().unwrap_or("?").to_string();
+    let remedy = &chosen["remedy"];
+    if remedy.is_null() {
+        return Err(Error::bad_input(format!(
+            "{}: {id}'s workaround is not a setting (try: {}); name settings with --set",
+            src.display(),
+            chosen["workaround"].as_str().unwrap_or("")
+        )));
+    }
+    if remedy["live"] != true {
+        return Err(Error::bad_input(format!(
+            "{}: {id}'s remedy cannot be applied to a running system: {}",
+            src.display(),
+            remedy["not_live"].as_str().unwrap_or("not live")
+        )));
+    }
+    let settings: Vec<(String, String)> = remedy["settings"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| {
+                    Some((
+                        s["knob"].as_str()?.to_string(),
+                        s["value"].as_str()?.to_string(),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Plan::new(
+        format!("the remedy of {id} in {}", src.display()),
+        Some(id),
+        remedy["metric"].as_str().map(String::from),
+        &settings,
+    )
+}
+
+/// A JSON report's findings, when `src` is one (a file of JSON with a
+/// `findings` list); `None` for anything else (a capture to read).
+fn read_report(src: &Path) -> Option<Vec<serde_json::Value>> {
+    if !src.is_file() {
+        return None;
+    }
+    // A report is small; a trace is not read whole here.
+    let meta = std::fs::metadata(src).ok()?;
+    if meta.len() > 64 << 20 {
+        return None;
+    }
+    let text = std::fs::read(src).ok()?;
+    if text.first().is_none_or(|&b| b != b'{') {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    v.get("findings")?.as_array().cloned()
+}
+
+/// The rounds' captures, removed at the end unless kept.
+struct Scratch {
+    dir: Option<PathBuf>,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if let Some(d) = &self.dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}

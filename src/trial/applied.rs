@@ -1,0 +1,97 @@
+//! The candidate's settings while they are applied: each change written in
+//! the journal before it is made (so that `record --cleanup` undoes it
+//! after a SIGKILL), put back in the reverse order when the round ends or
+//! the guard is dropped (an error, a panic's unwind), and read back.
+
+use super::knob::Knob;
+use crate::capture::journal::Journal;
+use serde::Serialize;
+
+/// A knob put back, and what the kernel shows after.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Restored {
+    pub knob: String,
+    pub value: String,
+    pub reads: String,
+    pub ok: bool,
+}
+
+pub struct Applied<'j> {
+    journal: &'j mut Journal,
+    /// Each changed knob with the value that puts it back, in order.
+    done: Vec<(Knob, String)>,
+}
+
+impl<'j> Applied<'j> {
+    /// Sets each knob to its value, in order; on a refusal, puts back
+    /// what it had set and says which knob and value.
+    pub fn apply(
+        journal: &'j mut Journal,
+        changes: &[(Knob, String)],
+    ) -> Result<Applied<'j>, String> {
+        let mut a = Applied {
+            journal,
+            done: Vec::new(),
+        };
+        for (knob, value) in changes {
+            let was = knob.read()?;
+            let restore = knob.restore_value(&was);
+            // Written down first: a SIGKILL between the two leaves an
+            // entry that puts back the value it already has.
+            a.journal.record_knob(&knob.file, &restore);
+            a.done.push((knob.clone(), restore));
+            knob.write(value)?;
+            let now = knob.read()?;
+            if !knob.shows(&now, value) {
+                return Err(format!(
+                    "{}: wrote {value:?} but the kernel shows {now:?}",
+                    knob.name
+                ));
+            }
+        }
+        Ok(a)
+    }
+
+    /// Puts every knob back (last changed first) and reads each back.
+    pub fn restore(mut self) -> Result<Vec<Restored>, String> {
+        self.undo()
+    }
+
+    fn undo(&mut self) -> Result<Vec<Restored>, String> {
+        let mut out = Vec::new();
+        let mut failed = Vec::new();
+        while let Some((knob, value)) = self.done.pop() {
+            let wrote = knob.write(&value);
+            let reads = knob.read().unwrap_or_else(|e| e);
+            let ok = wrote.is_ok() && knob.shows(&reads, &value);
+            if ok {
+                self.journal.forget_knob(&knob.file);
+            } else {
+                failed.push(format!(
+                    "{}: could not put back {value:?} (reads {reads:?}{}); the journal keeps it for `iosleuth record --cleanup`",
+                    knob.name,
+                    wrote.err().map(|e| format!(", {e}")).unwrap_or_default()
+                ));
+            }
+            out.push(Restored {
+                knob: knob.name.clone(),
+                value,
+                reads,
+                ok,
+            });
+        }
+        if failed.is_empty() {
+            Ok(out)
+        } else {
+            Err(failed.join("; "))
+        }
+    }
+}
+
+impl Drop for Applied<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.undo() {
+            eprintln!("iosleuth: {e}");
+        }
+    }
+}

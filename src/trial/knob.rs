@@ -1,0 +1,247 @@
+//! A setting `iosleuth try` may change: a sysctl or a file under /sys,
+//! read, written and read back as the kernel shows it.
+//!
+//! Two kinds of file: one value (`nomerges`, `vm/dirty_ratio`; the I/O
+//! scheduler file lists them all and brackets the one in use), or one line
+//! per device (a cgroup's `io.max`, cgroup v1's `blkio.throttle.*_device`),
+//! where the value starts with the device (`7:0 rbps=max ...`) and only
+//! that device's line is read, changed and restored.
+
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Knob {
+    /// As the user (or the finding) named it.
+    pub name: String,
+    pub file: PathBuf,
+    /// `Some(MAJ:MIN)` for a per-device line file: the device the value
+    /// names.
+    pub device_line: Option<String>,
+}
+
+/// Why a knob cannot be used, said with its name.
+pub type KnobError = String;
+
+impl Knob {
+    /// Resolves `name` (a sysctl such as `vm.dirty_ratio`, or a file
+    /// under /sys or /proc/sys) for the value `value`. Refuses a name that
+    /// is neither, a file that does not exist, and a per-device file whose
+    /// value names no device.
+    pub fn resolve(name: &str, value: &str) -> Result<Knob, KnobError> {
+        let file = if name.starts_with('/') {
+            let p = PathBuf::from(name);
+            let under = |root: &str| p.starts_with(root);
+            if !(under("/sys/") || under("/proc/sys/"))
+                || name.contains("/../")
+                || name.ends_with("/..")
+            {
+                return Err(format!(
+                    "{name}: not a setting: try changes files under /sys or /proc/sys, or a sysctl by its name"
+                ));
+            }
+            p
+        } else {
+            let ok = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/'))
+                && !name.contains("..");
+            if !ok {
+                return Err(format!(
+                    "{name}: not a sysctl name (such as vm.dirty_ratio) nor a path"
+                ));
+            }
+            PathBuf::from("/proc/sys").join(name.replace('.', "/"))
+        };
+        if !file.is_file() {
+            return Err(format!(
+                "{name}: no such setting ({} does not exist)",
+                file.display()
+            ));
+        }
+        let device_line = if is_per_device(&file) {
+            let dev = value.split_whitespace().next().unwrap_or("");
+            if !is_maj_min(dev) {
+                return Err(format!(
+                    "{name}: a line per device: the value must start with the device as MAJ:MIN (\"7:0 ...\"), not {value:?}"
+                ));
+            }
+            Some(dev.to_string())
+        } else {
+            None
+        };
+        Ok(Knob {
+            name: name.to_string(),
+            file,
+            device_line,
+        })
+    }
+
+    /// Its value now, as the kernel shows it: the selected entry of a
+    /// list (`[mq-deadline] none` → `mq-deadline`), the device's line of
+    /// a per-device file (empty when the device has none).
+    pub fn read(&self) -> Result<String, KnobError> {
+        let text = std::fs::read_to_string(&self.file)
+            .map_err(|e| format!("{}: cannot read {}: {e}", self.name, self.file.display()))?;
+        Ok(match &self.device_line {
+            Some(dev) => text
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(dev))
+                .unwrap_or("")
+                .trim()
+                .to_string(),
+            None => shown_value(&text),
+        })
+    }
+
+    /// Writes `value`; the kernel's refusal (EINVAL and the like) is said
+    /// with the knob and the value.
+    pub fn write(&self, value: &str) -> Result<(), KnobError> {
+        std::fs::write(&self.file, value)
+            .map_err(|e| format!("{}: the kernel refused {value:?}: {e}", self.name))
+    }
+
+    /// What to write to put back `was` (a value `read` returned): for a
+    /// per-device line that did not exist, the line that lifts the limit.
+    pub fn restore_value(&self, was: &str) -> String {
+        match &self.device_line {
+            Some(dev) if was.is_empty() => {
+                if self.file.file_name().is_some_and(|n| n == "io.max") {
+                    format!("{dev} rbps=max wbps=max riops=max wiops=max")
+                } else {
+                    format!("{dev} 0")
+                }
+            }
+            _ => was.to_string(),
+        }
+    }
+
+    /// Whether the value read back is `wanted` (compared as the kernel
+    /// shows values: lists by their selected entry, lines by their words,
+    /// a lifted per-device limit as no line).
+    pub fn shows(&self, read: &str, wanted: &str) -> bool {
+        let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        if self.device_line.is_some() {
+            let lifted = |s: &str| {
+                let w = words(s);
+                w.len() <= 1 || w[1..].iter().all(|x| x == "0" || x.ends_with("=max"))
+            };
+            return words(read) == words(wanted) || (lifted(read) && lifted(wanted));
+        }
+        words(read) == words(&shown_value(wanted))
+    }
+
+    /// The block device the knob belongs to, by name or MAJ:MIN, when it
+    /// is one's (`/sys/block/NAME/...`, `/sys/dev/block/M:N/...`, or a
+    /// per-device line).
+    pub fn device(&self) -> Option<String> {
+        if let Some(d) = &self.device_line {
+            return Some(d.clone());
+        }
+        let rest = self
+            .file
+            .strip_prefix("/sys/block")
+            .or_else(|_| self.file.strip_prefix("/sys/dev/block"))
+            .ok()?;
+        rest.iter().next().map(|c| c.to_string_lossy().into_owned())
+    }
+
+    /// A sysctl (global, no device).
+    pub fn is_sysctl(&self) -> bool {
+        self.file.starts_with("/proc/sys")
+    }
+}
+
+/// `[mq-deadline] none` → `mq-deadline`; any other value trimmed.
+fn shown_value(text: &str) -> String {
+    let t = text.trim();
+    match (t.find('['), t.find(']')) {
+        (Some(a), Some(b)) if a < b => t[a + 1..b].to_string(),
+        _ => t.to_string(),
+    }
+}
+
+fn is_per_device(file: &Path) -> bool {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    name == "io.max" || (name.starts_with("blkio.throttle.") && name.ends_with("_device"))
+}
+
+fn is_maj_min(s: &str) -> bool {
+    let mut it = s.split(':');
+    matches!((it.next(), it.next(), it.next()), (Some(a), Some(b), None)
+        if !a.is_empty() && !b.is_empty() && a.bytes().all(|c| c.is_ascii_digit()) && b.bytes().all(|c| c.is_ascii_digit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_resolve_to_files_and_others_are_refused() {
+        let k = Knob::resolve("vm.dirty_ratio", "20").unwrap();
+        assert_eq!(k.file, PathBuf::from("/proc/sys/vm/dirty_ratio"));
+        assert!(k.is_sysctl() && k.device().is_none());
+        for bad in [
+            "/etc/passwd",
+            "/sys/../etc/passwd",
+            "vm..x",
+            "vm.dirty ratio",
+            "",
+        ] {
+            assert!(Knob::resolve(bad, "1").is_err(), "{bad}");
+        }
+        let e = Knob::resolve("vm.no_such_knob", "1").unwrap_err();
+        assert!(e.contains("no such setting"), "{e}");
+    }
+
+    #[test]
+    fn lists_show_their_selected_entry() {
+        assert_eq!(shown_value("[mq-deadline] kyber none\n"), "mq-deadline");
+        assert_eq!(shown_value("none [bfq]"), "bfq");
+        assert_eq!(shown_value(" 128\n"), "128");
+    }
+
+    #[test]
+    fn per_device_lines_name_their_device_and_lift_when_absent() {
+        let k = Knob {
+            name: "/sys/fs/cgroup/a/io.max".into(),
+            file: "/sys/fs/cgroup/a/io.max".into(),
+            device_line: Some("7:0".into()),
+        };
+        assert_eq!(
+            k.restore_value(""),
+            "7:0 rbps=max wbps=max riops=max wiops=max"
+        );
+        assert_eq!(
+            k.restore_value("7:0 rbps=4096 wbps=max riops=max wiops=max"),
+            "7:0 rbps=4096 wbps=max riops=max wiops=max"
+        );
+        assert!(k.shows("", "7:0 rbps=max wbps=max riops=max wiops=max"));
+        assert!(!k.shows("7:0 rbps=4096 wbps=max riops=max wiops=max", ""));
+        assert_eq!(k.device().as_deref(), Some("7:0"));
+        assert!(
+            is_maj_min("259:12") && !is_maj_min("7:") && !is_maj_min("sda") && !is_maj_min("1:2:3")
+        );
+        let v1 = Knob {
+            device_line: Some("7:0".into()),
+            file: "/sys/fs/cgroup/blkio/x/blkio.throttle.read_bps_device".into(),
+            ..k
+        };
+        assert_eq!(v1.restore_value(""), "7:0 0");
+        assert!(is_per_device(&v1.file));
+    }
+
+    #[test]
+    fn a_queue_file_belongs_to_its_device() {
+        let k = Knob {
+            name: "x".into(),
+            file: "/sys/block/loop3/queue/nomerges".into(),
+            device_line: None,
+        };
+        assert_eq!(k.device().as_deref(), Some("loop3"));
+        assert!(k.shows("2", "2\n") && !k.shows("2", "0"));
+    }
+}

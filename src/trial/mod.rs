@@ -1,0 +1,470 @@
+//! `iosleuth try`: proves a remedy on the user's own workload. The
+//! workload runs in interleaved rounds, baseline and candidate (A B A B
+//! …), each recorded and diagnosed; the candidate's settings are applied
+//! just before its round and put back just after (through the journal
+//! `record` uses, so a SIGKILL is undone by `record --cleanup`). The
+//! verdict is the change of the medians with a bootstrap interval, how many
+//! paired rounds agree, and whether the finding left.
+
+mod applied;
+pub mod knob;
+pub mod report;
+pub mod verdict;
+
+use crate::capture::journal::Journal;
+use crate::capture::workload::{install_signal_handlers, interrupted};
+use crate::error::{Error, ExitStatus, Result};
+use crate::pipeline::{self, Options};
+use applied::{Applied, Restored};
+use knob::Knob;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use verdict::{Change, Outcome};
+
+/// The id of the workload's own time among the figures compared.
+pub const WORKLOAD_SECONDS: &str = "workload.seconds";
+
+/// One knob of the plan: its value now, the value tried, and the value
+/// that puts it back after each candidate round.
+#[derive(Debug, Clone, Serialize)]
+pub struct Planned {
+    pub knob: String,
+    pub file: PathBuf,
+    pub now: String,
+    pub tried: String,
+    pub restore: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    /// Where the settings come from: a finding's remedy in a capture or
+    /// report, or `--set`.
+    pub from: String,
+    /// The finding whose remedy this is.
+    pub finding: Option<String>,
+    /// The figure the finding is about (a metric id).
+    pub metric: Option<String>,
+    pub changes: Vec<Planned>,
+    #[serde(skip)]
+    knobs: Vec<Knob>,
+}
+
+impl Plan {
+    /// Resolves and reads each knob; a name that is no setting, or that
+    /// cannot be read, is bad input (nothing is changed).
+    pub fn new(
+        from: String,
+        finding: Option<String>,
+        metric: Option<String>,
+        settings: &[(String, String)],
+    ) -> Result<Plan> {
+        if settings.is_empty() {
+            return Err(Error::bad_input("nothing to try: no setting given"));
+        }
+        let mut changes = Vec::new();
+        let mut knobs = Vec::new();
+        for (name, value) in settings {
+            let k = Knob::resolve(name, value).map_err(Error::bad_input)?;
+            let now = k.read().map_err(Error::bad_input)?;
+            changes.push(Planned {
+                knob: name.clone(),
+                file: k.file.clone(),
+                restore: k.restore_value(&now),
+                now,
+                tried: value.clone(),
+            });
+            knobs.push(k);
+        }
+        Ok(Plan {
+            from,
+            finding,
+            metric,
+            changes,
+            knobs,
+        })
+    }
+
+    fn pairs(&self) -> Vec<(Knob, String)> {
+        self.knobs
+            .iter()
+            .cloned()
+            .zip(self.changes.iter().map(|c| c.tried.clone()))
+            .collect()
+    }
+
+    /// The knobs outside what the workload touched: a device's knob for a
+    /// device it did no I/O to, a file that belongs to no device, a sysctl
+    /// outside the page cache's and the scheduler's (`vm.*`,
+    /// `kernel.sched_*`).
+    fn outside(&self, touched: &[String]) -> Vec<String> {
+        self.knobs
+            .iter()
+            .filter(|k| {
+                if k.is_sysctl() {
+                    let rel = k.file.strip_prefix("/proc/sys").unwrap_or(&k.file);
+                    return !(rel.starts_with("vm")
+                        || rel.to_string_lossy().starts_with("kernel/sched_"));
+                }
+                match k.device().and_then(|d| maj_min(&d)) {
+                    Some(d) => !touched.contains(&d),
+                    None => true,
+                }
+            })
+            .map(|k| k.name.clone())
+            .collect()
+    }
+}
+
+/// A device as `MAJ:MIN`, from its name (`/sys/block/NAME/dev`) or as is.
+fn maj_min(dev: &str) -> Option<String> {
+    if dev.contains(':') {
+        return Some(dev.to_string());
+    }
+    let text = std::fs::read_to_string(format!("/sys/class/block/{dev}/dev")).ok()?;
+    Some(text.trim().to_string())
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Baseline,
+    Candidate,
+}
+
+impl Side {
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Baseline => "baseline",
+            Side::Candidate => "candidate",
+        }
+    }
+}
+
+/// One recorded run of the workload.
+#[derive(Debug, Clone, Serialize)]
+pub struct Round {
+    pub side: Side,
+    /// 1-based, per side.
+    pub index: usize,
+    pub seconds: f64,
+    pub findings: Vec<String>,
+    /// The capture's headline figures by id (`diff`'s and `check`'s).
+    pub metrics: BTreeMap<String, f64>,
+    pub capture: PathBuf,
+    /// The knobs put back after a candidate round.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub restored: Vec<Restored>,
+}
+
+/// How often the finding showed on each side.
+#[derive(Debug, Clone, Serialize)]
+pub struct FindingRounds {
+    pub id: String,
+    pub baseline: usize,
+    pub candidate: usize,
+    pub rounds: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Trial {
+    pub plan: Plan,
+    pub rounds: Vec<Round>,
+    /// Each figure compared: the workload's time, the finding's figure,
+    /// the user's `--metric`.
+    pub changes: Vec<Change>,
+    pub finding: Option<FindingRounds>,
+    /// The figure the verdict is judged by.
+    pub judged_by: String,
+    pub verdict: Outcome,
+    /// Why fewer rounds ran than asked (the time budget).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// What could not be compared, said (a figure missing from the rounds).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unknown: Vec<String>,
+}
+
+impl Trial {
+    /// 0 better, 1 not better (worse, or no change), 125 inconclusive.
+    pub fn exit_status(&self) -> ExitStatus {
+        match self.verdict {
+            Outcome::Better => ExitStatus::SUCCESS,
+            Outcome::Worse | Outcome::NoChange => ExitStatus(1),
+            Outcome::Inconclusive => ExitStatus::CANNOT_TELL,
+        }
+    }
+}
+
+pub struct TrialOptions {
+    /// Rounds per side.
+    pub rounds: usize,
+    /// No round starts after this many seconds.
+    pub max_seconds: Option<f64>,
+    /// Knobs outside what the workload touched are allowed.
+    pub force: bool,
+    /// The user's figure (a metric id).
+    pub metric: Option<String>,
+    /// Where the rounds' captures go.
+    pub dir: PathBuf,
+}
+
+/// Records one round into a directory: the workload's exit status and
+/// its wall time (s).
+pub type Recorder<'a> = dyn FnMut(&Path) -> Result<(i32, f64)> + 'a;
+
+/// Runs the plan. Before any round the candidate's settings are applied
+/// once and put back (a value the kernel refuses is bad input, exit 2);
+/// the first baseline round says which devices the workload touched.
+pub fn run(plan: Plan, o: &TrialOptions, record: &mut Recorder) -> Result<Trial> {
+    install_signal_handlers();
+    let mut journal = Journal::new();
+    let changes = plan.pairs();
+    // The kernel's answer before anything is measured.
+    Applied::apply(&mut journal, &changes)
+        .and_then(|a| a.restore())
+        .map_err(|e| Error::bad_input(format!("{e}: nothing was run")))?;
+    let started = Instant::now();
+    let mut rounds: Vec<Round> = Vec::new();
+    let mut stopped = None;
+    'rounds: for r in 0..o.rounds {
+        for side in [Side::Baseline, Side::Candidate] {
+            if interrupted() {
+                return Err(Error::Interrupted(
+                    "interrupted; every setting try changed is back".into(),
+                ));
+            }
+            if let Some(max) = o.max_seconds {
+                let spent = started.elapsed().as_secs_f64();
+                if spent >= max && side == Side::Baseline {
+                    stopped = Some(format!(
+                        "--max-seconds {max}: stopped after {r} round(s) a side ({spent:.0} s)"
+                    ));
+                    break 'rounds;
+                }
+            }
+            let dir = o.dir.join(format!("{}-{}", side.name(), r + 1));
+            let (status, seconds, restored) = match side {
+                Side::Baseline => {
+                    let (s, t) = record(&dir)?;
+                    (s, t, Vec::new())
+                }
+                Side::Candidate => {
+                    let applied = Applied::apply(&mut journal, &changes).map_err(Error::failed)?;
+                    let outcome = record(&dir);
+                    let restored = applied.restore().map_err(Error::failed)?;
+                    let (s, t) = outcome?;
+                    (s, t, restored)
+                }
+            };
+            if status == 130 || interrupted() {
+                return Err(Error::Interrupted(
+                    "interrupted; every setting try changed is back".into(),
+                ));
+            }
+            if status != 0 {
+                return Err(Error::bad_input(format!(
+                    "the workload failed in {} round {} (exit {status}): nothing was judged; every setting is back",
+                    side.name(),
+                    r + 1
+                )));
+            }
+            let run = pipeline::diagnosed(&dir, &Options::default())?;
+            if r == 0 && side == Side::Baseline && !o.force {
+                let touched = touched_devices(&run.analysis);
+                let outside = plan.outside(&touched);
+                if !outside.is_empty() {
+                    return Err(Error::bad_input(format!(
+                        "{} outside what the workload touched (its devices: {}); --force to try anyway",
+                        outside.join(", "),
+                        if touched.is_empty() { "none".into() } else { touched.join(", ") }
+                    )));
+                }
+            }
+            rounds.push(Round {
+                side,
+                index: r + 1,
+                seconds,
+                findings: run.findings.iter().map(|f| f.id.to_string()).collect(),
+                metrics: crate::compare::headline(&run.analysis)
+                    .into_iter()
+                    .map(|m| (m.id, m.value))
+                    .collect(),
+                capture: dir,
+                restored,
+            });
+        }
+    }
+    judge(plan, rounds, o.metric.as_deref(), stopped)
+}
+
+/// The devices the workload did I/O to, as `MAJ:MIN`.
+fn touched_devices(a: &crate::analyze::Analysis) -> Vec<String> {
+    let mut v: Vec<String> = a
+        .block
+        .devices
+        .iter()
+        .map(|d| d.device.clone())
+        .chain(a.light.iter().flat_map(|l| {
+            l.devices
+                .iter()
+                .filter(|d| d.ops.iter().any(|o| o.ios > 0))
+                .map(|d| d.device.clone())
+        }))
+        .map(|d| d.replace(',', ":"))
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The verdict over the rounds: judged by the user's figure, else the
+/// finding's, else the workload's time.
+fn judge(
+    plan: Plan,
+    rounds: Vec<Round>,
+    metric: Option<&str>,
+    stopped: Option<String>,
+) -> Result<Trial> {
+    let side = |s: Side| rounds.iter().filter(move |r| r.side == s);
+    if side(Side::Candidate).next().is_none() {
+        return Err(Error::bad_input(
+            "no candidate round ran (--max-seconds too short?): nothing to judge",
+        ));
+    }
+    let mut changes = Vec::new();
+    let mut unknown = Vec::new();
+    let secs = |s: Side| side(s).map(|r| r.seconds).collect::<Vec<_>>();
+    if let Some(c) = verdict::compare(
+        WORKLOAD_SECONDS,
+        &secs(Side::Baseline),
+        &secs(Side::Candidate),
+        true,
+    ) {
+        changes.push(c);
+    }
+    let mut judged_by = WORKLOAD_SECONDS.to_string();
+    for id in [plan.metric.as_deref(), metric].into_iter().flatten() {
+        if changes.iter().any(|c| c.metric == id) {
+            continue;
+        }
+        let values = |s: Side| {
+            side(s)
+                .filter_map(|r| r.metrics.get(id).copied())
+                .collect::<Vec<_>>()
+        };
+        let (b, c) = (values(Side::Baseline), values(Side::Candidate));
+        let lower = crate::compare::metrics::kind_of(id).is_none_or(|k| k.higher_is_worse);
+        match verdict::compare(id, &b, &c, lower) {
+            Some(ch) => {
+                judged_by = id.to_string();
+                changes.push(ch);
+            }
+            None => unknown.push(format!(
+                "{id}: not in the rounds' captures ({} baseline and {} candidate rounds have it)",
+                b.len(),
+                c.len()
+            )),
+        }
+    }
+    let verdict = changes
+        .iter()
+        .find(|c| c.metric == judged_by)
+        .map(|c| c.outcome)
+        .unwrap_or(Outcome::Inconclusive);
+    let finding = plan.finding.clone().map(|id| FindingRounds {
+        baseline: side(Side::Baseline)
+            .filter(|r| r.findings.contains(&id))
+            .count(),
+        candidate: side(Side::Candidate)
+            .filter(|r| r.findings.contains(&id))
+            .count(),
+        rounds: side(Side::Candidate).count(),
+        id,
+    });
+    Ok(Trial {
+        plan,
+        rounds,
+        changes,
+        finding,
+        judged_by,
+        verdict,
+        stopped,
+        unknown,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round(side: Side, index: usize, seconds: f64, findings: &[&str]) -> Round {
+        Round {
+            side,
+            index,
+            seconds,
+            findings: findings.iter().map(|s| s.to_string()).collect(),
+            metrics: BTreeMap::new(),
+            capture: PathBuf::new(),
+            restored: Vec::new(),
+        }
+    }
+
+    fn plan(finding: Option<&str>, metric: Option<&str>) -> Plan {
+        Plan {
+            from: "test".into(),
+            finding: finding.map(String::from),
+            metric: metric.map(String::from),
+            changes: Vec::new(),
+            knobs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn judged_by_the_workload_time_and_the_finding_counted_per_side() {
+        let mut rounds = Vec::new();
+        for i in 1..=5 {
+            rounds.push(round(
+                Side::Baseline,
+                i,
+                2.0 + i as f64 * 0.01,
+                &["merges_disabled"],
+            ));
+            rounds.push(round(Side::Candidate, i, 0.5 + i as f64 * 0.01, &[]));
+        }
+        let t = judge(plan(Some("merges_disabled"), None), rounds, None, None).unwrap();
+        assert_eq!(t.judged_by, WORKLOAD_SECONDS);
+        assert_eq!(t.verdict, Outcome::Better);
+        assert_eq!(t.exit_status(), ExitStatus::SUCCESS);
+        let f = t.finding.unwrap();
+        assert_eq!((f.baseline, f.candidate, f.rounds), (5, 0, 5));
+    }
+
+    #[test]
+    fn a_figure_no_round_has_is_said_and_the_time_judges() {
+        let rounds = vec![
+            round(Side::Baseline, 1, 1.0, &[]),
+            round(Side::Candidate, 1, 1.0, &[]),
+        ];
+        let t = judge(plan(None, Some("dev.7,0.requests")), rounds, None, None).unwrap();
+        assert_eq!(t.judged_by, WORKLOAD_SECONDS);
+        assert!(
+            t.unknown[0].starts_with("dev.7,0.requests: not in the rounds' captures"),
+            "{:?}",
+            t.unknown
+        );
+    }
+
+    #[test]
+    fn no_candidate_round_is_no_verdict() {
+        let e = judge(
+            plan(None, None),
+            vec![round(Side::Baseline, 1, 1.0, &[])],
+            None,
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+    }
+}

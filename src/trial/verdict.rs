@@ -1,0 +1,199 @@
+//! Whether the candidate rounds beat the baseline rounds: the medians, the
+//! change with a bootstrap confidence interval, and how many paired rounds
+//! agree. A change is believed only when its interval excludes zero.
+
+use serde::Serialize;
+
+/// Bootstrap resamples: enough for stable 2.5/97.5 percentiles (the
+/// interval's ends move by well under a point between seeds at 5 rounds).
+const RESAMPLES: usize = 4000;
+/// A change whose whole interval lies within this many percent of zero is
+/// "no change" (not better); a wider interval across zero is inconclusive:
+/// the noise is larger than any change it could hide.
+pub const NO_CHANGE_PERCENT: f64 = 3.0;
+
+/// One figure's comparison.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Change {
+    pub metric: String,
+    pub baseline_median: f64,
+    pub candidate_median: f64,
+    /// (candidate / baseline − 1) × 100 of the medians.
+    pub change_percent: f64,
+    /// The change's 95 % interval (bootstrap of the medians' ratio).
+    pub ci95_percent: [f64; 2],
+    /// Paired rounds (baseline i, candidate i) where the candidate was
+    /// better, of `pairs`.
+    pub rounds_better: usize,
+    pub pairs: usize,
+    pub lower_is_better: bool,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Better,
+    Worse,
+    NoChange,
+    Inconclusive,
+}
+
+impl Outcome {
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Better => "better",
+            Outcome::Worse => "worse",
+            Outcome::NoChange => "no change",
+            Outcome::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+pub fn median(v: &[f64]) -> f64 {
+    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if s.is_empty() {
+        return f64::NAN;
+    }
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+/// xorshift64*: a fixed seed, so one set of rounds always gives one
+/// interval (a rerun of the report must not move it).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) as usize % n
+    }
+}
+
+/// Compares `candidate` with `baseline` (values in round order, paired by
+/// index). `None` when either side has no value.
+pub fn compare(
+    metric: &str,
+    baseline: &[f64],
+    candidate: &[f64],
+    lower_is_better: bool,
+) -> Option<Change> {
+    if baseline.is_empty() || candidate.is_empty() {
+        return None;
+    }
+    let (b, c) = (median(baseline), median(candidate));
+    if !(b.is_finite() && c.is_finite()) || b == 0.0 {
+        return None;
+    }
+    let pct = (c / b - 1.0) * 100.0;
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut ratios: Vec<f64> = (0..RESAMPLES)
+        .filter_map(|_| {
+            let rb: Vec<f64> = (0..baseline.len())
+                .map(|_| baseline[rng.below(baseline.len())])
+                .collect();
+            let rc: Vec<f64> = (0..candidate.len())
+                .map(|_| candidate[rng.below(candidate.len())])
+                .collect();
+            let mb = median(&rb);
+            (mb != 0.0).then(|| (median(&rc) / mb - 1.0) * 100.0)
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
+    let ci = [at(0.025), at(0.975)];
+    let pairs = baseline.len().min(candidate.len());
+    let rounds_better = (0..pairs)
+        .filter(|&i| {
+            if lower_is_better {
+                candidate[i] < baseline[i]
+            } else {
+                candidate[i] > baseline[i]
+            }
+        })
+        .count();
+    let improving = |x: f64| if lower_is_better { x < 0.0 } else { x > 0.0 };
+    let outcome = if improving(ci[0]) && improving(ci[1]) {
+        Outcome::Better
+    } else if !improving(ci[0]) && !improving(ci[1]) && ci[0] != 0.0 && ci[1] != 0.0 {
+        Outcome::Worse
+    } else if ci[0].abs() <= NO_CHANGE_PERCENT && ci[1].abs() <= NO_CHANGE_PERCENT {
+        Outcome::NoChange
+    } else {
+        Outcome::Inconclusive
+    };
+    Some(Change {
+        metric: metric.to_string(),
+        baseline_median: b,
+        candidate_median: c,
+        change_percent: pct,
+        ci95_percent: ci,
+        rounds_better,
+        pairs,
+        lower_is_better,
+        outcome,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clear_drop_is_better_with_an_interval_that_excludes_zero() {
+        let c = compare(
+            "t",
+            &[10.0, 11.0, 10.5, 10.2, 10.8],
+            &[3.0, 3.2, 3.1, 2.9, 3.05],
+            true,
+        )
+        .unwrap();
+        assert_eq!(c.outcome, Outcome::Better);
+        assert!((c.change_percent - (3.05 / 10.5 - 1.0) * 100.0).abs() < 1e-9);
+        assert!(c.ci95_percent[0] <= c.change_percent && c.change_percent <= c.ci95_percent[1]);
+        assert!(c.ci95_percent[1] < 0.0);
+        assert_eq!((c.rounds_better, c.pairs), (5, 5));
+    }
+
+    #[test]
+    fn higher_is_worse_turns_the_same_drop_around() {
+        let c = compare("iops", &[10.0, 11.0, 10.5], &[3.0, 3.2, 3.1], false).unwrap();
+        assert_eq!(c.outcome, Outcome::Worse);
+        assert_eq!(c.rounds_better, 0);
+    }
+
+    #[test]
+    fn overlapping_noise_is_inconclusive_and_a_tight_tie_no_change() {
+        let c = compare(
+            "t",
+            &[10.0, 14.0, 9.0, 13.0, 8.0],
+            &[9.0, 13.5, 10.0, 12.0, 8.5],
+            true,
+        )
+        .unwrap();
+        assert_eq!(c.outcome, Outcome::Inconclusive, "{c:?}");
+        let c = compare(
+            "t",
+            &[10.0, 10.1, 10.05, 9.95, 10.0],
+            &[10.02, 10.0, 10.08, 9.97, 10.03],
+            true,
+        )
+        .unwrap();
+        assert_eq!(c.outcome, Outcome::NoChange, "{c:?}");
+    }
+
+    #[test]
+    fn nothing_to_compare_is_no_answer() {
+        assert!(compare("t", &[], &[1.0], true).is_none());
+        assert!(compare("t", &[0.0], &[1.0], true).is_none());
+        assert!(median(&[]).is_nan());
+        assert_eq!(median(&[3.0, 1.0, 2.0, 4.0]), 2.5);
+    }
+}
