@@ -32,6 +32,12 @@ enum LabAction {
         /// on the healthy runs.
         #[arg(long)]
         watch: bool,
+        /// Prove each scenario's advice: while its bad setup stands, `iosleuth
+        /// try` applies the expected finding's remedy and measures the bad
+        /// run's workload in interleaved rounds (3 a side); a table of every
+        /// rule's remedy, effect and confidence closes `lab run all --try`.
+        #[arg(long = "try")]
+        try_remedy: bool,
     },
 }
 
@@ -53,6 +59,7 @@ pub fn run(args: LabArgs) -> Result<ExitStatus> {
             keep,
             light,
             watch,
+            try_remedy,
         } => {
             if unsafe { libc::geteuid() } != 0 {
                 return Err(Error::bad_input(
@@ -71,7 +78,7 @@ pub fn run(args: LabArgs) -> Result<ExitStatus> {
                 })?;
                 vec![s]
             };
-            crate::lab::run::run(&chosen, keep, light, watch, &mut out)
+            crate::lab::run::run(&chosen, keep, light, watch, try_remedy, &mut out)
         }
     }
 }

@@ -155,9 +155,31 @@ pub fn run(args: RecordArgs) -> Result<ExitStatus> {
     Ok(ExitStatus(status))
 }
 
+/// One round of `iosleuth try --full`: the full recorder with `events`
+/// (sets as `--events` takes them) around `command`; its exit status and
+/// wall time (s).
+pub(super) fn full_round(output: &Path, events: &str, command: &[String]) -> Result<(i32, f64)> {
+    #[derive(clap::Parser)]
+    struct Record {
+        #[command(flatten)]
+        args: RecordArgs,
+    }
+    let mut argv: Vec<std::ffi::OsString> = vec!["record".into(), "-o".into(), output.into()];
+    argv.extend(["--events".into(), events.into(), "--".into()]);
+    argv.extend(command.iter().map(Into::into));
+    let r = <Record as clap::Parser>::try_parse_from(argv)
+        .map_err(|e| Error::bad_input(format!("--events {events}: {e}")))?;
+    record_capture_timed(output, &r.args)
+}
+
 /// The full recorder: every event set asked for, the snapshot, the
 /// workload's threads.
 fn record_capture(output: &Path, args: &RecordArgs) -> Result<i32> {
+    record_capture_timed(output, args).map(|(status, _)| status)
+}
+
+/// `record_capture`, also returning the workload's wall time (s).
+fn record_capture_timed(output: &Path, args: &RecordArgs) -> Result<(i32, f64)> {
     if !is_root() {
         return Err(Error::bad_input(
             "recording needs root (tracefs is root-only): run it with sudo",
@@ -200,6 +222,7 @@ fn record_capture(output: &Path, args: &RecordArgs) -> Result<i32> {
     // a page fault's events name its file by device and inode only.
     let mapped = std::cell::RefCell::new(MappedFiles::default());
     let root = std::cell::Cell::new(None);
+    let started = std::time::Instant::now();
     let status = workload::run(
         &w,
         &mut |pid| {
@@ -214,6 +237,7 @@ fn record_capture(output: &Path, args: &RecordArgs) -> Result<i32> {
             rec.progress(t)
         },
     );
+    let seconds = started.elapsed().as_secs_f64();
     if let Some(mut s) = sample {
         if let Some(o) = s.as_object_mut() {
             o.insert("mapped_files".into(), mapped.borrow().to_json());
@@ -225,7 +249,7 @@ fn record_capture(output: &Path, args: &RecordArgs) -> Result<i32> {
         "iosleuth: wrote {bytes} bytes of trace to {}",
         output.display()
     );
-    Ok(status)
+    Ok((status, seconds))
 }
 
 /// `--func`: the entry and return tracepoints to add, and whether any

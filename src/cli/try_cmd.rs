@@ -45,6 +45,13 @@ pub struct TryArgs {
     /// are removed.
     #[arg(long, value_name = "DIR")]
     keep: Option<PathBuf>,
+    /// Record each round with the full recorder (tracepoints) instead of
+    /// a light capture: for a finding only the full recorder's events show.
+    #[arg(long)]
+    full: bool,
+    /// With --full: the event sets to record (as `record --events`).
+    #[arg(long, requires = "full", default_value = "all", value_name = "SETS")]
+    events: String,
     /// Output format.
     #[arg(long, value_enum, default_value_t = TryFormat::Text)]
     format: TryFormat,
@@ -80,7 +87,7 @@ pub fn run(args: TryArgs) -> Result<ExitStatus> {
     };
     if !args.apply {
         let out = match args.format {
-            TryFormat::Text => trial::report::plan_text(&plan, rounds, &dir),
+            TryFormat::Text => trial::report::plan_text(&plan, rounds, args.full, &dir),
             TryFormat::Json => json(&serde_json::json!({ "plan": plan, "applied": false }))?,
         };
         super::write_output(&crate::report::output_file::Destination::Stdout, &out)?;
@@ -91,7 +98,8 @@ pub fn run(args: TryArgs) -> Result<ExitStatus> {
             "try --apply changes kernel settings and records with BPF: it needs root (run it with sudo)",
         ));
     }
-    for line in crate::capture::journal::cleanup_stale(None) {
+    let tracefs = crate::capture::tracefs::Tracefs::open().ok();
+    for line in crate::capture::journal::cleanup_stale(tracefs.as_ref().map(|t| t.root.as_path())) {
         note!("iosleuth: cleanup: {line}");
     }
     std::fs::create_dir_all(&dir)
@@ -108,12 +116,17 @@ pub fn run(args: TryArgs) -> Result<ExitStatus> {
     };
     let light = crate::capture::light::LightOptions::default();
     let workload = args.workload.clone();
+    let (full, events) = (args.full, args.events.clone());
     let mut record = |round: &Path| {
         note!(
             "iosleuth: try: {}",
             round.file_name().unwrap_or_default().to_string_lossy()
         );
-        super::record_light::record_timed(round, &light, &workload, None)
+        if full {
+            super::record::full_round(round, &events, &workload)
+        } else {
+            super::record_light::record_timed(round, &light, &workload, None)
+        }
     };
     let t = trial::run(plan, &opts, &mut record)?;
     let out = match args.format {
@@ -156,25 +169,42 @@ fn remedy_plan(src: &Path, wanted: Option<&str>) -> Result<Plan> {
         }
     };
     let ids: Vec<&str> = findings.iter().filter_map(|f| f["id"].as_str()).collect();
-    let chosen = match wanted {
-        Some(id) => findings.iter().find(|f| f["id"] == id).ok_or_else(|| {
-            Error::bad_input(format!(
-                "{}: no finding {id} (its findings: {})",
-                src.display(),
-                if ids.is_empty() { "none".into() } else { ids.join(", ") }
-            ))
-        })?,
-        None => findings
-            .iter()
-            .find(|f| f["remedy"]["live"] == true)
-            .ok_or_else(|| {
+    let chosen =
+        match wanted {
+            Some(id) => findings.iter().find(|f| f["id"] == id).ok_or_else(|| {
                 Error::bad_input(format!(
-                    "{}: no finding has a remedy try can apply live (its findings: {}); name settings with --set",
+                    "{}: no finding {id} (its findings: {})",
                     src.display(),
-                    if ids.is_empty() { "none".into() } else { ids.join(", ") }
+                    if ids.is_empty() {
+                        "none".into()
+                    } else {
+                        ids.join(", ")
+                    }
                 ))
             })?,
-    };
+            None => findings
+                .iter()
+                .find(|f| f["remedy"]["live"] == true)
+                .ok_or_else(|| {
+                    let why: Vec<String> = findings
+                        .iter()
+                        .map(|f| {
+                            let id = f["id"].as_str().unwrap_or("?");
+                            match f["remedy"]["not_live"].as_str() {
+                                Some(_) => format!(
+                                    "{id}: its remedy cannot be applied to a running system"
+                                ),
+                                None => format!("{id}: its workaround is not a setting"),
+                            }
+                        })
+                        .collect();
+                    Error::bad_input(format!(
+                    "{}: no finding has a remedy try can apply live ({}); name settings with --set",
+                    src.display(),
+                    if why.is_empty() { "it has no finding".into() } else { why.join("; ") }
+                ))
+                })?,
+        };
     let id = chosen["id"].as_str().unwrap_or("?").to_string();
     let remedy = &chosen["remedy"];
     if remedy.is_null() {

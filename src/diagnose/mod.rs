@@ -95,6 +95,9 @@ pub struct Rule {
     /// For a rule a light capture can judge: what this light capture
     /// lacks, if anything (one made before it counted the evidence).
     pub light_lacks_when: Option<fn(&Analysis) -> Option<String>>,
+    /// The settings its finding's `remedy` changes, in words
+    /// (docs/RULES.md); `None`: its workaround is not a setting.
+    pub remedy: Option<&'static str>,
     pub check: fn(&Analysis) -> Verdict,
 }
 

@@ -43,7 +43,8 @@ fn section(s: &mut String, r: &Rule) {
          - **Fires when**: {fires}.\n\
          - **Stays silent**, e.g.: {silent}.\n\
          - **Needs** the event {sets} {needs} (`iosleuth record --events {list}`).\n\
-         - **From a light capture** (`record --light`): {light}.\n",
+         - **From a light capture** (`record --light`): {light}.\n\
+         - **Remedy** (`iosleuth try`): {remedy}.\n",
         id = r.id,
         looks = r.looks_for,
         fires = r.fires_when,
@@ -51,5 +52,8 @@ fn section(s: &mut String, r: &Rule) {
         sets = if r.needs.len() == 1 { "set" } else { "sets" },
         needs = needs.join(" and "),
         list = r.needs.join(","),
+        remedy = r
+            .remedy
+            .unwrap_or("none: the workaround is not a setting (it changes the application, the device or the machine's other work)"),
     );
 }

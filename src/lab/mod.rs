@@ -14,6 +14,7 @@ pub mod run;
 pub mod scenarios;
 pub mod shapes;
 pub mod slowdisk;
+pub mod tried;
 pub mod waits;
 pub mod watched;
 

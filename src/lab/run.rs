@@ -20,6 +20,7 @@ pub fn run(
     keep: bool,
     light: bool,
     watch: bool,
+    try_remedy: bool,
     out: &mut dyn Write,
 ) -> Result<ExitStatus> {
     install_signal_handlers();
@@ -33,6 +34,7 @@ pub fn run(
         keep,
     };
     let (mut failed, mut inconclusive) = (0, 0);
+    let mut tried = Vec::new();
     for s in chosen {
         if interrupted() {
             break;
@@ -44,6 +46,8 @@ pub fn run(
             keep,
             light,
             watch,
+            try_remedy,
+            expect: s.expect,
             first_device: super::loopdev::attached_count(),
             notes: Default::default(),
         };
@@ -56,6 +60,25 @@ pub fn run(
             Verdict::Not => failed += 1,
             Verdict::Inconclusive => inconclusive += 1,
         }
+        if try_remedy {
+            let t = super::tried::tried(s.name, &lab);
+            writeln!(
+                out,
+                "lab {} --try: {}: {}{}\n",
+                s.name,
+                t.verdict,
+                t.remedy,
+                if t.effect.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}; finding in {}", t.effect, t.finding)
+                }
+            )?;
+            tried.push(t);
+        }
+    }
+    if try_remedy && tried.len() > 1 {
+        writeln!(out, "{}", super::tried::table(&tried))?;
     }
     if inconclusive > 0 {
         writeln!(

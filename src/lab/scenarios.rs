@@ -46,6 +46,11 @@ pub struct Lab {
     pub light: bool,
     /// `lab run --watch`: `iosleuth watch` runs beside the bad run.
     pub watch: bool,
+    /// `lab run --try`: `iosleuth try` measures the expected finding's
+    /// remedy on the bad run's workload, the bad setup still standing.
+    pub try_remedy: bool,
+    /// The scenario's expected finding (the remedy `--try` takes).
+    pub expect: Option<&'static str>,
     /// `loopdev::attached_count()` when the scenario began: the devices
     /// attached since are its own, the ones watch's triggers judge.
     pub first_device: usize,
@@ -175,6 +180,10 @@ impl Lab {
             })?;
         // Stopped and its last capture diagnosed before the run is judged.
         drop(watching);
+        let tried = self.try_remedy && out == self.bad() && o.status.success() && !(self.stop)();
+        if tried {
+            self.try_remedy(events, script);
+        }
         // The recorder stops on the same Ctrl-C and exits 130.
         if o.status.code() == Some(130) || (self.stop)() {
             return Err(CaptureError::Unusable("interrupted".into()));

@@ -18,8 +18,11 @@ pub struct Restored {
 
 pub struct Applied<'j> {
     journal: &'j mut Journal,
-    /// Each changed knob with the value that puts it back, in order.
-    done: Vec<(Knob, String)>,
+    /// Each changed knob with the value that puts it back, in order, and
+    /// whether it is a partner the kernel changed (written back only when
+    /// it no longer shows its value: the kernel refuses some values it
+    /// shows, as vm.dirty_bytes' 0).
+    done: Vec<(Knob, String, bool)>,
 }
 
 impl<'j> Applied<'j> {
@@ -34,12 +37,18 @@ impl<'j> Applied<'j> {
             done: Vec::new(),
         };
         for (knob, value) in changes {
+            // Its partners first: put back after it.
+            for p in knob.partners() {
+                let was = p.read()?;
+                a.journal.record_knob(&p.file, &was);
+                a.done.push((p, was, true));
+            }
             let was = knob.read()?;
             let restore = knob.restore_value(&was);
             // Written down first: a SIGKILL between the two leaves an
             // entry that puts back the value it already has.
             a.journal.record_knob(&knob.file, &restore);
-            a.done.push((knob.clone(), restore));
+            a.done.push((knob.clone(), restore, false));
             knob.write(value)?;
             let now = knob.read()?;
             if !knob.shows(&now, value) {
@@ -60,8 +69,13 @@ impl<'j> Applied<'j> {
     fn undo(&mut self) -> Result<Vec<Restored>, String> {
         let mut out = Vec::new();
         let mut failed = Vec::new();
-        while let Some((knob, value)) = self.done.pop() {
-            let wrote = knob.write(&value);
+        while let Some((knob, value, partner)) = self.done.pop() {
+            let before = knob.read().unwrap_or_default();
+            let wrote = if partner && knob.shows(&before, &value) {
+                Ok(())
+            } else {
+                knob.write(&value)
+            };
             let reads = knob.read().unwrap_or_else(|e| e);
             let ok = wrote.is_ok() && knob.shows(&reads, &value);
             if ok {

@@ -146,6 +146,34 @@ impl Knob {
         rest.iter().next().map(|c| c.to_string_lossy().into_owned())
     }
 
+    /// The knobs the kernel changes when this one is written: each of
+    /// vm.dirty_ratio and vm.dirty_bytes (and their background pair)
+    /// zeroes the other (mm/page-writeback.c's handlers), so putting one
+    /// back must put the other back too.
+    pub fn partners(&self) -> Vec<Knob> {
+        const PAIRS: [(&str, &str); 2] = [
+            ("vm/dirty_ratio", "vm/dirty_bytes"),
+            ("vm/dirty_background_ratio", "vm/dirty_background_bytes"),
+        ];
+        let Ok(rel) = self.file.strip_prefix("/proc/sys") else {
+            return Vec::new();
+        };
+        let rel = rel.to_string_lossy();
+        PAIRS
+            .iter()
+            .filter_map(|&(a, b)| match rel.as_ref() {
+                r if r == a => Some(b),
+                r if r == b => Some(a),
+                _ => None,
+            })
+            .map(|other| Knob {
+                name: other.replace('/', "."),
+                file: PathBuf::from("/proc/sys").join(other),
+                device_line: None,
+            })
+            .collect()
+    }
+
     /// A sysctl (global, no device).
     pub fn is_sysctl(&self) -> bool {
         self.file.starts_with("/proc/sys")
@@ -232,6 +260,21 @@ mod tests {
         };
         assert_eq!(v1.restore_value(""), "7:0 0");
         assert!(is_per_device(&v1.file));
+    }
+
+    #[test]
+    fn the_dirty_limits_come_in_pairs() {
+        let k = Knob::resolve("vm.dirty_ratio", "20").unwrap();
+        let p = k.partners();
+        assert_eq!(p.len(), 1);
+        assert_eq!(p[0].file, PathBuf::from("/proc/sys/vm/dirty_bytes"));
+        assert_eq!(p[0].name, "vm.dirty_bytes");
+        let b = Knob::resolve("vm.dirty_background_bytes", "0").unwrap();
+        assert_eq!(b.partners()[0].name, "vm.dirty_background_ratio");
+        assert!(Knob::resolve("vm.swappiness", "1")
+            .unwrap()
+            .partners()
+            .is_empty());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::report::escape;
 use std::fmt::Write;
 
 /// The plan: each knob now → tried, how it is put back, the rounds.
-pub fn plan_text(p: &Plan, rounds: usize, dir: &std::path::Path) -> String {
+pub fn plan_text(p: &Plan, rounds: usize, full: bool, dir: &std::path::Path) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -17,7 +17,8 @@ pub fn plan_text(p: &Plan, rounds: usize, dir: &std::path::Path) -> String {
     plan_lines(&mut out, p);
     let _ = writeln!(
         out,
-        "rounds: {rounds} baseline and {rounds} candidate, interleaved (A B A B ...), each recorded as a light capture under {}",
+        "rounds: {rounds} baseline and {rounds} candidate, interleaved (A B A B ...), each recorded ({}) under {}",
+        if full { "the full recorder" } else { "a light capture" },
         dir.display()
     );
     let _ = writeln!(

@@ -47,6 +47,7 @@ mod no_silent_wrong_report;
 mod parquet_export;
 mod perfetto_export;
 mod readme_keys;
+mod remedies;
 mod rules_doc;
 mod seed_excerpts;
 mod service_files;

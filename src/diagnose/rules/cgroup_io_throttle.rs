@@ -26,6 +26,7 @@ pub const RULE: Rule = Rule {
     // count says so.
     light_lacks: None,
     light_lacks_when: Some(light_lacks_when),
+    remedy: Some("the limit's line in the cgroup's `io.max` (or cgroup v1's `blkio.throttle.*_device`) for the device, lifted (`MAJ:MIN rbps=max wbps=max riops=max wiops=max`, or `MAJ:MIN 0`); live"),
     check,
 };
 

@@ -28,6 +28,7 @@ pub const RULE: Rule = Rule {
     needs: &["sched"],
     light_lacks: Some("the operations' time, against which it weighs their runnable waits (it would take hooks on every system call's entry and exit, whose empty floor alone cost 9–15 % of a system-call-bound load: docs/BENCHMARKS.md; the flight recorder keeps runqueue waits of 5 ms and more)"),
     light_lacks_when: None,
+    remedy: None,
     check,
 };
 

@@ -31,6 +31,7 @@ pub const RULE: Rule = Rule {
     needs: &["block"],
     light_lacks: None,
     light_lacks_when: None,
+    remedy: None,
     check,
 };
 

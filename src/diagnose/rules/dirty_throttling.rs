@@ -22,6 +22,7 @@ pub const RULE: Rule = Rule {
     needs: &["writeback"],
     light_lacks: None,
     light_lacks_when: Some(light_lacks_when),
+    remedy: Some("`vm.dirty_ratio` to 20, which clears `vm.dirty_bytes` (put back with it); live"),
     check,
 };
 
@@ -71,7 +72,7 @@ fn check(a: &Analysis) -> Verdict {
     };
     Verdict::Fired(Finding {
         remedy: Some(
-            Remedy::set("vm.dirty_bytes", bytes.clone(), "0").and("vm.dirty_ratio", ratio.clone(), "20"),
+            Remedy::set("vm.dirty_ratio", ratio.clone(), "20"),
         ),
         id: RULE.id,
         severity: if share >= CRITICAL_PAUSE_PERCENT {
@@ -103,7 +104,7 @@ fn check(a: &Analysis) -> Verdict {
             d.limit_pages
         ),
         workaround: format!(
-            "if the limit is low on purpose, expect device speed; otherwise raise it: sysctl -w vm.dirty_bytes=0 vm.dirty_ratio=20 (now {limit})"
+            "if the limit is low on purpose, expect device speed; otherwise raise it: sysctl -w vm.dirty_ratio=20, which also clears vm.dirty_bytes (now {limit})"
         ),
     })
 }

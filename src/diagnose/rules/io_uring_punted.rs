@@ -25,6 +25,7 @@ pub const RULE: Rule = Rule {
     needs: &["io_uring"],
     light_lacks: Some("the time each punted request waited for an io-wq worker (it counts the punts; no tracepoint marks a worker taking a request: the full recorder infers it from the worker's scheduler and system call events)"),
     light_lacks_when: None,
+    remedy: None,
     check,
 };
 

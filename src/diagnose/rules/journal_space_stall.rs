@@ -23,6 +23,7 @@ pub const RULE: Rule = Rule {
     needs: &["fs"],
     light_lacks: None,
     light_lacks_when: None,
+    remedy: Some("a larger journal: not live (the file system unmounted, `tune2fs`); `try` says so and changes nothing"),
     check,
 };
 

@@ -34,6 +34,7 @@ pub const RULE: Rule = Rule {
     needs: &["block"],
     light_lacks: None,
     light_lacks_when: None,
+    remedy: Some("the device's `queue/nomerges` to 0, unless the snapshot shows it at 0 already; live"),
     check,
 };
 

@@ -25,6 +25,7 @@ pub const RULE: Rule = Rule {
     needs: &["cache"],
     light_lacks: Some("the page cache events (one per page added to or removed from the cache: millions a second under streaming I/O, where a light capture must cost a point at most)"),
     light_lacks_when: None,
+    remedy: None,
     check,
 };
 

@@ -25,6 +25,7 @@ pub const RULE: Rule = Rule {
     needs: &["block"],
     light_lacks: None,
     light_lacks_when: Some(light_lacks_when),
+    remedy: Some("the device's `queue/nr_requests` to 64 when the snapshot shows it lowered below that; live"),
     check,
 };
 

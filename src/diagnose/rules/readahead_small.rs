@@ -32,6 +32,7 @@ pub const RULE: Rule = Rule {
     needs: &["readahead"],
     light_lacks: Some("the readahead and page cache events (one per page added to or removed from the cache: millions a second under streaming I/O)"),
     light_lacks_when: None,
+    remedy: Some("the device's `queue/read_ahead_kb` to 128 (or twice its value at or above that); live, and seen by files opened after it"),
     check,
 };
 

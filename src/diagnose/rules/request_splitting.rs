@@ -37,6 +37,7 @@ pub const RULE: Rule = Rule {
     needs: &["block"],
     light_lacks: None,
     light_lacks_when: None,
+    remedy: Some("the device's `queue/max_sectors_kb` to its `max_hw_sectors_kb` when the snapshot shows it lowered; live"),
     check,
 };
 

@@ -24,6 +24,7 @@ pub const RULE: Rule = Rule {
     needs: &["sched"],
     light_lacks: None,
     light_lacks_when: None,
+    remedy: Some("`kernel.sched_rt_runtime_us` 950000 when the snapshot shows RT throttling off (-1); live. Moving or lowering the real-time task (`taskset`, `chrt`) is not a remedy `try` applies yet"),
     check,
 };
 

@@ -26,6 +26,7 @@ pub const RULE: Rule = Rule {
     needs: &["block"],
     light_lacks: Some("the I/O scheduler's inserts (block_rq_insert: the kernel stamps a request at allocation and issue, not at insert, so timing the scheduler takes per-request state, the accounting that cost 10 points more than the stamps: docs/BENCHMARKS.md)"),
     light_lacks_when: None,
+    remedy: Some("the device's `queue/scheduler` to `none`; live"),
     check,
 };
 

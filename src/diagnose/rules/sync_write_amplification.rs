@@ -24,6 +24,7 @@ pub const RULE: Rule = Rule {
     needs: &["block", "syscalls"],
     light_lacks: Some("the system calls (fsync, write: hooks on every system call's entry and exit, whose empty floor alone cost 9–15 % of a system-call-bound load: docs/BENCHMARKS.md)"),
     light_lacks_when: None,
+    remedy: None,
     check,
 };
 

@@ -25,6 +25,7 @@ pub const RULE: Rule = Rule {
     needs: &["writeback"],
     light_lacks: None,
     light_lacks_when: Some(light_lacks_when),
+    remedy: Some("the device's `queue/wbt_lat_usec` to 0 (writeback throttling off); live"),
     check,
 };
 

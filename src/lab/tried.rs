@@ -1,0 +1,165 @@
+//! `lab run --try`: the lab proves its own advice. While a scenario's bad
+//! setup still stands, `iosleuth try` applies the remedy of the bad run's
+//! expected finding and measures the scenario's own workload in
+//! interleaved rounds (recorded as the scenario records, so the finding is
+//! judged in each round); the scenario's line and the closing table say
+//! what it measured.
+
+use super::scenarios::Lab;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Rounds a side: the least `try` takes, enough for an interval on the
+/// lab's large effects.
+const ROUNDS: &str = "3";
+
+impl Lab {
+    fn tried_json(&self) -> PathBuf {
+        self.dir.join("try.json")
+    }
+    fn tried_stderr(&self) -> PathBuf {
+        self.dir.join("try.stderr")
+    }
+
+    /// Runs `iosleuth try` on the bad capture with the bad run's workload
+    /// (`script`, recorded with `events`); what it says goes beside the
+    /// scenario's captures.
+    pub(super) fn try_remedy(&self, events: &str, script: &str) {
+        let mut c = Command::new(&self.exe);
+        c.arg("try").arg(self.bad());
+        if let Some(id) = self.expect {
+            c.args(["--finding", id]);
+        }
+        c.args(["--apply", "--rounds", ROUNDS, "--format", "json", "--keep"])
+            .arg(self.dir.join("try"));
+        if !self.light {
+            c.args(["--full", "--events", events]);
+        }
+        c.args(["--", "sh", "-c", script])
+            .env("IOSLEUTH", &self.exe)
+            .stdout(
+                std::fs::File::create(self.tried_json())
+                    .map(std::process::Stdio::from)
+                    .unwrap_or_else(|_| std::process::Stdio::null()),
+            )
+            .stderr(
+                std::fs::File::create(self.tried_stderr())
+                    .map(std::process::Stdio::from)
+                    .unwrap_or_else(|_| std::process::Stdio::null()),
+            );
+        if let Err(e) = c.status() {
+            let _ = std::fs::write(self.tried_stderr(), format!("cannot run try: {e}"));
+        }
+    }
+}
+
+/// What `try` measured for one scenario: a row of the closing table.
+pub struct Tried {
+    pub scenario: &'static str,
+    pub rule: String,
+    /// The knobs, `knob now -> tried`; or why there was no remedy.
+    pub remedy: String,
+    /// `-95.7 % (95 % CI -95.8..-94.0 %)`, or empty.
+    pub effect: String,
+    /// In how many rounds of each side the finding showed.
+    pub finding: String,
+    /// better, worse, no change, inconclusive; or "no remedy", "failed".
+    pub verdict: String,
+}
+
+/// Reads what `try` left for the scenario.
+pub fn tried(scenario: &'static str, lab: &Lab) -> Tried {
+    let rule = lab.expect.unwrap_or("(healthy)").to_string();
+    let json = std::fs::read_to_string(lab.tried_json()).unwrap_or_default();
+    let stderr = std::fs::read_to_string(lab.tried_stderr()).unwrap_or_default();
+    let said = stderr
+        .lines()
+        .rfind(|l| {
+            !l.starts_with("iosleuth: try:")
+                && !l.contains("capture in")
+                && !l.contains("bytes of trace")
+        })
+        .unwrap_or("")
+        .trim_start_matches("iosleuth: ")
+        .to_string();
+    let Ok(t) = serde_json::from_str::<serde_json::Value>(&json) else {
+        let no_remedy = said.contains("not a setting")
+            || said.contains("no finding has a remedy")
+            || said.contains("cannot be applied to a running system")
+            || said.contains("no finding ");
+        return Tried {
+            scenario,
+            rule,
+            remedy: said,
+            effect: String::new(),
+            finding: String::new(),
+            verdict: if no_remedy { "no remedy" } else { "failed" }.into(),
+        };
+    };
+    let remedy = t["plan"]["changes"]
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| {
+                    format!(
+                        "{} {} -> {}",
+                        c["knob"].as_str().unwrap_or(""),
+                        c["now"].as_str().unwrap_or(""),
+                        c["tried"].as_str().unwrap_or("")
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+        .unwrap_or_default();
+    let judged = t["judged_by"].as_str().unwrap_or("");
+    let effect = t["changes"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["metric"] == judged))
+        .map(|c| {
+            format!(
+                "{} {:+.1} % (95 % CI {:+.1}..{:+.1} %, {} of {} rounds)",
+                judged,
+                c["change_percent"].as_f64().unwrap_or(f64::NAN),
+                c["ci95_percent"][0].as_f64().unwrap_or(f64::NAN),
+                c["ci95_percent"][1].as_f64().unwrap_or(f64::NAN),
+                c["rounds_better"],
+                c["pairs"]
+            )
+        })
+        .unwrap_or_default();
+    let finding = match &t["finding"] {
+        f if f.is_object() => format!(
+            "{}/{} baseline, {}/{} candidate",
+            f["baseline"], f["rounds"], f["candidate"], f["rounds"]
+        ),
+        _ => String::new(),
+    };
+    Tried {
+        scenario,
+        rule,
+        remedy,
+        effect,
+        finding,
+        verdict: t["verdict"].as_str().unwrap_or("?").replace('_', " "),
+    }
+}
+
+/// The closing table of `lab run --try`.
+pub fn table(rows: &[Tried]) -> String {
+    let mut s = String::from("lab --try: each scenario's remedy measured on its own workload\n");
+    for r in rows {
+        s.push_str(&format!(
+            "  {:<18} {:<22} {:<13} {}\n",
+            r.scenario, r.rule, r.verdict, r.remedy
+        ));
+        if !r.effect.is_empty() {
+            s.push_str(&format!("  {:<18} {:<22} {:<13} {}", "", "", "", r.effect));
+            if !r.finding.is_empty() {
+                s.push_str(&format!("; finding in {}", r.finding));
+            }
+            s.push('\n');
+        }
+    }
+    s
+}

@@ -1,0 +1,209 @@
+//! Findings' remedies as data, from committed captures, and what `iosleuth
+//! try` refuses before changing anything (no root needed for either).
+
+use crate::common::{json_report, outcome};
+
+/// The remedy of the finding `id` in `cap`'s JSON report.
+fn remedy(cap: &str, id: &str) -> serde_json::Value {
+    let rep = json_report(&[cap], &[]);
+    rep["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
+        .unwrap_or_else(|| panic!("{cap}: no {id}"))["remedy"]
+        .clone()
+}
+
+#[test]
+fn each_setting_cause_carries_its_knob_its_value_then_and_the_value_to_try() {
+    for (cap, id, knob, now, value) in [
+        (
+            "tests/fixtures/light-merges-bad.cap",
+            "merges_disabled",
+            "/sys/block/loop0/queue/nomerges",
+            "2",
+            "0",
+        ),
+        (
+            "tests/fixtures/split-maxsectors16.cap",
+            "request_splitting",
+            "/sys/block/loop0/queue/max_sectors_kb",
+            "16",
+            "1280",
+        ),
+        (
+            "tests/fixtures/wbt-target10us.cap",
+            "wbt_throttling",
+            "/sys/block/loop0/queue/wbt_lat_usec",
+            "10",
+            "0",
+        ),
+        (
+            "tests/fixtures/sched-bfq.cap",
+            "scheduler_overhead",
+            "/sys/block/loop0/queue/scheduler",
+            "bfq",
+            "none",
+        ),
+        // vm.dirty_bytes refuses 0: the ratio is set, which clears it.
+        (
+            "tests/fixtures/dirty-throttle.cap",
+            "dirty_throttling",
+            "vm.dirty_ratio",
+            "0",
+            "20",
+        ),
+    ] {
+        let r = remedy(cap, id);
+        assert_eq!(r["live"], true, "{cap}: {r}");
+        let s = &r["settings"][0];
+        assert_eq!(s["knob"], knob, "{cap}: {r}");
+        assert_eq!(s["now"], now, "{cap}: {r}");
+        assert_eq!(s["value"], value, "{cap}: {r}");
+        assert_eq!(r["settings"].as_array().unwrap().len(), 1, "{cap}: {r}");
+    }
+    // A cgroup v1 limit: the device's line, lifted.
+    let r = remedy("tests/fixtures/cgroup-throttled.cap", "cgroup_io_throttle");
+    let s = &r["settings"][0];
+    assert!(
+        s["knob"]
+            .as_str()
+            .unwrap()
+            .ends_with("/blkio.throttle.read_bps_device"),
+        "{r}"
+    );
+    assert_eq!(s["now"], "7:0 4194304");
+    assert_eq!(s["value"], "7:0 0");
+}
+
+#[test]
+fn a_workaround_that_is_no_setting_has_no_remedy_and_a_journal_none_live() {
+    assert!(remedy("tests/fixtures/slowdev-fsync.cap", "device_latency_spike").is_null());
+    let j = remedy("tests/fixtures/journal-4m.cap", "journal_space_stall");
+    assert_eq!(j["live"], false);
+    assert!(j["not_live"].as_str().unwrap().contains("unmounted"), "{j}");
+    assert_eq!(j["settings"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn try_says_why_a_finding_cannot_be_tried_and_exits_2() {
+    for (args, said) in [
+        (
+            vec!["tests/fixtures/slowdev-fsync.cap"],
+            "no finding has a remedy try can apply live (device_latency_spike: its workaround is not a setting)",
+        ),
+        (
+            vec![
+                "tests/fixtures/slowdev-fsync.cap",
+                "--finding",
+                "device_latency_spike",
+            ],
+            "device_latency_spike's workaround is not a setting",
+        ),
+        (
+            vec![
+                "tests/fixtures/journal-4m.cap",
+                "--finding",
+                "journal_space_stall",
+            ],
+            "journal_space_stall's remedy cannot be applied to a running system",
+        ),
+        (
+            vec!["tests/fixtures/journal-4m.cap", "--finding", "no_such_rule"],
+            "no finding no_such_rule",
+        ),
+    ] {
+        let mut argv = vec!["try"];
+        argv.extend(&args);
+        argv.extend(["--", "true"]);
+        let o = outcome(&argv);
+        assert_eq!(o.code, 2, "{args:?}: {}", o.stderr);
+        assert!(o.stderr.contains(said), "{args:?}: {}", o.stderr);
+        assert!(o.stdout.is_empty(), "{args:?}: {}", o.stdout);
+    }
+}
+
+#[test]
+fn try_reads_a_json_report_as_it_reads_the_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let rep = dir.path().join("report.json");
+    std::fs::write(
+        &rep,
+        serde_json::to_string(&json_report(&["tests/fixtures/journal-4m.cap"], &[])).unwrap(),
+    )
+    .unwrap();
+    for src in [rep.to_str().unwrap(), "tests/fixtures/journal-4m.cap"] {
+        let o = outcome(&["try", src, "--", "true"]);
+        assert_eq!(o.code, 2, "{src}: {}", o.stderr);
+        assert!(
+            o.stderr.contains(
+                "no finding has a remedy try can apply live (journal_space_stall: its remedy cannot be applied to a running system)"
+            ),
+            "{src}: {}",
+            o.stderr
+        );
+    }
+}
+
+#[test]
+fn try_refuses_what_is_no_setting_and_a_round_count_too_small_to_judge() {
+    for (args, said) in [
+        (vec!["--set", "/etc/hostname=x"], "not a setting"),
+        (vec!["--set", "vm.no_such_sysctl_here=1"], "no such setting"),
+        (vec!["--set", "noequals"], "expected KNOB=VALUE"),
+    ] {
+        let mut argv = vec!["try"];
+        argv.extend(&args);
+        argv.extend(["--", "true"]);
+        let o = outcome(&argv);
+        assert_eq!(o.code, 2, "{args:?}: {}", o.stderr);
+        assert!(o.stderr.contains(said), "{args:?}: {}", o.stderr);
+    }
+    let o = outcome(&[
+        "try",
+        "--rounds",
+        "1",
+        "--set",
+        "vm.dirty_ratio=20",
+        "--",
+        "true",
+    ]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+}
+
+/// The plan of a sysctl every Linux machine has: printed, nothing changed.
+#[test]
+fn a_dry_run_prints_the_plan_and_changes_nothing() {
+    let before = std::fs::read_to_string("/proc/sys/vm/dirty_ratio").unwrap();
+    let o = outcome(&["try", "--set", "vm.dirty_ratio=37", "--", "true"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout
+            .contains(&format!("vm.dirty_ratio: {} -> 37", before.trim())),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout.contains("dry run, nothing changed"),
+        "{}",
+        o.stdout
+    );
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/vm/dirty_ratio").unwrap(),
+        before
+    );
+    let o = outcome(&[
+        "try",
+        "--format",
+        "json",
+        "--set",
+        "vm.dirty_ratio=37",
+        "--",
+        "true",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["applied"], false);
+    assert_eq!(v["plan"]["changes"][0]["file"], "/proc/sys/vm/dirty_ratio");
+    assert_eq!(v["plan"]["changes"][0]["tried"], "37");
+}
