@@ -41,6 +41,9 @@ pub struct Workload<'a> {
     pub duration: Option<f64>,
     /// Extra environment for the command.
     pub envs: &'a [(&'a str, PathBuf)],
+    /// Where the command's standard output goes (`try`: each round's
+    /// beside its capture, out of try's own output); `None`: inherited.
+    pub stdout: Option<&'a std::path::Path>,
 }
 
 /// Runs the workload in its own process group (killed on Ctrl-C), or waits
@@ -81,6 +84,17 @@ fn run_command(w: &Workload, on_start: &mut dyn FnMut(u32), tick: &mut dyn FnMut
     cmd.args(&w.command[1..]).process_group(0);
     for (k, v) in w.envs {
         cmd.env(k, v);
+    }
+    if let Some(path) = w.stdout {
+        match std::fs::File::create(path) {
+            Ok(f) => {
+                cmd.stdout(f);
+            }
+            Err(e) => {
+                eprintln!("iosleuth: cannot create {}: {e}", path.display());
+                return CANNOT_RUN_STATUS;
+            }
+        }
     }
     // SAFETY: prctl is async-signal-safe; it runs in the child between
     // fork and exec. The workload dies with iosleuth even on SIGKILL.

@@ -158,7 +158,12 @@ pub fn run(args: RecordArgs) -> Result<ExitStatus> {
 /// One round of `iosleuth try --full`: the full recorder with `events`
 /// (sets as `--events` takes them) around `command`; its exit status and
 /// wall time (s).
-pub(super) fn full_round(output: &Path, events: &str, command: &[String]) -> Result<(i32, f64)> {
+pub(super) fn full_round(
+    output: &Path,
+    events: &str,
+    command: &[String],
+    stdout: &Path,
+) -> Result<(i32, f64)> {
     #[derive(clap::Parser)]
     struct Record {
         #[command(flatten)]
@@ -169,17 +174,22 @@ pub(super) fn full_round(output: &Path, events: &str, command: &[String]) -> Res
     argv.extend(command.iter().map(Into::into));
     let r = <Record as clap::Parser>::try_parse_from(argv)
         .map_err(|e| Error::bad_input(format!("--events {events}: {e}")))?;
-    record_capture_timed(output, &r.args)
+    record_capture_timed(output, &r.args, Some(stdout))
 }
 
 /// The full recorder: every event set asked for, the snapshot, the
 /// workload's threads.
 fn record_capture(output: &Path, args: &RecordArgs) -> Result<i32> {
-    record_capture_timed(output, args).map(|(status, _)| status)
+    record_capture_timed(output, args, None).map(|(status, _)| status)
 }
 
-/// `record_capture`, also returning the workload's wall time (s).
-fn record_capture_timed(output: &Path, args: &RecordArgs) -> Result<(i32, f64)> {
+/// `record_capture`, also returning the workload's wall time (s); the
+/// command's standard output into `stdout` when given.
+fn record_capture_timed(
+    output: &Path,
+    args: &RecordArgs,
+    stdout: Option<&Path>,
+) -> Result<(i32, f64)> {
     if !is_root() {
         return Err(Error::bad_input(
             "recording needs root (tracefs is root-only): run it with sudo",
@@ -217,6 +227,7 @@ fn record_capture_timed(output: &Path, args: &RecordArgs) -> Result<(i32, f64)> 
         command: &args.command,
         duration: args.duration,
         envs: &marker,
+        stdout,
     };
     // The files the command maps, read while it runs (every half second):
     // a page fault's events name its file by device and inode only.
@@ -318,6 +329,7 @@ fn record_blk(output: &Path, args: &RecordArgs) -> Result<i32> {
         command: &args.command,
         duration: args.duration,
         envs: &[],
+        stdout: None,
     };
     let status = workload::run(&w, &mut |pid| sample = snapshot::workload(pid), &|_| {
         String::new()

@@ -19,16 +19,18 @@ pub fn record(
     command: &[String],
     duration: Option<f64>,
 ) -> Result<i32> {
-    record_timed(output, opts, command, duration).map(|(status, _)| status)
+    record_timed(output, opts, command, duration, None).map(|(status, _)| status)
 }
 
 /// `record`, also returning the workload's wall time (s): from its start
-/// to its end, the programs attached before and detached after.
+/// to its end, the programs attached before and detached after; the
+/// command's standard output into `stdout` when given.
 pub fn record_timed(
     output: &Path,
     opts: &LightOptions,
     command: &[String],
     duration: Option<f64>,
+    stdout: Option<&Path>,
 ) -> Result<(i32, f64)> {
     if !super::record::is_root() {
         return Err(Error::bad_input(
@@ -52,6 +54,7 @@ pub fn record_timed(
         command,
         duration,
         envs: &[],
+        stdout,
     };
     // Every few seconds (the progress callback's clock): the throttle
     // counters' hooks follow whether a cgroup has an I/O limit.

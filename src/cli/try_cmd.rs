@@ -52,9 +52,13 @@ pub struct TryArgs {
     /// With --full: the event sets to record (as `record --events`).
     #[arg(long, requires = "full", default_value = "all", value_name = "SETS")]
     events: String,
-    /// Output format.
+    /// Output format (html: a page with each figure's rounds of both sides
+    /// on one plot).
     #[arg(long, value_enum, default_value_t = TryFormat::Text)]
     format: TryFormat,
+    /// Write the output to FILE instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
     /// The workload, run once per round.
     #[arg(last = true, required = true, value_name = "WORKLOAD")]
     workload: Vec<String>,
@@ -64,9 +68,18 @@ pub struct TryArgs {
 enum TryFormat {
     Text,
     Json,
+    Html,
 }
 
 pub fn run(args: TryArgs) -> Result<ExitStatus> {
+    let page = matches!(args.format, TryFormat::Html).then_some(
+        crate::report::output_file::NotForTerminal {
+            what: "HTML",
+            instead: "-o try.html",
+        },
+    );
+    let to =
+        crate::report::output_file::Destination::check(args.output.as_deref(), &[], "try", page)?;
     let plan = match &args.source {
         Some(src) => remedy_plan(src, args.finding.as_deref())?,
         None => Plan::new(
@@ -89,8 +102,12 @@ pub fn run(args: TryArgs) -> Result<ExitStatus> {
         let out = match args.format {
             TryFormat::Text => trial::report::plan_text(&plan, rounds, args.full, &dir),
             TryFormat::Json => json(&serde_json::json!({ "plan": plan, "applied": false }))?,
+            TryFormat::Html => format!(
+                "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>iosleuth try: plan</title></head><body><pre>{}</pre></body></html>\n",
+                crate::report::html::esc(&trial::report::plan_text(&plan, rounds, args.full, &dir))
+            ),
         };
-        super::write_output(&crate::report::output_file::Destination::Stdout, &out)?;
+        super::write_output(&to, &out)?;
         return Ok(ExitStatus::SUCCESS);
     }
     if !super::record::is_root() {
@@ -122,18 +139,21 @@ pub fn run(args: TryArgs) -> Result<ExitStatus> {
             "iosleuth: try: {}",
             round.file_name().unwrap_or_default().to_string_lossy()
         );
+        // The workload's own output beside its round, out of try's.
+        let out = round.with_extension("out");
         if full {
-            super::record::full_round(round, &events, &workload)
+            super::record::full_round(round, &events, &workload, &out)
         } else {
-            super::record_light::record_timed(round, &light, &workload, None)
+            super::record_light::record_timed(round, &light, &workload, None, Some(&out))
         }
     };
     let t = trial::run(plan, &opts, &mut record)?;
     let out = match args.format {
         TryFormat::Text => trial::report::trial_text(&t),
         TryFormat::Json => json(&t)?,
+        TryFormat::Html => trial::html::page(&t),
     };
-    super::write_output(&crate::report::output_file::Destination::Stdout, &out)?;
+    super::write_output(&to, &out)?;
     Ok(t.exit_status())
 }
 

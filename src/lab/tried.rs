@@ -9,9 +9,8 @@ use super::scenarios::Lab;
 use std::path::PathBuf;
 use std::process::Command;
 
-/// Rounds a side: the least `try` takes, enough for an interval on the
-/// lab's large effects.
-const ROUNDS: &str = "3";
+/// Rounds a side: `try`'s default.
+const ROUNDS: &str = "5";
 
 impl Lab {
     fn tried_json(&self) -> PathBuf {

@@ -7,6 +7,7 @@
 //! paired rounds agree, and whether the finding left.
 
 mod applied;
+pub mod html;
 pub mod knob;
 pub mod report;
 pub mod verdict;

@@ -235,7 +235,8 @@ fn finding(a: &Analysis, d: &DeviceSummary, m: &MergeInfo, seq: f64) -> Finding 
             )
         ),
         workaround: format!("echo 0 > {queue}/nomerges"),
-        remedy: queue_remedy(&queue, "nomerges", nomerges.clone(), "0"),
+        remedy: queue_remedy(&queue, "nomerges", nomerges.clone(), "0")
+            .map(|r| r.judged_by(requests_metric(&d.device))),
     }
 }
 
@@ -370,8 +371,14 @@ fn light_finding(a: &Analysis, d: &LightDeviceSummary, m: &LightMerges) -> Findi
             )
         ),
         workaround: format!("echo 0 > {queue}/nomerges"),
-        remedy: queue_remedy(&queue, "nomerges", nomerges.clone(), "0"),
+        remedy: queue_remedy(&queue, "nomerges", nomerges.clone(), "0")
+            .map(|r| r.judged_by(requests_metric(&d.device))),
     }
+}
+
+/// The figure merging changes: the device's request count.
+fn requests_metric(dev: &str) -> String {
+    format!("dev.{dev}.requests")
 }
 
 #[cfg(test)]

@@ -254,7 +254,8 @@ fn finding(a: &Analysis, dev: &str, r: &ReadaheadDevice, h: &Held) -> Finding {
         name.as_deref().unwrap_or("DEV")
     );
     Finding {
-        remedy: queue_remedy(&queue, "read_ahead_kb", ra_kb.clone(), &target.to_string()),
+        remedy: queue_remedy(&queue, "read_ahead_kb", ra_kb.clone(), &target.to_string())
+            .map(|r| r.judged_by(format!("dev.{dev}.requests"))),
         id: RULE.id,
         severity: if ra_num.is_some_and(|v| v <= CRITICAL_READ_AHEAD_KB) {
             Severity::Critical

@@ -159,6 +159,7 @@ fn check(a: &Analysis) -> Verdict {
         let f = Finding {
             remedy: hw_kb.filter(|_| lowered).and_then(|h| {
                 queue_remedy(&queue, "max_sectors_kb", max_kb.map(|m| m.to_string()), &h.to_string())
+                    .map(|r| r.judged_by(format!("dev.{}.requests", d.device)))
             }),
             id: RULE.id,
             severity: if lowered && pieces >= CRITICAL_REQUESTS_PER_BIO {

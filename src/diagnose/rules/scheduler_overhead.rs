@@ -88,7 +88,8 @@ fn check(a: &Analysis) -> Verdict {
         let queue = queue_dir(name.as_deref(), &d.device);
         let bfq = sched.as_deref() == Some("bfq");
         return Verdict::Fired(Finding {
-            remedy: queue_remedy(&queue, "scheduler", sched.clone(), "none"),
+            remedy: queue_remedy(&queue, "scheduler", sched.clone(), "none")
+                .map(|r| r.judged_by(format!("dev.{}.q2c.p99_ms", d.device))),
             id: RULE.id,
             severity: if share >= CRITICAL_PERCENT_IN_SCHEDULER && sched.is_some() {
                 Severity::Critical
