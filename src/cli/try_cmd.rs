@@ -30,9 +30,15 @@ pub struct TryArgs {
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(3..=100))]
     rounds: u16,
     /// A figure to judge by beside the workload's time: a metric id of
-    /// `diff` and `check` (`dev.7,0.d2c.p99_ms`).
+    /// `diff` and `check` (`dev.7,0.d2c.p99_ms`), or `stdout:TEXT`, the
+    /// number after the last TEXT in the workload's output (`stdout:tps = `
+    /// for pgbench). The verdict is judged by it.
     #[arg(long, value_name = "ID")]
     metric: Option<String>,
+    /// A `stdout:` figure is better higher (a throughput); lower is better
+    /// by default.
+    #[arg(long, requires = "metric")]
+    higher_is_better: bool,
     /// Allow settings outside the devices the workload touched (and
     /// sysctls other than vm.* and kernel.sched_*).
     #[arg(long)]
@@ -129,6 +135,7 @@ pub fn run(args: TryArgs) -> Result<ExitStatus> {
         max_seconds: args.max_seconds,
         force: args.force,
         metric: args.metric.clone(),
+        higher_is_better: args.higher_is_better,
         dir: dir.clone(),
     };
     let light = crate::capture::light::LightOptions::default();
@@ -140,7 +147,7 @@ pub fn run(args: TryArgs) -> Result<ExitStatus> {
             round.file_name().unwrap_or_default().to_string_lossy()
         );
         // The workload's own output beside its round, out of try's.
-        let out = round.with_extension("out");
+        let out = trial::output_of(round);
         if full {
             super::record::full_round(round, &events, &workload, &out)
         } else {

@@ -194,7 +194,7 @@ mod tests {
             changes: Vec::new(),
             knobs: Vec::new(),
         };
-        let t = judge(plan, rounds, None, None).unwrap();
+        let t = judge(plan, rounds, None, false, None).unwrap();
         let p = page(&t);
         assert_eq!(p.matches("<svg ").count(), 1);
         assert_eq!(p.matches("<circle ").count(), 8);

@@ -24,6 +24,27 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use verdict::{Change, Outcome};
 
+/// A figure read from the workload's own output: `stdout:TEXT`.
+pub const STDOUT_METRIC: &str = "stdout:";
+
+/// Where a round's workload writes its standard output: beside its
+/// capture, `ROUND.out`.
+pub fn output_of(round: &Path) -> PathBuf {
+    round.with_extension("out")
+}
+
+/// The number right after the last `text` in `out` (`tps = 1234.5` for
+/// `tps = `); `None` when there is none.
+pub fn number_after(out: &str, text: &str) -> Option<f64> {
+    let (_, rest) = out.rsplit_once(text)?;
+    let rest = rest.trim_start();
+    let end = rest
+        .char_indices()
+        .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || (i == 0 && (c == '-' || c == '+'))))
+        .map_or(rest.len(), |(i, _)| i);
+    rest[..end].parse().ok().filter(|v: &f64| v.is_finite())
+}
+
 /// The id of the workload's own time among the figures compared.
 pub const WORKLOAD_SECONDS: &str = "workload.seconds";
 
@@ -205,8 +226,11 @@ pub struct TrialOptions {
     pub max_seconds: Option<f64>,
     /// Knobs outside what the workload touched are allowed.
     pub force: bool,
-    /// The user's figure (a metric id).
+    /// The user's figure: a metric id, or `stdout:TEXT` (the number after
+    /// the last TEXT in the workload's output).
     pub metric: Option<String>,
+    /// The user's `stdout:` figure is better higher (throughput).
+    pub higher_is_better: bool,
     /// Where the rounds' captures go.
     pub dir: PathBuf,
 }
@@ -283,21 +307,38 @@ pub fn run(plan: Plan, o: &TrialOptions, record: &mut Recorder) -> Result<Trial>
                     )));
                 }
             }
+            let mut metrics: BTreeMap<String, f64> = crate::compare::headline(&run.analysis)
+                .into_iter()
+                .map(|m| (m.id, m.value))
+                .collect();
+            if let Some(text) = o
+                .metric
+                .as_deref()
+                .and_then(|m| m.strip_prefix(STDOUT_METRIC))
+            {
+                let out = std::fs::read(output_of(&dir)).unwrap_or_default();
+                if let Some(v) = number_after(&String::from_utf8_lossy(&out), text) {
+                    metrics.insert(format!("{STDOUT_METRIC}{text}"), v);
+                }
+            }
             rounds.push(Round {
                 side,
                 index: r + 1,
                 seconds,
                 findings: run.findings.iter().map(|f| f.id.to_string()).collect(),
-                metrics: crate::compare::headline(&run.analysis)
-                    .into_iter()
-                    .map(|m| (m.id, m.value))
-                    .collect(),
+                metrics,
                 capture: dir,
                 restored,
             });
         }
     }
-    judge(plan, rounds, o.metric.as_deref(), stopped)
+    judge(
+        plan,
+        rounds,
+        o.metric.as_deref(),
+        o.higher_is_better,
+        stopped,
+    )
 }
 
 /// The devices the workload did I/O to, as `MAJ:MIN`.
@@ -326,6 +367,7 @@ fn judge(
     plan: Plan,
     rounds: Vec<Round>,
     metric: Option<&str>,
+    higher_is_better: bool,
     stopped: Option<String>,
 ) -> Result<Trial> {
     let side = |s: Side| rounds.iter().filter(move |r| r.side == s);
@@ -356,7 +398,11 @@ fn judge(
                 .collect::<Vec<_>>()
         };
         let (b, c) = (values(Side::Baseline), values(Side::Candidate));
-        let lower = crate::compare::metrics::kind_of(id).is_none_or(|k| k.higher_is_worse);
+        let lower = if id.starts_with(STDOUT_METRIC) {
+            !higher_is_better
+        } else {
+            crate::compare::metrics::kind_of(id).is_none_or(|k| k.higher_is_worse)
+        };
         match verdict::compare(id, &b, &c, lower) {
             Some(ch) => {
                 judged_by = id.to_string();
@@ -434,7 +480,14 @@ mod tests {
             ));
             rounds.push(round(Side::Candidate, i, 0.5 + i as f64 * 0.01, &[]));
         }
-        let t = judge(plan(Some("merges_disabled"), None), rounds, None, None).unwrap();
+        let t = judge(
+            plan(Some("merges_disabled"), None),
+            rounds,
+            None,
+            false,
+            None,
+        )
+        .unwrap();
         assert_eq!(t.judged_by, WORKLOAD_SECONDS);
         assert_eq!(t.verdict, Outcome::Better);
         assert_eq!(t.exit_status(), ExitStatus::SUCCESS);
@@ -448,7 +501,14 @@ mod tests {
             round(Side::Baseline, 1, 1.0, &[]),
             round(Side::Candidate, 1, 1.0, &[]),
         ];
-        let t = judge(plan(None, Some("dev.7,0.requests")), rounds, None, None).unwrap();
+        let t = judge(
+            plan(None, Some("dev.7,0.requests")),
+            rounds,
+            None,
+            false,
+            None,
+        )
+        .unwrap();
         assert_eq!(t.judged_by, WORKLOAD_SECONDS);
         assert!(
             t.unknown[0].starts_with("dev.7,0.requests: not in the rounds' captures"),
@@ -458,11 +518,38 @@ mod tests {
     }
 
     #[test]
+    fn a_figure_from_the_workloads_output_is_read_after_its_text() {
+        let out = "latency average = 3.2 ms\ntps = 1234.5 (without initial connection time)\n";
+        assert_eq!(number_after(out, "tps = "), Some(1234.5));
+        assert_eq!(number_after(out, "latency average ="), Some(3.2));
+        assert_eq!(number_after("a=1\na=2\n", "a="), Some(2.0), "the last one");
+        assert_eq!(number_after(out, "nowhere"), None);
+        assert_eq!(number_after("tps = nan", "tps = "), None);
+    }
+
+    #[test]
+    fn a_throughput_from_the_output_is_better_higher() {
+        let mut rounds = Vec::new();
+        for i in 1..=5 {
+            let mut b = round(Side::Baseline, i, 1.0, &[]);
+            b.metrics.insert("stdout:tps = ".into(), 100.0 + i as f64);
+            let mut c = round(Side::Candidate, i, 1.0, &[]);
+            c.metrics.insert("stdout:tps = ".into(), 300.0 + i as f64);
+            rounds.push(b);
+            rounds.push(c);
+        }
+        let t = judge(plan(None, None), rounds, Some("stdout:tps = "), true, None).unwrap();
+        assert_eq!(t.judged_by, "stdout:tps = ");
+        assert_eq!(t.verdict, Outcome::Better);
+    }
+
+    #[test]
     fn no_candidate_round_is_no_verdict() {
         let e = judge(
             plan(None, None),
             vec![round(Side::Baseline, 1, 1.0, &[])],
             None,
+            false,
             None,
         )
         .unwrap_err();

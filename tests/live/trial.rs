@@ -235,3 +235,130 @@ fn try_puts_settings_back_when_the_workload_fails_or_is_interrupted() {
     }
     drop(disk);
 }
+
+/// Workloads iosleuth did not write: SQLite committing row by row under a
+/// cgroup's write IOPS limit (the limit lifted for the candidate, its line
+/// put back after), and a fio job file reading a file through the page
+/// cache without readahead.
+#[test]
+#[ignore = "live: needs root, a loop device, the blkio controller, sqlite3 and fio"]
+fn try_proves_remedies_on_sqlite_and_a_fio_job_file() {
+    let _l = live();
+    crate::common::need_programs(&["sqlite3", "fio"]);
+    let fs = iosleuth::testing::Ext4::create(128, 8, false).expect("ext4 on a loop device");
+    let dev = std::fs::read_to_string(format!("/sys/block/{}/dev", fs.disk.name))
+        .unwrap()
+        .trim()
+        .to_string();
+    let h = crate::cgroup::io_hierarchy();
+    let cg = crate::cgroup::TestCgroup::new(&h, "try");
+    let (file, limited, lifted) = if h.v2 {
+        (
+            "io.max",
+            format!("{dev} riops=max wiops=100"),
+            format!("{dev} rbps=max wbps=max riops=max wiops=max"),
+        )
+    } else {
+        (
+            "blkio.throttle.write_iops_device",
+            format!("{dev} 100"),
+            format!("{dev} 0"),
+        )
+    };
+    let knob = cg.dir.join(file);
+    std::fs::write(&knob, &limited).unwrap();
+    let line = || {
+        std::fs::read_to_string(&knob)
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with(&format!("{dev} ")))
+            .unwrap_or("")
+            .to_string()
+    };
+    let before = line();
+    assert!(before.contains("100"), "{before}");
+    // 40 rows, each its own transaction (an fsync of the database and its
+    // journal each).
+    let sql = fs.mnt.join("rows.sql");
+    let mut text = String::from("PRAGMA synchronous=FULL; CREATE TABLE t(x);\n");
+    for i in 0..40 {
+        text.push_str(&format!("INSERT INTO t VALUES({i});\n"));
+    }
+    std::fs::write(&sql, text).unwrap();
+    let db = fs.mnt.join("t.db");
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && rm -f {1} {1}-journal && sqlite3 {1} < {2}",
+        cg.dir.display(),
+        db.display(),
+        sql.display()
+    );
+    let o = outcome_of(iosleuth().args([
+        "try",
+        "--apply",
+        "--rounds",
+        "3",
+        "--format",
+        "json",
+        "--set",
+        &format!("{}={lifted}", knob.display()),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]));
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let t: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(t["verdict"], "better", "{t}");
+    assert!(
+        t["changes"][0]["change_percent"].as_f64().unwrap() < -30.0,
+        "{t}"
+    );
+    assert_eq!(line(), before, "the limit's line put back");
+
+    // fio's job file: 16 MiB read 4 KiB at a time through the page cache
+    // (invalidated before each run), read_ahead_kb 0 against 128.
+    let disk_knob = format!("/sys/block/{}/queue/read_ahead_kb", fs.disk.name);
+    let ra_before = read(Path::new(&disk_knob));
+    std::fs::write(&disk_knob, "0").unwrap();
+    // Laid out before: a first round that wrote it would not be a read.
+    let data = fs.mnt.join("data");
+    run(Command::new("dd").args([
+        "if=/dev/urandom",
+        &format!("of={}", data.display()),
+        "bs=1M",
+        "count=16",
+        "conv=fsync",
+        "status=none",
+    ]));
+    let job = fs.mnt.join("seq.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[seq]\nfilename={}\nsize=16m\nrw=read\nbs=4k\nioengine=psync\ninvalidate=1\n",
+            data.display()
+        ),
+    )
+    .unwrap();
+    let o = outcome_of(iosleuth().args([
+        "try",
+        "--apply",
+        "--rounds",
+        "3",
+        "--format",
+        "json",
+        "--set",
+        &format!("{disk_knob}=128"),
+        "--",
+        "fio",
+        job.to_str().unwrap(),
+    ]));
+    let restored = read(Path::new(&disk_knob));
+    std::fs::write(&disk_knob, &ra_before).unwrap();
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert_eq!(restored, "0");
+    let t: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(t["verdict"], "better", "{t}");
+    // fio's own report of each round is beside it, not in try's output.
+    assert!(!o.stdout.contains("run status group"), "{}", o.stdout);
+    drop(cg);
+}
