@@ -151,6 +151,20 @@ fn try_refuses_what_it_cannot_set_before_any_round() {
         assert!(!kept.join("baseline-1").exists(), "{set}");
         let _ = std::fs::remove_dir_all(&kept);
     }
+    // A device the workload does no I/O to: refused after the first
+    // baseline round, unless --force; the knob never changed for a round.
+    let o = outcome_of(try_cmd(&knob, "128").args(["--apply", "--", "true"]));
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "{} outside what the workload touched",
+            knob.display()
+        )) && o.stderr.contains("--force to try anyway"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(read(&knob), "0");
+    drop(disk);
 }
 
 #[test]
