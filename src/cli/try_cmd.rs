@@ -221,7 +221,7 @@ fn remedy_plan(src: &Path, wanted: Option<&str>) -> Result<Plan> {
                                 Some(_) => format!(
                                     "{id}: its remedy cannot be applied to a running system"
                                 ),
-                                None => format!("{id}: its workaround is not a setting"),
+                                None => format!("{id}: no setting to try"),
                             }
                         })
                         .collect();
@@ -236,7 +236,7 @@ fn remedy_plan(src: &Path, wanted: Option<&str>) -> Result<Plan> {
     let remedy = &chosen["remedy"];
     if remedy.is_null() {
         return Err(Error::bad_input(format!(
-            "{}: {id}'s workaround is not a setting (try: {}); name settings with --set",
+            "{}: {id} has no setting to try (its workaround is not a setting, or the setting is already what it would try: {}); name settings with --set",
             src.display(),
             chosen["workaround"].as_str().unwrap_or("")
         )));

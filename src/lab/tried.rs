@@ -89,7 +89,7 @@ pub fn tried(scenario: &'static str, lab: &Lab) -> Tried {
         return Tried {
             scenario,
             rule,
-            remedy: said,
+            remedy: short(&said),
             effect: String::new(),
             finding: String::new(),
             verdict: if no_remedy { "no remedy" } else { "failed" }.into(),
@@ -142,6 +142,20 @@ pub fn tried(scenario: &'static str, lab: &Lab) -> Tried {
         finding,
         verdict: t["verdict"].as_str().unwrap_or("?").replace('_', " "),
     }
+}
+
+/// Why `try` had nothing to apply, in a few words for the table.
+fn short(said: &str) -> String {
+    if let Some((_, why)) = said.split_once("cannot be applied to a running system: ") {
+        return format!("not live: {}", why.split(", which").next().unwrap_or(why));
+    }
+    if said.contains("(it has no finding)") {
+        return "no finding".into();
+    }
+    if said.contains("no setting to try") {
+        return "no setting to try (the workaround changes the application, the device or other work)".into();
+    }
+    said.to_string()
 }
 
 /// The closing table of `lab run --try`.

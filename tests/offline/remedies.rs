@@ -91,7 +91,7 @@ fn try_says_why_a_finding_cannot_be_tried_and_exits_2() {
     for (args, said) in [
         (
             vec!["tests/fixtures/slowdev-fsync.cap"],
-            "no finding has a remedy try can apply live (device_latency_spike: its workaround is not a setting)",
+            "no finding has a remedy try can apply live (device_latency_spike: no setting to try)",
         ),
         (
             vec![
@@ -99,7 +99,7 @@ fn try_says_why_a_finding_cannot_be_tried_and_exits_2() {
                 "--finding",
                 "device_latency_spike",
             ],
-            "device_latency_spike's workaround is not a setting",
+            "device_latency_spike has no setting to try",
         ),
         (
             vec![
