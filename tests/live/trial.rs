@@ -40,6 +40,17 @@ fn reader(disk: &LoopDevice) -> String {
     )
 }
 
+/// `try --apply --rounds 3 --format json --set SET -- WORKLOAD...`.
+fn applied(set: &str, workload: &[&str]) -> crate::common::Outcome {
+    outcome_of(
+        iosleuth()
+            .args([
+                "try", "--apply", "--rounds", "3", "--format", "json", "--set", set, "--",
+            ])
+            .args(workload),
+    )
+}
+
 fn try_cmd(knob: &Path, value: &str) -> Command {
     let mut c = iosleuth();
     c.args(["try", "--set", &format!("{}={value}", knob.display())]);
@@ -306,20 +317,10 @@ fn try_proves_remedies_on_sqlite_and_a_fio_job_file() {
         db.display(),
         sql.display()
     );
-    let o = outcome_of(iosleuth().args([
-        "try",
-        "--apply",
-        "--rounds",
-        "3",
-        "--format",
-        "json",
-        "--set",
+    let o = applied(
         &format!("{}={lifted}", knob.display()),
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]));
+        &["sh", "-c", &script],
+    );
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let t: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(t["verdict"], "better", "{t}");
@@ -353,19 +354,7 @@ fn try_proves_remedies_on_sqlite_and_a_fio_job_file() {
         ),
     )
     .unwrap();
-    let o = outcome_of(iosleuth().args([
-        "try",
-        "--apply",
-        "--rounds",
-        "3",
-        "--format",
-        "json",
-        "--set",
-        &format!("{disk_knob}=128"),
-        "--",
-        "fio",
-        job.to_str().unwrap(),
-    ]));
+    let o = applied(&format!("{disk_knob}=128"), &["fio", job.to_str().unwrap()]);
     let restored = read(Path::new(&disk_knob));
     std::fs::write(&disk_knob, &ra_before).unwrap();
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);

@@ -86,6 +86,17 @@ fn a_workaround_that_is_no_setting_has_no_remedy_and_a_journal_none_live() {
     assert_eq!(j["settings"].as_array().unwrap().len(), 0);
 }
 
+/// `try ARGS -- true` exits 2, saying `said`, and prints nothing else.
+fn refused(args: &[&str], said: &str) {
+    let mut argv = vec!["try"];
+    argv.extend(args);
+    argv.extend(["--", "true"]);
+    let o = outcome(&argv);
+    assert_eq!(o.code, 2, "{args:?}: {}", o.stderr);
+    assert!(o.stderr.contains(said), "{args:?}: {}", o.stderr);
+    assert!(o.stdout.is_empty(), "{args:?}: {}", o.stdout);
+}
+
 #[test]
 fn try_says_why_a_finding_cannot_be_tried_and_exits_2() {
     for (args, said) in [
@@ -114,13 +125,7 @@ fn try_says_why_a_finding_cannot_be_tried_and_exits_2() {
             "no finding no_such_rule",
         ),
     ] {
-        let mut argv = vec!["try"];
-        argv.extend(&args);
-        argv.extend(["--", "true"]);
-        let o = outcome(&argv);
-        assert_eq!(o.code, 2, "{args:?}: {}", o.stderr);
-        assert!(o.stderr.contains(said), "{args:?}: {}", o.stderr);
-        assert!(o.stdout.is_empty(), "{args:?}: {}", o.stdout);
+        refused(&args, said);
     }
 }
 
@@ -153,12 +158,7 @@ fn try_refuses_what_is_no_setting_and_a_round_count_too_small_to_judge() {
         (vec!["--set", "vm.no_such_sysctl_here=1"], "no such setting"),
         (vec!["--set", "noequals"], "expected KNOB=VALUE"),
     ] {
-        let mut argv = vec!["try"];
-        argv.extend(&args);
-        argv.extend(["--", "true"]);
-        let o = outcome(&argv);
-        assert_eq!(o.code, 2, "{args:?}: {}", o.stderr);
-        assert!(o.stderr.contains(said), "{args:?}: {}", o.stderr);
+        refused(&args, said);
     }
     let o = outcome(&[
         "try",
