@@ -400,6 +400,17 @@ const WATCHES: &[(&str, &str)] = &[
     ),
 ];
 
+const TRIES: &[(&str, &str)] = &[
+    ("0", "Better: the change's 95 % interval excludes zero on the better side (also a dry run)."),
+    ("1", "Not better: worse, or no change (the whole interval within 3 %)."),
+    ("125", "Inconclusive: the rounds vary more than the change."),
+    (
+        "2",
+        "Could not run: a setting that does not exist or that the kernel refuses, a device the workload did not touch (without --force), a workload that failed in a round; every setting is back.",
+    ),
+    ("130", "Interrupted (SIGINT, SIGTERM, SIGHUP); every setting is back."),
+];
+
 const PRINTS: &[(&str, &str)] = &[
     ("0", "Done."),
     ("1", "Writing failed."),
@@ -629,8 +640,30 @@ fn extra(path: &str) -> Extra {
                     "sudo iosleuth lab run merges --light",
                     "One scenario recorded with `record --light`.",
                 ),
+                (
+                    "sudo iosleuth lab run all --try",
+                    "Each scenario's remedy measured by `iosleuth try` on its own workload; a table at the end.",
+                ),
             ],
             &["iosleuth-record(1)", "iosleuth-diff(1)"],
+        ),
+        "try" => (
+            TRIES,
+            &[
+                (
+                    "iosleuth try run.cap -- ./bench",
+                    "The plan of the first finding's remedy: each knob, its value now, the value tried; nothing changed.",
+                ),
+                (
+                    "sudo iosleuth try run.cap --apply -- ./bench",
+                    "Five rounds a side, interleaved, each recorded; the verdict with its interval; every setting put back.",
+                ),
+                (
+                    "sudo iosleuth try --apply --set vm.dirty_ratio=20 --metric 'stdout:tps = ' --higher-is-better -- pgbench -T 10 db",
+                    "Your own setting, judged by the throughput pgbench prints.",
+                ),
+            ],
+            &["iosleuth-report(1)", "iosleuth-record(1)", "iosleuth-lab(1)"],
         ),
         "lab list" => (
             PRINTS,
