@@ -461,9 +461,12 @@ fn check_run(what: &str, disk: &LoopDevice, dir: &Path, watches: &[Watch], scrip
         // recorders on them, up to about a microsecond a request); the stamps accounting takes the issue time
         // from the kernel's own stamp, which under a plug is the plug's
         // clock from when the request was allocated (blk_time_get_ns), so
-        // its D2C holds the request's short wait before issue too.
+        // its D2C holds the request's short wait before issue too. Its
+        // issue stamp is read after the tracepoint's programs and events
+        // ran: with both CPUs busy compiling beside the test, 3.5 µs a
+        // request later than the full recorder's clock (seen in CI).
         let per_request_ns = if who.contains("stamps") {
-            2500.0
+            5000.0
         } else {
             1500.0
         };

@@ -594,7 +594,10 @@ fn lab_try_measures_each_remedy_on_the_scenarios_own_workload() {
     assert!(pct < -50.0, "{line}");
     let out = run(iosleuth().args(["lab", "run", "healthy", "--try"]));
     assert!(
-        out.contains("lab healthy --try: no remedy: no finding\n"),
+        // No finding, or, beside other work on the machine, only findings
+        // about that work (not the scenario's), none with a setting.
+        out.contains("lab healthy --try: no remedy: no finding\n")
+            || out.contains("lab healthy --try: no remedy: no setting to try"),
         "{out}"
     );
     assert_eq!(state(), before, "the lab left something behind");
