@@ -20,7 +20,7 @@ fn dir() -> PathBuf {
     super::tracefs::state_dir()
 }
 
-fn alive(pid: u32) -> bool {
+pub fn alive(pid: u32) -> bool {
     // Signal 0 checks existence; EPERM still means it exists.
     let r = unsafe { libc::kill(pid as i32, 0) };
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)

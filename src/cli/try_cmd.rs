@@ -125,6 +125,7 @@ pub fn run(args: TryArgs) -> Result<ExitStatus> {
     for line in crate::capture::journal::cleanup_stale(tracefs.as_ref().map(|t| t.root.as_path())) {
         note!("iosleuth: cleanup: {line}");
     }
+    remove_dead_scratch();
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::bad_input(format!("cannot create {}: {e}", dir.display())))?;
     let _scratch = Scratch {
@@ -286,6 +287,31 @@ fn read_report(src: &Path) -> Option<Vec<serde_json::Value>> {
     }
     let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
     v.get("findings")?.as_array().cloned()
+}
+
+/// The scratch directories of `try` runs killed with SIGKILL (named
+/// `iosleuth-try-PID-N` in /var/tmp, their process gone).
+fn remove_dead_scratch() {
+    let Ok(entries) = std::fs::read_dir("/var/tmp") else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .strip_prefix("iosleuth-try-")
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok());
+        let Some(pid) = pid else {
+            continue;
+        };
+        let dead = !crate::capture::journal::alive(pid) && e.path().is_dir();
+        if dead && std::fs::remove_dir_all(e.path()).is_ok() {
+            note!(
+                "iosleuth: cleanup: removed {} of dead process {pid}",
+                e.path().display()
+            );
+        }
+    }
 }
 
 /// The rounds' captures, removed at the end unless kept.

@@ -162,9 +162,16 @@ fn try_refuses_what_it_cannot_set_before_any_round() {
         assert!(!kept.join("baseline-1").exists(), "{set}");
         let _ = std::fs::remove_dir_all(&kept);
     }
+    // The scratch directory a SIGKILLed try left (its process gone) is
+    // removed by the next try --apply.
+    let mut gone = Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let left = PathBuf::from(format!("/var/tmp/iosleuth-try-{}-0", gone.id()));
+    std::fs::create_dir_all(left.join("baseline-1")).unwrap();
     // A device the workload does no I/O to: refused after the first
     // baseline round, unless --force; the knob never changed for a round.
     let o = outcome_of(try_cmd(&knob, "128").args(["--apply", "--", "true"]));
+    assert!(!left.exists(), "{}", o.stderr);
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(
         o.stderr.contains(&format!(
