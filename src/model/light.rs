@@ -364,8 +364,6 @@ pub struct LightDevice {
     pub diskstats: Option<DiskstatsDelta>,
 }
 
-/// The difference of two readings of a disk's `stat` file, and the time
-/// between them: iostat's figures over the capture, the kernel's own.
 impl LightDevice {
     /// The requests the kernel counted (diskstats) that the programs did
     /// not see; None without the kernel's counts (unknown).
@@ -376,6 +374,8 @@ impl LightDevice {
     }
 }
 
+/// The difference of two readings of a disk's `stat` file, and the time
+/// between them: iostat's figures over the capture, the kernel's own.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct DiskstatsDelta {
     pub seconds: f64,
