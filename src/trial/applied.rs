@@ -4,6 +4,7 @@
 //! the guard is dropped (an error, a panic's unwind), and read back.
 
 use super::knob::Knob;
+use super::Planned;
 use crate::capture::journal::Journal;
 use serde::Serialize;
 
@@ -26,17 +27,19 @@ pub struct Applied<'j> {
 }
 
 impl<'j> Applied<'j> {
-    /// Sets each knob to its value, in order; on a refusal, puts back
-    /// what it had set and says which knob and value.
-    pub fn apply(
-        journal: &'j mut Journal,
-        changes: &[(Knob, String)],
-    ) -> Result<Applied<'j>, String> {
+    /// Sets each knob to its tried value, in order; on a refusal, puts
+    /// back what it had set and says which knob and value.
+    pub fn apply(journal: &'j mut Journal, changes: &[Planned]) -> Result<Applied<'j>, String> {
         let mut a = Applied {
             journal,
             done: Vec::new(),
         };
-        for (knob, value) in changes {
+        for Planned {
+            resolved: knob,
+            tried: value,
+            ..
+        } in changes
+        {
             // Its partners first: put back after it.
             for p in knob.partners() {
                 let was = p.read()?;

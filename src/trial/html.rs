@@ -2,6 +2,7 @@
 //! rounds of both sides on one plot (a dot per round, a line at each
 //! median), beside the verdict and the plan.
 
+use super::report::num;
 use super::verdict::{Change, Outcome};
 use super::{Side, Trial, WORKLOAD_SECONDS};
 use crate::report::html::esc;
@@ -91,8 +92,8 @@ fn plot(s: &mut String, c: &Change, base: &[f64], cand: &[f64]) {
         s,
         "<h2>{}</h2>\n<p>{} → {} ({:+.1} %, 95 % CI {:+.1}..{:+.1} %, {} of {} rounds {}): <span class=\"{}\">{}</span></p>",
         esc(&c.metric),
-        fmt(c.baseline_median),
-        fmt(c.candidate_median),
+        num(c.baseline_median),
+        num(c.candidate_median),
         c.change_percent,
         c.ci95_percent[0],
         c.ci95_percent[1],
@@ -128,7 +129,7 @@ fn plot(s: &mut String, c: &Change, base: &[f64], cand: &[f64]) {
                 s,
                 "<circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"5\" fill=\"{color}\" fill-opacity=\"0.6\"><title>{}</title></circle>",
                 x(*v),
-                fmt(*v)
+                num(*v)
             );
         }
     }
@@ -139,10 +140,10 @@ fn plot(s: &mut String, c: &Change, base: &[f64], cand: &[f64]) {
          <text x=\"{LEFT}\" y=\"{}\">{}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text></svg>",
         WIDTH - RIGHT,
         axis + 14.0,
-        fmt(lo),
+        num(lo),
         WIDTH - RIGHT,
         axis + 14.0,
-        fmt(hi)
+        num(hi)
     );
 }
 
@@ -152,14 +153,6 @@ fn class(o: Outcome) -> &'static str {
         Outcome::Worse => "worse",
         Outcome::NoChange => "no_change",
         Outcome::Inconclusive => "inconclusive",
-    }
-}
-
-fn fmt(v: f64) -> String {
-    if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.4}")
     }
 }
 
@@ -192,7 +185,6 @@ mod tests {
             finding: Some("merges_disabled".into()),
             metric: None,
             changes: Vec::new(),
-            knobs: Vec::new(),
         };
         let t = judge(plan, rounds, None, false, None).unwrap();
         let p = page(&t);

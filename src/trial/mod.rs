@@ -52,6 +52,9 @@ pub const WORKLOAD_SECONDS: &str = "workload.seconds";
 /// that puts it back after each candidate round.
 #[derive(Debug, Clone, Serialize)]
 pub struct Planned {
+    /// The knob resolved to its file (what is read, written, put back).
+    #[serde(skip)]
+    resolved: Knob,
     pub knob: String,
     pub file: PathBuf,
     pub now: String,
@@ -69,8 +72,6 @@ pub struct Plan {
     /// The figure the finding is about (a metric id).
     pub metric: Option<String>,
     pub changes: Vec<Planned>,
-    #[serde(skip)]
-    knobs: Vec<Knob>,
 }
 
 impl Plan {
@@ -86,7 +87,6 @@ impl Plan {
             return Err(Error::bad_input("nothing to try: no setting given"));
         }
         let mut changes = Vec::new();
-        let mut knobs = Vec::new();
         for (name, value) in settings {
             let k = Knob::resolve(name, value).map_err(Error::bad_input)?;
             let now = k.read().map_err(Error::bad_input)?;
@@ -96,24 +96,15 @@ impl Plan {
                 restore: k.restore_value(&now),
                 now,
                 tried: value.clone(),
+                resolved: k,
             });
-            knobs.push(k);
         }
         Ok(Plan {
             from,
             finding,
             metric,
             changes,
-            knobs,
         })
-    }
-
-    fn pairs(&self) -> Vec<(Knob, String)> {
-        self.knobs
-            .iter()
-            .cloned()
-            .zip(self.changes.iter().map(|c| c.tried.clone()))
-            .collect()
     }
 
     /// The knobs outside what the workload touched: a device's knob for a
@@ -121,8 +112,9 @@ impl Plan {
     /// outside the page cache's and the scheduler's (`vm.*`,
     /// `kernel.sched_*`).
     fn outside(&self, touched: &[String]) -> Vec<String> {
-        self.knobs
+        self.changes
             .iter()
+            .map(|c| &c.resolved)
             .filter(|k| {
                 if k.is_sysctl() {
                     let rel = k.file.strip_prefix("/proc/sys").unwrap_or(&k.file);
@@ -245,9 +237,9 @@ pub type Recorder<'a> = dyn FnMut(&Path) -> Result<(i32, f64)> + 'a;
 pub fn run(plan: Plan, o: &TrialOptions, record: &mut Recorder) -> Result<Trial> {
     install_signal_handlers();
     let mut journal = Journal::new();
-    let changes = plan.pairs();
+    let changes = &plan.changes;
     // The kernel's answer before anything is measured.
-    Applied::apply(&mut journal, &changes)
+    Applied::apply(&mut journal, changes)
         .and_then(|a| a.restore())
         .map_err(|e| Error::bad_input(format!("{e}: nothing was run")))?;
     let started = Instant::now();
@@ -256,9 +248,7 @@ pub fn run(plan: Plan, o: &TrialOptions, record: &mut Recorder) -> Result<Trial>
     'rounds: for r in 0..o.rounds {
         for side in [Side::Baseline, Side::Candidate] {
             if interrupted() {
-                return Err(Error::Interrupted(
-                    "interrupted; every setting try changed is back".into(),
-                ));
+                return Err(stopped_by_signal());
             }
             if let Some(max) = o.max_seconds {
                 let spent = started.elapsed().as_secs_f64();
@@ -276,7 +266,7 @@ pub fn run(plan: Plan, o: &TrialOptions, record: &mut Recorder) -> Result<Trial>
                     (s, t, Vec::new())
                 }
                 Side::Candidate => {
-                    let applied = Applied::apply(&mut journal, &changes).map_err(Error::failed)?;
+                    let applied = Applied::apply(&mut journal, changes).map_err(Error::failed)?;
                     let outcome = record(&dir);
                     let restored = applied.restore().map_err(Error::failed)?;
                     let (s, t) = outcome?;
@@ -284,9 +274,7 @@ pub fn run(plan: Plan, o: &TrialOptions, record: &mut Recorder) -> Result<Trial>
                 }
             };
             if status == 130 || interrupted() {
-                return Err(Error::Interrupted(
-                    "interrupted; every setting try changed is back".into(),
-                ));
+                return Err(stopped_by_signal());
             }
             if status != 0 {
                 return Err(Error::bad_input(format!(
@@ -339,6 +327,12 @@ pub fn run(plan: Plan, o: &TrialOptions, record: &mut Recorder) -> Result<Trial>
         o.higher_is_better,
         stopped,
     )
+}
+
+/// Ctrl-C (or SIGTERM, SIGHUP) between or during rounds: said once every
+/// setting is back.
+fn stopped_by_signal() -> Error {
+    Error::Interrupted("interrupted; every setting try changed is back".into())
 }
 
 /// The devices the workload did I/O to, as `MAJ:MIN`.
@@ -464,7 +458,6 @@ mod tests {
             finding: finding.map(String::from),
             metric: metric.map(String::from),
             changes: Vec::new(),
-            knobs: Vec::new(),
         }
     }
 

@@ -152,7 +152,8 @@ fn percent(p: f64) -> String {
     format!("{:+.1} %", p)
 }
 
-fn num(v: f64) -> String {
+/// A figure as text and HTML print it.
+pub(super) fn num(v: f64) -> String {
     if v.abs() >= 100.0 {
         format!("{v:.0}")
     } else if v.abs() >= 1.0 {

@@ -120,9 +120,10 @@ pub fn compare(
         })
         .count();
     let improving = |x: f64| if lower_is_better { x < 0.0 } else { x > 0.0 };
-    let outcome = if improving(ci[0]) && improving(ci[1]) {
+    let worsening = |x: f64| if lower_is_better { x > 0.0 } else { x < 0.0 };
+    let outcome = if ci.iter().all(|&x| improving(x)) {
         Outcome::Better
-    } else if !improving(ci[0]) && !improving(ci[1]) && ci[0] != 0.0 && ci[1] != 0.0 {
+    } else if ci.iter().all(|&x| worsening(x)) {
         Outcome::Worse
     } else if ci[0].abs() <= NO_CHANGE_PERCENT && ci[1].abs() <= NO_CHANGE_PERCENT {
         Outcome::NoChange
