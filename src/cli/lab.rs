@@ -34,7 +34,7 @@ enum LabAction {
         watch: bool,
         /// Prove each scenario's advice: while its bad setup stands, `iosleuth
         /// try` applies the expected finding's remedy and measures the bad
-        /// run's workload in interleaved rounds (3 a side); a table of every
+        /// run's workload in interleaved rounds (5 a side); a table of every
         /// rule's remedy, effect and confidence closes `lab run all --try`.
         #[arg(long = "try")]
         try_remedy: bool,

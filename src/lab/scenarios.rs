@@ -180,8 +180,7 @@ impl Lab {
             })?;
         // Stopped and its last capture diagnosed before the run is judged.
         drop(watching);
-        let tried = self.try_remedy && out == self.bad() && o.status.success() && !(self.stop)();
-        if tried {
+        if self.try_remedy && out == self.bad() && o.status.success() && !(self.stop)() {
             self.try_remedy(events, script);
         }
         // The recorder stops on the same Ctrl-C and exits 130.
