@@ -91,8 +91,32 @@ struct css_set___iosl {
 	struct cgroup___iosl *dfl_cgrp;
 } __attribute__((preserve_access_index));
 
+/* The scheduler's own stamps of a thread (CONFIG_SCHED_INFO), in its
+ * runqueue's clock: when it was last queued to run (0: not queued), and
+ * when it last began to run. */
+struct sched_info___iosl {
+	unsigned long long last_arrival;
+	unsigned long long last_queued;
+} __attribute__((preserve_access_index));
+
+/* A CPU's runqueue: its clock, updated by __schedule before it switches. */
+struct rq___iosl {
+	__u64 clock;
+} __attribute__((preserve_access_index));
+
+/* The runqueue a CFS runqueue belongs to (CONFIG_FAIR_GROUP_SCHED). */
+struct cfs_rq___iosl {
+	struct rq___iosl *rq;
+} __attribute__((preserve_access_index));
+
+struct sched_entity___iosl {
+	struct cfs_rq___iosl *cfs_rq;
+} __attribute__((preserve_access_index));
+
 struct task_struct___iosl {
 	struct thread_info___iosl thread_info;
+	struct sched_info___iosl sched_info;
+	struct sched_entity___iosl se;
 	int pid;
 	int tgid;
 	int prio;

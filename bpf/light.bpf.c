@@ -1116,58 +1116,100 @@ int BPF_PROG(iosl_uring_overflow, void *ring, unsigned long long user_data, int 
 	return 0;
 }
 
-/* The flight recorder: what was around a slow request. */
+/* The flight recorder: what was around a slow request.
+ *
+ * Runqueue waits are the scheduler's own (sched_info, CONFIG_SCHED_INFO,
+ * the stamps behind /proc/PID/schedstat's run delay): a thread's
+ * last_queued is stamped with its runqueue's clock when it is queued to
+ * run (woken, or preempted while running), and sched_switch fires after
+ * __schedule updated that clock and before the switch consumes the stamp
+ * (sched_info_arrive, in context_switch). So the switch that runs a
+ * thread reads its wait with no clock read, no wakeup program and no
+ * per-thread table. A thread moved to another CPU while it waited is
+ * queued there afresh (sched_info_dequeue clears the stamp): its wait is
+ * the one on the CPU it ran on. */
 
-/* Threads made runnable (woken, or preempted while running), direct-mapped
- * by thread id: a wakeup stamps the entry, the switch that runs the
- * thread reads and clears it. Two runnable threads on one entry: the
- * later one wins, the earlier one's wait goes unmeasured. */
-#define NTASK 65536
-struct runnable {
-	__u32 tid;
-	/* The CPU it will run on, and that CPU's rt_ns then. */
-	__u32 cpu;
-	__u64 since;
-	__u64 rt_base;
+/* A CPU's real-time runs, the last NRTRUN of them: when each began and
+ * ended (0: running) and the CPU's real-time time before it, so that a
+ * wait can be told how much of it real-time tasks held the CPU. */
+#define NRTRUN 8
+struct rt_run {
+	__u64 start;
+	__u64 end;
+	__u64 base;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, NTASK);
-	__type(key, __u32);
-	__type(value, struct runnable);
-} runnable SEC(".maps");
-
-/* Per CPU, readable from the others (a wakeup reads its target's): the
- * time real-time tasks ran there, since when the current one runs (0: the
- * current task is not real-time), and the last one that ran. Only the CPU
- * itself writes its entry; a real-time task's name is copied only when it
- * is switched in, which is rare. */
-#define NCPU 1024
+/* Per CPU, in its runqueue's clock: the time real-time tasks ran there,
+ * since when the current one runs (0: the current task is not
+ * real-time), the last one that ran, and the recent runs. A real-time
+ * task's name is copied only when it is switched in, which is rare. */
 struct cpu_rt {
 	__u64 rt_ns;
 	__u64 rt_since;
 	__u32 tid;
 	__s32 prio;
 	char comm[16];
+	__u32 runs;
+	__u32 pad;
+	struct rt_run run[NRTRUN];
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, NCPU);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct cpu_rt);
 } cpu_rt SEC(".maps");
 
-/* Real-time time on a CPU up to `now`, the current run included. */
+/* Real-time time on the CPU up to `now`, the current run included. */
 static __always_inline __u64 rt_clock(struct cpu_rt *rt, __u64 now)
 {
 	__u64 since = rt->rt_since;
 	return rt->rt_ns + (since && since < now ? now - since : 0);
 }
 
-/* Per CPU: since when its current task runs, and when the interrupt it
- * is in began (scratch, not exported). */
+/* Real-time time on the CPU up to `t`, a moment in the recent past: from
+ * the last run that began by then. Before the oldest run kept, the time
+ * before that run (a wait that long is told less than its real-time
+ * share, never more). */
+static __always_inline __u64 rt_clock_at(struct cpu_rt *rt, __u64 t)
+{
+	__u64 oldest = rt->rt_ns;
+	for (__u32 k = 0; k < NRTRUN; k++) {
+		if (k >= rt->runs)
+			break;
+		struct rt_run *r = &rt->run[(rt->runs - 1 - k) & (NRTRUN - 1)];
+		if (r->start <= t) {
+			__u64 end = r->end && r->end < t ? r->end : t;
+			return r->base + (end > r->start ? end - r->start : 0);
+		}
+		oldest = r->base;
+	}
+	return oldest;
+}
+
+/* A real-time run that began at `start` (its end set when it ends). */
+static __always_inline void rt_begin(struct cpu_rt *rt, __u64 start)
+{
+	struct rt_run *r = &rt->run[rt->runs & (NRTRUN - 1)];
+	r->start = start;
+	r->end = 0;
+	r->base = rt->rt_ns;
+	rt->runs += 1;
+	rt->rt_since = start;
+}
+
+static __always_inline void rt_end(struct cpu_rt *rt, __u64 now)
+{
+	if (rt->runs)
+		rt->run[(rt->runs - 1) & (NRTRUN - 1)].end = now;
+	if (now > rt->rt_since)
+		rt->rt_ns += now - rt->rt_since;
+	rt->rt_since = 0;
+}
+
+/* Per CPU: since when its current task runs (in its runqueue's clock),
+ * and when the interrupt it is in began (scratch, not exported). */
 struct oncpu {
 	__u64 since;
 	__u64 hardirq_since;
@@ -1200,51 +1242,46 @@ static __always_inline struct oncpu *oncpu_here(void)
 	return bpf_map_lookup_elem(&oncpu, &zero);
 }
 
+static __always_inline struct cpu_rt *rt_here(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&cpu_rt, &zero);
+}
+
 /* Kernel priority below 100: SCHED_FIFO/RR (and deadline). */
 static __always_inline int is_rt(int prio)
 {
 	return prio < 100;
 }
 
-/* Stamps a thread runnable from `now`. A wakeup keeps an earlier stamp
- * (woken twice, queued since the first); a switch-out (`fresh`) always
- * restamps. */
-static __always_inline void mark_runnable(__u32 tid, __u32 cpu, __u64 now, int fresh)
+/* This CPU's runqueue clock, as __schedule just updated it: read through
+ * the running task's CFS runqueue, which every task has. */
+static __always_inline __u64 rq_clock_now(struct task_struct___iosl *running)
 {
-	__u32 idx = tid & (NTASK - 1);
-	struct runnable *r = bpf_map_lookup_elem(&runnable, &idx);
-	if (!r || (!fresh && r->tid == tid && r->since))
-		return;
-	struct cpu_rt *rt = bpf_map_lookup_elem(&cpu_rt, &cpu);
-	r->tid = tid;
-	r->cpu = cpu;
-	r->since = now;
-	r->rt_base = rt ? rt_clock(rt, now) : 0;
+	struct cfs_rq___iosl *cfs = running->se.cfs_rq;
+	if (!cfs)
+		return 0;
+	struct rq___iosl *rq = cfs->rq;
+	return rq ? rq->clock : 0;
 }
 
+/* Counted only: the waits are the scheduler's own stamps. */
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(iosl_wakeup, struct task_struct___iosl *p)
 {
 	struct cpu_stats *s = stats_here();
 	if (s)
 		s->wakeups += 1;
-	mark_runnable(p->pid, p->thread_info.cpu, bpf_ktime_get_ns(), 0);
 	return 0;
 }
 
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(iosl_wakeup_new, struct task_struct___iosl *p)
-{
-	mark_runnable(p->pid, p->thread_info.cpu, bpf_ktime_get_ns(), 0);
-	return 0;
-}
-
-/* Sends a wait of at least wait_min_ns. Real-time time is that of the CPU
- * the thread was made runnable on (`w->cpu`), where it queued, even when
- * it ran elsewhere in the end (pulled away by the load balancer). */
+/* Sends a wait of at least wait_min_ns that began at `since` and ends
+ * `now`, both in this CPU's runqueue clock; sent in the monotonic clock
+ * the rest is in (the two differ by an offset read here; the runqueue
+ * clock was read at most a few microseconds ago). */
 static __always_inline void send_wait(struct cpu_stats *s, struct task_struct___iosl *next,
 				      struct task_struct___iosl *prev, __u64 prev_since,
-				      struct runnable *w, __u32 cpu, __u64 now)
+				      struct cpu_rt *rt, __u32 cpu, __u64 since, __u64 now)
 {
 	struct wait_rec *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
 	if (!r) {
@@ -1252,27 +1289,21 @@ static __always_inline void send_wait(struct cpu_stats *s, struct task_struct___
 		return;
 	}
 	s->long_waits += 1;
-	__u64 since = w->since;
-	__u32 queued_on = w->cpu;
+	__u64 wait = now - since;
+	__u64 mono = bpf_ktime_get_ns();
 	r->kind = REC_WAIT;
 	r->len = sizeof(*r);
-	r->cpu = queued_on;
-	r->start_ns = since;
-	r->wait_ns = now - since;
-	r->held_ns = cpu == queued_on ? now - (prev_since > since ? prev_since : since) : 0;
-	r->rt_ns = 0;
-	r->rt_tid = 0;
-	r->rt_prio = 0;
-	r->rt_comm[0] = 0;
-	struct cpu_rt *rt = bpf_map_lookup_elem(&cpu_rt, &queued_on);
-	if (rt) {
-		__u64 clock = rt_clock(rt, now);
-		__u64 ns = clock > w->rt_base ? clock - w->rt_base : 0;
-		r->rt_ns = ns < r->wait_ns ? ns : r->wait_ns;
-		r->rt_tid = rt->tid;
-		r->rt_prio = rt->prio;
-		bpf_probe_read_kernel(r->rt_comm, sizeof(r->rt_comm), rt->comm);
-	}
+	r->cpu = cpu;
+	r->start_ns = mono > wait ? mono - wait : 0;
+	r->wait_ns = wait;
+	r->held_ns = now - (prev_since > since ? prev_since : since);
+	__u64 clock = rt_clock(rt, now);
+	__u64 before = rt_clock_at(rt, since);
+	__u64 ns = clock > before ? clock - before : 0;
+	r->rt_ns = ns < wait ? ns : wait;
+	r->rt_tid = rt->tid;
+	r->rt_prio = rt->prio;
+	bpf_probe_read_kernel(r->rt_comm, sizeof(r->rt_comm), rt->comm);
 	r->tid = next->pid;
 	r->prio = next->prio;
 	r->holder_tid = prev->pid;
@@ -1286,60 +1317,39 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(iosl_switch, _Bool preempt, struct task_struct___iosl *prev,
 	     struct task_struct___iosl *next, unsigned int prev_state)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u32 cpu = bpf_get_smp_processor_id();
+	__u64 now = rq_clock_now(prev);
 	struct cpu_stats *s = stats_here();
 	struct oncpu *o = oncpu_here();
-	struct cpu_rt *rt = bpf_map_lookup_elem(&cpu_rt, &cpu);
-	if (!s || !o || !rt)
+	struct cpu_rt *rt = rt_here();
+	if (!s || !o || !rt || !now)
 		return 0;
 	s->switches += 1;
 	__u64 prev_since = o->since;
 	o->since = now;
-	__u32 prev_tid = prev->pid;
 	if (rt->rt_since) {
-		if (now > rt->rt_since)
-			rt->rt_ns += now - rt->rt_since;
-		rt->rt_since = 0;
-	} else if (prev_tid && is_rt(prev->prio) && prev_since && now > prev_since) {
+		rt_end(rt, now);
+	} else if (prev->pid && is_rt(prev->prio) && prev_since && now > prev_since) {
 		/* Made real-time while running (sched_setscheduler switches
 		 * nothing): its whole run counts. */
-		rt->rt_ns += now - prev_since;
-		rt->tid = prev_tid;
+		rt_begin(rt, prev_since);
+		rt_end(rt, now);
+		rt->tid = prev->pid;
 		rt->prio = prev->prio;
 		bpf_probe_read_kernel_str(rt->comm, sizeof(rt->comm), prev->comm);
-	}
-	if (prev_tid) {
-		/* Preempted (or yielding) while running: runnable from now. Gone
-		 * to sleep: not runnable, whatever a wakeup stamped while it
-		 * still ran (sched_wakeup also fires for a running thread), so
-		 * that its next wakeup starts afresh. */
-		if (preempt || prev_state == 0) {
-			mark_runnable(prev_tid, cpu, now, 1);
-		} else {
-			__u32 idx = prev_tid & (NTASK - 1);
-			struct runnable *r = bpf_map_lookup_elem(&runnable, &idx);
-			if (r && r->tid == prev_tid)
-				r->since = 0;
-		}
 	}
 	__u32 tid = next->pid;
 	if (!tid)
 		return 0;
 	int prio = next->prio;
 	if (is_rt(prio)) {
-		rt->rt_since = now;
+		rt_begin(rt, now);
 		rt->tid = tid;
 		rt->prio = prio;
 		bpf_probe_read_kernel_str(rt->comm, sizeof(rt->comm), next->comm);
 	}
-	__u32 idx = tid & (NTASK - 1);
-	struct runnable *w = bpf_map_lookup_elem(&runnable, &idx);
-	if (!w || w->tid != tid || !w->since)
-		return 0;
-	if (now - w->since >= wait_min_ns)
-		send_wait(s, next, prev, prev_since, w, cpu, now);
-	w->since = 0;
+	__u64 since = next->sched_info.last_queued;
+	if (since && now > since && now - since >= wait_min_ns)
+		send_wait(s, next, prev, prev_since, rt, bpf_get_smp_processor_id(), since, now);
 	return 0;
 }
 
@@ -1459,7 +1469,6 @@ NOP_TP_BTF(iosl_nop_fault, page_fault_user)
 NOP_TP_BTF(iosl_nop_filemap_fault, mm_filemap_fault)
 NOP_TP_BTF(iosl_nop_sys_enter, sys_enter)
 NOP_TP_BTF(iosl_nop_wakeup, sched_wakeup)
-NOP_TP_BTF(iosl_nop_wnew, sched_wakeup_new)
 NOP_TP_BTF(iosl_nop_switch, sched_switch)
 NOP_TP_BTF(iosl_nop_irq_in, irq_handler_entry)
 NOP_TP_BTF(iosl_nop_irq_out, irq_handler_exit)

@@ -38,9 +38,10 @@ pub(super) const URING: [(&str, &str); 4] = [
     ("iosl_uring_complete", "io_uring_complete"),
     ("iosl_uring_overflow", "io_uring_cqe_overflow"),
 ];
-pub(super) const SCHEDULER: [(&str, &str); 3] = [
+/// The switch reads runqueue waits from the scheduler's own stamps; the
+/// wakeup program only counts wakeups.
+pub(super) const SCHEDULER: [(&str, &str); 2] = [
     ("iosl_wakeup", "sched_wakeup"),
-    ("iosl_wakeup_new", "sched_wakeup_new"),
     ("iosl_switch", "sched_switch"),
 ];
 pub(super) const INTERRUPTS: [(&str, &str); 4] = [
@@ -100,7 +101,7 @@ pub(super) fn event_program(event: &str) -> String {
 
 /// The floor of the overhead benchmark: the same hooks with programs that
 /// return at once.
-pub(super) const FLOOR_PROGRAMS: [(&str, &str); 17] = [
+pub(super) const FLOOR_PROGRAMS: [(&str, &str); 16] = [
     ("iosl_nop_issue", "block_rq_issue"),
     ("iosl_nop_compl", "block_rq_complete"),
     ("iosl_nop_requeue", "block_rq_requeue"),
@@ -112,7 +113,6 @@ pub(super) const FLOOR_PROGRAMS: [(&str, &str); 17] = [
     ("iosl_nop_uring_punt", "io_uring_queue_async_work"),
     ("iosl_nop_uring_complete", "io_uring_complete"),
     ("iosl_nop_wakeup", "sched_wakeup"),
-    ("iosl_nop_wnew", "sched_wakeup_new"),
     ("iosl_nop_switch", "sched_switch"),
     ("iosl_nop_irq_in", "irq_handler_entry"),
     ("iosl_nop_irq_out", "irq_handler_exit"),
