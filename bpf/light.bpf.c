@@ -362,6 +362,40 @@ static __always_inline int within_cap(__u64 now)
 	return 1;
 }
 
+/* The cgroup id of a blkcg (0: none): four dependent loads from
+ * structures the I/O path does not touch, so often cache misses. */
+static __always_inline __u64 blkcg_id(struct blkcg___iosl *blkcg)
+{
+	if (!blkcg)
+		return 0;
+	struct cgroup___iosl *cg = blkcg->css.cgroup;
+	if (!cg)
+		return 0;
+	struct kernfs_node___iosl *kn = cg->kn;
+	return kn ? kn->id : 0;
+}
+
+/* Each CPU's last cgroup ids by blkg (a cgroup's association with a
+ * queue, which every bio carries), a few entries searched in turn: a
+ * machine has few cgroups doing I/O at once. An entry holds while the
+ * blkg still names the same blkcg: a blkg freed and its memory given to
+ * another cgroup's does not match. */
+#define NBLKG 4
+struct blkg_memo {
+	struct blkcg_gq___iosl *blkg[NBLKG];
+	struct blkcg___iosl *blkcg[NBLKG];
+	__u64 id[NBLKG];
+	__u32 next;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct blkg_memo);
+} blkg_ids SEC(".maps");
+
 /* The cgroup id the request's first bio is charged to (0: none). */
 static __always_inline __u64 bio_cgroup(struct request___iosl *rq)
 {
@@ -372,13 +406,20 @@ static __always_inline __u64 bio_cgroup(struct request___iosl *rq)
 	if (!blkg)
 		return 0;
 	struct blkcg___iosl *blkcg = blkg->blkcg;
-	if (!blkcg)
-		return 0;
-	struct cgroup___iosl *cg = blkcg->css.cgroup;
-	if (!cg)
-		return 0;
-	struct kernfs_node___iosl *kn = cg->kn;
-	return kn ? kn->id : 0;
+	__u32 zero = 0;
+	struct blkg_memo *m = bpf_map_lookup_elem(&blkg_ids, &zero);
+	if (!m)
+		return blkcg_id(blkcg);
+	for (__u32 k = 0; k < NBLKG; k++)
+		if (m->blkg[k] == blkg && m->blkcg[k] == blkcg)
+			return m->id[k];
+	__u64 id = blkcg_id(blkcg);
+	__u32 k = m->next & (NBLKG - 1);
+	m->blkg[k] = blkg;
+	m->blkcg[k] = blkcg;
+	m->id[k] = id;
+	m->next = k + 1;
+	return id;
 }
 
 /* The `le` bucket of a total time of `ns`: how many of Prometheus'
