@@ -425,7 +425,11 @@ fn long_wait(w: &WaitRecord) -> LongWait {
 }
 
 fn warn_context(a: &mut Analysis, s: &LightSummary) {
-    if !s.runqueue {
+    let refused = s
+        .missing_events
+        .iter()
+        .any(|e| e.starts_with(crate::model::light::RUNQUEUE_MISSING));
+    if !s.runqueue && !refused {
         a.warnings.push(
             "light capture: runqueue waits were not watched (recorded with --runqueue off): whether a thread waited for a CPU is unknown, not absent".into(),
         );

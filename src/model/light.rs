@@ -69,6 +69,11 @@ pub const CONTEXT_EVENTS: [(&str, &str); 13] = [
 /// captures made before the dirty limit's and wbt's events "every journal
 /// event (…)".
 pub const EVERY_EVENT_MISSING: &str = "every ";
+/// How a light capture's `missing_events` entry begins when the kernel
+/// could not run the scheduler's program (it reads the scheduler's own
+/// `sched_info` stamps, which a kernel without CONFIG_SCHED_INFO lacks):
+/// runqueue waits are then not recorded, whatever `--runqueue` said.
+pub const RUNQUEUE_MISSING: &str = "runqueue waits: ";
 /// The CPUs whose counts the queue depth sampled at issue adds up
 /// (bpf/light.h): a machine with more has its depth undercounted.
 pub const MAX_DEPTH_CPUS: usize = 256;

@@ -36,13 +36,16 @@ pub(super) fn session_missing(session: &LightSession) -> Vec<NotWatched> {
 fn missing(events: &[String], cpus: usize, throttle: bool) -> Vec<NotWatched> {
     let mut out: Vec<NotWatched> = events
         .iter()
-        .map(
-            |e| match e.strip_prefix(crate::model::light::EVERY_EVENT_MISSING) {
+        .map(|e| {
+            if e.starts_with(crate::model::light::RUNQUEUE_MISSING) {
+                NotWatched::new("runqueue_unsupported", e.clone())
+            } else if e.starts_with(crate::model::light::EVERY_EVENT_MISSING) {
                 // No tracefs: none of the kept events, said once.
-                Some(_) => NotWatched::new("kept_events", e.clone()),
-                None => NotWatched::new(format!("event:{e}"), format!("event {e}")),
-            },
-        )
+                NotWatched::new("kept_events", e.clone())
+            } else {
+                NotWatched::new(format!("event:{e}"), format!("event {e}"))
+            }
+        })
         .collect();
     if cpus > crate::model::light::MAX_DEPTH_CPUS {
         out.push(NotWatched::new(
@@ -77,6 +80,10 @@ mod tests {
                 "{}kept event: the journal's, balance_dirty_pages, wbt (no tracefs)",
                 crate::model::light::EVERY_EVENT_MISSING
             ),
+            format!(
+                "{}the kernel refused the scheduler's program",
+                crate::model::light::RUNQUEUE_MISSING
+            ),
         ];
         let out = missing(&events, 300, false);
         let ids: Vec<&str> = out.iter().map(|n| n.id.as_str()).collect();
@@ -85,6 +92,7 @@ mod tests {
             [
                 "event:jbd2:jbd2_checkpoint",
                 "kept_events",
+                "runqueue_unsupported",
                 "queue_depth_past_cpu_limit",
                 "throttled_bios"
             ]

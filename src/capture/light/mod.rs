@@ -150,6 +150,8 @@ pub struct LightSession {
     slots: Vec<DiskSlot>,
     /// The scheduler's hooks while attached.
     sched_links: Links,
+    /// The kernel refused the scheduler's program: never attached.
+    sched_refused: bool,
     /// The throttle counters' hooks while attached (while some cgroup has
     /// an I/O limit: without one no bio is held).
     throttle_links: Links,
@@ -241,8 +243,18 @@ impl LightSession {
         attach_btf(&mut ebpf, &btf, &attached)?;
         // Loaded now (verified once), attached while runqueue waits are
         // watched.
+        // A kernel without the scheduler's sched_info stamps refuses the
+        // switch program: the capture goes on without runqueue waits and
+        // says so.
+        let mut sched_refused = None;
         if !opts.floor {
-            load_btf(&mut ebpf, &btf, &SCHEDULER)?;
+            if let Err(e) = load_btf(&mut ebpf, &btf, &SCHEDULER) {
+                sched_refused = Some(format!(
+                    "{}the kernel refused the scheduler's program (it reads the scheduler's sched_info stamps, CONFIG_SCHED_INFO): {}",
+                    crate::model::light::RUNQUEUE_MISSING,
+                    e.message()
+                ));
+            }
             if opts.throttle {
                 load_btf(&mut ebpf, &btf, &THROTTLE)?;
             }
@@ -259,6 +271,8 @@ impl LightSession {
                 e.message()
             )],
         };
+        let mut missing_events = missing_events;
+        missing_events.extend(sched_refused.clone());
         let started_ns = super::snapshot::mono_ns();
         let stats_at_start = disks::read_stats(&slots);
         let latency_map = ebpf.take_map(maps::MAP_LATENCY).expect("latency map");
@@ -295,6 +309,7 @@ impl LightSession {
                 .map_err(|e| err("latency map")(e.to_string()))?,
             slots,
             sched_links: Vec::new(),
+            sched_refused: sched_refused.is_some(),
             throttle_links: Vec::new(),
             opts: opts.clone(),
             started_ns,
@@ -310,7 +325,7 @@ impl LightSession {
     /// Attaches or detaches the scheduler's hooks (runqueue waits and who
     /// held the CPU); nothing when they already are as asked.
     pub fn set_runqueue(&mut self, on: bool) -> Result<(), CaptureError> {
-        if self.opts.floor {
+        if self.opts.floor || self.sched_refused {
             return Ok(());
         }
         set_attached(&mut self.ebpf, &mut self.sched_links, &SCHEDULER, on)
