@@ -6,7 +6,7 @@
 //! |---|---|
 //! | `workload.ms_per_op` | the workload's time per operation (its probe marks, else its system calls) |
 //! | `probe.OP.p50_ms`, `.p99_ms`, `.max_ms`, `.count` | a probe operation's latency and count |
-//! | `dev.MAJ,MIN.requests`, `.avg_request_kib`, `.bios_per_request`, `.d2c.p99_ms`, `.q2c.p99_ms` | a device's requests |
+//! | `dev.MAJ,MIN.requests`, `.avg_request_kib`, `.bios_per_request`, `.d2c.p99_ms`, `.q2c.p99_ms`, `.q2c.avg_ms` | a device's requests |
 //! | `journal.MAJ,MIN.commits`, `.checkpoint_passes` | an ext4 journal |
 //! | `sched.longest_runqueue_wait_ms` | the longest runqueue wait |
 //! | `function.NAME.calls`, `.avg_ms`, `.max_ms` | a function timed by its calls |
@@ -163,6 +163,16 @@ pub const DEV_Q2C_P99: Kind = kind(
     Unit::Ms,
     true,
 );
+/// The same on average: what the I/O scheduler or writeback throttling
+/// holds back moves it, where the p99 of a few hundred requests swings
+/// with one slow one.
+pub const DEV_Q2C_AVG: Kind = kind(
+    Scope::Dev,
+    "q2c.avg_ms",
+    ["Q2C avg ms", "Q2C avg (ms)"],
+    Unit::Ms,
+    true,
+);
 pub const JOURNAL_COMMITS: Kind = kind(
     Scope::Journal,
     "commits",
@@ -228,7 +238,7 @@ pub const FUNCTION_BLOCKED_TOTAL: Kind = kind(
 );
 
 /// Every kind, in the order `diff` shows them.
-pub const KINDS: [Kind; 19] = [
+pub const KINDS: [Kind; 20] = [
     WORKLOAD_MS_PER_OP,
     PROBE_P50,
     PROBE_P99,
@@ -239,6 +249,7 @@ pub const KINDS: [Kind; 19] = [
     DEV_BIOS_PER_REQUEST,
     DEV_D2C_P99,
     DEV_Q2C_P99,
+    DEV_Q2C_AVG,
     JOURNAL_COMMITS,
     JOURNAL_CHECKPOINTS,
     LONGEST_RUNQUEUE_WAIT,

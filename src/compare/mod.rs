@@ -151,6 +151,7 @@ pub fn headline(a: &Analysis) -> Vec<Metric> {
         v.push(named(DEV_D2C_P99.metric(&dev, ms(d.d2c.p99)), &dev));
         if d.q2c.count > 0 {
             v.push(named(DEV_Q2C_P99.metric(&dev, ms(d.q2c.p99)), &dev));
+            v.push(named(DEV_Q2C_AVG.metric(&dev, d.q2c.avg / 1e6), &dev));
         }
     }
     for (dev, j) in &a.fs.journals {

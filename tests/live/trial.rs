@@ -129,6 +129,58 @@ fn try_proves_read_ahead_on_dd_and_puts_it_back() {
 
 #[test]
 #[ignore = "live: needs root and a loop device"]
+fn try_full_records_each_round_with_the_full_recorder() {
+    let _l = live();
+    let (disk, knob) = no_readahead();
+    let dir = tempdir();
+    let kept = dir.path().join("rounds");
+    let o = outcome_of(try_cmd(&knob, "128").args([
+        "--apply",
+        "--full",
+        "--events",
+        "block",
+        "--rounds",
+        "3",
+        "--format",
+        "json",
+        "--keep",
+        kept.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &reader(&disk),
+    ]));
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert_eq!(read(&knob), "0", "put back after the rounds");
+    let t: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(t["verdict"], "better", "{t:#}");
+    // Each round is a full capture (its manifest, no light maps), and
+    // its requests are the full recorder's, one by one: btt's merge row
+    // (bios per request) is only there.
+    let dev = disk.dev().unwrap().to_string();
+    for r in t["rounds"].as_array().unwrap() {
+        let side = r["side"].as_str().unwrap();
+        let n = r["index"].as_u64().unwrap();
+        let cap = PathBuf::from(r["capture"].as_str().unwrap());
+        assert_eq!(cap, kept.join(format!("{side}-{n}")));
+        assert!(
+            cap.join("iosleuth-capture.json").is_file(),
+            "{}",
+            cap.display()
+        );
+        assert!(!cap.join("light.json").exists(), "{}", cap.display());
+        let m = &r["metrics"];
+        assert!(m[format!("dev.{dev}.bios_per_request")].is_number(), "{r}");
+        let ios = m[format!("dev.{dev}.requests")].as_f64().unwrap() as u64;
+        match side {
+            "baseline" => assert!(ios >= 8192, "{ios} requests in {r}"),
+            _ => assert!(ios < 2048, "{ios} requests in {r}"),
+        }
+    }
+}
+
+#[test]
+#[ignore = "live: needs root and a loop device"]
 fn try_refuses_what_it_cannot_set_before_any_round() {
     let _l = live();
     let (disk, knob) = no_readahead();
@@ -370,5 +422,188 @@ fn try_proves_remedies_on_sqlite_and_a_fio_job_file() {
     assert_eq!(t["verdict"], "better", "{t}");
     // fio's own report of each round is beside it, not in try's output.
     assert!(!o.stdout.contains("run status group"), "{}", o.stdout);
+    drop(cg);
+}
+
+/// A PostgreSQL server of its own: a data directory on `dir` (owned by the
+/// `postgres` user), a socket there, no TCP; stopped when dropped.
+struct Postgres {
+    bin: PathBuf,
+    data: PathBuf,
+    socket: PathBuf,
+    port: u16,
+}
+
+impl Postgres {
+    /// Initialises and starts a server from inside `cgroup` (its
+    /// backends, which write and fsync the WAL, are charged there).
+    fn start(dir: &Path, cgroup: &Path) -> Postgres {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .expect(
+                "test cannot run: PostgreSQL is not installed (scripts/test installs postgresql)",
+            )
+            .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+            .filter(|b| b.join("pgbench").is_file())
+            .max()
+            .expect("test cannot run: no /usr/lib/postgresql/*/bin/pgbench");
+        let data = dir.join("pgdata");
+        let socket = dir.join("socket");
+        for d in [&data, &socket] {
+            std::fs::create_dir(d).unwrap();
+        }
+        run(Command::new("chown").args(["-R", "postgres:postgres", dir.to_str().unwrap()]));
+        // The scratch directory above it is root's alone: let postgres
+        // through to its own.
+        if let Some(up) = dir.parent() {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(up, std::fs::Permissions::from_mode(0o711)).unwrap();
+        }
+        let pg = Postgres {
+            bin,
+            data,
+            socket,
+            port: crate::common::free_port(),
+        };
+        run(pg.as_postgres("initdb").args([
+            "-D",
+            pg.data.to_str().unwrap(),
+            "-A",
+            "trust",
+            "--no-sync",
+        ]));
+        let opts = format!(
+            "-k {} -p {} -c listen_addresses='' -c fsync=on -c synchronous_commit=on",
+            pg.socket.display(),
+            pg.port
+        );
+        let start = format!(
+            "echo $$ > {}/cgroup.procs && exec runuser -u postgres -- {} -D {} -o \"{opts}\" -l {} -w start",
+            cgroup.display(),
+            pg.bin.join("pg_ctl").display(),
+            pg.data.display(),
+            dir.join("server.log").display()
+        );
+        run(Command::new("sh").args(["-c", &start]));
+        pg
+    }
+
+    /// One of the server's programs, run as `postgres`.
+    fn as_postgres(&self, program: &str) -> Command {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]).arg(self.bin.join(program));
+        c
+    }
+
+    /// pgbench's arguments to reach this server.
+    fn pgbench(&self) -> Vec<String> {
+        [
+            "runuser",
+            "-u",
+            "postgres",
+            "--",
+            self.bin.join("pgbench").to_str().unwrap(),
+            "-h",
+            self.socket.to_str().unwrap(),
+            "-p",
+            &self.port.to_string(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = self
+            .as_postgres("pg_ctl")
+            .args([
+                "-D",
+                self.data.to_str().unwrap(),
+                "-m",
+                "immediate",
+                "-w",
+                "stop",
+            ])
+            .output();
+    }
+}
+
+/// pgbench against a PostgreSQL server whose backends a cgroup holds to
+/// 100 write IOPS on the device: each commit writes and fsyncs the WAL, so
+/// lifting the limit should raise pgbench's own figure, its tps.
+#[test]
+#[ignore = "live: needs root, a loop device, the blkio controller and PostgreSQL"]
+fn try_proves_a_lifted_limit_on_pgbench_by_its_own_tps() {
+    let _l = live();
+    let fs = iosleuth::testing::Ext4::create(256, 16, false).expect("ext4 on a loop device");
+    let dev = std::fs::read_to_string(format!("/sys/block/{}/dev", fs.disk.name))
+        .unwrap()
+        .trim()
+        .to_string();
+    let h = crate::cgroup::io_hierarchy();
+    let cg = crate::cgroup::TestCgroup::new(&h, "pgbench");
+    let (file, limited, lifted) = if h.v2 {
+        (
+            "io.max",
+            format!("{dev} riops=max wiops=100"),
+            format!("{dev} rbps=max wbps=max riops=max wiops=max"),
+        )
+    } else {
+        (
+            "blkio.throttle.write_iops_device",
+            format!("{dev} 100"),
+            format!("{dev} 0"),
+        )
+    };
+    let knob = cg.dir.join(file);
+    let pg = Postgres::start(&fs.mnt, &cg.dir);
+    let mut init = Command::new(&pg.pgbench()[0]);
+    init.args(&pg.pgbench()[1..])
+        .args(["-i", "-s", "1", "-q", "postgres"]);
+    run(&mut init);
+    std::fs::write(&knob, &limited).unwrap();
+    let mut bench = pg.pgbench();
+    bench.extend(["-c", "2", "-T", "3", "-N", "postgres"].map(String::from));
+    let workload: Vec<&str> = bench.iter().map(String::as_str).collect();
+    let o = outcome_of(
+        iosleuth()
+            .args([
+                "try",
+                "--apply",
+                "--rounds",
+                "3",
+                "--format",
+                "json",
+                "--metric",
+                "stdout:tps = ",
+                "--higher-is-better",
+                "--set",
+                &format!("{}={lifted}", knob.display()),
+                "--",
+            ])
+            .args(&workload),
+    );
+    let line = std::fs::read_to_string(&knob).unwrap_or_default();
+    drop(pg);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let t: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(t["verdict"], "better", "{t:#}");
+    assert_eq!(t["judged_by"], "stdout:tps = ", "{t:#}");
+    let ch = t["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metric"] == "stdout:tps = ")
+        .unwrap_or_else(|| panic!("no tps change in {t:#}"));
+    eprintln!("pgbench tps under try: {ch}");
+    // Held to 100 write IOPS, a commit waits for its WAL writes: lifted,
+    // the same 3 s commit several times more.
+    assert!(ch["change_percent"].as_f64().unwrap() > 50.0, "{ch}");
+    assert!(ch["ci95_percent"][0].as_f64().unwrap() > 0.0, "{ch}");
+    assert!(
+        line.contains(&format!("{dev} 100")) || line.contains("wiops=100"),
+        "the limit put back: {line}"
+    );
     drop(cg);
 }

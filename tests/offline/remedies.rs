@@ -62,6 +62,16 @@ fn each_setting_cause_carries_its_knob_its_value_then_and_the_value_to_try() {
         assert_eq!(s["now"], now, "{cap}: {r}");
         assert_eq!(s["value"], value, "{cap}: {r}");
         assert_eq!(r["settings"].as_array().unwrap().len(), 1, "{cap}: {r}");
+        // The figure the finding is about, which `try` judges by: the
+        // requests where merging or splitting changes their number, the
+        // average queue-to-completion time where a scheduler or wbt holds
+        // requests back (its p99 of a few hundred swings round to round).
+        let judged = match id {
+            "merges_disabled" | "request_splitting" => Some("dev.7,0.requests"),
+            "wbt_throttling" | "scheduler_overhead" => Some("dev.7,0.q2c.avg_ms"),
+            _ => None,
+        };
+        assert_eq!(r["metric"].as_str(), judged, "{cap}: {r}");
     }
     // A cgroup v1 limit: the device's line, lifted.
     let r = remedy("tests/fixtures/cgroup-throttled.cap", "cgroup_io_throttle");

@@ -89,7 +89,9 @@ fn check(a: &Analysis) -> Verdict {
         let bfq = sched.as_deref() == Some("bfq");
         return Verdict::Fired(Finding {
             remedy: queue_remedy(&queue, "scheduler", sched.clone(), "none")
-                .map(|r| r.judged_by(format!("dev.{}.q2c.p99_ms", d.device))),
+                // On average: the time the scheduler holds requests is
+                // spread over them, and a p99 of a few hundred swings.
+                .map(|r| r.judged_by(format!("dev.{}.q2c.avg_ms", d.device))),
             id: RULE.id,
             severity: if share >= CRITICAL_PERCENT_IN_SCHEDULER && sched.is_some() {
                 Severity::Critical

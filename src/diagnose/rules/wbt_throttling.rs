@@ -70,7 +70,10 @@ fn check(a: &Analysis) -> Verdict {
         let name = device_name(a, dev);
         let queue = queue_dir(name.as_deref(), dev);
         return Verdict::Fired(Finding {
-            remedy: queue_remedy(&queue, "wbt_lat_usec", target.clone(), "0"),
+            // Judged by the device's average time from queue to completion,
+            // which the writes' waits for wbt's limit are part of.
+            remedy: queue_remedy(&queue, "wbt_lat_usec", target.clone(), "0")
+                .map(|r| r.judged_by(format!("dev.{dev}.q2c.avg_ms"))),
             id: RULE.id,
             severity: if depth <= CRITICAL_MAX_DEPTH && share >= CRITICAL_STEPPED_DOWN_PERCENT {
                 Severity::Critical
