@@ -1191,9 +1191,42 @@ struct cpu_rt {
 	__s32 prio;
 	char comm[16];
 	__u32 runs;
-	__u32 pad;
+	/* The attachment this state belongs to (sched_gen). */
+	__u32 gen;
 	struct rt_run run[NRTRUN];
 };
+
+/* Bumped by user space each time it attaches the scheduler's programs:
+ * a CPU's state from before a detachment (a real-time run that ended
+ * unseen, when its task began to run) is dropped at its first switch. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} sched_gen SEC(".maps");
+
+/* Threads whose queued stamp was already old when a wakeup found them
+ * (NFLOOR entries, direct-mapped by thread id): the wakeup's time is a
+ * floor under their wait. The kernel can leave a sleeping thread stamped
+ * as queued: since 6.12 a thread that blocks stays on its runqueue until
+ * its lag is spent (delayed dequeue), and moved by the load balancer then
+ * it is queued on the new CPU, stamp and all, while still asleep; its
+ * wakeup keeps that stamp. Rare, so written only then and read only for
+ * a long wait. */
+#define NFLOOR 4096
+struct wait_floor {
+	__u32 tid;
+	__u32 pad;
+	__u64 floor;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NFLOOR);
+	__type(key, __u32);
+	__type(value, struct wait_floor);
+} wait_floor SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -1306,14 +1339,42 @@ static __always_inline __u64 rq_clock_now(struct task_struct___iosl *running)
 	return rq ? rq->clock : 0;
 }
 
-/* Counted only: the waits are the scheduler's own stamps. */
+/* Counts the wakeup; the wait itself is the scheduler's own stamp, but a
+ * stamp already older than the wait threshold when the thread is woken
+ * gets the wakeup's time as a floor (wait_floor). */
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(iosl_wakeup, struct task_struct___iosl *p)
 {
 	struct cpu_stats *s = stats_here();
 	if (s)
 		s->wakeups += 1;
+	__u64 queued = p->sched_info.last_queued;
+	if (!queued)
+		return 0;
+	__u64 now = rq_clock_now(p);
+	if (now <= queued || now - queued < wait_min_ns)
+		return 0;
+	__u32 tid = p->pid;
+	__u32 idx = tid & (NFLOOR - 1);
+	struct wait_floor *f = bpf_map_lookup_elem(&wait_floor, &idx);
+	if (f) {
+		f->tid = tid;
+		f->floor = now;
+	}
 	return 0;
+}
+
+/* When the wait of `tid`, stamped queued at `since`, began: the floor a
+ * wakeup left for it, if later. */
+static __always_inline __u64 wait_start(__u32 tid, __u64 since)
+{
+	__u32 idx = tid & (NFLOOR - 1);
+	struct wait_floor *f = bpf_map_lookup_elem(&wait_floor, &idx);
+	if (!f || f->tid != tid)
+		return since;
+	__u64 floor = f->floor;
+	f->tid = 0;
+	return floor > since ? floor : since;
 }
 
 /* Sends a wait of at least wait_min_ns that began at `since` and ends
@@ -1362,9 +1423,17 @@ int BPF_PROG(iosl_switch, _Bool preempt, struct task_struct___iosl *prev,
 	struct cpu_stats *s = stats_here();
 	struct oncpu *o = oncpu_here();
 	struct cpu_rt *rt = rt_here();
-	if (!s || !o || !rt || !now)
+	__u32 zero = 0;
+	__u32 *gen = bpf_map_lookup_elem(&sched_gen, &zero);
+	if (!s || !o || !rt || !gen || !now)
 		return 0;
 	s->switches += 1;
+	if (rt->gen != *gen) {
+		/* Attached again: what was running then is unknown. */
+		rt->gen = *gen;
+		rt->rt_since = 0;
+		o->since = 0;
+	}
 	__u64 prev_since = o->since;
 	o->since = now;
 	if (rt->rt_since) {
@@ -1381,6 +1450,15 @@ int BPF_PROG(iosl_switch, _Bool preempt, struct task_struct___iosl *prev,
 	__u32 tid = next->pid;
 	if (!tid)
 		return 0;
+	/* Sent before a real-time `next` is made the CPU's last real-time
+	 * task: its wait names the one it waited behind. */
+	__u64 since = next->sched_info.last_queued;
+	if (since && now > since && now - since >= wait_min_ns) {
+		since = wait_start(tid, since);
+		if (now - since >= wait_min_ns)
+			send_wait(s, next, prev, prev_since, rt, bpf_get_smp_processor_id(), since,
+				  now);
+	}
 	int prio = next->prio;
 	if (is_rt(prio)) {
 		rt_begin(rt, now);
@@ -1388,9 +1466,6 @@ int BPF_PROG(iosl_switch, _Bool preempt, struct task_struct___iosl *prev,
 		rt->prio = prio;
 		bpf_probe_read_kernel_str(rt->comm, sizeof(rt->comm), next->comm);
 	}
-	__u64 since = next->sched_info.last_queued;
-	if (since && now > since && now - since >= wait_min_ns)
-		send_wait(s, next, prev, prev_since, rt, bpf_get_smp_processor_id(), since, now);
 	return 0;
 }
 

@@ -210,10 +210,11 @@ struct event_rec {
 	__u8 data[EVENT_DATA];
 };
 
-/* A thread runnable for at least wait_min_ns, queued on `cpu`; the task
- * that ran there just before it (and for how much of the wait: 0 when it
- * ran elsewhere in the end), and the real-time tasks' time on that CPU
- * during the wait (rt_ns; the last real-time task that ran there is rt_*). */
+/* A thread runnable for at least wait_min_ns on `cpu` (the CPU it was
+ * queued on and ran on: the scheduler's own stamp); the task that ran
+ * there just before it and for how much of the wait (held_ns), and the
+ * real-time tasks' time on that CPU during the wait (rt_ns; the last
+ * real-time task that ran there before it is rt_*). */
 struct wait_rec {
 	__u16 kind;
 	__u16 len;

@@ -402,8 +402,10 @@ fn long_wait(w: &WaitRecord) -> LongWait {
         held_by.push(holder(w.rt_tid, &w.rt_comm, w.rt_prio, w.rt_ns));
     }
     // The task switched out for it, unless that was the idle task (an idle
-    // CPU holds nobody: the wait was spent elsewhere), it ran elsewhere in
-    // the end, or it is the same real-time task.
+    // CPU holds nobody: the wait was spent elsewhere), it held none of the
+    // wait (captures made before waits were the scheduler's own stamps:
+    // the thread ran elsewhere in the end), or it is the same real-time
+    // task.
     if w.holder_tid != 0 && w.held_ns > 0 && (w.holder_tid != w.rt_tid || w.rt_ns == 0) {
         held_by.push(holder(
             w.holder_tid,

@@ -372,7 +372,7 @@ fn judge(
     }
     let mut changes = Vec::new();
     let mut unknown = Vec::new();
-    let secs = |s: Side| side(s).map(|r| r.seconds).collect::<Vec<_>>();
+    let secs = |s: Side| side(s).map(|r| Some(r.seconds)).collect::<Vec<_>>();
     if let Some(c) = verdict::compare(
         WORKLOAD_SECONDS,
         &secs(Side::Baseline),
@@ -388,7 +388,7 @@ fn judge(
         }
         let values = |s: Side| {
             side(s)
-                .filter_map(|r| r.metrics.get(id).copied())
+                .map(|r| r.metrics.get(id).copied())
                 .collect::<Vec<_>>()
         };
         let (b, c) = (values(Side::Baseline), values(Side::Candidate));
@@ -404,8 +404,8 @@ fn judge(
             }
             None => unknown.push(format!(
                 "{id}: not in the rounds' captures ({} baseline and {} candidate rounds have it)",
-                b.len(),
-                c.len()
+                b.iter().flatten().count(),
+                c.iter().flatten().count()
             )),
         }
     }

@@ -77,14 +77,20 @@ impl Rng {
     }
 }
 
-/// Compares `candidate` with `baseline` (values in round order, paired by
-/// index). `None` when either side has no value.
+/// Compares `candidate` with `baseline`: each side's values in round
+/// order, `None` where a round lacks the figure. The medians and the
+/// interval take the values there are; a pair is a baseline round and the
+/// candidate round of the same number, when both have it. `None` when
+/// either side has no value.
 pub fn compare(
     metric: &str,
-    baseline: &[f64],
-    candidate: &[f64],
+    baseline_rounds: &[Option<f64>],
+    candidate_rounds: &[Option<f64>],
     lower_is_better: bool,
 ) -> Option<Change> {
+    let present = |v: &[Option<f64>]| v.iter().flatten().copied().collect::<Vec<f64>>();
+    let (baseline, candidate) = (present(baseline_rounds), present(candidate_rounds));
+    let (baseline, candidate) = (&baseline[..], &candidate[..]);
     if baseline.is_empty() || candidate.is_empty() {
         return None;
     }
@@ -109,15 +115,15 @@ pub fn compare(
     ratios.sort_by(f64::total_cmp);
     let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
     let ci = [at(0.025), at(0.975)];
-    let pairs = baseline.len().min(candidate.len());
-    let rounds_better = (0..pairs)
-        .filter(|&i| {
-            if lower_is_better {
-                candidate[i] < baseline[i]
-            } else {
-                candidate[i] > baseline[i]
-            }
-        })
+    let paired: Vec<(f64, f64)> = baseline_rounds
+        .iter()
+        .zip(candidate_rounds)
+        .filter_map(|(b, c)| Some(((*b)?, (*c)?)))
+        .collect();
+    let pairs = paired.len();
+    let rounds_better = paired
+        .iter()
+        .filter(|&&(b, c)| if lower_is_better { c < b } else { c > b })
         .count();
     let improving = |x: f64| if lower_is_better { x < 0.0 } else { x > 0.0 };
     let worsening = |x: f64| if lower_is_better { x > 0.0 } else { x < 0.0 };
@@ -147,12 +153,17 @@ pub fn compare(
 mod tests {
     use super::*;
 
+    /// Every round with its figure.
+    fn all(v: &[f64]) -> Vec<Option<f64>> {
+        v.iter().copied().map(Some).collect()
+    }
+
     #[test]
     fn a_clear_drop_is_better_with_an_interval_that_excludes_zero() {
         let c = compare(
             "t",
-            &[10.0, 11.0, 10.5, 10.2, 10.8],
-            &[3.0, 3.2, 3.1, 2.9, 3.05],
+            &all(&[10.0, 11.0, 10.5, 10.2, 10.8]),
+            &all(&[3.0, 3.2, 3.1, 2.9, 3.05]),
             true,
         )
         .unwrap();
@@ -165,7 +176,13 @@ mod tests {
 
     #[test]
     fn higher_is_worse_turns_the_same_drop_around() {
-        let c = compare("iops", &[10.0, 11.0, 10.5], &[3.0, 3.2, 3.1], false).unwrap();
+        let c = compare(
+            "iops",
+            &all(&[10.0, 11.0, 10.5]),
+            &all(&[3.0, 3.2, 3.1]),
+            false,
+        )
+        .unwrap();
         assert_eq!(c.outcome, Outcome::Worse);
         assert_eq!(c.rounds_better, 0);
     }
@@ -174,16 +191,16 @@ mod tests {
     fn overlapping_noise_is_inconclusive_and_a_tight_tie_no_change() {
         let c = compare(
             "t",
-            &[10.0, 14.0, 9.0, 13.0, 8.0],
-            &[9.0, 13.5, 10.0, 12.0, 8.5],
+            &all(&[10.0, 14.0, 9.0, 13.0, 8.0]),
+            &all(&[9.0, 13.5, 10.0, 12.0, 8.5]),
             true,
         )
         .unwrap();
         assert_eq!(c.outcome, Outcome::Inconclusive, "{c:?}");
         let c = compare(
             "t",
-            &[10.0, 10.1, 10.05, 9.95, 10.0],
-            &[10.02, 10.0, 10.08, 9.97, 10.03],
+            &all(&[10.0, 10.1, 10.05, 9.95, 10.0]),
+            &all(&[10.02, 10.0, 10.08, 9.97, 10.03]),
             true,
         )
         .unwrap();
@@ -191,9 +208,22 @@ mod tests {
     }
 
     #[test]
+    fn a_round_without_the_figure_leaves_its_pair_out_and_shifts_no_other() {
+        // Baseline round 2 lacks it: pairs 1 and 3, not (b1,c1) (b3,c2).
+        let c = compare(
+            "t",
+            &[Some(10.0), None, Some(10.0)],
+            &[Some(5.0), Some(20.0), Some(5.0)],
+            true,
+        )
+        .unwrap();
+        assert_eq!((c.rounds_better, c.pairs), (2, 2));
+    }
+
+    #[test]
     fn nothing_to_compare_is_no_answer() {
-        assert!(compare("t", &[], &[1.0], true).is_none());
-        assert!(compare("t", &[0.0], &[1.0], true).is_none());
+        assert!(compare("t", &all(&[]), &all(&[1.0]), true).is_none());
+        assert!(compare("t", &all(&[0.0]), &all(&[1.0]), true).is_none());
         assert!(median(&[]).is_nan());
         assert_eq!(median(&[3.0, 1.0, 2.0, 4.0]), 2.5);
     }

@@ -1,8 +1,9 @@
 //! Whether `watch` keeps the scheduler's hooks attached (`--runqueue
 //! auto`): they run at every context switch and wakeup, so what they cost
 //! follows the machine's switch rate, not its I/O. Measured on the test VM
-//! (scripts/bench-overhead, BPF_ENABLE_STATS, 2026-11-29): 83–99 ns a
-//! switch run and 68–84 ns a wakeup run, each holding the ~50 ns the
+//! (scripts/bench-overhead, BPF_ENABLE_STATS, two runs of rounds on
+//! 2026-11-29): 83–105 ns a switch run and 68–90 ns a wakeup run, each
+//! holding the ~50 ns the
 //! statistics add (the empty programs' runs); a switch and a wakeup per
 //! switch. Auto keeps them while that is under a point of the machine's
 //! CPU time, estimated from the kernel's own switch count (`ctxt` in

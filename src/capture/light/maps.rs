@@ -25,6 +25,8 @@ pub const MAP_RECORDS: &str = "records";
 pub const MAP_CPU_STATS: &str = "cpu_stats";
 pub const MAP_CGROUPS: &str = "cgroups";
 pub const MAP_CG_CACHE: &str = "cg_cache";
+/// Bumped at each attachment of the scheduler's programs.
+pub const MAP_SCHED_GEN: &str = "sched_gen";
 pub const MAP_URING: &str = "uring";
 pub const MAP_URING_LATENCY: &str = "uring_latency";
 #[cfg(test)]

@@ -250,7 +250,7 @@ impl LightSession {
         if !opts.floor {
             if let Err(e) = load_btf(&mut ebpf, &btf, &SCHEDULER) {
                 sched_refused = Some(format!(
-                    "{}the kernel refused the scheduler's program (it reads the scheduler's sched_info stamps, CONFIG_SCHED_INFO): {}",
+                    "{}the kernel refused the scheduler's program (it reads the scheduler's sched_info stamps and the runqueue's clock: CONFIG_SCHED_INFO, CONFIG_FAIR_GROUP_SCHED): {}",
                     crate::model::light::RUNQUEUE_MISSING,
                     e.message()
                 ));
@@ -327,6 +327,18 @@ impl LightSession {
     pub fn set_runqueue(&mut self, on: bool) -> Result<(), CaptureError> {
         if self.opts.floor || self.sched_refused {
             return Ok(());
+        }
+        if on && self.sched_links.is_empty() {
+            // A new attachment: each CPU drops what it knew from before.
+            let mut gen: Array<_, u32> = Array::try_from(
+                self.ebpf
+                    .map_mut(maps::MAP_SCHED_GEN)
+                    .expect("sched_gen map"),
+            )
+            .map_err(|e| err("sched_gen map")(e.to_string()))?;
+            let next = gen.get(&0, 0).unwrap_or(0).wrapping_add(1);
+            gen.set(0, next, 0)
+                .map_err(|e| err("sched_gen map")(e.to_string()))?;
         }
         set_attached(&mut self.ebpf, &mut self.sched_links, &SCHEDULER, on)
     }
