@@ -592,7 +592,11 @@ fn lab_try_measures_each_remedy_on_the_scenarios_own_workload() {
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("{line}"));
     assert!(pct < -50.0, "{line}");
-    let out = run(iosleuth().args(["lab", "run", "healthy", "--try"]));
+    // The healthy runs' own verdict is the healthy lab tests' to judge: a
+    // host stall can give its good run an `unexplained` warning (a 13 ms
+    // fsync once, in CI), and that is not what --try is tested for here.
+    let o = outcome_of(iosleuth().args(["lab", "run", "healthy", "--try"]));
+    let out = format!("{}{}", o.stdout, o.stderr);
     assert!(
         // No finding, or, beside other work on the machine, only findings
         // about that work (not the scenario's), none with a setting.
