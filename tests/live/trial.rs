@@ -40,6 +40,33 @@ fn reader(disk: &LoopDevice) -> String {
     )
 }
 
+/// The disk's `MAJ:MIN`, as cgroup limit lines name it.
+fn disk_dev(name: &str) -> String {
+    std::fs::read_to_string(format!("/sys/block/{name}/dev"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// A write limit of 100 IOPS on `dev` in the cgroup `cg`: its limit file,
+/// the line that sets it and the line that lifts it (cgroup v2 or v1).
+fn write_iops_limit(v2: bool, cg: &Path, dev: &str) -> (PathBuf, String, String) {
+    let (file, limited, lifted) = if v2 {
+        (
+            "io.max",
+            format!("{dev} riops=max wiops=100"),
+            format!("{dev} rbps=max wbps=max riops=max wiops=max"),
+        )
+    } else {
+        (
+            "blkio.throttle.write_iops_device",
+            format!("{dev} 100"),
+            format!("{dev} 0"),
+        )
+    };
+    (cg.join(file), limited, lifted)
+}
+
 /// `try --apply --rounds 3 --format json --set SET -- WORKLOAD...`.
 fn applied(set: &str, workload: &[&str]) -> crate::common::Outcome {
     outcome_of(
@@ -330,26 +357,10 @@ fn try_proves_remedies_on_sqlite_and_a_fio_job_file() {
     let _l = live();
     crate::common::need_programs(&["sqlite3", "fio"]);
     let fs = iosleuth::testing::Ext4::create(128, 8, false).expect("ext4 on a loop device");
-    let dev = std::fs::read_to_string(format!("/sys/block/{}/dev", fs.disk.name))
-        .unwrap()
-        .trim()
-        .to_string();
+    let dev = disk_dev(&fs.disk.name);
     let h = crate::cgroup::io_hierarchy();
     let cg = crate::cgroup::TestCgroup::new(&h, "try");
-    let (file, limited, lifted) = if h.v2 {
-        (
-            "io.max",
-            format!("{dev} riops=max wiops=100"),
-            format!("{dev} rbps=max wbps=max riops=max wiops=max"),
-        )
-    } else {
-        (
-            "blkio.throttle.write_iops_device",
-            format!("{dev} 100"),
-            format!("{dev} 0"),
-        )
-    };
-    let knob = cg.dir.join(file);
+    let (knob, limited, lifted) = write_iops_limit(h.v2, &cg.dir, &dev);
     std::fs::write(&knob, &limited).unwrap();
     let line = || {
         std::fs::read_to_string(&knob)
@@ -537,26 +548,10 @@ impl Drop for Postgres {
 fn try_proves_a_lifted_limit_on_pgbench_by_its_own_tps() {
     let _l = live();
     let fs = iosleuth::testing::Ext4::create(256, 16, false).expect("ext4 on a loop device");
-    let dev = std::fs::read_to_string(format!("/sys/block/{}/dev", fs.disk.name))
-        .unwrap()
-        .trim()
-        .to_string();
+    let dev = disk_dev(&fs.disk.name);
     let h = crate::cgroup::io_hierarchy();
     let cg = crate::cgroup::TestCgroup::new(&h, "pgbench");
-    let (file, limited, lifted) = if h.v2 {
-        (
-            "io.max",
-            format!("{dev} riops=max wiops=100"),
-            format!("{dev} rbps=max wbps=max riops=max wiops=max"),
-        )
-    } else {
-        (
-            "blkio.throttle.write_iops_device",
-            format!("{dev} 100"),
-            format!("{dev} 0"),
-        )
-    };
-    let knob = cg.dir.join(file);
+    let (knob, limited, lifted) = write_iops_limit(h.v2, &cg.dir, &dev);
     let pg = Postgres::start(&fs.mnt, &cg.dir);
     let mut init = Command::new(&pg.pgbench()[0]);
     init.args(&pg.pgbench()[1..])
