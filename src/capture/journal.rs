@@ -2,8 +2,17 @@
 //! so that a session killed with SIGKILL can be undone by the next one
 //! (`iosleuth record --cleanup`, also run at the start of every record).
 
+use super::task_setting::{Task, TaskAttr};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+
+/// A thread's setting changed, and the value that puts it back.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskEntry {
+    pub task: Task,
+    pub attr: TaskAttr,
+    pub old: String,
+}
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Journal {
@@ -12,6 +21,9 @@ pub struct Journal {
     pub instance: Option<PathBuf>,
     /// Files and their original values, in the order they were changed.
     pub knobs: Vec<(PathBuf, String)>,
+    /// Threads' scheduling settings and their original values (`try`).
+    #[serde(default)]
+    pub tasks: Vec<TaskEntry>,
     #[serde(skip)]
     file: Option<PathBuf>,
 }
@@ -34,6 +46,7 @@ impl Journal {
             pid: std::process::id(),
             instance: None,
             knobs: Vec::new(),
+            tasks: Vec::new(),
             file: Some(d.join(format!("{}.json", super::unique_name()))),
         }
     }
@@ -59,6 +72,27 @@ impl Journal {
     pub fn forget_knob(&mut self, path: &Path) {
         if let Some(i) = self.knobs.iter().rposition(|(p, _)| p == path) {
             self.knobs.remove(i);
+            self.save();
+        }
+    }
+
+    pub fn record_task(&mut self, task: Task, attr: TaskAttr, old: &str) {
+        self.tasks.push(TaskEntry {
+            task,
+            attr,
+            old: old.to_string(),
+        });
+        self.save();
+    }
+
+    /// A thread's setting put back by its owner.
+    pub fn forget_task(&mut self, task: Task, attr: TaskAttr) {
+        if let Some(i) = self
+            .tasks
+            .iter()
+            .rposition(|e| e.task == task && e.attr == attr)
+        {
+            self.tasks.remove(i);
             self.save();
         }
     }
@@ -127,7 +161,7 @@ pub fn cleanup_stale(tracefs_root: Option<&Path>) -> Vec<String> {
                 let _ = std::fs::remove_file(&p);
                 continue;
             };
-            if alive(j.pid) || (!j.knobs.is_empty() && lock.is_none()) {
+            if alive(j.pid) || ((!j.knobs.is_empty() || !j.tasks.is_empty()) && lock.is_none()) {
                 continue;
             }
             if let Some(inst) = &j.instance {
@@ -142,6 +176,17 @@ pub fn cleanup_stale(tracefs_root: Option<&Path>) -> Vec<String> {
             for (knob, old) in j.knobs.iter().rev() {
                 if std::fs::write(knob, old).is_ok() {
                     done.push(format!("restored {} to {old:?}", knob.display()));
+                }
+            }
+            // A thread that ended, or whose id a new thread has, is left.
+            for e in j.tasks.iter().rev() {
+                if e.task.write(e.attr, &e.old).is_ok() {
+                    done.push(format!(
+                        "restored thread {}'s {} to {:?}",
+                        e.task.tid,
+                        e.attr.name(),
+                        e.old
+                    ));
                 }
             }
             let _ = std::fs::remove_file(&p);

@@ -21,6 +21,7 @@ pub mod recorder;
 pub mod sampler;
 pub mod snapshot;
 pub mod symbols;
+pub mod task_setting;
 pub mod tracefs;
 pub mod workload;
 

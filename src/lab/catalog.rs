@@ -9,6 +9,7 @@ use super::loopdev::LoopDevice;
 use super::scenarios::Lab;
 use crate::capture::tracefs::{CaptureError, Knob};
 use std::path::Path;
+use std::time::Duration;
 
 /// A file of `mb` MiB of random data, written through the page cache and
 /// synced.
@@ -169,19 +170,24 @@ pub fn dirty(lab: &Lab) -> Result<(), CaptureError> {
     lab.record(&lab.bad(), events, &script)
 }
 
-/// `wbt_throttling`: two O_DSYNC writers and a direct reader, with the
-/// device's default wbt target, then with a 1 µs target that every read
-/// misses, so wbt cuts the writers' depth.
+/// `wbt_throttling`: a writer of random 4 KiB pages, fsynced every 32,
+/// and a direct reader, on a device that serves 32 requests at once, each
+/// in 0.5 ms; with the device's default wbt target, then with a 1 µs
+/// target that every read misses, so that wbt lets one write in flight.
 pub fn wbt(lab: &Lab) -> Result<(), CaptureError> {
-    let mut fs = Ext4::create(512, 8, true)?;
-    let file = fs.mnt.join("r");
+    let disk = LoopDevice::create_parallel(256, Duration::from_micros(500), 32)?;
+    let mut fs = Ext4::on(disk, 8)?;
+    let (file, w) = (fs.mnt.join("r"), fs.mnt.join("w"));
     data_file(&file, 16)?;
-    let m = fs.mnt.display().to_string();
-    // The writers go on until the reader is done (about 1.5 s): wbt
-    // judges read latency over 100 ms windows.
+    // Written once first: the random pages then have their blocks, each
+    // its own request at writeback.
+    data_file(&w, 16)?;
+    // The reader goes on while the writer runs: wbt judges read latency
+    // over 100 ms windows. The workload's time is the writer's.
     let script = format!(
-        "rm -f {m}/w1 {m}/w2 {m}/stop; for i in 1 2; do (while [ ! -e {m}/stop ]; do dd if=/dev/zero of={m}/w$i bs=1M count=32 oflag=dsync status=none; done) & done; \
-         i=0; while [ $i -lt 10 ]; do dd if={} of=/dev/null bs=4k iflag=direct status=none; i=$((i+1)); done; touch {m}/stop; wait",
+        "fio --output=/dev/null --name=w --filename={} --rw=randwrite --bs=4k --size=16m --fsync=32 --ioengine=psync & a=$!; \
+         while kill -0 $a 2>/dev/null; do dd if={} of=/dev/null bs=4k count=64 iflag=direct status=none; done; wait",
+        w.display(),
         file.display()
     );
     let events = "block,writeback";
@@ -351,26 +357,28 @@ fn fio_randread(file: &Path, bs: &str, depth: u32, secs: f64, extra: &str) -> St
     )
 }
 
-/// `queue_saturation`: on a queue of 4 tags (nr_requests 4), random 64 KiB
-/// direct reads one at a time, then 32 in flight (bios wait for a tag).
+/// `queue_saturation`: on a queue of 4 tags (nr_requests 4) of a device
+/// that serves 32 requests at once, each in 1 ms (an SSD's channels),
+/// 4,096 random 64 KiB direct reads one at a time, then 32 in flight
+/// (bios wait for a tag while 28 of the device's lanes stand idle).
 pub fn queue(lab: &Lab) -> Result<(), CaptureError> {
-    let mut fs = Ext4::create(256, 4, true)?;
+    let disk = LoopDevice::create_parallel(256, Duration::from_millis(1), 32)?;
+    let mut fs = Ext4::on(disk, 4)?;
     let file = fs.mnt.join("r");
     data_file(&file, 64)?;
-    // A second of reads keeps the device busy through the whole trace.
-    // The good run reads one at a time (32 in flight on the default queue
-    // is itself a busy queue, a true warning); the bad one keeps 32 in
-    // flight on a queue of 4 tags.
     fs.disk.set_queue("nr_requests", "4")?;
-    lab.record(
-        &lab.good(),
-        "block",
-        &fio_randread(&file, "64k", 1, 1.0, "--norandommap"),
-    )?;
-    lab.record(
-        &lab.bad(),
-        "block",
-        &fio_randread(&file, "64k", 32, 1.0, "--norandommap"),
+    // A fixed amount of reads: the workload's time is the device's
+    // throughput, which `--try` judges.
+    let reads = |depth| fio_randread_bytes(&file, "64k", depth, "256m", "--norandommap");
+    lab.record(&lab.good(), "block", &reads(1))?;
+    lab.record(&lab.bad(), "block", &reads(32))
+}
+
+/// fio: `bytes` of random direct reads of `bs`, `depth` in flight.
+fn fio_randread_bytes(file: &Path, bs: &str, depth: u32, bytes: &str, extra: &str) -> String {
+    format!(
+        "fio --output=/dev/null --name=q --filename={} --rw=randread --bs={bs} --direct=1 --ioengine=libaio --iodepth={depth} --io_size={bytes} {extra}",
+        file.display()
     )
 }
 

@@ -118,6 +118,20 @@ impl LoopDevice {
         Self::create_with(size_mb, false, Some(stall), chosen)
     }
 
+    /// A device that serves each request in `service`, `lanes` at once
+    /// (see `slowdisk`): attached with direct I/O, so that the loop device
+    /// hands its requests to the file without waiting for each (its
+    /// buffered path serves one at a time).
+    pub fn create_parallel(
+        size_mb: u64,
+        service: std::time::Duration,
+        lanes: usize,
+    ) -> Result<LoopDevice, CaptureError> {
+        let chosen = std::env::var_os("IOSLEUTH_LAB_DIR").map(PathBuf::from);
+        let stall = super::slowdisk::Stall::parallel(service, lanes);
+        Self::create_with(size_mb, true, Some(stall), chosen)
+    }
+
     /// `chosen`: the directory for the file; None puts it in a tmpfs.
     fn create_with(
         size_mb: u64,

@@ -376,13 +376,13 @@ pub static SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "wbt",
         case: "wbt_throttling",
-        about: "two O_DSYNC dd writers and a direct dd reader on ext4",
+        about: "fio: random 4 KiB writes fsynced every 32, beside a direct dd reader, on ext4",
         expect: Some("wbt_throttling"),
         rivals: &[],
         good: "wbt_lat_usec default",
         bad: "wbt_lat_usec=1",
         run: catalog::wbt,
-        missing: nothing_missing,
+        missing: catalog::missing_fio,
     },
     Scenario {
         name: "cgroup",
@@ -592,25 +592,64 @@ fn rt_starvation(lab: &Lab) -> Result<(), CaptureError> {
     let fs = Ext4::create(256, 8, true)?;
     let events = "block,fs,sched,syscalls";
     lab.record(&lab.good(), events, &fsync_script(&fs, 2000, Some(1)))?;
-    let script = format!(
-        "\"$IOSLEUTH\" probe burn --cpu 1 --fifo 50 --on-ms 150 --off-ms 250 --duration 30 >/dev/null & b=$!; \
-         sleep 0.05; {}; kill $b; wait",
-        fsync_script(&fs, 2000, Some(1))
-    );
-    lab.record(&lab.bad(), events, &script)
+    // A real-time task that runs beside the workload, not in it, as a
+    // real one does: `--try` lowers it between its rounds.
+    let _burner = Standing::start(
+        lab,
+        &[
+            "probe",
+            "burn",
+            "--cpu",
+            "1",
+            "--fifo",
+            "50",
+            "--on-ms",
+            "150",
+            "--off-ms",
+            "250",
+            "--duration",
+            "3600",
+        ],
+    )?;
+    std::thread::sleep(Duration::from_millis(50));
+    lab.record(&lab.bad(), events, &fsync_script(&fs, 2000, Some(1)))
+}
+
+/// A process that stands beside a scenario's bad run (and `--try`'s
+/// rounds): killed when dropped, and with the lab if the lab is killed.
+struct Standing(std::process::Child);
+
+impl Standing {
+    fn start(lab: &Lab, args: &[&str]) -> Result<Standing, CaptureError> {
+        use std::os::unix::process::CommandExt;
+        let mut c = Command::new(&lab.exe);
+        c.args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        // SAFETY: prctl is async-signal-safe; it runs between fork and exec.
+        unsafe {
+            c.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        c.spawn()
+            .map(Standing)
+            .map_err(|e| CaptureError::Unusable(format!("cannot start {}: {e}", lab.exe.display())))
+    }
+}
+
+impl Drop for Standing {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 fn slow_device(lab: &Lab) -> Result<(), CaptureError> {
     let events = "block,fs,sched,syscalls";
     for (out, every) in [(lab.good(), 0), (lab.bad(), 200)] {
-        let disk = LoopDevice::create_slow(
-            128,
-            Stall {
-                every,
-                delay: Duration::from_millis(150),
-                reads: false,
-            },
-        )?;
+        let disk = LoopDevice::create_slow(128, Stall::writes(every, Duration::from_millis(150)))?;
         let fs = Ext4::on(disk, 4)?;
         fs.disk.stall_only(fs.journal_bytes()?);
         lab.record(&out, events, &fsync_script(&fs, 400, None))?;
@@ -636,9 +675,8 @@ fn holding_reads(every: u64) -> Result<LoopDevice, CaptureError> {
     LoopDevice::create_slow(
         64,
         Stall {
-            every,
-            delay: Duration::from_millis(150),
             reads: true,
+            ..Stall::writes(every, Duration::from_millis(150))
         },
     )
 }

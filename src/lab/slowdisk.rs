@@ -12,8 +12,8 @@
 use crate::capture::tracefs::CaptureError;
 use fuser::{
     BackgroundSession, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, INodeNo,
-    LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyEmpty, ReplyEntry, ReplyOpen,
-    ReplyWrite, Request, WriteFlags,
+    InitFlags, KernelConfig, LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyEmpty,
+    ReplyEntry, ReplyOpen, ReplyWrite, Request, WriteFlags,
 };
 use std::ffi::OsStr;
 use std::fs::File;
@@ -34,6 +34,34 @@ pub struct Stall {
     pub delay: Duration,
     /// Hold every `every`-th read instead (counted as the writes are).
     pub reads: bool,
+    /// Every read and write takes this long, as a device's own service
+    /// time (zero: as long as the copy).
+    pub service: Duration,
+    /// Requests served at once (the server's threads), as an SSD's
+    /// channels serve them; 1: one held request holds the whole device.
+    pub lanes: usize,
+}
+
+impl Stall {
+    /// Every `every`-th write held for `delay`, one request at a time.
+    pub fn writes(every: u64, delay: Duration) -> Stall {
+        Stall {
+            every,
+            delay,
+            reads: false,
+            service: Duration::ZERO,
+            lanes: 1,
+        }
+    }
+
+    /// No stall: each request served in `service`, `lanes` at once.
+    pub fn parallel(service: Duration, lanes: usize) -> Stall {
+        Stall {
+            service,
+            lanes: lanes.max(1),
+            ..Stall::writes(0, Duration::ZERO)
+        }
+    }
 }
 
 struct SlowFs {
@@ -47,6 +75,13 @@ struct SlowFs {
 }
 
 impl SlowFs {
+    /// The device's own time for one request.
+    fn serve(&self) {
+        if !self.stall.service.is_zero() {
+            std::thread::sleep(self.stall.service);
+        }
+    }
+
     fn attr(&self, ino: INodeNo) -> FileAttr {
         let dir = ino == INodeNo::ROOT;
         FileAttr {
@@ -76,6 +111,16 @@ impl SlowFs {
 const TTL: Duration = Duration::from_secs(3600);
 
 impl Filesystem for SlowFs {
+    /// Asynchronous direct I/O: the loop device's requests (with direct
+    /// I/O on) then reach the server without each waiting for the one
+    /// before, as many at once as there are lanes.
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        if self.stall.lanes > 1 {
+            let _ = config.add_capabilities(InitFlags::FUSE_ASYNC_DIO);
+        }
+        Ok(())
+    }
+
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         if parent == INodeNo::ROOT && name == IMAGE {
             reply.entry(&TTL, &self.attr(IMAGE_INO), fuser::Generation(0));
@@ -94,7 +139,14 @@ impl Filesystem for SlowFs {
 
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         if ino == IMAGE_INO {
-            reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO);
+            // Parallel direct writes: without it the kernel serves a
+            // file's direct writes one at a time (under the inode's lock).
+            let flags = if self.stall.lanes > 1 {
+                FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES
+            } else {
+                FopenFlags::FOPEN_DIRECT_IO
+            };
+            reply.opened(FileHandle(0), flags);
         } else {
             reply.error(Errno::EISDIR);
         }
@@ -111,6 +163,7 @@ impl Filesystem for SlowFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        self.serve();
         if self.stall.reads {
             let n = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
             if self.stall.every > 0 && n.is_multiple_of(self.stall.every) {
@@ -138,6 +191,7 @@ impl Filesystem for SlowFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        self.serve();
         let (from, to) = (
             self.region.0.load(Ordering::Relaxed),
             self.region.1.load(Ordering::Relaxed),
@@ -216,6 +270,7 @@ impl SlowDisk {
             stalled: stalled.clone(),
         };
         let mut cfg = fuser::Config::default();
+        cfg.n_threads = Some(stall.lanes.max(1));
         cfg.mount_options = vec![
             MountOption::FSName("iosleuth-slowdisk".into()),
             MountOption::RW,

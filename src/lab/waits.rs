@@ -34,14 +34,7 @@ pub fn cpu_contention(lab: &Lab) -> Result<(), CaptureError> {
 pub fn fuse_wait(lab: &Lab) -> Result<(), CaptureError> {
     let events = "block,fs,sched,syscalls";
     for (out, every) in [(lab.good(), 0), (lab.bad(), 100)] {
-        let disk = LoopDevice::create_slow(
-            64,
-            Stall {
-                every,
-                delay: Duration::from_millis(30),
-                reads: false,
-            },
-        )?;
+        let disk = LoopDevice::create_slow(64, Stall::writes(every, Duration::from_millis(30)))?;
         let image = disk
             .fuse_image()
             .ok_or_else(|| CaptureError::Unusable("the slow disk has no FUSE image".into()))?;

@@ -43,14 +43,14 @@ impl<'j> Applied<'j> {
             // Its partners first: put back after it.
             for p in knob.partners() {
                 let was = p.read()?;
-                a.journal.record_knob(&p.file, &was);
+                a.journal_change(&p, &was);
                 a.done.push((p, was, true));
             }
             let was = knob.read()?;
             let restore = knob.restore_value(&was);
             // Written down first: a SIGKILL between the two leaves an
             // entry that puts back the value it already has.
-            a.journal.record_knob(&knob.file, &restore);
+            a.journal_change(knob, &restore);
             a.done.push((knob.clone(), restore, false));
             knob.write(value)?;
             let now = knob.read()?;
@@ -62,6 +62,14 @@ impl<'j> Applied<'j> {
             }
         }
         Ok(a)
+    }
+
+    /// Written down before the change, with the value that puts it back.
+    fn journal_change(&mut self, knob: &Knob, restore: &str) {
+        match knob.task {
+            Some((t, attr)) => self.journal.record_task(t, attr, restore),
+            None => self.journal.record_knob(&knob.file, restore),
+        }
     }
 
     /// Puts every knob back (last changed first) and reads each back.
@@ -82,7 +90,10 @@ impl<'j> Applied<'j> {
             let reads = knob.read().unwrap_or_else(|e| e);
             let ok = wrote.is_ok() && knob.shows(&reads, &value);
             if ok {
-                self.journal.forget_knob(&knob.file);
+                match knob.task {
+                    Some((t, attr)) => self.journal.forget_task(t, attr),
+                    None => self.journal.forget_knob(&knob.file),
+                }
             } else {
                 failed.push(format!(
                     "{}: could not put back {value:?} (reads {reads:?}{}); the journal keeps it for `iosleuth record --cleanup`",

@@ -6,7 +6,12 @@
 //! per device (a cgroup's `io.max`, cgroup v1's `blkio.throttle.*_device`),
 //! where the value starts with the device (`7:0 rbps=max ...`) and only
 //! that device's line is read, changed and restored.
+//!
+//! And a thread's scheduling settings (`task/TID/policy`,
+//! `task/TID/affinity`), changed by system call as `chrt -p` and
+//! `taskset -p` change them.
 
+use crate::capture::task_setting::{self, Task, TaskAttr};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,6 +22,28 @@ pub struct Knob {
     /// `Some(MAJ:MIN)` for a per-device line file: the device the value
     /// names.
     pub device_line: Option<String>,
+    /// A thread's setting instead of a file (`file` is then its /proc
+    /// directory, for the plan to show).
+    pub task: Option<(Task, TaskAttr)>,
+}
+
+/// `task/TID/policy` → the thread and the setting.
+fn task_name(name: &str) -> Option<Result<(Task, TaskAttr), KnobError>> {
+    let rest = name.strip_prefix("task/")?;
+    let (tid, attr) = rest.split_once('/').unwrap_or((rest, ""));
+    let Some(attr) = TaskAttr::parse(attr) else {
+        return Some(Err(format!(
+            "{name}: a thread's setting is task/TID/policy or task/TID/affinity"
+        )));
+    };
+    let Ok(tid) = tid.parse::<u32>() else {
+        return Some(Err(format!("{name}: {tid:?} is not a thread id")));
+    };
+    Some(
+        Task::find(tid)
+            .map(|t| (t, attr))
+            .map_err(|e| format!("{name}: {e}")),
+    )
 }
 
 /// Why a knob cannot be used, said with its name.
@@ -28,6 +55,20 @@ impl Knob {
     /// is neither, a file that does not exist, and a per-device file whose
     /// value names no device.
     pub fn resolve(name: &str, value: &str) -> Result<Knob, KnobError> {
+        if let Some(task) = task_name(name) {
+            let (t, attr) = task?;
+            let check = match attr {
+                TaskAttr::Policy => task_setting::parse_policy(value).map(|_| ()),
+                TaskAttr::Affinity => task_setting::parse_cpu_list(value).map(|_| ()),
+            };
+            check.map_err(|e| format!("{name}: {e}"))?;
+            return Ok(Knob {
+                name: name.to_string(),
+                file: PathBuf::from(format!("/proc/{}", t.tid)),
+                device_line: None,
+                task: Some((t, attr)),
+            });
+        }
         let file = if name.starts_with('/') {
             let p = PathBuf::from(name);
             let under = |root: &str| p.starts_with(root);
@@ -74,6 +115,7 @@ impl Knob {
             name: name.to_string(),
             file,
             device_line,
+            task: None,
         })
     }
 
@@ -81,6 +123,9 @@ impl Knob {
     /// list (`[mq-deadline] none` → `mq-deadline`), the device's line of
     /// a per-device file (empty when the device has none).
     pub fn read(&self) -> Result<String, KnobError> {
+        if let Some((t, attr)) = &self.task {
+            return t.read(*attr).map_err(|e| format!("{}: {e}", self.name));
+        }
         let text = std::fs::read_to_string(&self.file)
             .map_err(|e| format!("{}: cannot read {}: {e}", self.name, self.file.display()))?;
         Ok(match &self.device_line {
@@ -97,6 +142,11 @@ impl Knob {
     /// Writes `value`; the kernel's refusal (EINVAL and the like) is said
     /// with the knob and the value.
     pub fn write(&self, value: &str) -> Result<(), KnobError> {
+        if let Some((t, attr)) = &self.task {
+            return t
+                .write(*attr, value)
+                .map_err(|e| format!("{}: the kernel refused {value:?}: {e}", self.name));
+        }
         std::fs::write(&self.file, value)
             .map_err(|e| format!("{}: the kernel refused {value:?}: {e}", self.name))
     }
@@ -121,6 +171,9 @@ impl Knob {
     /// a lifted per-device limit as no line).
     pub fn shows(&self, read: &str, wanted: &str) -> bool {
         let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        if let Some((_, attr)) = &self.task {
+            return task_setting::canonical(*attr, read) == task_setting::canonical(*attr, wanted);
+        }
         if self.device_line.is_some() {
             let lifted = |s: &str| {
                 let w = words(s);
@@ -170,13 +223,19 @@ impl Knob {
                 name: other.replace('/', "."),
                 file: PathBuf::from("/proc/sys").join(other),
                 device_line: None,
+                task: None,
             })
             .collect()
     }
 
     /// A sysctl (global, no device).
     pub fn is_sysctl(&self) -> bool {
-        self.file.starts_with("/proc/sys")
+        self.task.is_none() && self.file.starts_with("/proc/sys")
+    }
+
+    /// The thread whose setting this is.
+    pub fn thread(&self) -> Option<u32> {
+        self.task.map(|(t, _)| t.tid)
     }
 }
 
@@ -238,6 +297,7 @@ mod tests {
             name: "/sys/fs/cgroup/a/io.max".into(),
             file: "/sys/fs/cgroup/a/io.max".into(),
             device_line: Some("7:0".into()),
+            task: None,
         };
         assert_eq!(
             k.restore_value(""),
@@ -278,11 +338,35 @@ mod tests {
     }
 
     #[test]
+    fn a_threads_setting_is_named_by_its_id() {
+        let me = unsafe { libc::gettid() } as u32;
+        let k = Knob::resolve(&format!("task/{me}/affinity"), "0").unwrap();
+        assert_eq!(k.thread(), Some(me));
+        assert!(!k.is_sysctl() && k.device().is_none());
+        assert!(k.shows("0-1", "1,0") && !k.shows("0", "0-1"));
+        let now = k.read().unwrap();
+        assert_eq!(k.restore_value(&now), now);
+        let p = Knob::resolve(&format!("task/{me}/policy"), "SCHED_OTHER").unwrap();
+        assert!(p.shows("other", "SCHED_OTHER"));
+        for (name, value, says) in [
+            (format!("task/{me}/nice"), "0", "task/TID/policy"),
+            ("task/x/policy".to_string(), "other", "not a thread id"),
+            (format!("task/{me}/policy"), "fifo", "needs a priority"),
+            (format!("task/{me}/affinity"), "a", "not a CPU list"),
+            ("task/4294967295/policy".to_string(), "other", "no thread"),
+        ] {
+            let e = Knob::resolve(&name, value).unwrap_err();
+            assert!(e.contains(says) && e.starts_with(&name), "{name}: {e}");
+        }
+    }
+
+    #[test]
     fn a_queue_file_belongs_to_its_device() {
         let k = Knob {
             name: "x".into(),
             file: "/sys/block/loop3/queue/nomerges".into(),
             device_line: None,
+            task: None,
         };
         assert_eq!(k.device().as_deref(), Some("loop3"));
         assert!(k.shows("2", "2\n") && !k.shows("2", "0"));

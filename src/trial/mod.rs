@@ -57,6 +57,9 @@ pub struct Planned {
     resolved: Knob,
     pub knob: String,
     pub file: PathBuf,
+    /// The name of the thread a thread's setting belongs to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
     pub now: String,
     pub tried: String,
     pub restore: String,
@@ -93,6 +96,7 @@ impl Plan {
             changes.push(Planned {
                 knob: name.clone(),
                 file: k.file.clone(),
+                thread: k.thread().map(crate::capture::task_setting::comm),
                 restore: k.restore_value(&now),
                 now,
                 tried: value.clone(),
@@ -110,19 +114,23 @@ impl Plan {
     /// The knobs outside what the workload touched: a device's knob for a
     /// device it did no I/O to, a file that belongs to no device, a sysctl
     /// outside the page cache's and the scheduler's (`vm.*`,
-    /// `kernel.sched_*`).
-    fn outside(&self, touched: &[String]) -> Vec<String> {
+    /// `kernel.sched_*`), a thread not seen holding a CPU the workload
+    /// waited for.
+    fn outside(&self, touched: &Touched) -> Vec<String> {
         self.changes
             .iter()
             .map(|c| &c.resolved)
             .filter(|k| {
+                if let Some(tid) = k.thread() {
+                    return !touched.holders.contains(&tid);
+                }
                 if k.is_sysctl() {
                     let rel = k.file.strip_prefix("/proc/sys").unwrap_or(&k.file);
                     return !(rel.starts_with("vm")
                         || rel.to_string_lossy().starts_with("kernel/sched_"));
                 }
                 match k.device().and_then(|d| maj_min(&d)) {
-                    Some(d) => !touched.contains(&d),
+                    Some(d) => !touched.devices.contains(&d),
                     None => true,
                 }
             })
@@ -285,13 +293,21 @@ pub fn run(plan: Plan, o: &TrialOptions, record: &mut Recorder) -> Result<Trial>
             }
             let run = pipeline::diagnosed(&dir, &Options::default())?;
             if r == 0 && side == Side::Baseline && !o.force {
-                let touched = touched_devices(&run.analysis);
+                let touched = Touched::of(&run.analysis);
                 let outside = plan.outside(&touched);
                 if !outside.is_empty() {
+                    let list = |v: Vec<String>| {
+                        if v.is_empty() {
+                            "none".to_string()
+                        } else {
+                            v.join(", ")
+                        }
+                    };
                     return Err(Error::bad_input(format!(
-                        "{} outside what the workload touched (its devices: {}); --force to try anyway",
+                        "{} outside what the workload touched (its devices: {}; threads that held a CPU it waited for: {}); --force to try anyway",
                         outside.join(", "),
-                        if touched.is_empty() { "none".into() } else { touched.join(", ") }
+                        list(touched.devices.clone()),
+                        list(touched.holders.iter().map(|t| t.to_string()).collect()),
                     )));
                 }
             }
@@ -333,6 +349,32 @@ pub fn run(plan: Plan, o: &TrialOptions, record: &mut Recorder) -> Result<Trial>
 /// setting is back.
 fn stopped_by_signal() -> Error {
     Error::Interrupted("interrupted; every setting try changed is back".into())
+}
+
+/// What the workload's first baseline round touched: the devices it did
+/// I/O to, as `MAJ:MIN`, and the threads that held a CPU while its
+/// threads waited runnable for it.
+struct Touched {
+    devices: Vec<String>,
+    holders: Vec<u32>,
+}
+
+impl Touched {
+    fn of(a: &crate::analyze::Analysis) -> Touched {
+        let mut holders: Vec<u32> = a
+            .sched
+            .long_waits
+            .iter()
+            .flat_map(|w| w.held_by.iter().map(|h| h.pid))
+            .filter(|&p| p != 0)
+            .collect();
+        holders.sort_unstable();
+        holders.dedup();
+        Touched {
+            devices: touched_devices(a),
+            holders,
+        }
+    }
 }
 
 /// The devices the workload did I/O to, as `MAJ:MIN`.

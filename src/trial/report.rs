@@ -37,8 +37,12 @@ fn plan_lines(out: &mut String, p: &Plan) {
     for c in &p.changes {
         let _ = writeln!(
             out,
-            "  {}: {} -> {}   (put back to {} after each candidate round)",
+            "  {}{}: {} -> {}   (put back to {} after each candidate round)",
             escape(&c.knob),
+            c.thread
+                .as_deref()
+                .map(|t| format!(" (thread {})", escape(t)))
+                .unwrap_or_default(),
             shown(&c.now),
             escape(&c.tried),
             shown(&c.restore)

@@ -90,9 +90,8 @@ fn major_faults_are_the_kernels_and_their_time_the_readers() {
     let _live = live();
     need_programs(&["python3"]);
     let stall = Stall {
-        every: 1,
-        delay: Duration::from_millis(1),
         reads: true,
+        ..Stall::writes(1, Duration::from_millis(1))
     };
     let disk = LoopDevice::create_slow(64, stall).expect("slow disk");
     let dir = tempdir();

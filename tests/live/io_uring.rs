@@ -28,9 +28,8 @@ fn io_uring_requests_are_fios_in_count_and_latency() {
     let _live = live();
     need_programs(&["fio"]);
     let stall = Stall {
-        every: 1,
-        delay: Duration::from_millis(1),
         reads: true,
+        ..Stall::writes(1, Duration::from_millis(1))
     };
     let disk = LoopDevice::create_slow(64, stall).expect("slow disk");
     let dir = tempdir();

@@ -259,11 +259,7 @@ fn counts_and_sends_every_slow_request(accounting: &str) {
 #[ignore = "live: needs root, BTF and loop devices; scripts/test runs it"]
 fn light_keeps_the_stalls_of_a_slow_device_under_the_adaptive_threshold() {
     let _live = light_live();
-    let stall = Stall {
-        every: 200,
-        delay: Duration::from_millis(80),
-        reads: false,
-    };
+    let stall = Stall::writes(200, Duration::from_millis(80));
     let disk = LoopDevice::create_slow(64, stall).expect("slow loop device");
     let dev = disk.dev().unwrap().to_string();
     let dir = tempdir();

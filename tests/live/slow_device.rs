@@ -15,11 +15,7 @@ use std::time::Duration;
 #[ignore = "live: needs root, tracefs and loop devices; scripts/test runs it"]
 fn slow_device_fsyncs_are_device_time_of_a_journal_write() {
     let _live = live();
-    let stall = Stall {
-        every: 60,
-        delay: Duration::from_millis(150),
-        reads: false,
-    };
+    let stall = Stall::writes(60, Duration::from_millis(150));
     let disk = LoopDevice::create_slow(128, stall).expect("slow disk");
     let fs = Ext4::on(disk, 4).expect("ext4 on the slow disk");
     // Case 4's device stalled on journal writes: hold only those.

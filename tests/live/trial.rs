@@ -602,3 +602,186 @@ fn try_proves_a_lifted_limit_on_pgbench_by_its_own_tps() {
     );
     drop(cg);
 }
+
+/// A real-time burner beside the workload (not in it), killed when the
+/// test ends.
+struct Burner(std::process::Child);
+
+impl Burner {
+    fn start() -> Burner {
+        let child = iosleuth()
+            .args([
+                "probe",
+                "burn",
+                "--cpu",
+                "1",
+                "--fifo",
+                "50",
+                "--on-ms",
+                "300",
+                "--off-ms",
+                "100",
+                "--duration",
+                "300",
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let b = Burner(child);
+        let until = Instant::now() + Duration::from_secs(10);
+        while b.policy() != (1, 50) {
+            assert!(
+                Instant::now() < until,
+                "the burner never became SCHED_FIFO 50"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        b
+    }
+
+    /// Its policy and real-time priority (proc(5): stat fields 41, 40).
+    fn policy(&self) -> (u32, u32) {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.0.id())).unwrap();
+        let f: Vec<&str> = stat[stat.rfind(')').unwrap() + 1..]
+            .split_whitespace()
+            .collect();
+        (f[41 - 3].parse().unwrap(), f[40 - 3].parse().unwrap())
+    }
+
+    fn knob(&self) -> String {
+        format!("task/{}/policy", self.0.id())
+    }
+}
+
+impl Drop for Burner {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A shell loop of about 0.4 CPU-seconds on CPU 1, where the burner runs
+/// 300 ms of every 400: about 1.6 s behind a real-time burner, 0.7 s
+/// sharing the CPU with an ordinary one.
+const PINNED_WORK: &str = "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done";
+
+/// A thread's scheduling policy as a knob: a SCHED_FIFO burner made an
+/// ordinary thread for the candidate rounds speeds up a shell loop that
+/// shares its CPU; the burner is SCHED_FIFO 50 again after, after SIGKILL
+/// too (by `record --cleanup`); a thread not seen holding the workload's
+/// CPU, a kernel thread and a value the kernel refuses stop `try` before
+/// any round.
+#[test]
+#[ignore = "live: needs root and BPF"]
+fn try_lowers_a_real_time_thread_and_puts_its_policy_back() {
+    let _l = live();
+    let burner = Burner::start();
+    let o = applied(
+        &format!("{}=other", burner.knob()),
+        &["taskset", "-c", "1", "sh", "-c", PINNED_WORK],
+    );
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let change = &v["plan"]["changes"][0];
+    assert_eq!(change["now"], "fifo 50", "{change}");
+    assert_eq!(change["tried"], "other");
+    assert_eq!(change["thread"], "iosleuth", "{change}");
+    assert_eq!(v["verdict"], "better", "{}", o.stdout);
+    assert_eq!(v["judged_by"], "workload.seconds");
+    let ch = &v["changes"][0];
+    assert_eq!(ch["metric"], "workload.seconds");
+    assert!(ch["change_percent"].as_f64().unwrap() < -30.0, "{ch}");
+    assert!(ch["ci95_percent"][1].as_f64().unwrap() < 0.0, "{ch}");
+    eprintln!("measured: {ch}");
+    // Read back after each candidate round, and by this test.
+    let restored: Vec<_> = v["rounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["restored"].as_array())
+        .flatten()
+        .collect();
+    assert_eq!(restored.len(), 3, "{}", o.stdout);
+    for back in restored {
+        assert_eq!(back["reads"], "fifo 50", "{back}");
+    }
+    assert_eq!(burner.policy(), (1, 50));
+
+    // Refused before any round: a thread that held no CPU the workload
+    // waited for (this test's own), a kernel thread, a refused value.
+    let me = std::process::id();
+    let o = applied(
+        &format!("task/{me}/policy=other"),
+        &["taskset", "-c", "1", "sh", "-c", PINNED_WORK],
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "task/{me}/policy outside what the workload touched"
+        )) && o.stderr.contains(&burner.0.id().to_string()),
+        "{}",
+        o.stderr
+    );
+    let o = applied("task/2/policy=other", &["true"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("kernel thread"), "{}", o.stderr);
+    // CPU 1000: within a CPU set, but no CPU of this machine.
+    let o = applied(&format!("task/{}/affinity=1000", burner.0.id()), &["true"]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("the kernel refused \"1000\"") && o.stderr.contains("nothing was run"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(burner.policy(), (1, 50));
+
+    // SIGKILL during a candidate round: `record --cleanup` puts it back.
+    let dir = tempdir();
+    let mark = dir.path().join("candidate-running");
+    let pid = burner.0.id();
+    let mut child = iosleuth()
+        .args(["try", "--apply", "--set", &format!("{}=other", burner.knob())])
+        .args(["--keep", dir.path().join("rounds").to_str().unwrap(), "--"])
+        .args([
+            "taskset",
+            "-c",
+            "1",
+            "sh",
+            "-c",
+            &format!(
+                "{PINNED_WORK}; if [ $(cut -d' ' -f41 /proc/{pid}/stat) = 0 ]; then touch {}; exec sleep 60; fi",
+                mark.display()
+            ),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(60);
+    while !mark.exists() {
+        assert!(Instant::now() < until, "no candidate round began");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "try ended before its candidate round: {}",
+            std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        burner.policy(),
+        (0, 0),
+        "ordinary during the candidate round"
+    );
+    // SAFETY: a plain kill(2) of the child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGKILL);
+    }
+    child.wait().unwrap();
+    assert_eq!(burner.policy(), (0, 0), "a SIGKILL leaves it for --cleanup");
+    let said = run(iosleuth().args(["record", "--cleanup"]));
+    assert_eq!(
+        burner.policy(),
+        (1, 50),
+        "put back by record --cleanup: {said}"
+    );
+}

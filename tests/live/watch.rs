@@ -340,15 +340,8 @@ fn prometheus_scrapes_watch_and_agrees_with_iosleuths_own_p99() {
 #[ignore = "live: needs root, BTF and loop devices; scripts/test runs it"]
 fn watch_keeps_a_diagnosed_capture_when_a_device_stalls() {
     let _live = live();
-    let disk = LoopDevice::create_slow(
-        64,
-        Stall {
-            every: 50,
-            delay: Duration::from_millis(150),
-            reads: false,
-        },
-    )
-    .expect("slow loop device");
+    let disk = LoopDevice::create_slow(64, Stall::writes(50, Duration::from_millis(150)))
+        .expect("slow loop device");
     let dir = tempdir();
     let kept = dir.path().join("kept");
     let watch = Watch::start(
@@ -736,9 +729,8 @@ fn light_and_watch_count_and_time_fios_io_uring_requests() {
 
     // Latency: fio's own, one request at a time on a 1 ms disk.
     let stall = Stall {
-        every: 1,
-        delay: Duration::from_millis(1),
         reads: true,
+        ..Stall::writes(1, Duration::from_millis(1))
     };
     let slow = LoopDevice::create_slow(64, stall).expect("slow disk");
     let (cap, lat) = (dir.path().join("one"), dir.path().join("u"));

@@ -40,17 +40,19 @@ const DEFAULT_NR_REQUESTS: u64 = 64;
 const MIN_UTIL_PERCENT: f64 = 80.0;
 /// On a light capture, %util over the whole capture (its workload's start
 /// and end included). Chosen: the lab's 32 reads in flight on 4 tags,
-/// recorded with --light, 48 % (fio ran 1 s of a 2.07 s capture, 3.4
-/// requests in flight while busy); one read at a time 33 % with 1.0.
+/// recorded with --light, 48 % on a device serving one request at a time
+/// (fio ran 1 s of a 2.07 s capture), 50 % on one serving 32 at once;
+/// one read at a time 33 % with 1.0 in flight.
 const LIGHT_MIN_UTIL_PERCENT: f64 = 25.0;
 /// On a light capture the queue counts only when the request pool was
 /// nearly full whenever the device was busy (requests in flight while busy
 /// at least this share of nr_requests): bios then waited for a tag, which
 /// the capture does not see. A full pool reads below its size: a freed tag
 /// waits for its waiter to be woken and run. Chosen: the lab's 32 reads on
-/// 4 tags, 3.4 of 4 (85 %) on an idle machine, 2.98 of 4 with CI's other
-/// work on both CPUs; random reads 8 deep on 128 tags, 3.6 of 128 (3 %), a
-/// load on a free pool, stay silent.
+/// 4 tags, 3.9 of 4 on a device serving 32 at once; on one serving a
+/// request at a time, 3.4 of 4 (85 %) on an idle machine, 2.98 with CI's
+/// other work on both CPUs; random reads 8 deep on 128 tags, 3.6 of 128
+/// (3 %), a load on a free pool, stay silent.
 const LIGHT_POOL_FULL: f64 = 0.6;
 /// Chosen; queue-saturated.cap: 78 %, queue-depth1.cap: 1 %.
 const MIN_WAITING_PERCENT: f64 = 50.0;

@@ -24,7 +24,7 @@ pub const RULE: Rule = Rule {
     needs: &["sched"],
     light_lacks: None,
     light_lacks_when: None,
-    remedy: Some("`kernel.sched_rt_runtime_us` 950000 when the snapshot shows RT throttling off (-1); live. Moving or lowering the real-time task (`taskset`, `chrt`) is not a remedy `try` applies yet"),
+    remedy: Some("the real-time task that held the CPU made an ordinary one (`task/TID/policy` to `other`, as `chrt -o -p 0 TID`), after `kernel.sched_rt_runtime_us` 950000 when the snapshot shows RT throttling off (-1); live, while that thread still runs"),
     check,
 };
 
@@ -89,9 +89,15 @@ fn check(a: &Analysis) -> Verdict {
     let w = waits[0];
     let h = &w.held_by[0];
     let rt = sched_rt_runtime_us(a);
+    // The holder's policy, FIFO or RR, is not in sched_switch: unknown.
+    let lower = (format!("task/{}/policy", h.pid), None, "other");
+    let remedy = match rt.as_deref() {
+        Some("-1") => Remedy::set("kernel.sched_rt_runtime_us", rt.clone(), "950000")
+            .and(lower.0, lower.1, lower.2),
+        _ => Remedy::set(lower.0, lower.1, lower.2),
+    };
     Verdict::Fired(Finding {
-        remedy: (rt.as_deref() == Some("-1"))
-            .then(|| Remedy::set("kernel.sched_rt_runtime_us", rt.clone(), "950000")),
+        remedy: Some(remedy),
         id: RULE.id,
         severity: Severity::Critical,
         title: format!(
@@ -164,6 +170,31 @@ mod tests {
         assert!(f
             .workaround
             .contains("taskset -pc OTHER_CPUS 50 / chrt -o -p 0 50"));
+        // The holder made an ordinary thread; its policy now unknown (FIFO
+        // or RR: sched_switch says only the priority).
+        assert_eq!(f.remedy, Some(Remedy::set("task/50/policy", None, "other")));
+    }
+
+    #[test]
+    fn with_throttling_off_the_remedy_turns_it_on_first() {
+        let a = with_snapshot(
+            analysis(&burner(49)),
+            json!({ "sched": { "sched_rt_runtime_us": "-1", "sched_rt_period_us": "1000000" } }),
+        );
+        let r = fired(check(&a)).remedy.unwrap();
+        let knobs: Vec<_> = r
+            .settings
+            .iter()
+            .map(|s| (s.knob.as_str(), s.now.as_deref(), s.value.as_str()))
+            .collect();
+        assert_eq!(
+            knobs,
+            [
+                ("kernel.sched_rt_runtime_us", Some("-1"), "950000"),
+                ("task/50/policy", None, "other")
+            ]
+        );
+        assert!(r.live);
     }
 
     #[test]
