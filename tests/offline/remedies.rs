@@ -3,16 +3,21 @@
 
 use crate::common::{json_report, outcome};
 
-/// The remedy of the finding `id` in `cap`'s JSON report.
-fn remedy(cap: &str, id: &str) -> serde_json::Value {
+/// The finding `id` in `cap`'s JSON report.
+fn finding(cap: &str, id: &str) -> serde_json::Value {
     let rep = json_report(&[cap], &[]);
     rep["findings"]
         .as_array()
         .unwrap()
         .iter()
         .find(|f| f["id"] == id)
-        .unwrap_or_else(|| panic!("{cap}: no {id}"))["remedy"]
+        .unwrap_or_else(|| panic!("{cap}: no {id}"))
         .clone()
+}
+
+/// Its remedy.
+fn remedy(cap: &str, id: &str) -> serde_json::Value {
+    finding(cap, id)["remedy"].clone()
 }
 
 #[test]
@@ -64,11 +69,13 @@ fn each_setting_cause_carries_its_knob_its_value_then_and_the_value_to_try() {
         assert_eq!(r["settings"].as_array().unwrap().len(), 1, "{cap}: {r}");
         // The figure the finding is about, which `try` judges by: the
         // requests where merging or splitting changes their number, the
-        // average queue-to-completion time where a scheduler or wbt holds
-        // requests back (its p99 of a few hundred swings round to round).
+        // average queue-to-completion time where a scheduler holds
+        // requests back (its p99 of a few hundred swings round to round);
+        // wbt's by the workload's time (it trades the writers' time for
+        // the reads' latency).
         let judged = match id {
             "merges_disabled" | "request_splitting" => Some("dev.7,0.requests"),
-            "wbt_throttling" | "scheduler_overhead" => Some("dev.7,0.q2c.avg_ms"),
+            "scheduler_overhead" => Some("dev.7,0.q2c.avg_ms"),
             _ => None,
         };
         assert_eq!(r["metric"].as_str(), judged, "{cap}: {r}");
@@ -85,6 +92,22 @@ fn each_setting_cause_carries_its_knob_its_value_then_and_the_value_to_try() {
     );
     assert_eq!(s["now"], "7:0 4194304");
     assert_eq!(s["value"], "7:0 0");
+    // A real-time thread that held the CPU: made an ordinary one. Its
+    // policy then (FIFO or RR) is not in the trace: unknown, not a value.
+    for cap in [
+        "tests/fixtures/rt-burner.cap",
+        "tests/fixtures/light-rt.cap",
+    ] {
+        let f = finding(cap, "rt_starvation");
+        let r = &f["remedy"];
+        let holder = f["evidence"]["held_by"][0]["pid"].as_u64().unwrap();
+        assert_eq!(
+            r["settings"],
+            serde_json::json!([{"knob": format!("task/{holder}/policy"), "now": null, "value": "other"}]),
+            "{cap}: {r}"
+        );
+        assert_eq!(r["live"], true);
+    }
 }
 
 #[test]
@@ -167,6 +190,19 @@ fn try_refuses_what_is_no_setting_and_a_round_count_too_small_to_judge() {
         (vec!["--set", "/etc/hostname=x"], "not a setting"),
         (vec!["--set", "vm.no_such_sysctl_here=1"], "no such setting"),
         (vec!["--set", "noequals"], "expected KNOB=VALUE"),
+        (
+            vec!["--set", "task/x/policy=other"],
+            "\"x\" is not a thread id",
+        ),
+        (
+            vec!["--set", "task/1/nice=0"],
+            "a thread's setting is task/TID/policy or task/TID/affinity",
+        ),
+        (
+            vec!["--set", "task/1/policy=fifo"],
+            "fifo needs a priority (1 to 99)",
+        ),
+        (vec!["--set", "task/1/affinity=0-"], "not a CPU list"),
     ] {
         refused(&args, said);
     }
