@@ -6,6 +6,7 @@
 //! what it measured.
 
 use super::scenarios::Lab;
+use crate::trial::verdict::Change;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -115,17 +116,8 @@ pub fn tried(scenario: &'static str, lab: &Lab) -> Tried {
     let effect = t["changes"]
         .as_array()
         .and_then(|cs| cs.iter().find(|c| c["metric"] == judged))
-        .map(|c| {
-            format!(
-                "{} {:+.1} % (95 % CI {:+.1}..{:+.1} %, {} of {} rounds)",
-                judged,
-                c["change_percent"].as_f64().unwrap_or(f64::NAN),
-                c["ci95_percent"][0].as_f64().unwrap_or(f64::NAN),
-                c["ci95_percent"][1].as_f64().unwrap_or(f64::NAN),
-                c["rounds_better"],
-                c["pairs"]
-            )
-        })
+        .and_then(|c| serde_json::from_value::<Change>(c.clone()).ok())
+        .map(|c| crate::trial::report::effect(&c))
         .unwrap_or_default();
     let finding = match &t["finding"] {
         f if f.is_object() => format!(

@@ -144,6 +144,20 @@ fn change_line(c: &Change) -> String {
     )
 }
 
+/// `workload.seconds -73.0 % (95 % CI -75.1..-70.2 %, 5 of 5 rounds)`:
+/// a change in a line (the lab's summary of each scenario).
+pub fn effect(c: &Change) -> String {
+    format!(
+        "{} {:+.1} % (95 % CI {:+.1}..{:+.1} %, {} of {} rounds)",
+        escape(&c.metric),
+        c.change_percent,
+        c.ci95_percent[0],
+        c.ci95_percent[1],
+        c.rounds_better,
+        c.pairs
+    )
+}
+
 fn interval(c: &Change) -> String {
     format!(
         "{}..{}",
@@ -164,5 +178,31 @@ pub(super) fn num(v: f64) -> String {
         format!("{v:.3}")
     } else {
         format!("{v:.4}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_reads_back_from_json_into_the_labs_line() {
+        let c = Change {
+            metric: "workload.seconds".into(),
+            baseline_median: 1.52,
+            candidate_median: 0.41,
+            change_percent: -73.03,
+            ci95_percent: [-75.08, -70.2],
+            rounds_better: 5,
+            pairs: 5,
+            lower_is_better: true,
+            outcome: Outcome::Better,
+        };
+        let back: Change = serde_json::from_value(serde_json::to_value(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+        assert_eq!(
+            effect(&back),
+            "workload.seconds -73.0 % (95 % CI -75.1..-70.2 %, 5 of 5 rounds)"
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! change with a bootstrap confidence interval, and how many paired rounds
 //! agree. A change is believed only when its interval excludes zero.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Bootstrap resamples: enough for stable 2.5/97.5 percentiles (the
 /// interval's ends move by well under a point between seeds at 5 rounds).
@@ -12,8 +12,8 @@ const RESAMPLES: usize = 4000;
 /// the noise is larger than any change it could hide.
 pub const NO_CHANGE_PERCENT: f64 = 3.0;
 
-/// One figure's comparison.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// One figure's comparison (read back from try's JSON by the lab).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Change {
     pub metric: String,
     pub baseline_median: f64,
@@ -30,7 +30,7 @@ pub struct Change {
     pub outcome: Outcome,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Better,
