@@ -1,7 +1,7 @@
-//! A thread's scheduling settings, read and changed as `chrt -p` and
-//! `taskset -p` do: its policy and real-time priority, and the CPUs it may
-//! run on. One thread by its id (the kernel's pid of the thread), never
-//! its siblings.
+//! A thread's scheduling settings, read and changed as `chrt -p`,
+//! `taskset -p` and `renice -p` do: its policy and real-time priority, the
+//! CPUs it may run on, its nice value. One thread by its id (the kernel's
+//! pid of the thread), never its siblings.
 //!
 //! A thread is named by its id and its start time (`/proc/TID/stat`'s
 //! field 22): an id the kernel gave to a new thread since is not the same
@@ -18,6 +18,8 @@ pub enum TaskAttr {
     Policy,
     /// The CPUs it may run on, as a list (`0`, `0-1,3`: taskset -c).
     Affinity,
+    /// Its nice value, -20 to 19 (renice -n N -p TID).
+    Nice,
 }
 
 impl TaskAttr {
@@ -25,6 +27,7 @@ impl TaskAttr {
         match self {
             TaskAttr::Policy => "policy",
             TaskAttr::Affinity => "affinity",
+            TaskAttr::Nice => "nice",
         }
     }
 
@@ -32,6 +35,7 @@ impl TaskAttr {
         match s {
             "policy" => Some(TaskAttr::Policy),
             "affinity" => Some(TaskAttr::Affinity),
+            "nice" => Some(TaskAttr::Nice),
             _ => None,
         }
     }
@@ -98,6 +102,7 @@ impl Task {
         match attr {
             TaskAttr::Policy => read_policy(self.tid),
             TaskAttr::Affinity => read_affinity(self.tid),
+            TaskAttr::Nice => read_nice(self.tid),
         }
     }
 
@@ -113,6 +118,14 @@ impl Task {
                 };
                 // SAFETY: a plain system call with a valid parameter block.
                 if unsafe { libc::sched_setscheduler(self.tid as i32, policy, &param) } != 0 {
+                    return Err(std::io::Error::last_os_error().to_string());
+                }
+            }
+            TaskAttr::Nice => {
+                let n = parse_nice(value)?;
+                // SAFETY: a plain system call; on Linux PRIO_PROCESS with a
+                // thread id sets that thread's nice value.
+                if unsafe { libc::setpriority(libc::PRIO_PROCESS, self.tid, n) } != 0 {
                     return Err(std::io::Error::last_os_error().to_string());
                 }
             }
@@ -214,6 +227,26 @@ pub fn parse_policy(value: &str) -> Result<(i32, i32), String> {
     Ok((policy, prio))
 }
 
+fn read_nice(tid: u32) -> Result<String, String> {
+    // -1 is a nice value too: errno tells an error apart.
+    // SAFETY: errno is this thread's; a plain system call.
+    unsafe { *libc::__errno_location() = 0 };
+    let n = unsafe { libc::getpriority(libc::PRIO_PROCESS, tid) };
+    let e = std::io::Error::last_os_error();
+    if n == -1 && e.raw_os_error().is_some_and(|c| c != 0) {
+        return Err(e.to_string());
+    }
+    Ok(n.to_string())
+}
+
+/// A nice value, -20 to 19.
+pub fn parse_nice(value: &str) -> Result<i32, String> {
+    match value.trim().parse::<i32>() {
+        Ok(n) if (-20..=19).contains(&n) => Ok(n),
+        _ => Err(format!("{value:?}: a nice value is -20 to 19")),
+    }
+}
+
 fn read_affinity(tid: u32) -> Result<String, String> {
     // SAFETY: cpu_set_t is plain data, filled by the kernel.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -280,6 +313,9 @@ pub fn canonical(attr: TaskAttr, value: &str) -> String {
         TaskAttr::Affinity => parse_cpu_list(value)
             .map(|c| show_cpu_list(&c))
             .unwrap_or_else(|_| value.trim().to_string()),
+        TaskAttr::Nice => parse_nice(value)
+            .map(|n| n.to_string())
+            .unwrap_or_else(|_| value.trim().to_string()),
     }
 }
 
@@ -325,6 +361,10 @@ mod tests {
         t.write(TaskAttr::Affinity, &now).unwrap();
         assert_eq!(t.read(TaskAttr::Affinity).unwrap(), now);
         assert!(t.read(TaskAttr::Policy).is_ok());
+        let nice = t.read(TaskAttr::Nice).unwrap();
+        assert!(parse_nice(&nice).is_ok(), "{nice}");
+        assert_eq!(canonical(TaskAttr::Nice, " +5"), "5");
+        assert!(parse_nice("20").is_err() && parse_nice("x").is_err());
         // kthreadd: the first kernel thread, in the machine's own pid
         // namespace.
         if comm(2) == "kthreadd" {

@@ -50,6 +50,7 @@ pub fn run(
             expect: s.expect,
             first_device: super::loopdev::attached_count(),
             notes: Default::default(),
+            standing: Default::default(),
         };
         if let Some(why) = (s.missing)() {
             writeln!(out, "lab {}: skipped: {why}\n", s.name)?;
@@ -144,7 +145,10 @@ fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<Verdict> {
     let (Ok(good), Ok(bad)) = (diagnosed(&lab.good()), diagnosed(&lab.bad())) else {
         return Ok(Verdict::Not);
     };
-    let ours = super::loopdev::attached_since(attached);
+    let ours = Ours {
+        devices: super::loopdev::attached_since(attached),
+        standing: lab.standing.borrow().clone(),
+    };
     findings(out, &format!("good ({})", s.good), &good, &ours)?;
     findings(out, &format!("bad ({})", s.bad), &bad, &ours)?;
     for note in lab.notes.borrow().iter() {
@@ -181,7 +185,7 @@ fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<Verdict> {
         _ => before,
     };
     let ram_stall = match as_expected {
-        false => stall_of_a_disk_in_ram(s.expect, &good_judged, &ours),
+        false => stall_of_a_disk_in_ram(s.expect, &good_judged, &ours.devices),
         true => None,
     };
     let within_noise = match (as_expected, noise) {
@@ -296,11 +300,23 @@ fn device_of(f: &Finding) -> Option<&str> {
 /// Whether a finding is about the scenario: on one of its disks, and for
 /// CPUs, held mostly by the scenario's own processes (not by other work on
 /// this machine, which says nothing of the scenario).
-fn about_ours(f: &Finding, ours: &[(String, bool)]) -> bool {
-    device_of(f).is_none_or(|d| ours.iter().any(|(o, _)| o == d))
-        && f.evidence["held_outside_the_recorded_command_percent"]
+/// What a scenario made: its devices (and whether each is in RAM), and
+/// the processes it keeps beside its bad run.
+struct Ours {
+    devices: Vec<(String, bool)>,
+    standing: Vec<u32>,
+}
+
+/// A finding about the scenario's devices, or about no device; a CPU held
+/// by processes outside the recorded command only when the scenario's own
+/// (its standing processes) held it most.
+fn about_ours(f: &Finding, ours: &Ours) -> bool {
+    let top_holder = f.evidence["held_by"][0]["pid"].as_u64();
+    device_of(f).is_none_or(|d| ours.devices.iter().any(|(o, _)| o == d))
+        && (f.evidence["held_outside_the_recorded_command_percent"]
             .as_f64()
             .is_none_or(|p| p < 50.0)
+            || top_holder.is_some_and(|p| ours.standing.iter().any(|&s| u64::from(s) == p)))
 }
 
 /// A good run's device spike when every disk of the scenario is a file in
@@ -334,7 +350,7 @@ fn slow_within_noise(good: &[Finding], n: super::noise::Noise) -> Option<f64> {
     (slowest <= 2.0 * noise_ms).then_some(slowest)
 }
 
-fn findings(out: &mut dyn Write, label: &str, run: &Run, ours: &[(String, bool)]) -> Result<()> {
+fn findings(out: &mut dyn Write, label: &str, run: &Run, ours: &Ours) -> Result<()> {
     writeln!(out, "{label}:")?;
     if run.findings.is_empty() {
         writeln!(out, "  no findings")?;
@@ -397,7 +413,10 @@ mod tests {
 
     #[test]
     fn only_findings_about_the_lab_s_devices_are_judged() {
-        let ours = vec![("7,0".to_string(), true)];
+        let ours = Ours {
+            devices: vec![("7,0".to_string(), true)],
+            standing: vec![4711],
+        };
         let splitting = |d: &str| finding("request_splitting", serde_json::json!({ "device": d }));
         assert!(about_ours(&splitting("7,0"), &ours));
         // The machine's disk, busy with other work.
@@ -414,6 +433,19 @@ mod tests {
             &finding("rt_starvation", serde_json::json!({})),
             &ours
         ));
+        // A CPU held by other work on the machine, or by the scenario's
+        // own busy loops beside its workload.
+        let held = |pid: u32| {
+            finding(
+                "cpu_contention",
+                serde_json::json!({
+                    "held_by": [{"pid": pid}],
+                    "held_outside_the_recorded_command_percent": 100.0,
+                }),
+            )
+        };
+        assert!(!about_ours(&held(99), &ours));
+        assert!(about_ours(&held(4711), &ours));
     }
 
     #[test]

@@ -57,6 +57,10 @@ pub struct Lab {
     /// What the scenario saw of its own making (how many writes a slow
     /// disk held), printed with its verdict.
     pub notes: std::cell::RefCell<Vec<String>>,
+    /// The processes the scenario keeps beside its bad run (a real-time
+    /// burner, busy loops): a finding about them is about the scenario,
+    /// though they are outside its recorded command.
+    pub standing: std::cell::RefCell<Vec<u32>>,
 }
 
 impl Lab {
@@ -617,12 +621,23 @@ fn rt_starvation(lab: &Lab) -> Result<(), CaptureError> {
 
 /// A process that stands beside a scenario's bad run (and `--try`'s
 /// rounds): killed when dropped, and with the lab if the lab is killed.
-struct Standing(std::process::Child);
+pub(super) struct Standing(std::process::Child);
 
 impl Standing {
+    /// iosleuth itself with `args`.
     fn start(lab: &Lab, args: &[&str]) -> Result<Standing, CaptureError> {
+        Standing::program(lab, &lab.exe, args)
+    }
+
+    /// `program` with `args` (the programs it execs die with the lab too).
+    pub(super) fn program(
+        lab: &Lab,
+        program: impl AsRef<std::ffi::OsStr>,
+        args: &[&str],
+    ) -> Result<Standing, CaptureError> {
         use std::os::unix::process::CommandExt;
-        let mut c = Command::new(&lab.exe);
+        let program = program.as_ref();
+        let mut c = Command::new(program);
         c.args(args)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
@@ -633,9 +648,11 @@ impl Standing {
                 Ok(())
             });
         }
-        c.spawn()
-            .map(Standing)
-            .map_err(|e| CaptureError::Unusable(format!("cannot start {}: {e}", lab.exe.display())))
+        let child = c.spawn().map_err(|e| {
+            CaptureError::Unusable(format!("cannot start {}: {e}", program.to_string_lossy()))
+        })?;
+        lab.standing.borrow_mut().push(child.id());
+        Ok(Standing(child))
     }
 }
 

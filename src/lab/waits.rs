@@ -6,7 +6,7 @@
 
 use super::ext4::Ext4;
 use super::loopdev::LoopDevice;
-use super::scenarios::{fsync_script, Lab};
+use super::scenarios::{fsync_script, Lab, Standing};
 use super::slowdisk::Stall;
 use crate::capture::tracefs::CaptureError;
 use std::time::Duration;
@@ -21,9 +21,27 @@ pub fn cpu_contention(lab: &Lab) -> Result<(), CaptureError> {
     let events = "block,fs,sched,syscalls";
     let fsync = fsync_script(&fs, 600, Some(1));
     lab.record(&lab.good(), events, &fsync)?;
-    let hog = "taskset -c 1 nice -n -10 sh -c 'while :; do :; done'";
-    let script = format!("{hog} & a=$!; {hog} & b=$!; sleep 0.05; {fsync}; kill $a $b; wait");
-    lab.record(&lab.bad(), events, &script)
+    // Two busy loops beside the workload, not in it, as other work on a
+    // machine is: `--try` renices them between its rounds.
+    let hog = || {
+        Standing::program(
+            lab,
+            "taskset",
+            &[
+                "-c",
+                "1",
+                "nice",
+                "-n",
+                "-10",
+                "sh",
+                "-c",
+                "while :; do :; done",
+            ],
+        )
+    };
+    let _hogs = (hog()?, hog()?);
+    std::thread::sleep(Duration::from_millis(50));
+    lab.record(&lab.bad(), events, &fsync)
 }
 
 /// A wait no rule knows: `dd` writes 4 KiB blocks straight to a file on

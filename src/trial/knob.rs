@@ -33,7 +33,7 @@ fn task_name(name: &str) -> Option<Result<(Task, TaskAttr), KnobError>> {
     let (tid, attr) = rest.split_once('/').unwrap_or((rest, ""));
     let Some(attr) = TaskAttr::parse(attr) else {
         return Some(Err(format!(
-            "{name}: a thread's setting is task/TID/policy or task/TID/affinity"
+            "{name}: a thread's setting is task/TID/policy, task/TID/affinity or task/TID/nice"
         )));
     };
     let Ok(tid) = tid.parse::<u32>() else {
@@ -60,6 +60,7 @@ impl Knob {
             let check = match attr {
                 TaskAttr::Policy => task_setting::parse_policy(value).map(|_| ()),
                 TaskAttr::Affinity => task_setting::parse_cpu_list(value).map(|_| ()),
+                TaskAttr::Nice => task_setting::parse_nice(value).map(|_| ()),
             };
             check.map_err(|e| format!("{name}: {e}"))?;
             return Ok(Knob {
@@ -349,7 +350,8 @@ mod tests {
         let p = Knob::resolve(&format!("task/{me}/policy"), "SCHED_OTHER").unwrap();
         assert!(p.shows("other", "SCHED_OTHER"));
         for (name, value, says) in [
-            (format!("task/{me}/nice"), "0", "task/TID/policy"),
+            (format!("task/{me}/weight"), "0", "task/TID/policy"),
+            (format!("task/{me}/nice"), "-21", "-20 to 19"),
             ("task/x/policy".to_string(), "other", "not a thread id"),
             (format!("task/{me}/policy"), "fifo", "needs a priority"),
             (format!("task/{me}/affinity"), "a", "not a CPU list"),

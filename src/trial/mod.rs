@@ -361,11 +361,20 @@ struct Touched {
 
 impl Touched {
     fn of(a: &crate::analyze::Analysis) -> Touched {
+        // The longest runqueue waits' holders, and (full recorder) those
+        // of the operations' runnable time.
         let mut holders: Vec<u32> = a
             .sched
             .long_waits
             .iter()
             .flat_map(|w| w.held_by.iter().map(|h| h.pid))
+            .chain(
+                a.outliers
+                    .by_kind
+                    .values()
+                    .flatten()
+                    .flat_map(|o| o.held_by.iter().map(|h| h.pid)),
+            )
             .filter(|&p| p != 0)
             .collect();
         holders.sort_unstable();

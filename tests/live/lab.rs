@@ -605,6 +605,20 @@ fn lab_try_measures_each_remedy_on_the_scenarios_own_workload() {
             && line.contains("finding in 5/5 baseline, 0/5 candidate"),
         "{line}"
     );
+    // Busy loops at nice -10 beside the workload, reniced to 10
+    // (measured here: -87 %, 95 % CI -89..-85 %).
+    let out = run(iosleuth().args(["lab", "run", "cpu-contention", "--try"]));
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("lab cpu-contention --try: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.starts_with("lab cpu-contention --try: better: task/")
+            && line.contains("/nice -10 -> 10; task/")
+            && line.contains("5 of 5 rounds)"),
+        "{line}"
+    );
+    assert!(out.contains("lab cpu-contention: as expected"), "{out}");
     // Devices with lanes (32 requests served at once): more tags, and
     // wbt off, let more requests be served at once (measured here: -49 to
     // -60 %, and -68 %).

@@ -108,6 +108,30 @@ fn each_setting_cause_carries_its_knob_its_value_then_and_the_value_to_try() {
         );
         assert_eq!(r["live"], true);
     }
+    // Ordinary threads beside the workload that held its CPU: reniced to
+    // 10, each from the nice value its kernel priority says (120 + nice).
+    let r = remedy("tests/fixtures/cpu-contention-nice.cap", "cpu_contention");
+    let knobs: Vec<_> = r["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["knob"].as_str().unwrap(),
+                s["now"].as_str().unwrap(),
+                s["value"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        knobs,
+        [
+            ("task/15613/nice", "0", "10"),
+            ("task/15899/nice", "-10", "10"),
+            ("task/15900/nice", "-10", "10")
+        ],
+        "{r}"
+    );
 }
 
 #[test]
@@ -195,14 +219,15 @@ fn try_refuses_what_is_no_setting_and_a_round_count_too_small_to_judge() {
             "\"x\" is not a thread id",
         ),
         (
-            vec!["--set", "task/1/nice=0"],
-            "a thread's setting is task/TID/policy or task/TID/affinity",
+            vec!["--set", "task/1/weight=0"],
+            "a thread's setting is task/TID/policy, task/TID/affinity or task/TID/nice",
         ),
         (
             vec!["--set", "task/1/policy=fifo"],
             "fifo needs a priority (1 to 99)",
         ),
         (vec!["--set", "task/1/affinity=0-"], "not a CPU list"),
+        (vec!["--set", "task/1/nice=20"], "a nice value is -20 to 19"),
     ] {
         refused(&args, said);
     }

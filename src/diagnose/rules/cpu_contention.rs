@@ -16,7 +16,7 @@ use super::helpers::{
 use crate::analyze::outliers::Holder;
 use crate::analyze::sched::thread_kind;
 use crate::analyze::Analysis;
-use crate::diagnose::{impact, Finding, Rule, Severity, Verdict};
+use crate::diagnose::{impact, Finding, Remedy, Rule, Severity, Verdict};
 use crate::model::units::percent_1dp as pct;
 use serde_json::json;
 
@@ -28,7 +28,7 @@ pub const RULE: Rule = Rule {
     needs: &["sched"],
     light_lacks: Some("the operations' time, against which it weighs their runnable waits (it would take hooks on every system call's entry and exit, whose empty floor alone cost 9–15 % of a system-call-bound load: docs/BENCHMARKS.md; the flight recorder keeps runqueue waits of 5 ms and more)"),
     light_lacks_when: None,
-    remedy: None,
+    remedy: Some("each ordinary thread beside the workload that held its CPU (up to 3) reniced to 10 (`task/TID/nice`, as `renice -n 10 -p TID`), unless the workload's own threads and the kernel threads doing its I/O held it; live, while those threads still run"),
     check,
 };
 
@@ -37,6 +37,9 @@ pub const RULE: Rule = Rule {
 /// 11–31 % for their own parts); the lab's healthy runs show 0–5 %, the
 /// fsync probe beside two CPU burners 1.2 %.
 const MIN_SHARE_PERCENT: f64 = 20.0;
+/// The nice value the remedy gives the holders: a tenth of a nice-0
+/// thread's weight (kernel/sched/core.c's table: 110 against 1024).
+const RENICE_TO: &str = "10";
 /// Over the slow operations only (10x their median and 5 ms): as the
 /// `unexplained` finding names a part that large.
 const MIN_SLOW_SHARE_PERCENT: f64 = 30.0;
@@ -173,8 +176,24 @@ fn check(a: &Analysis) -> Verdict {
             "the workload's own threads and the kernel threads doing its I/O held the CPU: its shape, not a cause beside it"
         );
     }
+    // The holders beside the workload, reniced as the workaround says;
+    // an ordinary thread's kernel priority is 120 + its nice value.
+    let remedy = holders
+        .iter()
+        .filter(|h| !self_made && h.prio >= 100 && !of_workload(h) && !of_kernel(h))
+        .take(3)
+        .fold(None, |r: Option<Remedy>, h| {
+            let (knob, now) = (
+                format!("task/{}/nice", h.pid),
+                Some((h.prio - 120).to_string()),
+            );
+            Some(match r {
+                None => Remedy::set(knob, now, RENICE_TO),
+                Some(r) => r.and(knob, now, RENICE_TO),
+            })
+        });
     Verdict::Fired(Finding {
-        remedy: None,
+        remedy,
         id: RULE.id,
         severity: Severity::Warning,
         title: format!(
@@ -194,7 +213,7 @@ fn check(a: &Analysis) -> Verdict {
             "give the workload its CPU: move the other tasks off its CPUs (taskset), lower their weight (renice, a cgroup's cpu.weight), or pin the workload where they do not run".into()
         } else {
             format!(
-                "give the workload its CPU: move the holders off its CPUs (taskset -pc OTHER_CPUS {p}) or lower their weight (renice -n 10 -p {ps}; in a cgroup, cpu.weight), or pin the workload to CPUs they do not use",
+                "give the workload its CPU: move the holders off its CPUs (taskset -pc OTHER_CPUS {p}) or lower their weight (renice -n {RENICE_TO} -p {ps}; in a cgroup, cpu.weight), or pin the workload to CPUs they do not use",
                 p = pids[0],
                 ps = pids.join(" ")
             )
@@ -259,6 +278,10 @@ mod tests {
             "{}",
             f.workaround
         );
+        assert_eq!(
+            f.remedy,
+            Some(Remedy::set("task/50/nice", Some("-10".into()), "10"))
+        );
     }
 
     #[test]
@@ -277,6 +300,7 @@ mod tests {
             "{}",
             f.workaround
         );
+        assert_eq!(f.remedy, None, "its own shape: nothing to renice");
         // The same wait behind an ordinary process is a cause beside it.
         let f = fired(check(&analysis(&contended("yes", 120, 400))));
         assert!(f.evidence.get(impact::AT_MOST_WARNING).is_none());
