@@ -286,21 +286,8 @@ pub fn parse_cpu_list(value: &str) -> Result<Vec<usize>, String> {
 
 /// [0, 1, 3] → `0-1,3`.
 pub fn show_cpu_list(cpus: &[usize]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j {
-            cpus[i].to_string()
-        } else {
-            format!("{}-{}", cpus[i], cpus[j])
-        });
-        i = j + 1;
-    }
-    out.join(",")
+    let cpus: Vec<u64> = cpus.iter().map(|&c| c as u64).collect();
+    crate::model::units::ranges(&cpus).join(",")
 }
 
 /// How a value is shown once read back (`SCHED_FIFO:50` → `fifo 50`,

@@ -1,4 +1,25 @@
-//! Durations as people read them: one definition of each conversion.
+//! Figures as people read them (durations, shares, runs of numbers): one
+//! definition of each conversion.
+
+/// Sorted numbers with consecutive ones as ranges: [0, 1, 3] → `0-1`, `3`
+/// (the kernel's CPU lists, thread ids).
+pub fn ranges(sorted: &[u64]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            sorted[i].to_string()
+        } else {
+            format!("{}-{}", sorted[i], sorted[j])
+        });
+        i = j + 1;
+    }
+    out
+}
 
 /// Nanoseconds as milliseconds, unrounded: for figures printed with a
 /// chosen precision (`{:.1}`) or drawn.

@@ -78,6 +78,21 @@ fn applied(set: &str, workload: &[&str]) -> crate::common::Outcome {
     )
 }
 
+/// Waits (up to 60 s) for the workload of a candidate round to leave
+/// `mark`, `try` still running; its stderr said when it ended early.
+fn until_candidate_round(child: &mut std::process::Child, mark: &Path, stderr: &Path) {
+    let until = Instant::now() + Duration::from_secs(60);
+    while !mark.exists() {
+        assert!(Instant::now() < until, "no candidate round began");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "try ended before its candidate round: {}",
+            std::fs::read_to_string(stderr).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn try_cmd(knob: &Path, value: &str) -> Command {
     let mut c = iosleuth();
     c.args(["try", "--set", &format!("{}={value}", knob.display())]);
@@ -319,16 +334,7 @@ fn try_puts_settings_back_when_the_workload_fails_or_is_interrupted() {
             .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
             .spawn()
             .unwrap();
-        let until = Instant::now() + Duration::from_secs(60);
-        while !mark.exists() {
-            assert!(Instant::now() < until, "no candidate round began");
-            assert!(
-                child.try_wait().unwrap().is_none(),
-                "try ended before its candidate round: {}",
-                std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        until_candidate_round(&mut child, &mark, &dir.path().join("stderr"));
         assert_eq!(read(&knob), "128", "applied during the candidate round");
         // SAFETY: a plain kill(2) of the child.
         unsafe {
@@ -757,16 +763,7 @@ fn try_lowers_a_real_time_thread_and_puts_its_policy_back() {
         .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
         .spawn()
         .unwrap();
-    let until = Instant::now() + Duration::from_secs(60);
-    while !mark.exists() {
-        assert!(Instant::now() < until, "no candidate round began");
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "try ended before its candidate round: {}",
-            std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    until_candidate_round(&mut child, &mark, &dir.path().join("stderr"));
     assert_eq!(
         burner.policy(),
         (0, 0),

@@ -107,20 +107,7 @@ pub(super) fn snapshot(out: &mut String, a: &Analysis) {
 fn tid_ranges(tids: &[String]) -> String {
     let mut nums: Vec<u64> = tids.iter().filter_map(|t| t.parse().ok()).collect();
     nums.sort_unstable();
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < nums.len() {
-        let mut j = i;
-        while j + 1 < nums.len() && nums[j + 1] == nums[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j {
-            nums[i].to_string()
-        } else {
-            format!("{}-{}", nums[i], nums[j])
-        });
-        i = j + 1;
-    }
+    let mut parts = crate::model::units::ranges(&nums);
     parts.extend(tids.iter().filter(|t| t.parse::<u64>().is_err()).cloned());
     parts.join(", ")
 }
