@@ -290,20 +290,19 @@ pub fn show_cpu_list(cpus: &[usize]) -> String {
     crate::model::units::ranges(&cpus).join(",")
 }
 
-/// How a value is shown once read back (`SCHED_FIFO:50` → `fifo 50`,
-/// `1,0` → `0-1`); a value that does not parse as it is.
-pub fn canonical(attr: TaskAttr, value: &str) -> String {
+/// A value as the kernel shows it once read back (`SCHED_FIFO:50` →
+/// `fifo 50`, `1,0` → `0-1`), or why it is no value of `attr`.
+pub fn shown(attr: TaskAttr, value: &str) -> Result<String, String> {
     match attr {
-        TaskAttr::Policy => parse_policy(value)
-            .map(|(p, n)| show_policy(p, n))
-            .unwrap_or_else(|_| value.trim().to_string()),
-        TaskAttr::Affinity => parse_cpu_list(value)
-            .map(|c| show_cpu_list(&c))
-            .unwrap_or_else(|_| value.trim().to_string()),
-        TaskAttr::Nice => parse_nice(value)
-            .map(|n| n.to_string())
-            .unwrap_or_else(|_| value.trim().to_string()),
+        TaskAttr::Policy => parse_policy(value).map(|(p, n)| show_policy(p, n)),
+        TaskAttr::Affinity => parse_cpu_list(value).map(|c| show_cpu_list(&c)),
+        TaskAttr::Nice => parse_nice(value).map(|n| n.to_string()),
     }
+}
+
+/// [`shown`], and a value that does not parse as it is.
+pub fn canonical(attr: TaskAttr, value: &str) -> String {
+    shown(attr, value).unwrap_or_else(|_| value.trim().to_string())
 }
 
 #[cfg(test)]

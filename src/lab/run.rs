@@ -295,11 +295,6 @@ fn device_of(f: &Finding) -> Option<&str> {
     f.evidence.get("device").and_then(|d| d.as_str())
 }
 
-/// Whether a finding is about the scenario: it names one of the devices
-/// the scenario attached, or no device at all (a thread, the journal).
-/// Whether a finding is about the scenario: on one of its disks, and for
-/// CPUs, held mostly by the scenario's own processes (not by other work on
-/// this machine, which says nothing of the scenario).
 /// What a scenario made: its devices (and whether each is in RAM), and
 /// the processes it keeps beside its bad run.
 struct Ours {
@@ -307,9 +302,11 @@ struct Ours {
     standing: Vec<u32>,
 }
 
-/// A finding about the scenario's devices, or about no device; a CPU held
-/// by processes outside the recorded command only when the scenario's own
-/// (its standing processes) held it most.
+/// Whether a finding is about the scenario: it names one of the devices
+/// the scenario attached, or no device at all (a thread, the journal); and
+/// for CPUs, held mostly by the recorded command's processes or by the
+/// scenario's standing ones (not by other work on this machine, which
+/// says nothing of the scenario).
 fn about_ours(f: &Finding, ours: &Ours) -> bool {
     let top_holder = f.evidence["held_by"][0]["pid"].as_u64();
     device_of(f).is_none_or(|d| ours.devices.iter().any(|(o, _)| o == d))

@@ -8,8 +8,8 @@
 //! that device's line is read, changed and restored.
 //!
 //! And a thread's scheduling settings (`task/TID/policy`,
-//! `task/TID/affinity`), changed by system call as `chrt -p` and
-//! `taskset -p` change them.
+//! `task/TID/affinity`, `task/TID/nice`), changed by system call as
+//! `chrt -p`, `taskset -p` and `renice -p` change them.
 
 use crate::capture::task_setting::{self, Task, TaskAttr};
 use std::path::{Path, PathBuf};
@@ -57,12 +57,7 @@ impl Knob {
     pub fn resolve(name: &str, value: &str) -> Result<Knob, KnobError> {
         if let Some(task) = task_name(name) {
             let (t, attr) = task?;
-            let check = match attr {
-                TaskAttr::Policy => task_setting::parse_policy(value).map(|_| ()),
-                TaskAttr::Affinity => task_setting::parse_cpu_list(value).map(|_| ()),
-                TaskAttr::Nice => task_setting::parse_nice(value).map(|_| ()),
-            };
-            check.map_err(|e| format!("{name}: {e}"))?;
+            task_setting::shown(attr, value).map_err(|e| format!("{name}: {e}"))?;
             return Ok(Knob {
                 name: name.to_string(),
                 file: PathBuf::from(format!("/proc/{}", t.tid)),

@@ -555,16 +555,23 @@ fn lab_captures_make_html_pages_that_load_and_draw() {
 /// counted in every candidate round and the finding leaves them; the cgroup
 /// limit lifted makes the workload faster (measured: -98 %); a healthy
 /// scenario has no remedy. The machine is left as it was.
+/// `lab run NAME --try`'s output and its `lab NAME --try: ` line.
+fn tried(name: &str) -> (String, String) {
+    let out = run(iosleuth().args(["lab", "run", name, "--try"]));
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(&format!("lab {name} --try: ")))
+        .unwrap_or_else(|| panic!("{out}"))
+        .to_string();
+    (out, line)
+}
+
 #[test]
 #[ignore = "live: needs root, tracefs and loop devices; scripts/test runs it"]
 fn lab_try_measures_each_remedy_on_the_scenarios_own_workload() {
     let _l = live();
     let before = state();
-    let out = run(iosleuth().args(["lab", "run", "merges", "--try"]));
-    let line = out
-        .lines()
-        .find(|l| l.starts_with("lab merges --try: "))
-        .unwrap_or_else(|| panic!("{out}"));
+    let (_, line) = tried("merges");
     assert!(
         line.starts_with("lab merges --try: better: /sys/block/loop")
             && line.contains("/queue/nomerges 2 -> 0; dev.7,")
@@ -572,11 +579,7 @@ fn lab_try_measures_each_remedy_on_the_scenarios_own_workload() {
             && line.contains("5 of 5 rounds); finding in 5/5 baseline, 0/5 candidate"),
         "{line}"
     );
-    let out = run(iosleuth().args(["lab", "run", "cgroup", "--try"]));
-    let line = out
-        .lines()
-        .find(|l| l.starts_with("lab cgroup --try: "))
-        .unwrap_or_else(|| panic!("{out}"));
+    let (_, line) = tried("cgroup");
     assert!(
         line.starts_with("lab cgroup --try: better: /sys/fs/cgroup/"),
         "{line}"
@@ -594,11 +597,7 @@ fn lab_try_measures_each_remedy_on_the_scenarios_own_workload() {
     assert!(pct < -50.0, "{line}");
     // A thread's policy: the real-time burner beside the workload made an
     // ordinary thread (measured here: -34 %, 95 % CI -47..-23 %).
-    let out = run(iosleuth().args(["lab", "run", "rt-starvation", "--try"]));
-    let line = out
-        .lines()
-        .find(|l| l.starts_with("lab rt-starvation --try: "))
-        .unwrap_or_else(|| panic!("{out}"));
+    let (_, line) = tried("rt-starvation");
     assert!(
         line.starts_with("lab rt-starvation --try: better: task/")
             && line.contains("/policy fifo 50 -> other; workload.seconds -")
@@ -607,11 +606,7 @@ fn lab_try_measures_each_remedy_on_the_scenarios_own_workload() {
     );
     // Busy loops at nice -10 beside the workload, reniced to 10
     // (measured here: -87 %, 95 % CI -89..-85 %).
-    let out = run(iosleuth().args(["lab", "run", "cpu-contention", "--try"]));
-    let line = out
-        .lines()
-        .find(|l| l.starts_with("lab cpu-contention --try: "))
-        .unwrap_or_else(|| panic!("{out}"));
+    let (out, line) = tried("cpu-contention");
     assert!(
         line.starts_with("lab cpu-contention --try: better: task/")
             && line.contains("/nice -10 -> 10; task/")
@@ -626,11 +621,7 @@ fn lab_try_measures_each_remedy_on_the_scenarios_own_workload() {
         ("queue", "/queue/nr_requests 4 -> 64; workload.seconds -"),
         ("wbt", "/queue/wbt_lat_usec 1 -> 0; workload.seconds -"),
     ] {
-        let out = run(iosleuth().args(["lab", "run", name, "--try"]));
-        let line = out
-            .lines()
-            .find(|l| l.starts_with(&format!("lab {name} --try: ")))
-            .unwrap_or_else(|| panic!("{out}"));
+        let (_, line) = tried(name);
         assert!(
             line.starts_with(&format!("lab {name} --try: better: /sys/block/loop"))
                 && line.contains(knob)
