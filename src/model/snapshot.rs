@@ -278,6 +278,18 @@ impl Snapshot {
 }
 
 impl Snapshot {
+    /// Whether the snapshot lists `tid` among the kernel threads (children
+    /// of kthreadd when it was taken): a name alone does not tell
+    /// (`kdamond.0`, `khugepaged`, a driver's own threads).
+    pub fn is_kernel_thread(&self, tid: u32) -> bool {
+        self.before
+            .kernel_threads
+            .iter()
+            .any(|t| t.tid.or(t.pid) == Some(u64::from(tid)))
+    }
+}
+
+impl Snapshot {
     /// Thread id → process id (thread group) of the threads the snapshot
     /// lists with both: the workload's and the kernel threads.
     pub fn thread_groups(&self) -> std::collections::HashMap<u32, u32> {

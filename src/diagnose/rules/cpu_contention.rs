@@ -10,8 +10,8 @@
 //! a real-time holder is `rt_starvation`'s cause and is left to it.
 
 use super::helpers::{
-    cpu_holders, holders_text, not, slow_operations, span_ns, workload_ops, worth_naming,
-    MIN_SPAN_PERCENT,
+    cpu_holders, holders_text, kernel_thread, not, slow_operations, span_ns, workload_ops,
+    worth_naming, MIN_SPAN_PERCENT,
 };
 use crate::analyze::outliers::Holder;
 use crate::analyze::sched::thread_kind;
@@ -28,7 +28,7 @@ pub const RULE: Rule = Rule {
     needs: &["sched"],
     light_lacks: Some("the operations' time, against which it weighs their runnable waits (it would take hooks on every system call's entry and exit, whose empty floor alone cost 9–15 % of a system-call-bound load: docs/BENCHMARKS.md; the flight recorder keeps runqueue waits of 5 ms and more)"),
     light_lacks_when: None,
-    remedy: Some("each ordinary thread beside the workload that held its CPU (up to 3) reniced to 10 (`task/TID/nice`, as `renice -n 10 -p TID`), unless the workload's own threads and the kernel threads doing its I/O held it; live, while those threads still run"),
+    remedy: Some("each ordinary user thread beside the workload that held its CPU (up to 3) reniced to 10 (`task/TID/nice`, as `renice -n 10 -p TID`), unless the workload's own threads and the kernel threads doing its I/O held it; live, while those threads still run"),
     check,
 };
 
@@ -128,9 +128,13 @@ fn check(a: &Analysis) -> Verdict {
     // move away, the cure is fewer busy threads than CPUs. Real time lost,
     // but the workload's shape rather than a cause beside it.
     let self_made = held > 0 && (own + kernel) * 2 > held;
+    // Ordinary threads beside the workload, user threads only: those the
+    // workaround and the remedy name.
+    let beside =
+        |h: &&Holder| h.prio >= 100 && !of_workload(h) && !kernel_thread(a, &h.comm, h.pid);
     let pids: Vec<String> = holders
         .iter()
-        .filter(|h| h.prio >= 100 && !of_workload(h) && !of_kernel(h))
+        .filter(beside)
         .take(3)
         .map(|h| h.pid.to_string())
         .collect();
@@ -163,7 +167,7 @@ fn check(a: &Analysis) -> Verdict {
         "held_by": holders.iter().take(5).map(|h| json!({
             "pid": h.pid, "comm": h.comm, "policy": super::helpers::policy_of(h.prio),
             "percent_of_held_time": pct(h.ns, held), "of_the_workload": of_workload(h),
-            "kernel_thread": of_kernel(h),
+            "kernel_thread": kernel_thread(a, &h.comm, h.pid),
             "of_the_recorded_command": a.outliers.of_recorded_command(h.pid),
         })).collect::<Vec<_>>(),
         "held_by_the_workload_percent": pct(own, held),
@@ -180,7 +184,7 @@ fn check(a: &Analysis) -> Verdict {
     // an ordinary thread's kernel priority is 120 + its nice value.
     let remedy = holders
         .iter()
-        .filter(|h| !self_made && h.prio >= 100 && !of_workload(h) && !of_kernel(h))
+        .filter(|h| !self_made && beside(h))
         .take(3)
         .fold(None, |r: Option<Remedy>, h| {
             let (knob, now) = (
@@ -224,7 +228,7 @@ fn check(a: &Analysis) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnose::rules::testkit::{analysis, fired, silent, Trace};
+    use crate::diagnose::rules::testkit::{analysis, fired, silent, with_snapshot, Trace};
     use crate::model::Tracepoint;
 
     /// A thread (pid 60) whose reads (pread64) each wait `runnable_us` for CPU
@@ -278,6 +282,29 @@ mod tests {
             "{}",
             f.workaround
         );
+        assert_eq!(
+            f.remedy,
+            Some(Remedy::set("task/50/nice", Some("-10".into()), "10"))
+        );
+    }
+
+    #[test]
+    fn a_holder_the_snapshot_lists_as_a_kernel_thread_is_never_reniced() {
+        // kdamond.0: a kernel thread its name does not tell.
+        let kernel = json!({ "kernel_threads": [{ "pid": 50, "tid": 50, "comm": "kdamond.0" }] });
+        let f = fired(check(&with_snapshot(
+            analysis(&contended("kdamond.0", 110, 400)),
+            kernel,
+        )));
+        assert_eq!(f.evidence["held_by"][0]["kernel_thread"], true);
+        assert_eq!(f.remedy, None);
+        assert!(!f.workaround.contains("-p 50"), "{}", f.workaround);
+        // Another thread of that id in the snapshot is not it.
+        let other = json!({ "kernel_threads": [{ "pid": 51, "tid": 51, "comm": "kdamond.0" }] });
+        let f = fired(check(&with_snapshot(
+            analysis(&contended("kdamond.0", 110, 400)),
+            other,
+        )));
         assert_eq!(
             f.remedy,
             Some(Remedy::set("task/50/nice", Some("-10".into()), "10"))

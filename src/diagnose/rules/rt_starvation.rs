@@ -9,7 +9,7 @@
 //! evidence. device_latency_spike uses the same waits to stay silent when
 //! "device time" was really starved completion work.
 
-use super::helpers::{ms_2dp, not, sched_rt_runtime_us};
+use super::helpers::{kernel_thread, ms_2dp, not, sched_rt_runtime_us};
 use crate::analyze::sched::LongWait;
 use crate::analyze::Analysis;
 use crate::diagnose::Remedy;
@@ -24,7 +24,7 @@ pub const RULE: Rule = Rule {
     needs: &["sched"],
     light_lacks: None,
     light_lacks_when: None,
-    remedy: Some("the real-time task that held the CPU made an ordinary one (`task/TID/policy` to `other`, as `chrt -o -p 0 TID`), after `kernel.sched_rt_runtime_us` 950000 when the snapshot shows RT throttling off (-1); live, while that thread still runs"),
+    remedy: Some("the real-time task that held the CPU made an ordinary one (`task/TID/policy` to `other`, as `chrt -o -p 0 TID`) when it is a user thread, after `kernel.sched_rt_runtime_us` 950000 when the snapshot shows RT throttling off (-1); live, while that thread still runs"),
     check,
 };
 
@@ -90,14 +90,19 @@ fn check(a: &Analysis) -> Verdict {
     let h = &w.held_by[0];
     let rt = sched_rt_runtime_us(a);
     // The holder's policy, FIFO or RR, is not in sched_switch: unknown.
-    let lower = (format!("task/{}/policy", h.pid), None, "other");
-    let remedy = match rt.as_deref() {
-        Some("-1") => Remedy::set("kernel.sched_rt_runtime_us", rt.clone(), "950000")
-            .and(lower.0, lower.1, lower.2),
-        _ => Remedy::set(lower.0, lower.1, lower.2),
+    // A real-time kernel thread (a threaded interrupt, a driver's worker)
+    // is not the user's to lower: throttling is the remedy then, if off.
+    let lower = (!kernel_thread(a, &h.comm, h.pid))
+        .then(|| (format!("task/{}/policy", h.pid), None, "other"));
+    let throttle = (rt.as_deref() == Some("-1"))
+        .then(|| Remedy::set("kernel.sched_rt_runtime_us", rt.clone(), "950000"));
+    let remedy = match (throttle, lower) {
+        (Some(r), Some(l)) => Some(r.and(l.0, l.1, l.2)),
+        (None, Some(l)) => Some(Remedy::set(l.0, l.1, l.2)),
+        (r, None) => r,
     };
     Verdict::Fired(Finding {
-        remedy: Some(remedy),
+        remedy,
         id: RULE.id,
         severity: Severity::Critical,
         title: format!(
@@ -195,6 +200,30 @@ mod tests {
             ]
         );
         assert!(r.live);
+    }
+
+    #[test]
+    fn a_real_time_kernel_thread_is_left_to_throttling() {
+        let kernel = |rt: &str| {
+            json!({
+                "sched": { "sched_rt_runtime_us": rt },
+                "kernel_threads": [{ "pid": 50, "tid": 50, "comm": "burner" }],
+            })
+        };
+        let f = fired(check(&with_snapshot(
+            analysis(&burner(49)),
+            kernel("950000"),
+        )));
+        assert_eq!(f.remedy, None);
+        let f = fired(check(&with_snapshot(analysis(&burner(49)), kernel("-1"))));
+        assert_eq!(
+            f.remedy,
+            Some(Remedy::set(
+                "kernel.sched_rt_runtime_us",
+                Some("-1".into()),
+                "950000"
+            ))
+        );
     }
 
     #[test]
