@@ -37,7 +37,7 @@ pub mod testing {
     pub use crate::analyze::{analyze, block::BlockConfig, Analysis, Filter};
     pub use crate::capture::blk_tracer::{BlkTracerOptions, BlkTracerSession};
     pub use crate::capture::build_ids::build_id;
-    pub use crate::capture::cgroups::{io_hierarchy, IoHierarchy};
+    pub use crate::capture::cgroups::{io_hierarchy, Hierarchy};
     pub use crate::capture::journal::remove_instance;
     pub use crate::capture::pipe::PipeReader;
     pub use crate::capture::recorder::EVENT_SETS;

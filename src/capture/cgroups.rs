@@ -78,9 +78,10 @@ pub fn io_limits_set() -> bool {
     found
 }
 
-/// The hierarchy whose cgroups the block layer charges I/O to.
+/// A controller's hierarchy: the I/O controller's (whose cgroups the
+/// block layer charges I/O to), the memory controller's.
 #[derive(Clone, Debug, PartialEq)]
-pub struct IoHierarchy {
+pub struct Hierarchy {
     /// Where it is mounted (`/sys/fs/cgroup/blkio`, `/sys/fs/cgroup`).
     pub root: PathBuf,
     /// cgroup v2 (the unified hierarchy) rather than v1's blkio.
@@ -90,16 +91,25 @@ pub struct IoHierarchy {
 /// The I/O controller's hierarchy, from /proc/cgroups (blkio's hierarchy
 /// number: 0 when it sits on v2) and /proc/mounts; None when neither is
 /// mounted.
-pub fn io_hierarchy() -> Option<IoHierarchy> {
-    let cgroups = fs::read_to_string("/proc/cgroups").unwrap_or_default();
-    let mounts = fs::read_to_string("/proc/mounts").ok()?;
-    io_hierarchy_of(&cgroups, &mounts)
+pub fn io_hierarchy() -> Option<Hierarchy> {
+    hierarchy("blkio")
 }
 
-fn io_hierarchy_of(cgroups: &str, mounts: &str) -> Option<IoHierarchy> {
+/// The memory controller's hierarchy, found the same way.
+pub fn memory_hierarchy() -> Option<Hierarchy> {
+    hierarchy("memory")
+}
+
+fn hierarchy(v1_name: &str) -> Option<Hierarchy> {
+    let cgroups = fs::read_to_string("/proc/cgroups").unwrap_or_default();
+    let mounts = fs::read_to_string("/proc/mounts").ok()?;
+    hierarchy_of(v1_name, &cgroups, &mounts)
+}
+
+fn hierarchy_of(v1_name: &str, cgroups: &str, mounts: &str) -> Option<Hierarchy> {
     let on_v1 = cgroups.lines().any(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();
-        f.len() >= 4 && f[0] == "blkio" && f[1] != "0" && f[3] == "1"
+        f.len() >= 4 && f[0] == v1_name && f[1] != "0" && f[3] == "1"
     });
     let mount = |want: &dyn Fn(&[&str]) -> bool| {
         mounts.lines().find_map(|l| {
@@ -108,11 +118,11 @@ fn io_hierarchy_of(cgroups: &str, mounts: &str) -> Option<IoHierarchy> {
         })
     };
     if on_v1 {
-        let root = mount(&|f| f[2] == "cgroup" && f[3].split(',').any(|o| o == "blkio"))?;
-        return Some(IoHierarchy { root, v2: false });
+        let root = mount(&|f| f[2] == "cgroup" && f[3].split(',').any(|o| o == v1_name))?;
+        return Some(Hierarchy { root, v2: false });
     }
     let root = mount(&|f| f[2] == "cgroup2")?;
-    Some(IoHierarchy { root, v2: true })
+    Some(Hierarchy { root, v2: true })
 }
 
 /// /proc/mounts writes a space as `\040` (and tab, newline, backslash).
@@ -123,7 +133,7 @@ fn unescape_mount(s: &str) -> String {
         .replace("\\134", "\\")
 }
 
-impl IoHierarchy {
+impl Hierarchy {
     /// Whether the kernel charges a writeback bio to the cgroup that
     /// dirtied its pages: cgroup v2 with both the memory and the io
     /// controllers. Otherwise the flusher's writes are charged to the
@@ -176,9 +186,7 @@ pub fn table(entries: Vec<LightCgroup>, keep: usize) -> LightCgroups {
             .as_ref()
             .map(|h| h.root.display().to_string())
             .unwrap_or_default(),
-        writeback_charged: hierarchy
-            .as_ref()
-            .is_some_and(IoHierarchy::writeback_charged),
+        writeback_charged: hierarchy.as_ref().is_some_and(Hierarchy::writeback_charged),
         top,
         rest,
     }
@@ -199,16 +207,16 @@ cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
     fn blkio_on_a_v1_hierarchy_is_found_there_else_on_v2() {
         let v1 = "#subsys_name\thierarchy\tnum_cgroups\tenabled\nblkio\t7\t1\t1\n";
         assert_eq!(
-            io_hierarchy_of(v1, MOUNTS_HYBRID),
-            Some(IoHierarchy {
+            hierarchy_of("blkio", v1, MOUNTS_HYBRID),
+            Some(Hierarchy {
                 root: "/sys/fs/cgroup/blkio".into(),
                 v2: false
             })
         );
         let v2 = "blkio\t0\t40\t1\n";
         assert_eq!(
-            io_hierarchy_of(v2, MOUNTS_HYBRID),
-            Some(IoHierarchy {
+            hierarchy_of("blkio", v2, MOUNTS_HYBRID),
+            Some(Hierarchy {
                 root: "/sys/fs/cgroup/unified".into(),
                 v2: true
             })
@@ -216,10 +224,21 @@ cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
         // A kernel without v1 lists no blkio at all.
         let pure = "cgroup2 /sys/fs/cgroup\\040x cgroup2 rw 0 0\n";
         assert_eq!(
-            io_hierarchy_of("", pure).map(|h| h.root),
+            hierarchy_of("blkio", "", pure).map(|h| h.root),
             Some(PathBuf::from("/sys/fs/cgroup x"))
         );
-        assert_eq!(io_hierarchy_of("", "proc /proc proc rw 0 0\n"), None);
+        assert_eq!(hierarchy_of("blkio", "", "proc /proc proc rw 0 0\n"), None);
+        // The memory controller's the same way: on v1 where it is mounted.
+        let memory = "memory\t4\t55\t1\nblkio\t7\t1\t1\n";
+        let mounts = format!("{MOUNTS_HYBRID}cgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0\n");
+        assert_eq!(
+            hierarchy_of("memory", memory, &mounts).map(|h| (h.root, h.v2)),
+            Some((PathBuf::from("/sys/fs/cgroup/memory"), false))
+        );
+        assert_eq!(
+            hierarchy_of("memory", "memory\t0\t1\t1\n", &mounts).map(|h| h.v2),
+            Some(true)
+        );
     }
 
     #[test]
@@ -228,7 +247,7 @@ cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0
         fs::create_dir_all(t.path().join("a/b")).unwrap();
         fs::create_dir_all(t.path().join("c")).unwrap();
         let ino = |p: &str| fs::metadata(t.path().join(p)).unwrap().ino();
-        let h = IoHierarchy {
+        let h = Hierarchy {
             root: t.path().into(),
             v2: true,
         };

@@ -4,7 +4,7 @@
 //! from `/proc/PID/maps` while they run, give the path.
 
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::BTreeMap;
 
 /// At most this many files are kept, and this many processes read: a
 /// command that forks thousands keeps what was found first.
@@ -20,7 +20,7 @@ pub struct MappedFiles {
 impl MappedFiles {
     /// Adds the file mappings of `root` and its descendants now.
     pub fn sample(&mut self, root: u32) {
-        for pid in process_tree(root) {
+        for pid in super::proc_files::process_tree(root, MAX_PROCESSES) {
             let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
                 continue;
             };
@@ -53,35 +53,6 @@ fn mapping(line: &str) -> Option<(String, u64, String)> {
         m.inode,
         m.path.to_string(),
     ))
-}
-
-/// `root` and its descendants (from each process's parent in
-/// `/proc/PID/stat`), `root` first, at most MAX_PROCESSES.
-fn process_tree(root: u32) -> Vec<u32> {
-    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for e in dir.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            if let Some(ppid) = super::proc_files::parent(&stat) {
-                children.entry(ppid).or_default().push(pid);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    let mut queue = VecDeque::from([root]);
-    while let Some(pid) = queue.pop_front() {
-        if out.len() >= MAX_PROCESSES {
-            break;
-        }
-        out.push(pid);
-        queue.extend(children.get(&pid).into_iter().flatten());
-    }
-    out
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ pub mod functions;
 pub mod journal;
 pub mod light;
 pub mod mapped_files;
+pub mod memory_cgroups;
 pub mod pipe;
 pub mod probe;
 pub mod proc_files;

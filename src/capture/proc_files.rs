@@ -1,5 +1,8 @@
 //! The lines of procfs files the capture reads about processes, parsed
-//! once: a mapping of `/proc/PID/maps` and the parent in `/proc/PID/stat`.
+//! once: a mapping of `/proc/PID/maps` and the parent in `/proc/PID/stat`;
+//! and a process's descendants, from their parents.
+
+use std::collections::{HashMap, VecDeque};
 
 /// One line of `/proc/PID/maps`:
 /// `start-end perms offset major:minor inode path` (the path may hold
@@ -46,6 +49,35 @@ pub fn mapping(line: &str) -> Option<Mapping<'_>> {
 pub fn parent(stat: &str) -> Option<u32> {
     let close = stat.rfind(')')?;
     stat[close + 1..].split_whitespace().nth(1)?.parse().ok()
+}
+
+/// `root` and its descendants (from each process's parent in
+/// `/proc/PID/stat`), `root` first, at most `max`.
+pub fn process_tree(root: u32, max: usize) -> Vec<u32> {
+    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            if let Some(ppid) = parent(&stat) {
+                children.entry(ppid).or_default().push(pid);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut queue = VecDeque::from([root]);
+    while let Some(pid) = queue.pop_front() {
+        if out.len() >= max {
+            break;
+        }
+        out.push(pid);
+        queue.extend(children.get(&pid).into_iter().flatten());
+    }
+    out
 }
 
 #[cfg(test)]

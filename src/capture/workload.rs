@@ -44,6 +44,10 @@ pub struct Workload<'a> {
     /// Where the command's standard output goes (`try`: each round's
     /// beside its capture, out of try's own output); `None`: inherited.
     pub stdout: Option<&'a std::path::Path>,
+    /// Called with the command's pid at each look at it (every 10 ms)
+    /// while it runs: for what must be read of it before it moves on (a
+    /// command may move itself into a cgroup and end within half a second).
+    pub poll: Option<&'a dyn Fn(u32)>,
 }
 
 /// Runs the workload in its own process group (killed on Ctrl-C), or waits
@@ -125,6 +129,9 @@ fn run_command(w: &Workload, on_start: &mut dyn FnMut(u32), tick: &mut dyn FnMut
             }
             let _ = child.wait();
             return INTERRUPTED_STATUS;
+        }
+        if let Some(poll) = w.poll {
+            poll(child.id());
         }
         tick();
         std::thread::sleep(Duration::from_millis(10));

@@ -3,6 +3,7 @@
 
 use crate::capture::blk_tracer::{sysfs_name, BlkTracerOptions, BlkTracerSession};
 use crate::capture::mapped_files::MappedFiles;
+use crate::capture::memory_cgroups::MemoryCgroups;
 use crate::capture::recorder::{expand_sets, RecordOptions, Recorder, EVENT_SETS};
 use crate::capture::workload::{self, Workload};
 use crate::capture::{journal, probe, snapshot, tracefs::Tracefs};
@@ -223,15 +224,20 @@ fn record_capture_timed(
     }
     let mut sample = None;
     let marker = [(probe::MARKER_ENV, rec.trace_marker())];
+    // The files the command maps, read while it runs (every half second):
+    // a page fault's events name its file by device and inode only. The
+    // memory cgroups it runs in, whose limits bound its page cache: its
+    // own process's at each look (it may move itself into one).
+    let mapped = std::cell::RefCell::new(MappedFiles::default());
+    let memcg = std::cell::RefCell::new(MemoryCgroups::default());
+    let poll = |pid| memcg.borrow_mut().sample_one(pid);
     let w = Workload {
         command: &args.command,
         duration: args.duration,
         envs: &marker,
         stdout,
+        poll: Some(&poll),
     };
-    // The files the command maps, read while it runs (every half second):
-    // a page fault's events name its file by device and inode only.
-    let mapped = std::cell::RefCell::new(MappedFiles::default());
     let root = std::cell::Cell::new(None);
     let started = std::time::Instant::now();
     let status = workload::run(
@@ -239,11 +245,13 @@ fn record_capture_timed(
         &mut |pid| {
             root.set(Some(pid));
             mapped.borrow_mut().sample(pid);
+            memcg.borrow_mut().sample(pid);
             sample = Some(snapshot::workload(pid));
         },
         &|t| {
             if let Some(pid) = root.get() {
                 mapped.borrow_mut().sample(pid);
+                memcg.borrow_mut().sample(pid);
             }
             rec.progress(t)
         },
@@ -252,6 +260,7 @@ fn record_capture_timed(
     if let Some(mut s) = sample {
         if let Some(o) = s.as_object_mut() {
             o.insert("mapped_files".into(), mapped.borrow().to_json());
+            o.insert("memory_limits".into(), memcg.borrow().to_json());
         }
         rec.set_workload(s);
     }
@@ -330,6 +339,7 @@ fn record_blk(output: &Path, args: &RecordArgs) -> Result<i32> {
         duration: args.duration,
         envs: &[],
         stdout: None,
+        poll: None,
     };
     let status = workload::run(&w, &mut |pid| sample = snapshot::workload(pid), &|_| {
         String::new()

@@ -2,6 +2,7 @@
 //! capture directory it leaves (model::light names its files).
 
 use crate::capture::light::{LightOptions, LightSession};
+use crate::capture::memory_cgroups::MemoryCgroups;
 use crate::capture::snapshot;
 use crate::capture::workload::{self, Workload};
 use crate::error::{Error, Result};
@@ -50,23 +51,44 @@ pub fn record_timed(
     let before = snapshot::take();
     let session = std::cell::RefCell::new(LightSession::start(opts, output, None)?);
     let mut sample = serde_json::Value::Null;
+    // The memory cgroups it runs in, read while it runs (its own process's
+    // at each look: it may move itself into one): their limits bound its
+    // page cache.
+    let memcg = std::cell::RefCell::new(MemoryCgroups::default());
+    let root = std::cell::Cell::new(None);
+    let poll = |pid| memcg.borrow_mut().sample_one(pid);
     let w = Workload {
         command,
         duration,
         envs: &[],
         stdout,
+        poll: Some(&poll),
     };
     // Every few seconds (the progress callback's clock): the throttle
     // counters' hooks follow whether a cgroup has an I/O limit.
     let checked = std::cell::Cell::new(0.0);
     let started = std::time::Instant::now();
-    let status = workload::run(&w, &mut |pid| sample = snapshot::workload(pid), &|t| {
-        if t - checked.get() >= THROTTLE_CHECK_S {
-            checked.set(t);
-            let _ = session.borrow_mut().refresh_throttle();
-        }
-        String::new()
-    });
+    let status = workload::run(
+        &w,
+        &mut |pid| {
+            root.set(Some(pid));
+            memcg.borrow_mut().sample(pid);
+            sample = snapshot::workload(pid);
+        },
+        &|t| {
+            if let Some(pid) = root.get() {
+                memcg.borrow_mut().sample(pid);
+            }
+            if t - checked.get() >= THROTTLE_CHECK_S {
+                checked.set(t);
+                let _ = session.borrow_mut().refresh_throttle();
+            }
+            String::new()
+        },
+    );
+    if let Some(o) = sample.as_object_mut() {
+        o.insert("memory_limits".into(), memcg.borrow().to_json());
+    }
     let seconds = started.elapsed().as_secs_f64();
     let doc = session
         .into_inner()

@@ -120,6 +120,22 @@ pub struct Workload {
     /// The files its processes mapped while it ran (captures since they
     /// were read): what names a page fault's file.
     pub mapped_files: Vec<MappedFile>,
+    /// The memory limits set on the cgroups its processes ran in and on
+    /// their ancestors (captures since they were read).
+    pub memory_limits: Vec<MemoryLimit>,
+}
+
+/// A memory limit over the workload: the cgroup's directory, the file
+/// (`memory.max`, `memory.high`, v1's `memory.limit_in_bytes`) and its
+/// value in bytes; `own` when its processes were in that cgroup, not in
+/// one below it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct MemoryLimit {
+    pub cgroup: String,
+    pub file: String,
+    pub value: String,
+    pub own: bool,
 }
 
 /// A file the workload mapped: its filesystem's device (`MAJ,MIN`), inode

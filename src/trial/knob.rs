@@ -177,7 +177,20 @@ impl Knob {
             };
             return words(read) == words(wanted) || (lifted(read) && lifted(wanted));
         }
+        if is_memory_limit(&self.file) && !crate::capture::memory_cgroups::is_limit(wanted) {
+            // Lifted: v1 takes -1 and shows its largest counter, v2
+            // takes and shows `max`.
+            return !crate::capture::memory_cgroups::is_limit(read.trim());
+        }
         words(read) == words(&shown_value(wanted))
+    }
+
+    /// The memory cgroup this knob is a limit of (its directory), when it
+    /// is one's.
+    pub fn memory_cgroup(&self) -> Option<&Path> {
+        is_memory_limit(&self.file)
+            .then(|| self.file.parent())
+            .flatten()
     }
 
     /// The block device the knob belongs to, by name or MAJ:MIN, when it
@@ -242,6 +255,16 @@ fn shown_value(text: &str) -> String {
         (Some(a), Some(b)) if a < b => t[a + 1..b].to_string(),
         _ => t.to_string(),
     }
+}
+
+fn is_memory_limit(file: &Path) -> bool {
+    file.starts_with("/sys/fs/cgroup")
+        && file.file_name().is_some_and(|n| {
+            matches!(
+                n.to_str(),
+                Some("memory.max" | "memory.high" | "memory.limit_in_bytes")
+            )
+        })
 }
 
 fn is_per_device(file: &Path) -> bool {

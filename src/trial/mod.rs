@@ -124,6 +124,9 @@ impl Plan {
                 if let Some(tid) = k.thread() {
                     return !touched.holders.contains(&tid);
                 }
+                if let Some(cg) = k.memory_cgroup() {
+                    return !touched.memory_cgroups.iter().any(|t| Path::new(t) == cg);
+                }
                 if k.is_sysctl() {
                     let rel = k.file.strip_prefix("/proc/sys").unwrap_or(&k.file);
                     return !(rel.starts_with("vm")
@@ -304,10 +307,11 @@ pub fn run(plan: Plan, o: &TrialOptions, record: &mut Recorder) -> Result<Trial>
                         }
                     };
                     return Err(Error::bad_input(format!(
-                        "{} outside what the workload touched (its devices: {}; threads that held a CPU it waited for: {}); --force to try anyway",
+                        "{} outside what the workload touched (its devices: {}; threads that held a CPU it waited for: {}; memory cgroups limiting it: {}); --force to try anyway",
                         outside.join(", "),
                         list(touched.devices.clone()),
                         list(touched.holders.iter().map(|t| t.to_string()).collect()),
+                        list(touched.memory_cgroups.clone()),
                     )));
                 }
             }
@@ -357,6 +361,8 @@ fn stopped_by_signal() -> Error {
 struct Touched {
     devices: Vec<String>,
     holders: Vec<u32>,
+    /// The memory cgroups it ran in and their ancestors with a limit.
+    memory_cgroups: Vec<String>,
 }
 
 impl Touched {
@@ -382,6 +388,12 @@ impl Touched {
         Touched {
             devices: touched_devices(a),
             holders,
+            memory_cgroups: a
+                .snapshot
+                .iter()
+                .flat_map(|s| &s.workload.memory_limits)
+                .map(|l| l.cgroup.clone())
+                .collect(),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! between the two, so every series only grows (a counter that fell would
 //! read as a reset) and the series sum to what the devices counted.
 
-use crate::capture::cgroups::{io_hierarchy, IoHierarchy};
+use crate::capture::cgroups::{io_hierarchy, Hierarchy};
 use crate::model::light::{LightCgroup, LE_NS};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -17,7 +17,7 @@ const RESOLVE_EVERY_S: u64 = 10;
 
 pub struct CgroupSeries {
     max: usize,
-    hierarchy: Option<IoHierarchy>,
+    hierarchy: Option<Hierarchy>,
     /// Cgroups with their own series: their label.
     own: BTreeMap<u64, String>,
     /// Cgroups summed under "other", and each of their entries' last counts.
@@ -191,7 +191,7 @@ mod tests {
         use std::os::unix::fs::MetadataExt;
         let ino = std::fs::metadata(t.path().join("svc")).unwrap().ino();
         let mut s = CgroupSeries {
-            hierarchy: Some(IoHierarchy {
+            hierarchy: Some(Hierarchy {
                 root: t.path().into(),
                 v2: true,
             }),

@@ -14,7 +14,7 @@ pub struct TestCgroup {
 }
 
 impl TestCgroup {
-    pub fn new(h: &iosleuth::testing::IoHierarchy, name: &str) -> TestCgroup {
+    pub fn new(h: &iosleuth::testing::Hierarchy, name: &str) -> TestCgroup {
         let label = format!("/iosleuth-test-{}-{name}", std::process::id());
         let dir = h.root.join(&label[1..]);
         std::fs::create_dir(&dir).unwrap();
@@ -74,7 +74,7 @@ impl Drop for TestCgroup {
 
 /// The I/O controller's hierarchy; on v2, with the io controller enabled
 /// for the root's children (else the test cannot run: it fails, naming it).
-pub fn io_hierarchy() -> iosleuth::testing::IoHierarchy {
+pub fn io_hierarchy() -> iosleuth::testing::Hierarchy {
     let h = iosleuth::testing::io_hierarchy()
         .expect("test cannot run: no cgroup hierarchy holds the I/O controller");
     if h.v2 {

@@ -94,6 +94,22 @@ fn reads_of_pages_reclaim_evicted_are_refaults_as_the_kernel_counts_them() {
         .as_str()
         .unwrap()
         .contains("memory.limit_in_bytes"));
+    // The remedy: the limit the capture read over the workload's memory
+    // cgroup while it ran (cgroup v1 here), lifted.
+    let remedy = &top["remedy"];
+    assert_eq!(remedy["live"], true, "{remedy}");
+    let set = &remedy["settings"][0];
+    let knob = set["knob"].as_str().unwrap();
+    assert!(
+        knob.starts_with("/sys/fs/cgroup/memory/iosleuth-lab-")
+            && knob.ends_with("/memory.limit_in_bytes"),
+        "{remedy}"
+    );
+    assert_eq!(
+        (set["now"].as_str(), set["value"].as_str()),
+        (Some("12582912"), Some("-1"))
+    );
+    assert_eq!(remedy["settings"].as_array().unwrap().len(), 1, "{remedy}");
     // The slowest reads say what they missed.
     let slowest = &r["outliers"]["by_kind"]["syscall pread64"][0];
     assert_eq!(slowest["cache"]["missed"], 4, "{slowest}");

@@ -14,7 +14,7 @@
 use super::helpers::not_any;
 use crate::analyze::cache::CacheSummary;
 use crate::analyze::Analysis;
-use crate::diagnose::{Finding, Rule, Severity, Verdict};
+use crate::diagnose::{Finding, Remedy, Rule, Severity, Verdict};
 use serde_json::json;
 
 pub const RULE: Rule = Rule {
@@ -25,7 +25,7 @@ pub const RULE: Rule = Rule {
     needs: &["cache"],
     light_lacks: Some("the page cache events (one per page added to or removed from the cache: millions a second under streaming I/O, where a light capture must cost a point at most)"),
     light_lacks_when: None,
-    remedy: None,
+    remedy: Some("the memory limits over the workload's cgroup (its own and its ancestors', up to 3, as the capture read them while it ran) lifted (`memory.max` and `memory.high` to `max`, v1's `memory.limit_in_bytes` to -1), when reclaim at a cgroup's limit evicted most; live"),
     check,
 };
 
@@ -75,7 +75,7 @@ fn check(a: &Analysis) -> Verdict {
         .as_ref()
         .and_then(|k| k.get("workingset_refault_file").copied());
     Verdict::Fired(Finding {
-        remedy: None,
+        remedy: remedy(a),
         id: RULE.id,
         severity: if share >= CRITICAL_SHARE_PERCENT {
             Severity::Critical
@@ -115,16 +115,51 @@ fn check(a: &Analysis) -> Verdict {
     })
 }
 
-/// What evicted most, with the thread whose reclaim it was.
-fn evicted_by(c: &CacheSummary) -> String {
-    let what = c
-        .evicted_by
+/// The limits over the workload lifted, innermost first, when reclaim at
+/// a cgroup's limit evicted most; none when something else did, or when
+/// the capture did not read the workload's cgroups.
+fn remedy(a: &Analysis) -> Option<Remedy> {
+    if top_evictor(&a.cache) != Some(MEMCG_LIMIT) {
+        return None;
+    }
+    let mut limits: Vec<_> = a.snapshot.as_ref()?.workload.memory_limits.iter().collect();
+    // Deepest first: the workload's own cgroup before its parents.
+    limits.sort_by_key(|l| (std::cmp::Reverse(l.cgroup.matches('/').count()), !l.own));
+    limits
+        .iter()
+        .take(MAX_LIMITS)
+        .fold(None, |r: Option<Remedy>, l| {
+            let knob = format!("{}/{}", l.cgroup, l.file);
+            let lifted = if l.file == "memory.limit_in_bytes" {
+                "-1"
+            } else {
+                "max"
+            };
+            let now = Some(l.value.clone());
+            Some(match r {
+                None => Remedy::set(knob, now, lifted),
+                Some(r) => r.and(knob, now, lifted),
+            })
+        })
+}
+
+/// Limits lifted at most by the remedy.
+const MAX_LIMITS: usize = 3;
+/// The cache analysis' name for reclaim at a memory cgroup's limit.
+const MEMCG_LIMIT: &str = "memcg limit";
+
+/// What evicted most pages.
+fn top_evictor(c: &CacheSummary) -> Option<&str> {
+    c.evicted_by
         .iter()
         .max_by_key(|(_, n)| **n)
         .map(|(k, _)| k.as_str())
-        .unwrap_or("reclaim");
-    let what = match what {
-        "memcg limit" => "the memory cgroup limit",
+}
+
+/// What evicted most, with the thread whose reclaim it was.
+fn evicted_by(c: &CacheSummary) -> String {
+    let what = match top_evictor(c).unwrap_or("reclaim") {
+        MEMCG_LIMIT => "the memory cgroup limit",
         "direct reclaim" => "direct reclaim (the machine's free memory)",
         "kswapd" => "kswapd (the machine's free memory)",
         "DAMON" => "DAMON's proactive reclaim",
@@ -137,14 +172,66 @@ fn evicted_by(c: &CacheSummary) -> String {
 }
 
 fn workaround(c: &CacheSummary) -> String {
-    let top = c
-        .evicted_by
-        .iter()
-        .max_by_key(|(_, n)| **n)
-        .map(|(k, _)| k.as_str());
-    match top {
-        Some("memcg limit") => "raise the memory limit of the workload's cgroup above its working set (memory.max in cgroup v2, memory.limit_in_bytes in v1), or make the working set smaller; confirm with the cgroup's memory.stat workingset_refault_file, which should stop growing".into(),
+    match top_evictor(c) {
+        Some(MEMCG_LIMIT) => "raise the memory limit of the workload's cgroup above its working set (memory.max in cgroup v2, memory.limit_in_bytes in v1), or make the working set smaller; confirm with the cgroup's memory.stat workingset_refault_file, which should stop growing".into(),
         Some("DAMON") => "let DAMON's reclaim spare the workload's pages (a larger min_age, or quotas, under /sys/module/damon_reclaim/parameters), or lock the hot file in memory (vmtouch -l, mlock); confirm with /proc/vmstat workingset_refault_file".into(),
         _ => "give the page cache more memory (less memory used elsewhere, or more memory), or lock the hot file in memory (vmtouch -l, mlock); confirm with /proc/vmstat workingset_refault_file, which should stop growing".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::rules::testkit::{analysis, knobs, line};
+
+    /// An analysis whose evictions were made by `evictor`, with the
+    /// memory limits a capture read over its workload.
+    fn evicted(evictor: &str, limits: serde_json::Value) -> Analysis {
+        let mut a = analysis(&line(
+            1_000,
+            "fio-200",
+            0,
+            "block_bio_queue",
+            "7,0 R 0 + 8 [fio]",
+        ));
+        a.cache.evicted_by.insert(evictor.into(), 4096);
+        a.snapshot = crate::model::snapshot::Snapshot::from_value(
+            json!({ "workload": { "memory_limits": limits } }),
+        );
+        a
+    }
+
+    #[test]
+    fn the_limits_over_the_workload_lifted_innermost_first() {
+        let limits = json!([
+            { "cgroup": "/sys/fs/cgroup/a", "file": "memory.max", "value": "1073741824", "own": false },
+            { "cgroup": "/sys/fs/cgroup/a/b", "file": "memory.high", "value": "8388608", "own": true },
+            { "cgroup": "/sys/fs/cgroup/a/b", "file": "memory.max", "value": "12582912", "own": true },
+        ]);
+        let r = remedy(&evicted(MEMCG_LIMIT, limits)).unwrap();
+        assert_eq!(
+            knobs(&r),
+            [
+                ("/sys/fs/cgroup/a/b/memory.high", Some("8388608"), "max"),
+                ("/sys/fs/cgroup/a/b/memory.max", Some("12582912"), "max"),
+                ("/sys/fs/cgroup/a/memory.max", Some("1073741824"), "max"),
+            ]
+        );
+        assert!(r.live);
+        // cgroup v1 lifts with -1.
+        let v1 = json!([{ "cgroup": "/sys/fs/cgroup/memory/x", "file": "memory.limit_in_bytes", "value": "12582912", "own": true }]);
+        let r = remedy(&evicted(MEMCG_LIMIT, v1)).unwrap();
+        assert_eq!(
+            r.settings[0].knob,
+            "/sys/fs/cgroup/memory/x/memory.limit_in_bytes"
+        );
+        assert_eq!(r.settings[0].value, "-1");
+    }
+
+    #[test]
+    fn no_remedy_when_something_else_evicted_or_no_limit_was_read() {
+        let v1 = json!([{ "cgroup": "/sys/fs/cgroup/memory/x", "file": "memory.limit_in_bytes", "value": "12582912", "own": true }]);
+        assert_eq!(remedy(&evicted("kswapd", v1)), None);
+        assert_eq!(remedy(&evicted(MEMCG_LIMIT, json!([]))), None);
     }
 }

@@ -134,7 +134,7 @@ fn check(a: &Analysis) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnose::rules::testkit::{analysis, fired, line, silent, with_snapshot};
+    use crate::diagnose::rules::testkit::{analysis, fired, knobs, line, silent, with_snapshot};
     use serde_json::json;
 
     /// CPU 1 runs burner (pid 50, kernel priority `prio`) for 150 ms while
@@ -187,13 +187,8 @@ mod tests {
             json!({ "sched": { "sched_rt_runtime_us": "-1", "sched_rt_period_us": "1000000" } }),
         );
         let r = fired(check(&a)).remedy.unwrap();
-        let knobs: Vec<_> = r
-            .settings
-            .iter()
-            .map(|s| (s.knob.as_str(), s.now.as_deref(), s.value.as_str()))
-            .collect();
         assert_eq!(
-            knobs,
+            knobs(&r),
             [
                 ("kernel.sched_rt_runtime_us", Some("-1"), "950000"),
                 ("task/50/policy", None, "other")

@@ -87,3 +87,11 @@ pub(crate) fn silent(v: Verdict) -> String {
         Verdict::Fired(f) => panic!("expected no finding, got: {}", f.title),
     }
 }
+
+/// A remedy's settings as (knob, now, value), to compare whole.
+pub(crate) fn knobs(r: &crate::diagnose::Remedy) -> Vec<(&str, Option<&str>, &str)> {
+    r.settings
+        .iter()
+        .map(|s| (s.knob.as_str(), s.now.as_deref(), s.value.as_str()))
+        .collect()
+}
