@@ -10,7 +10,10 @@ use std::path::{Path, PathBuf};
 pub struct TryArgs {
     /// A capture, or a JSON report of one (`report --format json`), whose
     /// finding's remedy to try.
-    #[arg(value_name = "CAPTURE_OR_REPORT", required_unless_present = "set")]
+    #[arg(
+        value_name = "CAPTURE_OR_REPORT",
+        required_unless_present_any = ["set", "workload_applies"]
+    )]
     source: Option<PathBuf>,
     /// The finding whose remedy to try (default: the first finding with a
     /// remedy that can be applied live).
@@ -22,6 +25,13 @@ pub struct TryArgs {
     /// order and put back in reverse.
     #[arg(long = "set", value_name = "KNOB=VALUE", conflicts_with = "source")]
     set: Vec<String>,
+    /// The workload sets up each side itself, from IOSLEUTH_TRY_SIDE
+    /// (`baseline` or `candidate`, given to every round): for a remedy
+    /// that cannot be applied to a running system (a file system made with
+    /// a larger journal, on a second device), or an A/B of your own. try
+    /// changes nothing but the settings of the plan, if any.
+    #[arg(long)]
+    workload_applies: bool,
     /// Change the settings and run the rounds. Without it, print the plan
     /// and change nothing.
     #[arg(long)]
@@ -87,13 +97,25 @@ pub fn run(args: TryArgs) -> Result<ExitStatus> {
     let to =
         crate::report::output_file::Destination::check(args.output.as_deref(), &[], "try", page)?;
     let plan = match &args.source {
-        Some(src) => remedy_plan(src, args.finding.as_deref())?,
-        None => Plan::new(
-            "the settings given (--set)".into(),
+        Some(src) => remedy_plan(src, args.finding.as_deref(), args.workload_applies)?,
+        None if args.set.is_empty() => Plan::by_workload(
+            format!("the workload's own candidate setup ({})", trial::SIDE_ENV),
             None,
             None,
-            &parse_sets(&args.set)?,
-        )?,
+            Vec::new(),
+        ),
+        None => {
+            let mut p = Plan::new(
+                "the settings given (--set)".into(),
+                None,
+                None,
+                &parse_sets(&args.set)?,
+            )?;
+            if args.workload_applies {
+                p.by_workload = Some(Vec::new());
+            }
+            p
+        }
     };
     let rounds = usize::from(args.rounds);
     let dir = match &args.keep {
@@ -142,17 +164,23 @@ pub fn run(args: TryArgs) -> Result<ExitStatus> {
     let light = crate::capture::light::LightOptions::default();
     let workload = args.workload.clone();
     let (full, events) = (args.full, args.events.clone());
-    let mut record = |round: &Path| {
+    let mut record = |round: &Path, side: trial::Side| {
         note!(
             "iosleuth: try: {}",
             round.file_name().unwrap_or_default().to_string_lossy()
         );
         // The workload's own output beside its round, out of try's.
         let out = trial::output_of(round);
+        // Told its side (env(1) execs it: the recorded process is its).
+        let mut command = vec![
+            "env".to_string(),
+            format!("{}={}", trial::SIDE_ENV, side.name()),
+        ];
+        command.extend(workload.iter().cloned());
         if full {
-            super::record::full_round(round, &events, &workload, &out)
+            super::record::full_round(round, &events, &command, &out)
         } else {
-            super::record_light::record_timed(round, &light, &workload, None, Some(&out))
+            super::record_light::record_timed(round, &light, &command, None, Some(&out))
         }
     };
     let t = trial::run(plan, &opts, &mut record)?;
@@ -185,7 +213,7 @@ fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>> {
 
 /// The plan of a finding's remedy in a capture (diagnosed now) or in a
 /// JSON report.
-fn remedy_plan(src: &Path, wanted: Option<&str>) -> Result<Plan> {
+fn remedy_plan(src: &Path, wanted: Option<&str>, by_workload: bool) -> Result<Plan> {
     let findings: Vec<serde_json::Value> = match read_report(src) {
         Some(v) => v,
         None => {
@@ -212,7 +240,7 @@ fn remedy_plan(src: &Path, wanted: Option<&str>) -> Result<Plan> {
             })?,
             None => findings
                 .iter()
-                .find(|f| f["remedy"]["live"] == true)
+                .find(|f| f["remedy"]["live"] == true || (by_workload && f["remedy"].is_object()))
                 .ok_or_else(|| {
                     let why: Vec<String> = findings
                         .iter()
@@ -242,32 +270,43 @@ fn remedy_plan(src: &Path, wanted: Option<&str>) -> Result<Plan> {
             chosen["workaround"].as_str().unwrap_or("")
         )));
     }
+    let from = format!("the remedy of {id} in {}", src.display());
+    let metric = remedy["metric"].as_str().map(String::from);
+    let settings = remedy["settings"].as_array().cloned().unwrap_or_default();
     if remedy["live"] != true {
+        if by_workload {
+            let described = settings
+                .iter()
+                .filter_map(|s| {
+                    Some(trial::ByWorkload {
+                        knob: s["knob"].as_str()?.to_string(),
+                        now: s["now"].as_str().map(String::from),
+                        tried: s["value"].as_str()?.to_string(),
+                    })
+                })
+                .collect();
+            return Ok(Plan::by_workload(from, Some(id), metric, described));
+        }
         return Err(Error::bad_input(format!(
-            "{}: {id}'s remedy cannot be applied to a running system: {}",
+            "{}: {id}'s remedy cannot be applied to a running system: {}; a workload that sets up its candidate side itself can measure it (--workload-applies)",
             src.display(),
             remedy["not_live"].as_str().unwrap_or("not live")
         )));
     }
-    let settings: Vec<(String, String)> = remedy["settings"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| {
-                    Some((
-                        s["knob"].as_str()?.to_string(),
-                        s["value"].as_str()?.to_string(),
-                    ))
-                })
-                .collect()
+    let settings: Vec<(String, String)> = settings
+        .iter()
+        .filter_map(|s| {
+            Some((
+                s["knob"].as_str()?.to_string(),
+                s["value"].as_str()?.to_string(),
+            ))
         })
-        .unwrap_or_default();
-    Plan::new(
-        format!("the remedy of {id} in {}", src.display()),
-        Some(id),
-        remedy["metric"].as_str().map(String::from),
-        &settings,
-    )
+        .collect();
+    let mut plan = Plan::new(from, Some(id), metric, &settings)?;
+    if by_workload {
+        plan.by_workload = Some(Vec::new());
+    }
+    Ok(plan)
 }
 
 /// A JSON report's findings, when `src` is one (a file of JSON with a

@@ -297,6 +297,22 @@ pub(super) fn ranges_apart((xl, xh): (f64, f64), (yl, yh): (f64, f64)) -> bool {
     xh < yl || yh < xl
 }
 
+/// The kinds of operations that make up a run's workload.
+pub fn workload_kinds(a: &Analysis) -> Vec<String> {
+    time_shift::common_kinds(&[a], &[a])
+}
+
+/// `workload.ms_per_op` of one run over `kinds` (those of a reference
+/// run: each round of `try` is judged on its first baseline round's).
+/// `None` without scheduler events or such operations.
+pub fn ms_per_op(a: &Analysis, kinds: &[String]) -> Option<Metric> {
+    let kinds: Vec<&str> = kinds.iter().map(String::as_str).collect();
+    if a.sched.switches == 0 || kinds.is_empty() {
+        return None;
+    }
+    time_shift::ms_per_op(a, &kinds).map(|ms| metrics::WORKLOAD_MS_PER_OP.metric("", ms))
+}
+
 /// One run a side.
 pub fn diff(a: &Analysis, fa: &[Finding], b: &Analysis, fb: &[Finding]) -> Diff {
     diff_runs(&[(a, fa)], &[(b, fb)])

@@ -23,6 +23,7 @@
 mod impact;
 pub mod remedy;
 mod rules;
+pub(crate) use rules::tried_journal_kib;
 pub mod rules_doc;
 mod stack;
 mod unclaimed;

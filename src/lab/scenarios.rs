@@ -4,6 +4,7 @@
 //! scenario's values drop (also after Ctrl-C: the recorder stops, the
 //! scenario returns an error, the guards unwind).
 
+use super::tried::Sides;
 use super::{catalog, ext4::Ext4, loopdev::LoopDevice, shapes, slowdisk::Stall, waits};
 use crate::capture::tracefs::CaptureError;
 use crate::compare::Diff;
@@ -159,6 +160,29 @@ impl Lab {
         options: &[&str],
         script: &str,
     ) -> Result<(), CaptureError> {
+        self.record_tried(out, events, options, script, None)
+    }
+
+    /// [`Lab::record_with`] whose `--try` runs `sides` instead.
+    pub(super) fn record_with_sides(
+        &self,
+        out: &Path,
+        events: &str,
+        options: &[&str],
+        script: &str,
+        sides: &Sides,
+    ) -> Result<(), CaptureError> {
+        self.record_tried(out, events, options, script, Some(sides))
+    }
+
+    fn record_tried(
+        &self,
+        out: &Path,
+        events: &str,
+        options: &[&str],
+        script: &str,
+        sides: Option<&Sides>,
+    ) -> Result<(), CaptureError> {
         if (self.stop)() {
             return Err(CaptureError::Unusable("interrupted".into()));
         }
@@ -185,7 +209,10 @@ impl Lab {
         // Stopped and its last capture diagnosed before the run is judged.
         drop(watching);
         if self.try_remedy && out == self.bad() && o.status.success() && !(self.stop)() {
-            self.try_remedy(events, script);
+            match sides {
+                Some(s) => self.try_remedy(events, s.script, Some(s)),
+                None => self.try_remedy(events, script, None),
+            }
         }
         // The recorder stops on the same Ctrl-C and exits 130.
         if o.status.code() == Some(130) || (self.stop)() {
@@ -581,7 +608,29 @@ fn journal(lab: &Lab) -> Result<(), CaptureError> {
         lab.record_with(&lab.good(), events, &stacks, &script(&fs))?;
     }
     let fs = Ext4::create(2560, 4, true)?;
-    lab.record_with(&lab.bad(), events, &stacks, &script(&fs))
+    if !lab.try_remedy {
+        return lab.record_with(&lab.bad(), events, &stacks, &script(&fs));
+    }
+    // --try: the remedy's journal on a second device, made as the first;
+    // the candidate rounds write there.
+    let remade = Ext4::create(
+        2560,
+        crate::diagnose::tried_journal_kib(4 * 1024) / 1024,
+        true,
+    )?;
+    let sides = format!(
+        "if [ \"${}\" = candidate ]; then {}; else {}; fi",
+        crate::trial::SIDE_ENV,
+        script(&remade),
+        script(&fs)
+    );
+    // Judged by the writers' p99: the stalls are their tail (128 writers
+    // on this VM's 2 CPUs make their mean time the CPUs').
+    let sides = Sides {
+        script: &sides,
+        metric: Some("probe.randwrite.p99_ms"),
+    };
+    lab.record_with_sides(&lab.bad(), events, &stacks, &script(&fs), &sides)
 }
 
 pub(super) fn fsync_script(fs: &Ext4, count: u32, pin: Option<usize>) -> String {

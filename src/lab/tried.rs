@@ -22,13 +22,20 @@ impl Lab {
     }
 
     /// Runs `iosleuth try` on the bad capture with the bad run's workload
-    /// (`script`, recorded with `events`); what it says goes beside the
-    /// scenario's captures.
-    pub(super) fn try_remedy(&self, events: &str, script: &str) {
+    /// (`script`, recorded with `events`; with `sides`, a script that sets
+    /// up each side itself); what it says goes beside the scenario's
+    /// captures.
+    pub(super) fn try_remedy(&self, events: &str, script: &str, sides: Option<&Sides>) {
         let mut c = Command::new(&self.exe);
         c.arg("try").arg(self.bad());
         if let Some(id) = self.expect {
             c.args(["--finding", id]);
+        }
+        if let Some(s) = sides {
+            c.arg("--workload-applies");
+            if let Some(m) = s.metric {
+                c.args(["--metric", m]);
+            }
         }
         c.args(["--apply", "--rounds", ROUNDS, "--format", "json", "--keep"])
             .arg(self.dir.join("try"));
@@ -51,6 +58,15 @@ impl Lab {
             let _ = std::fs::write(self.tried_stderr(), format!("cannot run try: {e}"));
         }
     }
+}
+
+/// A `--try` whose workload sets up each side itself (IOSLEUTH_TRY_SIDE):
+/// the candidate's on a device the lab remade with the remedy.
+pub(super) struct Sides<'a> {
+    pub script: &'a str,
+    /// The scenario's own figure to judge by (`--metric`), when the
+    /// workload's time cannot show the change.
+    pub metric: Option<&'a str>,
 }
 
 /// What `try` measured for one scenario: a row of the closing table.
@@ -96,22 +112,23 @@ pub fn tried(scenario: &'static str, lab: &Lab) -> Tried {
             verdict: if no_remedy { "no remedy" } else { "failed" }.into(),
         };
     };
-    let remedy = t["plan"]["changes"]
-        .as_array()
-        .map(|cs| {
-            cs.iter()
-                .map(|c| {
-                    format!(
-                        "{} {} -> {}",
-                        c["knob"].as_str().unwrap_or(""),
-                        c["now"].as_str().unwrap_or(""),
-                        c["tried"].as_str().unwrap_or("")
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; ")
+    // The knobs try changed, then those the workload's candidate side set
+    // up itself (a remade file system).
+    let plan = &t["plan"];
+    let remedy = [&plan["changes"], &plan["by_workload"]]
+        .iter()
+        .filter_map(|l| l.as_array())
+        .flatten()
+        .map(|c| {
+            format!(
+                "{} {} -> {}",
+                c["knob"].as_str().unwrap_or(""),
+                c["now"].as_str().unwrap_or("unknown"),
+                c["tried"].as_str().unwrap_or("")
+            )
         })
-        .unwrap_or_default();
+        .collect::<Vec<_>>()
+        .join("; ");
     let judged = t["judged_by"].as_str().unwrap_or("");
     let effect = t["changes"]
         .as_array()

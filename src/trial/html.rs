@@ -185,6 +185,7 @@ mod tests {
             finding: Some("merges_disabled".into()),
             metric: None,
             changes: Vec::new(),
+            by_workload: None,
         };
         let t = judge(plan, rounds, None, false, None).unwrap();
         let p = page(&t);

@@ -65,6 +65,20 @@ pub struct Planned {
     pub restore: String,
 }
 
+/// A change the workload makes itself for its candidate rounds
+/// (`--workload-applies`): try only says it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ByWorkload {
+    pub knob: String,
+    /// As the capture's snapshot had it; `None` when it did not.
+    pub now: Option<String>,
+    pub tried: String,
+}
+
+/// What each round's workload is told about its side, so that it can set
+/// up the candidate's remedy itself: `baseline` or `candidate`.
+pub const SIDE_ENV: &str = "IOSLEUTH_TRY_SIDE";
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
     /// Where the settings come from: a finding's remedy in a capture or
@@ -75,6 +89,11 @@ pub struct Plan {
     /// The figure the finding is about (a metric id).
     pub metric: Option<String>,
     pub changes: Vec<Planned>,
+    /// `Some` when the workload sets up each side itself (from
+    /// IOSLEUTH_TRY_SIDE): the changes it makes for the candidate, as the
+    /// remedy names them (none for the user's own A/B).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_workload: Option<Vec<ByWorkload>>,
 }
 
 impl Plan {
@@ -108,7 +127,27 @@ impl Plan {
             finding,
             metric,
             changes,
+            by_workload: None,
         })
+    }
+
+    /// A plan whose candidate side the workload sets up itself (a remedy
+    /// that cannot be applied to a running system, such as a file system
+    /// remade with a larger journal on a second device): try changes
+    /// nothing and tells each round its side.
+    pub fn by_workload(
+        from: String,
+        finding: Option<String>,
+        metric: Option<String>,
+        described: Vec<ByWorkload>,
+    ) -> Plan {
+        Plan {
+            from,
+            finding,
+            metric,
+            changes: Vec::new(),
+            by_workload: Some(described),
+        }
     }
 
     /// The knobs outside what the workload touched: a device's knob for a
@@ -238,9 +277,9 @@ pub struct TrialOptions {
     pub dir: PathBuf,
 }
 
-/// Records one round into a directory: the workload's exit status and
-/// its wall time (s).
-pub type Recorder<'a> = dyn FnMut(&Path) -> Result<(i32, f64)> + 'a;
+/// Records one round of a side into a directory: the workload's exit
+/// status and its wall time (s).
+pub type Recorder<'a> = dyn FnMut(&Path, Side) -> Result<(i32, f64)> + 'a;
 
 /// Runs the plan. Before any round the candidate's settings are applied
 /// once and put back (a value the kernel refuses is bad input, exit 2);
@@ -256,6 +295,7 @@ pub fn run(plan: Plan, o: &TrialOptions, record: &mut Recorder) -> Result<Trial>
     let started = Instant::now();
     let mut rounds: Vec<Round> = Vec::new();
     let mut stopped = None;
+    let mut workload_kinds: Option<Vec<String>> = None;
     'rounds: for r in 0..o.rounds {
         for side in [Side::Baseline, Side::Candidate] {
             if interrupted() {
@@ -273,12 +313,12 @@ pub fn run(plan: Plan, o: &TrialOptions, record: &mut Recorder) -> Result<Trial>
             let dir = o.dir.join(format!("{}-{}", side.name(), r + 1));
             let (status, seconds, restored) = match side {
                 Side::Baseline => {
-                    let (s, t) = record(&dir)?;
+                    let (s, t) = record(&dir, side)?;
                     (s, t, Vec::new())
                 }
                 Side::Candidate => {
                     let applied = Applied::apply(&mut journal, changes).map_err(Error::failed)?;
-                    let outcome = record(&dir);
+                    let outcome = record(&dir, side);
                     let restored = applied.restore().map_err(Error::failed)?;
                     let (s, t) = outcome?;
                     (s, t, restored)
@@ -315,8 +355,14 @@ pub fn run(plan: Plan, o: &TrialOptions, record: &mut Recorder) -> Result<Trial>
                     )));
                 }
             }
+            // The workload's time per operation over the first baseline
+            // round's kinds: a workload that runs for a fixed time is
+            // judged by how long each operation took.
+            let kinds =
+                workload_kinds.get_or_insert_with(|| crate::compare::workload_kinds(&run.analysis));
             let mut metrics: BTreeMap<String, f64> = crate::compare::headline(&run.analysis)
                 .into_iter()
+                .chain(crate::compare::ms_per_op(&run.analysis, kinds))
                 .map(|m| (m.id, m.value))
                 .collect();
             if let Some(text) = o
@@ -521,6 +567,7 @@ mod tests {
             finding: finding.map(String::from),
             metric: metric.map(String::from),
             changes: Vec::new(),
+            by_workload: None,
         }
     }
 

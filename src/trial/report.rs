@@ -48,6 +48,28 @@ fn plan_lines(out: &mut String, p: &Plan) {
             shown(&c.restore)
         );
     }
+    match p.by_workload.as_deref() {
+        Some([]) => {
+            let _ = writeln!(
+                out,
+                "  the workload sets up each side itself ({}=baseline or candidate)",
+                crate::trial::SIDE_ENV
+            );
+        }
+        Some(described) => {
+            for c in described {
+                let _ = writeln!(
+                    out,
+                    "  {}: {} -> {}   (set up by the workload for its candidate rounds, from {}; try changes nothing)",
+                    escape(&c.knob),
+                    c.now.as_deref().map(escape).unwrap_or("unknown".into()),
+                    escape(&c.tried),
+                    crate::trial::SIDE_ENV
+                );
+            }
+        }
+        None => {}
+    }
 }
 
 fn shown(v: &str) -> String {

@@ -140,7 +140,10 @@ fn a_workaround_that_is_no_setting_has_no_remedy_and_a_journal_none_live() {
     let j = remedy("tests/fixtures/journal-4m.cap", "journal_space_stall");
     assert_eq!(j["live"], false);
     assert!(j["not_live"].as_str().unwrap().contains("unmounted"), "{j}");
+    // A capture from before snapshots read journals: no size to try (the
+    // lab's live test reads it from a capture that has it).
     assert_eq!(j["settings"].as_array().unwrap().len(), 0);
+    assert_eq!(j["metric"], "workload.ms_per_op");
 }
 
 /// `try ARGS -- true` exits 2, saying `said`, and prints nothing else.
@@ -277,4 +280,65 @@ fn a_dry_run_prints_the_plan_and_changes_nothing() {
     assert_eq!(v["applied"], false);
     assert_eq!(v["plan"]["changes"][0]["file"], "/proc/sys/vm/dirty_ratio");
     assert_eq!(v["plan"]["changes"][0]["tried"], "37");
+}
+
+/// A remedy that cannot be applied live is measured by a workload that
+/// sets up its candidate side itself: the plan says what it makes and
+/// that try changes nothing.
+#[test]
+fn a_journal_remedy_is_planned_for_a_workload_that_sets_up_its_sides() {
+    let o = outcome(&[
+        "try",
+        "tests/fixtures/journal-4m.cap",
+        "--workload-applies",
+        "--",
+        "true",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.contains("iosleuth try: the remedy of journal_space_stall in tests/fixtures/journal-4m.cap — dry run")
+            && o.stdout.contains("the workload sets up each side itself (IOSLEUTH_TRY_SIDE=baseline or candidate)"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout
+            .contains("judged by: the workload's time and workload.ms_per_op"),
+        "{}",
+        o.stdout
+    );
+    let o = outcome(&[
+        "try",
+        "tests/fixtures/journal-4m.cap",
+        "--workload-applies",
+        "--format",
+        "json",
+        "--",
+        "true",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["plan"]["changes"], serde_json::json!([]));
+    assert_eq!(v["plan"]["by_workload"], serde_json::json!([]));
+    assert_eq!(v["plan"]["finding"], "journal_space_stall");
+    // Without it, the remedy is refused, saying how it can be measured.
+    let o = outcome(&[
+        "try",
+        "tests/fixtures/journal-4m.cap",
+        "--finding",
+        "journal_space_stall",
+        "--",
+        "true",
+    ]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("--workload-applies"), "{}", o.stderr);
+    // An A/B of the user's own: no finding, no setting.
+    let o = outcome(&["try", "--workload-applies", "--", "true"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.contains(
+            "the workload sets up each side itself (IOSLEUTH_TRY_SIDE=baseline or candidate)"
+        ),
+        "{}",
+        o.stdout
+    );
 }

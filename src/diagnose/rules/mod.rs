@@ -14,6 +14,7 @@ mod device_latency_spike;
 mod dirty_throttling;
 mod io_uring_punted;
 mod journal_space_stall;
+pub(crate) use journal_space_stall::tried_journal_kib;
 mod merges_disabled;
 mod page_cache_thrashing;
 mod queue_saturation;
