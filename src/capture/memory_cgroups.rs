@@ -14,8 +14,14 @@ use std::path::{Component, Path, PathBuf};
 const MAX_CGROUPS: usize = 64;
 const MAX_PROCESSES: usize = 256;
 
-/// v1's limit, v2's hard limit and its throttling one.
-const LIMIT_FILES: [&str; 3] = ["memory.limit_in_bytes", "memory.max", "memory.high"];
+/// v1's limit and its memory+swap limit (which the first may not
+/// exceed), v2's hard limit and its throttling one.
+const LIMIT_FILES: [&str; 4] = [
+    "memory.memsw.limit_in_bytes",
+    "memory.limit_in_bytes",
+    "memory.max",
+    "memory.high",
+];
 
 /// A value at or above this is no limit: v1 shows "unlimited" as the
 /// largest page counter in bytes (9223372036854771712 with 4 KiB pages).

@@ -204,7 +204,7 @@ Inputs are read by name, not from standard input.",
     /// finding that has one (--finding ID to choose); `try --set
     /// vm.dirty_ratio=20 -- WORKLOAD...` takes yours. Without --apply it
     /// prints the plan and changes nothing. With --apply the workload runs
-    /// --rounds times a side (A B A B ...), each round a light capture; the
+    /// --rounds times a side (A B B A A B ...), each round a light capture; the
     /// settings are applied just before each candidate round and put back
     /// just after (also on an error and Ctrl-C; after a SIGKILL, `record
     /// --cleanup` puts them back). The verdict: the medians, the change

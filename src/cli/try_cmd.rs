@@ -255,7 +255,7 @@ fn remedy_plan(src: &Path, wanted: Option<&str>, by_workload: bool) -> Result<Pl
                         })
                         .collect();
                     Error::bad_input(format!(
-                    "{}: no finding has a remedy try can apply live ({}); name settings with --set",
+                    "{}: no finding has a remedy try can apply live ({}); name settings with --set, or measure a remedy that is not live with a workload that sets up its candidate side itself (--workload-applies)",
                     src.display(),
                     if why.is_empty() { "it has no finding".into() } else { why.join("; ") }
                 ))

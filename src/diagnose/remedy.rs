@@ -26,7 +26,9 @@ pub struct Remedy {
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Setting {
-    /// A sysctl's name, or a file under /sys.
+    /// A sysctl's name, a file under /sys or a thread's setting
+    /// (`task/TID/nice`); for a remedy that is not live, what it changes
+    /// in words (`ext4 journal of loop0`).
     pub knob: String,
     /// Its value in the capture's snapshot; `None`: the snapshot did not
     /// hold it (or there was no snapshot).

@@ -177,10 +177,21 @@ impl Knob {
             };
             return words(read) == words(wanted) || (lifted(read) && lifted(wanted));
         }
-        if is_memory_limit(&self.file) && !crate::capture::memory_cgroups::is_limit(wanted) {
+        if is_memory_limit(&self.file) {
+            let read = read.trim();
             // Lifted: v1 takes -1 and shows its largest counter, v2
             // takes and shows `max`.
-            return !crate::capture::memory_cgroups::is_limit(read.trim());
+            if matches!(wanted.trim(), "-1" | "max") {
+                return !crate::capture::memory_cgroups::is_limit(read);
+            }
+            // A size (`512M`) is shown in bytes, rounded down to pages.
+            if let (Some(w), Ok(r)) = (memory_bytes(wanted), read.parse::<u64>()) {
+                // SAFETY: sysconf has no preconditions.
+                let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+                    .unwrap_or(4096)
+                    .max(1);
+                return r == w - w % page;
+            }
         }
         words(read) == words(&shown_value(wanted))
     }
@@ -257,12 +268,37 @@ fn shown_value(text: &str) -> String {
     }
 }
 
+/// A memory size as the cgroup files take it: bytes, or with a K, M, G
+/// or T suffix (powers of 1024, as the kernel's memparse reads them).
+fn memory_bytes(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (digits, shift) = match s.char_indices().last()? {
+        (i, c) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => return None,
+            };
+            (&s[..i], shift)
+        }
+        _ => (s, 0),
+    };
+    digits.parse::<u64>().ok()?.checked_mul(1u64 << shift)
+}
+
 fn is_memory_limit(file: &Path) -> bool {
     file.starts_with("/sys/fs/cgroup")
         && file.file_name().is_some_and(|n| {
             matches!(
                 n.to_str(),
-                Some("memory.max" | "memory.high" | "memory.limit_in_bytes")
+                Some(
+                    "memory.max"
+                        | "memory.high"
+                        | "memory.limit_in_bytes"
+                        | "memory.memsw.limit_in_bytes"
+                )
             )
         })
 }
@@ -283,6 +319,26 @@ fn is_maj_min(s: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_memory_limit_reads_back_lifted_or_in_bytes() {
+        let k = Knob {
+            name: "m".into(),
+            file: "/sys/fs/cgroup/memory/x/memory.limit_in_bytes".into(),
+            device_line: None,
+            task: None,
+        };
+        assert!(k.shows("9223372036854771712", "-1"));
+        assert!(k.shows("max", "max"));
+        assert!(!k.shows("12582912", "-1"));
+        assert!(k.shows("536870912", "512M"));
+        assert!(k.shows("536870912", "536870912"));
+        assert!(k.shows("8192", "10000"), "rounded down to pages");
+        assert!(!k.shows("9223372036854771712", "512M"));
+        assert_eq!(memory_bytes("2g"), Some(2 << 30));
+        assert_eq!(memory_bytes("1X"), None);
+        assert_eq!(memory_bytes("99999999999T"), None);
+    }
     use super::*;
 
     #[test]

@@ -1,5 +1,5 @@
 //! `iosleuth try`: proves a remedy on the user's own workload. The
-//! workload runs in interleaved rounds, baseline and candidate (A B A B
+//! workload runs in interleaved rounds, baseline and candidate (A B B A
 //! …), each recorded and diagnosed; the candidate's settings are applied
 //! just before its round and put back just after (through the journal
 //! `record` uses, so a SIGKILL is undone by `record --cleanup`). The
@@ -297,13 +297,20 @@ pub fn run(plan: Plan, o: &TrialOptions, record: &mut Recorder) -> Result<Trial>
     let mut stopped = None;
     let mut workload_kinds: Option<Vec<String>> = None;
     'rounds: for r in 0..o.rounds {
-        for side in [Side::Baseline, Side::Candidate] {
+        // A B, B A, A B, …: a machine that speeds up or slows down during
+        // the run favours neither side of the pairs.
+        let order = if r % 2 == 0 {
+            [Side::Baseline, Side::Candidate]
+        } else {
+            [Side::Candidate, Side::Baseline]
+        };
+        for (i, side) in order.into_iter().enumerate() {
             if interrupted() {
                 return Err(stopped_by_signal());
             }
             if let Some(max) = o.max_seconds {
                 let spent = started.elapsed().as_secs_f64();
-                if spent >= max && side == Side::Baseline {
+                if spent >= max && i == 0 {
                     stopped = Some(format!(
                         "--max-seconds {max}: stopped after {r} round(s) a side ({spent:.0} s)"
                     ));
@@ -434,12 +441,17 @@ impl Touched {
         Touched {
             devices: touched_devices(a),
             holders,
-            memory_cgroups: a
-                .snapshot
-                .iter()
-                .flat_map(|s| &s.workload.memory_limits)
-                .map(|l| l.cgroup.clone())
-                .collect(),
+            memory_cgroups: {
+                let mut v: Vec<String> = a
+                    .snapshot
+                    .iter()
+                    .flat_map(|s| &s.workload.memory_limits)
+                    .map(|l| l.cgroup.clone())
+                    .collect();
+                v.sort();
+                v.dedup();
+                v
+            },
         }
     }
 }

@@ -98,22 +98,28 @@ pub fn compare(
     if baseline.is_empty() || candidate.is_empty() {
         return None;
     }
-    let (b, c) = (median(baseline), median(candidate));
-    if !(b.is_finite() && c.is_finite()) || b == 0.0 {
-        return None;
-    }
-    let pct = (c / b - 1.0) * 100.0;
     let paired: Vec<(f64, f64)> = baseline_rounds
         .iter()
         .zip(candidate_rounds)
         .filter_map(|(b, c)| Some(((*b)?, (*c)?)))
         .collect();
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    // Resampled by pairs of rounds where there are enough: the rounds are
+    // By pairs of rounds where there are enough: the rounds are
     // interleaved so that a machine that drifts during the run moves both
-    // rounds of a pair, and a resample keeps them together. Otherwise
-    // each side on its own.
+    // rounds of a pair, and a resample keeps them together; the medians
+    // are then those of the paired rounds, so that the change lies within
+    // its interval. Otherwise each side on its own.
     let by_pairs = paired.len() >= MIN_PAIRS;
+    let (b, c) = if by_pairs {
+        let (pb, pc): (Vec<f64>, Vec<f64>) = paired.iter().copied().unzip();
+        (median(&pb), median(&pc))
+    } else {
+        (median(baseline), median(candidate))
+    };
+    if !(b.is_finite() && c.is_finite()) || b == 0.0 {
+        return None;
+    }
+    let pct = (c / b - 1.0) * 100.0;
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut ratios: Vec<f64> = (0..RESAMPLES)
         .filter_map(|_| {
             let (rb, rc): (Vec<f64>, Vec<f64>) = if by_pairs {

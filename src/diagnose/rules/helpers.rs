@@ -151,10 +151,9 @@ pub(super) fn sched_rt_runtime_us(a: &Analysis) -> Option<String> {
 /// listed as one in the snapshot. A remedy never changes one (`try`
 /// refuses kernel threads).
 pub(super) fn kernel_thread(a: &Analysis, comm: &str, pid: u32) -> bool {
-    !matches!(
-        crate::analyze::sched::thread_kind(comm, pid),
-        "task" | "idle"
-    ) || a.snapshot.as_ref().is_some_and(|s| s.is_kernel_thread(pid))
+    // The idle task (pid 0) is one too.
+    crate::analyze::sched::thread_kind(comm, pid) != "task"
+        || a.snapshot.as_ref().is_some_and(|s| s.is_kernel_thread(pid))
 }
 
 /// A cgroup's I/O limit on one device: the cgroup's directory, the file

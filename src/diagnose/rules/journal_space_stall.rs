@@ -23,7 +23,7 @@ pub const RULE: Rule = Rule {
     needs: &["fs"],
     light_lacks: None,
     light_lacks_when: None,
-    remedy: Some("a larger journal (four times the snapshot's, from 256 MiB to 1 GiB): not live (the file system unmounted, `tune2fs -J size=`), so `try` never makes it; `try --workload-applies` measures it with a workload whose candidate side runs on a file system made with it (as `lab run journal --try` does), judged by `workload.ms_per_op`"),
+    remedy: Some("a larger journal (four times the snapshot's, from 256 MiB to 1 GiB): not live (the file system unmounted, `tune2fs -J size=`), so `try` never makes it; `try --workload-applies` measures it with a workload whose candidate side runs on a file system made with it (as `lab run journal --try` does), judged by `workload.ms_per_op` (the full recorder's rounds, `--full`; light rounds fall back to the workload's time)"),
     check,
 };
 

@@ -25,7 +25,7 @@ pub const RULE: Rule = Rule {
     needs: &["cache"],
     light_lacks: Some("the page cache events (one per page added to or removed from the cache: millions a second under streaming I/O, where a light capture must cost a point at most)"),
     light_lacks_when: None,
-    remedy: Some("the memory limits over the workload's cgroup (its own and its ancestors', up to 3, as the capture read them while it ran) lifted (`memory.max` and `memory.high` to `max`, v1's `memory.limit_in_bytes` to -1), when reclaim at a cgroup's limit evicted most; live"),
+    remedy: Some("the memory limits over the workload's cgroup (its own, then its ancestors': up to 2 cgroups, as the capture read them while it ran) lifted (`memory.max` and `memory.high` to `max`, v1's `memory.memsw.limit_in_bytes` and `memory.limit_in_bytes` to -1), when reclaim at a cgroup's limit evicted most; live"),
     check,
 };
 
@@ -123,14 +123,27 @@ fn remedy(a: &Analysis) -> Option<Remedy> {
         return None;
     }
     let mut limits: Vec<_> = a.snapshot.as_ref()?.workload.memory_limits.iter().collect();
-    // Deepest first: the workload's own cgroup before its parents.
-    limits.sort_by_key(|l| (std::cmp::Reverse(l.cgroup.matches('/').count()), !l.own));
+    // The cgroups the workload ran in first, then their ancestors, deepest
+    // first; within one, v1's memory+swap limit before the memory limit
+    // (the kernel refuses a memory limit above it), so lifted first and
+    // put back last.
+    limits.sort_by_key(|l| {
+        (
+            !l.own,
+            std::cmp::Reverse(l.cgroup.matches('/').count()),
+            l.cgroup.clone(),
+            l.file != "memory.memsw.limit_in_bytes",
+        )
+    });
+    let mut cgroups: Vec<&str> = limits.iter().map(|l| l.cgroup.as_str()).collect();
+    cgroups.dedup();
+    cgroups.truncate(MAX_CGROUPS);
     limits
         .iter()
-        .take(MAX_LIMITS)
+        .filter(|l| cgroups.contains(&l.cgroup.as_str()))
         .fold(None, |r: Option<Remedy>, l| {
             let knob = format!("{}/{}", l.cgroup, l.file);
-            let lifted = if l.file == "memory.limit_in_bytes" {
+            let lifted = if l.file.ends_with("limit_in_bytes") {
                 "-1"
             } else {
                 "max"
@@ -143,8 +156,9 @@ fn remedy(a: &Analysis) -> Option<Remedy> {
         })
 }
 
-/// Limits lifted at most by the remedy.
-const MAX_LIMITS: usize = 3;
+/// Cgroups whose limits the remedy lifts, at most (each with all its
+/// limit files).
+const MAX_CGROUPS: usize = 2;
 /// The cache analysis' name for reclaim at a memory cgroup's limit.
 const MEMCG_LIMIT: &str = "memcg limit";
 
@@ -226,6 +240,43 @@ mod tests {
             "/sys/fs/cgroup/memory/x/memory.limit_in_bytes"
         );
         assert_eq!(r.settings[0].value, "-1");
+        // Its memory+swap limit first: the kernel refuses a memory limit
+        // above it.
+        let v1 = json!([
+            { "cgroup": "/sys/fs/cgroup/memory/x", "file": "memory.limit_in_bytes", "value": "12582912", "own": true },
+            { "cgroup": "/sys/fs/cgroup/memory/x", "file": "memory.memsw.limit_in_bytes", "value": "25165824", "own": true },
+        ]);
+        assert_eq!(
+            knobs(&remedy(&evicted(MEMCG_LIMIT, v1)).unwrap()),
+            [
+                (
+                    "/sys/fs/cgroup/memory/x/memory.memsw.limit_in_bytes",
+                    Some("25165824"),
+                    "-1"
+                ),
+                (
+                    "/sys/fs/cgroup/memory/x/memory.limit_in_bytes",
+                    Some("12582912"),
+                    "-1"
+                ),
+            ]
+        );
+        // A deeper cgroup the command started in (not its own) comes after
+        // its own; a third cgroup is left.
+        let limits = json!([
+            { "cgroup": "/sys/fs/cgroup/u/s/x/y", "file": "memory.max", "value": "1", "own": true },
+            { "cgroup": "/sys/fs/cgroup/u/s/x", "file": "memory.max", "value": "2", "own": false },
+            { "cgroup": "/sys/fs/cgroup/a/b", "file": "memory.max", "value": "3", "own": true },
+            { "cgroup": "/sys/fs/cgroup/a", "file": "memory.max", "value": "4", "own": false },
+        ]);
+        let r = remedy(&evicted(MEMCG_LIMIT, limits)).unwrap();
+        assert_eq!(
+            knobs(&r).iter().map(|k| k.0).collect::<Vec<_>>(),
+            [
+                "/sys/fs/cgroup/u/s/x/y/memory.max",
+                "/sys/fs/cgroup/a/b/memory.max"
+            ]
+        );
     }
 
     #[test]

@@ -92,8 +92,8 @@ fn check(a: &Analysis) -> Verdict {
     // The holder's policy, FIFO or RR, is not in sched_switch: unknown.
     // A real-time kernel thread (a threaded interrupt, a driver's worker)
     // is not the user's to lower: throttling is the remedy then, if off.
-    let lower = (!kernel_thread(a, &h.comm, h.pid))
-        .then(|| (format!("task/{}/policy", h.pid), None, "other"));
+    let kernel = kernel_thread(a, &h.comm, h.pid);
+    let lower = (!kernel).then(|| (format!("task/{}/policy", h.pid), None, "other"));
     let throttle = (rt.as_deref() == Some("-1"))
         .then(|| Remedy::set("kernel.sched_rt_runtime_us", rt.clone(), "950000"));
     let remedy = match (throttle, lower) {
@@ -124,10 +124,17 @@ fn check(a: &Analysis) -> Verdict {
             "sched_rt_runtime_us": rt,
         }),
         explanation: "A real-time (SCHED_FIFO/RR) task runs until it blocks; a normal thread that shares its CPU waits, runnable, however urgent its I/O (measured: kernel threads that complete I/O starved by an RT task after a kernel upgrade changed where they run).".into(),
-        workaround: format!(
-            "keep the RT task off that CPU or lower it: taskset -pc OTHER_CPUS {} / chrt -o -p 0 {}; keep RT throttling on (sysctl kernel.sched_rt_runtime_us=950000)",
-            h.pid, h.pid
-        ),
+        workaround: if kernel {
+            format!(
+                "the RT task is a kernel thread ({} {}): find what makes it run so long on that CPU (its driver or interrupt; a threaded IRQ's affinity in /proc/irq/N/smp_affinity_list), or move the waiting work off that CPU; keep RT throttling on (sysctl kernel.sched_rt_runtime_us=950000)",
+                h.comm, h.pid
+            )
+        } else {
+            format!(
+                "keep the RT task off that CPU or lower it: taskset -pc OTHER_CPUS {} / chrt -o -p 0 {}; keep RT throttling on (sysctl kernel.sched_rt_runtime_us=950000)",
+                h.pid, h.pid
+            )
+        },
     })
 }
 
@@ -210,6 +217,13 @@ mod tests {
             kernel("950000"),
         )));
         assert_eq!(f.remedy, None);
+        assert!(
+            f.workaround
+                .starts_with("the RT task is a kernel thread (burner 50)")
+                && !f.workaround.contains("chrt"),
+            "{}",
+            f.workaround
+        );
         let f = fired(check(&with_snapshot(analysis(&burner(49)), kernel("-1"))));
         assert_eq!(
             f.remedy,
