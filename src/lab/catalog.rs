@@ -6,7 +6,7 @@
 
 use super::ext4::Ext4;
 use super::loopdev::LoopDevice;
-use super::scenarios::Lab;
+use super::recording::Lab;
 use crate::capture::tracefs::{CaptureError, Knob};
 use std::path::Path;
 use std::time::Duration;

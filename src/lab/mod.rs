@@ -1,7 +1,8 @@
 //! The lab: disks that iosleuth creates (and removes) itself — loop
 //! devices (`loopdev`), ext4 on them (`ext4`), a disk that stalls on purpose
 //! (`slowdisk`) — the known pathologies built on them (`scenarios`,
-//! `catalog`, `waits`), healthy shapes (`shapes`), and
+//! `catalog`, `waits`), each recorded through a `recording::Lab`, healthy
+//! shapes (`shapes`), and
 //! `lab run` (`run`): record each scenario's good and bad run, diagnose,
 //! compare, and judge whether it went as expected (`watched`: how `watch`
 //! did beside the bad run).
@@ -10,6 +11,7 @@ pub mod catalog;
 pub mod ext4;
 pub mod loopdev;
 pub mod noise;
+pub mod recording;
 pub mod run;
 pub mod scenarios;
 pub mod shapes;

@@ -4,7 +4,8 @@
 //! the reader of the output goes away).
 
 use super::noise::{self, Noise};
-use super::scenarios::{Lab, Scenario};
+use super::recording::Lab;
+use super::scenarios::Scenario;
 use crate::capture::workload::{install_signal_handlers, interrupted};
 use crate::diagnose::{Finding, Severity};
 use crate::error::{Error, ExitStatus, Result};

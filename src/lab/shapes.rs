@@ -5,7 +5,7 @@
 
 use super::catalog::{data_file, uncache};
 use super::ext4::Ext4;
-use super::scenarios::Lab;
+use super::recording::Lab;
 use crate::capture::tracefs::CaptureError;
 
 const EVENTS: &str = "all";

@@ -5,7 +5,7 @@
 //! judged in each round); the scenario's line and the closing table say
 //! what it measured.
 
-use super::scenarios::Lab;
+use super::recording::Lab;
 use crate::trial::verdict::Change;
 use std::path::PathBuf;
 use std::process::Command;

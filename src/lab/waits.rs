@@ -6,7 +6,8 @@
 
 use super::ext4::Ext4;
 use super::loopdev::LoopDevice;
-use super::scenarios::{fsync_script, Lab, Standing};
+use super::recording::{Lab, Standing};
+use super::scenarios::fsync_script;
 use super::slowdisk::Stall;
 use crate::capture::tracefs::CaptureError;
 use std::time::Duration;

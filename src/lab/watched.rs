@@ -2,7 +2,8 @@
 //! run, did: the capture its trigger kept names the scenario's cause, and
 //! nothing fires beside a healthy run.
 
-use super::scenarios::{Lab, Scenario};
+use super::recording::Lab;
+use super::scenarios::Scenario;
 use std::path::Path;
 
 /// The scenarios whose cause `watch`'s default triggers must catch: a
