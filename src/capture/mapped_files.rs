@@ -6,10 +6,9 @@
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-/// At most this many files are kept, and this many processes read: a
-/// command that forks thousands keeps what was found first.
+/// At most this many files are kept: a command that maps thousands keeps
+/// what was found first.
 const MAX_FILES: usize = 4096;
-const MAX_PROCESSES: usize = 256;
 
 #[derive(Default)]
 pub struct MappedFiles {
@@ -18,9 +17,10 @@ pub struct MappedFiles {
 }
 
 impl MappedFiles {
-    /// Adds the file mappings of `root` and its descendants now.
-    pub fn sample(&mut self, root: u32) {
-        for pid in super::proc_files::process_tree(root, MAX_PROCESSES) {
+    /// Adds the file mappings of the processes `tree` (a command and its
+    /// descendants, `proc_files::process_tree`) now.
+    pub fn sample(&mut self, tree: &[u32]) {
+        for &pid in tree {
             let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
                 continue;
             };
@@ -82,7 +82,7 @@ mod tests {
     #[test]
     fn this_process_maps_its_own_binary() {
         let mut m = MappedFiles::default();
-        m.sample(std::process::id());
+        m.sample(&crate::capture::proc_files::process_tree(std::process::id()));
         let exe = std::fs::read_link("/proc/self/exe").unwrap();
         let found = m.to_json();
         assert!(

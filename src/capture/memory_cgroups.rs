@@ -9,10 +9,8 @@ use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
-/// Cgroups kept at most (the command's and their ancestors), and
-/// processes read per sample.
+/// Cgroups kept at most (the command's and their ancestors).
 const MAX_CGROUPS: usize = 64;
-const MAX_PROCESSES: usize = 256;
 
 /// v1's limit and its memory+swap limit (which the first may not
 /// exceed), v2's hard limit and its throttling one.
@@ -37,10 +35,11 @@ pub struct MemoryCgroups {
 }
 
 impl MemoryCgroups {
-    /// Reads the limits of the memory cgroups `root` and its descendants
-    /// are in now (and of those cgroups' ancestors), where not read yet.
-    pub fn sample(&mut self, root: u32) {
-        for pid in super::proc_files::process_tree(root, MAX_PROCESSES) {
+    /// Reads the limits of the memory cgroups the processes `tree` (a
+    /// command and its descendants, `proc_files::process_tree`) are in now
+    /// (and of those cgroups' ancestors), where not read yet.
+    pub fn sample(&mut self, tree: &[u32]) {
+        for &pid in tree {
             self.sample_one(pid);
         }
     }
@@ -48,7 +47,7 @@ impl MemoryCgroups {
     /// The same for the process `pid` alone: one file read when its
     /// cgroup is known already, cheap enough for every look at it.
     pub fn sample_one(&mut self, pid: u32) {
-        let Some(h) = self.hierarchy.get_or_insert_with(memory_hierarchy).clone() else {
+        let Some(h) = self.hierarchy.get_or_insert_with(memory_hierarchy).as_ref() else {
             return;
         };
         let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) else {

@@ -51,9 +51,14 @@ pub fn parent(stat: &str) -> Option<u32> {
     stat[close + 1..].split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Processes of a tree read at most: a command that forks thousands
+/// keeps what was found first.
+const MAX_PROCESSES: usize = 256;
+
 /// `root` and its descendants (from each process's parent in
-/// `/proc/PID/stat`), `root` first, at most `max`.
-pub fn process_tree(root: u32, max: usize) -> Vec<u32> {
+/// `/proc/PID/stat`), `root` first, at most MAX_PROCESSES: one walk of
+/// /proc, which the samplers of a recorded command share.
+pub fn process_tree(root: u32) -> Vec<u32> {
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
     if let Ok(dir) = std::fs::read_dir("/proc") {
         for e in dir.flatten() {
@@ -71,7 +76,7 @@ pub fn process_tree(root: u32, max: usize) -> Vec<u32> {
     let mut out = Vec::new();
     let mut queue = VecDeque::from([root]);
     while let Some(pid) = queue.pop_front() {
-        if out.len() >= max {
+        if out.len() >= MAX_PROCESSES {
             break;
         }
         out.push(pid);

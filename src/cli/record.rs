@@ -4,6 +4,7 @@
 use crate::capture::blk_tracer::{sysfs_name, BlkTracerOptions, BlkTracerSession};
 use crate::capture::mapped_files::MappedFiles;
 use crate::capture::memory_cgroups::MemoryCgroups;
+use crate::capture::proc_files::process_tree;
 use crate::capture::recorder::{expand_sets, RecordOptions, Recorder, EVENT_SETS};
 use crate::capture::workload::{self, Workload};
 use crate::capture::{journal, probe, snapshot, tracefs::Tracefs};
@@ -240,18 +241,22 @@ fn record_capture_timed(
     };
     let root = std::cell::Cell::new(None);
     let started = std::time::Instant::now();
+    // One walk of /proc for both.
+    let sample_tree = |pid| {
+        let tree = process_tree(pid);
+        mapped.borrow_mut().sample(&tree);
+        memcg.borrow_mut().sample(&tree);
+    };
     let status = workload::run(
         &w,
         &mut |pid| {
             root.set(Some(pid));
-            mapped.borrow_mut().sample(pid);
-            memcg.borrow_mut().sample(pid);
+            sample_tree(pid);
             sample = Some(snapshot::workload(pid));
         },
         &|t| {
             if let Some(pid) = root.get() {
-                mapped.borrow_mut().sample(pid);
-                memcg.borrow_mut().sample(pid);
+                sample_tree(pid);
             }
             rec.progress(t)
         },

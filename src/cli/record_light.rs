@@ -3,6 +3,7 @@
 
 use crate::capture::light::{LightOptions, LightSession};
 use crate::capture::memory_cgroups::MemoryCgroups;
+use crate::capture::proc_files::process_tree;
 use crate::capture::snapshot;
 use crate::capture::workload::{self, Workload};
 use crate::error::{Error, Result};
@@ -72,12 +73,12 @@ pub fn record_timed(
         &w,
         &mut |pid| {
             root.set(Some(pid));
-            memcg.borrow_mut().sample(pid);
+            memcg.borrow_mut().sample(&process_tree(pid));
             sample = snapshot::workload(pid);
         },
         &|t| {
             if let Some(pid) = root.get() {
-                memcg.borrow_mut().sample(pid);
+                memcg.borrow_mut().sample(&process_tree(pid));
             }
             if t - checked.get() >= THROTTLE_CHECK_S {
                 checked.set(t);

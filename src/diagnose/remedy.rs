@@ -52,6 +52,23 @@ impl Remedy {
         }
     }
 
+    /// Knobs to set live, in order (`(knob, now, value)`); none when
+    /// there are none.
+    pub fn all(
+        settings: impl IntoIterator<Item = (String, Option<String>, String)>,
+    ) -> Option<Remedy> {
+        let settings: Vec<Setting> = settings
+            .into_iter()
+            .map(|(knob, now, value)| Setting { knob, now, value })
+            .collect();
+        (!settings.is_empty()).then_some(Remedy {
+            settings,
+            live: true,
+            not_live: None,
+            metric: None,
+        })
+    }
+
     /// One more knob, set after the others.
     pub fn and(
         mut self,

@@ -182,20 +182,19 @@ fn check(a: &Analysis) -> Verdict {
     }
     // The holders beside the workload, reniced as the workaround says;
     // an ordinary thread's kernel priority is 120 + its nice value.
-    let remedy = holders
-        .iter()
-        .filter(|h| !self_made && beside(h))
-        .take(3)
-        .fold(None, |r: Option<Remedy>, h| {
-            let (knob, now) = (
-                format!("task/{}/nice", h.pid),
-                Some((h.prio - 120).to_string()),
-            );
-            Some(match r {
-                None => Remedy::set(knob, now, RENICE_TO),
-                Some(r) => r.and(knob, now, RENICE_TO),
-            })
-        });
+    let remedy = Remedy::all(
+        holders
+            .iter()
+            .filter(|h| !self_made && beside(h))
+            .take(3)
+            .map(|h| {
+                (
+                    format!("task/{}/nice", h.pid),
+                    Some((h.prio - 120).to_string()),
+                    RENICE_TO.to_string(),
+                )
+            }),
+    );
     Verdict::Fired(Finding {
         remedy,
         id: RULE.id,

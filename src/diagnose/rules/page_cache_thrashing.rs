@@ -138,22 +138,23 @@ fn remedy(a: &Analysis) -> Option<Remedy> {
     let mut cgroups: Vec<&str> = limits.iter().map(|l| l.cgroup.as_str()).collect();
     cgroups.dedup();
     cgroups.truncate(MAX_CGROUPS);
-    limits
-        .iter()
-        .filter(|l| cgroups.contains(&l.cgroup.as_str()))
-        .fold(None, |r: Option<Remedy>, l| {
-            let knob = format!("{}/{}", l.cgroup, l.file);
-            let lifted = if l.file.ends_with("limit_in_bytes") {
-                "-1"
-            } else {
-                "max"
-            };
-            let now = Some(l.value.clone());
-            Some(match r {
-                None => Remedy::set(knob, now, lifted),
-                Some(r) => r.and(knob, now, lifted),
-            })
-        })
+    Remedy::all(
+        limits
+            .iter()
+            .filter(|l| cgroups.contains(&l.cgroup.as_str()))
+            .map(|l| {
+                let lifted = if l.file.ends_with("limit_in_bytes") {
+                    "-1"
+                } else {
+                    "max"
+                };
+                (
+                    format!("{}/{}", l.cgroup, l.file),
+                    Some(l.value.clone()),
+                    lifted.to_string(),
+                )
+            }),
+    )
 }
 
 /// Cgroups whose limits the remedy lifts, at most (each with all its
