@@ -198,6 +198,28 @@ impl Chunked {
         }
     }
 
+    /// Skips a run of blank lines (`\n`, `\r\n`) at the cursor, eight
+    /// bytes at a time, and returns how many: a gigabyte of them costs a
+    /// scan, not a billion lines. Stops before a line that has anything
+    /// else, its leading `\r` too.
+    pub fn skip_blank_lines(&mut self) -> u64 {
+        let mut lines = 0u64;
+        loop {
+            if self.ensure(2) == 0 {
+                return lines;
+            }
+            let (consumed, n) = blank_run(self.avail());
+            self.consume(consumed);
+            lines += n;
+            // Stopped short of the buffer's end: a line with content, or
+            // a lone `\r` that the next read may show to be `\r\n`.
+            let left = self.len - self.pos;
+            if left > 1 || (left == 1 && self.eof) || consumed == 0 {
+                return lines;
+            }
+        }
+    }
+
     /// Discards everything up to and including the next newline.
     fn skip_past_newline(&mut self) {
         loop {
@@ -230,10 +252,67 @@ impl Chunked {
     }
 }
 
+/// The bytes of the blank lines at the start of `b` (`\n` and `\r\n`)
+/// and how many lines they are.
+fn blank_run(b: &[u8]) -> (usize, u64) {
+    const NL: u64 = u64::from_ne_bytes([b'\n'; 8]);
+    const CRLF: u64 = u64::from_ne_bytes(*b"\r\n\r\n\r\n\r\n");
+    let word = |i: usize| u64::from_ne_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+    let (mut i, mut lines) = (0usize, 0u64);
+    loop {
+        if i + 8 <= b.len() {
+            let w = word(i);
+            if w == NL {
+                i += 8;
+                lines += 8;
+                continue;
+            }
+            if w == CRLF {
+                i += 8;
+                lines += 4;
+                continue;
+            }
+        }
+        match (b.get(i), b.get(i + 1)) {
+            (Some(b'\n'), _) => {
+                i += 1;
+                lines += 1;
+            }
+            (Some(b'\r'), Some(b'\n')) => {
+                i += 2;
+                lines += 1;
+            }
+            _ => return (i, lines),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn blank_lines_are_skipped_in_runs_and_counted() {
+        assert_eq!(blank_run(b"\n\n\r\nx\n"), (4, 3));
+        assert_eq!(blank_run(b"abc"), (0, 0));
+        assert_eq!(blank_run(b"\r\r\n"), (0, 0), "a lone CR is content");
+        let text = [&[b'\n'; 1000][..], b"\r\n\r\n  ev\n\n"].concat();
+        let mut c = Chunked::from_vec(text);
+        assert_eq!(c.skip_blank_lines(), 1002);
+        assert_eq!(
+            c.next_line().map(|(l, _)| l.to_vec()),
+            Some(b"  ev".to_vec())
+        );
+        assert_eq!(c.skip_blank_lines(), 1);
+        assert_eq!(c.next_line(), None);
+        // Across reads: a window of 7 bytes, the CR and LF of one line in
+        // two of them.
+        let text = [&[b'\n'; 13][..], b"\r\nx"].concat();
+        let mut c = Chunked::from_reader(Box::new(std::io::Cursor::new(text))).windowed(7);
+        assert_eq!(c.skip_blank_lines(), 14);
+        assert_eq!(c.next_line().map(|(l, _)| l.to_vec()), Some(b"x".to_vec()));
+    }
 
     fn file_of(len: usize) -> File {
         let mut f = tempfile::tempfile().unwrap();

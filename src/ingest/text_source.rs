@@ -503,30 +503,46 @@ impl TextSource {
                 });
                 continue;
             }
-            let line = normalize(raw);
-            let line = &*line;
-            if self.stack_frame(line) {
+            if raw.is_empty() || raw == b"\r" {
+                // The blank lines after it read as one (a blank line ends
+                // a stack; more do nothing): a run of them is one scan.
+                // The input is borrowed by `raw` until here.
+                let blank: &[u8] = b"";
+                self.line_no += input.skip_blank_lines();
+                if let Some(ev) = self.after_line(blank) {
+                    return Some(ev);
+                }
                 continue;
             }
-            // Any other line ends the stack being read: it comes first,
-            // then the process of the line's thread if that is news, then
-            // the line's event.
-            let ended = self.stack.take().map(finished_stack);
-            let ev = self.event_of(line);
-            let process = self.new_process.take();
-            for e in ended.iter().chain(&ev) {
-                if let Some(ts) = e.ts() {
-                    self.last_ts = Some(ts);
-                }
-                self.stats.events += 1;
-            }
-            let mut all = ended.into_iter().chain(process).chain(ev);
-            if let Some(first) = all.next() {
-                self.queued.extend(all);
-                return Some(first);
+            if let Some(ev) = self.after_line(&normalize(raw)) {
+                return Some(ev);
             }
         }
         self.at_end(input)
+    }
+
+    /// What one line (not too long) gives: the first of its events (the
+    /// rest queued), or nothing.
+    fn after_line(&mut self, line: &[u8]) -> Option<Event> {
+        if self.stack_frame(line) {
+            return None;
+        }
+        // Any other line ends the stack being read: it comes first,
+        // then the process of the line's thread if that is news, then
+        // the line's event.
+        let ended = self.stack.take().map(finished_stack);
+        let ev = self.event_of(line);
+        let process = self.new_process.take();
+        for e in ended.iter().chain(&ev) {
+            if let Some(ts) = e.ts() {
+                self.last_ts = Some(ts);
+            }
+            self.stats.events += 1;
+        }
+        let mut all = ended.into_iter().chain(process).chain(ev);
+        let first = all.next();
+        self.queued.extend(all);
+        first
     }
 
     /// What a line that is not a stack frame gives: an event, or nothing
