@@ -2,6 +2,7 @@
 //! so that a session killed with SIGKILL can be undone by the next one
 //! (`iosleuth record --cleanup`, also run at the start of every record).
 
+use super::mount_option::MountOption;
 use super::task_setting::{Task, TaskAttr};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -11,6 +12,13 @@ use std::path::{Path, PathBuf};
 pub struct TaskEntry {
     pub task: Task,
     pub attr: TaskAttr,
+    pub old: String,
+}
+
+/// A mount option changed by a remount, and the word that puts it back.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MountEntry {
+    pub option: MountOption,
     pub old: String,
 }
 
@@ -24,6 +32,9 @@ pub struct Journal {
     /// Threads' scheduling settings and their original values (`try`).
     #[serde(default)]
     pub tasks: Vec<TaskEntry>,
+    /// Mount options and their original words (`try`).
+    #[serde(default)]
+    pub mounts: Vec<MountEntry>,
     #[serde(skip)]
     file: Option<PathBuf>,
 }
@@ -47,6 +58,7 @@ impl Journal {
             instance: None,
             knobs: Vec::new(),
             tasks: Vec::new(),
+            mounts: Vec::new(),
             file: Some(d.join(format!("{}.json", super::unique_name()))),
         }
     }
@@ -93,6 +105,22 @@ impl Journal {
             .rposition(|e| e.task == task && e.attr == attr)
         {
             self.tasks.remove(i);
+            self.save();
+        }
+    }
+
+    pub fn record_mount(&mut self, option: &MountOption, old: &str) {
+        self.mounts.push(MountEntry {
+            option: option.clone(),
+            old: old.to_string(),
+        });
+        self.save();
+    }
+
+    /// A mount option put back by its owner.
+    pub fn forget_mount(&mut self, option: &MountOption) {
+        if let Some(i) = self.mounts.iter().rposition(|e| &e.option == option) {
+            self.mounts.remove(i);
             self.save();
         }
     }
@@ -161,7 +189,8 @@ pub fn cleanup_stale(tracefs_root: Option<&Path>) -> Vec<String> {
                 let _ = std::fs::remove_file(&p);
                 continue;
             };
-            if alive(j.pid) || ((!j.knobs.is_empty() || !j.tasks.is_empty()) && lock.is_none()) {
+            let changed = !j.knobs.is_empty() || !j.tasks.is_empty() || !j.mounts.is_empty();
+            if alive(j.pid) || (changed && lock.is_none()) {
                 continue;
             }
             if let Some(inst) = &j.instance {
@@ -185,6 +214,17 @@ pub fn cleanup_stale(tracefs_root: Option<&Path>) -> Vec<String> {
                         "restored thread {}'s {} to {:?}",
                         e.task.tid,
                         e.attr.name(),
+                        e.old
+                    ));
+                }
+            }
+            // A file system unmounted, or another mounted in its place, is
+            // left.
+            for e in j.mounts.iter().rev() {
+                if e.option.write(&e.old).is_ok() {
+                    done.push(format!(
+                        "restored {}'s mount option {:?}",
+                        e.option.target.display(),
                         e.old
                     ));
                 }

@@ -15,6 +15,7 @@ pub mod journal;
 pub mod light;
 pub mod mapped_files;
 pub mod memory_cgroups;
+pub mod mount_option;
 pub mod pipe;
 pub mod probe;
 pub mod proc_files;

@@ -20,9 +20,11 @@ pub struct TryArgs {
     #[arg(long, value_name = "ID", requires = "source")]
     finding: Option<String>,
     /// A setting to try instead of a finding's: a sysctl
-    /// (`vm.dirty_ratio=20`) or a file under /sys
-    /// (`/sys/block/sda/queue/nomerges=0`). Repeat for several, applied in
-    /// order and put back in reverse.
+    /// (`vm.dirty_ratio=20`), a file under /sys
+    /// (`/sys/block/sda/queue/nomerges=0`), a thread's
+    /// (`task/TID/nice=10`) or a mount option a remount changes
+    /// (`mount:/data=dioread_lock`). Repeat for several, applied in order
+    /// and put back in reverse.
     #[arg(long = "set", value_name = "KNOB=VALUE", conflicts_with = "source")]
     set: Vec<String>,
     /// The workload sets up each side itself, from IOSLEUTH_TRY_SIDE

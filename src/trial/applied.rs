@@ -66,9 +66,10 @@ impl<'j> Applied<'j> {
 
     /// Written down before the change, with the value that puts it back.
     fn journal_change(&mut self, knob: &Knob, restore: &str) {
-        match knob.task {
-            Some((t, attr)) => self.journal.record_task(t, attr, restore),
-            None => self.journal.record_knob(&knob.file, restore),
+        match (&knob.task, &knob.mount) {
+            (Some((t, attr)), _) => self.journal.record_task(*t, *attr, restore),
+            (_, Some(m)) => self.journal.record_mount(m, restore),
+            _ => self.journal.record_knob(&knob.file, restore),
         }
     }
 
@@ -90,9 +91,10 @@ impl<'j> Applied<'j> {
             let reads = knob.read().unwrap_or_else(|e| e);
             let ok = wrote.is_ok() && knob.shows(&reads, &value);
             if ok {
-                match knob.task {
-                    Some((t, attr)) => self.journal.forget_task(t, attr),
-                    None => self.journal.forget_knob(&knob.file),
+                match (&knob.task, &knob.mount) {
+                    (Some((t, attr)), _) => self.journal.forget_task(*t, *attr),
+                    (_, Some(m)) => self.journal.forget_mount(m),
+                    _ => self.journal.forget_knob(&knob.file),
                 }
             } else {
                 failed.push(format!(

@@ -10,7 +10,11 @@
 //! And a thread's scheduling settings (`task/TID/policy`,
 //! `task/TID/affinity`, `task/TID/nice`), changed by system call as
 //! `chrt -p`, `taskset -p` and `renice -p` change them.
+//!
+//! And a mount option a remount changes (`mount:/data` set to
+//! `dioread_lock`), one family of options at a time.
 
+use crate::capture::mount_option::MountOption;
 use crate::capture::task_setting::{self, Task, TaskAttr};
 use std::path::{Path, PathBuf};
 
@@ -25,6 +29,9 @@ pub struct Knob {
     /// A thread's setting instead of a file (`file` is then its /proc
     /// directory, for the plan to show).
     pub task: Option<(Task, TaskAttr)>,
+    /// A mount's option instead of a file (`file` is then its mount
+    /// point).
+    pub mount: Option<MountOption>,
 }
 
 /// `task/TID/policy` → the thread and the setting.
@@ -63,6 +70,18 @@ impl Knob {
                 file: PathBuf::from(format!("/proc/{}", t.tid)),
                 device_line: None,
                 task: Some((t, attr)),
+                mount: None,
+            });
+        }
+        if let Some(target) = name.strip_prefix("mount:") {
+            let m =
+                MountOption::find(Path::new(target), value).map_err(|e| format!("{name}: {e}"))?;
+            return Ok(Knob {
+                name: name.to_string(),
+                file: PathBuf::from(target),
+                device_line: None,
+                task: None,
+                mount: Some(m),
             });
         }
         let file = if name.starts_with('/') {
@@ -112,6 +131,7 @@ impl Knob {
             file,
             device_line,
             task: None,
+            mount: None,
         })
     }
 
@@ -121,6 +141,9 @@ impl Knob {
     pub fn read(&self) -> Result<String, KnobError> {
         if let Some((t, attr)) = &self.task {
             return t.read(*attr).map_err(|e| format!("{}: {e}", self.name));
+        }
+        if let Some(m) = &self.mount {
+            return m.read().map_err(|e| format!("{}: {e}", self.name));
         }
         let text = std::fs::read_to_string(&self.file)
             .map_err(|e| format!("{}: cannot read {}: {e}", self.name, self.file.display()))?;
@@ -141,6 +164,11 @@ impl Knob {
         if let Some((t, attr)) = &self.task {
             return t
                 .write(*attr, value)
+                .map_err(|e| format!("{}: the kernel refused {value:?}: {e}", self.name));
+        }
+        if let Some(m) = &self.mount {
+            return m
+                .write(value)
                 .map_err(|e| format!("{}: the kernel refused {value:?}: {e}", self.name));
         }
         std::fs::write(&self.file, value)
@@ -169,6 +197,9 @@ impl Knob {
         let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
         if let Some((_, attr)) = &self.task {
             return task_setting::canonical(*attr, read) == task_setting::canonical(*attr, wanted);
+        }
+        if self.mount.is_some() {
+            return MountOption::shows(read, wanted);
         }
         if self.device_line.is_some() {
             let lifted = |s: &str| {
@@ -208,6 +239,9 @@ impl Knob {
     /// is one's (`/sys/block/NAME/...`, `/sys/dev/block/M:N/...`, or a
     /// per-device line).
     pub fn device(&self) -> Option<String> {
+        if let Some(m) = &self.mount {
+            return Some(m.device.clone());
+        }
         if let Some(d) = &self.device_line {
             return Some(d.clone());
         }
@@ -244,13 +278,14 @@ impl Knob {
                 file: PathBuf::from("/proc/sys").join(other),
                 device_line: None,
                 task: None,
+                mount: None,
             })
             .collect()
     }
 
     /// A sysctl (global, no device).
     pub fn is_sysctl(&self) -> bool {
-        self.task.is_none() && self.file.starts_with("/proc/sys")
+        self.task.is_none() && self.mount.is_none() && self.file.starts_with("/proc/sys")
     }
 
     /// The thread whose setting this is.
@@ -327,6 +362,7 @@ mod tests {
             file: "/sys/fs/cgroup/memory/x/memory.limit_in_bytes".into(),
             device_line: None,
             task: None,
+            mount: None,
         };
         assert!(k.shows("9223372036854771712", "-1"));
         assert!(k.shows("max", "max"));
@@ -373,6 +409,7 @@ mod tests {
             file: "/sys/fs/cgroup/a/io.max".into(),
             device_line: Some("7:0".into()),
             task: None,
+            mount: None,
         };
         assert_eq!(
             k.restore_value(""),
@@ -443,6 +480,7 @@ mod tests {
             file: "/sys/block/loop3/queue/nomerges".into(),
             device_line: None,
             task: None,
+            mount: None,
         };
         assert_eq!(k.device().as_deref(), Some("loop3"));
         assert!(k.shows("2", "2\n") && !k.shows("2", "0"));

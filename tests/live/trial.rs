@@ -3,7 +3,7 @@
 //! workload that fails, SIGINT, and SIGKILL followed by `record --cleanup`.
 
 use crate::common::{iosleuth, live, outcome_of, run, tempdir};
-use iosleuth::testing::LoopDevice;
+use iosleuth::testing::{Ext4, LoopDevice};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -781,4 +781,110 @@ fn try_lowers_a_real_time_thread_and_puts_its_policy_back() {
         (1, 50),
         "put back by record --cleanup: {said}"
     );
+}
+
+/// The ext4 mounted at `mnt` shows dioread_lock (`nodioread_nolock`).
+fn dioread_locked(mnt: &Path) -> bool {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let line = info
+        .lines()
+        .rev()
+        .find(|l| l.split(' ').nth(4) == Some(mnt.to_str().unwrap()))
+        .unwrap_or_else(|| panic!("{} is not mounted", mnt.display()));
+    line.contains("nodioread_nolock")
+}
+
+/// A mount option changed by a remount (`mount:MNT=dioread_lock`): in
+/// effect in each candidate round and only there, put back after the
+/// rounds, and after a SIGKILL by `record --cleanup`; an option the file
+/// system does not have, or a path that is no mount point, refused before
+/// any round.
+#[test]
+#[ignore = "live: needs root, a loop device and mkfs.ext4"]
+fn try_remounts_a_mount_option_and_puts_it_back() {
+    let _l = live();
+    let fs = Ext4::create(64, 4, false).expect("ext4 on a loop device");
+    let mnt = fs.mnt.clone();
+    let m = mnt.display().to_string();
+    assert!(!dioread_locked(&mnt), "ext4's default is dioread_nolock");
+    let dir = tempdir();
+    let sides = dir.path().join("sides");
+    // Small synced writes into the file system; each round notes which
+    // option it ran with.
+    let work = format!(
+        "dd if=/dev/zero of={m}/f bs=4k count=64 oflag=dsync status=none && \
+         if grep -q ' {m} .*nodioread_nolock' /proc/self/mountinfo; then echo lock; else echo nolock; fi >> {}",
+        sides.display()
+    );
+    let o = applied(&format!("mount:{m}=dioread_lock"), &["sh", "-c", &work]);
+    assert_ne!(o.code, 2, "{}", o.stderr);
+    let j: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(
+        j["plan"]["changes"][0]["now"], "dioread_nolock",
+        "{}",
+        o.stdout
+    );
+    assert_eq!(j["plan"]["changes"][0]["tried"], "dioread_lock");
+    let noted = std::fs::read_to_string(&sides).unwrap();
+    let count = |w: &str| noted.lines().filter(|l| *l == w).count();
+    assert_eq!((count("nolock"), count("lock")), (3, 3), "{noted}");
+    let restored = &j["rounds"].as_array().unwrap()[1]["restored"][0];
+    assert_eq!(restored["reads"], "dioread_nolock", "{}", o.stdout);
+    assert_eq!(restored["ok"], true);
+    assert!(!dioread_locked(&mnt), "put back after the rounds");
+
+    for (set, said) in [
+        (
+            format!("mount:{m}=data=writeback"),
+            "not a mount option try can change",
+        ),
+        (format!("mount:{m}/f=lazytime"), "is not a mount point"),
+        (
+            "mount:/proc=dioread_lock".to_string(),
+            "is an option of ext4, and /proc is proc",
+        ),
+    ] {
+        let o = outcome_of(iosleuth().args(["try", "--apply", "--set", &set, "--", "true"]));
+        assert_eq!(o.code, 2, "{set}: {}", o.stderr);
+        assert!(o.stderr.contains(said), "{set}: {}", o.stderr);
+    }
+
+    // SIGKILL during a candidate round: the remount stays until the next
+    // `record --cleanup` puts it back.
+    let mark = dir.path().join("candidate-running");
+    let stderr = dir.path().join("stderr");
+    let mut child = iosleuth()
+        .args(["try", "--apply", "--set", &format!("mount:{m}=dioread_lock"), "--"])
+        .args([
+            "sh",
+            "-c",
+            &format!(
+                "dd if=/dev/zero of={m}/f bs=4k count=16 oflag=dsync status=none && \
+                 if grep -q ' {m} .*nodioread_nolock' /proc/self/mountinfo; then touch {}; exec sleep 60; fi",
+                mark.display()
+            ),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    until_candidate_round(&mut child, &mark, &stderr);
+    // SAFETY: a plain kill(2) of the child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGKILL);
+    }
+    child.wait().unwrap();
+    assert!(dioread_locked(&mnt), "a SIGKILL leaves it for --cleanup");
+    let o = outcome_of(iosleuth().args(["record", "--cleanup"]));
+    assert!(
+        !dioread_locked(&mnt),
+        "put back by record --cleanup: {}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains("mount option \"dioread_nolock\""),
+        "{}",
+        o.stderr
+    );
+    drop(fs);
 }
