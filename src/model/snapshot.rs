@@ -62,6 +62,9 @@ pub struct Mount {
     /// `/dev/loop0`, `proc`, …
     pub device: String,
     pub mountpoint: String,
+    pub fstype: String,
+    /// As /proc/self/mounts shows them (`rw,relatime,nodioread_nolock`).
+    pub options: String,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
