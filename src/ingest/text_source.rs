@@ -183,7 +183,9 @@ fn parse_lost(line: &[u8]) -> Option<u64> {
 
 pub struct TextSource {
     path: PathBuf,
-    input: Chunked,
+    /// Boxed: taken out while lines borrow it and put back, a pointer's
+    /// move per event.
+    input: Option<Box<Chunked>>,
     line_no: u64,
     format: TextFormat,
     stats: SourceStats,
@@ -246,7 +248,7 @@ impl TextSource {
     pub fn new(path: &Path, input: Chunked, format: TextFormat) -> TextSource {
         TextSource {
             path: path.to_path_buf(),
-            input,
+            input: Some(Box::new(input)),
             line_no: 0,
             format,
             stats: SourceStats::default(),
@@ -623,9 +625,9 @@ fn finished_stack((mut k, frames, _): (StackEvent, Vec<Arc<str>>, bool)) -> Even
 impl Source for TextSource {
     fn next_event(&mut self) -> Option<Event> {
         // The input is moved out while lines borrow it, and put back after.
-        let mut input = std::mem::replace(&mut self.input, Chunked::from_vec(Vec::new()));
+        let mut input = self.input.take()?;
         let ev = self.next_from(&mut input);
-        self.input = input;
+        self.input = Some(input);
         ev
     }
     fn path(&self) -> &Path {

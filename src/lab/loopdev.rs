@@ -215,6 +215,19 @@ impl LoopDevice {
     /// that number. Start from the kernel's default (writing 0, since
     /// Linux 6.13; older kernels take the hardware limit), restored on drop.
     fn reset_stale_limits(&mut self) -> Result<(), CaptureError> {
+        // A loop device keeps `write through` across detach and attach
+        // (the kernel sets the cache's presence at attach, not the user's
+        // switch): a run killed before putting it back leaves every later
+        // device of that number sending no flushes.
+        let cache = format!("/sys/block/{}/queue/write_cache", self.name);
+        if std::fs::read_to_string(&cache).is_ok_and(|s| s.trim() == "write through") {
+            eprintln!(
+                "note: {} had write_cache=\"write through\" left from an earlier use; \
+                 using the kernel default (write back) for this run (put back on exit)",
+                self.name
+            );
+            self.set_queue("write_cache", "write back")?;
+        }
         let queue = |knob: &str| {
             std::fs::read_to_string(format!("/sys/block/{}/queue/{knob}", self.name))
                 .ok()

@@ -154,7 +154,7 @@ impl Plan {
     /// device it did no I/O to, a file that belongs to no device, a sysctl
     /// outside the page cache's and the scheduler's (`vm.*`,
     /// `kernel.sched_*`), a thread not seen holding a CPU the workload
-    /// waited for.
+    /// waited for, a workqueue's file whose work was not seen running.
     fn outside(&self, touched: &Touched) -> Vec<String> {
         self.changes
             .iter()
@@ -165,6 +165,9 @@ impl Plan {
                 }
                 if let Some(cg) = k.memory_cgroup() {
                     return !touched.memory_cgroups.iter().any(|t| Path::new(t) == cg);
+                }
+                if let Some(wq) = workqueue_of(&k.file) {
+                    return !touched.workqueues.iter().any(|w| w == wq);
                 }
                 if k.is_sysctl() {
                     let rel = k.file.strip_prefix("/proc/sys").unwrap_or(&k.file);
@@ -180,6 +183,23 @@ impl Plan {
             .collect()
     }
 }
+
+/// The workqueue whose file this is (`/sys/devices/virtual/workqueue/
+/// writeback/cpumask` → `writeback`); not the mask of all unbound ones.
+fn workqueue_of(file: &Path) -> Option<&str> {
+    let rest = file.strip_prefix("/sys/devices/virtual/workqueue").ok()?;
+    let mut parts = rest.iter();
+    let (wq, _) = (parts.next()?.to_str()?, parts.next()?);
+    Some(wq)
+}
+
+/// The workqueues with a sysfs directory whose work runs for a block
+/// workload, by the function its work runs (fs/fs-writeback.c,
+/// block/blk-cgroup.c).
+const WORKQUEUE_FUNCTIONS: [(&str, &str); 2] = [
+    ("wb_workfn", "writeback"),
+    ("blkg_async_bio_workfn", "blkcg_punt_bio"),
+];
 
 /// A device as `MAJ:MIN`, from its name (`/sys/block/NAME/dev`) or as is.
 fn maj_min(dev: &str) -> Option<String> {
@@ -354,11 +374,12 @@ pub fn run(plan: Plan, o: &TrialOptions, record: &mut Recorder) -> Result<Trial>
                         }
                     };
                     return Err(Error::bad_input(format!(
-                        "{} outside what the workload touched (its devices: {}; threads that held a CPU it waited for: {}; memory cgroups limiting it: {}); --force to try anyway",
+                        "{} outside what the workload touched (its devices: {}; threads that held a CPU it waited for: {}; memory cgroups limiting it: {}; workqueues whose work ran: {}); --force to try anyway",
                         outside.join(", "),
                         list(touched.devices.clone()),
                         list(touched.holders.iter().map(|t| t.to_string()).collect()),
                         list(touched.memory_cgroups.clone()),
+                        list(touched.workqueues.clone()),
                     )));
                 }
             }
@@ -416,6 +437,9 @@ struct Touched {
     holders: Vec<u32>,
     /// The memory cgroups it ran in and their ancestors with a limit.
     memory_cgroups: Vec<String>,
+    /// The workqueues (with a sysfs directory) whose work ran while it
+    /// did (the full recorder's `workqueue` set).
+    workqueues: Vec<String>,
 }
 
 impl Touched {
@@ -452,6 +476,11 @@ impl Touched {
                 v.dedup();
                 v
             },
+            workqueues: WORKQUEUE_FUNCTIONS
+                .iter()
+                .filter(|(f, _)| a.workqueue.functions.iter().any(|w| w.function == *f))
+                .map(|(_, wq)| wq.to_string())
+                .collect(),
         }
     }
 }
@@ -581,6 +610,40 @@ mod tests {
             changes: Vec::new(),
             by_workload: None,
         }
+    }
+
+    #[test]
+    fn a_workqueues_mask_is_its_own_when_its_work_ran() {
+        let knob = |file: &str| Planned {
+            resolved: Knob {
+                name: file.into(),
+                file: file.into(),
+                device_line: None,
+                task: None,
+                mount: None,
+            },
+            knob: file.into(),
+            file: file.into(),
+            thread: None,
+            now: "3".into(),
+            tried: "1".into(),
+            restore: "3".into(),
+        };
+        let wb = "/sys/devices/virtual/workqueue/writeback/cpumask";
+        let all = "/sys/devices/virtual/workqueue/cpumask";
+        let mut p = plan(None, None);
+        p.changes = vec![knob(wb), knob(all)];
+        let touched = |wqs: &[&str]| Touched {
+            devices: vec!["7:0".into()],
+            holders: Vec::new(),
+            memory_cgroups: Vec::new(),
+            workqueues: wqs.iter().map(|w| w.to_string()).collect(),
+        };
+        // The mask of every unbound workqueue is never the workload's own.
+        assert_eq!(p.outside(&touched(&["writeback"])), [all]);
+        assert_eq!(p.outside(&touched(&["blkcg_punt_bio"])), [wb, all]);
+        assert_eq!(workqueue_of(Path::new(wb)), Some("writeback"));
+        assert_eq!(workqueue_of(Path::new(all)), None);
     }
 
     #[test]

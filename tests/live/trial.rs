@@ -888,3 +888,53 @@ fn try_remounts_a_mount_option_and_puts_it_back() {
     );
     drop(fs);
 }
+
+/// A workqueue's cpumask (`writeback`'s): refused after a first baseline
+/// round whose capture did not see its work run (a light capture records
+/// no workqueue events), allowed when the full recorder's did, applied in
+/// the candidate rounds and put back.
+#[test]
+#[ignore = "live: needs root, tracefs and a loop device"]
+fn try_sets_a_workqueues_cpus_when_its_work_ran_for_the_workload() {
+    let _l = live();
+    let mask = PathBuf::from("/sys/devices/virtual/workqueue/writeback/cpumask");
+    assert!(mask.exists(), "live test cannot run: no {}", mask.display());
+    let was = read(&mask);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(cpus >= 2, "live test cannot run: one CPU");
+    let disk = LoopDevice::create(64, false).expect("loop device");
+    let dir = tempdir();
+    let sides = dir.path().join("sides");
+    // Buffered writes to the device, written back by the flusher (its
+    // work on the writeback workqueue) at `sync`; each round notes the
+    // mask it ran with.
+    let work = format!(
+        "dd if=/dev/zero of=/dev/{} bs=64k count=64 status=none && sync && cat {} >> {}",
+        disk.name,
+        mask.display(),
+        sides.display()
+    );
+    let set = format!("{}=1", mask.display());
+    let o = outcome_of(iosleuth().args([
+        "try", "--apply", "--rounds", "3", "--set", &set, "--", "sh", "-c", &work,
+    ]));
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("workqueues whose work ran: none); --force"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(read(&mask), was);
+    let _ = std::fs::remove_file(&sides);
+    let o = outcome_of(iosleuth().args([
+        "try", "--apply", "--full", "--rounds", "3", "--format", "json", "--set", &set, "--", "sh",
+        "-c", &work,
+    ]));
+    assert_ne!(o.code, 2, "{}", o.stderr);
+    let noted = std::fs::read_to_string(&sides).unwrap();
+    let count = |w: &str| noted.lines().filter(|l| l.trim() == w).count();
+    assert_eq!((count(&was), count("1")), (3, 3), "{noted}");
+    assert_eq!(read(&mask), was, "put back after the rounds");
+    drop(disk);
+}
