@@ -302,7 +302,7 @@ pub fn cache_refault(lab: &Lab) -> Result<(), CaptureError> {
         // fio drops the file's pages before each pass unless told not to:
         // the second pass must find what the first left in the cache.
         let script = format!(
-            "{}; echo $$ > {}/cgroup.procs; exec fio --output=/dev/null --name=c --filename={} --rw=randread --bs=16k --ioengine=psync --size=16M --io_size=32M --invalidate=0",
+            "{}; echo $$ > {}/cgroup.procs; exec fio --output=/dev/null --name=c --filename={} --rw=randread --bs=16k --ioengine=psync --size=16M --io_size=96M --invalidate=0",
             uncache(&file),
             dir.display(),
             file.display()

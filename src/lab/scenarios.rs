@@ -116,7 +116,7 @@ pub static SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "cache-refault",
         case: "page_cache_thrashing",
-        about: "fio reads a 16 MiB file on ext4 twice at random through the page cache, in a memory cgroup",
+        about: "fio reads a 16 MiB file on ext4 six times over at random through the page cache, in a memory cgroup",
         expect: Some("page_cache_thrashing"),
         rivals: &[],
         good: "no memory limit",
