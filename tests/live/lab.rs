@@ -566,6 +566,15 @@ fn tried(name: &str) -> (String, String) {
     (out, line)
 }
 
+/// The number in `line` after `after` and before the next `before`.
+fn number_between<T: std::str::FromStr>(line: &str, after: &str, before: &str) -> T {
+    line.split(after)
+        .nth(1)
+        .and_then(|r| r.split(before).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no number after {after:?} in {line}"))
+}
+
 #[test]
 #[ignore = "live: needs root, tracefs and loop devices; scripts/test runs it"]
 fn lab_try_measures_each_remedy_on_the_scenarios_own_workload() {
@@ -588,12 +597,7 @@ fn lab_try_measures_each_remedy_on_the_scenarios_own_workload() {
         line.contains("finding in 5/5 baseline, 0/5 candidate"),
         "{line}"
     );
-    let pct: f64 = line
-        .split("workload.seconds ")
-        .nth(1)
-        .and_then(|r| r.split(" %").next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("{line}"));
+    let pct: f64 = number_between(&line, "workload.seconds ", " %");
     assert!(pct < -50.0, "{line}");
     // A memory cgroup's limit, read by the capture while the workload ran
     // in it, lifted (measured here: -51 %, 95 % CI -57..-47 %; -35 %, CI
@@ -618,12 +622,7 @@ fn lab_try_measures_each_remedy_on_the_scenarios_own_workload() {
             && line.contains("finding in 5/5 baseline, "),
         "{line}"
     );
-    let in_candidate: u32 = line
-        .split("5/5 baseline, ")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{line}"));
+    let in_candidate: u32 = number_between(&line, "5/5 baseline, ", "/");
     assert!(in_candidate <= 1, "{line}");
     // A thread's policy: the real-time burner beside the workload made an
     // ordinary thread (measured here: -34 %, 95 % CI -47..-23 %).
