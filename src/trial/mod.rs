@@ -189,7 +189,9 @@ impl Plan {
 fn workqueue_of(file: &Path) -> Option<&str> {
     let rest = file.strip_prefix("/sys/devices/virtual/workqueue").ok()?;
     let mut parts = rest.iter();
-    let (wq, _) = (parts.next()?.to_str()?, parts.next()?);
+    let wq = parts.next()?.to_str()?;
+    // A file in the workqueue's directory, not the directory's own files.
+    parts.next()?;
     Some(wq)
 }
 
