@@ -43,6 +43,51 @@ fn dir() -> PathBuf {
     super::tracefs::state_dir()
 }
 
+/// The file that marks a process's scratch directory as iosleuth's own:
+/// only a directory holding it is ever removed by `record --cleanup`.
+const SCRATCH_MARKER: &str = ".iosleuth-scratch";
+
+/// A fresh scratch directory of this process under the temporary
+/// directory (`iosleuth-WHAT-PID`), marked so that `record --cleanup`
+/// removes it once the process is gone, even after a SIGKILL.
+pub fn scratch_dir(what: &str) -> std::io::Result<PathBuf> {
+    let p = std::env::temp_dir().join(format!("iosleuth-{what}-{}", std::process::id()));
+    if p.join(SCRATCH_MARKER).exists() {
+        std::fs::remove_dir_all(&p)?;
+    }
+    std::fs::create_dir(&p)?;
+    std::fs::write(p.join(SCRATCH_MARKER), b"")?;
+    Ok(p)
+}
+
+/// The kernel's largest process id (PID_MAX_LIMIT on 64-bit machines).
+const PID_MAX_LIMIT: u32 = 4 << 20;
+
+/// The scratch directories in `tmp` of processes gone: removed.
+fn remove_stale_scratch(tmp: &Path, done: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("iosleuth-")
+            .and_then(|rest| rest.rsplit('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+            .filter(|pid| (1..=PID_MAX_LIMIT).contains(pid))
+        else {
+            continue;
+        };
+        let p = e.path();
+        if alive(pid) || !p.join(SCRATCH_MARKER).is_file() {
+            continue;
+        }
+        if std::fs::remove_dir_all(&p).is_ok() {
+            done.push(format!("removed scratch directory {}", p.display()));
+        }
+    }
+}
+
 pub fn alive(pid: u32) -> bool {
     // Signal 0 checks existence; EPERM still means it exists.
     let r = unsafe { libc::kill(pid as i32, 0) };
@@ -232,6 +277,7 @@ pub fn cleanup_stale(tracefs_root: Option<&Path>) -> Vec<String> {
             let _ = std::fs::remove_file(&p);
         }
     }
+    remove_stale_scratch(&std::env::temp_dir(), &mut done);
     if let Some(root) = tracefs_root {
         if let Ok(entries) = std::fs::read_dir(root.join("instances")) {
             for e in entries.flatten() {
@@ -249,4 +295,41 @@ pub fn cleanup_stale(tracefs_root: Option<&Path>) -> Vec<String> {
         }
     }
     done
+}
+
+#[cfg(test)]
+mod scratch_tests {
+    use super::*;
+
+    #[test]
+    fn only_a_marked_scratch_directory_of_a_process_gone_is_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let make = |name: &str, marked: bool| {
+            let d = tmp.path().join(name);
+            std::fs::create_dir(&d).unwrap();
+            std::fs::write(d.join("data"), b"x").unwrap();
+            if marked {
+                std::fs::write(d.join(SCRATCH_MARKER), b"").unwrap();
+            }
+            d
+        };
+        let stale = make(&format!("iosleuth-watch-{gone}"), true);
+        let unmarked = make(&format!("iosleuth-try-{gone}"), false);
+        let running = make(&format!("iosleuth-watch-{}", std::process::id()), true);
+        let not_a_pid = make("iosleuth-watch-4294967295", true);
+        let other = make(&format!("other-{gone}"), true);
+        let mut done = Vec::new();
+        remove_stale_scratch(tmp.path(), &mut done);
+        assert!(!stale.exists());
+        assert_eq!(
+            done,
+            [format!("removed scratch directory {}", stale.display())]
+        );
+        for kept in [unmarked, running, not_a_pid, other] {
+            assert!(kept.join("data").exists(), "{}", kept.display());
+        }
+    }
 }

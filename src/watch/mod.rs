@@ -323,11 +323,9 @@ impl Drop for TempDir {
 }
 
 fn tempdir() -> Result<TempDir> {
-    let p = std::env::temp_dir().join(format!("iosleuth-watch-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&p);
-    std::fs::create_dir(&p)
-        .map_err(|e| Error::failed(format!("cannot create {}: {e}", p.display())))?;
-    Ok(TempDir(p))
+    crate::capture::journal::scratch_dir("watch")
+        .map(TempDir)
+        .map_err(|e| Error::failed(format!("cannot create a scratch directory: {e}")))
 }
 
 fn sleep_until_next_second(started: &std::time::Instant) {

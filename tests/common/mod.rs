@@ -589,6 +589,27 @@ pub fn names_in(dir: &Path) -> Vec<String> {
     v
 }
 
+/// Ends an iosleuth a failed test left running as its user would: SIGTERM
+/// (its handler unloads its programs and unmounts the tracefs it
+/// mounted), then SIGKILL after 10 s and `record --cleanup` after it, so a
+/// failure leaves the machine as it found it.
+pub fn end_iosleuth(child: &mut std::process::Child) {
+    if child.try_wait().ok().flatten().is_some() {
+        return;
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < until {
+        if child.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = iosleuth().args(["record", "--cleanup"]).output();
+}
+
 /// The names of iosleuth's BPF programs (`iosl_*`) loaded on the machine now.
 pub fn our_programs() -> Vec<String> {
     aya::programs::loaded_programs()

@@ -146,8 +146,7 @@ impl Watch {
 
 impl Drop for Watch {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        end_iosleuth(&mut self.child);
     }
 }
 
@@ -233,8 +232,7 @@ impl Light {
 
 impl Drop for Light {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        end_iosleuth(&mut self.child);
     }
 }
 

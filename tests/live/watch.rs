@@ -80,8 +80,7 @@ impl Watch {
 
 impl Drop for Watch {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        end_iosleuth(&mut self.child);
     }
 }
 
@@ -463,12 +462,17 @@ fn watch_killed_leaves_no_program_loaded() {
     let dir = tempdir();
     let mut watch = Watch::start(&dir.path().join("watch.log"), &[]);
     assert!(our_programs().len() >= 7, "{:?}", our_programs());
+    // Without --dir, the event formats are kept in a scratch directory.
+    let scratch = std::env::temp_dir().join(format!("iosleuth-watch-{}", watch.child.id()));
+    assert!(scratch.is_dir(), "{}", scratch.display());
     watch.child.kill().unwrap();
     watch.child.wait().unwrap();
-    // A killed process cannot unmount the tracefs it mounted: the next
-    // iosleuth does (`record --cleanup`, which every record runs first).
-    run(iosleuth().args(["record", "--cleanup"]));
+    // A killed process cannot unmount the tracefs it mounted nor remove
+    // its scratch directory: the next iosleuth does (`record --cleanup`,
+    // which every record runs first).
+    let said = run(iosleuth().args(["record", "--cleanup"]));
     assert_eq!(tracefs_mounts(), mounts_before, "tracefs left mounted");
+    assert!(!scratch.exists(), "{} left: {said}", scratch.display());
     wait_for("no program left after SIGKILL", 5, || {
         our_programs().is_empty()
     });
@@ -490,6 +494,16 @@ fn watch_serves_each_cgroups_requests_in_its_own_series() {
         disk.name.clone(),
         disk.dev().unwrap().to_string().replace(',', ":"),
     );
+    // The kernel's own count of the bytes the disk completed since the
+    // test began (diskstats' sectors written; a loop device keeps them
+    // across attachments): the series are read once a second, so they are
+    // awaited until they hold every completion, not for a fixed time.
+    let sectors_written = || -> u64 {
+        let stat = std::fs::read_to_string(format!("/sys/block/{name}/stat")).unwrap();
+        stat.split_whitespace().nth(6).unwrap().parse().unwrap()
+    };
+    let sectors_before = sectors_written();
+    let disk_written = || (sectors_written() - sectors_before) * 512;
     let dir = tempdir();
     // Without the scheduler's hooks, which this test does not need: the
     // scrape names what it does not watch by an identifier. The cgroups'
@@ -523,8 +537,18 @@ fn watch_serves_each_cgroups_requests_in_its_own_series() {
         )
         .unwrap_or(0.0) as u64
     };
+    // Every byte written to the disk, in some cgroup's series.
+    let all_written = |text: &str| -> u64 {
+        text.lines()
+            .filter(|l| {
+                l.starts_with("iosleuth_cgroup_bytes_total{")
+                    && l.contains(&format!("device=\"{name}\",op=\"write\""))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    };
     let mut text = String::new();
-    wait_until("the reader's 3000 requests in its series", 15, || {
+    wait_until("every completion in the cgroups' series", 15, || {
         text = watch.metrics();
         let reads = series(
             &text,
@@ -532,19 +556,16 @@ fn watch_serves_each_cgroups_requests_in_its_own_series() {
             &reader.label,
             "read",
         );
-        let written = series(&text, "iosleuth_cgroup_bytes_total", &writer.label, "write");
-        if reads >= 3000 && written > 0 {
+        let (written, on_disk) = (all_written(&text), disk_written());
+        if reads >= 3000 && written == on_disk {
             return Ok(());
         }
         let (_, _, r_bios) = reader.kernel_counts(&dev);
         let (_, w_written, _) = writer.kernel_counts(&dev);
         Err(format!(
-            "the reader's reads {reads} (the kernel's {r_bios}), the writer's bytes {written} (the kernel's {w_written})"
+            "the reader's reads {reads} (the kernel's {r_bios}); bytes written in all series {written}, the disk's {on_disk} (the writer's by the kernel {w_written})\n{text}"
         ))
     });
-    // Another second: the last completions of the writer's syncs are in.
-    std::thread::sleep(Duration::from_millis(1500));
-    text = watch.metrics();
     let (r_read, r_written, r_bios) = reader.kernel_counts(&dev);
     let (_, w_written, _) = writer.kernel_counts(&dev);
 
@@ -603,16 +624,13 @@ fn watch_serves_each_cgroups_requests_in_its_own_series() {
         ),
         0
     );
-    // Every byte written to the disk, in some cgroup's series.
-    let all_written: u64 = text
-        .lines()
-        .filter(|l| {
-            l.starts_with("iosleuth_cgroup_bytes_total{")
-                && l.contains(&format!("device=\"{name}\",op=\"write\""))
-        })
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-        .sum();
-    assert_eq!(all_written, 8 << 20, "{text}");
+    // The disk wrote fio's 8 MiB, no more and no less.
+    assert_eq!(
+        all_written(&text),
+        8 << 20,
+        "the disk's own count {} bytes\n{text}",
+        disk_written()
+    );
     promtool_check(&text);
     watch.stop();
 }
