@@ -22,6 +22,7 @@ mod model;
 mod pipeline;
 mod progress;
 mod report;
+mod symbolize;
 mod trial;
 mod watch;
 
@@ -40,7 +41,6 @@ pub mod testing {
     pub use crate::capture::cgroups::{io_hierarchy, Hierarchy};
     pub use crate::capture::journal::remove_instance;
     pub use crate::capture::pipe::PipeReader;
-    pub use crate::capture::recorder::EVENT_SETS;
     pub use crate::capture::snapshot::{ext4_journal, mono_ns};
     pub use crate::capture::tracefs::{CaptureError, Tracefs};
     pub use crate::capture::unique_name;
@@ -51,6 +51,7 @@ pub mod testing {
     pub use crate::ingest::text_source::{detect, TextFormat, TextSource};
     pub use crate::ingest::{open_bytes, open_file, open_inputs, warnings_for, Merger, Source};
     pub use crate::lab::{ext4::Ext4, loopdev::LoopDevice, slowdisk::Stall};
+    pub use crate::model::event_sets::EVENT_SETS;
     pub use crate::model::light::{
         LightDoc, SlowRequest, CONTEXT_HEADER, SLOW_HEADER, SLOW_RECORD,
     };

@@ -298,7 +298,7 @@ fn read_details(a: &Analysis, took: std::time::Duration) -> String {
             format!("{}.{:09}", o / 1_000_000_000, o % 1_000_000_000)
         }
     );
-    let sets: Vec<&str> = crate::capture::recorder::EVENT_SETS
+    let sets: Vec<&str> = crate::model::event_sets::EVENT_SETS
         .iter()
         .map(|(set, _)| *set)
         .filter(|s| a.recorded_set(s))

@@ -3,7 +3,7 @@
 //! whose events are missing cannot judge, and says so: "no finding" is
 //! only said of what was seen.
 
-use crate::capture::recorder::EVENT_SETS;
+use crate::model::event_sets::EVENT_SETS;
 use crate::model::{Action, Tracepoint};
 
 /// The event sets and kinds of events an input holds.

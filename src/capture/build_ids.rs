@@ -5,8 +5,8 @@
 //! whole files.
 
 use crate::ingest::capture_dir::mapped_files;
-use crate::ingest::elf_reader::ElfReader;
 use crate::model::capture_layout::BUILD_IDS;
+use crate::symbolize::elf_reader::ElfReader;
 use object::Object;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -10,7 +10,7 @@
 //! are refused), so they are not used.
 
 use crate::model::function_brackets::brackets_of;
-use crate::model::kallsyms::is_function_type;
+use crate::symbolize::kallsyms::is_function_type;
 use std::path::Path;
 
 /// How one function is measured.

@@ -354,7 +354,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("vdso.so");
         std::fs::write(&p, &out).unwrap();
-        let syms = crate::ingest::elf_symbols::ElfSymbols::load(&p, None, &mut Vec::new()).unwrap();
+        let syms =
+            crate::symbolize::elf_symbols::ElfSymbols::load(&p, None, &mut Vec::new()).unwrap();
         let named = (0..out.len() as u64)
             .step_by(16)
             .filter_map(|o| syms.at_file_offset(o))

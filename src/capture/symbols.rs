@@ -6,8 +6,8 @@
 
 use crate::ingest::capture_dir::open_capture;
 use crate::model::capture_layout::{ADDRESS_FIELDS, SYMBOLS};
-use crate::model::kallsyms::KernelSymbols;
 use crate::model::{Event, Value};
+use crate::symbolize::kallsyms::KernelSymbols;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 

@@ -59,7 +59,7 @@ impl SymbolArgs {
     /// Checks a `--kallsyms` file and puts it in use for the whole run.
     pub fn apply(&self) -> Result<()> {
         if let Some(k) = &self.kallsyms {
-            crate::model::kallsyms::use_file(k)
+            crate::symbolize::kallsyms::use_file(k)
                 .map_err(|e| Error::bad_input(format!("{}: {e}", k.display())))?;
         }
         Ok(())

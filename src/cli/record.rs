@@ -5,10 +5,11 @@ use crate::capture::blk_tracer::{sysfs_name, BlkTracerOptions, BlkTracerSession}
 use crate::capture::mapped_files::MappedFiles;
 use crate::capture::memory_cgroups::MemoryCgroups;
 use crate::capture::proc_files::process_tree;
-use crate::capture::recorder::{expand_sets, RecordOptions, Recorder, EVENT_SETS};
+use crate::capture::recorder::{expand_sets, RecordOptions, Recorder};
 use crate::capture::workload::{self, Workload};
 use crate::capture::{journal, probe, snapshot, tracefs::Tracefs};
 use crate::error::{Error, ExitStatus, Result};
+use crate::model::event_sets::EVENT_SETS;
 use crate::report::output_file::OutputFile;
 use clap::Args;
 use std::io::Write;

@@ -603,7 +603,7 @@ fn user_space(
         .into_iter()
         .filter_map(|(path, hex)| Some((path.into_bytes(), from_hex(&hex)?)))
         .collect();
-    let names = super::user_frames::UserFrames::with_build_ids(build_ids);
+    let names = crate::symbolize::user_frames::UserFrames::with_build_ids(build_ids);
     let (maps, names) = scan_mappings(dir, files, names.with_vdso(dir.join(layout::VDSO)));
     super::perf_samples::UserSpace {
         maps,
@@ -649,12 +649,12 @@ pub fn mapped_files(dir: &Path) -> Vec<String> {
 fn scan_mappings(
     dir: &Path,
     files: &[(u32, PathBuf)],
-    mut names: super::user_frames::UserFrames,
+    mut names: crate::symbolize::user_frames::UserFrames,
 ) -> (
-    super::process_maps::ProcessMaps,
-    super::user_frames::UserFrames,
+    crate::symbolize::process_maps::ProcessMaps,
+    crate::symbolize::user_frames::UserFrames,
 ) {
-    let mut maps = super::process_maps::ProcessMaps::default();
+    let mut maps = crate::symbolize::process_maps::ProcessMaps::default();
     let start = dir.join(layout::START_MAPS);
     for path in std::iter::once(&start).chain(files.iter().map(|(_, p)| p)) {
         if let Ok((f, _)) = super::files::open_regular(path) {

@@ -17,14 +17,14 @@
 use super::capture_dir::Decoder;
 use super::perf_damage::{self, Overlay};
 use super::perf_script_stack::parse_frame;
-use super::process_maps::SharedMappings;
 use super::source::{InputError, Source, SourceStats};
-use super::user_frames::{Mapping, UserFrames};
-use crate::model::kallsyms::KernelSymbols;
 use crate::model::perf_record::{
     CONTEXT_HV, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER, KERNEL_START,
 };
 use crate::model::{Comm, Event, StackEvent, Tracepoint};
+use crate::symbolize::kallsyms::KernelSymbols;
+use crate::symbolize::process_maps::SharedMappings;
+use crate::symbolize::user_frames::{Mapping, UserFrames};
 use linux_perf_data::linux_perf_event_reader::{
     EventRecord, RawEventRecord, RecordType, SampleRecord,
 };
@@ -240,12 +240,12 @@ fn recorded_on_another_kernel(
     path: &Path,
     build_ids: &FxHashMap<Vec<u8>, Vec<u8>>,
 ) -> Option<String> {
-    if crate::model::kallsyms::given_file().is_some() {
+    if crate::symbolize::kallsyms::given_file().is_some() {
         return None;
     }
     let recorded = build_ids.get(&b"[kernel.kallsyms]"[..])?;
-    let running = crate::model::kallsyms::running_build_id()?;
-    if crate::model::kallsyms::same_build_id(recorded, &running) {
+    let running = crate::symbolize::kallsyms::running_build_id()?;
+    if crate::symbolize::kallsyms::same_build_id(recorded, &running) {
         return None;
     }
     Some(format!(

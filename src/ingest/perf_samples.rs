@@ -7,15 +7,15 @@
 //! said.
 
 use super::capture_dir::Decoder;
-use super::process_maps::ProcessMaps;
 use super::reader::Chunked;
 use super::source::{Source, SourceStats};
-use super::user_frames::UserFrames;
 use crate::model::perf_record::{
     self, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER, HEADER_LEN, KERNEL_START, RECORD_LOST,
     RECORD_SAMPLE,
 };
 use crate::model::{Event, StackEvent};
+use crate::symbolize::process_maps::ProcessMaps;
+use crate::symbolize::user_frames::UserFrames;
 use rustc_hash::FxHashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -7,9 +7,9 @@
 pub mod blktrace_record;
 pub mod block;
 pub mod capture_layout;
+pub mod event_sets;
 pub mod fields;
 pub mod function_brackets;
-pub mod kallsyms;
 pub mod light;
 pub mod log_linear;
 pub mod manifest;

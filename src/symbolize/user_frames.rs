@@ -6,7 +6,7 @@
 //! offset) named once.
 
 use super::elf_symbols::ElfSymbols;
-use super::perf_script_stack::parse_frame;
+use crate::ingest::perf_script_stack::parse_frame;
 use rustc_hash::FxHashMap;
 use std::path::Path;
 use std::sync::Arc;

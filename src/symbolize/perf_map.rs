@@ -5,7 +5,7 @@
 //! it: a regular file, not a symbolic link, owned by root or by the user
 //! iosleuth runs as.
 
-use super::files::{open_named, read_opened, Limit, Links};
+use crate::ingest::files::{open_named, read_opened, Limit, Links};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 

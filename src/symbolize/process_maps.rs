@@ -12,8 +12,8 @@
 //! ones it overlaps; a forked process starts with its parent's; exec
 //! keeps the old mappings until new ones overlap them.
 
-use super::reader::Chunked;
 use super::user_frames::{Mapping, UserFrames};
+use crate::ingest::reader::Chunked;
 use crate::model::perf_record::{self, HEADER_LEN, RECORD_FORK, RECORD_MMAP, SAMPLE_ID_LEN};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;

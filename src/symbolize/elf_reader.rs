@@ -4,7 +4,7 @@
 //! than a budget in all: a damaged or hostile file whose headers claim
 //! gigabytes of symbols costs at most that.
 
-use super::files::{open_named, Limit, Links};
+use crate::ingest::files::{open_named, Limit, Links};
 use object::ReadRef;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -62,7 +62,7 @@ impl ElfReader {
         self.over_budget.get().then(|| {
             format!(
                 "its symbol tables need more than the {} iosleuth reads from one file",
-                super::files::size_text(READ_BUDGET)
+                crate::ingest::files::size_text(READ_BUDGET)
             )
         })
     }
