@@ -12,6 +12,7 @@
 use super::helpers::{kernel_thread, ms_2dp, not, sched_rt_runtime_us};
 use crate::analyze::sched::LongWait;
 use crate::analyze::Analysis;
+use crate::compare::metrics::LONGEST_RUNQUEUE_WAIT;
 use crate::diagnose::Remedy;
 use crate::diagnose::{Finding, Rule, Severity, Verdict};
 use serde_json::json;
@@ -100,7 +101,11 @@ fn check(a: &Analysis) -> Verdict {
         (Some(r), Some(l)) => Some(r.and(l.0, l.1, l.2)),
         (None, Some(l)) => Some(Remedy::set(l.0, l.1, l.2)),
         (r, None) => r,
-    };
+    }
+    // Judged by the wait itself: the workload's own time also moves with
+    // whatever else the machine runs, the wait behind a real-time task
+    // only with that task.
+    .map(|r| r.judged_by(LONGEST_RUNQUEUE_WAIT.metric("", 0.0).id));
     Verdict::Fired(Finding {
         remedy,
         id: RULE.id,
@@ -183,8 +188,15 @@ mod tests {
             .workaround
             .contains("taskset -pc OTHER_CPUS 50 / chrt -o -p 0 50"));
         // The holder made an ordinary thread; its policy now unknown (FIFO
-        // or RR: sched_switch says only the priority).
-        assert_eq!(f.remedy, Some(Remedy::set("task/50/policy", None, "other")));
+        // or RR: sched_switch says only the priority), judged by the
+        // longest runqueue wait.
+        assert_eq!(
+            f.remedy,
+            Some(
+                Remedy::set("task/50/policy", None, "other")
+                    .judged_by("sched.longest_runqueue_wait_ms")
+            )
+        );
     }
 
     #[test]
@@ -227,11 +239,10 @@ mod tests {
         let f = fired(check(&with_snapshot(analysis(&burner(49)), kernel("-1"))));
         assert_eq!(
             f.remedy,
-            Some(Remedy::set(
-                "kernel.sched_rt_runtime_us",
-                Some("-1".into()),
-                "950000"
-            ))
+            Some(
+                Remedy::set("kernel.sched_rt_runtime_us", Some("-1".into()), "950000")
+                    .judged_by("sched.longest_runqueue_wait_ms")
+            )
         );
     }
 
