@@ -17,7 +17,7 @@
 //! command unmatched: counted, never guessed.
 
 use super::histogram::{LatencyDist, Percentiles};
-use super::top::keep_largest;
+use super::top::{keep_largest, qualifies};
 use crate::model::tracepoint::Field;
 use crate::model::{Action, BlockEvent, Dev, TraceEvent, Tracepoint};
 use rustc_hash::FxHashMap;
@@ -257,6 +257,10 @@ impl DriverAnalysis {
         d.before.add(before_device_ns);
         d.device.add(device_ns);
         self.ended.insert((dev, sector), o.ts);
+        // Its device named (a string) only when it is among the slowest.
+        if !qualifies(&self.slowest, SLOWEST, device_ns, |c| c.device_ns) {
+            return true;
+        }
         let cmd = DeviceCommand {
             driver: c.driver,
             device: dev.to_string(),

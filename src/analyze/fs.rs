@@ -8,7 +8,7 @@
 use super::histogram::{LatencyDist, Percentiles};
 use super::names::ThreadNames;
 use super::syscalls::CallStats;
-use super::top::keep_largest;
+use super::top::{keep_largest, qualifies};
 use crate::model::tracepoint::Field;
 use crate::model::{Action, BlockEvent, Dev, Rwbs, TraceEvent, Tracepoint};
 use rustc_hash::FxHashMap;
@@ -271,6 +271,10 @@ impl FsAnalysis {
                 let ns = e.ts - start;
                 self.out.fsync.add(ns);
                 self.fsync_by_pid.entry(e.pid).or_default().add(ns);
+                // Named (two strings) only when it is among the slowest.
+                if !qualifies(&self.out.slowest_fsyncs, SLOWEST_KEPT, ns, |x| x.latency_ns) {
+                    return;
+                }
                 let item = Fsync {
                     pid: e.pid,
                     comm: names.get(e.pid),

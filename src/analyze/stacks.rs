@@ -20,7 +20,8 @@ pub type Frames = Arc<[Arc<str>]>;
 /// the tracer has written it.
 struct Blocked {
     since: u64,
-    comm: Arc<str>,
+    /// Inline: a switch away allocates nothing.
+    comm: crate::model::Comm,
     stack: Option<Frames>,
 }
 
@@ -46,7 +47,7 @@ pub struct StackAnalysis {
     /// By CPU: the thread whose switch away the next stack belongs to.
     awaiting_stack: FxHashMap<u32, u32>,
     /// Off-CPU time by (comm, stack).
-    off_cpu: FxHashMap<(Arc<str>, Frames), u64>,
+    off_cpu: FxHashMap<(crate::model::Comm, Frames), u64>,
     stacks: u64,
     without_stack_ns: u64,
     /// By thread: its long blocked stretches, in time order.
@@ -179,7 +180,7 @@ impl StackAnalysis {
             && matches!(task_state(f.get(Field::PrevState)), 'S' | 'D')
             && names.keeps_named(prev, comm)
         {
-            let comm: Arc<str> = comm.into();
+            let comm = crate::model::Comm::new(comm.as_bytes());
             self.blocked.insert(
                 prev,
                 Blocked {
@@ -216,7 +217,7 @@ impl StackAnalysis {
         let off_cpu = folded(
             self.off_cpu
                 .into_iter()
-                .map(|((comm, stack), ns)| (comm.to_string(), stack, ns)),
+                .map(|((comm, stack), ns)| (comm.as_str().to_string(), stack, ns)),
             Taken::ByTracer,
         );
         let on_cpu = folded(

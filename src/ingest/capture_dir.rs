@@ -69,8 +69,19 @@ pub struct Decoder {
     /// Names of kernel addresses (work functions, stack frames), from
     /// `symbols.json`.
     symbols: FxHashMap<u64, Arc<str>>,
+    /// Stacks decoded so far, by their return addresses: a workload
+    /// blocks in the same few stacks again and again, which then cost no
+    /// allocation and are stored once. Shared by the per-CPU sources.
+    stacks: std::sync::Mutex<StacksByAddress>,
     pub page: PageHeader,
 }
+
+/// A stack's frames by its return addresses.
+type StacksByAddress = FxHashMap<Box<[u64]>, Arc<[Arc<str>]>>;
+
+/// At most this many distinct stacks are remembered (each about 100
+/// bytes and its frames); those after are decoded each time.
+const STACKS_REMEMBERED: usize = 1 << 16;
 
 impl Decoder {
     pub fn new(formats: &[EventFormat], page: PageHeader) -> Decoder {
@@ -154,6 +165,7 @@ impl Decoder {
             skip_tids: Default::default(),
             scheduling,
             symbols: FxHashMap::default(),
+            stacks: Default::default(),
             page,
         }
     }
@@ -167,13 +179,23 @@ impl Decoder {
         let word = 8;
         let from = caller.offset;
         let available = rec.len().saturating_sub(from) / word;
-        (0..n.min(available))
-            .map(|i| {
-                let at = from + i * word;
-                let addr = u64::from_le_bytes(rec[at..at + word].try_into().unwrap_or([0; 8]));
-                self.frame_name(addr)
-            })
-            .collect()
+        let mut addrs = [0u64; MAX_STACK_FRAMES];
+        let addrs = &mut addrs[..n.min(available)];
+        for (i, a) in addrs.iter_mut().enumerate() {
+            let at = from + i * word;
+            *a = u64::from_le_bytes(rec[at..at + word].try_into().unwrap_or([0; 8]));
+        }
+        let Ok(mut known) = self.stacks.lock() else {
+            return addrs.iter().map(|&a| self.frame_name(a)).collect();
+        };
+        if let Some(f) = known.get(&*addrs) {
+            return f.clone();
+        }
+        let frames: Arc<[Arc<str>]> = addrs.iter().map(|&a| self.frame_name(a)).collect();
+        if known.len() < STACKS_REMEMBERED {
+            known.insert(addrs.into(), frames.clone());
+        }
+        frames
     }
 
     /// A thread of the recorder itself (its samples are its own footprint).
@@ -294,7 +316,7 @@ impl Decoder {
 
 /// Every integer and text field of a record, by the event's format.
 fn decode_fields(rec: &[u8], layout: &[(Arc<str>, Field)]) -> Fields {
-    let mut out = Fields(Vec::with_capacity(layout.len()));
+    let mut out = Fields::with_capacity(layout.len());
     for (name, f) in layout {
         let v = match f.kind {
             FieldKind::Text => {

@@ -8,6 +8,9 @@ use crate::model::fields::value_of_text;
 use crate::model::{Fields, Tracepoint, Value};
 use std::sync::Arc;
 
+/// Room for this many fields first (sched_switch has 7; most have fewer).
+const TYPICAL_FIELDS: usize = 8;
+
 /// Where a `key=` starts: at the start or after a space, `[` or `(`, a
 /// name of letters, digits and `_`, then `=`.
 fn key_at(p: &[u8], i: usize) -> Option<usize> {
@@ -44,7 +47,7 @@ pub fn parse_payload(
     payload: &[u8],
     key: &mut dyn FnMut(&[u8]) -> Arc<str>,
 ) -> Fields {
-    let mut out = Fields::default();
+    let mut out = Fields::with_capacity(TYPICAL_FIELDS);
     let p = payload;
     if let Some(f) = sched_plugin_fields(short_name, p, key) {
         return f;
@@ -130,7 +133,7 @@ fn sched_plugin_fields(
     key: &mut dyn FnMut(&[u8]) -> Arc<str>,
 ) -> Option<Fields> {
     let text = std::str::from_utf8(p).ok()?.trim();
-    let mut out = Fields::default();
+    let mut out = Fields::with_capacity(TYPICAL_FIELDS);
     match Tracepoint::of(short_name) {
         Tracepoint::SchedSwitch => {
             let (prev, next) = text.split_once(" ==> ")?;
@@ -185,7 +188,7 @@ pub fn parse_ftrace_syscall(
     let (name, after) = call.split_at(name_end);
     if let Some(args) = after.strip_prefix('(') {
         let args = args.strip_suffix(')')?;
-        let mut f = Fields::default();
+        let mut f = Fields::with_capacity(TYPICAL_FIELDS);
         for part in args.split(", ").filter(|s| !s.is_empty()) {
             let (k, v) = part.split_once(": ")?;
             f.push(key(k.as_bytes()), value_of_text(v));
@@ -193,7 +196,7 @@ pub fn parse_ftrace_syscall(
         return Some((format!("sys_enter_{name}"), f));
     }
     let ret = after.trim_start().strip_prefix("->")?.trim();
-    let mut f = Fields::default();
+    let mut f = Fields::with_capacity(TYPICAL_FIELDS);
     f.push(key(b"ret"), value_of_text(ret));
     Some((format!("sys_exit_{name}"), f))
 }

@@ -10,7 +10,90 @@ use std::sync::Arc;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     Int(i64),
-    Str(Box<str>),
+    Str(Text),
+}
+
+/// The longest text kept inside a `Text` itself.
+const INLINE: usize = 22;
+
+/// A field's text: task names, states and short names are kept inline,
+/// so that decoding an event allocates nothing for them; longer text
+/// (paths, messages) goes on the heap.
+#[derive(Clone)]
+pub enum Text {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Box<str>),
+}
+
+impl Text {
+    pub fn as_str(&self) -> &str {
+        match self {
+            // Only whole `&str`s are copied in: always UTF-8.
+            Text::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..*len as usize]).unwrap_or_default()
+            }
+            Text::Heap(s) => s,
+        }
+    }
+}
+
+impl std::ops::Deref for Text {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl From<&str> for Text {
+    fn from(s: &str) -> Text {
+        if s.len() <= INLINE {
+            let mut bytes = [0; INLINE];
+            bytes[..s.len()].copy_from_slice(s.as_bytes());
+            Text::Inline {
+                len: s.len() as u8,
+                bytes,
+            }
+        } else {
+            Text::Heap(s.into())
+        }
+    }
+}
+
+impl From<String> for Text {
+    fn from(s: String) -> Text {
+        if s.len() <= INLINE {
+            Text::from(s.as_str())
+        } else {
+            Text::Heap(s.into_boxed_str())
+        }
+    }
+}
+
+impl From<std::borrow::Cow<'_, str>> for Text {
+    fn from(s: std::borrow::Cow<'_, str>) -> Text {
+        match s {
+            std::borrow::Cow::Borrowed(b) => Text::from(b),
+            std::borrow::Cow::Owned(o) => Text::from(o),
+        }
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Text) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl fmt::Display for Value {
@@ -22,10 +105,56 @@ impl fmt::Display for Value {
     }
 }
 
+/// An event's fields by name, in the order its source gave them.
+type FieldList = Vec<(Arc<str>, Value)>;
+
 #[derive(Clone, Debug, PartialEq, Default)]
-pub struct Fields(pub Vec<(Arc<str>, Value)>);
+pub struct Fields(pub FieldList);
+
+/// A thread keeps at most this many emptied field vectors for reuse...
+const RECYCLED_MAX: usize = 16384;
+/// ...each with room for at most this many fields (a larger one is freed).
+const RECYCLED_CAPACITY: usize = 32;
+
+thread_local! {
+    /// Field vectors of events dropped on this thread, emptied. The thread
+    /// that reads a trace also frees its events (pipeline.rs returns each
+    /// batch to it), so decoding takes its vectors from here: in steady
+    /// state, an event's fields cost no allocation.
+    static RECYCLED: std::cell::RefCell<Vec<FieldList>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Drop for Fields {
+    fn drop(&mut self) {
+        let mut v = std::mem::take(&mut self.0);
+        if v.capacity() == 0 || v.capacity() > RECYCLED_CAPACITY {
+            return;
+        }
+        v.clear();
+        // At a thread's end its store may be gone: then `v` is freed.
+        let _ = RECYCLED.try_with(|r| {
+            if let Ok(mut r) = r.try_borrow_mut() {
+                if r.len() < RECYCLED_MAX {
+                    r.push(v);
+                }
+            }
+        });
+    }
+}
 
 impl Fields {
+    /// No fields yet, with room for `n`: a vector this thread recycled
+    /// when there is one.
+    pub fn with_capacity(n: usize) -> Fields {
+        let mut v = RECYCLED
+            .try_with(|r| r.try_borrow_mut().ok().and_then(|mut r| r.pop()))
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        v.reserve(n);
+        Fields(v)
+    }
     pub fn get(&self, field: Field) -> Option<&Value> {
         self.named(field.name())
     }

@@ -81,7 +81,7 @@ fn json_on_trace_clock(ev: &Event) -> Option<serde_json::Value> {
                             Shown::Plain(n) => json!(n),
                             other => json!(other.to_string()),
                         },
-                        Value::Str(s) => json!(s),
+                        Value::Str(s) => json!(s.as_str()),
                     };
                     (k.to_string(), v)
                 })
