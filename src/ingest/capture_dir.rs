@@ -76,8 +76,8 @@ pub struct Decoder {
     pub page: PageHeader,
 }
 
-/// A stack's frames by its return addresses.
-type StacksByAddress = FxHashMap<Box<[u64]>, Arc<[Arc<str>]>>;
+/// A stack's frames by its return addresses (the record's bytes).
+type StacksByAddress = FxHashMap<Box<[u8]>, Arc<[Arc<str>]>>;
 
 /// At most this many distinct stacks are remembered (each about 100
 /// bytes and its frames); those after are decoded each time.
@@ -179,21 +179,24 @@ impl Decoder {
         let word = 8;
         let from = caller.offset;
         let available = rec.len().saturating_sub(from) / word;
-        let mut addrs = [0u64; MAX_STACK_FRAMES];
-        let addrs = &mut addrs[..n.min(available)];
-        for (i, a) in addrs.iter_mut().enumerate() {
+        let n = n.min(available);
+        let addr = |i: usize| {
             let at = from + i * word;
-            *a = u64::from_le_bytes(rec[at..at + word].try_into().unwrap_or([0; 8]));
-        }
-        let Ok(mut known) = self.stacks.lock() else {
-            return addrs.iter().map(|&a| self.frame_name(a)).collect();
+            u64::from_le_bytes(rec[at..at + word].try_into().unwrap_or([0; 8]))
         };
-        if let Some(f) = known.get(&*addrs) {
+        let name_all = || (0..n).map(|i| self.frame_name(addr(i))).collect();
+        // Keyed by the record's own bytes of the addresses: nothing is
+        // copied to look a stack up.
+        let raw = rec.get(from..from + n * word).unwrap_or_default();
+        let Ok(mut known) = self.stacks.lock() else {
+            return name_all();
+        };
+        if let Some(f) = known.get(raw) {
             return f.clone();
         }
-        let frames: Arc<[Arc<str>]> = addrs.iter().map(|&a| self.frame_name(a)).collect();
+        let frames: Arc<[Arc<str>]> = name_all();
         if known.len() < STACKS_REMEMBERED {
-            known.insert(addrs.into(), frames.clone());
+            known.insert(raw.into(), frames.clone());
         }
         frames
     }
