@@ -279,26 +279,27 @@ impl Kind {
     /// This kind's figure about `of` (a probe operation, a device, a
     /// journal, a function; nothing for `sched`).
     pub fn metric(self, of: &str, value: f64) -> Metric {
-        let (id, label) = match self.scope {
-            Scope::Sched | Scope::Workload => (
-                format!("{}.{}", self.scope.id(), self.id),
-                self.label.to_string(),
-            ),
-            Scope::Dev => (
-                format!("dev.{of}.{}", self.id),
-                format!("{of} {}", self.label),
-            ),
-            s => (
-                format!("{}.{of}.{}", s.id(), self.id),
-                format!("{} {of} {}", s.id(), self.label),
-            ),
+        let label = match self.scope {
+            Scope::Sched | Scope::Workload => self.label.to_string(),
+            Scope::Dev => format!("{of} {}", self.label),
+            s => format!("{} {of} {}", s.id(), self.label),
         };
         Metric {
-            id,
+            id: self.id(of),
             label,
             title: self.title_of(of),
             value,
             kind: self,
+        }
+    }
+
+    /// The id of this kind's figure about `of` (`sched.longest_runqueue_wait_ms`,
+    /// `dev.7,0.requests`, `probe.fsync.p99_ms`).
+    pub fn id(self, of: &str) -> String {
+        match self.scope {
+            Scope::Sched | Scope::Workload => format!("{}.{}", self.scope.id(), self.id),
+            Scope::Dev => format!("dev.{of}.{}", self.id),
+            s => format!("{}.{of}.{}", s.id(), self.id),
         }
     }
 
@@ -360,14 +361,14 @@ pub fn kind_of(id: &str) -> Option<Kind> {
 pub fn id_of_label(label: &str) -> Option<String> {
     KINDS.into_iter().find_map(|k| {
         if matches!(k.scope, Scope::Sched | Scope::Workload) {
-            return (label == k.label).then(|| format!("{}.{}", k.scope.id(), k.id));
+            return (label == k.label).then(|| k.id(""));
         }
         let rest = match k.scope {
             Scope::Dev => label,
             s => label.strip_prefix(s.id())?.strip_prefix(' ')?,
         };
         let of = rest.strip_suffix(k.label)?.strip_suffix(' ')?;
-        k.fits(of).then(|| k.metric(of, 0.0).id)
+        k.fits(of).then(|| k.id(of))
     })
 }
 

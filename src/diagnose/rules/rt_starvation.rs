@@ -105,7 +105,7 @@ fn check(a: &Analysis) -> Verdict {
     // Judged by the wait itself: the workload's own time also moves with
     // whatever else the machine runs, the wait behind a real-time task
     // only with that task.
-    .map(|r| r.judged_by(LONGEST_RUNQUEUE_WAIT.metric("", 0.0).id));
+    .map(|r| r.judged_by(LONGEST_RUNQUEUE_WAIT.id("")));
     Verdict::Fired(Finding {
         remedy,
         id: RULE.id,
