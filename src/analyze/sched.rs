@@ -579,7 +579,7 @@ mod tests {
 
     /// `sched_switch` on CPU 0 from `prev` (left in `state`) to `next`.
     fn switch(ts: u64, prev: (u32, &str), state: &str, next: (u32, &str)) -> TraceEvent {
-        let f = |k: &str, v: Value| (std::sync::Arc::from(k), v);
+        let f = |k: &str, v: Value| (crate::model::FieldName::from(k), v);
         TraceEvent::new(
             ts,
             0,

@@ -5,7 +5,7 @@
 //! capture stays self-describing on another machine.
 
 use crate::ingest::capture_dir::open_capture;
-use crate::model::capture_layout::{ADDRESS_FIELDS, SYMBOLS};
+use crate::model::capture_layout::{is_address, SYMBOLS};
 use crate::model::{Event, Value};
 use crate::symbolize::kallsyms::KernelSymbols;
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,7 +21,7 @@ pub fn write_for_capture(dir: &Path) -> std::io::Result<usize> {
                 match e {
                     Event::Trace(o) => {
                         for (k, v) in &o.fields.0 {
-                            if let (true, Value::Int(a)) = (ADDRESS_FIELDS.contains(&&**k), v) {
+                            if let (true, Value::Int(a)) = (is_address(k), v) {
                                 addrs.insert(*a as u64);
                             }
                         }

@@ -9,18 +9,19 @@ use super::tracefs_format::{
     parse_format, parse_header_page, read_int, read_str, EventFormat, Field, FieldKind, PageHeader,
 };
 use crate::model::{
-    Action, BlockEvent, Comm, Dev, Event, Extra, Fields, Rwbs, StackEvent, TraceEvent, Value,
+    Action, BlockEvent, Comm, Dev, Event, EventName, Extra, FieldName, Fields, Rwbs, StackEvent,
+    TraceEvent, Value,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::model::capture_layout::{self as layout, ADDRESS_FIELDS, MANIFEST, SYMBOLS};
+use crate::model::capture_layout::{self as layout, is_address, MANIFEST, SYMBOLS};
 use crate::model::manifest::Manifest;
 
-static RECORDER_SELF: std::sync::LazyLock<Arc<str>> =
-    std::sync::LazyLock::new(|| "iosleuth:recorder_itself".into());
+static RECORDER_SELF: std::sync::LazyLock<EventName> =
+    std::sync::LazyLock::new(|| EventName::new("iosleuth:recorder_itself".into()));
 
 #[derive(Debug, Clone, Default)]
 struct BlockFields {
@@ -40,7 +41,13 @@ struct BlockFields {
 #[derive(Debug, Clone)]
 enum Kind {
     Block(Action, Box<BlockFields>),
-    Other(Arc<str>, Arc<[(Arc<str>, Field)]>),
+    /// Any other event: its name and kind, decided here once, and its
+    /// fields; `addresses` when one of them holds a kernel address.
+    Other {
+        name: EventName,
+        layout: Arc<[(FieldName, Field)]>,
+        addresses: bool,
+    },
     /// ftrace's `kernel_stack`: `size` return addresses from `caller`.
     Stack {
         size: Field,
@@ -143,14 +150,19 @@ impl Decoder {
                         }),
                     )
                 }
-                (None, None) => Kind::Other(
-                    format!("{}:{}", f.system, f.name).into(),
-                    f.fields
+                (None, None) => {
+                    let layout: Arc<[(FieldName, Field)]> = f
+                        .fields
                         .iter()
                         .filter(|x| !x.name.starts_with("common_") && x.kind != FieldKind::Array)
-                        .map(|x| (Arc::from(x.name.as_str()), x.clone()))
-                        .collect(),
-                ),
+                        .map(|x| (FieldName::from(x.name.as_str()), x.clone()))
+                        .collect();
+                    Kind::Other {
+                        name: EventName::new(format!("{}:{}", f.system, f.name).into()),
+                        addresses: layout.iter().any(|(n, _)| is_address(n)),
+                        layout,
+                    }
+                }
             };
             kinds.insert(f.id, kind);
         }
@@ -226,33 +238,37 @@ impl Decoder {
                 .and_then(|f| read_int(rec, f))
                 .unwrap_or(0);
             if flags & (0x08 | 0x10 | 0x40) == 0 {
-                return Some(Event::Trace(TraceEvent::new(
+                return Some(Event::Trace(TraceEvent::named(
                     ts,
                     cpu,
                     pid,
-                    RECORDER_SELF.clone(),
+                    &RECORDER_SELF,
                     Comm::default(),
                     Fields::default(),
                 )));
             }
         }
         match self.kinds.get(&id)? {
-            Kind::Other(name, layout) => {
+            Kind::Other {
+                name,
+                layout,
+                addresses,
+            } => {
                 let mut fields = decode_fields(rec, layout);
-                if !self.symbols.is_empty() {
+                if *addresses && !self.symbols.is_empty() {
                     for (k, v) in &mut fields.0 {
-                        if let (true, Value::Int(a)) = (ADDRESS_FIELDS.contains(&&**k), &*v) {
+                        if let (true, Value::Int(a)) = (is_address(k), &*v) {
                             if let Some(n) = self.symbols.get(&(*a as u64)) {
                                 *v = Value::Str((**n).into());
                             }
                         }
                     }
                 }
-                Some(Event::Trace(TraceEvent::new(
+                Some(Event::Trace(TraceEvent::named(
                     ts,
                     cpu,
                     pid,
-                    name.clone(),
+                    name,
                     Comm::default(),
                     fields,
                 )))
@@ -318,7 +334,7 @@ impl Decoder {
 }
 
 /// Every integer and text field of a record, by the event's format.
-fn decode_fields(rec: &[u8], layout: &[(Arc<str>, Field)]) -> Fields {
+fn decode_fields(rec: &[u8], layout: &[(FieldName, Field)]) -> Fields {
     let mut out = Fields::with_capacity(layout.len());
     for (name, f) in layout {
         let v = match f.kind {
@@ -326,7 +342,12 @@ fn decode_fields(rec: &[u8], layout: &[(Arc<str>, Field)]) -> Fields {
                 // trace_marker text keeps the writer's newline.
                 read_str(rec, f).map(|b| {
                     let b = b.strip_suffix(b"\n").unwrap_or(b);
-                    Value::Str(String::from_utf8_lossy(b).into())
+                    // Task names are UTF-8 but for a damaged record: the
+                    // check alone is cheaper than the lossy walk.
+                    Value::Str(match std::str::from_utf8(b) {
+                        Ok(s) => s.into(),
+                        Err(_) => String::from_utf8_lossy(b).into(),
+                    })
                 })
             }
             _ => read_int(rec, f).map(|n| Value::Int(n as i64)),

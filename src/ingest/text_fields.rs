@@ -5,8 +5,7 @@
 //! as ftrace prints them) and a bare `0x0` (syscall exits elsewhere).
 
 use crate::model::fields::value_of_text;
-use crate::model::{Fields, Tracepoint, Value};
-use std::sync::Arc;
+use crate::model::{FieldName, Fields, Tracepoint, Value};
 
 /// Room for this many fields first (sched_switch has 7; most have fewer).
 const TYPICAL_FIELDS: usize = 8;
@@ -45,7 +44,7 @@ fn clean_value(v: &[u8]) -> &str {
 pub fn parse_payload(
     short_name: &str,
     payload: &[u8],
-    key: &mut dyn FnMut(&[u8]) -> Arc<str>,
+    key: &mut dyn FnMut(&[u8]) -> FieldName,
 ) -> Fields {
     let mut out = Fields::with_capacity(TYPICAL_FIELDS);
     let p = payload;
@@ -130,7 +129,7 @@ fn task_at_end(t: &str) -> Option<(&str, &str, &str)> {
 fn sched_plugin_fields(
     short_name: &str,
     p: &[u8],
-    key: &mut dyn FnMut(&[u8]) -> Arc<str>,
+    key: &mut dyn FnMut(&[u8]) -> FieldName,
 ) -> Option<Fields> {
     let text = std::str::from_utf8(p).ok()?.trim();
     let mut out = Fields::with_capacity(TYPICAL_FIELDS);
@@ -180,7 +179,7 @@ fn sched_plugin_fields(
 /// (`sys_enter_fsync` / `sys_exit_fsync`) and the fields.
 pub fn parse_ftrace_syscall(
     rest: &[u8],
-    key: &mut dyn FnMut(&[u8]) -> Arc<str>,
+    key: &mut dyn FnMut(&[u8]) -> FieldName,
 ) -> Option<(String, Fields)> {
     let rest = std::str::from_utf8(rest).ok()?.trim();
     let call = rest.strip_prefix("sys_")?;
@@ -215,8 +214,8 @@ mod tests {
     use super::*;
     use crate::model::Value;
 
-    fn k(b: &[u8]) -> Arc<str> {
-        String::from_utf8_lossy(b).into()
+    fn k(b: &[u8]) -> FieldName {
+        FieldName::new(String::from_utf8_lossy(b).into())
     }
 
     #[test]
@@ -305,7 +304,7 @@ mod sched_plugin_tests {
 
     fn fields(name: &str, text: &str) -> Fields {
         parse_payload(name, text.as_bytes(), &mut |k| {
-            Arc::from(std::str::from_utf8(k).unwrap())
+            FieldName::from(std::str::from_utf8(k).unwrap())
         })
     }
 

@@ -11,10 +11,12 @@ use super::text_line::{
     first_word, parse_ftrace_header, parse_header, parse_timestamp, parse_u32, split_event,
     split_event_word, trim, trim_start,
 };
-use crate::model::{Action, BlockEvent, Comm, Dev, Event, StackEvent, TraceEvent, Tracepoint};
+use crate::model::{
+    Action, BlockEvent, Comm, Dev, Event, EventName, FieldName, StackEvent, TraceEvent, Tracepoint,
+};
 use rustc_hash::FxHashMap;
 use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -191,7 +193,11 @@ pub struct TextSource {
     stats: SourceStats,
     last_ts: Option<u64>,
     in_summary: bool,
-    names: HashMap<Vec<u8>, Arc<str>>,
+    /// Stack frames' names, events' names and fields' names met so far:
+    /// each decided once (an event's kind, a field's `Field`).
+    names: FxHashMap<Vec<u8>, Arc<str>>,
+    event_names: FxHashMap<Vec<u8>, EventName>,
+    keys: FxHashMap<Vec<u8>, FieldName>,
     /// A stack whose frame lines are being read, its frames so far, and
     /// whether they are perf's `pc function (module)` lines (else ftrace's
     /// `=> function`).
@@ -254,7 +260,9 @@ impl TextSource {
             stats: SourceStats::default(),
             last_ts: None,
             in_summary: false,
-            names: HashMap::new(),
+            names: FxHashMap::default(),
+            event_names: FxHashMap::default(),
+            keys: FxHashMap::default(),
             stack: None,
             after_event: None,
             passing_chain: false,
@@ -446,14 +454,14 @@ impl TextSource {
         let Some((name, payload)) = split_event_word(word, after_word) else {
             let comm = Comm::new(h.comm);
             let (ts, cpu, pid) = (h.ts, h.cpu, h.pid);
-            let names = &mut self.names;
-            let mut key = |b: &[u8]| intern_in(names, b);
+            let keys = &mut self.keys;
+            let mut key = |b: &[u8]| intern_key(keys, b);
             return match parse_ftrace_syscall(rest_t, &mut key) {
-                Some((name, fields)) => Line::Event(Event::Trace(TraceEvent::new(
+                Some((name, fields)) => Line::Event(Event::Trace(TraceEvent::named(
                     ts,
                     cpu,
                     pid,
-                    self.intern(name.as_bytes()),
+                    intern_event(&mut self.event_names, name.as_bytes()),
                     comm,
                     fields,
                 ))),
@@ -471,18 +479,18 @@ impl TextSource {
                 None => Line::Bad,
             };
         }
-        let name = self.intern(name);
-        // The event finds its short name once; its fields are read by it.
-        let mut e = TraceEvent::new(
+        // The event's short name and kind were found when its name was
+        // first met; its fields are read by them.
+        let mut e = TraceEvent::named(
             h.ts,
             h.cpu,
             h.pid,
-            name,
+            intern_event(&mut self.event_names, name),
             Comm::new(h.comm),
             Default::default(),
         );
-        let names = &mut self.names;
-        e.fields = parse_payload(e.short_name(), payload, &mut |b: &[u8]| intern_in(names, b));
+        let keys = &mut self.keys;
+        e.fields = parse_payload(e.short_name(), payload, &mut |b: &[u8]| intern_key(keys, b));
         Line::Event(Event::Trace(e))
     }
 }
@@ -645,12 +653,31 @@ impl Source for TextSource {
 }
 
 /// One shared `Arc<str>` per distinct event or field name.
-fn intern_in(names: &mut HashMap<Vec<u8>, Arc<str>>, name: &[u8]) -> Arc<str> {
+/// The names of a text are few (a few dozen events and fields, the
+/// functions of its stacks): each is made once, then looked up.
+fn intern_in(names: &mut FxHashMap<Vec<u8>, Arc<str>>, name: &[u8]) -> Arc<str> {
     if let Some(n) = names.get(name) {
         return n.clone();
     }
     let n: Arc<str> = String::from_utf8_lossy(name).into();
     names.insert(name.to_vec(), n.clone());
+    n
+}
+
+fn intern_event<'a>(names: &'a mut FxHashMap<Vec<u8>, EventName>, name: &[u8]) -> &'a EventName {
+    if !names.contains_key(name) {
+        let n = EventName::new(String::from_utf8_lossy(name).into());
+        names.insert(name.to_vec(), n);
+    }
+    &names[name]
+}
+
+fn intern_key(keys: &mut FxHashMap<Vec<u8>, FieldName>, name: &[u8]) -> FieldName {
+    if let Some(n) = keys.get(name) {
+        return n.clone();
+    }
+    let n = FieldName::new(String::from_utf8_lossy(name).into());
+    keys.insert(name.to_vec(), n.clone());
     n
 }
 

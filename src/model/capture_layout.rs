@@ -12,6 +12,7 @@
 //!   cpuN.raw                   CPU N's ring-buffer pages, as trace_pipe_raw gave them
 //! ```
 
+use super::tracepoint::Field;
 use std::path::{Path, PathBuf};
 
 pub const MANIFEST: &str = "iosleuth-capture.json";
@@ -33,7 +34,12 @@ pub const EVENT_FORMATS: &str = "formats/events";
 
 /// Event fields that hold a kernel function's address (workqueue work
 /// functions), resolved into `symbols.json` when recording stops.
-pub const ADDRESS_FIELDS: [&str; 1] = ["function"];
+pub const ADDRESS_FIELDS: [Field; 1] = [Field::Function];
+
+/// A field that holds a kernel function's address.
+pub fn is_address(name: &super::FieldName) -> bool {
+    name.known().is_some_and(|f| ADDRESS_FIELDS.contains(&f))
+}
 
 /// `samples-cpuN.perf`: CPU N's on-CPU samples, the kernel's perf records
 /// as its ring buffer held them (`record --stacks`).

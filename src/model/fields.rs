@@ -107,8 +107,63 @@ impl fmt::Display for Value {
     }
 }
 
+/// A field's name as its source gave it, and the `Field` it is when an
+/// analysis reads it: decided when the name is first met (once per format
+/// or per distinct key of a text), so that finding a field by `Field`
+/// compares a byte, not its text.
+#[derive(Clone)]
+pub struct FieldName {
+    text: Arc<str>,
+    known: Option<Field>,
+}
+
+impl FieldName {
+    pub fn new(text: Arc<str>) -> FieldName {
+        let known = Field::of(&text);
+        FieldName { text, known }
+    }
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+    /// The `Field` of this name, if an analysis reads it.
+    pub fn known(&self) -> Option<Field> {
+        self.known
+    }
+}
+
+impl std::ops::Deref for FieldName {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.text
+    }
+}
+
+impl From<&str> for FieldName {
+    fn from(s: &str) -> FieldName {
+        FieldName::new(s.into())
+    }
+}
+
+impl PartialEq for FieldName {
+    fn eq(&self, other: &FieldName) -> bool {
+        self.text == other.text
+    }
+}
+
+impl fmt::Debug for FieldName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.text, f)
+    }
+}
+
+impl fmt::Display for FieldName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
 /// An event's fields by name, in the order its source gave them.
-type FieldList = Vec<(Arc<str>, Value)>;
+type FieldList = Vec<(FieldName, Value)>;
 
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Fields(pub FieldList);
@@ -158,7 +213,11 @@ impl Fields {
         Fields(v)
     }
     pub fn get(&self, field: Field) -> Option<&Value> {
-        self.named(field.name())
+        let field = Some(field);
+        self.0
+            .iter()
+            .find(|(n, _)| n.known == field)
+            .map(|(_, v)| v)
     }
     /// An integer field; text that holds a number counts.
     pub fn int(&self, field: Field) -> Option<i64> {
@@ -180,7 +239,7 @@ impl Fields {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-    pub fn push(&mut self, name: Arc<str>, v: Value) {
+    pub fn push(&mut self, name: FieldName, v: Value) {
         self.0.push((name, v));
     }
 }

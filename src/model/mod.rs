@@ -19,7 +19,7 @@ pub mod tracepoint;
 pub mod units;
 
 pub use block::{Action, BlockEvent, Comm, Dev, Extra, Rwbs};
-pub use fields::{Fields, Value};
+pub use fields::{FieldName, Fields, Value};
 pub use tracepoint::Tracepoint;
 
 /// One event of any kind.
@@ -105,6 +105,28 @@ pub struct StackEvent {
     pub comm: Comm,
 }
 
+/// An event's name and what is decided from it (its short name, its
+/// kind): once per format or distinct name, not once per event.
+#[derive(Clone, Debug)]
+pub struct EventName {
+    name: std::sync::Arc<str>,
+    short_at: u32,
+    kind: Tracepoint,
+}
+
+impl EventName {
+    pub fn new(name: std::sync::Arc<str>) -> EventName {
+        let short = fields::short_name(&name);
+        let kind = Tracepoint::of(short);
+        let short_at = (name.len() - short.len()) as u32;
+        EventName {
+            name,
+            short_at,
+            kind,
+        }
+    }
+}
+
 impl TraceEvent {
     pub fn new(
         ts: u64,
@@ -114,16 +136,25 @@ impl TraceEvent {
         comm: Comm,
         fields: Fields,
     ) -> TraceEvent {
-        let short = fields::short_name(&name);
-        let kind = Tracepoint::of(short);
-        let short_at = (name.len() - short.len()) as u32;
+        TraceEvent::named(ts, cpu, pid, &EventName::new(name), comm, fields)
+    }
+
+    /// An event of a name decided before (`EventName::new`).
+    pub fn named(
+        ts: u64,
+        cpu: u32,
+        pid: u32,
+        name: &EventName,
+        comm: Comm,
+        fields: Fields,
+    ) -> TraceEvent {
         TraceEvent {
             ts,
             cpu,
             pid,
-            name,
-            short_at,
-            kind,
+            name: name.name.clone(),
+            short_at: name.short_at,
+            kind: name.kind,
             comm,
             fields,
         }

@@ -161,6 +161,16 @@ macro_rules! fields {
                     $(Field::$variant => $name,)*
                 }
             }
+
+            /// The field an analysis reads by this name, if any: decided
+            /// once per distinct name (a format's field, a text's key),
+            /// so that reading a field compares no text.
+            pub fn of(name: &str) -> Option<Field> {
+                match name {
+                    $($name => Some(Field::$variant),)*
+                    _ => None,
+                }
+            }
         }
     };
 }

@@ -27,6 +27,10 @@ pub struct CgroupSeries {
     other_sum: BTreeMap<(String, String), LightCgroup>,
     /// Seconds since the last walk for ids without a path.
     since_resolve: u64,
+    /// A cgroup got its own series since the last walk: looked up at once
+    /// (a series labelled by id for its first seconds would be a series
+    /// of its own, then stop).
+    new_since_resolve: bool,
     /// The entries of the last reading with their own series.
     current: Vec<LightCgroup>,
 }
@@ -52,6 +56,7 @@ impl CgroupSeries {
             last: HashMap::new(),
             other_sum: BTreeMap::new(),
             since_resolve: RESOLVE_EVERY_S,
+            new_since_resolve: false,
             current: Vec::new(),
         }
     }
@@ -74,6 +79,7 @@ impl CgroupSeries {
         for (id, _) in new {
             if self.own.len() < self.max {
                 self.own.insert(id, label(id, None));
+                self.new_since_resolve = true;
             } else {
                 self.others.insert(id);
             }
@@ -112,16 +118,20 @@ impl CgroupSeries {
     }
 
     /// Paths for cgroups labelled by id: looked up when new, then at
-    /// most every RESOLVE_EVERY_S seconds.
+    /// most every RESOLVE_EVERY_S seconds (removed ones never resolve).
     fn resolve(&mut self) {
         let Some(h) = &self.hierarchy else { return };
+        if !self.new_since_resolve && self.since_resolve < RESOLVE_EVERY_S {
+            return;
+        }
         let unresolved: BTreeSet<u64> = self
             .own
             .iter()
             .filter(|(id, l)| **id != 0 && l.starts_with("id:"))
             .map(|(id, _)| *id)
             .collect();
-        if unresolved.is_empty() || self.since_resolve < RESOLVE_EVERY_S {
+        self.new_since_resolve = false;
+        if unresolved.is_empty() {
             return;
         }
         self.since_resolve = 0;
@@ -200,5 +210,12 @@ mod tests {
         s.update(&[entry(ino, 3), entry(0, 1)]);
         assert_eq!(by_label(&s, "/svc").unwrap().ios, 3);
         assert_eq!(by_label(&s, "none").unwrap().ios, 1);
+        // A cgroup first seen a second later is named in that reading,
+        // not 10 s later.
+        std::fs::create_dir(t.path().join("batch")).unwrap();
+        let later = std::fs::metadata(t.path().join("batch")).unwrap().ino();
+        s.update(&[entry(ino, 4), entry(0, 1), entry(later, 2)]);
+        assert_eq!(by_label(&s, "/batch").unwrap().ios, 2);
+        assert!(by_label(&s, &format!("id:{later}")).is_none());
     }
 }

@@ -8,12 +8,11 @@ use super::summary::{add_breakdown, Breakdown, KindTotal};
 use super::touch::Touch;
 use super::OutlierAnalysis;
 use crate::analyze::names::ThreadNames;
-use crate::analyze::sched::{SchedAnalysis, ThreadView};
+use crate::analyze::sched::SchedAnalysis;
 use crate::analyze::top::{keep_largest, qualifies};
 use crate::model::tracepoint::syscall_of;
 use crate::model::tracepoint::Field;
 use crate::model::{Dev, TraceEvent, Tracepoint};
-use rustc_hash::FxHashMap;
 
 impl OutlierAnalysis {
     /// Operation boundaries and journal commits; whether the event is one
@@ -140,9 +139,8 @@ impl OutlierAnalysis {
         });
         let op = self.fresh_op(kind, e.pid, e.ts, dev);
         self.open.push(op);
-        if let Some(op) = self.open.last_mut() {
-            op.refresh(sched, &self.idle);
-        }
+        let last = self.open.len() - 1;
+        self.open.refresh(last, sched, &self.idle);
         // An fsync tells its enclosing operations which device they wait on.
         if let Some(d) = dev {
             for o in self.open.iter_mut().filter(|o| o.pid == e.pid) {
@@ -269,26 +267,7 @@ impl OutlierAnalysis {
     fn fresh_op(&mut self, kind: Kind, pid: u32, ts: u64, dev: Option<Dev>) -> OpenOp {
         let id = self.next_op_id;
         self.next_op_id += 1;
-        let fresh = |kind| OpenOp {
-            id,
-            kind,
-            pid,
-            start: ts,
-            last: ts,
-            dev,
-            b: Breakdown::default(),
-            held: FxHashMap::default(),
-            waited_on: FxHashMap::default(),
-            view: ThreadView::Unknown,
-            cpu: None,
-            cpu_now: None,
-            cur_wait: None,
-            device: Vec::new(),
-            idle_mark: 0,
-            fault: None,
-            pages_added: 0,
-            pages_refaulted: 0,
-        };
+        let fresh = |kind| OpenOp::new(id, kind, pid, ts, dev);
         let Some(old) = self.spare.pop() else {
             return fresh(kind.to_boxed());
         };

@@ -353,7 +353,7 @@ impl OutlierAnalysis {
             return;
         };
         self.advance_one(i, e.ts);
-        let op = &mut self.open[i];
+        let op = self.open.get_mut(i);
         if let Some(f) = &mut op.fault {
             let pages = page_span(e);
             let again = matches!((f.looked_up, pages), (Some(p), Some(s)) if s.holds(p));
@@ -390,7 +390,7 @@ impl OutlierAnalysis {
     pub(super) fn fault_queued(&mut self, pid: u32, ts: u64) {
         let Some(i) = self.fault_of(pid) else { return };
         self.advance_one(i, ts);
-        let op = &mut self.open[i];
+        let op = self.open.get_mut(i);
         if let Some(f) = &mut op.fault {
             f.queued = true;
         }

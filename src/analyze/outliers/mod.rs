@@ -32,6 +32,7 @@ mod explain;
 mod fault;
 mod inflight;
 mod op;
+mod open_ops;
 mod summary;
 mod touch;
 mod uring;
@@ -54,14 +55,15 @@ use op::{integrate, IdleClocks, OpenOp};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use summary::percentages;
-use touch::touched;
 
 /// The streaming state: open operations, requests and commits in flight,
 /// and what has been kept of the operations that ended.
 #[derive(Default)]
 pub struct OutlierAnalysis {
     top: usize,
-    open: Vec<OpenOp>,
+    open: open_ops::OpenOps,
+    /// The operations the event at hand touches (scratch).
+    touched_now: Vec<u32>,
     /// Before a block event: the views of the devices blocked operations
     /// wait on, to see afterwards whether the event changed them.
     pending_views: Vec<(Option<Dev>, DevView)>,
@@ -174,25 +176,25 @@ impl OutlierAnalysis {
         if self.open.is_empty() {
             return;
         }
+        let mut hit = std::mem::take(&mut self.touched_now);
+        self.open.touched_by(t, &mut hit);
         if let Touch::Device(_) = t {
             // Most block events leave the oldest request at the device as
             // it was: remember the views, integrate only if they change.
             self.pending_views.clear();
-            for i in 0..self.open.len() {
-                let dev = self.open[i].dev;
-                if touched(&self.open[i], t) && !self.pending_views.iter().any(|(d, _)| *d == dev) {
+            for &i in &hit {
+                let dev = self.open.get(i as usize).dev;
+                if !self.pending_views.iter().any(|(d, _)| *d == dev) {
                     let v = self.dev_view(dev);
                     self.pending_views.push((dev, v));
                 }
             }
+            self.touched_now = hit;
             return;
         }
         let mut views: Vec<(Option<Dev>, DevView)> = Vec::new();
-        for i in 0..self.open.len() {
-            if !touched(&self.open[i], t) {
-                continue;
-            }
-            let dev = self.open[i].dev;
+        for &i in &hit {
+            let dev = self.open.get(i as usize).dev;
             let view = match views.iter().find(|(d, _)| *d == dev) {
                 Some((_, v)) => *v,
                 None => {
@@ -201,8 +203,9 @@ impl OutlierAnalysis {
                     v
                 }
             };
-            integrate(&mut self.open[i], ts, &view, &self.idle);
+            integrate(self.open.get_mut(i as usize), ts, &view, &self.idle);
         }
+        self.touched_now = hit;
     }
 
     /// After a block event: the blocked operations whose device view it
@@ -232,10 +235,13 @@ impl OutlierAnalysis {
                 let idle = sched.on_cpu(c).is_some_and(|(pid, _, _)| pid == 0);
                 self.idle.switch(c, ts, idle);
             }
-            for op in self.open.iter_mut().filter(|o| touched(o, t)) {
-                op.refresh(sched, &self.idle);
-                op.fault_state_changed(ts);
+            let mut hit = std::mem::take(&mut self.touched_now);
+            self.open.touched_by(t, &mut hit);
+            for &i in &hit {
+                self.open.refresh(i as usize, sched, &self.idle);
+                self.open.get_mut(i as usize).fault_state_changed(ts);
             }
+            self.touched_now = hit;
         }
     }
 
@@ -250,8 +256,8 @@ impl OutlierAnalysis {
 
     /// Integrates one operation (at its end).
     fn advance_one(&mut self, i: usize, ts: u64) {
-        let view = self.dev_view(self.open[i].dev);
-        integrate(&mut self.open[i], ts, &view, &self.idle);
+        let view = self.dev_view(self.open.get(i).dev);
+        integrate(self.open.get_mut(i), ts, &view, &self.idle);
     }
 
     pub fn finish(mut self, names: &ThreadNames) -> OutliersSummary {

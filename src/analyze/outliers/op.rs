@@ -45,6 +45,30 @@ pub(super) struct OpenOp {
 }
 
 impl OpenOp {
+    /// Operation `id` of `kind` by thread `pid`, beginning at `ts`.
+    pub(super) fn new(id: u64, kind: Box<str>, pid: u32, ts: u64, dev: Option<Dev>) -> OpenOp {
+        OpenOp {
+            id,
+            kind,
+            pid,
+            start: ts,
+            last: ts,
+            dev,
+            b: Breakdown::default(),
+            held: FxHashMap::default(),
+            waited_on: FxHashMap::default(),
+            view: ThreadView::Unknown,
+            cpu: None,
+            cpu_now: None,
+            cur_wait: None,
+            device: Vec::new(),
+            idle_mark: 0,
+            fault: None,
+            pages_added: 0,
+            pages_refaulted: 0,
+        }
+    }
+
     pub(super) fn waited_for(&self, k: &ReqKey, issued: u64) -> bool {
         self.cur_wait.is_some_and(|c| c.0 == *k && c.1 == issued)
             || self.waited_on.contains_key(&(*k, issued))

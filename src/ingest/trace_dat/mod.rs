@@ -21,7 +21,7 @@ use super::compressed::Meter;
 use super::reader::Chunked;
 use super::ring_buffer::{page_info, PageInfo, PageRecords};
 use super::source::{InputError, Position, Source, SourceStats};
-use crate::model::capture_layout::ADDRESS_FIELDS;
+use crate::model::capture_layout::is_address;
 use crate::model::tracepoint::Field;
 use crate::model::{Comm, Event, Tracepoint, Value};
 use crate::symbolize::kallsyms::KernelSymbols;
@@ -630,7 +630,7 @@ impl TraceDatSource {
                 o.comm = self.comm_of(o.pid);
                 if !self.symbols.is_empty() {
                     for (k, v) in &mut o.fields.0 {
-                        if let (true, Value::Int(a)) = (ADDRESS_FIELDS.contains(&&**k), &*v) {
+                        if let (true, Value::Int(a)) = (is_address(k), &*v) {
                             if let Some((name, _)) = self.symbols.lookup(*a as u64) {
                                 *v = Value::Str(name.into());
                             }

@@ -1,0 +1,223 @@
+//! The open operations, filed by what makes a scheduler event touch them:
+//! their thread, and the CPU they wait for when runnable. A switch or a
+//! wakeup then finds the few operations it concerns without looking at
+//! every open one (with dozens of threads in a syscall, that scan was a
+//! tenth of the analysis' instructions).
+//!
+//! An operation's thread, state and CPU change only through `push`,
+//! `refresh`, `swap_remove` and `retain` here, which refile it; the rest
+//! of an operation may be changed through `get_mut`.
+
+use super::op::{IdleClocks, OpenOp};
+use super::touch::{touched, Touch};
+use crate::analyze::sched::{SchedAnalysis, ThreadView};
+use rustc_hash::FxHashMap;
+
+#[derive(Default)]
+pub(super) struct OpenOps {
+    ops: Vec<OpenOp>,
+    /// Indices into `ops` by thread, and of the runnable ones by the CPU
+    /// they wait for.
+    by_pid: FxHashMap<u32, Vec<u32>>,
+    runnable_on: FxHashMap<u32, Vec<u32>>,
+}
+
+/// The CPU a runnable operation waits for: where `touched` looks for it.
+fn runnable_cpu(op: &OpenOp) -> Option<u32> {
+    (op.view == ThreadView::Runnable)
+        .then_some(op.cpu)
+        .flatten()
+}
+
+fn file_in(map: &mut FxHashMap<u32, Vec<u32>>, key: u32, i: u32) {
+    map.entry(key).or_default().push(i);
+}
+
+/// Emptied lists stay for the next operation of their thread or CPU (an
+/// allocation per syscall otherwise), until this many have piled up.
+const EMPTY_KEPT: usize = 4096;
+
+fn unfile_in(map: &mut FxHashMap<u32, Vec<u32>>, key: u32, i: u32, open: usize) {
+    if let Some(v) = map.get_mut(&key) {
+        if let Some(at) = v.iter().position(|&x| x == i) {
+            v.swap_remove(at);
+        }
+    }
+    // At most `open` lists hold an operation: the rest are empty.
+    if map.len() > EMPTY_KEPT + open {
+        map.retain(|_, v| !v.is_empty());
+    }
+}
+
+impl OpenOps {
+    fn file(&mut self, i: usize) {
+        let op = &self.ops[i];
+        let (pid, cpu) = (op.pid, runnable_cpu(op));
+        file_in(&mut self.by_pid, pid, i as u32);
+        if let Some(c) = cpu {
+            file_in(&mut self.runnable_on, c, i as u32);
+        }
+    }
+
+    fn unfile(&mut self, i: usize) {
+        let op = &self.ops[i];
+        let (pid, cpu) = (op.pid, runnable_cpu(op));
+        let open = self.ops.len();
+        unfile_in(&mut self.by_pid, pid, i as u32, open);
+        if let Some(c) = cpu {
+            unfile_in(&mut self.runnable_on, c, i as u32, open);
+        }
+    }
+
+    fn refile_all(&mut self) {
+        self.by_pid.clear();
+        self.runnable_on.clear();
+        for i in 0..self.ops.len() {
+            self.file(i);
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    pub(super) fn iter(&self) -> std::slice::Iter<'_, OpenOp> {
+        self.ops.iter()
+    }
+
+    /// Changes nothing `touched` reads (thread, state, CPU): `refresh` does.
+    pub(super) fn iter_mut(&mut self) -> std::slice::IterMut<'_, OpenOp> {
+        self.ops.iter_mut()
+    }
+
+    pub(super) fn get(&self, i: usize) -> &OpenOp {
+        &self.ops[i]
+    }
+
+    /// Changes nothing `touched` reads (thread, state, CPU): `refresh` does.
+    pub(super) fn get_mut(&mut self, i: usize) -> &mut OpenOp {
+        &mut self.ops[i]
+    }
+
+    /// Changes nothing `touched` reads (thread, state, CPU): `refresh` does.
+    pub(super) fn last_mut(&mut self) -> Option<&mut OpenOp> {
+        self.ops.last_mut()
+    }
+
+    pub(super) fn push(&mut self, op: OpenOp) {
+        self.ops.push(op);
+        self.file(self.ops.len() - 1);
+    }
+
+    /// Removes operation `i`; the last one takes its place.
+    pub(super) fn swap_remove(&mut self, i: usize) -> OpenOp {
+        let last = self.ops.len() - 1;
+        self.unfile(i);
+        if i != last {
+            self.unfile(last);
+        }
+        let op = self.ops.swap_remove(i);
+        if i != last {
+            self.file(i);
+        }
+        op
+    }
+
+    /// Keeps the operations `keep` holds to, in their order.
+    pub(super) fn retain(&mut self, keep: impl FnMut(&OpenOp) -> bool) {
+        let before = self.ops.len();
+        self.ops.retain(keep);
+        if self.ops.len() != before {
+            self.refile_all();
+        }
+    }
+
+    /// Operation `i` learns its thread's state, CPU and who runs there.
+    pub(super) fn refresh(&mut self, i: usize, sched: &SchedAnalysis, idle: &IdleClocks) {
+        self.unfile(i);
+        self.ops[i].refresh(sched, idle);
+        self.file(i);
+    }
+
+    /// The operations `t` may concern, in their order, into `out`.
+    pub(super) fn touched_by(&self, t: &Touch, out: &mut Vec<u32>) {
+        out.clear();
+        match *t {
+            Touch::Threads { a, b, cpu } => {
+                for pid in [a, b] {
+                    if let Some(v) = self.by_pid.get(&pid) {
+                        out.extend_from_slice(v);
+                    }
+                }
+                if let Some(v) = cpu.and_then(|c| self.runnable_on.get(&c)) {
+                    out.extend_from_slice(v);
+                }
+                out.sort_unstable();
+                out.dedup();
+            }
+            _ => out
+                .extend((0..self.ops.len() as u32).filter(|&i| touched(&self.ops[i as usize], t))),
+        }
+        debug_assert!(out.iter().all(|&i| touched(&self.ops[i as usize], t)));
+        debug_assert_eq!(out.len(), self.ops.iter().filter(|o| touched(o, t)).count());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The filing agrees with a scan of every operation, whatever was
+    /// pushed, removed and refreshed.
+    #[test]
+    fn the_filed_operations_are_those_a_scan_finds() {
+        let mut ops = OpenOps::default();
+        let mk = |pid: u32, view: ThreadView, cpu: Option<u32>| {
+            let mut o = OpenOp::new(0, "syscall read".into(), pid, 0, None);
+            o.view = view;
+            o.cpu = cpu;
+            o
+        };
+        let views = [
+            ThreadView::Runnable,
+            ThreadView::Running,
+            ThreadView::Off('D'),
+            ThreadView::Runnable,
+        ];
+        for k in 0..40u32 {
+            ops.push(mk(k % 7, views[(k % 4) as usize], Some(k % 3)));
+        }
+        let check = |ops: &OpenOps| {
+            let mut out = Vec::new();
+            for a in 0..8 {
+                for c in 0..4 {
+                    let t = Touch::Threads {
+                        a,
+                        b: (a + 3) % 8,
+                        cpu: (c < 3).then_some(c),
+                    };
+                    ops.touched_by(&t, &mut out);
+                    let scan: Vec<u32> = (0..ops.len() as u32)
+                        .filter(|&i| touched(ops.get(i as usize), &t))
+                        .collect();
+                    assert_eq!(out, scan, "{t:?}");
+                }
+            }
+        };
+        check(&ops);
+        for i in [0, 5, 17, 3] {
+            ops.swap_remove(i);
+            check(&ops);
+        }
+        let last = ops.len() - 1;
+        ops.swap_remove(last);
+        check(&ops);
+        ops.retain(|o| o.pid != 2);
+        check(&ops);
+        assert!(ops.iter().all(|o| o.pid != 2));
+    }
+}
