@@ -143,9 +143,7 @@ impl OutlierAnalysis {
         self.open.refresh(last, sched, &self.idle);
         // An fsync tells its enclosing operations which device they wait on.
         if let Some(d) = dev {
-            for o in self.open.iter_mut().filter(|o| o.pid == e.pid) {
-                o.dev.get_or_insert(d);
-            }
+            self.open.learn_dev(e.pid, d);
         }
     }
 

@@ -176,22 +176,21 @@ impl OutlierAnalysis {
         if self.open.is_empty() {
             return;
         }
-        let mut hit = std::mem::take(&mut self.touched_now);
-        self.open.touched_by(t, &mut hit);
-        if let Touch::Device(_) = t {
+        if let Touch::Device(d) = *t {
             // Most block events leave the oldest request at the device as
             // it was: remember the views, integrate only if they change.
-            self.pending_views.clear();
-            for &i in &hit {
-                let dev = self.open.get(i as usize).dev;
-                if !self.pending_views.iter().any(|(d, _)| *d == dev) {
-                    let v = self.dev_view(dev);
-                    self.pending_views.push((dev, v));
-                }
-            }
-            self.touched_now = hit;
+            let mut views = std::mem::take(&mut self.pending_views);
+            views.clear();
+            views.extend(
+                self.open
+                    .blocked_devs(d)
+                    .map(|dev| (dev, self.dev_view(dev))),
+            );
+            self.pending_views = views;
             return;
         }
+        let mut hit = std::mem::take(&mut self.touched_now);
+        self.open.touched_by(t, &mut hit);
         let mut views: Vec<(Option<Dev>, DevView)> = Vec::new();
         for &i in &hit {
             let dev = self.open.get(i as usize).dev;

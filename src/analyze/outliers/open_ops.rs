@@ -11,6 +11,7 @@
 use super::op::{IdleClocks, OpenOp};
 use super::touch::{touched, Touch};
 use crate::analyze::sched::{SchedAnalysis, ThreadView};
+use crate::model::Dev;
 use rustc_hash::FxHashMap;
 
 #[derive(Default)]
@@ -20,6 +21,11 @@ pub(super) struct OpenOps {
     /// they wait for.
     by_pid: FxHashMap<u32, Vec<u32>>,
     runnable_on: FxHashMap<u32, Vec<u32>>,
+    /// How many are blocked in `D` (a device's or a commit's events
+    /// concern only those: none, and there is nothing to look at), and
+    /// how many of those wait on each device (`None`: not known yet).
+    blocked: usize,
+    blocked_on: Vec<(Option<Dev>, usize)>,
 }
 
 /// The CPU a runnable operation waits for: where `touched` looks for it.
@@ -27,6 +33,10 @@ fn runnable_cpu(op: &OpenOp) -> Option<u32> {
     (op.view == ThreadView::Runnable)
         .then_some(op.cpu)
         .flatten()
+}
+
+fn in_d(op: &OpenOp) -> bool {
+    op.view == ThreadView::Off('D')
 }
 
 fn file_in(map: &mut FxHashMap<u32, Vec<u32>>, key: u32, i: u32) {
@@ -52,26 +62,42 @@ fn unfile_in(map: &mut FxHashMap<u32, Vec<u32>>, key: u32, i: u32, open: usize) 
 impl OpenOps {
     fn file(&mut self, i: usize) {
         let op = &self.ops[i];
-        let (pid, cpu) = (op.pid, runnable_cpu(op));
+        let (pid, cpu, d) = (op.pid, runnable_cpu(op), in_d(op));
         file_in(&mut self.by_pid, pid, i as u32);
         if let Some(c) = cpu {
             file_in(&mut self.runnable_on, c, i as u32);
+        }
+        if d {
+            self.count_blocked(op.dev, 1);
         }
     }
 
     fn unfile(&mut self, i: usize) {
         let op = &self.ops[i];
-        let (pid, cpu) = (op.pid, runnable_cpu(op));
+        let (pid, cpu, d) = (op.pid, runnable_cpu(op), in_d(op));
         let open = self.ops.len();
         unfile_in(&mut self.by_pid, pid, i as u32, open);
         if let Some(c) = cpu {
             unfile_in(&mut self.runnable_on, c, i as u32, open);
+        }
+        if d {
+            self.count_blocked(op.dev, -1);
+        }
+    }
+
+    fn count_blocked(&mut self, dev: Option<Dev>, by: isize) {
+        self.blocked = self.blocked.wrapping_add_signed(by);
+        match self.blocked_on.iter_mut().find(|(d, _)| *d == dev) {
+            Some((_, n)) => *n = n.wrapping_add_signed(by),
+            None => self.blocked_on.push((dev, by as usize)),
         }
     }
 
     fn refile_all(&mut self) {
         self.by_pid.clear();
         self.runnable_on.clear();
+        self.blocked = 0;
+        self.blocked_on.clear();
         for i in 0..self.ops.len() {
             self.file(i);
         }
@@ -136,31 +162,88 @@ impl OpenOps {
         }
     }
 
-    /// Operation `i` learns its thread's state, CPU and who runs there.
+    /// Operation `i` learns its thread's state, CPU and who runs there;
+    /// it is refiled only if it became or stopped being runnable on a
+    /// CPU, or blocked (its thread never changes).
     pub(super) fn refresh(&mut self, i: usize, sched: &SchedAnalysis, idle: &IdleClocks) {
-        self.unfile(i);
-        self.ops[i].refresh(sched, idle);
-        self.file(i);
+        let op = &mut self.ops[i];
+        let (cpu, d) = (runnable_cpu(op), in_d(op));
+        op.refresh(sched, idle);
+        let (now_cpu, now_d) = (runnable_cpu(op), in_d(op));
+        if cpu != now_cpu {
+            let open = self.ops.len();
+            if let Some(c) = cpu {
+                unfile_in(&mut self.runnable_on, c, i as u32, open);
+            }
+            if let Some(c) = now_cpu {
+                file_in(&mut self.runnable_on, c, i as u32);
+            }
+        }
+        if d != now_d {
+            let dev = self.ops[i].dev;
+            self.count_blocked(dev, if now_d { 1 } else { -1 });
+        }
     }
 
-    /// The operations `t` may concern, in their order, into `out`.
+    /// The operations of thread `pid` learn the device they wait on, if
+    /// they did not know it.
+    pub(super) fn learn_dev(&mut self, pid: u32, dev: Dev) {
+        let Some(v) = self.by_pid.get(&pid) else {
+            return;
+        };
+        for k in 0..v.len() {
+            let i = self.by_pid[&pid][k] as usize;
+            if self.ops[i].dev.is_none() {
+                let d = in_d(&self.ops[i]);
+                if d {
+                    self.count_blocked(None, -1);
+                    self.count_blocked(Some(dev), 1);
+                }
+                self.ops[i].dev = Some(dev);
+            }
+        }
+    }
+
+    /// The devices blocked operations wait on that an event on `dev`
+    /// concerns (theirs, or not known), each once.
+    pub(super) fn blocked_devs(&self, dev: Dev) -> impl Iterator<Item = Option<Dev>> + '_ {
+        self.blocked_on
+            .iter()
+            .filter(move |(d, n)| *n > 0 && d.is_none_or(|x| x == dev))
+            .map(|(d, _)| *d)
+    }
+
+    /// The operations `t` may concern, each once, into `out` (in no
+    /// particular order: what an event does to one operation does not
+    /// depend on the others).
     pub(super) fn touched_by(&self, t: &Touch, out: &mut Vec<u32>) {
         out.clear();
         match *t {
             Touch::Threads { a, b, cpu } => {
-                for pid in [a, b] {
-                    if let Some(v) = self.by_pid.get(&pid) {
+                if let Some(v) = self.by_pid.get(&a) {
+                    out.extend_from_slice(v);
+                }
+                if b != a {
+                    if let Some(v) = self.by_pid.get(&b) {
                         out.extend_from_slice(v);
                     }
                 }
                 if let Some(v) = cpu.and_then(|c| self.runnable_on.get(&c)) {
-                    out.extend_from_slice(v);
+                    // Those of `a` and `b` are in already.
+                    out.extend(v.iter().copied().filter(|&i| {
+                        let pid = self.ops[i as usize].pid;
+                        pid != a && pid != b
+                    }));
                 }
-                out.sort_unstable();
-                out.dedup();
             }
-            _ => out
-                .extend((0..self.ops.len() as u32).filter(|&i| touched(&self.ops[i as usize], t))),
+            Touch::Blocked | Touch::Device(_) if self.blocked == 0 => {}
+            _ => {
+                for (i, op) in self.ops.iter().enumerate() {
+                    if touched(op, t) {
+                        out.push(i as u32);
+                    }
+                }
+            }
         }
         debug_assert!(out.iter().all(|&i| touched(&self.ops[i as usize], t)));
         debug_assert_eq!(out.len(), self.ops.iter().filter(|o| touched(o, t)).count());
@@ -193,6 +276,11 @@ mod tests {
         }
         let check = |ops: &OpenOps| {
             let mut out = Vec::new();
+            for t in [Touch::Blocked, Touch::Device(crate::model::Dev(7 << 20))] {
+                ops.touched_by(&t, &mut out);
+                let scan = (0..ops.len()).filter(|&i| touched(ops.get(i), &t)).count();
+                assert_eq!(out.len(), scan, "{t:?}");
+            }
             for a in 0..8 {
                 for c in 0..4 {
                     let t = Touch::Threads {
@@ -201,6 +289,7 @@ mod tests {
                         cpu: (c < 3).then_some(c),
                     };
                     ops.touched_by(&t, &mut out);
+                    out.sort_unstable();
                     let scan: Vec<u32> = (0..ops.len() as u32)
                         .filter(|&i| touched(ops.get(i as usize), &t))
                         .collect();
