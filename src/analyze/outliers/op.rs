@@ -170,7 +170,16 @@ pub(super) fn integrate(op: &mut OpenOp, ts: u64, dev: &DevView, idle: &IdleCloc
 /// began, as far as the switches told: what an asleep operation's CPU did
 /// over any stretch is the difference of two readings.
 #[derive(Default)]
-pub(super) struct IdleClocks(Vec<IdleClock>);
+pub(super) struct IdleClocks {
+    /// CPUs below `DENSE_CPUS` by index; any other number a trace gives
+    /// (a damaged one can say 2,583,691,263) in a map, so that it costs
+    /// one entry, not a vector that long.
+    dense: Vec<IdleClock>,
+    sparse: FxHashMap<u32, IdleClock>,
+}
+
+/// CPUs kept by index.
+const DENSE_CPUS: u32 = 1024;
 
 #[derive(Clone, Copy, Default)]
 struct IdleClock {
@@ -183,19 +192,26 @@ struct IdleClock {
 impl IdleClocks {
     /// The clock of `cpu` at `ts` (0 for no CPU).
     pub(super) fn at(&self, cpu: Option<u32>, ts: u64) -> u64 {
-        let Some(c) = cpu.and_then(|c| self.0.get(c as usize)) else {
-            return 0;
+        let c = match cpu {
+            Some(c) if c < DENSE_CPUS => self.dense.get(c as usize),
+            Some(c) => self.sparse.get(&c),
+            None => None,
         };
+        let Some(c) = c else { return 0 };
         c.total + c.since.map_or(0, |s| ts.saturating_sub(s))
     }
 
     /// After a switch on `cpu` at `ts`: whether it idles from now on.
     pub(super) fn switch(&mut self, cpu: u32, ts: u64, idle: bool) {
-        let i = cpu as usize;
-        if i >= self.0.len() {
-            self.0.resize(i + 1, IdleClock::default());
-        }
-        let c = &mut self.0[i];
+        let c = if cpu < DENSE_CPUS {
+            let i = cpu as usize;
+            if i >= self.dense.len() {
+                self.dense.resize(i + 1, IdleClock::default());
+            }
+            &mut self.dense[i]
+        } else {
+            self.sparse.entry(cpu).or_default()
+        };
         match (c.since, idle) {
             (None, true) => c.since = Some(ts),
             (Some(s), false) => {
@@ -224,5 +240,18 @@ mod tests {
         c.switch(3, 510, true);
         assert_eq!(c.at(Some(3), 520), 80);
         assert_eq!((c.at(None, 520), c.at(Some(0), 520)), (0, 0));
+    }
+
+    /// A damaged trace's CPU number costs one entry: a vector grown to it
+    /// asked the allocator for 62 GB and aborted a fuzz run.
+    #[test]
+    fn a_huge_cpu_number_is_one_entry() {
+        let mut c = IdleClocks::default();
+        let cpu = 2_583_691_263;
+        c.switch(cpu, 100, true);
+        c.switch(cpu, 130, false);
+        assert_eq!(c.at(Some(cpu), 200), 30);
+        assert!(c.dense.is_empty());
+        assert_eq!(c.sparse.len(), 1);
     }
 }
