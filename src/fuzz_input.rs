@@ -47,7 +47,7 @@ pub fn split(data: &[u8], n: usize) -> Vec<&[u8]> {
 /// ring-buffer page]; parses them, reads every field of the record,
 /// decodes it, then every record of the page.
 pub fn tracefs_format(data: &[u8]) {
-    use crate::ingest::capture_dir::Decoder;
+    use crate::ingest::format_decoder::Decoder;
     use crate::ingest::ring_buffer::{page_info, PageRecords};
     use crate::ingest::tracefs_format::{
         parse_format, parse_header_page, read_int, read_str, PageHeader,

@@ -46,7 +46,7 @@ pub mod testing {
     pub use crate::capture::unique_name;
     pub use crate::diagnose::diagnose;
     pub use crate::diagnose::rules_doc::markdown as rules_markdown;
-    pub use crate::ingest::capture_dir::Decoder;
+    pub use crate::ingest::format_decoder::Decoder;
     pub use crate::ingest::reader::Chunked;
     pub use crate::ingest::text_source::{detect, TextFormat, TextSource};
     pub use crate::ingest::{open_bytes, open_file, open_inputs, warnings_for, Merger, Source};

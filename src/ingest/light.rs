@@ -7,7 +7,8 @@
 //! the long runqueue waits are read by [`load`] for analyze::light, not as
 //! events.
 
-use super::capture_dir::{load_formats, Decoder};
+use super::capture_dir::load_formats;
+use super::format_decoder::Decoder;
 use super::reader::Chunked;
 use super::source::{InputError, Source, SourceStats};
 use crate::model::light::{

@@ -6,6 +6,7 @@ pub mod block_text;
 pub mod capture_dir;
 pub mod compressed;
 pub mod files;
+pub mod format_decoder;
 pub mod light;
 pub mod light_values;
 pub mod merge;

@@ -14,7 +14,7 @@
 //! format files perf stores in the file (`perf_tracing_data`), as the
 //! events of a capture are.
 
-use super::capture_dir::Decoder;
+use super::format_decoder::Decoder;
 use super::perf_damage::{self, Overlay};
 use super::perf_script_stack::parse_frame;
 use super::source::{InputError, Source, SourceStats};

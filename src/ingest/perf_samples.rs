@@ -6,7 +6,7 @@
 //! (`process_maps`) and this machine's binaries; lost-record counts are
 //! said.
 
-use super::capture_dir::Decoder;
+use super::format_decoder::Decoder;
 use super::reader::Chunked;
 use super::source::{Source, SourceStats};
 use crate::model::perf_record::{

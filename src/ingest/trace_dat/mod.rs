@@ -16,8 +16,8 @@
 mod file;
 mod sections;
 
-use super::capture_dir::Decoder;
 use super::compressed::Meter;
+use super::format_decoder::Decoder;
 use super::reader::Chunked;
 use super::ring_buffer::{page_info, PageInfo, PageRecords};
 use super::source::{InputError, Position, Source, SourceStats};
