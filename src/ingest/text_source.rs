@@ -338,7 +338,7 @@ impl TextSource {
     }
 
     fn intern(&mut self, name: &[u8]) -> Arc<str> {
-        intern_in(&mut self.names, name)
+        intern(&mut self.names, name, |n| n)
     }
 
     fn classify(&mut self, line: &[u8]) -> Line {
@@ -455,13 +455,13 @@ impl TextSource {
             let comm = Comm::new(h.comm);
             let (ts, cpu, pid) = (h.ts, h.cpu, h.pid);
             let keys = &mut self.keys;
-            let mut key = |b: &[u8]| intern_key(keys, b);
+            let mut key = |b: &[u8]| intern(keys, b, FieldName::new);
             return match parse_ftrace_syscall(rest_t, &mut key) {
                 Some((name, fields)) => Line::Event(Event::Trace(TraceEvent::named(
                     ts,
                     cpu,
                     pid,
-                    intern_event(&mut self.event_names, name.as_bytes()),
+                    &intern(&mut self.event_names, name.as_bytes(), EventName::new),
                     comm,
                     fields,
                 ))),
@@ -485,12 +485,14 @@ impl TextSource {
             h.ts,
             h.cpu,
             h.pid,
-            intern_event(&mut self.event_names, name),
+            &intern(&mut self.event_names, name, EventName::new),
             Comm::new(h.comm),
             Default::default(),
         );
         let keys = &mut self.keys;
-        e.fields = parse_payload(e.short_name(), payload, &mut |b: &[u8]| intern_key(keys, b));
+        e.fields = parse_payload(e.short_name(), payload, &mut |b: &[u8]| {
+            intern(keys, b, FieldName::new)
+        });
         Line::Event(Event::Trace(e))
     }
 }
@@ -652,32 +654,19 @@ impl Source for TextSource {
     }
 }
 
-/// One shared `Arc<str>` per distinct event or field name.
-/// The names of a text are few (a few dozen events and fields, the
-/// functions of its stacks): each is made once, then looked up.
-fn intern_in(names: &mut FxHashMap<Vec<u8>, Arc<str>>, name: &[u8]) -> Arc<str> {
+/// The one value made of each distinct name met (a frame's name, an
+/// event's name with its kind, a field's name with its `Field`): the
+/// names of a text are few, so each is made once, then looked up.
+fn intern<T: Clone>(
+    names: &mut FxHashMap<Vec<u8>, T>,
+    name: &[u8],
+    make: impl FnOnce(Arc<str>) -> T,
+) -> T {
     if let Some(n) = names.get(name) {
         return n.clone();
     }
-    let n: Arc<str> = String::from_utf8_lossy(name).into();
+    let n = make(String::from_utf8_lossy(name).into());
     names.insert(name.to_vec(), n.clone());
-    n
-}
-
-fn intern_event<'a>(names: &'a mut FxHashMap<Vec<u8>, EventName>, name: &[u8]) -> &'a EventName {
-    if !names.contains_key(name) {
-        let n = EventName::new(String::from_utf8_lossy(name).into());
-        names.insert(name.to_vec(), n);
-    }
-    &names[name]
-}
-
-fn intern_key(keys: &mut FxHashMap<Vec<u8>, FieldName>, name: &[u8]) -> FieldName {
-    if let Some(n) = keys.get(name) {
-        return n.clone();
-    }
-    let n = FieldName::new(String::from_utf8_lossy(name).into());
-    keys.insert(name.to_vec(), n.clone());
     n
 }
 

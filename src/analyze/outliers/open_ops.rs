@@ -21,10 +21,8 @@ pub(super) struct OpenOps {
     /// they wait for.
     by_pid: FxHashMap<u32, Vec<u32>>,
     runnable_on: FxHashMap<u32, Vec<u32>>,
-    /// How many are blocked in `D` (a device's or a commit's events
-    /// concern only those: none, and there is nothing to look at), and
-    /// how many of those wait on each device (`None`: not known yet).
-    blocked: usize,
+    /// How many are blocked in `D` on each device (`None`: not known
+    /// yet): a device's or a commit's events concern only those.
     blocked_on: Vec<(Option<Dev>, usize)>,
 }
 
@@ -86,7 +84,6 @@ impl OpenOps {
     }
 
     fn count_blocked(&mut self, dev: Option<Dev>, by: isize) {
-        self.blocked = self.blocked.wrapping_add_signed(by);
         match self.blocked_on.iter_mut().find(|(d, _)| *d == dev) {
             Some((_, n)) => *n = n.wrapping_add_signed(by),
             None => self.blocked_on.push((dev, by as usize)),
@@ -96,7 +93,6 @@ impl OpenOps {
     fn refile_all(&mut self) {
         self.by_pid.clear();
         self.runnable_on.clear();
-        self.blocked = 0;
         self.blocked_on.clear();
         for i in 0..self.ops.len() {
             self.file(i);
@@ -236,7 +232,8 @@ impl OpenOps {
                     }));
                 }
             }
-            Touch::Blocked | Touch::Device(_) if self.blocked == 0 => {}
+            // None blocked: nothing to look at.
+            Touch::Blocked | Touch::Device(_) if self.blocked_on.iter().all(|(_, n)| *n == 0) => {}
             _ => {
                 for (i, op) in self.ops.iter().enumerate() {
                     if touched(op, t) {
