@@ -306,17 +306,24 @@ impl<'a> Cursor<'a> {
         self.rest = self.rest.strip_prefix(s)?;
         Some(())
     }
-    /// A run of ASCII digits.
+    /// A run of one to nineteen ASCII digits (which cannot overflow), in
+    /// one pass; `None` for longer ones, left to the token reader.
     #[inline]
     fn number(&mut self) -> Option<u64> {
-        let end = self
-            .rest
-            .iter()
-            .position(|b| !b.is_ascii_digit())
-            .unwrap_or(self.rest.len());
-        let (digits, rest) = self.rest.split_at(end);
-        self.rest = rest;
-        parse_u64(digits)
+        let mut v = 0u64;
+        let mut n = 0;
+        while let Some(d) = self.rest.get(n).map(|c| c.wrapping_sub(b'0')) {
+            if d > 9 {
+                break;
+            }
+            if n == 19 {
+                return None;
+            }
+            v = v * 10 + u64::from(d);
+            n += 1;
+        }
+        self.rest = &self.rest[n..];
+        (n > 0).then_some(v)
     }
 }
 

@@ -417,10 +417,12 @@ impl TextSource {
 
     fn classify_tracepoint_line(&mut self, line: &[u8]) -> Line {
         let t = trim(line);
-        // trace-cmd's preamble and per-CPU notes.
-        if t.starts_with(b"cpus=")
-            || t.starts_with(b"version =")
-            || (t.starts_with(b"CPU ") && t.ends_with(b"is empty"))
+        // trace-cmd's preamble and per-CPU notes (the first byte tells
+        // most lines apart at once).
+        if matches!(t.first(), Some(b'c' | b'v' | b'C'))
+            && (t.starts_with(b"cpus=")
+                || t.starts_with(b"version =")
+                || (t.starts_with(b"CPU ") && t.ends_with(b"is empty")))
         {
             return Line::Ignore;
         }
