@@ -67,6 +67,9 @@ pub struct OutlierAnalysis {
     /// Before a block event: the views of the devices blocked operations
     /// wait on, to see afterwards whether the event changed them.
     pending_views: Vec<(Option<Dev>, DevView)>,
+    /// The device views of the operations the event at hand touches
+    /// (scratch: a vector made per event was an allocation per event).
+    touched_views: Vec<(Option<Dev>, DevView)>,
     queued: FxHashMap<ReqKey, InFlight>,
     /// Per device: requests queued (not issued), and the issued ones by
     /// issue time (the oldest is the one a waiter waits for).
@@ -191,7 +194,8 @@ impl OutlierAnalysis {
         }
         let mut hit = std::mem::take(&mut self.touched_now);
         self.open.touched_by(t, &mut hit);
-        let mut views: Vec<(Option<Dev>, DevView)> = Vec::new();
+        let mut views = std::mem::take(&mut self.touched_views);
+        views.clear();
         for &i in &hit {
             let dev = self.open.get(i as usize).dev;
             let view = match views.iter().find(|(d, _)| *d == dev) {
@@ -205,6 +209,7 @@ impl OutlierAnalysis {
             integrate(self.open.get_mut(i as usize), ts, &view, &self.idle);
         }
         self.touched_now = hit;
+        self.touched_views = views;
     }
 
     /// After a block event: the blocked operations whose device view it
