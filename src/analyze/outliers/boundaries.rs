@@ -128,14 +128,13 @@ impl OutlierAnalysis {
         }
         // A thread in the same kind of operation twice: the first one's end
         // was lost.
-        self.open.retain(|o| !(o.pid == e.pid && kind.is(&o.kind)));
+        if self.open.last_of(e.pid, |o| kind.is(&o.kind)).is_some() {
+            self.open.retain(|o| !(o.pid == e.pid && kind.is(&o.kind)));
+        }
         // Operations inside inherit the device their parent learnt.
         let dev = dev.or_else(|| {
-            self.open
-                .iter()
-                .rev()
-                .find(|o| o.pid == e.pid)
-                .and_then(|o| o.dev)
+            let parent = self.open.last_of(e.pid, |_| true)?;
+            self.open.get(parent).dev
         });
         let op = self.fresh_op(kind, e.pid, e.ts, dev);
         self.open.push(op);
@@ -148,11 +147,7 @@ impl OutlierAnalysis {
     }
 
     fn end(&mut self, kind: Kind, e: &TraceEvent, names: &ThreadNames) {
-        let Some(i) = self
-            .open
-            .iter()
-            .rposition(|o| o.pid == e.pid && kind.is(&o.kind))
-        else {
+        let Some(i) = self.open.last_of(e.pid, |o| kind.is(&o.kind)) else {
             return;
         };
         self.advance_one(i, e.ts);
@@ -187,8 +182,8 @@ impl OutlierAnalysis {
             // and is still open: it encloses this one (a probe's
             // operation its syscall, an fsync its ext4_sync_file).
             parent: open
-                .iter()
-                .filter(|o| o.pid == op.pid && o.id < op.id)
+                .of_thread(op.pid)
+                .filter(|o| o.id < op.id)
                 .map(|o| o.id)
                 .max(),
             // The requests it waited for at the device, as the breakdown

@@ -252,7 +252,8 @@ impl OutlierAnalysis {
     /// A thread added pages to the page cache: its innermost operation
     /// missed them (and re-read them, for a refault).
     pub fn page_added(&mut self, pid: u32, pages: u64, refault: bool) {
-        if let Some(op) = self.open.iter_mut().rev().find(|o| o.pid == pid) {
+        if let Some(i) = self.open.last_of(pid, |_| true) {
+            let op = self.open.get_mut(i);
             op.pages_added += pages;
             op.pages_refaulted += refault as u64 * pages;
         }

@@ -149,6 +149,31 @@ impl OpenOps {
         op
     }
 
+    /// The last operation (in [`OpenOps::iter`]'s order) of thread `pid`
+    /// that `pick` accepts: found among the thread's own, not by a scan
+    /// of every open one (a syscall's end looked at all of them).
+    pub(super) fn last_of(&self, pid: u32, pick: impl Fn(&OpenOp) -> bool) -> Option<usize> {
+        let found = self
+            .by_pid
+            .get(&pid)?
+            .iter()
+            .map(|&i| i as usize)
+            .filter(|&i| pick(&self.ops[i]))
+            .max();
+        debug_assert_eq!(
+            found,
+            self.ops.iter().rposition(|o| o.pid == pid && pick(o)),
+            "thread {pid}'s operations as filed"
+        );
+        found
+    }
+
+    /// The operations of thread `pid`, in no order.
+    pub(super) fn of_thread(&self, pid: u32) -> impl Iterator<Item = &OpenOp> + '_ {
+        let filed = self.by_pid.get(&pid).map(|v| v.as_slice()).unwrap_or(&[]);
+        filed.iter().map(|&i| &self.ops[i as usize])
+    }
+
     /// Keeps the operations `keep` holds to, in their order.
     pub(super) fn retain(&mut self, keep: impl FnMut(&OpenOp) -> bool) {
         let before = self.ops.len();
