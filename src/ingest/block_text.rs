@@ -441,40 +441,19 @@ mod tests {
     /// variations of each layout; and it reads most fixture lines.
     #[test]
     fn by_position_agrees_with_by_tokens() {
-        use crate::ingest::text_line::{parse_header, split_event};
-        use std::io::Read;
+        use crate::ingest::text_line::{parse_header, split_event, text_fixtures};
         let mut payloads: Vec<(Action, Vec<u8>)> = Vec::new();
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-        let mut dirs = vec![root];
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(&dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    dirs.push(path);
+        for (_, data) in text_fixtures() {
+            for line in data.split(|&b| b == b'\n') {
+                let Some((_, rest)) = parse_header(trim(line)) else {
                     continue;
-                }
-                let mut data = std::fs::read(&path).unwrap();
-                if path.extension().is_some_and(|e| e == "gz") {
-                    let mut out = Vec::new();
-                    flate2::read::GzDecoder::new(&data[..])
-                        .read_to_end(&mut out)
-                        .unwrap();
-                    data = out;
-                }
-                if data.iter().take(4096).any(|&b| b == 0) {
+                };
+                let Some((name, payload)) = split_event(rest) else {
                     continue;
-                }
-                for line in data.split(|&b| b == b'\n') {
-                    let Some((_, rest)) = parse_header(trim(line)) else {
-                        continue;
-                    };
-                    let Some((name, payload)) = split_event(rest) else {
-                        continue;
-                    };
-                    let short = name.rsplit(|&b| b == b':').next().unwrap_or(name);
-                    if let Some(a) = Action::from_tracepoint_bytes(short) {
-                        payloads.push((a, payload.to_vec()));
-                    }
+                };
+                let short = name.rsplit(|&b| b == b':').next().unwrap_or(name);
+                if let Some(a) = Action::from_tracepoint_bytes(short) {
+                    payloads.push((a, payload.to_vec()));
                 }
             }
         }

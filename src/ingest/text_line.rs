@@ -385,6 +385,38 @@ fn digits_value(d: &[u8]) -> u64 {
     d.iter().fold(0, |v, &c| v * 10 + (c - b'0') as u64)
 }
 
+/// Every text fixture (ftrace, trace-cmd, perf script and blkparse
+/// output, the seed excerpts; `.gz` undone) with its path: what the fast
+/// readers' tests hold them to the general readers on.
+#[cfg(test)]
+pub(crate) fn text_fixtures() -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    use std::io::Read;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut dirs = vec![root];
+    let mut out = Vec::new();
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let mut data = std::fs::read(&path).unwrap();
+            if path.extension().is_some_and(|e| e == "gz") {
+                let mut plain = Vec::new();
+                flate2::read::GzDecoder::new(&data[..])
+                    .read_to_end(&mut plain)
+                    .unwrap();
+                data = plain;
+            }
+            if !data.iter().take(4096).any(|&b| b == 0) {
+                out.push((path, data));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -505,41 +537,20 @@ mod tests {
     /// blkparse output, the seed excerpts) and reads most of them.
     #[test]
     fn one_pass_header_agrees_on_every_fixture_line() {
-        use std::io::Read;
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-        let mut dirs = vec![root];
         let (mut general, mut fast) = (0u64, 0u64);
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(&dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    dirs.push(path);
-                    continue;
-                }
-                let mut data = std::fs::read(&path).unwrap();
-                if path.extension().is_some_and(|e| e == "gz") {
-                    let mut out = Vec::new();
-                    flate2::read::GzDecoder::new(&data[..])
-                        .read_to_end(&mut out)
-                        .unwrap();
-                    data = out;
-                }
-                if data.iter().take(4096).any(|&b| b == 0) {
-                    continue;
-                }
-                for line in data.split(|&b| b == b'\n') {
-                    let t = trim(line);
-                    general += u64::from(parse_header(t).is_some());
-                    if let Some(got) = parse_ftrace_header(t) {
-                        fast += 1;
-                        assert_eq!(
-                            Some(got),
-                            parse_header(t),
-                            "{}: {:?}",
-                            path.display(),
-                            String::from_utf8_lossy(line)
-                        );
-                    }
+        for (path, data) in text_fixtures() {
+            for line in data.split(|&b| b == b'\n') {
+                let t = trim(line);
+                general += u64::from(parse_header(t).is_some());
+                if let Some(got) = parse_ftrace_header(t) {
+                    fast += 1;
+                    assert_eq!(
+                        Some(got),
+                        parse_header(t),
+                        "{}: {:?}",
+                        path.display(),
+                        String::from_utf8_lossy(line)
+                    );
                 }
             }
         }
