@@ -6,7 +6,9 @@
 //! the `(cmd)` group, the `ioprio` triple of recent kernels), so the payload
 //! is read by the shape of its tokens rather than by position.
 
-use super::text_line::{first_word, is_digits, parse_i32, parse_u32, parse_u64, trim, word_end};
+use super::text_line::{
+    first_word, is_digits, leading_digits, parse_i32, parse_u32, parse_u64, trim, word_end,
+};
 use crate::model::{Action, BlockEvent, Comm, Dev, Extra, Rwbs};
 
 /// The pieces common to both text forms, before they become an event.
@@ -77,6 +79,13 @@ impl<'a> Words<'a> {
     }
 }
 
+/// The ioprio triple of recent kernels: `none,0,0`, `be,4,0`, or `0x2,0,4`
+/// where the printer cannot resolve the class (perf).
+fn is_ioprio(t: &[u8]) -> bool {
+    t.iter().filter(|&&c| c == b',').count() == 2
+        && t.iter().all(|c| c.is_ascii_alphanumeric() || *c == b',')
+}
+
 fn parse_detail(s: &[u8]) -> Option<Detail<'_>> {
     let (body, bracket, tail) = split_bracket(s);
     let mut d = Detail {
@@ -131,11 +140,7 @@ fn parse_detail(s: &[u8]) -> Option<Detail<'_>> {
             }
             continue;
         }
-        // The ioprio triple of recent kernels: `none,0,0`, `be,4,0`, or
-        // `0x2,0,4` where the printer cannot resolve the class (perf).
-        if t.iter().filter(|&&c| c == b',').count() == 2
-            && t.iter().all(|c| c.is_ascii_alphanumeric() || *c == b',')
-        {
+        if is_ioprio(t) {
             continue;
         }
         return None;
@@ -268,9 +273,7 @@ fn by_position(action: Action, payload: &[u8], cx: Context<'_>) -> Option<BlockE
     // The ioprio triple (`none,0,0`, perf's `0x2,0,4`) is passed over.
     if c.rest.len() > 1 && c.rest[0] == b' ' && c.rest[1] != b'[' {
         c.eat(b" ")?;
-        let prio = c.word();
-        let commas = prio.iter().filter(|&&b| b == b',').count();
-        if commas != 2 || !prio.iter().all(|b| b.is_ascii_alphanumeric() || *b == b',') {
+        if !is_ioprio(c.word()) {
             return None;
         }
     }
@@ -310,20 +313,12 @@ impl<'a> Cursor<'a> {
     /// one pass; `None` for longer ones, left to the token reader.
     #[inline]
     fn number(&mut self) -> Option<u64> {
-        let mut v = 0u64;
-        let mut n = 0;
-        while let Some(d) = self.rest.get(n).map(|c| c.wrapping_sub(b'0')) {
-            if d > 9 {
-                break;
-            }
-            if n == 19 {
-                return None;
-            }
-            v = v * 10 + u64::from(d);
-            n += 1;
+        let (v, n) = leading_digits(self.rest);
+        if n == 0 || self.rest.get(n).is_some_and(u8::is_ascii_digit) {
+            return None;
         }
         self.rest = &self.rest[n..];
-        (n > 0).then_some(v)
+        Some(v)
     }
 }
 

@@ -43,15 +43,8 @@ pub fn parse_u64(b: &[u8]) -> Option<u64> {
     }
     // Nineteen digits cannot overflow: the common case goes unchecked.
     if b.len() < 20 {
-        let mut v: u64 = 0;
-        for &c in b {
-            let d = c.wrapping_sub(b'0');
-            if d > 9 {
-                return None;
-            }
-            v = v * 10 + d as u64;
-        }
-        return Some(v);
+        let (v, n) = leading_digits(b);
+        return (n == b.len()).then_some(v);
     }
     let mut v: u64 = 0;
     for &c in b {
@@ -62,6 +55,24 @@ pub fn parse_u64(b: &[u8]) -> Option<u64> {
         v = v.checked_mul(10)?.checked_add(d as u64)?;
     }
     Some(v)
+}
+
+/// The value of the ASCII digits `b` starts with, at most nineteen (which
+/// cannot overflow), and how many were read: the one digit loop of the
+/// one-pass readers.
+#[inline]
+pub fn leading_digits(b: &[u8]) -> (u64, usize) {
+    let mut v = 0u64;
+    let mut n = 0;
+    for &c in &b[..b.len().min(19)] {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        v = v * 10 + u64::from(d);
+        n += 1;
+    }
+    (v, n)
 }
 
 #[inline]
@@ -102,12 +113,7 @@ const SCALE: [u64; 10] = [
 /// else, which the general reader then reads (or refuses).
 #[inline]
 fn short_timestamp(b: &[u8]) -> Option<u64> {
-    let mut secs = 0u64;
-    let mut i = 0;
-    while let Some(d) = b.get(i).map(|c| c.wrapping_sub(b'0')).filter(|&d| d <= 9) {
-        secs = secs * 10 + u64::from(d);
-        i += 1;
-    }
+    let (secs, i) = leading_digits(b);
     if i == 0 || i > 10 {
         return None;
     }
@@ -116,15 +122,8 @@ fn short_timestamp(b: &[u8]) -> Option<u64> {
         [b'.', frac @ ..] if (1..=9).contains(&frac.len()) => frac,
         _ => return None,
     };
-    let mut f = 0u64;
-    for &c in frac {
-        let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            return None;
-        }
-        f = f * 10 + u64::from(d);
-    }
-    Some(secs * 1_000_000_000 + f * SCALE[frac.len()])
+    let (f, k) = leading_digits(frac);
+    (k == frac.len()).then(|| secs * 1_000_000_000 + f * SCALE[frac.len()])
 }
 
 fn any_timestamp(b: &[u8]) -> Option<u64> {
@@ -585,6 +584,17 @@ mod tests {
             (&b"a-b"[..], 7, 2, 3_000_000_004)
         );
         assert_eq!(trim(rest), b"ev: p");
+    }
+
+    #[test]
+    fn leading_digits_stop_at_the_first_other_byte_or_the_nineteenth() {
+        assert_eq!(leading_digits(b""), (0, 0));
+        assert_eq!(leading_digits(b"x1"), (0, 0));
+        assert_eq!(leading_digits(b"0042 + 8"), (42, 4));
+        assert_eq!(
+            leading_digits(b"99999999999999999999"),
+            (9_999_999_999_999_999_999, 19)
+        );
     }
 
     #[test]

@@ -543,6 +543,16 @@ impl TextSource {
         self.at_end(input)
     }
 
+    /// An event of the input's own (not a thread's process) passed on:
+    /// counted, its time the last one seen.
+    #[inline]
+    fn count(&mut self, e: &Event) {
+        if let Some(ts) = e.ts() {
+            self.last_ts = Some(ts);
+        }
+        self.stats.events += 1;
+    }
+
     /// What one line (not too long) gives: the first of its events (the
     /// rest queued), or nothing.
     fn after_line(&mut self, line: &[u8]) -> Option<Event> {
@@ -558,16 +568,12 @@ impl TextSource {
         if ended.is_none() && process.is_none() {
             // Nearly every line: one event or none, nothing queued.
             if let Some(e) = &ev {
-                self.last_ts = e.ts().or(self.last_ts);
-                self.stats.events += 1;
+                self.count(e);
             }
             return ev;
         }
         for e in ended.iter().chain(&ev) {
-            if let Some(ts) = e.ts() {
-                self.last_ts = Some(ts);
-            }
-            self.stats.events += 1;
+            self.count(e);
         }
         let mut all = ended.into_iter().chain(process).chain(ev);
         let first = all.next();
