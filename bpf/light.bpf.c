@@ -133,6 +133,25 @@ struct {
 	__type(value, __s64);
 } inflight SEC(".maps");
 
+/* Per device slot: requests the programs count in flight that are not.
+ * The kernel now and then traces a completion without running the
+ * programs (and counts no miss): its request would stay in their count,
+ * and every later depth read one more. User space re-anchors this when it
+ * sees the device idle (src/capture/light/inflight.rs); every depth is
+ * read less it. Written only by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NSLOT);
+	__type(key, __u32);
+	__type(value, __s64);
+} inflight_bias SEC(".maps");
+
+static __always_inline __s64 bias_of(__u32 slot)
+{
+	__s64 *b = bpf_map_lookup_elem(&inflight_bias, &slot);
+	return b ? *b : 0;
+}
+
 /* Per device and operation, the latency (ns) from which a request is
  * slow; written by user space (a fixed --slow, or the running p99). */
 struct {
@@ -331,9 +350,11 @@ int BPF_PROG(iosl_issue, struct request___iosl *rq)
 		return 0;
 	}
 	__s64 *inf = bpf_map_lookup_elem(&inflight, &slot);
-	__u64 depth = 1;
+	__s64 depth = 1;
 	if (inf)
-		depth = __sync_fetch_and_add(inf, 1) + 1;
+		depth = __sync_fetch_and_add(inf, 1) + 1 - bias_of(slot);
+	if (depth < 1)
+		depth = 1;
 	add_depth(slot, depth);
 	struct counters *c = counters_of(slot);
 	if (c)
@@ -685,6 +706,7 @@ static __always_inline __u64 in_flight(__u32 slot)
 		if (o)
 			sum += (__s64)(o->issued - o->retired);
 	}
+	sum -= bias_of(slot);
 	return sum < 1 ? 1 : sum;
 }
 

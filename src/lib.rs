@@ -40,6 +40,7 @@ pub mod testing {
     pub use crate::capture::build_ids::build_id;
     pub use crate::capture::cgroups::{io_hierarchy, Hierarchy};
     pub use crate::capture::journal::remove_instance;
+    pub use crate::capture::light::maps::Counters as LightMapCounters;
     pub use crate::capture::pipe::PipeReader;
     pub use crate::capture::snapshot::{ext4_journal, mono_ns};
     pub use crate::capture::tracefs::{CaptureError, Tracefs};

@@ -447,12 +447,12 @@ fn check_run(what: &str, disk: &LoopDevice, dir: &Path, watches: &[Watch], scrip
         }
         let requests: u64 = kernel.ios.iter().sum();
         assert!(
-            unseen <= 2 + requests / 1000,
+            unseen <= unseen_allowed(requests),
             "{what}: {who}'s programs did not see {unseen} of {requests} requests; all: {}",
             every.join(", ")
         );
         if unseen > 0 {
-            eprintln!("{what}: {who}'s programs did not see {unseen} of {requests} requests (another probe on block_rq_complete)");
+            eprintln!("{what}: {who}'s programs did not see {unseen} of {requests} requests");
         }
         // Each recorder reads its clocks at the tracepoints, after the
         // programs attached before it (a few hundred ns each: with five

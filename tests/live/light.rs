@@ -113,35 +113,45 @@ fn counts_and_sends_every_slow_request(accounting: &str) {
     assert_eq!(d.accounting, accounting);
     let light = d.devices.iter().find(|x| x.dev == dev).expect("the device");
     let (reads, writes) = (&light.ops["read"], &light.ops["write"]);
-    // The same requests diskstats counted, to the request. (A program
-    // the kernel skipped, nested in an interrupt, would show here.)
+    // The kernel's counts as the capture read them (its diskstats when the
+    // programs were attached and when they were detached): the figures
+    // every output gives.
+    let kernel = light.diskstats.as_ref().expect("the device's diskstats");
+    assert_eq!(kernel.completed()[..2], [r1 - r0, w1 - w0], "{accounting}");
+    assert_eq!((r1 - r0, w1 - w0), (3000, 700));
+    // The programs' own counts: never more than the kernel's, short only
+    // by the completions the capture says they did not see, and by a few
+    // at most (the kernel now and then does not run the program for a
+    // completion it traces, and counts no miss: see unseen_allowed).
     let missed: Vec<_> = d
         .programs
         .iter()
         .filter(|p| p.missed.unwrap_or(0) > 0)
         .collect();
-    assert_eq!(
-        reads.ios,
-        r1 - r0,
-        "{accounting}: {:?} skipped: {missed:?}",
+    let (seen_r, seen_w) = (reads.ios, writes.ios);
+    assert!(
+        seen_r <= 3000 && seen_w <= 700,
+        "{accounting}: the programs counted {seen_r} reads and {seen_w} writes"
+    );
+    let unseen = 3700 - seen_r - seen_w;
+    assert_eq!(light.unseen(), Some(unseen), "{accounting}");
+    assert!(
+        unseen <= unseen_allowed(3700),
+        "{accounting}: {unseen} of 3700 not seen: {:?} skipped: {missed:?}",
         light.counters
     );
-    assert_eq!(
-        writes.ios,
-        w1 - w0,
-        "{accounting}: {:?} skipped: {missed:?}",
-        light.counters
-    );
-    // Every program's skipped runs are known, and none here.
+    if unseen > 0 {
+        eprintln!("{accounting}: the programs did not see {unseen} of 3700 completions");
+    }
+    // Every program's skipped runs are known.
     assert!(
         d.programs.iter().all(|p| p.missed.is_some()),
         "{:?}",
         d.programs
     );
-    assert_eq!(reads.ios, 3000);
-    assert_eq!(reads.bytes, 3000 * 4096);
-    assert_eq!(writes.bytes, 700 * 8192);
-    assert_eq!(reads.device.n, 3000);
+    assert_eq!(reads.bytes, seen_r * 4096);
+    assert_eq!(writes.bytes, seen_w * 8192);
+    assert_eq!(reads.device.n, seen_r);
     assert_eq!(light.counters.no_state + light.counters.state_full, 0);
     // dd issues one request at a time: depth 1 at every issue. The stamps
     // accounting counts the requests allocated after the first one it saw
@@ -153,14 +163,26 @@ fn counts_and_sends_every_slow_request(accounting: &str) {
     };
     let depths: u64 = light.depth.iter().sum();
     assert_eq!(depths, counted, "{accounting}: {:?}", light.depth);
-    assert_eq!(
-        light.depth.get(1).copied(),
-        Some(counted),
-        "{:?}",
-        light.depth
-    );
+    // A completion the programs did not see leaves its request in their
+    // in-flight count until the device is next seen idle: until then the
+    // depth reads one more.
+    let deepest = light.depth.iter().rposition(|n| *n > 0).unwrap_or(0);
+    if unseen == 0 {
+        assert_eq!(
+            light.depth.get(1).copied(),
+            Some(counted),
+            "{:?}",
+            light.depth
+        );
+    } else {
+        assert!(
+            deepest <= 1 + unseen as usize,
+            "{accounting}: {:?}",
+            light.depth
+        );
+    }
     match accounting {
-        "stamps" => assert_eq!(light.counters.by_stamps, 3700),
+        "stamps" => assert_eq!(light.counters.by_stamps, seen_r + seen_w),
         _ => assert_eq!(light.counters.by_stamps, 0),
     }
     // By cgroup: dd's requests, all in its own cgroup, with its path.
@@ -174,10 +196,13 @@ fn counts_and_sends_every_slow_request(accounting: &str) {
     };
     assert!(d.cgroups.counted);
     assert_eq!(light.counters.cgroup_full, 0);
-    assert_eq!((cg("read").ios, cg("read").bytes), (3000, 3000 * 4096));
-    assert_eq!((cg("write").ios, cg("write").bytes), (700, 700 * 8192));
-    assert_eq!(cg("read").timed, 3000, "{accounting}");
-    assert_eq!(cg("read").le.iter().sum::<u64>(), 3000);
+    assert_eq!((cg("read").ios, cg("read").bytes), (seen_r, seen_r * 4096));
+    assert_eq!(
+        (cg("write").ios, cg("write").bytes),
+        (seen_w, seen_w * 8192)
+    );
+    assert_eq!(cg("read").timed, seen_r, "{accounting}");
+    assert_eq!(cg("read").le.iter().sum::<u64>(), seen_r);
     assert_eq!(cg("read").time_ns, reads.total.sum_ns, "{accounting}");
     assert!(cg("read")
         .path
@@ -247,12 +272,13 @@ fn counts_and_sends_every_slow_request(accounting: &str) {
         .iter()
         .find(|x| x["device"] == dev.as_str())
         .unwrap();
+    // The kernel's counts; the latencies of what the programs saw.
     assert_eq!(device["completed"]["read"], 3000);
     assert_eq!(device["completed"]["write"], 700);
-    assert_eq!(device["d2c"]["count"], 3700);
+    assert_eq!(device["d2c"]["count"], seen_r + seen_w);
     assert_eq!(rep["light"]["attach"], "tp_btf");
     assert_eq!(rep["light"]["accounting"], accounting);
-    assert!(rep["events"].as_u64().unwrap() >= 3 * 3700);
+    assert!(rep["events"].as_u64().unwrap() >= 3 * (seen_r + seen_w));
 }
 
 #[test]
@@ -289,6 +315,144 @@ fn light_keeps_the_stalls_of_a_slow_device_under_the_adaptive_threshold() {
     // Not every request: the threshold is the running p99, at least 1 ms.
     let sent = slow_requests(&cap).len() as u64;
     assert!(sent < writes.ios / 10, "{sent} of {} sent", writes.ios);
+}
+
+/// One of the running light programs' maps, by name (the maps of the
+/// issue program: no other BPF user's map of the same name).
+fn light_map(name: &str) -> Option<aya::maps::MapData> {
+    let issue = aya::programs::loaded_programs()
+        .flatten()
+        .find(|p| p.name_as_str().is_some_and(|n| n.starts_with("iosl_issue")))?;
+    issue.map_ids().ok()??.into_iter().find_map(|id| {
+        let info = aya::maps::MapInfo::from_id(id).ok()?;
+        (info.name_as_str() == Some(name))
+            .then(|| aya::maps::MapData::from_id(id).ok())
+            .flatten()
+    })
+}
+
+fn wait_for(what: &str, seconds: u64, mut done: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(seconds);
+    while !done() {
+        assert!(Instant::now() < until, "{what}: not within {seconds} s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+#[ignore = "live: needs root, BTF and loop devices; scripts/test runs it"]
+fn light_depth_leaves_out_what_a_missed_completion_left_in_flight() {
+    let _live = light_live();
+    for accounting in ["stamps", "state"] {
+        depth_mends_after_an_idle_spell(accounting);
+    }
+}
+
+/// The kernel now and then traces a completion without running the
+/// programs: its request stays in their in-flight count. Three such
+/// requests are put there as that would (into the map the programs count
+/// them in) while the device is idle; once it has been idle a moment, the
+/// programs take them from every depth: dd's requests, one at a time,
+/// read depth 1, not 4.
+fn depth_mends_after_an_idle_spell(accounting: &str) {
+    use aya::maps::{Array, Map, PerCpuArray};
+    let disk = LoopDevice::create(64, true).expect("loop device");
+    let dev = disk.dev().unwrap().to_string();
+    let dev_t = {
+        let (maj, min) = dev.split_once(',').unwrap();
+        (maj.parse::<u64>().unwrap() << 20) | min.parse::<u64>().unwrap()
+    };
+    let dir = tempdir();
+    let cap = dir.path().join("cap");
+    let (go, read, end) = (
+        dir.path().join("go"),
+        dir.path().join("read"),
+        dir.path().join("end"),
+    );
+    let script = format!(
+        "while [ ! -e {go} ]; do sleep 0.02; done; \
+         dd if={dev} of=/dev/null bs=4k count=300 iflag=direct status=none; : > {read}; \
+         while [ ! -e {end} ]; do sleep 0.02; done",
+        go = go.display(),
+        read = read.display(),
+        end = end.display(),
+        dev = disk.path.display()
+    );
+    let mut child = iosleuth()
+        .args(["record", "--light", "--accounting", accounting, "-o"])
+        .arg(&cap)
+        .args(["--", "sh", "-c", &script])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the programs' maps", 30, || {
+        light_map("inflight_bias").is_some()
+    });
+    let slot = {
+        let slots: Array<_, u64> =
+            Array::try_from(Map::Array(light_map("dev_slot").unwrap())).unwrap();
+        let found = slots
+            .iter()
+            .flatten()
+            .find(|e| e & 0xffff_ffff == dev_t)
+            .map(|e| (e >> 32) as u32);
+        found.expect("the device's slot")
+    };
+    // Three requests left in flight, as three unseen completions leave them.
+    match accounting {
+        "stamps" => {
+            let mut counters: PerCpuArray<_, iosleuth::testing::LightMapCounters> =
+                PerCpuArray::try_from(Map::PerCpuArray(light_map("counters").unwrap())).unwrap();
+            let mut per_cpu: Vec<_> = counters.get(&slot, 0).unwrap().iter().copied().collect();
+            per_cpu[0].issued += 3;
+            counters
+                .set(slot, aya::maps::PerCpuValues::try_from(per_cpu).unwrap(), 0)
+                .unwrap();
+        }
+        _ => {
+            let mut inflight: Array<_, i64> =
+                Array::try_from(Map::Array(light_map("inflight").unwrap())).unwrap();
+            let n = inflight.get(&slot, 0).unwrap();
+            inflight.set(slot, n + 3, 0).unwrap();
+        }
+    }
+    let bias: Array<_, i64> =
+        Array::try_from(Map::Array(light_map("inflight_bias").unwrap())).unwrap();
+    // Two idle readings apart, then the leftover is the bias.
+    wait_for("the bias", 10, || bias.get(&slot, 0).ok() == Some(3));
+    std::fs::write(&go, "").unwrap();
+    wait_for("dd", 60, || read.exists());
+    std::fs::write(&end, "").unwrap();
+    assert!(child.wait().unwrap().success());
+
+    let d = doc(&cap);
+    let light = d.devices.iter().find(|x| x.dev == dev).expect("the device");
+    // The stamps accounting counts from the second request it saw.
+    let counted = match accounting {
+        "stamps" => 299,
+        _ => 300,
+    };
+    let unseen = light.unseen().expect("the kernel's counts");
+    assert!(
+        unseen <= unseen_allowed(300),
+        "{accounting}: {unseen} unseen"
+    );
+    assert_eq!(light.depth.iter().sum::<u64>(), counted, "{accounting}");
+    if unseen == 0 {
+        assert_eq!(
+            light.depth.get(1).copied(),
+            Some(counted),
+            "{accounting}: {:?}",
+            light.depth
+        );
+    } else {
+        let deepest = light.depth.iter().rposition(|n| *n > 0).unwrap_or(0);
+        assert!(
+            deepest <= 1 + unseen as usize,
+            "{accounting}: {:?}",
+            light.depth
+        );
+    }
 }
 
 #[test]

@@ -164,7 +164,7 @@ fn device_counts(d: &LightDevice) -> (Vec<OpFigures<'_>>, Option<u64>) {
 fn unseen_warning(dev: &str, unseen: Option<u64>) -> Option<String> {
     let n = unseen.filter(|n| *n > 0)?;
     Some(format!(
-        "light capture: {dev}: the kernel counted {n} request(s) the BPF programs did not see (completed as the capture began or ended, or while another tracer was on block_rq_complete: the kernel does not always run a BPF program there beside another one); the counts are the kernel's, the latencies and cgroups leave them out"
+        "light capture: {dev}: the kernel counted {n} request(s) the BPF programs did not see (completed as the capture began or ended, or traced by the kernel without running the programs: it does so now and then, more often while another tracer is on block_rq_complete); the counts are the kernel's, the latencies and cgroups leave them out"
     ))
 }
 

@@ -20,6 +20,10 @@ pub const MAP_LATENCY: &str = "latency";
 pub const MAP_SIZES: &str = "sizes";
 pub const MAP_DEPTHS: &str = "depths";
 pub const MAP_COUNTERS: &str = "counters";
+/// The per-request state accounting's requests in flight by slot.
+pub const MAP_INFLIGHT: &str = "inflight";
+/// What every depth is read less (src/capture/light/inflight.rs).
+pub const MAP_INFLIGHT_BIAS: &str = "inflight_bias";
 pub const MAP_THRESHOLD: &str = "threshold";
 pub const MAP_RECORDS: &str = "records";
 pub const MAP_CPU_STATS: &str = "cpu_stats";
@@ -30,12 +34,14 @@ pub const MAP_SCHED_GEN: &str = "sched_gen";
 pub const MAP_URING: &str = "uring";
 pub const MAP_URING_LATENCY: &str = "uring_latency";
 #[cfg(test)]
-pub const MAPS: [&str; 12] = [
+pub const MAPS: [&str; 14] = [
     MAP_DEV_SLOT,
     MAP_LATENCY,
     MAP_SIZES,
     MAP_DEPTHS,
     MAP_COUNTERS,
+    MAP_INFLIGHT,
+    MAP_INFLIGHT_BIAS,
     MAP_THRESHOLD,
     MAP_RECORDS,
     MAP_CPU_STATS,

@@ -16,6 +16,7 @@
 #[cfg(test)]
 mod abi_check;
 mod disks;
+mod inflight;
 pub mod maps;
 mod poller;
 mod prog_info;
@@ -148,6 +149,8 @@ pub struct LightSession {
     /// holds its own handle to keep the thresholds).
     latency: PerCpuArray<MapData, Hist>,
     slots: Vec<DiskSlot>,
+    /// The disks whose in-flight counts the poller keeps true.
+    anchored: inflight::Disks,
     /// The scheduler's hooks while attached.
     sched_links: Links,
     /// The kernel refused the scheduler's program: never attached.
@@ -276,7 +279,26 @@ impl LightSession {
         let started_ns = super::snapshot::mono_ns();
         let stats_at_start = disks::read_stats(&slots);
         let latency_map = ebpf.take_map(maps::MAP_LATENCY).expect("latency map");
-        let latency_copy = same_map(&latency_map)?;
+        let latency_copy = inflight::map_copy(&latency_map, "latency map")?;
+        let anchored: inflight::Disks = Arc::new(Mutex::new(anchored_disks(&slots)));
+        let anchor = if opts.floor {
+            None
+        } else {
+            let copy = |name: &str| {
+                inflight::map_copy(ebpf.map(name).expect("a map of the programs"), name)
+            };
+            let shared = match opts.accounting {
+                Accounting::State => Some(copy(maps::MAP_INFLIGHT)?),
+                Accounting::Stamps => None,
+            };
+            Some(inflight::InflightAnchor::new(
+                copy(maps::MAP_COUNTERS)?,
+                shared,
+                copy(maps::MAP_INFLIGHT_BIAS)?,
+                Arc::clone(&anchored),
+                cpus.min(crate::model::light::MAX_DEPTH_CPUS),
+            )?)
+        };
         let out = match ring {
             Some(ring) => Out::Ring(ring),
             None => Out::Files {
@@ -293,6 +315,7 @@ impl LightSession {
                 .map_err(|e| err("threshold map")(e.to_string()))?,
             out,
             adaptive: opts.slow_ns.is_none(),
+            anchor,
         };
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
@@ -308,6 +331,7 @@ impl LightSession {
             latency: PerCpuArray::try_from(latency_map)
                 .map_err(|e| err("latency map")(e.to_string()))?,
             slots,
+            anchored,
             sched_links: Vec::new(),
             sched_refused: sched_refused.is_some(),
             throttle_links: Vec::new(),
@@ -519,6 +543,9 @@ impl LightSession {
         let added = add_new_disks(&mut self.slots);
         if added > 0 {
             name_devices(&mut self.ebpf, &self.slots)?;
+            if let Ok(mut a) = self.anchored.lock() {
+                *a = anchored_disks(&self.slots);
+            }
         }
         Ok(added)
     }
@@ -615,20 +642,9 @@ fn set_attached(
     Ok(())
 }
 
-/// The same map through a second file descriptor.
-fn same_map(map: &aya::maps::Map) -> Result<aya::maps::Map, CaptureError> {
-    use std::os::fd::AsFd;
-    let aya::maps::Map::PerCpuArray(data) = map else {
-        return Err(err("latency map")("not a per-CPU array".into()));
-    };
-    let fd = data
-        .fd()
-        .as_fd()
-        .try_clone_to_owned()
-        .map_err(|e| err("latency map")(e.to_string()))?;
-    Ok(aya::maps::Map::PerCpuArray(
-        MapData::from_fd(fd).map_err(|e| err("latency map")(e.to_string()))?,
-    ))
+/// Each slot's disk by its kernel name, for the in-flight anchor.
+fn anchored_disks(slots: &[DiskSlot]) -> Vec<(u32, String)> {
+    slots.iter().map(|s| (s.slot, s.name.clone())).collect()
 }
 
 /// The stamps accounting sums every CPU's counters for a request's depth:

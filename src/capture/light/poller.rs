@@ -31,6 +31,9 @@ pub(super) struct Poller {
     pub(super) threshold: Array<MapData, u64>,
     pub(super) out: Out,
     pub(super) adaptive: bool,
+    /// Keeps the programs' in-flight counts true (None: the floor's empty
+    /// programs count nothing).
+    pub(super) anchor: Option<super::inflight::InflightAnchor>,
 }
 
 /// Where the records go.
@@ -59,6 +62,11 @@ impl Poller {
             ticks += 1;
             if self.adaptive && ticks.is_multiple_of(10) {
                 self.update_thresholds();
+            }
+            if let Some(a) = &mut self.anchor {
+                if ticks.is_multiple_of(super::inflight::CHECK_EVERY) {
+                    a.reanchor();
+                }
             }
             std::thread::sleep(POLL);
         }
