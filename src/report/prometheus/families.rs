@@ -83,7 +83,7 @@ pub const BLOCK_BYTES_TOTAL: Family = Family {
 pub const BLOCK_UNSEEN_REQUESTS: Family = Family {
     name: "iosleuth_block_unseen_requests",
     kind: Kind::Gauge,
-    help: "Requests the kernel counted (its diskstats, as iosleuth_block_requests_total) since the daemon started that the BPF programs did not see: in no histogram and no cgroup's figures. The kernel now and then traces a completion without running the BPF program on block_rq_complete (about one in 50,000 alone), more often while another tracer (a second watch, record --light, bpftrace, perf or ftrace) is on it.",
+    help: "Requests the kernel counted (its diskstats, as iosleuth_block_requests_total) since the daemon started that the BPF programs did not see: in no histogram and no cgroup's figures. The kernel now and then traces a completion without running the BPF program on block_rq_complete (about one in 65,000 alone), more often while another tracer (a second watch, record --light, bpftrace, perf or ftrace) is on it.",
 };
 
 pub const BLOCK_MERGES_TOTAL: Family = Family {
