@@ -59,6 +59,39 @@ fn own_cgroup_inode() -> u64 {
     std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&dir).unwrap())
 }
 
+/// dd issues one request at a time: `counted` requests, each at depth 1.
+/// A completion the programs did not see leaves its request in their
+/// in-flight count until the device is next seen idle: until then the
+/// depth reads one more.
+fn assert_depth_one(
+    light: &iosleuth::testing::LightDevice,
+    counted: u64,
+    unseen: u64,
+    accounting: &str,
+) {
+    assert_eq!(
+        light.depth.iter().sum::<u64>(),
+        counted,
+        "{accounting}: {:?}",
+        light.depth
+    );
+    if unseen == 0 {
+        assert_eq!(
+            light.depth.get(1).copied(),
+            Some(counted),
+            "{accounting}: {:?}",
+            light.depth
+        );
+    } else {
+        let deepest = light.depth.iter().rposition(|n| *n > 0).unwrap_or(0);
+        assert!(
+            deepest <= 1 + unseen as usize,
+            "{accounting}: {:?}",
+            light.depth
+        );
+    }
+}
+
 fn slow_requests(cap: &Path) -> Vec<SlowRequest> {
     let b = std::fs::read(cap.join("slow.bin")).unwrap();
     b[SLOW_HEADER..]
@@ -161,26 +194,7 @@ fn counts_and_sends_every_slow_request(accounting: &str) {
         "stamps" => 3699,
         _ => 3700,
     };
-    let depths: u64 = light.depth.iter().sum();
-    assert_eq!(depths, counted, "{accounting}: {:?}", light.depth);
-    // A completion the programs did not see leaves its request in their
-    // in-flight count until the device is next seen idle: until then the
-    // depth reads one more.
-    let deepest = light.depth.iter().rposition(|n| *n > 0).unwrap_or(0);
-    if unseen == 0 {
-        assert_eq!(
-            light.depth.get(1).copied(),
-            Some(counted),
-            "{:?}",
-            light.depth
-        );
-    } else {
-        assert!(
-            deepest <= 1 + unseen as usize,
-            "{accounting}: {:?}",
-            light.depth
-        );
-    }
+    assert_depth_one(light, counted, unseen, accounting);
     match accounting {
         "stamps" => assert_eq!(light.counters.by_stamps, seen_r + seen_w),
         _ => assert_eq!(light.counters.by_stamps, 0),
@@ -437,22 +451,7 @@ fn depth_mends_after_an_idle_spell(accounting: &str) {
         unseen <= unseen_allowed(300),
         "{accounting}: {unseen} unseen"
     );
-    assert_eq!(light.depth.iter().sum::<u64>(), counted, "{accounting}");
-    if unseen == 0 {
-        assert_eq!(
-            light.depth.get(1).copied(),
-            Some(counted),
-            "{accounting}: {:?}",
-            light.depth
-        );
-    } else {
-        let deepest = light.depth.iter().rposition(|n| *n > 0).unwrap_or(0);
-        assert!(
-            deepest <= 1 + unseen as usize,
-            "{accounting}: {:?}",
-            light.depth
-        );
-    }
+    assert_depth_one(light, counted, unseen, accounting);
 }
 
 #[test]
