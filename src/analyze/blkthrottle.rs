@@ -57,9 +57,17 @@ impl ThrottleAnalysis {
         }
     }
 
+    /// Only bios the dispatch work queues: no per-event cost otherwise
+    /// (the check inlined where every block event passes).
+    #[inline]
     pub fn block(&mut self, b: &BlockEvent) {
-        // Only bios the dispatch work queues: no per-event cost otherwise.
-        if b.action != Action::Queue || !self.dispatching.contains(&b.pid) {
+        if b.action == Action::Queue && !self.dispatching.is_empty() {
+            self.queued(b);
+        }
+    }
+
+    fn queued(&mut self, b: &BlockEvent) {
+        if !self.dispatching.contains(&b.pid) {
             return;
         }
         let d = self.out.devices.entry(b.dev.to_string()).or_default();

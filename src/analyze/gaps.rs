@@ -45,6 +45,49 @@ pub enum EventName {
     Block(Action),
 }
 
+impl EventName {
+    /// The same name (the same interned string, or the same block action).
+    fn same(&self, other: &EventName) -> bool {
+        match (self, other) {
+            (EventName::Named(a), EventName::Named(b)) => Arc::ptr_eq(a, b),
+            (EventName::Block(a), EventName::Block(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// A CPU's gap from `last` to `ts` into its longest few (it qualified).
+#[cold]
+#[inline(never)]
+fn keep_cpu_gap(gaps: &mut Vec<Gap>, last: u64, ts: u64, before: &EventName, after: &EventName) {
+    let gap = Gap {
+        start_ns: last,
+        gap_ns: ts - last,
+        before: before.to_string(),
+        after: after.to_string(),
+    };
+    keep_largest(gaps, gap, PER_CPU, |g| g.gap_ns, |g| g.start_ns);
+}
+
+/// A thread's new longest gap: from its last event to `after`.
+#[cold]
+#[inline(never)]
+fn keep_thread_gap(
+    max: &mut FxHashMap<u32, Gap>,
+    pid: u32,
+    last: &ThreadLast,
+    gap_ns: u64,
+    after: &EventName,
+) {
+    let gap = Gap {
+        start_ns: last.ts,
+        gap_ns,
+        before: last.name.to_string(),
+        after: after.to_string(),
+    };
+    max.insert(pid, gap);
+}
+
 impl std::fmt::Display for EventName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -98,48 +141,45 @@ impl GapAnalysis {
         }
     }
 
+    /// One event: runs for every event of a trace, so the gaps that
+    /// qualify are built out of line and a name is not cloned again while
+    /// a CPU's events keep it.
     pub fn add(&mut self, ts: u64, cpu: u32, pid: u32, name: EventName) {
         let c = self.cpu(cpu);
-        if let Some((last, before)) = c.last.replace((ts, name.clone())) {
-            if ts > last && qualifies(&c.gaps, PER_CPU, ts - last, |g| g.gap_ns) {
-                let gap = Gap {
-                    start_ns: last,
-                    gap_ns: ts - last,
-                    before: before.to_string(),
-                    after: name.to_string(),
-                };
-                keep_largest(&mut c.gaps, gap, PER_CPU, |g| g.gap_ns, |g| g.start_ns);
+        match &mut c.last {
+            Some((last, before)) => {
+                if ts > *last && qualifies(&c.gaps, PER_CPU, ts - *last, |g| g.gap_ns) {
+                    keep_cpu_gap(&mut c.gaps, *last, ts, before, &name);
+                }
+                *last = ts;
+                if !before.same(&name) {
+                    *before = name.clone();
+                }
             }
+            None => c.last = Some((ts, name.clone())),
         }
         if pid == 0 {
             return;
         }
-        match self.thread_last.entry(pid) {
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(ThreadLast {
-                    ts,
-                    name,
-                    longest: 0,
-                });
-            }
-            std::collections::hash_map::Entry::Occupied(mut o) => {
-                let t = o.get_mut();
+        match self.thread_last.get_mut(&pid) {
+            Some(t) => {
                 let gap = ts.saturating_sub(t.ts);
-                let before = std::mem::replace(&mut t.name, name);
                 if gap > t.longest {
                     t.longest = gap;
-                    let after = t.name.to_string();
-                    self.thread_max.insert(
-                        pid,
-                        Gap {
-                            start_ns: t.ts,
-                            gap_ns: gap,
-                            before: before.to_string(),
-                            after,
-                        },
-                    );
+                    keep_thread_gap(&mut self.thread_max, pid, t, gap, &name);
                 }
                 t.ts = ts;
+                t.name = name;
+            }
+            None => {
+                self.thread_last.insert(
+                    pid,
+                    ThreadLast {
+                        ts,
+                        name,
+                        longest: 0,
+                    },
+                );
             }
         }
     }

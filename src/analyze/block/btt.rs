@@ -12,6 +12,7 @@
 //! - a delta that is not positive counts as 1 ns;
 //! - Q2Q and Q2C of md/dm devices (majors 9, 253, 254) go to the `dm` rows.
 
+use super::dev_table::DevTable;
 use super::sector_map::SectorMap;
 use crate::model::{Action, BlockEvent, Dev, Extra};
 use rustc_hash::FxHashMap as HashMap;
@@ -153,7 +154,7 @@ struct DevState {
 /// Per-device and overall btt statistics, fed one event at a time.
 #[derive(Debug, Default)]
 pub struct Btt {
-    devs: HashMap<Dev, DevState>,
+    devs: DevTable<DevState>,
     /// Devices in the order btt first saw them (its output order).
     order: Vec<Dev>,
     all: Intervals,
@@ -203,12 +204,12 @@ fn within(pending: &SectorMap<QueuedBio>, start: u64, end: u64, out: &mut Vec<u6
 /// btt's `io_setup` + `dip_alloc` culling: the device's state, or `None`
 /// if the event is ignored. One lookup: it runs for every event.
 fn setup<'a>(
-    devs: &'a mut HashMap<Dev, DevState>,
+    devs: &'a mut DevTable<DevState>,
     order: &mut Vec<Dev>,
     dev: Dev,
     starts_device: bool,
 ) -> Option<&'a mut DevState> {
-    let d = devs.entry(dev).or_insert_with(|| {
+    let d = devs.get_or_insert_with(dev, || {
         order.push(dev);
         DevState {
             culling: true,

@@ -4,6 +4,7 @@
 //! processes, not with the length of the trace.
 
 pub mod btt;
+mod dev_table;
 pub mod iostat;
 pub mod requests;
 mod sector_map;
@@ -113,26 +114,65 @@ struct PlugState {
     last_unplug: u64,
 }
 
+/// A device's queued bios as they come: kept beside its requests, so that
+/// an event looks its device up once.
+#[derive(Debug)]
+struct BioFlow {
+    /// Where the last queued bio ended, and how many bios started exactly
+    /// there (sequential I/O, the kind that should merge).
+    last_end: u64,
+    sequential: u64,
+    /// Whether a request completed since the last queued bio, and how many
+    /// sequential bios followed their predecessor with no completion
+    /// between (queued together, so they could merge).
+    completed_since: bool,
+    back_to_back: u64,
+    /// Queued bios the kernel flagged as readahead (`RA`), and their bytes.
+    readahead_bios: u64,
+    readahead_bytes: u64,
+}
+
+impl Default for BioFlow {
+    fn default() -> Self {
+        BioFlow {
+            last_end: u64::MAX,
+            sequential: 0,
+            completed_since: true,
+            back_to_back: 0,
+            readahead_bios: 0,
+            readahead_bytes: 0,
+        }
+    }
+}
+
+impl BioFlow {
+    /// Q: sequential or not, back to back or not, readahead or not.
+    fn queued(&mut self, e: &BlockEvent) {
+        if e.sector == self.last_end && e.bytes > 0 {
+            self.sequential += 1;
+            if !self.completed_since {
+                self.back_to_back += 1;
+            }
+        }
+        self.completed_since = false;
+        self.last_end = e.sector.saturating_add(e.bytes as u64 >> 9);
+        if e.rwbs.has(Rwbs::AHEAD) {
+            self.readahead_bios += 1;
+            self.readahead_bytes += e.bytes as u64;
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct BlockAnalysis {
     plugs: HashMap<u32, PlugState>,
     cfg: BlockConfig,
     btt: Btt,
-    devices: HashMap<Dev, (ActionCounts, DeviceRequests)>,
+    devices: dev_table::DevTable<(ActionCounts, DeviceRequests, BioFlow)>,
     order: Vec<Dev>,
     processes: HashMap<u32, ProcessAcc>,
     names: HashMap<u32, Comm>,
     stack: DeviceStack,
-    /// Per device: where the last queued bio ended, and how many bios
-    /// started exactly there (sequential I/O, the kind that should merge).
-    sequential: HashMap<Dev, (u64, u64)>,
-    /// Per device: whether a request completed since the last queued bio,
-    /// and how many sequential bios followed their predecessor with no
-    /// completion between (queued together, so they could merge).
-    back_to_back: HashMap<Dev, (bool, u64)>,
-    /// Per device: queued bios the kernel flagged as readahead (`RA`), and
-    /// their bytes.
-    readahead: HashMap<Dev, (u64, u64)>,
     origin: Option<u64>,
     first_ts: Option<u64>,
     last_ts: u64,
@@ -245,21 +285,6 @@ impl BlockAnalysis {
             self.stack.add(e);
         }
         if e.action == Action::Queue {
-            let s = self.sequential.entry(e.dev).or_insert((u64::MAX, 0));
-            let b = self.back_to_back.entry(e.dev).or_insert((true, 0));
-            if e.sector == s.0 && e.bytes > 0 {
-                s.1 += 1;
-                if !b.0 {
-                    b.1 += 1;
-                }
-            }
-            b.0 = false;
-            s.0 = e.sector.saturating_add(e.bytes as u64 >> 9);
-            if e.rwbs.has(Rwbs::AHEAD) {
-                let r = self.readahead.entry(e.dev).or_default();
-                r.0 += 1;
-                r.1 += e.bytes as u64;
-            }
             let p = self.processes.entry(e.pid).or_default();
             if !e.comm.is_empty() {
                 p.comm = e.comm;
@@ -267,11 +292,6 @@ impl BlockAnalysis {
             let op = op_of(e.rwbs, e.bytes);
             p.bios.add(op, 1);
             p.bytes.add(op, e.bytes as u64);
-        }
-        if e.action == Action::Complete {
-            if let Some(b) = self.back_to_back.get_mut(&e.dev) {
-                b.0 = true;
-            }
         }
         let mut start = None;
         match e.action {
@@ -303,7 +323,7 @@ impl BlockAnalysis {
         let order = &mut self.order;
         let ids = &self.request_ids;
         // One lookup per event (a contains_key first was a second one).
-        let (counts, reqs) = self.devices.entry(e.dev).or_insert_with(|| {
+        let (counts, reqs, flow) = self.devices.get_or_insert_with(e.dev, || {
             order.push(e.dev);
             (
                 ActionCounts::default(),
@@ -311,9 +331,15 @@ impl BlockAnalysis {
                     .with_ids(ids.clone())
                     .with_rows(e.dev, rows.clone(), processes.clone())
                     .with_timeline(timeline),
+                BioFlow::default(),
             )
         });
         counts.add(e.action);
+        match e.action {
+            Action::Queue => flow.queued(e),
+            Action::Complete => flow.completed_since = true,
+            _ => {}
+        }
         reqs.add(e, start)
     }
 
@@ -329,8 +355,9 @@ impl BlockAnalysis {
         let mut devices = Vec::new();
         let mut order = self.order.clone();
         order.sort_by_key(|d| (d.major(), d.minor()));
+        let mut by_dev = std::mem::take(&mut self.devices).into_map();
         for dev in order {
-            let (counts, mut r) = self.devices.remove(&dev).unwrap();
+            let (counts, mut r, flow) = by_dev.remove(&dev).unwrap();
             r.iostat.finish(end);
             if r.completions_without_start > 0 {
                 warnings.push(format!(
@@ -368,10 +395,10 @@ impl BlockAnalysis {
                 iostat: r.iostat.rows(end),
                 completions_without_start: r.completions_without_start,
                 in_flight_at_end: open,
-                sequential_bios: self.sequential.get(&dev).map_or(0, |s| s.1),
-                back_to_back_sequential_bios: self.back_to_back.get(&dev).map_or(0, |b| b.1),
-                readahead_bios: self.readahead.get(&dev).map_or(0, |r| r.0),
-                readahead_bio_bytes: self.readahead.get(&dev).map_or(0, |r| r.1),
+                sequential_bios: flow.sequential,
+                back_to_back_sequential_bios: flow.back_to_back,
+                readahead_bios: flow.readahead_bios,
+                readahead_bio_bytes: flow.readahead_bytes,
                 split_costs: r.split_costs,
                 timeline: std::mem::take(&mut r.timeline),
             });
