@@ -169,13 +169,16 @@ impl DriverAnalysis {
         Self::default()
     }
 
-    /// A block event: only issues to a disk a driver here drives, and
-    /// completions while something is in flight or ended, can matter (the
-    /// check inlined where every block event passes).
+    /// A block event: only issues to a disk a driver here drives (the
+    /// loop and virtio disks of most traces cost nothing), and completions
+    /// while something is in flight or ended, can matter (the check
+    /// inlined where every block event passes).
     #[inline]
     pub fn block(&mut self, b: &BlockEvent) {
         let matters = match b.action {
-            Action::Issue => true,
+            Action::Issue => {
+                self.in_flight_count < MAX_IN_FLIGHT && Driver::any_drives(b.dev.major())
+            }
             Action::Complete => self.in_flight_count > 0 || !self.ended.is_empty(),
             _ => false,
         };
@@ -184,13 +187,10 @@ impl DriverAnalysis {
         }
     }
 
+    /// An event `block` found can matter.
     fn block_step(&mut self, b: &BlockEvent) {
         match b.action {
-            // Only disks a driver here drives can match a command: the
-            // loop and virtio disks of most traces cost nothing.
-            Action::Issue
-                if self.in_flight_count < MAX_IN_FLIGHT && Driver::any_drives(b.dev.major()) =>
-            {
+            Action::Issue => {
                 let v = self.in_flight.entry(b.sector).or_default();
                 let before = v.len();
                 v.retain(|(d, _)| *d != b.dev);

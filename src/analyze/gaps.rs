@@ -56,16 +56,23 @@ impl EventName {
     }
 }
 
+impl Gap {
+    /// The gap of `gap_ns` from `start_ns`, between two events' names.
+    fn between(start_ns: u64, gap_ns: u64, before: &EventName, after: &EventName) -> Gap {
+        Gap {
+            start_ns,
+            gap_ns,
+            before: before.to_string(),
+            after: after.to_string(),
+        }
+    }
+}
+
 /// A CPU's gap from `last` to `ts` into its longest few (it qualified).
 #[cold]
 #[inline(never)]
 fn keep_cpu_gap(gaps: &mut Vec<Gap>, last: u64, ts: u64, before: &EventName, after: &EventName) {
-    let gap = Gap {
-        start_ns: last,
-        gap_ns: ts - last,
-        before: before.to_string(),
-        after: after.to_string(),
-    };
+    let gap = Gap::between(last, ts - last, before, after);
     keep_largest(gaps, gap, PER_CPU, |g| g.gap_ns, |g| g.start_ns);
 }
 
@@ -79,13 +86,7 @@ fn keep_thread_gap(
     gap_ns: u64,
     after: &EventName,
 ) {
-    let gap = Gap {
-        start_ns: last.ts,
-        gap_ns,
-        before: last.name.to_string(),
-        after: after.to_string(),
-    };
-    max.insert(pid, gap);
+    max.insert(pid, Gap::between(last.ts, gap_ns, &last.name, after));
 }
 
 impl std::fmt::Display for EventName {

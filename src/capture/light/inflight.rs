@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 pub(super) type Disks = Arc<Mutex<Vec<(u32, String)>>>;
 
 /// What the programs count of one slot: the requests in flight by their
-/// counts, and every count that moves when they see an issue or a
+/// counts, and the counts that, with it, move when they see an issue or a
 /// completion (equal readings: nothing seen in between).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Seen {
@@ -126,16 +126,13 @@ impl InflightAnchor {
             }
         }
         Some(match &self.shared {
-            // The shared count moves at every issue and seen completion;
-            // with the completions counted it cannot stay put across an
-            // issue and a completion both.
-            Some(shared) => {
-                let n = shared.get(&slot, 0).ok()?;
-                Seen {
-                    in_flight: n,
-                    moves: (n as u64, ios),
-                }
-            }
+            // The shared count itself moves at every issue and seen
+            // completion; with the completions counted it cannot stay put
+            // across an issue and a completion both.
+            Some(shared) => Seen {
+                in_flight: shared.get(&slot, 0).ok()?,
+                moves: (0, ios),
+            },
             None => Seen {
                 in_flight,
                 moves: (issued, retired),
