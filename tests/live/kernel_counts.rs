@@ -338,11 +338,57 @@ fn quiet(name: &str) {
 /// programs' counts are checked to never exceed the kernel's (a request
 /// counted twice), to fall short by what the recorder says it did not
 /// see, and by a few at most.
+///
+/// The D2C sums are checked again on a second run when the first is off:
+/// each recorder reads its clock at its own place among the tracepoint's
+/// probes, so a virtual CPU stopped by the host (or held by an interrupt)
+/// between two of them moves that one request in one recorder by the
+/// whole stop. Measured here on these runs with `record --light --slow 0`
+/// beside the full recorder, request by request: the state accounting's
+/// device time within 2.2 µs of the full recorder's for 1,026 of 1,035
+/// writes on ext4, one 146 µs apart; a CI run once saw 6 ms over 942. The
+/// counts are exact on every run; a wrong timing repeats, a stop rarely.
 fn check_run(what: &str, disk: &LoopDevice, dir: &Path, watches: &[Watch], script: &str) {
+    let first = match timed_run(what, disk, dir, watches, script, 1) {
+        Ok(()) => return,
+        Err(off) => off,
+    };
+    eprintln!("{what}: {first}; steal {}; run again", steal());
+    if let Err(again) = timed_run(what, disk, dir, watches, script, 2) {
+        panic!(
+            "{what}: {first}, and on a second run: {again}; steal {}",
+            steal()
+        );
+    }
+}
+
+/// The time the host ran something else on this machine's CPUs
+/// (/proc/stat's steal, in ticks of 10 ms), for a failure's message.
+fn steal() -> String {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks = stat
+        .lines()
+        .next()
+        .and_then(|l| l.split_whitespace().nth(8))
+        .unwrap_or("?");
+    format!("{ticks} ticks so far")
+}
+
+/// One recorded run of `script` (the `attempt`th): every count checked
+/// (a panic when one is off), and the D2C sums, whose disagreement is
+/// returned.
+fn timed_run(
+    what: &str,
+    disk: &LoopDevice,
+    dir: &Path,
+    watches: &[Watch],
+    script: &str,
+    attempt: u32,
+) -> Result<(), String> {
     let dev = disk.dev().unwrap().to_string();
     let name = disk.name.clone();
     let settle = || std::thread::sleep(Duration::from_millis(1300));
-    let run_dir = dir.join(what.replace(' ', "-"));
+    let run_dir = dir.join(format!("{}-{attempt}", what.replace(' ', "-")));
     std::fs::create_dir_all(&run_dir).unwrap();
     let lights: Vec<(&str, Light)> = ACCOUNTINGS
         .iter()
@@ -479,14 +525,16 @@ fn check_run(what: &str, disk: &LoopDevice, dir: &Path, watches: &[Watch], scrip
             + 200_000.0
             + 5.0 * unseen as f64 * full_d2c / full_timed;
         let off = c.d2c_sum_ns - full_d2c;
-        assert!(
-            off.abs() <= allowed,
-            "{what}: {who}'s D2C sum {:.0} ns, the full recorder's {full_d2c:.0} ns ({:.2} % apart, {:.0} ns a request)",
-            c.d2c_sum_ns,
-            off.abs() / full_d2c.max(1.0) * 100.0,
-            off / timed.max(1.0)
-        );
+        if off.abs() > allowed {
+            return Err(format!(
+                "{who}'s D2C sum {:.0} ns, the full recorder's {full_d2c:.0} ns ({:.2} % apart, {:.0} ns a request)",
+                c.d2c_sum_ns,
+                off.abs() / full_d2c.max(1.0) * 100.0,
+                off / timed.max(1.0)
+            ));
+        }
     }
+    Ok(())
 }
 
 /// Appends or overwrites 8 KiB `n` times, each followed by fdatasync.
