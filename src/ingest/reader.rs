@@ -166,6 +166,19 @@ impl Chunked {
         self.base + self.pos as u64
     }
 
+    /// The file offset up to which what is buffered holds no `byte`
+    /// (from the cursor on), given the last answer (`known`): one search
+    /// over the buffer serves every line in it, where a search per line
+    /// cost more in its setup than in its scan.
+    pub fn free_of(&self, byte: u8, known: u64) -> u64 {
+        if known > self.offset() {
+            return known;
+        }
+        let avail = self.avail();
+        let clean = memchr::memchr(byte, avail).unwrap_or(avail.len());
+        self.offset() + clean as u64
+    }
+
     /// The next line without its newline, or `None` at the end. A line
     /// longer than `MAX_LINE` is skipped whole: then the flag is set and
     /// the bytes are only its start.

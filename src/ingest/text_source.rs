@@ -222,6 +222,9 @@ pub struct TextSource {
     /// A thread's process the line just read told first (or changed):
     /// passed on before the line's event.
     new_process: Option<Event>,
+    /// The file offset up to which the input holds no 0xc2 byte (the
+    /// first of a non-breaking space's two), as far as it was looked at.
+    nbsp_free_to: u64,
 }
 
 /// What a call chain that follows an event line takes from it. Kept
@@ -273,6 +276,7 @@ impl TextSource {
             queued: VecDeque::new(),
             processes: FxHashMap::default(),
             new_process: None,
+            nbsp_free_to: 0,
         }
     }
 
@@ -512,7 +516,15 @@ impl TextSource {
         if let Some(ev) = self.queued.pop_front() {
             return Some(ev);
         }
-        while let Some((raw, too_long)) = input.next_line() {
+        loop {
+            // Lines before the buffer's next 0xc2 byte hold no
+            // non-breaking space: nearly every line, told without a look.
+            self.nbsp_free_to = input.free_of(0xc2, self.nbsp_free_to);
+            let start = input.offset();
+            let Some((raw, too_long)) = input.next_line() else {
+                break;
+            };
+            let plain = start + raw.len() as u64 <= self.nbsp_free_to;
             self.line_no += 1;
             if too_long {
                 let no = self.line_no;
@@ -536,7 +548,12 @@ impl TextSource {
                 }
                 continue;
             }
-            if let Some(ev) = self.after_line(&normalize(raw)) {
+            let line = if plain {
+                Cow::Borrowed(raw)
+            } else {
+                normalize(raw)
+            };
+            if let Some(ev) = self.after_line(&line) {
                 return Some(ev);
             }
         }
