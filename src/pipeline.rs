@@ -68,7 +68,13 @@ pub fn open(paths: &[PathBuf]) -> Result<Merger> {
 /// [`Tap::inputs`] tells what the inputs were (one run twice, different
 /// recordings).
 pub fn open_marked(paths: &[PathBuf]) -> Result<Marked> {
-    let (sources, tap) = provenance::open(paths)?;
+    open_sampling(paths, true)
+}
+
+/// [`open_marked`]; `sample`: whether block events are sampled to tell
+/// one run from another (only what compares inputs needs them).
+fn open_sampling(paths: &[PathBuf], sample: bool) -> Result<Marked> {
+    let (sources, tap) = provenance::open(paths, sample)?;
     if sources.is_empty() {
         return Err(Error::bad_input("no input files to read"));
     }
@@ -143,13 +149,20 @@ pub fn snapshots_of(paths: &[PathBuf]) -> (Vec<Option<Snapshot>>, Vec<String>) {
 /// Reads and analyses `paths` as one trace. Fails with a message naming
 /// the files when nothing usable is left.
 pub fn analyze(paths: &[PathBuf], opts: &Options) -> Result<Analysis> {
-    read(paths, opts).map(|(a, _)| a)
+    // One input is never one run twice: its block events need no sample.
+    read_sampling(paths, opts, paths.len() > 1).map(|(a, _)| a)
 }
 
 /// [`analyze`], with what the inputs were. Refuses two inputs that are one
 /// run recorded twice (every request would count twice) and warns, first,
 /// when the inputs are different recordings merged as one trace.
 pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
+    read_sampling(paths, opts, true)
+}
+
+/// [`read`]; `sample` as [`open_sampling`] takes it: without it the
+/// inputs tell no run from another.
+fn read_sampling(paths: &[PathBuf], opts: &Options, sample: bool) -> Result<(Analysis, Inputs)> {
     let started = std::time::Instant::now();
     let interval = opts.interval_s;
     if interval.is_nan() || interval <= 0.0 || !interval.is_finite() {
@@ -179,7 +192,7 @@ pub fn read(paths: &[PathBuf], opts: &Options) -> Result<(Analysis, Inputs)> {
     if let Some(name) = filter.device_name.take() {
         filter.device = Some(device_named(&name, paths, &snapshots)?);
     }
-    let mut marked = open_marked(paths)?;
+    let mut marked = open_sampling(paths, sample)?;
     let progress = crate::progress::Progress::new("reading");
     // The first batch is read before the analysis starts: its first event
     // is the trace's start, which a relative `--time` counts from.

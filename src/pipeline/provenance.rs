@@ -4,7 +4,9 @@
 //! both sides of a comparison.
 //!
 //! Each event, as it streams by, leaves marks on the record of the input
-//! (the path on the command line) its source belongs to: a count, the first and last timestamp, and a bottom-k sample of the
+//! (the path on the command line) its source belongs to: a count, the
+//! first and last timestamp, and, where something compares the inputs (two
+//! or more read as one trace, or runs compared), a bottom-k sample of the
 //! block events — a hash per block event and, for the few that make the
 //! sample, a map update. Constant work per event and [`SAMPLE`] entries
 //! per input, whatever the trace's length.
@@ -44,6 +46,9 @@ const TOLERANCE_NS: i128 = 1_000_000;
 /// The marks one input's events left.
 #[derive(Debug, Default)]
 struct Marks {
+    /// Whether block events go into `sample` (not when nothing compares
+    /// this input with another: a hash per event saved).
+    sampling: bool,
     events: u64,
     first_ns: Option<u64>,
     last_ns: Option<u64>,
@@ -57,7 +62,7 @@ impl Marks {
             self.first_ns = Some(self.first_ns.map_or(ts, |f| f.min(ts)));
             self.last_ns = Some(self.last_ns.map_or(ts, |l| l.max(ts)));
         }
-        if let Event::Block(b) = e {
+        if let (Event::Block(b), true) = (e, self.sampling) {
             self.sample.see(key(b), b.ts);
         }
     }
@@ -172,7 +177,7 @@ pub struct Tap {
 /// Opens every path like [`ingest::open_inputs`], each source noted with
 /// the input it belongs to. A file reached twice (the same path, or
 /// `./a` and `a`) is read once.
-pub fn open(paths: &[PathBuf]) -> Result<(Vec<Box<dyn Source>>, Tap)> {
+pub fn open(paths: &[PathBuf], sample: bool) -> Result<(Vec<Box<dyn Source>>, Tap)> {
     let mut sources: Vec<Box<dyn Source>> = Vec::new();
     let mut seen = HashSet::new();
     let mut tap = Tap {
@@ -187,7 +192,11 @@ pub fn open(paths: &[PathBuf]) -> Result<(Vec<Box<dyn Source>>, Tap)> {
                 tap.input_of.push(tap.inputs.len());
             }
         }
-        tap.inputs.push((p.clone(), Marks::default()));
+        let marks = Marks {
+            sampling: sample,
+            ..Marks::default()
+        };
+        tap.inputs.push((p.clone(), marks));
     }
     Ok((sources, tap))
 }
