@@ -732,4 +732,38 @@ mod tests {
         assert_eq!(s.stats().lost_events, 1234 + 77);
         assert_eq!(s.stats().skipped, 0);
     }
+
+    /// Non-breaking spaces read as spaces wherever they fall: on the
+    /// first line, between lines without any, and after the buffer was
+    /// refilled (a window of 256 bytes: a few lines each).
+    #[test]
+    fn non_breaking_spaces_read_as_spaces_across_refills() {
+        let line = |i: u64| {
+            format!(
+                "             fio-200   [000] .....     1.{i:06}: block_rq_issue: 7,0 R 4096 () {} + 8 [fio]\n",
+                i * 8
+            )
+        };
+        let plain: String = (0..200).map(line).collect();
+        let pasted: String = (0..200)
+            .map(|i| match i {
+                0 | 57 | 58 | 150 => line(i).replace(" R 4096", "\u{a0}R\u{a0}4096"),
+                _ => line(i),
+            })
+            .collect();
+        let read = |text: &str| {
+            let bytes = std::io::Cursor::new(text.as_bytes().to_vec());
+            let input = Chunked::from_reader(Box::new(bytes)).windowed(256);
+            let mut s = TextSource::new(Path::new("pasted.txt"), input, TextFormat::Ftrace);
+            let mut events = Vec::new();
+            while let Some(e) = s.next_event() {
+                events.push(format!("{e:?}"));
+            }
+            assert_eq!(s.stats().skipped, 0, "{text}");
+            events
+        };
+        let (want, got) = (read(&plain), read(&pasted));
+        assert_eq!(want.len(), 200);
+        assert_eq!(got, want);
+    }
 }
