@@ -60,7 +60,7 @@ impl InFlight {
 #[derive(Default)]
 pub(super) struct DevState {
     queued: u32,
-    issued: std::collections::BTreeSet<(u64, u64)>,
+    issued: super::issued::Issued,
 }
 
 /// The world as one open operation's device sees it, for a stretch.
@@ -77,7 +77,7 @@ impl OutlierAnalysis {
     /// What waiting on `dev` (None: any device) means right now.
     pub(super) fn dev_view(&self, dev: Option<Dev>) -> DevView {
         let one = |d: &Dev, st: &DevState| {
-            let oldest = st.issued.iter().next().map(|&(at, sector)| {
+            let oldest = st.issued.first().map(|(at, sector)| {
                 let k = (*d, sector);
                 let class = self.queued.get(&k).map(|r| r.class).unwrap_or("request");
                 (k, at, class)

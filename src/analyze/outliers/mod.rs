@@ -31,6 +31,7 @@ mod boundaries;
 mod explain;
 mod fault;
 mod inflight;
+mod issued;
 mod op;
 mod open_ops;
 mod summary;
