@@ -137,7 +137,6 @@ fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<Verdict> {
     out.flush()?;
     let t = std::time::Instant::now();
     let before = machine_noise();
-    let attached = super::loopdev::attached_count();
     if let Err(e) = s.record(lab) {
         eprintln!("iosleuth: lab {}: {}", s.name, e.message());
         return Ok(Verdict::Not);
@@ -146,10 +145,7 @@ fn scenario(s: &Scenario, lab: &Lab, out: &mut dyn Write) -> Result<Verdict> {
     let (Ok(good), Ok(bad)) = (diagnosed(&lab.good()), diagnosed(&lab.bad())) else {
         return Ok(Verdict::Not);
     };
-    let ours = Ours {
-        devices: super::loopdev::attached_since(attached),
-        standing: lab.standing.borrow().clone(),
-    };
+    let ours = Ours::of(lab);
     findings(out, &format!("good ({})", s.good), &good, &ours)?;
     findings(out, &format!("bad ({})", s.bad), &bad, &ours)?;
     for note in lab.notes.borrow().iter() {
@@ -298,9 +294,19 @@ fn device_of(f: &Finding) -> Option<&str> {
 
 /// What a scenario made: its devices (and whether each is in RAM), and
 /// the processes it keeps beside its bad run.
-struct Ours {
+pub(super) struct Ours {
     devices: Vec<(String, bool)>,
     standing: Vec<u32>,
+}
+
+impl Ours {
+    /// What `lab`'s scenario made: the devices attached since it began.
+    pub(super) fn of(lab: &Lab) -> Ours {
+        Ours {
+            devices: super::loopdev::attached_since(lab.first_device),
+            standing: lab.standing.borrow().clone(),
+        }
+    }
 }
 
 /// Whether a finding is about the scenario: it names one of the devices
@@ -308,13 +314,41 @@ struct Ours {
 /// for CPUs, held mostly by the recorded command's processes or by the
 /// scenario's standing ones (not by other work on this machine, which
 /// says nothing of the scenario).
-fn about_ours(f: &Finding, ours: &Ours) -> bool {
+pub(super) fn about_ours(f: &Finding, ours: &Ours) -> bool {
     let top_holder = f.evidence["held_by"][0]["pid"].as_u64();
     device_of(f).is_none_or(|d| ours.devices.iter().any(|(o, _)| o == d))
         && (f.evidence["held_outside_the_recorded_command_percent"]
             .as_f64()
             .is_none_or(|p| p < 50.0)
             || top_holder.is_some_and(|p| ours.standing.iter().any(|&s| u64::from(s) == p)))
+}
+
+/// The finding whose remedy the lab tries for a scenario that expects
+/// none (a healthy one).
+#[derive(Debug, PartialEq)]
+pub(super) enum Own {
+    Finding(&'static str),
+    /// The bad run's findings are all about other work on the machine.
+    OthersOnly,
+    /// The bad run has none (`try` says so itself).
+    NoFinding,
+}
+
+/// The first of `findings` about the scenario itself, one with a live
+/// remedy first. Never one about other work on the machine (a CPU held
+/// by a compiler beside it): its remedy names that work's processes,
+/// which the lab leaves alone.
+pub(super) fn own(findings: &[Finding], ours: &Ours) -> Own {
+    let own: Vec<&Finding> = findings.iter().filter(|f| about_ours(f, ours)).collect();
+    match own
+        .iter()
+        .find(|f| f.remedy.as_ref().is_some_and(|r| r.live))
+        .or(own.first())
+    {
+        Some(f) => Own::Finding(f.id),
+        None if findings.is_empty() => Own::NoFinding,
+        None => Own::OthersOnly,
+    }
 }
 
 /// A good run's device spike when every disk of the scenario is a file in
@@ -444,6 +478,43 @@ mod tests {
         };
         assert!(!about_ours(&held(99), &ours));
         assert!(about_ours(&held(4711), &ours));
+    }
+
+    /// A healthy scenario's `--try` takes a finding of its own, never the
+    /// remedy of one about other work on the machine (CI once saw the lab
+    /// try to renice a compiler that held the CPU, and fail: it had exited).
+    #[test]
+    fn a_healthy_scenario_tries_only_a_finding_of_its_own() {
+        let ours = Ours {
+            devices: vec![("7,0".to_string(), true)],
+            standing: vec![],
+        };
+        let mut others = finding(
+            "cpu_contention",
+            serde_json::json!({
+                "held_by": [{"pid": 9025}],
+                "held_outside_the_recorded_command_percent": 100.0,
+            }),
+        );
+        others.remedy = Some(crate::diagnose::remedy::Remedy {
+            settings: Vec::new(),
+            live: true,
+            not_live: None,
+            metric: None,
+        });
+        let unexplained = finding("unexplained", serde_json::json!({}));
+        assert_eq!(own(&[], &ours), Own::NoFinding);
+        assert_eq!(own(std::slice::from_ref(&others), &ours), Own::OthersOnly);
+        assert_eq!(
+            own(&[others.clone(), unexplained.clone()], &ours),
+            Own::Finding("unexplained")
+        );
+        let mut live = finding("queue_depth", serde_json::json!({ "device": "7,0" }));
+        live.remedy = others.remedy.clone();
+        assert_eq!(
+            own(&[others, unexplained, live], &ours),
+            Own::Finding("queue_depth")
+        );
     }
 
     #[test]

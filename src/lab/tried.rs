@@ -6,6 +6,7 @@
 //! what it measured.
 
 use super::recording::Lab;
+use super::run::Own;
 use crate::trial::verdict::Change;
 use std::path::PathBuf;
 use std::process::Command;
@@ -28,8 +29,24 @@ impl Lab {
     pub(super) fn try_remedy(&self, events: &str, script: &str, sides: Option<&Sides>) {
         let mut c = Command::new(&self.exe);
         c.arg("try").arg(self.bad());
-        if let Some(id) = self.expect {
-            c.args(["--finding", id]);
+        let own = match self.expect {
+            Some(id) => Own::Finding(id),
+            None => self.own_finding(),
+        };
+        match own {
+            Own::Finding(id) => {
+                c.args(["--finding", id]);
+            }
+            Own::OthersOnly => {
+                let said = format!(
+                    "iosleuth: {}: no finding about the scenario, so no setting to try (its findings are about other work on this machine, whose processes the lab leaves alone)\n",
+                    self.bad().display()
+                );
+                let _ = std::fs::write(self.tried_stderr(), said);
+                let _ = std::fs::remove_file(self.tried_json());
+                return;
+            }
+            Own::NoFinding => {}
         }
         if let Some(s) = sides {
             c.arg("--workload-applies");
@@ -56,6 +73,17 @@ impl Lab {
             );
         if let Err(e) = c.status() {
             let _ = std::fs::write(self.tried_stderr(), format!("cannot run try: {e}"));
+        }
+    }
+}
+
+impl Lab {
+    /// For a scenario that expects no finding (a healthy one): which of
+    /// its bad run's findings is its own to try (see [`super::run::own`]).
+    fn own_finding(&self) -> Own {
+        match crate::pipeline::diagnosed(&self.bad(), &Default::default()) {
+            Ok(run) => super::run::own(&run.findings, &super::run::Ours::of(self)),
+            Err(_) => Own::NoFinding,
         }
     }
 }
