@@ -75,9 +75,7 @@ impl Lab {
             let _ = std::fs::write(self.tried_stderr(), format!("cannot run try: {e}"));
         }
     }
-}
 
-impl Lab {
     /// For a scenario that expects no finding (a healthy one): which of
     /// its bad run's findings is its own to try (see [`super::run::own`]).
     fn own_finding(&self) -> Own {
