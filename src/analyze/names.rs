@@ -8,6 +8,9 @@ use rustc_hash::FxHashMap;
 #[derive(Default)]
 pub struct ThreadNames {
     comms: FxHashMap<u32, Comm>,
+    /// The last name put in `comms`, which `comms` holds: a thread's
+    /// events come in runs, each naming it alike, so most need no write.
+    last: Option<(u32, Comm)>,
     /// `--pid`/`--comm`: only these threads' results.
     only_pids: Vec<u32>,
     only_comms: Vec<String>,
@@ -36,9 +39,18 @@ impl ThreadNames {
             || self.only_comms.iter().any(|c| c == comm)
     }
 
+    /// `pid` is named `comm` now.
+    #[inline]
+    fn put(&mut self, pid: u32, comm: Comm) {
+        if self.last != Some((pid, comm)) {
+            self.comms.insert(pid, comm);
+            self.last = Some((pid, comm));
+        }
+    }
+
     pub fn learn(&mut self, e: &TraceEvent) {
         if !e.comm.is_empty() {
-            self.comms.insert(e.pid, e.comm);
+            self.put(e.pid, e.comm);
         }
         let pairs: &[(Field, Field)] = match e.kind {
             Tracepoint::SchedSwitch => &[
@@ -52,7 +64,7 @@ impl ThreadNames {
         for (p, c) in pairs {
             if let (Some(pid), Some(c)) = (e.fields.int(*p), e.fields.str(*c)) {
                 if pid != 0 {
-                    self.comms.insert(pid as u32, Comm::new(c.as_bytes()));
+                    self.put(pid as u32, Comm::new(c.as_bytes()));
                 }
             }
         }
@@ -67,7 +79,7 @@ impl ThreadNames {
 
     pub fn learn_block(&mut self, pid: u32, comm: Comm) {
         if !comm.is_empty() {
-            self.comms.insert(pid, comm);
+            self.put(pid, comm);
         }
     }
 
