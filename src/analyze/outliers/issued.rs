@@ -28,22 +28,21 @@ impl Issued {
     pub(super) fn insert(&mut self, k: (u64, u64)) {
         match self {
             Issued::Sorted(v) => {
-                if v.last().is_none_or(|last| *last < k) {
-                    if v.len() < SORTED_MAX {
-                        v.push(k);
-                        return;
-                    }
-                } else if let Err(i) = v.binary_search(&k) {
-                    if v.len() < SORTED_MAX {
-                        v.insert(i, k);
-                        return;
-                    }
+                let at = if v.last().is_none_or(|last| *last < k) {
+                    v.len()
                 } else {
-                    return;
+                    match v.binary_search(&k) {
+                        Ok(_) => return,
+                        Err(i) => i,
+                    }
+                };
+                if v.len() < SORTED_MAX {
+                    v.insert(at, k);
+                } else {
+                    let mut t: BTreeSet<(u64, u64)> = v.drain(..).collect();
+                    t.insert(k);
+                    *self = Issued::Tree(t);
                 }
-                let mut t: BTreeSet<(u64, u64)> = v.drain(..).collect();
-                t.insert(k);
-                *self = Issued::Tree(t);
             }
             Issued::Tree(t) => {
                 t.insert(k);
