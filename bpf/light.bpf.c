@@ -33,10 +33,12 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 cap_per_cpu = 0;
 /* Runqueue waits sent from this long (ns). */
 const volatile __u64 wait_min_ns = 5000000;
-/* CPUs whose counters the stamps accounting sums for a depth, and how
- * often it does (every issue whose per-CPU count & depth_mask is 0): a
- * sum reads every CPU's counters, so on many CPUs only a sample of the
- * issues pays for one. */
+/* CPUs whose counters the stamps accounting sums for a depth, and which
+ * issues it does it for (those whose sector hashes to 0 under
+ * depth_mask): a sum reads every CPU's counters, lines the other CPUs
+ * write, so only a sample of the issues pays for one. Sampled by sector,
+ * not by count: a batch of requests submitted together would otherwise
+ * be sampled at the same places in every batch, its depths biased. */
 const volatile __u32 nr_cpus = 1;
 const volatile __u32 depth_mask = 0;
 
@@ -710,6 +712,13 @@ static __always_inline __u64 in_flight(__u32 slot)
 	return sum < 1 ? 1 : sum;
 }
 
+/* The sector's hash whose low bits pick the requests whose depth is
+ * sampled (src/model/light.rs depth_sampled mirrors it). */
+static __always_inline __u32 depth_hash(__u64 sector)
+{
+	return (__u32)((sector * 0x9E3779B97F4A7C15ULL) >> 40);
+}
+
 /* Whether a request allocated at `alloc` (0: the queue does not stamp,
  * then `tracked`: it has per-request state) counts toward the depth. */
 static __always_inline int counted(__u32 slot, __u64 alloc, int tracked)
@@ -734,7 +743,7 @@ int BPF_PROG(iosl_issue_st, struct request___iosl *rq)
 	__u32 depth = 0;
 	if (alloc && counted(slot, alloc, 0)) {
 		c->issued += 1;
-		if (!(c->issued & depth_mask)) {
+		if (!(depth_hash(rq->__sector) & depth_mask)) {
 			depth = in_flight(slot);
 			add_depth(slot, depth);
 		}
@@ -752,11 +761,15 @@ int BPF_PROG(iosl_issue_st, struct request___iosl *rq)
 		c->state_full += 1;
 		return 0;
 	}
-	/* No allocation stamp: tracked requests count toward the depth. */
+	/* No allocation stamp: tracked requests count toward the depth,
+	 * sampled as the others (a request not sampled has depth 0: not
+	 * known). */
 	if (!alloc) {
 		c->issued += 1;
-		depth = in_flight(slot);
-		add_depth(slot, depth);
+		if (!(depth_hash(rq->__sector) & depth_mask)) {
+			depth = in_flight(slot);
+			add_depth(slot, depth);
+		}
 	}
 	track(st, addr, now, depth);
 	return 0;

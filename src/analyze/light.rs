@@ -151,7 +151,9 @@ pub struct SlowRequestSummary {
     pub comm: String,
     pub issue_cpu: u32,
     pub complete_cpu: u32,
-    /// Requests in flight at its issue, itself included.
+    /// Requests in flight at its issue, itself included (0: not known:
+    /// the stamps accounting keeps no per-request state, and reads the
+    /// depth of a sample of the requests).
     pub depth: u32,
     pub cgroup_id: u64,
     /// The path of that cgroup, when the capture's cgroup table has it.
@@ -164,6 +166,8 @@ pub struct LightDeviceSummary {
     pub ops: Vec<LightOpSummary>,
     /// Requests in flight at issue (the request included).
     pub depth: Percentiles,
+    /// `depth` is of one request in this many (sampled by sector; 1: all).
+    pub depth_sampled: u32,
     pub counters: LightCounters,
     /// Bios held back by a cgroup's I/O limit: (bios, bytes); None when
     /// the capture could not count them (unknown, not zero).

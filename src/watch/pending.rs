@@ -76,6 +76,10 @@ pub(super) fn finish(
         missing_events: missing.to_vec(),
         accounting: opts.accounting.name().into(),
         runqueue,
+        depth_sampled: crate::capture::light::depth_sampled(
+            opts.accounting,
+            aya::util::nr_cpus().map_or(1, |n| n as u32),
+        ),
         cgroups: crate::capture::cgroups::table(
             cgroups_since(&latest.cgroups, &p.from.cgroups),
             CGROUPS_KEPT,

@@ -59,10 +59,33 @@ fn own_cgroup_inode() -> u64 {
     std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&dir).unwrap())
 }
 
-/// dd issues one request at a time: `counted` requests, each at depth 1.
-/// A completion the programs did not see leaves its request in their
-/// in-flight count until the device is next seen idle: until then the
-/// depth reads one more.
+/// The requests at `sectors` whose depth at issue the programs read: all
+/// of them in the state accounting, one in `depth_sampled` by a hash of
+/// the sector in the stamps accounting (which samples: it reads every
+/// CPU's counters for a depth).
+fn depth_read(d: &iosleuth::testing::LightDoc, accounting: &str, sectors: &[u64]) -> u64 {
+    match accounting {
+        "stamps" => assert!(d.depth_sampled >= 2, "{}", d.depth_sampled),
+        _ => assert_eq!(d.depth_sampled, 1),
+    }
+    let every = d.depth_sampled;
+    let n = sectors
+        .iter()
+        .filter(|&&s| iosleuth::testing::depth_sampled(s, every))
+        .count() as u64;
+    // A sample that small would prove nothing.
+    assert!(
+        n * u64::from(every) * 2 >= sectors.len() as u64,
+        "{n} of {}",
+        sectors.len()
+    );
+    n
+}
+
+/// dd issues one request at a time: `counted` requests with their depth
+/// read, each at depth 1. A completion the programs did not see leaves its
+/// request in their in-flight count until the device is next seen idle:
+/// until then the depth reads one more.
 fn assert_depth_one(
     light: &iosleuth::testing::LightDevice,
     counted: u64,
@@ -189,11 +212,16 @@ fn counts_and_sends_every_slow_request(accounting: &str) {
     // dd issues one request at a time: depth 1 at every issue. The stamps
     // accounting counts the requests allocated after the first one it saw
     // (which marks the moment; what was in flight before is not counted
-    // at either end), so all but that first one.
-    let counted = match accounting {
-        "stamps" => 3699,
-        _ => 3700,
+    // at either end), so all but that first one (the read at sector 0).
+    let first = match accounting {
+        "stamps" => 1,
+        _ => 0,
     };
+    let sectors: Vec<u64> = (first..3000)
+        .map(|i| i * 8)
+        .chain((0..700).map(|i| i * 16))
+        .collect();
+    let counted = depth_read(&d, accounting, &sectors);
     assert_depth_one(light, counted, unseen, accounting);
     match accounting {
         "stamps" => assert_eq!(light.counters.by_stamps, seen_r + seen_w),
@@ -442,10 +470,12 @@ fn depth_mends_after_an_idle_spell(accounting: &str) {
     let d = doc(&cap);
     let light = d.devices.iter().find(|x| x.dev == dev).expect("the device");
     // The stamps accounting counts from the second request it saw.
-    let counted = match accounting {
-        "stamps" => 299,
-        _ => 300,
+    let first = match accounting {
+        "stamps" => 1,
+        _ => 0,
     };
+    let sectors: Vec<u64> = (first..300).map(|i| i * 8).collect();
+    let counted = depth_read(&d, accounting, &sectors);
     let unseen = light.unseen().expect("the kernel's counts");
     assert!(
         unseen <= unseen_allowed(300),

@@ -94,6 +94,7 @@ pub(super) fn apply_devices(a: &mut Analysis, doc: &LightDoc, summary: &mut Ligh
             device: d.dev.clone(),
             ops,
             depth: depth.summary(),
+            depth_sampled: doc.depth_sampled,
             counters: *c,
             throttled: doc.throttle.then_some((c.throttled, c.throttled_bytes)),
             unseen,

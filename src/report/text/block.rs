@@ -256,9 +256,13 @@ fn light_device(out: &mut String, d: &DeviceSummary, l: &LightDeviceSummary) {
             c.by_stamps
         );
     }
+    let sampled = match l.depth_sampled {
+        0 | 1 => String::new(),
+        n => format!(" (one request in {n}, sampled by sector)"),
+    };
     let _ = writeln!(
         out,
-        "\nqueue depth at issue: avg {:.1}, p50 {}, p99 {}, max {}",
+        "\nqueue depth at issue{sampled}: avg {:.1}, p50 {}, p99 {}, max {}",
         p.avg, p.p50, p.p99, p.max
     );
     let _ = writeln!(
