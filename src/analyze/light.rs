@@ -40,9 +40,10 @@ pub struct LightSummary {
     pub waits_lost: u64,
     pub events: u64,
     pub events_lost: u64,
-    /// Hard interrupts of every CPU, and their time.
-    pub hardirqs: u64,
-    pub hardirq_ns: u64,
+    /// Hard interrupts of every CPU, and their time (None: not recorded,
+    /// `--irq off`).
+    pub hardirqs: Option<u64>,
+    pub hardirq_ns: Option<u64>,
     pub missing_events: Vec<String>,
     /// How the stages were measured: "stamps" or "state" (LightDoc).
     pub accounting: String,
@@ -303,8 +304,8 @@ pub fn apply(a: &mut Analysis, light: &LightInputs) {
         waits_lost: cpus.waits_lost,
         events: cpus.events,
         events_lost: cpus.events_lost,
-        hardirqs: cpus.hardirqs,
-        hardirq_ns: cpus.hardirq_ns,
+        hardirqs: doc.irq.then_some(cpus.hardirqs),
+        hardirq_ns: doc.irq.then_some(cpus.hardirq_ns),
         missing_events: doc.missing_events.clone(),
         accounting: doc.accounting.clone(),
         runqueue: doc.runqueue,
@@ -334,6 +335,10 @@ fn apply_cpus(a: &mut Analysis, doc: &LightDoc, waits: &[WaitRecord]) {
     a.sched
         .long_waits
         .sort_by_key(|w| std::cmp::Reverse(w.wait_ns));
+    if !doc.irq {
+        // Not recorded (--irq off): no interrupt table, not one of zeros.
+        return;
+    }
     let seconds = doc.stopped_ns.saturating_sub(doc.started_ns) as f64 / 1e9;
     a.irq.seconds = seconds;
     a.irq.softirq = doc

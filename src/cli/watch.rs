@@ -96,6 +96,11 @@ pub struct WatchArgs {
     /// they are off the runqueue trigger cannot fire.
     #[arg(long, value_enum, default_value = "auto")]
     runqueue: RunqueueArg,
+    /// Serve hard and soft interrupt time per CPU (the interrupts' hooks:
+    /// two clock reads per interrupt, about 45 ns per I/O here); `off`
+    /// (the default) leaves them unknown: iosleuth_not_watched says so.
+    #[arg(long, value_enum, default_value = "off")]
+    irq: super::args::OnOff,
     /// Serve per-cgroup series for this many cgroups (the first seen, the
     /// busiest first); the rest are summed under cgroup="other". 0: only
     /// "other".
@@ -179,6 +184,7 @@ pub fn run(a: WatchArgs) -> Result<ExitStatus> {
             RunqueueArg::On => Policy::On,
             RunqueueArg::Off => Policy::Off,
         },
+        irq: a.irq == super::args::OnOff::On,
     };
     crate::watch::run(opts)
 }

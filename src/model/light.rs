@@ -127,6 +127,11 @@ pub struct LightDoc {
     /// not watched (captures made before the choice always watched them).
     #[serde(default = "watched")]
     pub runqueue: bool,
+    /// Whether the interrupts' hooks ran: without them each CPU's hard
+    /// and soft interrupt counts and times are unknown (captures made
+    /// before the choice always recorded them).
+    #[serde(default = "watched")]
+    pub irq: bool,
     /// The queue depth at issue was read for one request in this many (by
     /// a hash of its sector; see `depth_sampled`): the depth histograms
     /// are a sample (1: every request, as in captures made before).
@@ -162,6 +167,7 @@ impl Default for LightDoc {
             missing_events: Vec::new(),
             accounting: state_accounting(),
             runqueue: watched(),
+            irq: watched(),
             depth_sampled: 1,
             cgroups: LightCgroups::default(),
             throttle: false,

@@ -67,6 +67,9 @@ pub struct WatchOptions {
     /// Whether the scheduler's hooks run (else runqueue waits are not
     /// watched): always, never, or while they cost under a point.
     pub runqueue: runqueue::Policy,
+    /// Whether the interrupts' hooks run (hard and soft interrupt time per
+    /// CPU).
+    pub irq: bool,
     /// Cgroups served under their own labels at most.
     pub cgroups: usize,
     /// Whether each cgroup's latency histogram is served (11 times the
@@ -281,6 +284,7 @@ pub fn run(opts: WatchOptions) -> Result<ExitStatus> {
         cap_per_s: opts.cap_per_s,
         accounting: opts.accounting,
         runqueue: opts.runqueue != runqueue::Policy::Off,
+        irq: opts.irq,
         ..LightOptions::default()
     };
     let mut session =

@@ -76,6 +76,7 @@ pub(super) fn finish(
         missing_events: missing.to_vec(),
         accounting: opts.accounting.name().into(),
         runqueue,
+        irq: opts.irq,
         depth_sampled: crate::capture::light::depth_sampled(
             opts.accounting,
             aya::util::nr_cpus().map_or(1, |n| n as u32),

@@ -208,6 +208,12 @@ impl<'a> Watcher<'a> {
                 _ => NotWatched::new("runqueue_off", "runqueue waits (--runqueue off)"),
             });
         }
+        if !self.opts.irq {
+            not_watched.push(NotWatched::new(
+                "irq_off",
+                "hard and soft interrupt time (--irq off)",
+            ));
+        }
         let programs = self.session.program_stats();
         if programs.iter().all(|p| p.run_count.is_none()) {
             not_watched.push(NotWatched::new(
@@ -447,6 +453,7 @@ impl<'a> Watcher<'a> {
             cgroups: &self.series.series(),
             cgroup_histograms: self.opts.cgroup_histograms,
             throttle: self.session.throttle(),
+            irq: self.opts.irq,
             wait_min_ns: WAIT_MIN_NS,
             ring,
             process: process::figures(),

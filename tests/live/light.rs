@@ -648,3 +648,57 @@ fn light_counts_the_bios_a_cgroup_limit_held() {
         assert!(text.contains(&said), "{said} not in:\n{text}");
     }
 }
+
+#[test]
+#[ignore = "live: needs root, BTF and loop devices; scripts/test runs it"]
+fn light_records_interrupt_time_only_when_asked() {
+    let _live = light_live();
+    let disk = LoopDevice::create(64, true).expect("loop device");
+    let script = format!(
+        "dd if={} of=/dev/null bs=4k count=2000 iflag=direct status=none; sleep 0.3",
+        disk.path.display()
+    );
+    let record = |irq: &str| {
+        let dir = tempdir();
+        let cap = dir.path().join("cap");
+        run(iosleuth()
+            .args(["record", "--light", "--bpf-stats", "--irq", irq, "-o"])
+            .arg(&cap)
+            .args(["--", "sh", "-c", &script]));
+        let d = doc(&cap);
+        let rep = json_report(&[&cap], &[]);
+        let text = run(iosleuth().arg("report").arg(&cap));
+        (dir, d, rep, text)
+    };
+    let attached = |d: &LightDoc, name: &str| d.programs.iter().any(|p| p.name == name);
+
+    // Off (the default): the hooks are not attached, and every output
+    // says the figures are unknown rather than zero.
+    let (_dir, d, rep, text) = record("off");
+    assert!(!d.irq);
+    assert!(!attached(&d, "iosl_softirq_entry") && !attached(&d, "iosl_irq_entry"));
+    assert!(attached(&d, "iosl_complete_st"), "{:?}", d.programs);
+    assert!(rep["light"]["hardirqs"].is_null(), "{}", rep["light"]);
+    assert!(rep["light"]["hardirq_ns"].is_null());
+    assert!(rep["irq"]["softirq"].is_null(), "{}", rep["irq"]);
+    assert_eq!(rep["irq"]["not_recorded"], serde_json::json!(["irq"]));
+    assert_says(&text, "interrupt time not recorded (--irq off)");
+
+    // On: each CPU's softirqs counted and timed (a timer ticks on every
+    // CPU several times over the capture; the reads complete in softirqs).
+    let (_dir, d, rep, text) = record("on");
+    assert!(d.irq);
+    assert!(attached(&d, "iosl_softirq_entry") && attached(&d, "iosl_softirq_exit"));
+    let runs: u64 = d.cpus.iter().flat_map(|c| c.softirqs.iter()).sum();
+    let ns: u64 = d.cpus.iter().flat_map(|c| c.softirq_ns.iter()).sum();
+    assert!(runs > 0 && ns > 0, "{runs} softirqs, {ns} ns");
+    assert!(rep["light"]["hardirqs"].is_u64(), "{}", rep["light"]);
+    let total: u64 = rep["irq"]["softirq_total"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, runs);
+    assert!(!text.contains("interrupt time not recorded"));
+}

@@ -512,12 +512,24 @@ fn watch_serves_each_cgroups_requests_in_its_own_series() {
         &dir.path().join("watch.log"),
         &["--runqueue", "off", "--cgroup-histograms"],
     );
+    let m = watch.metrics();
     assert!(
-        watch
-            .metrics()
-            .contains("iosleuth_not_watched{what=\"runqueue_off\"} 1"),
-        "{}",
-        watch.metrics()
+        m.contains("iosleuth_not_watched{what=\"runqueue_off\"} 1"),
+        "{m}"
+    );
+    // Interrupt time is not watched by default (--irq off): said, and its
+    // families have no samples.
+    assert!(
+        m.contains("iosleuth_not_watched{what=\"irq_off\"} 1"),
+        "{m}"
+    );
+    assert!(
+        sample(
+            &m,
+            "iosleuth_cpu_softirq_seconds_total{cpu=\"0\",vector=\"timer\"}"
+        )
+        .is_none(),
+        "{m}"
     );
     let (reader, writer) = (TestCgroup::new(&h, "reader"), TestCgroup::new(&h, "writer"));
     let path = disk.path.display().to_string();

@@ -99,6 +99,9 @@ pub struct LightOptions {
     pub accounting: Accounting,
     /// Attach the scheduler's hooks (runqueue waits and who held the CPU).
     pub runqueue: bool,
+    /// Attach the interrupts' hooks (hard and soft interrupt time per
+    /// CPU): two clock reads per interrupt, for figures no rule reads.
+    pub irq: bool,
     /// Count bios held back by blk-throttle (off where the kernel has no
     /// dispatch work to recognise them by: `start` says so).
     pub throttle: bool,
@@ -114,6 +117,7 @@ impl Default for LightOptions {
             fault_floor: false,
             accounting: Accounting::default(),
             runqueue: true,
+            irq: false,
             throttle: true,
         }
     }
@@ -453,6 +457,7 @@ impl LightSession {
             throttle: self.opts.throttle,
             accounting: self.opts.accounting.name().into(),
             runqueue,
+            irq: self.opts.irq,
             depth_sampled: self.depth_sampled,
             cgroups,
             io_uring: Some(io_uring),

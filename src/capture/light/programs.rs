@@ -78,7 +78,7 @@ pub(super) fn programs(opts: &LightOptions) -> Vec<(&'static str, &'static str)>
         .chain(&BLOCK_COUNTERS)
         .chain(&URING)
         .chain(if floor_scheduler { &SCHEDULER[..] } else { &[] })
-        .chain(&INTERRUPTS)
+        .chain(if opts.irq { &INTERRUPTS[..] } else { &[] })
         .copied()
         .collect();
     if opts.floor {
@@ -126,3 +126,34 @@ pub(super) const FAULT_FLOOR_PROGRAMS: [(&str, &str); 3] = [
     ("iosl_nop_filemap_fault", "mm_filemap_fault"),
     ("iosl_nop_sys_enter", "sys_enter"),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The interrupts' hooks are attached only with `--irq on`, for the
+    /// programs and for their floor alike (the benchmark compares the two).
+    #[test]
+    fn the_interrupts_hooks_are_attached_only_when_asked() {
+        let irq_hooks = |opts: &LightOptions| {
+            programs(opts)
+                .iter()
+                .filter(|(_, tp)| INTERRUPTS.iter().any(|i| i.1 == *tp))
+                .count()
+        };
+        for floor in [false, true] {
+            let off = LightOptions {
+                floor,
+                ..LightOptions::default()
+            };
+            assert!(!off.irq, "off by default");
+            assert_eq!(irq_hooks(&off), 0, "floor {floor}");
+            let on = LightOptions {
+                irq: true,
+                ..off.clone()
+            };
+            assert_eq!(irq_hooks(&on), INTERRUPTS.len(), "floor {floor}");
+            assert_eq!(programs(&on).len(), programs(&off).len() + INTERRUPTS.len());
+        }
+    }
+}

@@ -48,6 +48,9 @@ pub struct Scrape<'a> {
     /// --cgroup-histograms`): 22 series per (cgroup, device, operation),
     /// where the counters take 2.
     pub cgroup_histograms: bool,
+    /// Whether each CPU's interrupt time is watched (`watch --irq on`):
+    /// else its families have no samples, and `not_watched` says so.
+    pub irq: bool,
     /// Runqueue waits from this long are counted (ns).
     pub wait_min_ns: u64,
     pub ring: RingFigures,
@@ -325,12 +328,14 @@ fn flight_recorder(o: &mut Out, s: &Scrape) {
     let mut f = o.family(&KEPT_EVENTS_TOTAL);
     f.sample(&[("outcome", "kept")], cpus.events);
     f.sample(&[("outcome", "lost")], cpus.events_lost);
+    // Not watched (--irq off): the families without samples.
+    let irq_cpus = if s.irq { s.cpus } else { &[] };
     let mut f = o.family(&CPU_HARDIRQ_SECONDS_TOTAL);
-    for c in s.cpus {
+    for c in irq_cpus {
         f.sample(&[("cpu", &c.cpu.to_string())], seconds(c.counts.hardirq_ns));
     }
     let mut f = o.family(&CPU_SOFTIRQ_SECONDS_TOTAL);
-    for c in s.cpus {
+    for c in irq_cpus {
         let cpu = c.cpu.to_string();
         for (vector, ns) in SOFTIRQS.iter().zip(&c.softirq_ns) {
             f.sample(&[("cpu", &cpu), ("vector", vector)], seconds(*ns));

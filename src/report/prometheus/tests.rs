@@ -335,7 +335,7 @@ const HISTOGRAM_SERIES: usize = LE_NS.len() + 3;
 /// and 3 findings in force. With `flushes`, every device also flushes (a
 /// volatile write cache under fsyncs): requests without a bio, charged to
 /// no cgroup (`none`, the 21st cgroup seen: summed under `other`).
-fn busy_host(cgroup_histograms: bool, flushes: bool) -> String {
+fn busy_host(cgroup_histograms: bool, flushes: bool, irq: bool) -> String {
     const DEVICES: usize = 16;
     const CGROUPS: usize = 20;
     const CPUS: u32 = 64;
@@ -419,6 +419,11 @@ fn busy_host(cgroup_histograms: bool, flushes: bool) -> String {
             id => (format!("/system.slice/svc{id}.service"), e),
         })
         .collect();
+    let not_watched: Vec<String> = ["bpf_run_time", "irq_off"]
+        .iter()
+        .take(if irq { 1 } else { 2 })
+        .map(|s| s.to_string())
+        .collect();
     let cpus: Vec<LightCpu> = (0..CPUS)
         .map(|cpu| LightCpu {
             cpu,
@@ -457,6 +462,7 @@ fn busy_host(cgroup_histograms: bool, flushes: bool) -> String {
         names: &names,
         cpus: &cpus,
         throttle: true,
+        irq,
         cgroups: &cgroups,
         cgroup_histograms,
         wait_min_ns: 5_000_000,
@@ -470,7 +476,7 @@ fn busy_host(cgroup_histograms: bool, flushes: bool) -> String {
         ],
         captures_kept: 1,
         captures_bytes: 1 << 20,
-        not_watched: &["bpf_run_time".into()],
+        not_watched: &not_watched,
         programs: &programs,
         io_uring: &io_uring,
     })
@@ -535,8 +541,6 @@ fn a_busy_host_serves_under_5000_series_at_the_defaults() {
         ("iosleuth_sched_runqueue_stalls_total", 2),
         ("iosleuth_sched_runqueue_stall_threshold_seconds", 1),
         ("iosleuth_kept_events_total", 2),
-        ("iosleuth_cpu_hardirq_seconds_total", cpus),
-        ("iosleuth_cpu_softirq_seconds_total", cpus * 10),
         ("iosleuth_ring_records", 1),
         ("iosleuth_ring_bytes", 1),
         ("iosleuth_ring_evicted_total", 1),
@@ -545,7 +549,7 @@ fn a_busy_host_serves_under_5000_series_at_the_defaults() {
         ("iosleuth_captures_bytes", 1),
         ("iosleuth_finding", 3),
         ("iosleuth_bpf_program_missed_total", programs),
-        ("iosleuth_not_watched", 1),
+        ("iosleuth_not_watched", 2),
         ("iosleuth_build_info", 1),
         ("process_cpu_seconds_total", 1),
         ("process_resident_memory_bytes", 1),
@@ -567,26 +571,38 @@ fn a_busy_host_serves_under_5000_series_at_the_defaults() {
         total
     };
 
-    let defaults = series_by_family(&busy_host(false, false));
+    let defaults = series_by_family(&busy_host(false, false, false));
     let total = print("defaults", &defaults);
     assert_eq!(defaults, want);
-    assert_eq!(total, 4712);
+    assert_eq!(total, 4009);
     assert!(total < 5000, "{total} series at the defaults");
 
-    let with = series_by_family(&busy_host(true, false));
+    let with = series_by_family(&busy_host(true, false, false));
     let total_with = print("--cgroup-histograms", &with);
     let mut want_with = want.clone();
     want_with.insert("iosleuth_cgroup_request_seconds".into(), cg * hist);
     assert_eq!(with, want_with);
-    assert_eq!(total_with, 18_792);
+    assert_eq!(total_with, 18_089);
+
+    // `--irq on`: each CPU's hard interrupt time and its 10 softirq
+    // vectors' times, and one thing fewer not watched.
+    let irq = series_by_family(&busy_host(false, false, true));
+    let mut want_irq = want.clone();
+    want_irq.insert("iosleuth_cpu_hardirq_seconds_total".into(), cpus);
+    want_irq.insert("iosleuth_cpu_softirq_seconds_total".into(), cpus * 10);
+    want_irq.insert("iosleuth_not_watched".into(), 1);
+    assert_eq!(irq, want_irq);
+    assert_eq!(irq.values().sum::<usize>(), total + cpus * 11 - 1);
 
     // Each further (device, operation) costs 3 histograms and 2 counters,
     // each further (cgroup, device, operation) 2 counters: flushes on
     // every device take the defaults past 5,000.
-    let flushing: usize = series_by_family(&busy_host(false, true)).values().sum();
+    let flushing: usize = series_by_family(&busy_host(false, true, false))
+        .values()
+        .sum();
     eprintln!("defaults, every device flushing: {flushing} series");
     assert_eq!(flushing, total + d * (3 * hist + 2) + d * 2);
-    assert_eq!(flushing, 5832);
+    assert_eq!(flushing, 5129);
 }
 
 /// Where watch read the kernel's diskstats, requests and bytes are the

@@ -331,14 +331,16 @@ fn light_programs(out: &mut String, l: &LightSummary) {
     if l.wait_min_ns > 0 {
         let _ = writeln!(
             out,
-            "flight recorder: {} runqueue waits of {} ms or more ({} lost), {} events kept whole (journal, dirty limit, wbt; {} lost), {} hard irqs ({:.3} ms){}",
+            "flight recorder: {} runqueue waits of {} ms or more ({} lost), {} events kept whole (journal, dirty limit, wbt; {} lost), {}{}",
             l.long_waits,
             l.wait_min_ns / 1_000_000,
             l.waits_lost,
             l.events,
             l.events_lost,
-            l.hardirqs,
-            l.hardirq_ns as f64 / 1e6,
+            match (l.hardirqs, l.hardirq_ns) {
+                (Some(n), Some(ns)) => format!("{n} hard irqs ({:.3} ms)", ns as f64 / 1e6),
+                _ => "interrupt time not recorded (--irq off)".into(),
+            },
             if l.missing_events.is_empty() {
                 String::new()
             } else {
