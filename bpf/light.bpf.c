@@ -34,11 +34,13 @@ const volatile __u32 cap_per_cpu = 0;
 /* Runqueue waits sent from this long (ns). */
 const volatile __u64 wait_min_ns = 5000000;
 /* CPUs whose counters the stamps accounting sums for a depth, and which
- * issues it does it for (those whose sector hashes to 0 under
- * depth_mask): a sum reads every CPU's counters, lines the other CPUs
- * write, so only a sample of the issues pays for one. Sampled by sector,
- * not by count: a batch of requests submitted together would otherwise
- * be sampled at the same places in every batch, its depths biased. */
+ * issues it does it for (those whose sector and allocation stamp hash to
+ * 0 under depth_mask): a sum reads every CPU's counters, lines the other
+ * CPUs write, so only a sample of the issues pays for one. By hash, not
+ * every Nth issue: a batch of requests submitted together would be
+ * sampled at the same places in every batch, its depths biased; the
+ * stamp in it, so that a block written again and again is not always
+ * (or never) in the sample. */
 const volatile __u32 nr_cpus = 1;
 const volatile __u32 depth_mask = 0;
 
@@ -712,11 +714,12 @@ static __always_inline __u64 in_flight(__u32 slot)
 	return sum < 1 ? 1 : sum;
 }
 
-/* The sector's hash whose low bits pick the requests whose depth is
- * sampled (src/model/light.rs depth_sampled mirrors it). */
-static __always_inline __u32 depth_hash(__u64 sector)
+/* Whether the depth of a request at `sector` allocated at `alloc` (0:
+ * not stamped) is read. */
+static __always_inline int depth_sampled(__u64 sector, __u64 alloc)
 {
-	return (__u32)((sector * 0x9E3779B97F4A7C15ULL) >> 40);
+	__u32 hash = (__u32)(((sector ^ alloc) * 0x9E3779B97F4A7C15ULL) >> 40);
+	return !(hash & depth_mask);
 }
 
 /* Whether a request allocated at `alloc` (0: the queue does not stamp,
@@ -743,7 +746,7 @@ int BPF_PROG(iosl_issue_st, struct request___iosl *rq)
 	__u32 depth = 0;
 	if (alloc && counted(slot, alloc, 0)) {
 		c->issued += 1;
-		if (!(depth_hash(rq->__sector) & depth_mask)) {
+		if (depth_sampled(rq->__sector, alloc)) {
 			depth = in_flight(slot);
 			add_depth(slot, depth);
 		}
@@ -766,7 +769,7 @@ int BPF_PROG(iosl_issue_st, struct request___iosl *rq)
 	 * known). */
 	if (!alloc) {
 		c->issued += 1;
-		if (!(depth_hash(rq->__sector) & depth_mask)) {
+		if (depth_sampled(rq->__sector, 0)) {
 			depth = in_flight(slot);
 			add_depth(slot, depth);
 		}

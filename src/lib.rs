@@ -54,7 +54,7 @@ pub mod testing {
     pub use crate::lab::{ext4::Ext4, loopdev::LoopDevice, slowdisk::Stall};
     pub use crate::model::event_sets::EVENT_SETS;
     pub use crate::model::light::{
-        depth_sampled, LightDevice, LightDoc, SlowRequest, CONTEXT_HEADER, SLOW_HEADER, SLOW_RECORD,
+        LightDevice, LightDoc, SlowRequest, CONTEXT_HEADER, SLOW_HEADER, SLOW_RECORD,
     };
     pub use crate::model::{Action, BlockEvent, Dev, Event, Extra, Rwbs};
     pub use crate::pipeline::{analyze as analyze_paths, Options};

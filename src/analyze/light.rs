@@ -167,7 +167,8 @@ pub struct LightDeviceSummary {
     pub ops: Vec<LightOpSummary>,
     /// Requests in flight at issue (the request included).
     pub depth: Percentiles,
-    /// `depth` is of one request in this many (sampled by sector; 1: all).
+    /// `depth` is of one request in this many (sampled by a hash of the
+    /// sector and allocation stamp; 1: all).
     pub depth_sampled: u32,
     pub counters: LightCounters,
     /// Bios held back by a cgroup's I/O limit: (bios, bytes); None when

@@ -133,7 +133,7 @@ pub struct LightDoc {
     #[serde(default = "watched")]
     pub irq: bool,
     /// The queue depth at issue was read for one request in this many (by
-    /// a hash of its sector; see `depth_sampled`): the depth histograms
+    /// a hash of its sector and allocation stamp): the depth histograms
     /// are a sample (1: every request, as in captures made before).
     #[serde(default = "every_request")]
     pub depth_sampled: u32,
@@ -186,14 +186,6 @@ fn watched() -> bool {
 
 fn every_request() -> u32 {
     1
-}
-
-/// Whether the programs read the depth at issue of a request at `sector`
-/// when they sample one request in `every` (a power of two): the low bits
-/// of a hash of its sector are 0 (bpf/light.bpf.c depth_hash).
-pub fn depth_sampled(sector: u64, every: u32) -> bool {
-    let hash = (sector.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as u32;
-    hash & every.saturating_sub(1) == 0
 }
 
 /// Entries (cgroup, device, operation) a capture keeps, the largest by

@@ -53,6 +53,7 @@ pub(super) fn finish(
     opts: &WatchOptions,
     missing: &[String],
     runqueue: bool,
+    depth_sampled: u32,
     mut p: Pending,
     latest: &Reading,
     ring: &Mutex<RecordRing>,
@@ -77,10 +78,7 @@ pub(super) fn finish(
         accounting: opts.accounting.name().into(),
         runqueue,
         irq: opts.irq,
-        depth_sampled: crate::capture::light::depth_sampled(
-            opts.accounting,
-            aya::util::nr_cpus().map_or(1, |n| n as u32),
-        ),
+        depth_sampled,
         cgroups: crate::capture::cgroups::table(
             cgroups_since(&latest.cgroups, &p.from.cgroups),
             CGROUPS_KEPT,

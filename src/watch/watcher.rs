@@ -4,6 +4,9 @@
 
 use super::*;
 
+/// The identifier of interrupt time not watched (`--irq off`).
+const IRQ_OFF: &str = "irq_off";
+
 /// The daemon's loop and what it remembers between seconds. Each second
 /// reads the maps, judges the triggers on them, keeps what a trigger
 /// asked for, remembers the reading and serves the scrape.
@@ -84,7 +87,14 @@ impl<'a> Watcher<'a> {
             .as_deref()
             .map_or((0, 0), |d| keep::enforce_quota(d, opts.quota_bytes));
         let (done_tx, done_rx) = mpsc::channel();
-        let missing = session_missing(session);
+        let mut missing = session_missing(session);
+        if !opts.irq {
+            // For the whole session: the kept captures say it too.
+            missing.push(NotWatched::new(
+                IRQ_OFF,
+                "hard and soft interrupt time (--irq off)",
+            ));
+        }
         let rq = runqueue::Runqueue::new(opts.runqueue, aya::util::nr_cpus().unwrap_or(1));
         let rq_since = rq.on.then(snapshot::mono_ns);
         let kernel = KernelCounts::from(session.diskstats_at_start());
@@ -207,12 +217,6 @@ impl<'a> Watcher<'a> {
                 ),
                 _ => NotWatched::new("runqueue_off", "runqueue waits (--runqueue off)"),
             });
-        }
-        if !self.opts.irq {
-            not_watched.push(NotWatched::new(
-                "irq_off",
-                "hard and soft interrupt time (--irq off)",
-            ));
         }
         let programs = self.session.program_stats();
         if programs.iter().all(|p| p.run_count.is_none()) {
@@ -359,15 +363,17 @@ impl<'a> Watcher<'a> {
             let p = self.pending.take().expect("pending");
             let tx = self.done_tx.clone();
             let opts = self.opts.clone();
-            let missing: Vec<String> = second.not_watched.iter().map(|n| n.prose.clone()).collect();
+            let missing = capture_missing(&second.not_watched);
             let watched = self.rq_since.is_some_and(|s| s <= p.from.at_ns);
+            let depth_sampled = self.session.depth_sampled();
             let latest = second.reading.clone();
             let ring = Arc::clone(self.ring);
             self.busy = Some(
                 std::thread::Builder::new()
                     .name("iosleuth-keep".into())
                     .spawn(move || {
-                        let done = finish(&opts, &missing, watched, p, &latest, &ring);
+                        let done =
+                            finish(&opts, &missing, watched, depth_sampled, p, &latest, &ring);
                         let _ = tx.send(done);
                     })
                     .map_err(|e| Error::failed(format!("cannot start a diagnosis: {e}")))?,
@@ -490,10 +496,17 @@ impl<'a> Watcher<'a> {
                 b.interrupt();
             }
             let watched = self.rq_since.is_some_and(|s| s <= p.from.at_ns);
-            let missing: Vec<String> = self.missing.iter().map(|n| n.prose.clone()).collect();
-            let _ = self
-                .done_tx
-                .send(finish(self.opts, &missing, watched, p, last, self.ring));
+            let missing = capture_missing(&self.missing);
+            let depth_sampled = self.session.depth_sampled();
+            let _ = self.done_tx.send(finish(
+                self.opts,
+                &missing,
+                watched,
+                depth_sampled,
+                p,
+                last,
+                self.ring,
+            ));
         }
         while let Ok(done) = self.done_rx.try_recv() {
             match done {
@@ -530,6 +543,16 @@ impl<'a> Watcher<'a> {
             }
         ));
     }
+}
+
+/// What a kept capture says it did not record, in words: all that is not
+/// watched but the interrupt time, which its `irq` says itself.
+fn capture_missing(not_watched: &[NotWatched]) -> Vec<String> {
+    not_watched
+        .iter()
+        .filter(|n| n.id != IRQ_OFF)
+        .map(|n| n.prose.clone())
+        .collect()
 }
 
 /// Each counted disk's diskstats when its counting began (`maj,min`,

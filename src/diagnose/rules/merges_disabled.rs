@@ -73,6 +73,8 @@ const WINDOW_SIZE_TOLERANCE: f64 = 0.25;
 /// A light capture's median queue depth at issue from which its requests
 /// count as queued together (a synchronous reader issues at depth 1).
 const MIN_LIGHT_DEPTH: u64 = 2;
+/// Depths read at issue below which their median says nothing.
+const MIN_DEPTH_SAMPLE: u64 = 16;
 /// A light capture whose requests are this share of split pieces is
 /// request_splitting's (the lab's: 960 splits of 1024 requests).
 const MIN_SPLIT_SHARE: f64 = 0.1;
@@ -289,6 +291,14 @@ fn unmerged_light(d: &LightDeviceSummary) -> Result<LightMerges, String> {
         return Err(format!(
             "{}: {} of {requests} requests are pieces of split bios: see request_splitting",
             d.device, c.splits
+        ));
+    }
+    // The depth is read for a sample of the requests: too few read, and
+    // whether they were issued one at a time is not known.
+    if d.depth.count < MIN_DEPTH_SAMPLE {
+        return Err(format!(
+            "{}: the queue depth at issue was read for {} requests (one in {}): too few to tell whether they were issued one at a time",
+            d.device, d.depth.count, d.depth_sampled
         ));
     }
     if d.depth.p50 < MIN_LIGHT_DEPTH {
@@ -548,10 +558,13 @@ mod tests {
                 bytes: 512 * 4096,
                 ..Default::default()
             }],
+            // The depth of one request in 4 read.
             depth: Percentiles {
+                count: 128,
                 p50: depth,
                 ..Default::default()
             },
+            depth_sampled: 4,
             ..Default::default()
         };
         d.counters.seq_requests = 511;
@@ -593,6 +606,19 @@ mod tests {
         assert_eq!(
             silent(check(&light(0, 1))),
             "7,0: 100% of requests are sequential but issued one at a time (median depth 1): nothing to merge (a synchronous reader: see readahead_small)"
+        );
+    }
+
+    /// The depth is read for a sample of the requests: with too few read
+    /// the rule says it cannot tell, rather than take a median of nothing
+    /// (0) for requests issued one at a time.
+    #[test]
+    fn silent_when_too_few_depths_were_read() {
+        let mut thin = light(0, 0);
+        thin.light.as_mut().unwrap().devices[0].depth.count = 3;
+        assert_eq!(
+            silent(check(&thin)),
+            "7,0: the queue depth at issue was read for 3 requests (one in 4): too few to tell whether they were issued one at a time"
         );
     }
 }

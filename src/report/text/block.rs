@@ -258,13 +258,17 @@ fn light_device(out: &mut String, d: &DeviceSummary, l: &LightDeviceSummary) {
     }
     let sampled = match l.depth_sampled {
         0 | 1 => String::new(),
-        n => format!(" (one request in {n}, sampled by sector)"),
+        n => format!(" (one request in {n}, sampled by hash)"),
     };
-    let _ = writeln!(
-        out,
-        "\nqueue depth at issue{sampled}: avg {:.1}, p50 {}, p99 {}, max {}",
-        p.avg, p.p50, p.p99, p.max
-    );
+    if p.count == 0 {
+        let _ = writeln!(out, "\nqueue depth at issue{sampled}: none read");
+    } else {
+        let _ = writeln!(
+            out,
+            "\nqueue depth at issue{sampled}: avg {:.1}, p50 {}, p99 {}, max {}",
+            p.avg, p.p50, p.p99, p.max
+        );
+    }
     let _ = writeln!(
         out,
         "slow requests: {} recorded, {} over the cap (counted only), {} lost (ring buffer full); {} completions without a tracked issue (issued before recording), {} not tracked (request map full)",
