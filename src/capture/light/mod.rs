@@ -8,14 +8,16 @@
 //!
 //! Around the slow requests, a flight recorder: runqueue waits of at least
 //! `WAIT_MIN_NS` with who held the CPU (sched_wakeup/sched_switch), each
-//! CPU's hard and soft interrupt time, and low-rate events kept whole: the
-//! journal's commits and checkpoints, the dirty limit's pauses, writeback
-//! throttling's steps (classic tracepoints, whose raw records the
+//! CPU's hard and soft interrupt time (`--irq on`), and low-rate events
+//! kept whole: the journal's commits and checkpoints, the dirty limit's
+//! pauses, writeback throttling's steps (classic tracepoints, whose raw records the
 //! capture decodes with the format files it keeps, as a full capture does).
 
 #[cfg(test)]
 mod abi_check;
+mod attach;
 mod disks;
+mod files;
 mod inflight;
 pub mod maps;
 mod poller;
@@ -26,17 +28,17 @@ pub mod ring;
 
 use super::tracefs::CaptureError;
 use super::tracefs::Tracefs;
-use crate::model::capture_layout::{EVENT_FORMATS, HEADER_PAGE};
 use crate::model::light::{
     LightCgroup, LightCounters, LightCpu, LightDevice, LightDoc, LightUring, ProgramStats,
-    SlowPolicy, CGROUPS_KEPT, CONTEXT, CONTEXT_EVENTS, CONTEXT_HEADER, CONTEXT_MAGIC,
-    EVERY_EVENT_MISSING, SLOW_HEADER, SLOW_MAGIC, SLOW_RECORD,
+    SlowPolicy, CGROUPS_KEPT, CONTEXT, CONTEXT_EVENTS, EVERY_EVENT_MISSING,
 };
+use attach::{attach_btf, attach_events, load_btf, set_attached, Links};
 use aya::maps::{Array, MapData, PerCpuArray, PerCpuHashMap, RingBuf};
 use aya::programs::{BtfTracePoint, TracePoint};
 use aya::{Btf, Ebpf, EbpfLoader};
 use disks::{add_new_disks, device_slots, name_devices};
 pub use disks::{DiskSlot, DiskstatsReading};
+use files::{context_header, keep_formats, output, slow_header};
 use maps::{CgKey, CgStats, Counters, CpuStats, DepthHist, Hist, SizeHist, UringStats, NOP, NSLOT};
 use poller::{Out, Poller};
 #[cfg(test)]
@@ -44,7 +46,6 @@ use programs::{all_programs, FAULT_FLOOR_PROGRAMS, FLOOR_PROGRAMS};
 use programs::{event_program, programs, FLOOR_EVENT_PROGRAM, SCHEDULER, THROTTLE};
 use read::device;
 use ring::RecordRing;
-use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -627,35 +628,6 @@ fn kernel_keeps_run_time() -> bool {
     std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").is_ok_and(|s| s.trim() != "0")
 }
 
-type Links = Vec<(&'static str, aya::programs::tp_btf::BtfTracePointLinkId)>;
-
-/// Attaches (or detaches) the loaded `programs`, keeping their links in
-/// `links`; nothing when they already are as asked.
-fn set_attached(
-    ebpf: &mut Ebpf,
-    links: &mut Links,
-    programs: &[(&'static str, &'static str)],
-    on: bool,
-) -> Result<(), CaptureError> {
-    if on != links.is_empty() {
-        return Ok(());
-    }
-    for (name, tp) in programs {
-        let p = btf_program(ebpf, name)?;
-        if on {
-            let link = p
-                .attach()
-                .map_err(|e| load_error(format!("attaching {name} to {tp}: {e}")))?;
-            links.push((name, link));
-        } else if let Some(i) = links.iter().position(|(n, _)| n == name) {
-            let (_, link) = links.swap_remove(i);
-            p.detach(link)
-                .map_err(|e| err("cannot detach")(format!("{name}: {e}")))?;
-        }
-    }
-    Ok(())
-}
-
 /// Each slot's disk by its kernel name, for the in-flight anchor.
 fn anchored_disks(slots: &[DiskSlot]) -> Vec<(u32, String)> {
     slots.iter().map(|s| (s.slot, s.name.clone())).collect()
@@ -680,124 +652,6 @@ fn depth_sampled(accounting: Accounting, cpus: u32) -> u32 {
         // A shared count: every issue reads it.
         Accounting::State => 1,
     }
-}
-
-/// Loads and attaches the BTF-typed raw tracepoint programs.
-fn attach_btf(ebpf: &mut Ebpf, btf: &Btf, programs: &[(&str, &str)]) -> Result<(), CaptureError> {
-    load_btf(ebpf, btf, programs)?;
-    for (name, tp) in programs {
-        btf_program(ebpf, name)?
-            .attach()
-            .map_err(|e| load_error(format!("attaching {name} to {tp}: {e}")))?;
-    }
-    Ok(())
-}
-
-/// Loads (verifies) BTF-typed raw tracepoint programs without attaching them.
-fn load_btf(ebpf: &mut Ebpf, btf: &Btf, programs: &[(&str, &str)]) -> Result<(), CaptureError> {
-    for (name, tp) in programs {
-        btf_program(ebpf, name)?
-            .load(tp, btf)
-            .map_err(|e| load_error(format!("{name}: {e}")))?;
-    }
-    Ok(())
-}
-
-/// A BTF-typed raw tracepoint program of the object.
-fn btf_program<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut BtfTracePoint, CaptureError> {
-    ebpf.program_mut(name)
-        .expect("program in the object")
-        .try_into()
-        .map_err(load_error)
-}
-
-/// Attaches each context event's program (or, for the floor, one empty
-/// program to all of them); returns the events this kernel lacks.
-fn attach_events(ebpf: &mut Ebpf, floor: bool) -> Result<Vec<String>, CaptureError> {
-    let mut missing = Vec::new();
-    if floor {
-        let p = tracepoint_program(ebpf, FLOOR_EVENT_PROGRAM)?;
-        for (system, event) in CONTEXT_EVENTS {
-            let _ = p.attach(system, event);
-        }
-        return Ok(missing);
-    }
-    for (system, event) in CONTEXT_EVENTS {
-        let p = tracepoint_program(ebpf, &event_program(event))?;
-        if p.attach(system, event).is_err() {
-            missing.push(format!("{system}:{event}"));
-        }
-    }
-    Ok(missing)
-}
-
-/// A classic tracepoint program of the object, loaded.
-fn tracepoint_program<'a>(
-    ebpf: &'a mut Ebpf,
-    name: &str,
-) -> Result<&'a mut TracePoint, CaptureError> {
-    let p: &mut TracePoint = ebpf
-        .program_mut(name)
-        .expect("program in the object")
-        .try_into()
-        .map_err(load_error)?;
-    p.load().map_err(|e| load_error(format!("{name}: {e}")))?;
-    Ok(p)
-}
-
-/// Copies the context events' format files (and the page header, which
-/// the decoder reads with them) into the capture.
-fn keep_formats(tracefs: &Tracefs, dir: &Path) -> Result<(), CaptureError> {
-    let copy = |from: std::path::PathBuf, to: std::path::PathBuf| -> Result<(), CaptureError> {
-        if let Some(parent) = to.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::copy(&from, &to)
-            .map(|_| ())
-            .map_err(|e| CaptureError::Unusable(format!("cannot copy {}: {e}", from.display())))
-    };
-    copy(tracefs.path("events/header_page"), dir.join(HEADER_PAGE))?;
-    for (system, event) in CONTEXT_EVENTS {
-        let from = tracefs.path(&format!("events/{system}/{event}/format"));
-        if from.exists() {
-            let to = dir
-                .join(EVENT_FORMATS)
-                .join(system)
-                .join(event)
-                .join("format");
-            copy(from, to)?;
-        }
-    }
-    Ok(())
-}
-
-fn slow_header() -> Vec<u8> {
-    let mut header = SLOW_MAGIC.to_vec();
-    header.extend((SLOW_RECORD as u32).to_le_bytes());
-    header.extend(0u32.to_le_bytes());
-    debug_assert_eq!(header.len(), SLOW_HEADER);
-    header
-}
-
-fn context_header() -> Vec<u8> {
-    let mut header = CONTEXT_MAGIC.to_vec();
-    header.extend(0u64.to_le_bytes());
-    debug_assert_eq!(header.len(), CONTEXT_HEADER);
-    header
-}
-
-/// A capture file, created with its header.
-fn output(
-    dir: &Path,
-    name: &str,
-    header: &[u8],
-) -> Result<std::io::BufWriter<std::fs::File>, CaptureError> {
-    let path = dir.join(name);
-    let mut f = std::fs::File::create(&path)
-        .map_err(|e| err("cannot create")(format!("{}: {e}", path.display())))?;
-    f.write_all(header)
-        .map_err(|e| err("cannot write")(format!("{}: {e}", path.display())))?;
-    Ok(std::io::BufWriter::new(f))
 }
 
 impl Drop for LightSession {
