@@ -63,15 +63,19 @@ impl WorkqueueAnalysis {
 
     pub fn add(&mut self, e: &TraceEvent) -> bool {
         // `work=` in captures; `work struct=c63c21ac` (hex, no 0x) in old text.
-        let work = e.fields.int(Field::Work).or_else(|| {
-            let s = e.fields.str(Field::Struct)?;
-            u64::from_str_radix(s.trim_start_matches("0x"), 16)
-                .ok()
-                .map(|v| v as i64)
-        });
+        // Read only for the events that have it: read before the match, it
+        // cost every event of every kind two field searches.
+        let work = || {
+            e.fields.int(Field::Work).or_else(|| {
+                let s = e.fields.str(Field::Struct)?;
+                u64::from_str_radix(s.trim_start_matches("0x"), 16)
+                    .ok()
+                    .map(|v| v as i64)
+            })
+        };
         match e.kind {
             Tracepoint::WorkqueueQueueWork => {
-                if let Some(w) = work {
+                if let Some(w) = work() {
                     self.queued.insert(w, e.ts);
                 }
             }
@@ -82,7 +86,7 @@ impl WorkqueueAnalysis {
                 let row = self.rows.entry(f.clone()).or_default();
                 row.runs += 1;
                 row.workers.insert(e.pid);
-                if let Some(q) = work.and_then(|w| self.queued.remove(&w)) {
+                if let Some(q) = work().and_then(|w| self.queued.remove(&w)) {
                     row.wait.add(e.ts.saturating_sub(q));
                 }
                 self.running.insert(e.pid, (f, e.ts));

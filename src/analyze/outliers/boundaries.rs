@@ -3,8 +3,8 @@
 //! ends is added to its kind's totals and, if among the slowest, kept
 //! with its explanation.
 
+use super::kinds::KindId;
 use super::op::OpenOp;
-use super::summary::{add_breakdown, Breakdown, KindTotal};
 use super::touch::Touch;
 use super::OutlierAnalysis;
 use crate::analyze::names::ThreadNames;
@@ -72,9 +72,13 @@ impl OutlierAnalysis {
             }
             Tracepoint::Ext4SyncFileEnter => {
                 let d = Dev(e.fields.int(Field::Dev).unwrap_or(0) as u32);
-                self.begin(Kind("", "ext4_sync_file"), e, Some(d), names, sched);
+                let kind = self.kinds.id("", "ext4_sync_file");
+                self.begin(kind, e, Some(d), names, sched);
             }
-            Tracepoint::Ext4SyncFileExit => self.end(Kind("", "ext4_sync_file"), e, names),
+            Tracepoint::Ext4SyncFileExit => {
+                let kind = self.kinds.id("", "ext4_sync_file");
+                self.end(kind, e, names)
+            }
             Tracepoint::Print => {
                 let Some(rest) = e
                     .fields
@@ -85,7 +89,7 @@ impl OutlierAnalysis {
                 };
                 let mut w = rest.split_whitespace();
                 if let (Some(name), Some(_), Some(what)) = (w.next(), w.next(), w.next()) {
-                    let kind = Kind("probe ", name);
+                    let kind = self.kinds.id("probe ", name);
                     match what {
                         "begin" => self.begin(kind, e, None, names, sched),
                         "end" => self.end(kind, e, names),
@@ -97,13 +101,15 @@ impl OutlierAnalysis {
                 // Back in the kernel: a fault it was in has ended.
                 self.end_fault(e.pid, names);
                 if self.workload.holds(e.pid) {
-                    self.begin(Kind("syscall ", syscall()), e, None, names, sched)
+                    let kind = self.kinds.id("syscall ", syscall());
+                    self.begin(kind, e, None, names, sched)
                 }
             }
             Tracepoint::SysExit => {
                 // A fault the kernel took in the call ended before it returns.
                 self.end_fault(e.pid, names);
-                self.end(Kind("syscall ", syscall()), e, names);
+                let kind = self.kinds.id("syscall ", syscall());
+                self.end(kind, e, names);
                 // Its checkpoint, if it ran one, is over with the call.
                 if self.checkpointing.contains_key(&e.pid) {
                     self.before(e.ts, &Touch::Blocked);
@@ -117,7 +123,7 @@ impl OutlierAnalysis {
 
     pub(super) fn begin(
         &mut self,
-        kind: Kind,
+        kind: KindId,
         e: &TraceEvent,
         dev: Option<Dev>,
         names: &ThreadNames,
@@ -128,8 +134,8 @@ impl OutlierAnalysis {
         }
         // A thread in the same kind of operation twice: the first one's end
         // was lost.
-        if self.open.last_of(e.pid, |o| kind.is(&o.kind)).is_some() {
-            self.open.retain(|o| !(o.pid == e.pid && kind.is(&o.kind)));
+        if self.open.last_of(e.pid, |o| o.kind == kind).is_some() {
+            self.open.retain(|o| !(o.pid == e.pid && o.kind == kind));
         }
         // Operations inside inherit the device their parent learnt.
         let dev = dev.or_else(|| {
@@ -146,8 +152,8 @@ impl OutlierAnalysis {
         }
     }
 
-    fn end(&mut self, kind: Kind, e: &TraceEvent, names: &ThreadNames) {
-        let Some(i) = self.open.last_of(e.pid, |o| kind.is(&o.kind)) else {
+    fn end(&mut self, kind: KindId, e: &TraceEvent, names: &ThreadNames) {
+        let Some(i) = self.open.last_of(e.pid, |o| o.kind == kind) else {
             return;
         };
         self.advance_one(i, e.ts);
@@ -166,7 +172,7 @@ impl OutlierAnalysis {
         file: Option<super::FilePage>,
         names: &ThreadNames,
     ) {
-        self.add_to_totals(&op.kind, latency, &op.b);
+        self.kinds.count(op.kind, latency, &op.b);
         if op.pages_refaulted > 0 {
             let r = &mut self.refaulting;
             r.count += 1;
@@ -175,6 +181,7 @@ impl OutlierAnalysis {
             r.pages += op.pages_refaulted;
         }
         let (open, done, queued) = (&self.open, &self.done, &self.queued);
+        let kinds = &self.kinds;
         let processes = &self.processes;
         crate::analyze::rows::send(&mut self.rows, || crate::analyze::rows::OperationRow {
             id: op.id,
@@ -206,7 +213,7 @@ impl OutlierAnalysis {
                 w.sort_unstable();
                 w
             },
-            kind: op.kind.to_string(),
+            kind: kinds.name(op.kind).to_string(),
             pid: op.pid,
             process: processes.of(op.pid),
             comm: names.get(op.pid),
@@ -215,16 +222,12 @@ impl OutlierAnalysis {
             dev: op.dev,
             breakdown: op.b.clone(),
         });
-        if !self.by_kind.contains_key(&*op.kind) {
-            self.by_kind.insert(op.kind.to_string(), Vec::new());
-        }
-        let qualifies_now = self
-            .by_kind
-            .get(&*op.kind)
-            .is_some_and(|list| qualifies(list, self.top, latency, |o| o.latency_ns));
-        if qualifies_now {
+        let kind = op.kind;
+        if qualifies(self.kinds.kept_mut(kind), self.top, latency, |o| {
+            o.latency_ns
+        }) {
             let o = self.explain(op, latency, file, names);
-            let list = self.by_kind.entry(o.kind.clone()).or_default();
+            let list = self.kinds.kept_mut(kind);
             keep_largest(list, o, self.top, |o| o.latency_ns, |o| o.start_ns);
         } else if self.spare.len() < SPARE_OPS && op.small() {
             self.spare.push(op);
@@ -240,32 +243,18 @@ impl OutlierAnalysis {
 const SPARE_OPS: usize = 256;
 
 impl OutlierAnalysis {
-    /// An ended operation of `kind` in its kind's totals (named only the
-    /// first time: most kinds exist).
-    pub(super) fn add_to_totals(&mut self, kind: &str, latency: u64, b: &Breakdown) {
-        if !self.totals.contains_key(kind) {
-            self.totals.insert(kind.to_string(), KindTotal::default());
-        }
-        if let Some(t) = self.totals.get_mut(kind) {
-            t.count += 1;
-            t.latency_ns += latency;
-            add_breakdown(&mut t.breakdown, b);
-        }
-    }
-
-    /// An operation that begins, in the maps and name of one that ended
-    /// unkept, when there is one: most end so, and growing their maps from
-    /// nothing (the CPU holders, the requests waited for) and naming their
-    /// kind cost a tenth of the breakdowns on a capture of 16 writers.
-    fn fresh_op(&mut self, kind: Kind, pid: u32, ts: u64, dev: Option<Dev>) -> OpenOp {
+    /// An operation that begins, in the maps of one that ended unkept,
+    /// when there is one: most end so, and growing their maps from nothing
+    /// (the CPU holders, the requests waited for) cost a tenth of the
+    /// breakdowns on a capture of 16 writers.
+    fn fresh_op(&mut self, kind: KindId, pid: u32, ts: u64, dev: Option<Dev>) -> OpenOp {
         let id = self.next_op_id;
         self.next_op_id += 1;
-        let fresh = |kind| OpenOp::new(id, kind, pid, ts, dev);
+        let fresh = OpenOp::new(id, kind, pid, ts, dev);
         let Some(old) = self.spare.pop() else {
-            return fresh(kind.to_boxed());
+            return fresh;
         };
         let OpenOp {
-            kind: old_kind,
             mut held,
             mut waited_on,
             mut device,
@@ -274,31 +263,11 @@ impl OutlierAnalysis {
         held.clear();
         waited_on.clear();
         device.clear();
-        let name = if kind.is(&old_kind) {
-            old_kind
-        } else {
-            kind.to_boxed()
-        };
         OpenOp {
             held,
             waited_on,
             device,
-            ..fresh(name)
+            ..fresh
         }
-    }
-}
-
-/// An operation's kind as its prefix and name (`syscall ` `fsync`): named
-/// without allocating, since most boundaries are of operations no one keeps.
-#[derive(Clone, Copy)]
-pub(super) struct Kind<'a>(pub(super) &'static str, pub(super) &'a str);
-
-impl Kind<'_> {
-    fn is(self, kind: &str) -> bool {
-        kind.strip_prefix(self.0) == Some(self.1)
-    }
-
-    fn to_boxed(self) -> Box<str> {
-        [self.0, self.1].concat().into()
     }
 }

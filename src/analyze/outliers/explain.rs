@@ -78,8 +78,8 @@ impl OutlierAnalysis {
             });
         let comm = names.get(op.pid);
         let what = match &file {
-            Some(f) => format!("{} in {}", op.kind, f.describe()),
-            None => op.kind.to_string(),
+            Some(f) => format!("{} in {}", self.kinds.name(op.kind), f.describe()),
+            None => self.kinds.name(op.kind).to_string(),
         };
         let mut summary = summarize(
             &what,
@@ -104,7 +104,7 @@ impl OutlierAnalysis {
             }
         }
         Outlier {
-            kind: op.kind.to_string(),
+            kind: self.kinds.name(op.kind).to_string(),
             pid: op.pid,
             comm,
             start_ns: op.start,

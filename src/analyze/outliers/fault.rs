@@ -309,9 +309,10 @@ fn page_span(e: &TraceEvent) -> Option<PageSpan> {
 impl OutlierAnalysis {
     /// The thread's open fault, if it has one.
     fn fault_of(&self, pid: u32) -> Option<usize> {
-        self.open
-            .iter()
-            .rposition(|o| o.pid == pid && o.fault.is_some())
+        // Among the thread's own: asked at every syscall's enter and exit
+        // and every bio queued, a scan of every open operation was a
+        // fiftieth of the analysis with 16 threads in calls.
+        self.open.last_of(pid, |o| o.fault.is_some())
     }
 
     /// A page fault on user memory begins, in user space or (`in_kernel`)
@@ -329,13 +330,8 @@ impl OutlierAnalysis {
             return;
         }
         let before = self.open.len();
-        self.begin(
-            super::boundaries::Kind("fault ", "anon"),
-            e,
-            None,
-            names,
-            sched,
-        );
+        let anon = self.kinds.id("fault ", "anon");
+        self.begin(anon, e, None, names, sched);
         if self.open.len() > before {
             if let Some(op) = self.open.last_mut() {
                 op.fault = Some(Fault {
@@ -352,6 +348,7 @@ impl OutlierAnalysis {
         let Some(i) = self.fault_of(e.pid) else {
             return;
         };
+        let file_kind = self.kinds.id("fault ", "file");
         self.advance_one(i, e.ts);
         let op = self.open.get_mut(i);
         if let Some(f) = &mut op.fault {
@@ -380,9 +377,7 @@ impl OutlierAnalysis {
                 };
             }
         }
-        if !op.kind.starts_with("fault file") {
-            op.kind = "fault file".into();
-        }
+        op.kind = file_kind;
         op.mark_fault(e.ts);
     }
 
@@ -413,7 +408,8 @@ impl OutlierAnalysis {
             self.faults.untimed += 1;
             return;
         }
-        self.count_fault(&op.kind, latency, &f);
+        let kind = self.kinds.name(op.kind).to_string();
+        self.count_fault(&kind, latency, &f);
         self.close(op, latency, f.file, names);
     }
 

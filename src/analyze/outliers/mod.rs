@@ -32,6 +32,7 @@ mod explain;
 mod fault;
 mod inflight;
 mod issued;
+mod kinds;
 mod op;
 mod open_ops;
 mod summary;
@@ -41,9 +42,7 @@ mod workload;
 
 pub(crate) use fault::file_page;
 pub use fault::{FaultSummary, FilePage};
-pub use summary::{
-    add_breakdown, describe_part, Breakdown, Holder, KindTotal, Outlier, OutliersSummary,
-};
+pub use summary::{add_breakdown, describe_part, Breakdown, Holder, Outlier, OutliersSummary};
 use touch::{touch_of, touch_of_block, Touch};
 pub use uring::UringSummary;
 pub use workload::{workload_kinds, workload_time, WorkloadTime};
@@ -54,7 +53,6 @@ use crate::model::{Action, BlockEvent, Dev, TraceEvent};
 use inflight::{DevState, DevView, InFlight, ReqKey};
 use op::{integrate, IdleClocks, OpenOp};
 use rustc_hash::FxHashMap;
-use std::collections::BTreeMap;
 use summary::percentages;
 
 /// The streaming state: open operations, requests and commits in flight,
@@ -79,13 +77,13 @@ pub struct OutlierAnalysis {
     /// Threads checkpointing a journal (from `jbd2_checkpoint` to the end
     /// of their syscall): others on that device wait for journal space.
     checkpointing: FxHashMap<u32, Dev>,
-    totals: BTreeMap<String, KindTotal>,
+    /// Operation kinds, their totals and their slowest.
+    kinds: kinds::Kinds,
     /// Completed requests still referenced by open operations, by key and
     /// issue time: flushes all sit at sector 0, one after another.
     done: FxHashMap<(ReqKey, u64), (InFlight, u64)>,
     /// `done`'s size at which `forget_unreferenced` looks next.
     done_limit: usize,
-    by_kind: BTreeMap<String, Vec<Outlier>>,
     idle: IdleClocks,
     /// Ended operations whose allocations the next ones reuse.
     spare: Vec<OpenOp>,
@@ -270,19 +268,20 @@ impl OutlierAnalysis {
         self.end_faults(names);
         let faults = self.fault_summary();
         let io_uring = self.uring_summary();
-        for t in self.totals.values_mut() {
-            t.percent = percentages(&t.breakdown, t.latency_ns);
-        }
-        for o in self.by_kind.values_mut().flatten() {
+        for o in self.kinds.kept() {
             if o.comm.is_empty() {
                 o.comm = names.get(o.pid);
             }
         }
+        let (by_kind, mut totals) = self.kinds.into_maps();
+        for t in totals.values_mut() {
+            t.percent = percentages(&t.breakdown, t.latency_ns);
+        }
         let workload = self.workload.threads();
         OutliersSummary {
             top: self.top,
-            by_kind: self.by_kind,
-            totals: self.totals,
+            by_kind,
+            totals,
             workload,
             io_uring,
             faults,

@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap;
 pub(super) struct OpenOp {
     /// Numbered as operations begin (`OperationRow::id`).
     pub(super) id: u64,
-    pub(super) kind: Box<str>,
+    pub(super) kind: super::kinds::KindId,
     pub(super) pid: u32,
     pub(super) start: u64,
     pub(super) last: u64,
@@ -46,7 +46,13 @@ pub(super) struct OpenOp {
 
 impl OpenOp {
     /// Operation `id` of `kind` by thread `pid`, beginning at `ts`.
-    pub(super) fn new(id: u64, kind: Box<str>, pid: u32, ts: u64, dev: Option<Dev>) -> OpenOp {
+    pub(super) fn new(
+        id: u64,
+        kind: super::kinds::KindId,
+        pid: u32,
+        ts: u64,
+        dev: Option<Dev>,
+    ) -> OpenOp {
         OpenOp {
             id,
             kind,

@@ -282,7 +282,7 @@ mod tests {
     fn the_filed_operations_are_those_a_scan_finds() {
         let mut ops = OpenOps::default();
         let mk = |pid: u32, view: ThreadView, cpu: Option<u32>| {
-            let mut o = OpenOp::new(0, "syscall read".into(), pid, 0, None);
+            let mut o = OpenOp::new(0, Default::default(), pid, 0, None);
             o.view = view;
             o.cpu = cpu;
             o

@@ -353,7 +353,8 @@ impl OutlierAnalysis {
             b.device_ns
                 .insert(main.map_or("request", |(_, m)| m.class), device);
         }
-        let kind = format!("io_uring {}", o.op);
+        let id = self.kinds.id("io_uring ", &o.op);
+        let kind = self.kinds.name(id).to_string();
         let stats = self
             .uring
             .summary
@@ -361,7 +362,7 @@ impl OutlierAnalysis {
             .entry(o.op.to_string())
             .or_default();
         stats.add(latency);
-        self.add_to_totals(&kind, latency, &b);
+        self.kinds.count(id, latency, &b);
         let dev = o.bios.first().map(|x| x.dev);
         let comm = names.get(o.pid);
         let processes = &self.processes;
@@ -390,8 +391,7 @@ impl OutlierAnalysis {
             dev,
             breakdown: b.clone(),
         });
-        let list = self.by_kind.entry(kind.clone()).or_default();
-        if !qualifies(list, self.top, latency, |x| x.latency_ns) {
+        if !qualifies(self.kinds.kept_mut(id), self.top, latency, |x| x.latency_ns) {
             return;
         }
         let main_request = main.map(|(ns, m)| Request {
@@ -456,6 +456,7 @@ impl OutlierAnalysis {
             cache: None,
             summary,
         };
+        let list = self.kinds.kept_mut(id);
         keep_largest(list, outlier, self.top, |x| x.latency_ns, |x| x.start_ns);
     }
 
