@@ -42,23 +42,49 @@ struct Row {
 
 #[derive(Default)]
 pub struct WorkqueueAnalysis {
-    rows: FxHashMap<String, Row>,
+    /// A row per function, found by its name (or, for an address, by the
+    /// address first: named once, not at every run).
+    rows: Vec<(String, Row)>,
+    by_name: FxHashMap<Box<str>, usize>,
+    by_addr: FxHashMap<i64, usize>,
     /// Work item → when queued.
     queued: FxHashMap<i64, u64>,
-    /// Worker → (function, started).
-    running: FxHashMap<u32, (String, u64)>,
-}
-
-fn function_of(e: &TraceEvent) -> Option<String> {
-    match e.fields.get(Field::Function)? {
-        Value::Str(s) => Some(s.to_string()),
-        Value::Int(a) => Some(format!("{:#x}", *a as u64)),
-    }
+    /// Worker → (its function's row, started).
+    running: FxHashMap<u32, (usize, u64)>,
 }
 
 impl WorkqueueAnalysis {
     pub fn new() -> WorkqueueAnalysis {
         WorkqueueAnalysis::default()
+    }
+
+    /// The row of the function an event names (its name, or its address
+    /// printed in hex).
+    fn row_of(&mut self, e: &TraceEvent) -> Option<usize> {
+        let named =
+            |rows: &mut Vec<(String, Row)>, ids: &mut FxHashMap<Box<str>, usize>, s: &str| {
+                if let Some(&i) = ids.get(s) {
+                    return i;
+                }
+                rows.push((s.to_string(), Row::default()));
+                ids.insert(s.into(), rows.len() - 1);
+                rows.len() - 1
+            };
+        Some(match e.fields.get(Field::Function)? {
+            Value::Str(s) => named(&mut self.rows, &mut self.by_name, s),
+            Value::Int(a) => match self.by_addr.get(a) {
+                Some(&i) => i,
+                None => {
+                    let i = named(
+                        &mut self.rows,
+                        &mut self.by_name,
+                        &format!("{:#x}", *a as u64),
+                    );
+                    self.by_addr.insert(*a, i);
+                    i
+                }
+            },
+        })
     }
 
     pub fn add(&mut self, e: &TraceEvent) -> bool {
@@ -80,13 +106,14 @@ impl WorkqueueAnalysis {
                 }
             }
             Tracepoint::WorkqueueExecuteStart => {
-                let Some(f) = function_of(e) else {
+                let Some(f) = self.row_of(e) else {
                     return true;
                 };
-                let row = self.rows.entry(f.clone()).or_default();
+                let waited = work().and_then(|w| self.queued.remove(&w));
+                let row = &mut self.rows[f].1;
                 row.runs += 1;
                 row.workers.insert(e.pid);
-                if let Some(q) = work().and_then(|w| self.queued.remove(&w)) {
+                if let Some(q) = waited {
                     row.wait.add(e.ts.saturating_sub(q));
                 }
                 self.running.insert(e.pid, (f, e.ts));
@@ -94,7 +121,7 @@ impl WorkqueueAnalysis {
             Tracepoint::WorkqueueExecuteEnd => {
                 if let Some((f, start)) = self.running.remove(&e.pid) {
                     let ns = e.ts.saturating_sub(start);
-                    let row = self.rows.entry(f).or_default();
+                    let row = &mut self.rows[f].1;
                     row.run_time_ns += ns;
                     row.max_run_ns = row.max_run_ns.max(ns);
                 }

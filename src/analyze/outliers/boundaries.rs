@@ -167,7 +167,7 @@ impl OutlierAnalysis {
     /// the slowest of its kind.
     pub(super) fn close(
         &mut self,
-        op: OpenOp,
+        op: Box<OpenOp>,
         latency: u64,
         file: Option<super::FilePage>,
         names: &ThreadNames,
@@ -226,7 +226,7 @@ impl OutlierAnalysis {
         if qualifies(self.kinds.kept_mut(kind), self.top, latency, |o| {
             o.latency_ns
         }) {
-            let o = self.explain(op, latency, file, names);
+            let o = self.explain(*op, latency, file, names);
             let list = self.kinds.kept_mut(kind);
             keep_largest(list, o, self.top, |o| o.latency_ns, |o| o.start_ns);
         } else if self.spare.len() < SPARE_OPS && op.small() {
@@ -247,27 +247,15 @@ impl OutlierAnalysis {
     /// when there is one: most end so, and growing their maps from nothing
     /// (the CPU holders, the requests waited for) cost a tenth of the
     /// breakdowns on a capture of 16 writers.
-    fn fresh_op(&mut self, kind: KindId, pid: u32, ts: u64, dev: Option<Dev>) -> OpenOp {
+    fn fresh_op(&mut self, kind: KindId, pid: u32, ts: u64, dev: Option<Dev>) -> Box<OpenOp> {
         let id = self.next_op_id;
         self.next_op_id += 1;
-        let fresh = OpenOp::new(id, kind, pid, ts, dev);
-        let Some(old) = self.spare.pop() else {
-            return fresh;
-        };
-        let OpenOp {
-            mut held,
-            mut waited_on,
-            mut device,
-            ..
-        } = old;
-        held.clear();
-        waited_on.clear();
-        device.clear();
-        OpenOp {
-            held,
-            waited_on,
-            device,
-            ..fresh
+        match self.spare.pop() {
+            Some(mut op) => {
+                op.reset(id, kind, pid, ts, dev);
+                op
+            }
+            None => Box::new(OpenOp::new(id, kind, pid, ts, dev)),
         }
     }
 }

@@ -25,7 +25,6 @@ use crate::analyze::sched::ThreadView;
 use crate::analyze::syscalls::CallStats;
 use crate::model::tracepoint::Field;
 use crate::model::{Dev, TraceEvent};
-use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -137,7 +136,7 @@ pub(super) struct Fault {
     not_recorded_ns: u64,
     asleep_ns: u64,
     cpu_idle_ns: u64,
-    held: Option<FxHashMap<u32, (u64, crate::model::Comm, i64)>>,
+    held: Option<super::op::Held>,
     /// Blocked (`D`) since the last mark.
     slept: bool,
     /// Slept at least once: a filemap event after it is the fault retried.

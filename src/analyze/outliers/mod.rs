@@ -86,7 +86,7 @@ pub struct OutlierAnalysis {
     done_limit: usize,
     idle: IdleClocks,
     /// Ended operations whose allocations the next ones reuse.
-    spare: Vec<OpenOp>,
+    spare: Vec<Box<OpenOp>>,
     rows: Option<std::sync::mpsc::SyncSender<super::rows::OperationRow>>,
     /// The threads' processes, for the rows.
     processes: super::rows::Processes,

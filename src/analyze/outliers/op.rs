@@ -19,7 +19,7 @@ pub(super) struct OpenOp {
     pub(super) last: u64,
     pub(super) dev: Option<Dev>,
     pub(super) b: Breakdown,
-    pub(super) held: FxHashMap<u32, (u64, crate::model::Comm, i64)>,
+    pub(super) held: Held,
     /// Time waited per request, by key and issue time (a flush after a
     /// flush sits at the same sector 0: another request).
     pub(super) waited_on: FxHashMap<(ReqKey, u64), u64>,
@@ -61,7 +61,7 @@ impl OpenOp {
             last: ts,
             dev,
             b: Breakdown::default(),
-            held: FxHashMap::default(),
+            held: Held::default(),
             waited_on: FxHashMap::default(),
             view: ThreadView::Unknown,
             cpu: None,
@@ -73,6 +73,29 @@ impl OpenOp {
             pages_added: 0,
             pages_refaulted: 0,
         }
+    }
+
+    /// Operation `id` as `new` makes it, in this one's maps (emptied).
+    pub(super) fn reset(
+        &mut self,
+        id: u64,
+        kind: super::kinds::KindId,
+        pid: u32,
+        ts: u64,
+        dev: Option<Dev>,
+    ) {
+        let mut held = std::mem::take(&mut self.held);
+        let mut waited_on = std::mem::take(&mut self.waited_on);
+        let mut device = std::mem::take(&mut self.device);
+        held.clear();
+        waited_on.clear();
+        device.clear();
+        *self = OpenOp {
+            held,
+            waited_on,
+            device,
+            ..OpenOp::new(id, kind, pid, ts, dev)
+        };
     }
 
     pub(super) fn waited_for(&self, k: &ReqKey, issued: u64) -> bool {
@@ -109,6 +132,69 @@ impl OpenOp {
     }
 }
 
+/// Who held the CPU a runnable operation waited for: thread, time, its
+/// name and priority as first seen. Met at every stretch the operation is
+/// runnable, often a thread not met before (16 writers on 2 CPUs): the
+/// stretches are logged and folded by thread when the log doubles (a
+/// map's entry per stretch was a fortieth of the analysis).
+#[derive(Clone, Default)]
+pub(super) struct Held {
+    list: Vec<(u32, (u64, crate::model::Comm, i64))>,
+    /// The log's length at which it is folded next.
+    fold_at: usize,
+}
+
+/// The shortest log that is folded.
+const HELD_FOLD_FROM: usize = 32;
+
+impl Held {
+    pub(super) fn add(&mut self, pid: u32, comm: crate::model::Comm, prio: i64, ns: u64) {
+        if let Some(last) = self.list.last_mut().filter(|h| h.0 == pid) {
+            last.1 .0 += ns;
+            return;
+        }
+        self.list.push((pid, (ns, comm, prio)));
+        if self.list.len() >= self.fold_at.max(HELD_FOLD_FROM) {
+            self.fold();
+            self.fold_at = 2 * self.list.len();
+        }
+    }
+
+    /// Each thread once, its times added, with its first name and priority
+    /// (a stable sort keeps its first stretch first).
+    fn fold(&mut self) {
+        self.list.sort_by_key(|h| h.0);
+        self.list.dedup_by(|later, first| {
+            let same = later.0 == first.0;
+            if same {
+                first.1 .0 += later.1 .0;
+            }
+            same
+        });
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.list.clear();
+        self.fold_at = 0;
+    }
+
+    pub(super) fn capacity(&self) -> usize {
+        self.list.capacity()
+    }
+
+    /// Each holder once: thread, (time, name, priority).
+    pub(super) fn folded(
+        &mut self,
+    ) -> impl Iterator<Item = &(u32, (u64, crate::model::Comm, i64))> {
+        self.fold();
+        self.list.iter()
+    }
+}
+
 /// Adds the stretch since the operation's last update, classified by the
 /// thread's state and, when it is blocked, by what its device is doing.
 pub(super) fn integrate(op: &mut OpenOp, ts: u64, dev: &DevView, idle: &IdleClocks) {
@@ -135,7 +221,7 @@ pub(super) fn integrate(op: &mut OpenOp, ts: u64, dev: &DevView, idle: &IdleCloc
         ThreadView::Runnable => {
             b.runnable_ns += dt;
             if let Some((p, comm, prio)) = cpu_now {
-                op.held.entry(p).or_insert((0, comm, prio)).0 += dt;
+                op.held.add(p, comm, prio, dt);
             }
         }
         // Asleep by choice (a pipe, a futex, poll): not I/O.
@@ -232,6 +318,30 @@ impl IdleClocks {
 #[cfg(test)]
 mod tests {
     use super::IdleClocks;
+
+    /// However the stretches come, each holder's add up, under the name
+    /// and priority it was first seen with.
+    #[test]
+    fn holders_add_up_however_often_the_log_folds() {
+        let mut h = super::Held::default();
+        let hog = crate::model::Comm::new(b"hog");
+        for round in 0..50u64 {
+            for pid in 0..20u32 {
+                h.add(pid, hog, round as i64, pid as u64 + round);
+            }
+        }
+        assert_eq!(h.folded().count(), 20);
+        for &(pid, (ns, _, prio)) in h.folded() {
+            // 50 stretches of pid + round ns; the first seen at priority 0.
+            assert_eq!((ns, prio), (50 * pid as u64 + 49 * 25, 0), "thread {pid}");
+        }
+        assert!(h.list.capacity() <= 64, "{} kept", h.list.capacity());
+        h.clear();
+        assert!(h.is_empty());
+        h.add(7, hog, 0, 5);
+        h.add(7, hog, 0, 5);
+        assert_eq!(h.folded().map(|x| x.1 .0).collect::<Vec<_>>(), vec![10]);
+    }
 
     #[test]
     fn an_idle_clock_runs_only_while_its_cpu_idles() {

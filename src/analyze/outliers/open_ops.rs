@@ -16,7 +16,9 @@ use rustc_hash::FxHashMap;
 
 #[derive(Default)]
 pub(super) struct OpenOps {
-    ops: Vec<OpenOp>,
+    /// Boxed: an operation is about 500 bytes, moved in and out of here
+    /// and into the spares at every begin and end.
+    ops: Vec<Box<OpenOp>>,
     /// Indices into `ops` by thread, and of the runnable ones by the CPU
     /// they wait for.
     by_pid: FxHashMap<u32, Vec<u32>>,
@@ -107,13 +109,13 @@ impl OpenOps {
         self.ops.is_empty()
     }
 
-    pub(super) fn iter(&self) -> std::slice::Iter<'_, OpenOp> {
-        self.ops.iter()
+    pub(super) fn iter(&self) -> impl DoubleEndedIterator<Item = &OpenOp> + '_ {
+        self.ops.iter().map(|o| &**o)
     }
 
     /// Changes nothing `touched` reads (thread, state, CPU): `refresh` does.
-    pub(super) fn iter_mut(&mut self) -> std::slice::IterMut<'_, OpenOp> {
-        self.ops.iter_mut()
+    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut OpenOp> + '_ {
+        self.ops.iter_mut().map(|o| &mut **o)
     }
 
     pub(super) fn get(&self, i: usize) -> &OpenOp {
@@ -127,16 +129,16 @@ impl OpenOps {
 
     /// Changes nothing `touched` reads (thread, state, CPU): `refresh` does.
     pub(super) fn last_mut(&mut self) -> Option<&mut OpenOp> {
-        self.ops.last_mut()
+        self.ops.last_mut().map(|o| &mut **o)
     }
 
-    pub(super) fn push(&mut self, op: OpenOp) {
+    pub(super) fn push(&mut self, op: Box<OpenOp>) {
         self.ops.push(op);
         self.file(self.ops.len() - 1);
     }
 
     /// Removes operation `i`; the last one takes its place.
-    pub(super) fn swap_remove(&mut self, i: usize) -> OpenOp {
+    pub(super) fn swap_remove(&mut self, i: usize) -> Box<OpenOp> {
         let last = self.ops.len() - 1;
         self.unfile(i);
         if i != last {
@@ -171,13 +173,13 @@ impl OpenOps {
     /// The operations of thread `pid`, in no order.
     pub(super) fn of_thread(&self, pid: u32) -> impl Iterator<Item = &OpenOp> + '_ {
         let filed = self.by_pid.get(&pid).map(|v| v.as_slice()).unwrap_or(&[]);
-        filed.iter().map(|&i| &self.ops[i as usize])
+        filed.iter().map(|&i| &*self.ops[i as usize])
     }
 
     /// Keeps the operations `keep` holds to, in their order.
-    pub(super) fn retain(&mut self, keep: impl FnMut(&OpenOp) -> bool) {
+    pub(super) fn retain(&mut self, mut keep: impl FnMut(&OpenOp) -> bool) {
         let before = self.ops.len();
-        self.ops.retain(keep);
+        self.ops.retain(|o| keep(o));
         if self.ops.len() != before {
             self.refile_all();
         }
@@ -282,7 +284,7 @@ mod tests {
     fn the_filed_operations_are_those_a_scan_finds() {
         let mut ops = OpenOps::default();
         let mk = |pid: u32, view: ThreadView, cpu: Option<u32>| {
-            let mut o = OpenOp::new(0, Default::default(), pid, 0, None);
+            let mut o = Box::new(OpenOp::new(0, Default::default(), pid, 0, None));
             o.view = view;
             o.cpu = cpu;
             o
