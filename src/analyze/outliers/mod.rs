@@ -86,6 +86,8 @@ pub struct OutlierAnalysis {
     done_limit: usize,
     idle: IdleClocks,
     /// Ended operations whose allocations the next ones reuse.
+    /// Boxed, as the open ones are (moved, not copied).
+    #[allow(clippy::vec_box)]
     spare: Vec<Box<OpenOp>>,
     rows: Option<std::sync::mpsc::SyncSender<super::rows::OperationRow>>,
     /// The threads' processes, for the rows.

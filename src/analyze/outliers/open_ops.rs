@@ -18,6 +18,7 @@ use rustc_hash::FxHashMap;
 pub(super) struct OpenOps {
     /// Boxed: an operation is about 500 bytes, moved in and out of here
     /// and into the spares at every begin and end.
+    #[allow(clippy::vec_box)]
     ops: Vec<Box<OpenOp>>,
     /// Indices into `ops` by thread, and of the runnable ones by the CPU
     /// they wait for.
