@@ -145,7 +145,8 @@ impl OutlierAnalysis {
         let op = self.fresh_op(kind, e.pid, e.ts, dev);
         self.open.push(op);
         let last = self.open.len() - 1;
-        self.open.refresh(last, sched, &self.idle);
+        let now = super::op::ThreadNow::of(e.pid, sched);
+        self.open.refresh(last, now, &self.idle);
         // An fsync tells its enclosing operations which device they wait on.
         if let Some(d) = dev {
             self.open.learn_dev(e.pid, d);

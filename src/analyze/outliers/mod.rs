@@ -51,7 +51,7 @@ use super::names::ThreadNames;
 use super::sched::{SchedAnalysis, ThreadView};
 use crate::model::{Action, BlockEvent, Dev, TraceEvent};
 use inflight::{DevState, DevView, InFlight, ReqKey};
-use op::{integrate, IdleClocks, OpenOp};
+use op::{integrate, IdleClocks, OpenOp, ThreadNow};
 use rustc_hash::FxHashMap;
 use summary::percentages;
 
@@ -178,6 +178,7 @@ impl OutlierAnalysis {
     /// brings those up to `ts`, with the situation that held until now.
     fn before(&mut self, ts: u64, t: &Touch) {
         if self.open.is_empty() {
+            self.touched_now.clear();
             return;
         }
         if let Touch::Device(d) = *t {
@@ -240,10 +241,29 @@ impl OutlierAnalysis {
                 let idle = sched.on_cpu(c).is_some_and(|(pid, _, _)| pid == 0);
                 self.idle.switch(c, ts, idle);
             }
-            let mut hit = std::mem::take(&mut self.touched_now);
-            self.open.touched_by(t, &mut hit);
+            // The operations `before` found: nothing between changed
+            // which are open, nor what `touched_by` reads of them.
+            let hit = std::mem::take(&mut self.touched_now);
+            #[cfg(debug_assertions)]
+            {
+                let mut again = Vec::new();
+                self.open.touched_by(t, &mut again);
+                debug_assert_eq!(hit, again, "the operations {t:?} touches");
+            }
+            // A thread's operations come together in `hit`, and share
+            // what the scheduler says of their thread.
+            let mut now: Option<(u32, ThreadNow)> = None;
             for &i in &hit {
-                self.open.refresh(i as usize, sched, &self.idle);
+                let pid = self.open.get(i as usize).pid;
+                let n = match now {
+                    Some((p, n)) if p == pid => n,
+                    _ => {
+                        let n = ThreadNow::of(pid, sched);
+                        now = Some((pid, n));
+                        n
+                    }
+                };
+                self.open.refresh(i as usize, n, &self.idle);
                 self.open.get_mut(i as usize).fault_state_changed(ts);
             }
             self.touched_now = hit;

@@ -8,6 +8,28 @@ use crate::analyze::sched::{SchedAnalysis, ThreadView};
 use crate::model::Dev;
 use rustc_hash::FxHashMap;
 
+/// A thread's state, the CPU it last ran on or was woken onto, and who
+/// runs there, as the scheduler analysis has it now: looked up once for
+/// the operations a thread has open inside each other (a probe's, its
+/// syscall's, the filesystem's).
+#[derive(Clone, Copy)]
+pub(super) struct ThreadNow {
+    view: ThreadView,
+    cpu: Option<u32>,
+    cpu_now: Option<(u32, crate::model::Comm, i64)>,
+}
+
+impl ThreadNow {
+    pub(super) fn of(pid: u32, sched: &SchedAnalysis) -> ThreadNow {
+        let (view, cpu) = sched.view(pid);
+        ThreadNow {
+            view,
+            cpu,
+            cpu_now: cpu.and_then(|c| sched.on_cpu(c)),
+        }
+    }
+}
+
 /// One operation in progress: its thread's situation as last seen, and
 /// where its time went so far.
 pub(super) struct OpenOp {
@@ -105,11 +127,11 @@ impl OpenOp {
 
     /// Learns the thread's state, CPU and who runs there (as of `last`,
     /// to which it has been integrated).
-    pub(super) fn refresh(&mut self, sched: &SchedAnalysis, idle: &IdleClocks) {
-        let (view, cpu) = sched.view(self.pid);
+    pub(super) fn refresh(&mut self, now: ThreadNow, idle: &IdleClocks) {
+        let ThreadNow { view, cpu, cpu_now } = now;
         self.view = view;
         self.cpu = cpu;
-        self.cpu_now = cpu.and_then(|c| sched.on_cpu(c));
+        self.cpu_now = cpu_now;
         self.idle_mark = idle.at(cpu, self.last);
     }
 

@@ -8,9 +8,9 @@
 //! `refresh`, `swap_remove` and `retain` here, which refile it; the rest
 //! of an operation may be changed through `get_mut`.
 
-use super::op::{IdleClocks, OpenOp};
+use super::op::{IdleClocks, OpenOp, ThreadNow};
 use super::touch::{touched, Touch};
-use crate::analyze::sched::{SchedAnalysis, ThreadView};
+use crate::analyze::sched::ThreadView;
 use crate::model::Dev;
 use rustc_hash::FxHashMap;
 
@@ -189,10 +189,10 @@ impl OpenOps {
     /// Operation `i` learns its thread's state, CPU and who runs there;
     /// it is refiled only if it became or stopped being runnable on a
     /// CPU, or blocked (its thread never changes).
-    pub(super) fn refresh(&mut self, i: usize, sched: &SchedAnalysis, idle: &IdleClocks) {
+    pub(super) fn refresh(&mut self, i: usize, now: ThreadNow, idle: &IdleClocks) {
         let op = &mut self.ops[i];
         let (cpu, d) = (runnable_cpu(op), in_d(op));
-        op.refresh(sched, idle);
+        op.refresh(now, idle);
         let (now_cpu, now_d) = (runnable_cpu(op), in_d(op));
         if cpu != now_cpu {
             let open = self.ops.len();
