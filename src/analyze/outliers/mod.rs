@@ -48,7 +48,7 @@ pub use uring::UringSummary;
 pub use workload::{workload_kinds, workload_time, WorkloadTime};
 
 use super::names::ThreadNames;
-use super::sched::{SchedAnalysis, ThreadView};
+use super::sched::SchedAnalysis;
 use crate::model::{Action, BlockEvent, Dev, TraceEvent};
 use inflight::{DevState, DevView, InFlight, ReqKey};
 use op::{integrate, IdleClocks, OpenOp, ThreadNow};
@@ -222,12 +222,13 @@ impl OutlierAnalysis {
             if self.dev_view(dev) == old {
                 continue;
             }
-            for op in self
-                .open
-                .iter_mut()
-                .filter(|o| o.dev == dev && o.view == ThreadView::Off('D'))
-            {
-                integrate(op, ts, &old, &self.idle);
+            let mut k = 0;
+            while let Some(i) = self.open.blocked_at(k) {
+                k += 1;
+                let op = self.open.get_mut(i);
+                if op.dev == dev {
+                    integrate(op, ts, &old, &self.idle);
+                }
             }
         }
         self.pending_views.clear();

@@ -27,6 +27,9 @@ pub(super) struct OpenOps {
     /// How many are blocked in `D` on each device (`None`: not known
     /// yet): a device's or a commit's events concern only those.
     blocked_on: Vec<(Option<Dev>, usize)>,
+    /// Indices of those blocked in `D`: what a device's events look at,
+    /// instead of every open operation.
+    in_d: Vec<u32>,
 }
 
 /// The CPU a runnable operation waits for: where `touched` looks for it.
@@ -70,6 +73,7 @@ impl OpenOps {
         }
         if d {
             self.count_blocked(op.dev, 1);
+            self.in_d.push(i as u32);
         }
     }
 
@@ -83,6 +87,13 @@ impl OpenOps {
         }
         if d {
             self.count_blocked(op.dev, -1);
+            self.unfile_d(i);
+        }
+    }
+
+    fn unfile_d(&mut self, i: usize) {
+        if let Some(at) = self.in_d.iter().position(|&x| x == i as u32) {
+            self.in_d.swap_remove(at);
         }
     }
 
@@ -97,6 +108,7 @@ impl OpenOps {
         self.by_pid.clear();
         self.runnable_on.clear();
         self.blocked_on.clear();
+        self.in_d.clear();
         for i in 0..self.ops.len() {
             self.file(i);
         }
@@ -112,11 +124,6 @@ impl OpenOps {
 
     pub(super) fn iter(&self) -> impl DoubleEndedIterator<Item = &OpenOp> + '_ {
         self.ops.iter().map(|o| &**o)
-    }
-
-    /// Changes nothing `touched` reads (thread, state, CPU): `refresh` does.
-    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut OpenOp> + '_ {
-        self.ops.iter_mut().map(|o| &mut **o)
     }
 
     pub(super) fn get(&self, i: usize) -> &OpenOp {
@@ -206,6 +213,11 @@ impl OpenOps {
         if d != now_d {
             let dev = self.ops[i].dev;
             self.count_blocked(dev, if now_d { 1 } else { -1 });
+            if now_d {
+                self.in_d.push(i as u32);
+            } else {
+                self.unfile_d(i);
+            }
         }
     }
 
@@ -226,6 +238,13 @@ impl OpenOps {
                 self.ops[i].dev = Some(dev);
             }
         }
+    }
+
+    /// The `k`th of the operations blocked in `D` (in no order), while
+    /// `k` is below their number: changing what `touched` reads of one
+    /// goes through `refresh`, which refiles it.
+    pub(super) fn blocked_at(&self, k: usize) -> Option<usize> {
+        self.in_d.get(k).map(|&i| i as usize)
     }
 
     /// The devices blocked operations wait on that an event on `dev`
@@ -262,13 +281,13 @@ impl OpenOps {
             }
             // None blocked: nothing to look at.
             Touch::Blocked | Touch::Device(_) if self.blocked_on.iter().all(|(_, n)| *n == 0) => {}
-            _ => {
-                for (i, op) in self.ops.iter().enumerate() {
-                    if touched(op, t) {
-                        out.push(i as u32);
-                    }
-                }
-            }
+            // Only those in `D` are touched (`touched`).
+            _ => out.extend(
+                self.in_d
+                    .iter()
+                    .copied()
+                    .filter(|&i| touched(&self.ops[i as usize], t)),
+            ),
         }
         debug_assert!(out.iter().all(|&i| touched(&self.ops[i as usize], t)));
         debug_assert_eq!(out.len(), self.ops.iter().filter(|o| touched(o, t)).count());
