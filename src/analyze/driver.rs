@@ -223,8 +223,26 @@ impl DriverAnalysis {
         }
     }
 
-    /// A driver event; true when it is one.
+    /// A driver event; true when it is one. Inlined: most events are not
+    /// a driver's, and a call to say so cost more than the question.
+    #[inline]
     pub fn add(&mut self, o: &TraceEvent) -> bool {
+        matches!(
+            o.kind,
+            Tracepoint::MmcRequestStart
+                | Tracepoint::NvmeSetupCmd
+                | Tracepoint::ScsiDispatchCmdStart
+                | Tracepoint::MmcRequestDone
+                | Tracepoint::NvmeCompleteRq
+                | Tracepoint::ScsiDispatchCmdDone
+                | Tracepoint::ScsiDispatchCmdTimeout
+                | Tracepoint::ScsiDispatchCmdError
+        ) && self.driver_event(o)
+    }
+
+    /// One of the kinds `add` lets through (`started`, `ended`).
+    #[inline(never)]
+    fn driver_event(&mut self, o: &TraceEvent) -> bool {
         let name = o.kind;
         if matches!(
             name,

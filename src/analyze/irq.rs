@@ -107,7 +107,23 @@ impl IrqAnalysis {
     }
 
     /// Feeds one event; returns false for events this analysis ignores.
+    /// Inlined: most events are not interrupts', and a call to say so
+    /// cost more than the question.
+    #[inline]
     pub fn add(&mut self, e: &TraceEvent) -> bool {
+        matches!(
+            e.kind,
+            Tracepoint::SoftirqEntry
+                | Tracepoint::SoftirqExit
+                | Tracepoint::SoftirqRaise
+                | Tracepoint::IrqHandlerEntry
+                | Tracepoint::IrqHandlerExit
+        ) && self.irq_event(e)
+    }
+
+    /// One of the kinds `add` lets through.
+    #[inline(never)]
+    fn irq_event(&mut self, e: &TraceEvent) -> bool {
         let vec = || {
             e.fields
                 .int(Field::Vec)

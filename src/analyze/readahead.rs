@@ -103,12 +103,19 @@ impl ReadaheadAnalysis {
         ReadaheadAnalysis::default()
     }
 
+    /// Inlined: most events are not readahead's, and a call to say so
+    /// cost more than the question.
+    #[inline]
     pub fn add(&mut self, e: &TraceEvent) -> bool {
-        let sync = match e.kind {
-            Tracepoint::PageCacheSyncRa => true,
-            Tracepoint::PageCacheAsyncRa => false,
-            _ => return false,
-        };
+        match e.kind {
+            Tracepoint::PageCacheSyncRa => self.readahead(e, true),
+            Tracepoint::PageCacheAsyncRa => self.readahead(e, false),
+            _ => false,
+        }
+    }
+
+    #[inline(never)]
+    fn readahead(&mut self, e: &TraceEvent, sync: bool) -> bool {
         let Some(dev) = device(e) else { return true };
         let f = &e.fields;
         let (index, count) = (

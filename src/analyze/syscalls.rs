@@ -85,12 +85,19 @@ pub struct SyscallSummary {
 
 #[derive(Default)]
 pub struct SyscallAnalysis {
-    /// Per thread: the call in progress (name, start).
-    pending: FxHashMap<u32, (Box<str>, u64)>,
-    /// Per thread: probe operations begun (`op n` → start).
-    marks: FxHashMap<(u32, Box<str>), u64>,
+    /// Per thread: the call in progress (its event's name, where the
+    /// call's name begins in it, start): the name shared, not copied.
+    pending: FxHashMap<u32, (std::sync::Arc<str>, usize, u64)>,
+    /// Per thread: probe operations begun (`op n` → start), and the key
+    /// of the mark at hand (made here, not allocated per mark).
+    marks: FxHashMap<u32, FxHashMap<Box<str>, u64>>,
+    mark_key: String,
     /// Per thread id; named at the end, when every name is known.
-    by_pid: FxHashMap<u32, BTreeMap<String, CallStats>>,
+    by_pid: FxHashMap<u32, Calls>,
+    /// The workload's calls and probe operations by name, sorted into
+    /// the summary at the end.
+    by_name: Calls,
+    operations: Calls,
     /// The recorded command's processes and threads, followed through
     /// their forks, when known: only their calls are the workload's (by
     /// name, the slowest), as the operations are (`outliers`); `by_process`
@@ -111,7 +118,22 @@ impl SyscallAnalysis {
     }
 
     /// Feeds one event; returns false for events this analysis ignores.
+    /// Inlined: most events are not syscalls', and a call to say so cost
+    /// more than the question.
+    #[inline]
     pub fn add(&mut self, e: &TraceEvent, names: &ThreadNames) -> bool {
+        matches!(
+            e.kind,
+            Tracepoint::SchedProcessFork
+                | Tracepoint::SysEnter
+                | Tracepoint::SysExit
+                | Tracepoint::Print
+        ) && self.call_event(e, names)
+    }
+
+    /// One of the kinds `add` lets through.
+    #[inline(never)]
+    fn call_event(&mut self, e: &TraceEvent, names: &ThreadNames) -> bool {
         if e.kind == Tracepoint::SchedProcessFork {
             self.workload.fork(e);
             // The scheduler analysis uses it too.
@@ -119,13 +141,15 @@ impl SyscallAnalysis {
         }
         let name = || syscall_of(e.short_name()).unwrap_or_default();
         if e.kind == Tracepoint::SysEnter {
-            self.pending.insert(e.pid, (name().into(), e.ts));
+            // The call's name is the end of the event's.
+            let at = e.name.len() - name().len();
+            self.pending.insert(e.pid, (e.name.clone(), at, e.ts));
             return true;
         }
         if e.kind == Tracepoint::SysExit {
             let name = name();
             match self.pending.remove(&e.pid) {
-                Some((n, start)) if &*n == name && e.ts >= start => {
+                Some((n, at, start)) if &n[at..] == name && e.ts >= start => {
                     let ret = e.fields.int(Field::Ret);
                     self.record(name, e.pid, names, start, e.ts - start, ret, false);
                 }
@@ -147,19 +171,30 @@ impl SyscallAnalysis {
         let Some(rest) = text.strip_prefix("iosleuth: ") else {
             return;
         };
-        let w: Vec<&str> = rest.split_whitespace().collect();
-        if w.len() < 3 {
+        let mut w = rest.split_whitespace();
+        let (Some(op), Some(n), Some(what)) = (w.next(), w.next(), w.next()) else {
             return;
-        }
-        let key = (e.pid, format!("{} {}", w[0], w[1]).into_boxed_str());
-        match w[2] {
+        };
+        let key = &mut self.mark_key;
+        key.clear();
+        key.push_str(op);
+        key.push(' ');
+        key.push_str(n);
+        match what {
             "begin" => {
-                self.marks.insert(key, e.ts);
+                let marks = self.marks.entry(e.pid).or_default();
+                match marks.get_mut(key.as_str()) {
+                    Some(t) => *t = e.ts,
+                    None => {
+                        marks.insert(key.as_str().into(), e.ts);
+                    }
+                }
             }
             "end" => {
-                if let Some(start) = self.marks.remove(&key) {
+                let begun = self.marks.get_mut(&e.pid);
+                if let Some(start) = begun.and_then(|m| m.remove(key.as_str())) {
                     let ns = e.ts.saturating_sub(start);
-                    self.record(w[0], e.pid, names, start, ns, None, true);
+                    self.record(op, e.pid, names, start, ns, None, true);
                 }
             }
             _ => {}
@@ -181,17 +216,17 @@ impl SyscallAnalysis {
             return;
         }
         if !op {
-            add_to(self.by_pid.entry(pid).or_default(), name, ns);
+            self.by_pid.entry(pid).or_default().add(name, ns);
         }
         if !self.workload.holds(pid) {
             return;
         }
         let table = if op {
-            &mut self.out.operations
+            &mut self.operations
         } else {
-            &mut self.out.by_name
+            &mut self.by_name
         };
-        add_to(table, name, ns);
+        table.add(name, ns);
         let slow = &mut self.out.slowest;
         if qualifies(slow, SLOWEST_KEPT, ns, |c| c.latency_ns) {
             let comm = names.get(pid);
@@ -214,8 +249,12 @@ impl SyscallAnalysis {
     pub fn finish(mut self, names: &ThreadNames) -> SyscallSummary {
         self.out.recorded_command_only = self.workload.known();
         for (pid, calls) in self.by_pid.drain() {
-            self.out.by_process.insert(names.process(pid), calls);
+            self.out
+                .by_process
+                .insert(names.process(pid), calls.sorted());
         }
+        self.out.by_name = std::mem::take(&mut self.by_name).sorted();
+        self.out.operations = std::mem::take(&mut self.operations).sorted();
         for c in &mut self.out.slowest {
             if c.comm.is_empty() {
                 c.comm = names.get(c.pid);
@@ -239,11 +278,21 @@ impl SyscallAnalysis {
     }
 }
 
-/// Adds a call of `name` to its row, naming a new row only (a call per
-/// syscall: most rows exist).
-fn add_to(table: &mut BTreeMap<String, CallStats>, name: &str, ns: u64) {
-    match table.get_mut(name) {
-        Some(s) => s.add(ns),
-        None => table.entry(name.to_string()).or_default().add(ns),
+/// Calls by name while the trace is read (a hash, not a sorted map: one
+/// lookup per call), sorted by name at the end.
+#[derive(Default)]
+struct Calls(FxHashMap<Box<str>, CallStats>);
+
+impl Calls {
+    /// Adds a call of `name` to its row, naming a new row only.
+    fn add(&mut self, name: &str, ns: u64) {
+        match self.0.get_mut(name) {
+            Some(s) => s.add(ns),
+            None => self.0.entry(name.into()).or_default().add(ns),
+        }
+    }
+
+    fn sorted(self) -> BTreeMap<String, CallStats> {
+        self.0.into_iter().map(|(k, v)| (k.into(), v)).collect()
     }
 }

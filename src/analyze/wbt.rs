@@ -55,10 +55,15 @@ impl WbtAnalysis {
         WbtAnalysis::default()
     }
 
+    /// Inlined: most events are not wbt's, and a call to say so cost
+    /// more than the question.
+    #[inline]
     pub fn add(&mut self, e: &TraceEvent) -> bool {
-        if !e.kind.is_wbt() {
-            return false;
-        }
+        e.kind.is_wbt() && self.wbt_event(e)
+    }
+
+    #[inline(never)]
+    fn wbt_event(&mut self, e: &TraceEvent) -> bool {
         self.events += 1;
         let Some(name) = e.fields.str(Field::Name) else {
             return true;

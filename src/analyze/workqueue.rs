@@ -87,7 +87,22 @@ impl WorkqueueAnalysis {
         })
     }
 
+    /// Inlined: most events are not the workqueues', and a call to say
+    /// so cost more than the question.
+    #[inline]
     pub fn add(&mut self, e: &TraceEvent) -> bool {
+        matches!(
+            e.kind,
+            Tracepoint::WorkqueueQueueWork
+                | Tracepoint::WorkqueueExecuteStart
+                | Tracepoint::WorkqueueExecuteEnd
+                | Tracepoint::WorkqueueActivateWork
+        ) && self.work_event(e)
+    }
+
+    /// One of the kinds `add` lets through.
+    #[inline(never)]
+    fn work_event(&mut self, e: &TraceEvent) -> bool {
         // `work=` in captures; `work struct=c63c21ac` (hex, no 0x) in old text.
         // Read only for the events that have it: read before the match, it
         // cost every event of every kind two field searches.
