@@ -226,6 +226,7 @@ fn setup<'a>(
 }
 
 impl Btt {
+    #[inline]
     pub fn add(&mut self, e: &BlockEvent) {
         if e.passthrough {
             return;
