@@ -227,17 +227,7 @@ impl DriverAnalysis {
     /// a driver's, and a call to say so cost more than the question.
     #[inline]
     pub fn add(&mut self, o: &TraceEvent) -> bool {
-        matches!(
-            o.kind,
-            Tracepoint::MmcRequestStart
-                | Tracepoint::NvmeSetupCmd
-                | Tracepoint::ScsiDispatchCmdStart
-                | Tracepoint::MmcRequestDone
-                | Tracepoint::NvmeCompleteRq
-                | Tracepoint::ScsiDispatchCmdDone
-                | Tracepoint::ScsiDispatchCmdTimeout
-                | Tracepoint::ScsiDispatchCmdError
-        ) && self.driver_event(o)
+        o.kind.is_driver_command() && self.driver_event(o)
     }
 
     /// One of the kinds `add` lets through (`started`, `ended`).

@@ -111,14 +111,7 @@ impl IrqAnalysis {
     /// cost more than the question.
     #[inline]
     pub fn add(&mut self, e: &TraceEvent) -> bool {
-        matches!(
-            e.kind,
-            Tracepoint::SoftirqEntry
-                | Tracepoint::SoftirqExit
-                | Tracepoint::SoftirqRaise
-                | Tracepoint::IrqHandlerEntry
-                | Tracepoint::IrqHandlerExit
-        ) && self.irq_event(e)
+        e.kind.is_irq() && self.irq_event(e)
     }
 
     /// One of the kinds `add` lets through.

@@ -91,13 +91,7 @@ impl WorkqueueAnalysis {
     /// so cost more than the question.
     #[inline]
     pub fn add(&mut self, e: &TraceEvent) -> bool {
-        matches!(
-            e.kind,
-            Tracepoint::WorkqueueQueueWork
-                | Tracepoint::WorkqueueExecuteStart
-                | Tracepoint::WorkqueueExecuteEnd
-                | Tracepoint::WorkqueueActivateWork
-        ) && self.work_event(e)
+        e.kind.is_workqueue() && self.work_event(e)
     }
 
     /// One of the kinds `add` lets through.

@@ -265,6 +265,44 @@ impl Tracepoint {
         )
     }
 
+    /// Interrupts' events: hard irq handlers, softirqs raised and run.
+    pub fn is_irq(self) -> bool {
+        matches!(
+            self,
+            Tracepoint::SoftirqEntry
+                | Tracepoint::SoftirqExit
+                | Tracepoint::SoftirqRaise
+                | Tracepoint::IrqHandlerEntry
+                | Tracepoint::IrqHandlerExit
+        )
+    }
+
+    /// Workqueues' events: work queued, activated, run.
+    pub fn is_workqueue(self) -> bool {
+        matches!(
+            self,
+            Tracepoint::WorkqueueQueueWork
+                | Tracepoint::WorkqueueExecuteStart
+                | Tracepoint::WorkqueueExecuteEnd
+                | Tracepoint::WorkqueueActivateWork
+        )
+    }
+
+    /// A driver's command starting or ending (MMC, NVMe, SCSI).
+    pub fn is_driver_command(self) -> bool {
+        matches!(
+            self,
+            Tracepoint::MmcRequestStart
+                | Tracepoint::NvmeSetupCmd
+                | Tracepoint::ScsiDispatchCmdStart
+                | Tracepoint::MmcRequestDone
+                | Tracepoint::NvmeCompleteRq
+                | Tracepoint::ScsiDispatchCmdDone
+                | Tracepoint::ScsiDispatchCmdTimeout
+                | Tracepoint::ScsiDispatchCmdError
+        )
+    }
+
     /// A waking of a thread: `sched_waking`, `sched_wakeup`,
     /// `sched_wakeup_new`.
     pub fn is_wakeup(self) -> bool {

@@ -279,9 +279,8 @@ impl OpenOps {
                     }));
                 }
             }
-            // None blocked: nothing to look at.
-            Touch::Blocked | Touch::Device(_) if self.blocked_on.iter().all(|(_, n)| *n == 0) => {}
-            // Only those in `D` are touched (`touched`).
+            // Only those in `D` are touched (`touched`): none blocked,
+            // nothing to look at.
             _ => out.extend(
                 self.in_d
                     .iter()
