@@ -463,11 +463,15 @@ impl TextSource {
         // Block events first: their names are known words, so only a
         // perf `sys:` prefix is left to check.
         if let Some(name) = word.strip_suffix(b":") {
-            let (sys, short) = match name.iter().rposition(|&c| c == b':') {
-                Some(c) => (&name[..=c], &name[c + 1..]),
-                None => (&name[..0], name),
-            };
-            if let Some(action) = Action::from_tracepoint_bytes(short) {
+            // ftrace's names have no `sys:` (perf's do): the whole name
+            // is tried first, without looking for a `:` in it.
+            let action = Action::from_tracepoint_bytes(name)
+                .map(|a| (a, &name[..0]))
+                .or_else(|| {
+                    let c = name.iter().rposition(|&c| c == b':')?;
+                    Action::from_tracepoint_bytes(&name[c + 1..]).map(|a| (a, &name[..=c]))
+                });
+            if let Some((action, sys)) = action {
                 if sys.iter().all(|&c| event_name_byte(c)) {
                     return match parse_tracepoint(action, trim(after_word), h.context()) {
                         Some(ev) => Line::Event(Event::Block(ev)),
