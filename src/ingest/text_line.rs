@@ -411,8 +411,8 @@ pub fn parse_ftrace_header(line: &[u8]) -> Option<(LineHeader<'_>, &[u8])> {
 
 /// One or two words after the CPU column, optional irq flags then
 /// `timestamp:`: the timestamp and what follows it. `SECONDS.FRACTION:`
-/// is read as it is scanned; any other word as [`first_word`] and
-/// [`parse_timestamp`] read it (the word found, then read again, was 2 %
+/// (up to ten digits, then one to nine) is read as it is scanned; any
+/// other word as [`first_word`] and [`parse_timestamp`] read it (the word found, then read again, was 2 %
 /// of reading a block event's line).
 #[inline]
 fn flags_and_stamp(mut rest: &[u8]) -> Option<(u64, &[u8])> {
