@@ -58,7 +58,7 @@ pub fn parse_u64(b: &[u8]) -> Option<u64> {
 }
 
 /// The value of the ASCII digits `b` starts with, at most nineteen (which
-/// cannot overflow), and how many were read: the one digit loop of the
+/// cannot overflow), and how many were read: the one digit reader of the
 /// one-pass readers.
 #[inline]
 pub fn leading_digits(b: &[u8]) -> (u64, usize) {
@@ -412,8 +412,9 @@ pub fn parse_ftrace_header(line: &[u8]) -> Option<(LineHeader<'_>, &[u8])> {
 /// One or two words after the CPU column, optional irq flags then
 /// `timestamp:`: the timestamp and what follows it. `SECONDS.FRACTION:`
 /// (up to ten digits, then one to nine) is read as it is scanned; any
-/// other word as [`first_word`] and [`parse_timestamp`] read it (the word found, then read again, was 2 %
-/// of reading a block event's line).
+/// other word as [`first_word`] and [`parse_timestamp`] read it (the
+/// word found, then read again, was 2 % of reading a block event's
+/// line).
 #[inline]
 fn flags_and_stamp(mut rest: &[u8]) -> Option<(u64, &[u8])> {
     for _ in 0..2 {
