@@ -516,9 +516,12 @@ impl TextSource {
 }
 
 impl TextSource {
-    fn next_from(&mut self, input: &mut Chunked) -> Option<Event> {
+    /// The next event into `slot` (`None` at the end), written where the
+    /// merger keeps it rather than returned through each step.
+    fn next_from(&mut self, input: &mut Chunked, slot: &mut Option<Event>) {
         if let Some(ev) = self.queued.pop_front() {
-            return Some(ev);
+            *slot = Some(ev);
+            return;
         }
         loop {
             // Lines before the buffer's next 0xc2 byte hold no
@@ -547,8 +550,8 @@ impl TextSource {
                 // The input is borrowed by `raw` until here.
                 let blank: &[u8] = b"";
                 self.line_no += input.skip_blank_lines();
-                if let Some(ev) = self.after_line(blank) {
-                    return Some(ev);
+                if self.after_line(blank, slot) {
+                    return;
                 }
                 continue;
             }
@@ -557,54 +560,57 @@ impl TextSource {
             } else {
                 normalize(raw)
             };
-            if let Some(ev) = self.after_line(&line) {
-                return Some(ev);
+            if self.after_line(&line, slot) {
+                return;
             }
         }
-        self.at_end(input)
+        *slot = self.at_end(input);
     }
 
     /// An event of the input's own (not a thread's process) passed on:
     /// counted, its time the last one seen.
     #[inline]
-    fn count(&mut self, e: &Event) {
-        if let Some(ts) = e.ts() {
+    fn count(&mut self, ts: Option<u64>) {
+        if let Some(ts) = ts {
             self.last_ts = Some(ts);
         }
         self.stats.events += 1;
     }
 
-    /// What one line (not too long) gives: the first of its events (the
-    /// rest queued), or nothing.
-    fn after_line(&mut self, line: &[u8]) -> Option<Event> {
+    /// What one line (not too long) gives: the first of its events in
+    /// `slot` (the rest queued), and whether there was one.
+    fn after_line(&mut self, line: &[u8], slot: &mut Option<Event>) -> bool {
         if self.stack_frame(line) {
-            return None;
+            return false;
         }
         // Any other line ends the stack being read: it comes first,
         // then the process of the line's thread if that is news, then
         // the line's event.
         let ended = self.stack.take().map(finished_stack);
-        let ev = self.event_of(line);
+        let got = self.event_of(line, slot);
         let process = self.new_process.take();
         if ended.is_none() && process.is_none() {
             // Nearly every line: one event or none, nothing queued.
-            if let Some(e) = &ev {
-                self.count(e);
+            if let (true, Some(e)) = (got, &*slot) {
+                let ts = e.ts();
+                self.count(ts);
             }
-            return ev;
+            return got;
         }
+        let ev = if got { slot.take() } else { None };
         for e in ended.iter().chain(&ev) {
-            self.count(e);
+            self.count(e.ts());
         }
         let mut all = ended.into_iter().chain(process).chain(ev);
-        let first = all.next();
+        *slot = all.next();
         self.queued.extend(all);
-        first
+        slot.is_some()
     }
 
-    /// What a line that is not a stack frame gives: an event, or nothing
-    /// (a stack begun, lost events counted, a line ignored or skipped).
-    fn event_of(&mut self, line: &[u8]) -> Option<Event> {
+    /// What a line that is not a stack frame gives: an event (written to
+    /// `slot`: true), or nothing (a stack begun, lost events counted, a
+    /// line ignored or skipped).
+    fn event_of(&mut self, line: &[u8], slot: &mut Option<Event>) -> bool {
         match self.classify(line) {
             Line::Event(ev) => {
                 let (pid, comm, switch) = match &ev {
@@ -616,7 +622,8 @@ impl TextSource {
                     let line = EventLine { ts, cpu, pid, comm };
                     (line, switch)
                 });
-                Some(ev)
+                *slot = Some(ev);
+                true
             }
             Line::StackStart {
                 ts,
@@ -635,19 +642,19 @@ impl TextSource {
                     comm,
                 };
                 self.stack = Some((k, Vec::new(), sampled.is_some()));
-                None
+                false
             }
-            Line::Ignore => None,
+            Line::Ignore => false,
             Line::Lost(ts, n) => {
                 self.stats.lost_events = self.stats.lost_events.saturating_add(n);
                 self.stats.lost_reports.push((ts, n));
-                None
+                false
             }
             Line::Bad => {
                 let no = self.line_no;
                 let shown = String::from_utf8_lossy(&line[..line.len().min(120)]).into_owned();
                 self.stats.skip(|| format!("line {no}: {shown:?}"));
-                None
+                false
             }
         }
     }
@@ -679,11 +686,18 @@ fn finished_stack((mut k, frames, _): (StackEvent, Vec<Arc<str>>, bool)) -> Even
 
 impl Source for TextSource {
     fn next_event(&mut self) -> Option<Event> {
+        let mut slot = None;
+        self.next_into(&mut slot);
+        slot
+    }
+    fn next_into(&mut self, slot: &mut Option<Event>) {
         // The input is moved out while lines borrow it, and put back after.
-        let mut input = self.input.take()?;
-        let ev = self.next_from(&mut input);
+        let Some(mut input) = self.input.take() else {
+            *slot = None;
+            return;
+        };
+        self.next_from(&mut input, slot);
         self.input = Some(input);
-        ev
     }
     fn path(&self) -> &Path {
         &self.path
