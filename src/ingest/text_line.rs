@@ -154,17 +154,26 @@ const SCALE: [u64; 10] = [
 /// else, which the general reader then reads (or refuses).
 #[inline]
 fn short_timestamp(b: &[u8]) -> Option<u64> {
+    let (ns, n) = short_stamp_prefix(b)?;
+    (n == b.len()).then_some(ns)
+}
+
+/// The timestamp `b` starts with, `SECONDS[.FRACTION]` of up to ten
+/// digits then one to nine, and how many bytes it takes; `None` for a
+/// longer number or a `.` with no digit after it.
+#[inline]
+fn short_stamp_prefix(b: &[u8]) -> Option<(u64, usize)> {
     let (secs, i) = leading_digits(b);
     if i == 0 || i > 10 {
         return None;
     }
-    let frac = match &b[i..] {
-        [] => &b[i..],
-        [b'.', frac @ ..] if (1..=9).contains(&frac.len()) => frac,
-        _ => return None,
-    };
-    let (f, k) = leading_digits(frac);
-    (k == frac.len()).then(|| secs * 1_000_000_000 + f * SCALE[frac.len()])
+    if b.get(i) != Some(&b'.') {
+        return Some((secs * 1_000_000_000, i));
+    }
+    let (f, k) = leading_digits(&b[i + 1..]);
+    (1..=9)
+        .contains(&k)
+        .then(|| (secs * 1_000_000_000 + f * SCALE[k], i + 1 + k))
 }
 
 fn any_timestamp(b: &[u8]) -> Option<u64> {
@@ -410,24 +419,18 @@ pub fn parse_ftrace_header(line: &[u8]) -> Option<(LineHeader<'_>, &[u8])> {
 }
 
 /// One or two words after the CPU column, optional irq flags then
-/// `timestamp:`: the timestamp and what follows it. `SECONDS.FRACTION:`
-/// (up to ten digits, then one to nine) is read as it is scanned; any
-/// other word as [`first_word`] and [`parse_timestamp`] read it (the
-/// word found, then read again, was 2 % of reading a block event's
+/// `timestamp:`: the timestamp and what follows it. A word that starts
+/// as [`short_timestamp`] reads and ends in `:` is read as it is
+/// scanned; any other as [`first_word`] and [`parse_timestamp`] read it
+/// (the word found, then read again, was 2 % of reading a block event's
 /// line).
 #[inline]
 fn flags_and_stamp(mut rest: &[u8]) -> Option<(u64, &[u8])> {
     for _ in 0..2 {
         let b = trim_start(rest);
-        let (secs, i) = leading_digits(b);
-        if (1..=10).contains(&i) && b.get(i) == Some(&b'.') {
-            let (f, k) = leading_digits(&b[i + 1..]);
-            let colon = i + 1 + k;
-            if (1..=9).contains(&k)
-                && b.get(colon) == Some(&b':')
-                && b.get(colon + 1).is_none_or(u8::is_ascii_whitespace)
-            {
-                return Some((secs * 1_000_000_000 + f * SCALE[k], &b[colon + 1..]));
+        if let Some((ns, colon)) = short_stamp_prefix(b) {
+            if b.get(colon) == Some(&b':') && b.get(colon + 1).is_none_or(u8::is_ascii_whitespace) {
+                return Some((ns, &b[colon + 1..]));
             }
         }
         let end = word_end(b);
@@ -717,6 +720,42 @@ mod tests {
                 None,
                 "{:?}",
                 String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    /// The header's flags and timestamp read in one pass as the words
+    /// read one by one read them.
+    #[test]
+    fn flags_and_stamp_agree_with_the_word_reader() {
+        use proptest::prelude::*;
+        fn by_words(mut rest: &[u8]) -> Option<(u64, &[u8])> {
+            for _ in 0..2 {
+                let (tok, after) = first_word(rest);
+                rest = after;
+                if let Some(t) = tok.strip_suffix(b":") {
+                    return Some((parse_timestamp(t)?, rest));
+                }
+            }
+            None
+        }
+        let alphabet = prop::sample::select(vec![b'0', b'1', b'9', b'.', b':', b'd', b' ', b'\t']);
+        proptest!(|(b in prop::collection::vec(alphabet, 0..28))| {
+            prop_assert_eq!(flags_and_stamp(&b), by_words(&b));
+        });
+        for l in [
+            &b" ..... 33681.020586: block_bio_queue: x"[..],
+            b" 12: x",
+            b" 1.: x",
+            b" d..1. 12345678901.5: x",
+            b" 1.0123456789: x",
+            b" 9999999999.999999999:",
+        ] {
+            assert_eq!(
+                flags_and_stamp(l),
+                by_words(l),
+                "{}",
+                String::from_utf8_lossy(l)
             );
         }
     }
