@@ -13,7 +13,7 @@ impl OutlierAnalysis {
     /// its CPU, the request it waited for longest, and a line for a person.
     pub(super) fn explain(
         &self,
-        mut op: OpenOp,
+        op: OpenOp,
         latency: u64,
         file: Option<super::FilePage>,
         names: &ThreadNames,
@@ -33,7 +33,7 @@ impl OutlierAnalysis {
         };
         let mut held_by: Vec<Holder> = op
             .held
-            .folded()
+            .holders()
             .map(|&(pid, (ns, comm, prio))| Holder {
                 pid,
                 comm: comm.as_str().to_string(),

@@ -20,6 +20,7 @@ pub(super) struct ThreadNow {
 }
 
 impl ThreadNow {
+    #[inline]
     pub(super) fn of(pid: u32, sched: &SchedAnalysis) -> ThreadNow {
         let (view, cpu) = sched.view(pid);
         ThreadNow {
@@ -156,43 +157,59 @@ impl OpenOp {
 
 /// Who held the CPU a runnable operation waited for: thread, time, its
 /// name and priority as first seen. Met at every stretch the operation is
-/// runnable, often a thread not met before (16 writers on 2 CPUs): the
-/// stretches are logged and folded by thread when the log doubles (a
-/// map's entry per stretch was a fortieth of the analysis).
+/// runnable, often a thread not met just before (16 writers on 2 CPUs):
+/// each thread's entry is found where its id's hint says, or by a scan
+/// of the few met so far, or past [`SCANNED`] threads by an index. (A map's entry per
+/// stretch was a fortieth of the analysis; a log of stretches folded by a
+/// sort whenever it doubled, 7 %.)
 #[derive(Clone, Default)]
 pub(super) struct Held {
+    /// Each thread once, in the order first met.
     list: Vec<(u32, (u64, crate::model::Comm, i64))>,
-    /// The log's length at which it is folded next.
-    fold_at: usize,
+    /// Each thread's place in `list`, once it holds more than [`SCANNED`].
+    index: FxHashMap<u32, u32>,
+    /// A place in `list` by thread id modulo [`HINTS`]: where the last
+    /// thread of those ids was (threads started together have ids in a
+    /// row, each its own hint; a thread met twice in a row, its own).
+    hint: [u32; HINTS],
 }
 
-/// The shortest log that is folded.
-const HELD_FOLD_FROM: usize = 32;
+/// Threads whose place is remembered without a scan.
+const HINTS: usize = 16;
+
+/// The most threads found by a scan of `Held::list`.
+const SCANNED: usize = 32;
 
 impl Held {
     pub(super) fn add(&mut self, pid: u32, comm: crate::model::Comm, prio: i64, ns: u64) {
-        if let Some(last) = self.list.last_mut().filter(|h| h.0 == pid) {
-            last.1 .0 += ns;
-            return;
-        }
-        self.list.push((pid, (ns, comm, prio)));
-        if self.list.len() >= self.fold_at.max(HELD_FOLD_FROM) {
-            self.fold();
-            self.fold_at = 2 * self.list.len();
-        }
-    }
-
-    /// Each thread once, its times added, with its first name and priority
-    /// (a stable sort keeps its first stretch first).
-    fn fold(&mut self) {
-        self.list.sort_by_key(|h| h.0);
-        self.list.dedup_by(|later, first| {
-            let same = later.0 == first.0;
-            if same {
-                first.1 .0 += later.1 .0;
+        let hint = self.hint[pid as usize % HINTS] as usize;
+        let at = if self.list.get(hint).is_some_and(|h| h.0 == pid) {
+            Some(hint)
+        } else if self.list.len() <= SCANNED {
+            self.list.iter().position(|h| h.0 == pid)
+        } else {
+            self.index.get(&pid).map(|&i| i as usize)
+        };
+        let i = match at {
+            Some(i) => {
+                self.list[i].1 .0 += ns;
+                i
             }
-            same
-        });
+            None => {
+                self.list.push((pid, (ns, comm, prio)));
+                let i = self.list.len() - 1;
+                if self.list.len() > SCANNED {
+                    if self.index.is_empty() {
+                        let all = self.list.iter().enumerate();
+                        self.index.extend(all.map(|(i, h)| (h.0, i as u32)));
+                    } else {
+                        self.index.insert(pid, i as u32);
+                    }
+                }
+                i
+            }
+        };
+        self.hint[pid as usize % HINTS] = i as u32;
     }
 
     pub(super) fn is_empty(&self) -> bool {
@@ -201,18 +218,17 @@ impl Held {
 
     pub(super) fn clear(&mut self) {
         self.list.clear();
-        self.fold_at = 0;
+        self.index.clear();
+        self.hint = [0; HINTS];
     }
 
     pub(super) fn capacity(&self) -> usize {
-        self.list.capacity()
+        self.list.capacity().max(self.index.capacity())
     }
 
-    /// Each holder once: thread, (time, name, priority).
-    pub(super) fn folded(
-        &mut self,
-    ) -> impl Iterator<Item = &(u32, (u64, crate::model::Comm, i64))> {
-        self.fold();
+    /// Each holder once, in the order first met: thread, (time, name,
+    /// priority).
+    pub(super) fn holders(&self) -> impl Iterator<Item = &(u32, (u64, crate::model::Comm, i64))> {
         self.list.iter()
     }
 }
@@ -344,25 +360,41 @@ mod tests {
     /// However the stretches come, each holder's add up, under the name
     /// and priority it was first seen with.
     #[test]
-    fn holders_add_up_however_often_the_log_folds() {
-        let mut h = super::Held::default();
+    fn holders_add_up_scanned_or_indexed() {
         let hog = crate::model::Comm::new(b"hog");
-        for round in 0..50u64 {
-            for pid in 0..20u32 {
-                h.add(pid, hog, round as i64, pid as u64 + round);
+        // 20 threads are scanned for; 100 are found by the index, which
+        // is made when the 33rd is met.
+        for threads in [20u32, 100] {
+            let mut h = super::Held::default();
+            for round in 0..50u64 {
+                for pid in 0..threads {
+                    // Each thread's stretch comes twice, the second
+                    // found by its hint.
+                    let pid = (pid * 7) % threads;
+                    h.add(pid, hog, round as i64, pid as u64 + round);
+                    h.add(pid, hog, round as i64, 1);
+                }
             }
+            assert_eq!(h.holders().count(), threads as usize);
+            let mut seen = std::collections::BTreeSet::new();
+            for &(pid, (ns, _, prio)) in h.holders() {
+                // 50 stretches of pid + round + 1 ns; first seen at priority 0.
+                assert_eq!(
+                    (ns, prio),
+                    (50 * pid as u64 + 49 * 25 + 50, 0),
+                    "thread {pid}"
+                );
+                assert!(seen.insert(pid), "thread {pid} twice");
+            }
+            assert!(h.capacity() <= 256, "{} kept", h.capacity());
+            h.clear();
+            assert!(h.is_empty());
+            h.add(7, hog, 0, 5);
+            h.add(8, hog, 0, 1);
+            h.add(7, hog, 0, 5);
+            let got: Vec<(u32, u64)> = h.holders().map(|x| (x.0, x.1 .0)).collect();
+            assert_eq!(got, vec![(7, 10), (8, 1)]);
         }
-        assert_eq!(h.folded().count(), 20);
-        for &(pid, (ns, _, prio)) in h.folded() {
-            // 50 stretches of pid + round ns; the first seen at priority 0.
-            assert_eq!((ns, prio), (50 * pid as u64 + 49 * 25, 0), "thread {pid}");
-        }
-        assert!(h.list.capacity() <= 64, "{} kept", h.list.capacity());
-        h.clear();
-        assert!(h.is_empty());
-        h.add(7, hog, 0, 5);
-        h.add(7, hog, 0, 5);
-        assert_eq!(h.folded().map(|x| x.1 .0).collect::<Vec<_>>(), vec![10]);
     }
 
     #[test]
