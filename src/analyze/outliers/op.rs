@@ -107,18 +107,39 @@ impl OpenOp {
         ts: u64,
         dev: Option<Dev>,
     ) {
-        let mut held = std::mem::take(&mut self.held);
-        let mut waited_on = std::mem::take(&mut self.waited_on);
-        let mut device = std::mem::take(&mut self.device);
+        // Field by field in place (a whole new one written over it was a
+        // copy of the operation and a drop of the old one per operation);
+        // the pattern names every field, so that a new one is not missed.
+        let OpenOp {
+            id: old_id,
+            kind: old_kind,
+            pid: old_pid,
+            start,
+            last,
+            dev: old_dev,
+            b,
+            held,
+            waited_on,
+            view,
+            cpu,
+            cpu_now,
+            cur_wait,
+            device,
+            idle_mark,
+            fault,
+            pages_added,
+            pages_refaulted,
+        } = self;
+        (*old_id, *old_kind, *old_pid, *old_dev) = (id, kind, pid, dev);
+        (*start, *last) = (ts, ts);
+        *b = Breakdown::default();
         held.clear();
         waited_on.clear();
         device.clear();
-        *self = OpenOp {
-            held,
-            waited_on,
-            device,
-            ..OpenOp::new(id, kind, pid, ts, dev)
-        };
+        (*view, *cpu, *cpu_now, *cur_wait) = (ThreadView::Unknown, None, None, None);
+        *idle_mark = 0;
+        *fault = None;
+        (*pages_added, *pages_refaulted) = (0, 0);
     }
 
     pub(super) fn waited_for(&self, k: &ReqKey, issued: u64) -> bool {
@@ -133,7 +154,11 @@ impl OpenOp {
         self.view = view;
         self.cpu = cpu;
         self.cpu_now = cpu_now;
-        self.idle_mark = idle.at(cpu, self.last);
+        // Read only while asleep (`integrate`), and an operation falls
+        // asleep only here: its CPU's clock is read only then.
+        if let ThreadView::Off(_) = view {
+            self.idle_mark = idle.at(cpu, self.last);
+        }
     }
 
     /// Whether its maps are small enough to keep for the next operation:
