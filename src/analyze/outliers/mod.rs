@@ -237,7 +237,7 @@ impl OutlierAnalysis {
     /// After the event at `ts`: the touched operations learn their
     /// thread's new state; after a switch, its CPU's idle clock.
     fn after(&mut self, ts: u64, t: &Touch, sched: &SchedAnalysis) {
-        if let Touch::Threads { cpu, .. } = *t {
+        if let Touch::Threads { a, b, cpu } = *t {
             if let Some(c) = cpu {
                 let idle = sched.on_cpu(c).is_some_and(|(pid, _, _)| pid == 0);
                 self.idle.switch(c, ts, idle);
@@ -254,8 +254,20 @@ impl OutlierAnalysis {
             // A thread's operations come together in `hit`, and share
             // what the scheduler says of their thread.
             let mut now: Option<(u32, ThreadNow)> = None;
+            // Who runs on the CPU now: all that changed for the operations
+            // of other threads that wait for it (their thread's state and
+            // CPU change only by events that touch their thread).
+            let holder = cpu.map(|c| sched.on_cpu(c));
             for &i in &hit {
                 let pid = self.open.get(i as usize).pid;
+                if let Some(holder) = holder.filter(|_| pid != a && pid != b) {
+                    let op = self.open.get_mut(i as usize);
+                    debug_assert!(op.view == super::sched::ThreadView::Runnable && op.cpu == cpu);
+                    debug_assert!(sched.view(pid) == (op.view, op.cpu));
+                    op.cpu_now = holder;
+                    op.fault_state_changed(ts);
+                    continue;
+                }
                 let n = match now {
                     Some((p, n)) if p == pid => n,
                     _ => {
