@@ -73,6 +73,17 @@ pub(super) struct DevView {
     pub(super) checkpoint: bool,
 }
 
+impl DevView {
+    /// What `integrate` is given for an operation not blocked in `D`,
+    /// which reads no device view: none is worked out for it.
+    pub(super) const UNREAD: DevView = DevView {
+        queued: false,
+        oldest: None,
+        commit: false,
+        checkpoint: false,
+    };
+}
+
 impl OutlierAnalysis {
     /// What waiting on `dev` (None: any device) means right now.
     pub(super) fn dev_view(&self, dev: Option<Dev>) -> DevView {

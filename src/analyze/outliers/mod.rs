@@ -48,7 +48,7 @@ pub use uring::UringSummary;
 pub use workload::{workload_kinds, workload_time, WorkloadTime};
 
 use super::names::ThreadNames;
-use super::sched::SchedAnalysis;
+use super::sched::{SchedAnalysis, ThreadView};
 use crate::model::{Action, BlockEvent, Dev, TraceEvent};
 use inflight::{DevState, DevView, InFlight, ReqKey};
 use op::{integrate, IdleClocks, OpenOp, ThreadNow};
@@ -199,14 +199,17 @@ impl OutlierAnalysis {
         let mut views = std::mem::take(&mut self.touched_views);
         views.clear();
         for &i in &hit {
-            let dev = self.open.get(i as usize).dev;
-            let view = match views.iter().find(|(d, _)| *d == dev) {
-                Some((_, v)) => *v,
-                None => {
-                    let v = self.dev_view(dev);
-                    views.push((dev, v));
-                    v
-                }
+            let op = self.open.get(i as usize);
+            let dev = op.dev;
+            // Only an operation blocked in `D` reads its device's view.
+            let view = if op.view != ThreadView::Off('D') {
+                DevView::UNREAD
+            } else if let Some((_, v)) = views.iter().find(|(d, _)| *d == dev) {
+                *v
+            } else {
+                let v = self.dev_view(dev);
+                views.push((dev, v));
+                v
             };
             integrate(self.open.get_mut(i as usize), ts, &view, &self.idle);
         }
@@ -262,7 +265,7 @@ impl OutlierAnalysis {
                 let pid = self.open.get(i as usize).pid;
                 if let Some(holder) = holder.filter(|_| pid != a && pid != b) {
                     let op = self.open.get_mut(i as usize);
-                    debug_assert!(op.view == super::sched::ThreadView::Runnable && op.cpu == cpu);
+                    debug_assert!(op.view == ThreadView::Runnable && op.cpu == cpu);
                     debug_assert!(sched.view(pid) == (op.view, op.cpu));
                     op.cpu_now = holder;
                     op.fault_state_changed(ts);
@@ -295,7 +298,11 @@ impl OutlierAnalysis {
 
     /// Integrates one operation (at its end).
     fn advance_one(&mut self, i: usize, ts: u64) {
-        let view = self.dev_view(self.open.get(i).dev);
+        let op = self.open.get(i);
+        let view = match op.view {
+            ThreadView::Off('D') => self.dev_view(op.dev),
+            _ => DevView::UNREAD,
+        };
         integrate(self.open.get_mut(i), ts, &view, &self.idle);
     }
 
