@@ -4,7 +4,8 @@
 //! each pass in its own random order; at its end it reads its cgroup's
 //! `workingset_refault_file` (memory.stat). Without a limit the second pass
 //! hits: 4096 hits of 8192 lookups, 4096 misses, each a page the device
-//! read. Under an 8 MiB limit reclaim evicts what the second pass reads:
+//! read (less what the machine's own reclaim took between the passes:
+//! the cgroup's refaults). Under an 8 MiB limit reclaim evicts what the second pass reads:
 //! iosleuth's refaults are the cgroup's count.
 
 use crate::common;
@@ -106,12 +107,17 @@ fn hits_misses_and_refaults_are_the_kernels() {
     let (free, refaults) = read_twice(&fs, dir.path(), None, "free");
     let d = &free["cache"]["devices"][&dev];
     eprintln!("no limit: {d}");
-    assert_eq!(refaults, 0);
+    // Without a limit nothing of the reader's evicts the file; the
+    // machine may (DAMON's reclaim took 11 of its pages once while CI ran
+    // here): each page it took between the two passes is read again, a
+    // refault the cgroup counts and a miss more, a hit less.
+    assert!(refaults < 400, "the machine reclaimed the file: {refaults}");
+    assert_eq!(d["refaults"].as_u64(), Some(refaults), "{d}");
     assert_eq!(d["lookups"], 8192, "{d}");
-    assert_eq!(d["misses"], 4096, "{d}");
-    assert_eq!(d["hits"], 4096, "{d}");
-    assert_eq!(d["hit_ratio"], 0.5);
-    assert_eq!(d["refaults"], 0);
+    assert_eq!(d["misses"].as_u64(), Some(4096 + refaults), "{d}");
+    assert_eq!(d["hits"].as_u64(), Some(4096 - refaults), "{d}");
+    let ratio = (4096 - refaults) as f64 / 8192.0;
+    assert_eq!(d["hit_ratio"].as_f64(), Some(ratio), "{d}");
     // Each miss a page the device read.
     let reads = free["devices"]
         .as_array()
@@ -120,7 +126,7 @@ fn hits_misses_and_refaults_are_the_kernels() {
         .find(|x| x["device"] == dev.as_str())
         .map(|x| x["bytes_completed"]["read"].as_u64().unwrap())
         .unwrap();
-    assert_eq!(reads, 4096 * 4096, "bytes the device read");
+    assert_eq!(reads, (4096 + refaults) * 4096, "bytes the device read");
 
     let (held, refaults) = read_twice(&fs, dir.path(), Some("8M"), "held");
     let d = &held["cache"]["devices"][&dev];
