@@ -241,8 +241,13 @@ impl OutlierAnalysis {
     /// thread's new state; after a switch, its CPU's idle clock.
     fn after(&mut self, ts: u64, t: &Touch, sched: &SchedAnalysis) {
         if let Touch::Threads { a, b, cpu } = *t {
-            if let Some(c) = cpu {
-                let idle = sched.on_cpu(c).is_some_and(|(pid, _, _)| pid == 0);
+            // Who runs on the CPU now: its idle clock runs while it is the
+            // idle task, and it is all that changed for the operations of
+            // other threads that wait for it (their thread's state and CPU
+            // change only by events that touch their thread).
+            let holder = cpu.map(|c| sched.on_cpu(c));
+            if let (Some(c), Some(on)) = (cpu, holder) {
+                let idle = on.is_some_and(|(pid, _, _)| pid == 0);
                 self.idle.switch(c, ts, idle);
             }
             // The operations `before` found: nothing between changed
@@ -257,10 +262,6 @@ impl OutlierAnalysis {
             // A thread's operations come together in `hit`, and share
             // what the scheduler says of their thread.
             let mut now: Option<(u32, ThreadNow)> = None;
-            // Who runs on the CPU now: all that changed for the operations
-            // of other threads that wait for it (their thread's state and
-            // CPU change only by events that touch their thread).
-            let holder = cpu.map(|c| sched.on_cpu(c));
             for &i in &hit {
                 let pid = self.open.get(i as usize).pid;
                 if let Some(holder) = holder.filter(|_| pid != a && pid != b) {
